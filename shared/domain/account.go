@@ -1,0 +1,96 @@
+package domain
+
+import (
+	"fmt"
+	"time"
+
+	"github.com/shopspring/decimal"
+)
+
+// Plan is an account's subscription tier; it sets the default rate limit.
+type Plan string
+
+const (
+	PlanFree       Plan = "free"
+	PlanPro        Plan = "pro"
+	PlanEnterprise Plan = "enterprise"
+)
+
+// Plans lists the valid plans in the order they are documented.
+var Plans = []Plan{PlanFree, PlanPro, PlanEnterprise}
+
+// Default per-minute request limits of the spec. Enterprise accounts carry
+// their own; this is the value used when none was set.
+const (
+	RateLimitFree              = 10
+	RateLimitPro               = 100
+	RateLimitEnterpriseDefault = 1000
+)
+
+// ParsePlan accepts exactly the documented plan names.
+func ParsePlan(s string) (Plan, error) {
+	for _, p := range Plans {
+		if string(p) == s {
+			return p, nil
+		}
+	}
+	return "", fmt.Errorf("%w: unknown plan %q (allowed: free, pro, enterprise)", ErrInvalid, s)
+}
+
+// Account is a customer with a credit balance. The four totals always obey
+// Granted = Balance + Held + Captured; every ledger operation moves an amount
+// between them in one atomic write.
+type Account struct {
+	UserID string
+	Plan   Plan
+	// CustomRateLimit is the per-minute limit of an enterprise account; zero
+	// means the plan default.
+	CustomRateLimit int
+	Balance         decimal.Decimal
+	Held            decimal.Decimal
+	Granted         decimal.Decimal
+	Captured        decimal.Decimal
+	Holds           []Hold
+	CreatedAt       time.Time
+}
+
+// RateLimit is the number of requests the account may make per minute.
+func (a Account) RateLimit() int {
+	switch a.Plan {
+	case PlanPro:
+		return RateLimitPro
+	case PlanEnterprise:
+		if a.CustomRateLimit > 0 {
+			return a.CustomRateLimit
+		}
+		return RateLimitEnterpriseDefault
+	default:
+		return RateLimitFree
+	}
+}
+
+// WorkKind names the record a hold pays for, so the sweeper knows where to
+// look for it.
+type WorkKind string
+
+const (
+	WorkGeneration WorkKind = "generation"
+	WorkLongVideo  WorkKind = "long_video"
+)
+
+// Hold is credit reserved for one piece of work until it is captured
+// (work completed) or released (work failed). WorkID is the UUID of the
+// generation or long-form video, minted once per request, so it is the
+// idempotency key of every ledger operation on the hold.
+type Hold struct {
+	WorkID    string
+	Kind      WorkKind
+	Amount    decimal.Decimal
+	CreatedAt time.Time
+}
+
+// OpenHold is a hold together with the account it belongs to.
+type OpenHold struct {
+	UserID string
+	Hold
+}

@@ -1,0 +1,35 @@
+// Package domain holds the service's core types and the typed errors that
+// every layer checks with errors.Is/As. It imports no AWS package.
+package domain
+
+import (
+	"errors"
+	"fmt"
+
+	"github.com/shopspring/decimal"
+)
+
+// Sentinel errors. Adapters wrap them with context; callers test with errors.Is.
+var (
+	ErrNotFound            = errors.New("not found")
+	ErrAlreadyExists       = errors.New("already exists")
+	ErrInsufficientCredits = errors.New("insufficient credits")
+	// ErrConflict reports a state transition that is no longer possible,
+	// such as finishing a generation that already finished.
+	ErrConflict = errors.New("conflict")
+	ErrInvalid  = errors.New("invalid")
+)
+
+// InsufficientCreditsError says how short an account was. It matches
+// ErrInsufficientCredits under errors.Is.
+type InsufficientCreditsError struct {
+	Required  decimal.Decimal
+	Available decimal.Decimal
+}
+
+func (e *InsufficientCreditsError) Error() string {
+	return fmt.Sprintf("insufficient credits: %s required, %s available",
+		e.Required.StringFixed(2), e.Available.StringFixed(2))
+}
+
+func (e *InsufficientCreditsError) Is(target error) bool { return target == ErrInsufficientCredits }

@@ -1,0 +1,162 @@
+// Package ledger holds the billing rules that sit above the store's atomic
+// operations: the sweeper that settles holds left open by a crash.
+package ledger
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"time"
+
+	"github.com/mediagen-dev/mediagen/shared/domain"
+)
+
+// DefaultGrace is how old an open hold must be before the sweeper looks at
+// it. It is longer than the longest Lambda run (15 minutes), so a request
+// that is still between its hold and its record write is never swept.
+const DefaultGrace = 20 * time.Minute
+
+// TimedOutError is the error text of work failed by its deadline.
+const TimedOutError = "timed out"
+
+// SweepStore is what the sweeper needs from the store.
+type SweepStore interface {
+	OpenHolds(ctx context.Context, createdBefore time.Time) ([]domain.OpenHold, error)
+	Capture(ctx context.Context, userID, workID string) (bool, error)
+	Release(ctx context.Context, userID, workID string) (bool, error)
+	GetGeneration(ctx context.Context, uuid string) (domain.Generation, error)
+	FinishGeneration(ctx context.Context, uuid string, o domain.Outcome, at time.Time) error
+	GetLongVideo(ctx context.Context, id string) (domain.LongVideo, error)
+	FinishLongVideo(ctx context.Context, id string, o domain.Outcome, at time.Time) error
+}
+
+// Sweeper settles holds whose work is finished, failed, past its deadline,
+// or never appeared.
+type Sweeper struct {
+	Store SweepStore
+	Grace time.Duration
+	Now   func() time.Time
+	Log   *slog.Logger
+}
+
+// SweepReport counts what one sweep did.
+type SweepReport struct {
+	Captured int `json:"captured"`
+	Released int `json:"released"`
+	TimedOut int `json:"timed_out"`
+	Open     int `json:"still_open"`
+}
+
+// work is the state of the record a hold pays for.
+type work struct {
+	exists   bool
+	status   domain.Status
+	deadline time.Time
+}
+
+// Sweep looks at every open hold older than the grace period once.
+func (s *Sweeper) Sweep(ctx context.Context) (SweepReport, error) {
+	now := s.now()
+	grace := s.Grace
+	if grace == 0 {
+		grace = DefaultGrace
+	}
+	holds, err := s.Store.OpenHolds(ctx, now.Add(-grace))
+	if err != nil {
+		return SweepReport{}, fmt.Errorf("sweep: %w", err)
+	}
+	var report SweepReport
+	var errs []error
+	for _, h := range holds {
+		if err := s.settle(ctx, h, now, &report); err != nil {
+			errs = append(errs, fmt.Errorf("sweep hold %s of %s: %w", h.WorkID, h.UserID, err))
+		}
+	}
+	return report, errors.Join(errs...)
+}
+
+func (s *Sweeper) settle(ctx context.Context, h domain.OpenHold, now time.Time, report *SweepReport) error {
+	w, err := s.lookup(ctx, h)
+	if err != nil {
+		return err
+	}
+	if w.exists && w.status == domain.StatusProcessing {
+		if now.Before(w.deadline) {
+			report.Open++
+			return nil
+		}
+		// Past its deadline: fail it, unless it finished meanwhile.
+		if err := s.finish(ctx, h, now); err != nil && !errors.Is(err, domain.ErrConflict) {
+			return err
+		}
+		if w, err = s.lookup(ctx, h); err != nil {
+			return err
+		}
+		if w.status == domain.StatusFailed {
+			report.TimedOut++
+		}
+	}
+	settle, outcome := s.Store.Release, "released"
+	if w.exists && w.status == domain.StatusCompleted {
+		settle, outcome = s.Store.Capture, "captured"
+	}
+	settled, err := settle(ctx, h.UserID, h.WorkID)
+	if err != nil {
+		return err
+	}
+	if !settled {
+		return nil // settled meanwhile by the poller or the workflow
+	}
+	if outcome == "captured" {
+		report.Captured++
+	} else {
+		report.Released++
+	}
+	s.log().InfoContext(ctx, "sweeper settled hold", "user_id", h.UserID, "work_id", h.WorkID,
+		"kind", h.Kind, "outcome", outcome, "work_found", w.exists, "amount", domain.FormatCredits(h.Amount))
+	return nil
+}
+
+func (s *Sweeper) lookup(ctx context.Context, h domain.OpenHold) (work, error) {
+	var (
+		w   work
+		err error
+	)
+	switch h.Kind {
+	case domain.WorkLongVideo:
+		var v domain.LongVideo
+		v, err = s.Store.GetLongVideo(ctx, h.WorkID)
+		w = work{exists: err == nil, status: v.Status, deadline: v.Deadline}
+	default:
+		var g domain.Generation
+		g, err = s.Store.GetGeneration(ctx, h.WorkID)
+		w = work{exists: err == nil, status: g.Status, deadline: g.Deadline}
+	}
+	if err != nil && !errors.Is(err, domain.ErrNotFound) {
+		return work{}, err
+	}
+	return w, nil
+}
+
+func (s *Sweeper) finish(ctx context.Context, h domain.OpenHold, now time.Time) error {
+	o := domain.Outcome{Status: domain.StatusFailed, Error: TimedOutError}
+	if h.Kind == domain.WorkLongVideo {
+		return s.Store.FinishLongVideo(ctx, h.WorkID, o, now)
+	}
+	return s.Store.FinishGeneration(ctx, h.WorkID, o, now)
+}
+
+func (s *Sweeper) now() time.Time {
+	if s.Now != nil {
+		return s.Now().UTC()
+	}
+	return time.Now().UTC()
+}
+
+func (s *Sweeper) log() *slog.Logger {
+	if s.Log != nil {
+		return s.Log
+	}
+	return slog.Default()
+}

@@ -1,0 +1,144 @@
+package dynamostore
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+)
+
+// Tables names the tables of one deployment. The template creates them and
+// passes their names to the functions in these environment variables.
+type Tables struct {
+	Accounts    string
+	APIKeys     string
+	Generations string
+	LongVideos  string
+	RateLimits  string
+	Counters    string
+}
+
+// Environment variables read by TablesFromEnv.
+const (
+	EnvAccountsTable    = "ACCOUNTS_TABLE"
+	EnvAPIKeysTable     = "API_KEYS_TABLE"
+	EnvGenerationsTable = "GENERATIONS_TABLE"
+	EnvLongVideosTable  = "LONG_VIDEOS_TABLE"
+	EnvRateLimitsTable  = "RATE_LIMITS_TABLE"
+	EnvCountersTable    = "COUNTERS_TABLE"
+)
+
+// Index names the code queries; the template declares the same.
+const (
+	IndexKeyPrefix     = "prefix-index"
+	IndexKeyUser       = "user-index"
+	IndexGenerationID  = "id-index"
+	IndexUserCreatedAt = "user-created-index"
+)
+
+// TablesWithPrefix names every table "<prefix>-<name>".
+func TablesWithPrefix(prefix string) Tables {
+	return Tables{
+		Accounts:    prefix + "-accounts",
+		APIKeys:     prefix + "-api-keys",
+		Generations: prefix + "-generations",
+		LongVideos:  prefix + "-long-videos",
+		RateLimits:  prefix + "-rate-limits",
+		Counters:    prefix + "-counters",
+	}
+}
+
+// TablesFromEnv reads the table names from the environment, falling back to
+// the "mediagen-" names for each one not set.
+func TablesFromEnv(getenv func(string) string) Tables {
+	t := TablesWithPrefix("mediagen")
+	for _, v := range []struct {
+		dst *string
+		env string
+	}{
+		{&t.Accounts, EnvAccountsTable}, {&t.APIKeys, EnvAPIKeysTable}, {&t.Generations, EnvGenerationsTable},
+		{&t.LongVideos, EnvLongVideosTable}, {&t.RateLimits, EnvRateLimitsTable}, {&t.Counters, EnvCountersTable},
+	} {
+		if s := getenv(v.env); s != "" {
+			*v.dst = s
+		}
+	}
+	return t
+}
+
+// TableCreator is the part of the DynamoDB API that CreateTables uses.
+type TableCreator interface {
+	CreateTable(ctx context.Context, in *dynamodb.CreateTableInput, opts ...func(*dynamodb.Options)) (*dynamodb.CreateTableOutput, error)
+	dynamodb.DescribeTableAPIClient
+}
+
+// CreateTables creates the tables for a local DynamoDB (tests, dynalite).
+// In AWS the template creates them; TTL on the rate-limit table is set there.
+func CreateTables(ctx context.Context, c TableCreator, t Tables) error {
+	for _, in := range Schema(t) {
+		if _, err := c.CreateTable(ctx, in); err != nil {
+			var inUse *types.ResourceInUseException
+			if errors.As(err, &inUse) {
+				continue
+			}
+			return fmt.Errorf("create table %s: %w", aws.ToString(in.TableName), err)
+		}
+	}
+	waiter := dynamodb.NewTableExistsWaiter(c, func(o *dynamodb.TableExistsWaiterOptions) {
+		o.MinDelay, o.MaxDelay = 50*time.Millisecond, time.Second
+	})
+	for _, in := range Schema(t) {
+		if err := waiter.Wait(ctx, &dynamodb.DescribeTableInput{TableName: in.TableName}, time.Minute); err != nil {
+			return fmt.Errorf("wait for table %s: %w", aws.ToString(in.TableName), err)
+		}
+	}
+	return nil
+}
+
+// Schema is the key schema and indexes of every table.
+func Schema(t Tables) []*dynamodb.CreateTableInput {
+	s := func(name string) types.AttributeDefinition {
+		return types.AttributeDefinition{AttributeName: aws.String(name), AttributeType: types.ScalarAttributeTypeS}
+	}
+	n := func(name string) types.AttributeDefinition {
+		return types.AttributeDefinition{AttributeName: aws.String(name), AttributeType: types.ScalarAttributeTypeN}
+	}
+	hash := func(name string) []types.KeySchemaElement {
+		return []types.KeySchemaElement{{AttributeName: aws.String(name), KeyType: types.KeyTypeHash}}
+	}
+	hashRange := func(h, r string) []types.KeySchemaElement {
+		return []types.KeySchemaElement{
+			{AttributeName: aws.String(h), KeyType: types.KeyTypeHash},
+			{AttributeName: aws.String(r), KeyType: types.KeyTypeRange},
+		}
+	}
+	gsi := func(name string, keys []types.KeySchemaElement, p types.ProjectionType) types.GlobalSecondaryIndex {
+		return types.GlobalSecondaryIndex{IndexName: aws.String(name), KeySchema: keys,
+			Projection: &types.Projection{ProjectionType: p}}
+	}
+	table := func(name string, attrs []types.AttributeDefinition, key []types.KeySchemaElement, gsis ...types.GlobalSecondaryIndex) *dynamodb.CreateTableInput {
+		in := &dynamodb.CreateTableInput{TableName: aws.String(name), AttributeDefinitions: attrs, KeySchema: key,
+			BillingMode: types.BillingModePayPerRequest}
+		if len(gsis) > 0 {
+			in.GlobalSecondaryIndexes = gsis
+		}
+		return in
+	}
+	return []*dynamodb.CreateTableInput{
+		table(t.Accounts, []types.AttributeDefinition{s("user_id")}, hash("user_id")),
+		table(t.APIKeys, []types.AttributeDefinition{s("key_hash"), s("prefix"), s("user_id")}, hash("key_hash"),
+			gsi(IndexKeyPrefix, hash("prefix"), types.ProjectionTypeKeysOnly),
+			gsi(IndexKeyUser, hash("user_id"), types.ProjectionTypeAll)),
+		table(t.Generations, []types.AttributeDefinition{s("uuid"), n("id"), s("user_id"), s("created_at")}, hash("uuid"),
+			gsi(IndexGenerationID, hash("id"), types.ProjectionTypeKeysOnly),
+			gsi(IndexUserCreatedAt, hashRange("user_id", "created_at"), types.ProjectionTypeAll)),
+		table(t.LongVideos, []types.AttributeDefinition{s("id"), s("user_id"), s("created_at")}, hash("id"),
+			gsi(IndexUserCreatedAt, hashRange("user_id", "created_at"), types.ProjectionTypeAll)),
+		table(t.RateLimits, []types.AttributeDefinition{s("key")}, hash("key")),
+		table(t.Counters, []types.AttributeDefinition{s("name")}, hash("name")),
+	}
+}

@@ -1,0 +1,637 @@
+// Package sqlitestore is the embedded adapter of the store: one SQLite file
+// under the data directory. It is for the local runtime and the admin
+// command, which may open the same file from another process while the
+// server runs (WAL journal, busy timeout). Lambda functions never import it.
+package sqlitestore
+
+import (
+	"context"
+	"database/sql"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/url"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/shopspring/decimal"
+	_ "modernc.org/sqlite" // database/sql driver "sqlite"
+
+	"github.com/mediagen-dev/mediagen/shared/domain"
+	"github.com/mediagen-dev/mediagen/shared/store"
+)
+
+var _ store.Store = (*Store)(nil)
+
+// FileName is the database file inside the data directory.
+const FileName = "mediagen.db"
+
+// timeLayout sorts lexically in time order.
+const timeLayout = "2006-01-02T15:04:05.000000000Z"
+
+// rateLimitTTL keeps a minute's counter a little past its minute.
+const rateLimitTTL = 2 * time.Minute
+
+const schema = `
+CREATE TABLE IF NOT EXISTS accounts (
+	user_id    TEXT PRIMARY KEY,
+	plan       TEXT NOT NULL,
+	rate_limit INTEGER NOT NULL DEFAULT 0,
+	balance    INTEGER NOT NULL DEFAULT 0 CHECK (balance >= 0),
+	held       INTEGER NOT NULL DEFAULT 0 CHECK (held >= 0),
+	granted    INTEGER NOT NULL DEFAULT 0,
+	captured   INTEGER NOT NULL DEFAULT 0,
+	created_at TEXT NOT NULL
+);
+CREATE TABLE IF NOT EXISTS holds (
+	work_id    TEXT PRIMARY KEY,
+	user_id    TEXT NOT NULL REFERENCES accounts(user_id),
+	kind       TEXT NOT NULL,
+	amount     INTEGER NOT NULL,
+	created_at TEXT NOT NULL
+);
+CREATE INDEX IF NOT EXISTS holds_created ON holds(created_at);
+CREATE TABLE IF NOT EXISTS grants (
+	grant_id   TEXT PRIMARY KEY,
+	user_id    TEXT NOT NULL REFERENCES accounts(user_id),
+	amount     INTEGER NOT NULL,
+	created_at TEXT NOT NULL
+);
+CREATE TABLE IF NOT EXISTS api_keys (
+	key_hash   TEXT PRIMARY KEY,
+	prefix     TEXT NOT NULL UNIQUE,
+	user_id    TEXT NOT NULL REFERENCES accounts(user_id),
+	created_at TEXT NOT NULL,
+	revoked_at TEXT
+);
+CREATE INDEX IF NOT EXISTS api_keys_user ON api_keys(user_id);
+CREATE TABLE IF NOT EXISTS generations (
+	id            INTEGER PRIMARY KEY AUTOINCREMENT,
+	uuid          TEXT NOT NULL UNIQUE,
+	user_id       TEXT NOT NULL,
+	upstream_id   TEXT NOT NULL DEFAULT '',
+	model         TEXT NOT NULL,
+	model_version TEXT NOT NULL,
+	kind          TEXT NOT NULL,
+	input         TEXT NOT NULL,
+	image_count   INTEGER NOT NULL,
+	output_urls   TEXT NOT NULL DEFAULT '[]',
+	status        TEXT NOT NULL,
+	error         TEXT NOT NULL DEFAULT '',
+	credits_used  INTEGER NOT NULL,
+	created_at    TEXT NOT NULL,
+	updated_at    TEXT NOT NULL,
+	deadline      TEXT NOT NULL
+);
+CREATE INDEX IF NOT EXISTS generations_user_created ON generations(user_id, created_at);
+CREATE INDEX IF NOT EXISTS generations_status ON generations(status, deadline);
+CREATE TABLE IF NOT EXISTS long_videos (
+	id               TEXT PRIMARY KEY,
+	user_id          TEXT NOT NULL,
+	prompt           TEXT NOT NULL,
+	model            TEXT NOT NULL,
+	language_code    TEXT NOT NULL,
+	enable_narration INTEGER NOT NULL,
+	video_style      TEXT NOT NULL,
+	scenes           TEXT NOT NULL,
+	status           TEXT NOT NULL,
+	final_video_url  TEXT NOT NULL DEFAULT '',
+	total_duration   REAL NOT NULL DEFAULT 0,
+	error            TEXT NOT NULL DEFAULT '',
+	credits_held     INTEGER NOT NULL,
+	created_at       TEXT NOT NULL,
+	updated_at       TEXT NOT NULL,
+	deadline         TEXT NOT NULL
+);
+CREATE INDEX IF NOT EXISTS long_videos_user_created ON long_videos(user_id, created_at);
+CREATE TABLE IF NOT EXISTS rate_limits (
+	user_id    TEXT NOT NULL,
+	window     TEXT NOT NULL,
+	count      INTEGER NOT NULL,
+	expires_at INTEGER NOT NULL,
+	PRIMARY KEY (user_id, window)
+);
+CREATE INDEX IF NOT EXISTS rate_limits_expiry ON rate_limits(expires_at);
+`
+
+// Store is the embedded adapter. Writes go through a single connection (SQLite
+// has one writer at a time; serialising them in Go avoids busy retries inside
+// the process), reads through a small pool.
+type Store struct {
+	w *sql.DB
+	r *sql.DB
+}
+
+// Open opens (creating if needed) the database under dir.
+func Open(ctx context.Context, dir string) (*Store, error) {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return nil, fmt.Errorf("create data dir %s: %w", dir, err)
+	}
+	path := filepath.Join(dir, FileName)
+	q := url.Values{}
+	q.Add("_pragma", "busy_timeout(15000)")
+	q.Add("_pragma", "journal_mode(WAL)")
+	q.Add("_pragma", "synchronous(NORMAL)")
+	q.Add("_pragma", "foreign_keys(1)")
+	w, err := sql.Open("sqlite", "file:"+path+"?"+q.Encode()+"&_txlock=immediate")
+	if err != nil {
+		return nil, fmt.Errorf("open %s: %w", path, err)
+	}
+	w.SetMaxOpenConns(1)
+	if _, err := w.ExecContext(ctx, schema); err != nil {
+		w.Close()
+		return nil, fmt.Errorf("create schema in %s: %w", path, err)
+	}
+	r, err := sql.Open("sqlite", "file:"+path+"?"+q.Encode())
+	if err != nil {
+		w.Close()
+		return nil, fmt.Errorf("open %s for reading: %w", path, err)
+	}
+	r.SetMaxOpenConns(4)
+	return &Store{w: w, r: r}, nil
+}
+
+// Close releases the database.
+func (s *Store) Close() error {
+	return errors.Join(s.r.Close(), s.w.Close())
+}
+
+func formatTime(t time.Time) string { return t.UTC().Format(timeLayout) }
+
+func parseTime(s string) (time.Time, error) {
+	t, err := time.Parse(timeLayout, s)
+	if err != nil {
+		return time.Time{}, fmt.Errorf("stored time %q: %w", s, err)
+	}
+	return t, nil
+}
+
+// tx runs fn in one immediate (write-locking) transaction.
+func (s *Store) tx(ctx context.Context, what string, fn func(*sql.Tx) error) error {
+	tx, err := s.w.BeginTx(ctx, nil)
+	if err != nil {
+		return fmt.Errorf("%s: begin: %w", what, err)
+	}
+	if err := fn(tx); err != nil {
+		tx.Rollback()
+		return err
+	}
+	if err := tx.Commit(); err != nil {
+		return fmt.Errorf("%s: commit: %w", what, err)
+	}
+	return nil
+}
+
+// ---- accounts ----
+
+func (s *Store) CreateAccount(ctx context.Context, a domain.Account) error {
+	res, err := s.w.ExecContext(ctx,
+		`INSERT INTO accounts (user_id, plan, rate_limit, created_at) VALUES (?, ?, ?, ?)
+		 ON CONFLICT(user_id) DO NOTHING`,
+		a.UserID, string(a.Plan), a.CustomRateLimit, formatTime(a.CreatedAt))
+	if err != nil {
+		return fmt.Errorf("create account %s: %w", a.UserID, err)
+	}
+	if n, _ := res.RowsAffected(); n == 0 {
+		return fmt.Errorf("create account %s: %w", a.UserID, domain.ErrAlreadyExists)
+	}
+	return nil
+}
+
+func (s *Store) GetAccount(ctx context.Context, userID string) (domain.Account, error) {
+	a := domain.Account{UserID: userID}
+	var plan, created string
+	var balance, held, granted, captured int64
+	err := s.r.QueryRowContext(ctx,
+		`SELECT plan, rate_limit, balance, held, granted, captured, created_at FROM accounts WHERE user_id = ?`, userID).
+		Scan(&plan, &a.CustomRateLimit, &balance, &held, &granted, &captured, &created)
+	if errors.Is(err, sql.ErrNoRows) {
+		return domain.Account{}, fmt.Errorf("account %s: %w", userID, domain.ErrNotFound)
+	}
+	if err != nil {
+		return domain.Account{}, fmt.Errorf("read account %s: %w", userID, err)
+	}
+	a.Plan = domain.Plan(plan)
+	a.Balance, a.Held = domain.CentsToCredits(balance), domain.CentsToCredits(held)
+	a.Granted, a.Captured = domain.CentsToCredits(granted), domain.CentsToCredits(captured)
+	if a.CreatedAt, err = parseTime(created); err != nil {
+		return domain.Account{}, err
+	}
+	holds, err := s.queryHolds(ctx, `WHERE user_id = ? ORDER BY created_at`, userID)
+	if err != nil {
+		return domain.Account{}, err
+	}
+	for _, h := range holds {
+		a.Holds = append(a.Holds, h.Hold)
+	}
+	return a, nil
+}
+
+// ---- ledger ----
+
+func (s *Store) Grant(ctx context.Context, userID, grantID string, amount decimal.Decimal) (bool, error) {
+	cents, err := domain.CreditsToCents(amount)
+	if err != nil {
+		return false, fmt.Errorf("grant %s to %s: %w", grantID, userID, err)
+	}
+	applied := false
+	err = s.tx(ctx, "grant "+grantID, func(tx *sql.Tx) error {
+		res, err := tx.ExecContext(ctx,
+			`UPDATE accounts SET balance = balance + ?, granted = granted + ? WHERE user_id = ?
+			 AND NOT EXISTS (SELECT 1 FROM grants WHERE grant_id = ?)`, cents, cents, userID, grantID)
+		if err != nil {
+			return fmt.Errorf("grant %s to %s: %w", grantID, userID, err)
+		}
+		if n, _ := res.RowsAffected(); n == 0 {
+			return s.explainNoAccount(ctx, tx, userID)
+		}
+		applied = true
+		_, err = tx.ExecContext(ctx, `INSERT INTO grants (grant_id, user_id, amount, created_at) VALUES (?, ?, ?, ?)`,
+			grantID, userID, cents, formatTime(time.Now()))
+		if err != nil {
+			return fmt.Errorf("record grant %s: %w", grantID, err)
+		}
+		return nil
+	})
+	return applied, err
+}
+
+// explainNoAccount turns "no row changed" into ErrNotFound when the account
+// is missing, and into nil (an idempotent repeat) when it exists.
+func (s *Store) explainNoAccount(ctx context.Context, tx *sql.Tx, userID string) error {
+	var one int
+	err := tx.QueryRowContext(ctx, `SELECT 1 FROM accounts WHERE user_id = ?`, userID).Scan(&one)
+	if errors.Is(err, sql.ErrNoRows) {
+		return fmt.Errorf("account %s: %w", userID, domain.ErrNotFound)
+	}
+	if err != nil {
+		return fmt.Errorf("read account %s: %w", userID, err)
+	}
+	return nil
+}
+
+func (s *Store) Hold(ctx context.Context, userID string, h domain.Hold) error {
+	cents, err := domain.CreditsToCents(h.Amount)
+	if err != nil {
+		return fmt.Errorf("hold %s: %w", h.WorkID, err)
+	}
+	return s.tx(ctx, "hold "+h.WorkID, func(tx *sql.Tx) error {
+		var owner string
+		err := tx.QueryRowContext(ctx, `SELECT user_id FROM holds WHERE work_id = ?`, h.WorkID).Scan(&owner)
+		switch {
+		case err == nil && owner == userID:
+			return nil // already held: idempotent
+		case err == nil:
+			return fmt.Errorf("hold %s: %w: held by another account", h.WorkID, domain.ErrConflict)
+		case !errors.Is(err, sql.ErrNoRows):
+			return fmt.Errorf("hold %s: %w", h.WorkID, err)
+		}
+		var balance int64
+		err = tx.QueryRowContext(ctx, `SELECT balance FROM accounts WHERE user_id = ?`, userID).Scan(&balance)
+		if errors.Is(err, sql.ErrNoRows) {
+			return fmt.Errorf("hold %s: account %s: %w", h.WorkID, userID, domain.ErrNotFound)
+		}
+		if err != nil {
+			return fmt.Errorf("hold %s: %w", h.WorkID, err)
+		}
+		if balance < cents {
+			return fmt.Errorf("hold %s: %w", h.WorkID, &domain.InsufficientCreditsError{
+				Required: h.Amount, Available: domain.CentsToCredits(balance)})
+		}
+		if _, err := tx.ExecContext(ctx, `UPDATE accounts SET balance = balance - ?, held = held + ? WHERE user_id = ?`,
+			cents, cents, userID); err != nil {
+			return fmt.Errorf("hold %s: %w", h.WorkID, err)
+		}
+		if _, err := tx.ExecContext(ctx, `INSERT INTO holds (work_id, user_id, kind, amount, created_at) VALUES (?, ?, ?, ?, ?)`,
+			h.WorkID, userID, string(h.Kind), cents, formatTime(h.CreatedAt)); err != nil {
+			return fmt.Errorf("hold %s: %w", h.WorkID, err)
+		}
+		return nil
+	})
+}
+
+func (s *Store) Capture(ctx context.Context, userID, workID string) (bool, error) {
+	return s.settle(ctx, userID, workID, `UPDATE accounts SET held = held - ?, captured = captured + ? WHERE user_id = ?`)
+}
+
+func (s *Store) Release(ctx context.Context, userID, workID string) (bool, error) {
+	return s.settle(ctx, userID, workID, `UPDATE accounts SET held = held - ?, balance = balance + ? WHERE user_id = ?`)
+}
+
+func (s *Store) settle(ctx context.Context, userID, workID, move string) (bool, error) {
+	settled := false
+	err := s.tx(ctx, "settle "+workID, func(tx *sql.Tx) error {
+		var cents int64
+		err := tx.QueryRowContext(ctx, `DELETE FROM holds WHERE work_id = ? AND user_id = ? RETURNING amount`, workID, userID).Scan(&cents)
+		if errors.Is(err, sql.ErrNoRows) {
+			// Not open: already settled or never held, unless the account is missing.
+			return s.explainNoAccount(ctx, tx, userID)
+		}
+		if err != nil {
+			return fmt.Errorf("settle %s: %w", workID, err)
+		}
+		if _, err := tx.ExecContext(ctx, move, cents, cents, userID); err != nil {
+			return fmt.Errorf("settle %s: %w", workID, err)
+		}
+		settled = true
+		return nil
+	})
+	return settled, err
+}
+
+func (s *Store) OpenHolds(ctx context.Context, createdBefore time.Time) ([]domain.OpenHold, error) {
+	return s.queryHolds(ctx, `WHERE created_at < ? ORDER BY created_at`, formatTime(createdBefore))
+}
+
+func (s *Store) queryHolds(ctx context.Context, where string, args ...any) ([]domain.OpenHold, error) {
+	rows, err := s.r.QueryContext(ctx, `SELECT user_id, work_id, kind, amount, created_at FROM holds `+where, args...)
+	if err != nil {
+		return nil, fmt.Errorf("list holds: %w", err)
+	}
+	defer rows.Close()
+	var out []domain.OpenHold
+	for rows.Next() {
+		var h domain.OpenHold
+		var kind, created string
+		var cents int64
+		if err := rows.Scan(&h.UserID, &h.WorkID, &kind, &cents, &created); err != nil {
+			return nil, fmt.Errorf("list holds: %w", err)
+		}
+		h.Kind, h.Amount = domain.WorkKind(kind), domain.CentsToCredits(cents)
+		if h.CreatedAt, err = parseTime(created); err != nil {
+			return nil, err
+		}
+		out = append(out, h)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("list holds: %w", err)
+	}
+	return out, nil
+}
+
+// ---- API keys ----
+
+func (s *Store) PutAPIKey(ctx context.Context, k domain.APIKey) error {
+	_, err := s.w.ExecContext(ctx, `INSERT INTO api_keys (key_hash, prefix, user_id, created_at) VALUES (?, ?, ?, ?)`,
+		k.Hash, k.Prefix, k.UserID, formatTime(k.CreatedAt))
+	if err != nil {
+		return fmt.Errorf("store api key %s: %w", k.Prefix, err)
+	}
+	return nil
+}
+
+func (s *Store) GetAPIKey(ctx context.Context, hash string) (domain.APIKey, error) {
+	keys, err := s.queryKeys(ctx, `WHERE key_hash = ?`, hash)
+	if err != nil {
+		return domain.APIKey{}, err
+	}
+	if len(keys) == 0 {
+		return domain.APIKey{}, fmt.Errorf("api key: %w", domain.ErrNotFound)
+	}
+	return keys[0], nil
+}
+
+func (s *Store) ListAPIKeys(ctx context.Context, userID string) ([]domain.APIKey, error) {
+	return s.queryKeys(ctx, `WHERE user_id = ? ORDER BY created_at`, userID)
+}
+
+func (s *Store) RevokeAPIKey(ctx context.Context, prefix string, at time.Time) error {
+	res, err := s.w.ExecContext(ctx, `UPDATE api_keys SET revoked_at = COALESCE(revoked_at, ?) WHERE prefix = ?`,
+		formatTime(at), prefix)
+	if err != nil {
+		return fmt.Errorf("revoke api key %s: %w", prefix, err)
+	}
+	if n, _ := res.RowsAffected(); n == 0 {
+		return fmt.Errorf("api key %s: %w", prefix, domain.ErrNotFound)
+	}
+	return nil
+}
+
+func (s *Store) queryKeys(ctx context.Context, where string, args ...any) ([]domain.APIKey, error) {
+	rows, err := s.r.QueryContext(ctx, `SELECT key_hash, prefix, user_id, created_at, revoked_at FROM api_keys `+where, args...)
+	if err != nil {
+		return nil, fmt.Errorf("read api keys: %w", err)
+	}
+	defer rows.Close()
+	var out []domain.APIKey
+	for rows.Next() {
+		var k domain.APIKey
+		var created string
+		var revoked sql.NullString
+		if err := rows.Scan(&k.Hash, &k.Prefix, &k.UserID, &created, &revoked); err != nil {
+			return nil, fmt.Errorf("read api keys: %w", err)
+		}
+		if k.CreatedAt, err = parseTime(created); err != nil {
+			return nil, err
+		}
+		if revoked.Valid {
+			if k.RevokedAt, err = parseTime(revoked.String); err != nil {
+				return nil, err
+			}
+		}
+		out = append(out, k)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("read api keys: %w", err)
+	}
+	return out, nil
+}
+
+// ---- generations ----
+
+func (s *Store) CreateGeneration(ctx context.Context, g *domain.Generation) error {
+	credits, err := domain.CreditsToCents(g.CreditsUsed)
+	if err != nil {
+		return fmt.Errorf("create generation %s: %w", g.UUID, err)
+	}
+	urls, err := json.Marshal(nonNil(g.OutputURLs))
+	if err != nil {
+		return fmt.Errorf("create generation %s: %w", g.UUID, err)
+	}
+	err = s.w.QueryRowContext(ctx, `INSERT INTO generations
+		(uuid, user_id, upstream_id, model, model_version, kind, input, image_count, output_urls, status, error,
+		 credits_used, created_at, updated_at, deadline)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+		ON CONFLICT(uuid) DO NOTHING RETURNING id`,
+		g.UUID, g.UserID, g.UpstreamID, g.Model, g.ModelVersion, string(g.Kind), string(g.Input), g.ImageCount,
+		string(urls), string(g.Status), g.Error, credits, formatTime(g.CreatedAt), formatTime(g.UpdatedAt),
+		formatTime(g.Deadline)).Scan(&g.ID)
+	if errors.Is(err, sql.ErrNoRows) {
+		return fmt.Errorf("create generation %s: %w", g.UUID, domain.ErrAlreadyExists)
+	}
+	if err != nil {
+		return fmt.Errorf("create generation %s: %w", g.UUID, err)
+	}
+	return nil
+}
+
+const generationColumns = `id, uuid, user_id, upstream_id, model, model_version, kind, input, image_count,
+	output_urls, status, error, credits_used, created_at, updated_at, deadline`
+
+func (s *Store) GetGeneration(ctx context.Context, uuid string) (domain.Generation, error) {
+	return s.getGeneration(ctx, `uuid = ?`, uuid)
+}
+
+func (s *Store) GetGenerationByID(ctx context.Context, id int64) (domain.Generation, error) {
+	return s.getGeneration(ctx, `id = ?`, id)
+}
+
+func (s *Store) getGeneration(ctx context.Context, where string, arg any) (domain.Generation, error) {
+	var g domain.Generation
+	var kind, input, urls, status, created, updated, deadline string
+	var credits int64
+	err := s.r.QueryRowContext(ctx, `SELECT `+generationColumns+` FROM generations WHERE `+where, arg).Scan(
+		&g.ID, &g.UUID, &g.UserID, &g.UpstreamID, &g.Model, &g.ModelVersion, &kind, &input, &g.ImageCount,
+		&urls, &status, &g.Error, &credits, &created, &updated, &deadline)
+	if errors.Is(err, sql.ErrNoRows) {
+		return domain.Generation{}, fmt.Errorf("generation %v: %w", arg, domain.ErrNotFound)
+	}
+	if err != nil {
+		return domain.Generation{}, fmt.Errorf("read generation %v: %w", arg, err)
+	}
+	g.Kind, g.Status, g.Input = domain.MediaKind(kind), domain.Status(status), json.RawMessage(input)
+	g.CreditsUsed = domain.CentsToCredits(credits)
+	if err := json.Unmarshal([]byte(urls), &g.OutputURLs); err != nil {
+		return domain.Generation{}, fmt.Errorf("read generation %v urls: %w", arg, err)
+	}
+	for _, p := range []struct {
+		dst *time.Time
+		src string
+	}{{&g.CreatedAt, created}, {&g.UpdatedAt, updated}, {&g.Deadline, deadline}} {
+		if *p.dst, err = parseTime(p.src); err != nil {
+			return domain.Generation{}, err
+		}
+	}
+	return g, nil
+}
+
+func (s *Store) SetUpstreamID(ctx context.Context, uuid, upstreamID string, at time.Time) error {
+	return s.updateProcessing(ctx, "generations", "uuid", uuid, `upstream_id = ?, updated_at = ?`,
+		upstreamID, formatTime(at))
+}
+
+func (s *Store) FinishGeneration(ctx context.Context, uuid string, o domain.Outcome, at time.Time) error {
+	urls, err := json.Marshal(nonNil(o.OutputURLs))
+	if err != nil {
+		return fmt.Errorf("finish generation %s: %w", uuid, err)
+	}
+	return s.updateProcessing(ctx, "generations", "uuid", uuid, `status = ?, output_urls = ?, error = ?, updated_at = ?`,
+		string(o.Status), string(urls), o.Error, formatTime(at))
+}
+
+// updateProcessing changes a record only while it is processing, and says
+// whether it was missing (ErrNotFound) or already final (ErrConflict).
+func (s *Store) updateProcessing(ctx context.Context, table, keyCol, key, set string, args ...any) error {
+	args = append(args, key, string(domain.StatusProcessing))
+	res, err := s.w.ExecContext(ctx, `UPDATE `+table+` SET `+set+` WHERE `+keyCol+` = ? AND status = ?`, args...)
+	if err != nil {
+		return fmt.Errorf("update %s %s: %w", table, key, err)
+	}
+	if n, _ := res.RowsAffected(); n > 0 {
+		return nil
+	}
+	var status string
+	err = s.w.QueryRowContext(ctx, `SELECT status FROM `+table+` WHERE `+keyCol+` = ?`, key).Scan(&status)
+	if errors.Is(err, sql.ErrNoRows) {
+		return fmt.Errorf("update %s %s: %w", table, key, domain.ErrNotFound)
+	}
+	if err != nil {
+		return fmt.Errorf("update %s %s: %w", table, key, err)
+	}
+	return fmt.Errorf("update %s %s: status is %s: %w", table, key, status, domain.ErrConflict)
+}
+
+// ---- long-form videos ----
+
+func (s *Store) CreateLongVideo(ctx context.Context, v domain.LongVideo) error {
+	credits, err := domain.CreditsToCents(v.CreditsHeld)
+	if err != nil {
+		return fmt.Errorf("create long video %s: %w", v.ID, err)
+	}
+	scenes, err := json.Marshal(v.Scenes)
+	if err != nil {
+		return fmt.Errorf("create long video %s: %w", v.ID, err)
+	}
+	res, err := s.w.ExecContext(ctx, `INSERT INTO long_videos
+		(id, user_id, prompt, model, language_code, enable_narration, video_style, scenes, status, final_video_url,
+		 total_duration, error, credits_held, created_at, updated_at, deadline)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT(id) DO NOTHING`,
+		v.ID, v.UserID, v.Prompt, v.Model, v.LanguageCode, v.EnableNarration, v.VideoStyle, string(scenes),
+		string(v.Status), v.FinalVideoURL, v.TotalDuration, v.Error, credits, formatTime(v.CreatedAt),
+		formatTime(v.UpdatedAt), formatTime(v.Deadline))
+	if err != nil {
+		return fmt.Errorf("create long video %s: %w", v.ID, err)
+	}
+	if n, _ := res.RowsAffected(); n == 0 {
+		return fmt.Errorf("create long video %s: %w", v.ID, domain.ErrAlreadyExists)
+	}
+	return nil
+}
+
+func (s *Store) GetLongVideo(ctx context.Context, id string) (domain.LongVideo, error) {
+	v := domain.LongVideo{ID: id}
+	var scenes, status, created, updated, deadline string
+	var credits int64
+	err := s.r.QueryRowContext(ctx, `SELECT user_id, prompt, model, language_code, enable_narration, video_style,
+		scenes, status, final_video_url, total_duration, error, credits_held, created_at, updated_at, deadline
+		FROM long_videos WHERE id = ?`, id).Scan(&v.UserID, &v.Prompt, &v.Model, &v.LanguageCode,
+		&v.EnableNarration, &v.VideoStyle, &scenes, &status, &v.FinalVideoURL, &v.TotalDuration, &v.Error,
+		&credits, &created, &updated, &deadline)
+	if errors.Is(err, sql.ErrNoRows) {
+		return domain.LongVideo{}, fmt.Errorf("long video %s: %w", id, domain.ErrNotFound)
+	}
+	if err != nil {
+		return domain.LongVideo{}, fmt.Errorf("read long video %s: %w", id, err)
+	}
+	v.Status, v.CreditsHeld = domain.Status(status), domain.CentsToCredits(credits)
+	if err := json.Unmarshal([]byte(scenes), &v.Scenes); err != nil {
+		return domain.LongVideo{}, fmt.Errorf("read long video %s scenes: %w", id, err)
+	}
+	for _, p := range []struct {
+		dst *time.Time
+		src string
+	}{{&v.CreatedAt, created}, {&v.UpdatedAt, updated}, {&v.Deadline, deadline}} {
+		if *p.dst, err = parseTime(p.src); err != nil {
+			return domain.LongVideo{}, err
+		}
+	}
+	return v, nil
+}
+
+func (s *Store) FinishLongVideo(ctx context.Context, id string, o domain.Outcome, at time.Time) error {
+	url := ""
+	if len(o.OutputURLs) > 0 {
+		url = o.OutputURLs[0]
+	}
+	return s.updateProcessing(ctx, "long_videos", "id", id,
+		`status = ?, final_video_url = ?, total_duration = ?, error = ?, updated_at = ?`,
+		string(o.Status), url, o.TotalDuration, o.Error, formatTime(at))
+}
+
+// ---- rate limits ----
+
+func (s *Store) CountRequest(ctx context.Context, userID string, at time.Time) (int, error) {
+	window := store.MinuteWindow(at)
+	var n int
+	err := s.tx(ctx, "count request", func(tx *sql.Tx) error {
+		// Expired counters go here, as DynamoDB's TTL removes them there.
+		if _, err := tx.ExecContext(ctx, `DELETE FROM rate_limits WHERE expires_at < ?`, at.Unix()); err != nil {
+			return fmt.Errorf("expire rate limits: %w", err)
+		}
+		return tx.QueryRowContext(ctx, `INSERT INTO rate_limits (user_id, window, count, expires_at) VALUES (?, ?, 1, ?)
+			ON CONFLICT(user_id, window) DO UPDATE SET count = count + 1 RETURNING count`,
+			userID, formatTime(window), window.Add(rateLimitTTL).Unix()).Scan(&n)
+	})
+	if err != nil {
+		return 0, fmt.Errorf("count request of %s: %w", userID, err)
+	}
+	return n, nil
+}
+
+func nonNil(s []string) []string {
+	if s == nil {
+		return []string{}
+	}
+	return s
+}
