@@ -17,7 +17,7 @@ var (
 	// ErrConflict reports a state transition that is no longer possible,
 	// such as finishing a generation that already finished.
 	ErrConflict = errors.New("conflict")
-	ErrInvalid  = errors.New("invalid")
+	ErrInvalid  = errors.New("invalid argument")
 )
 
 // InsufficientCreditsError says how short an account was. It matches

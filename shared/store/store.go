@@ -26,8 +26,8 @@ type Accounts interface {
 // and changes the account in one atomic write, so that
 // Granted = Balance + Held + Captured holds after any crash or retry.
 type Ledger interface {
-	// Grant adds credits once per grantID; applied is false when that grant
-	// was already applied.
+	// Grant adds credits once per grantID (unique within the account);
+	// applied is false when that grant was already applied.
 	Grant(ctx context.Context, userID, grantID string, amount decimal.Decimal) (applied bool, err error)
 	// Hold reserves h.Amount for h.WorkID. It fails with an
 	// *domain.InsufficientCreditsError and changes nothing when the balance is

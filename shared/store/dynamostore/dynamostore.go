@@ -78,8 +78,10 @@ func dec(n attributevalue.Number) (decimal.Decimal, error) {
 	return d, nil
 }
 
-func numAV(d decimal.Decimal) types.AttributeValue { return &types.AttributeValueMemberN{Value: d.String()} }
-func strAV(s string) types.AttributeValue         { return &types.AttributeValueMemberS{Value: s} }
+func numAV(d decimal.Decimal) types.AttributeValue {
+	return &types.AttributeValueMemberN{Value: d.String()}
+}
+func strAV(s string) types.AttributeValue { return &types.AttributeValueMemberS{Value: s} }
 func key(name, value string) map[string]types.AttributeValue {
 	return map[string]types.AttributeValue{name: strAV(value)}
 }
@@ -554,7 +556,7 @@ func (s *Store) CreateGeneration(ctx context.Context, g *domain.Generation) erro
 	}
 	_, err = s.db.PutItem(ctx, &dynamodb.PutItemInput{
 		TableName: aws.String(s.tables.Generations), Item: item,
-		ConditionExpression: aws.String("attribute_not_exists(#u)"),
+		ConditionExpression:      aws.String("attribute_not_exists(#u)"),
 		ExpressionAttributeNames: map[string]string{"#u": "uuid"},
 	})
 	if isConditionFailed(err) {

@@ -53,10 +53,11 @@ CREATE TABLE IF NOT EXISTS holds (
 );
 CREATE INDEX IF NOT EXISTS holds_created ON holds(created_at);
 CREATE TABLE IF NOT EXISTS grants (
-	grant_id   TEXT PRIMARY KEY,
 	user_id    TEXT NOT NULL REFERENCES accounts(user_id),
+	grant_id   TEXT NOT NULL,
 	amount     INTEGER NOT NULL,
-	created_at TEXT NOT NULL
+	created_at TEXT NOT NULL,
+	PRIMARY KEY (user_id, grant_id)
 );
 CREATE TABLE IF NOT EXISTS api_keys (
 	key_hash   TEXT PRIMARY KEY,
@@ -239,7 +240,7 @@ func (s *Store) Grant(ctx context.Context, userID, grantID string, amount decima
 	err = s.tx(ctx, "grant "+grantID, func(tx *sql.Tx) error {
 		res, err := tx.ExecContext(ctx,
 			`UPDATE accounts SET balance = balance + ?, granted = granted + ? WHERE user_id = ?
-			 AND NOT EXISTS (SELECT 1 FROM grants WHERE grant_id = ?)`, cents, cents, userID, grantID)
+			 AND NOT EXISTS (SELECT 1 FROM grants WHERE user_id = ? AND grant_id = ?)`, cents, cents, userID, userID, grantID)
 		if err != nil {
 			return fmt.Errorf("grant %s to %s: %w", grantID, userID, err)
 		}
@@ -247,8 +248,8 @@ func (s *Store) Grant(ctx context.Context, userID, grantID string, amount decima
 			return s.explainNoAccount(ctx, tx, userID)
 		}
 		applied = true
-		_, err = tx.ExecContext(ctx, `INSERT INTO grants (grant_id, user_id, amount, created_at) VALUES (?, ?, ?, ?)`,
-			grantID, userID, cents, formatTime(time.Now()))
+		_, err = tx.ExecContext(ctx, `INSERT INTO grants (user_id, grant_id, amount, created_at) VALUES (?, ?, ?, ?)`,
+			userID, grantID, cents, formatTime(time.Now()))
 		if err != nil {
 			return fmt.Errorf("record grant %s: %w", grantID, err)
 		}

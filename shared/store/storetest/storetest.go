@@ -130,6 +130,11 @@ func testGrant(t *testing.T, s store.Store) {
 		t.Fatal(err)
 	}
 	checkAccount(t, s, id, "12.75", "0", "12.75", "0")
+	// Grant ids are per account: another account's grant-1 is its own.
+	other := newAccount(t, s, domain.PlanFree, "0")
+	if applied, err := s.Grant(ctx, other, "grant-1", credits("1")); err != nil || !applied {
+		t.Errorf("grant-1 on another account = %v, %v; want applied", applied, err)
+	}
 	if _, err := s.Grant(ctx, "user-missing-"+uuid.NewString(), "grant-x", credits("1")); !errors.Is(err, domain.ErrNotFound) {
 		t.Errorf("Grant to a missing account = %v, want ErrNotFound", err)
 	}
@@ -469,7 +474,9 @@ func testGenerations(t *testing.T, s store.Store) {
 		func() error { _, err := s.GetGeneration(ctx, uuid.NewString()); return err },
 		func() error { _, err := s.GetGenerationByID(ctx, 1<<40); return err },
 		func() error { return s.SetUpstreamID(ctx, uuid.NewString(), "x", now) },
-		func() error { return s.FinishGeneration(ctx, uuid.NewString(), domain.Outcome{Status: domain.StatusFailed}, now) },
+		func() error {
+			return s.FinishGeneration(ctx, uuid.NewString(), domain.Outcome{Status: domain.StatusFailed}, now)
+		},
 	} {
 		if err := missing(); !errors.Is(err, domain.ErrNotFound) {
 			t.Errorf("operation on a missing generation = %v, want ErrNotFound", err)
@@ -509,8 +516,8 @@ func testLongVideos(t *testing.T, s store.Store) {
 	id := newAccount(t, s, domain.PlanFree, "0")
 	v := domain.LongVideo{ID: uuid.NewString(), UserID: id, Prompt: "the sea", Model: "beta-2", LanguageCode: "es",
 		EnableNarration: true, VideoStyle: "documentary",
-		Scenes:      []domain.Scene{{SceneNumber: 1, Prompt: "waves"}, {SceneNumber: 2, Prompt: "gulls", Narration: "Las gaviotas."}},
-		Status:      domain.StatusProcessing, CreditsHeld: credits("100.50"), CreatedAt: now, UpdatedAt: now, Deadline: now.Add(time.Hour)}
+		Scenes: []domain.Scene{{SceneNumber: 1, Prompt: "waves"}, {SceneNumber: 2, Prompt: "gulls", Narration: "Las gaviotas."}},
+		Status: domain.StatusProcessing, CreditsHeld: credits("100.50"), CreatedAt: now, UpdatedAt: now, Deadline: now.Add(time.Hour)}
 	if err := s.CreateLongVideo(ctx, v); err != nil {
 		t.Fatal(err)
 	}

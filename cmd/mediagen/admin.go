@@ -1,0 +1,241 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	awsconfig "github.com/aws/aws-sdk-go-v2/config"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/shopspring/decimal"
+
+	"github.com/mediagen-dev/mediagen/shared/accounts"
+	"github.com/mediagen-dev/mediagen/shared/domain"
+	"github.com/mediagen-dev/mediagen/shared/store"
+	"github.com/mediagen-dev/mediagen/shared/store/dynamostore"
+	"github.com/mediagen-dev/mediagen/shared/store/sqlitestore"
+)
+
+type command func(ctx context.Context, args []string, stdout, stderr io.Writer) int
+
+var adminCommands = map[string]command{
+	"accounts create": accountsCreate,
+	"accounts show":   accountsShow,
+	"credits grant":   creditsGrant,
+	"keys create":     keysCreate,
+	"keys revoke":     keysRevoke,
+	"tables create":   tablesCreate,
+}
+
+// storeFlags selects and opens the store.
+type storeFlags struct {
+	data        string
+	dynamo      bool
+	endpointURL string
+	tablePrefix string
+}
+
+func (f *storeFlags) register(fs *flag.FlagSet) {
+	fs.StringVar(&f.data, "data", ".mediagen", "embedded store directory")
+	fs.BoolVar(&f.dynamo, "dynamodb", false, "use DynamoDB")
+	fs.StringVar(&f.endpointURL, "endpoint-url", "", "DynamoDB endpoint override")
+	fs.StringVar(&f.tablePrefix, "table-prefix", "", "DynamoDB table name prefix")
+}
+
+func (f *storeFlags) tables() dynamostore.Tables {
+	if f.tablePrefix != "" {
+		return dynamostore.TablesWithPrefix(f.tablePrefix)
+	}
+	return dynamostore.TablesFromEnv(os.Getenv)
+}
+
+func (f *storeFlags) dynamoClient(ctx context.Context) (*dynamodb.Client, error) {
+	cfg, err := awsconfig.LoadDefaultConfig(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("load AWS configuration: %w", err)
+	}
+	return dynamodb.NewFromConfig(cfg, func(o *dynamodb.Options) {
+		if f.endpointURL != "" {
+			o.BaseEndpoint = aws.String(f.endpointURL)
+		}
+	}), nil
+}
+
+func (f *storeFlags) open(ctx context.Context) (store.Store, func(), error) {
+	if f.dynamo {
+		client, err := f.dynamoClient(ctx)
+		if err != nil {
+			return nil, nil, err
+		}
+		return dynamostore.New(client, f.tables()), func() {}, nil
+	}
+	s, err := sqlitestore.Open(ctx, f.data)
+	if err != nil {
+		return nil, nil, err
+	}
+	return s, func() { s.Close() }, nil
+}
+
+// parse reads flags, refusing stray arguments and missing required flags.
+func parse(fs *flag.FlagSet, args []string, required ...string) error {
+	fs.SetOutput(io.Discard)
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	if fs.NArg() > 0 {
+		return fmt.Errorf("unexpected argument %q", fs.Arg(0))
+	}
+	set := map[string]bool{}
+	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
+	for _, name := range required {
+		if !set[name] {
+			return fmt.Errorf("--%s is required", name)
+		}
+	}
+	return nil
+}
+
+// withService parses flags, opens the store and runs fn, mapping errors to
+// one line and an exit code.
+func withService(ctx context.Context, name string, args []string, stdout, stderr io.Writer,
+	define func(*flag.FlagSet) []string, fn func(context.Context, *accounts.Service) (any, error)) int {
+	fs := flag.NewFlagSet(name, flag.ContinueOnError)
+	var sf storeFlags
+	sf.register(fs)
+	required := define(fs)
+	if err := parse(fs, args, required...); err != nil {
+		return fail(stderr, exitUsage, fmt.Errorf("%s: %w", name, err))
+	}
+	s, closeStore, err := sf.open(ctx)
+	if err != nil {
+		return fail(stderr, exitError, err)
+	}
+	defer closeStore()
+	out, err := fn(ctx, &accounts.Service{Store: s})
+	if err != nil {
+		code := exitError
+		if errors.Is(err, domain.ErrInvalid) {
+			code = exitUsage
+		}
+		return fail(stderr, code, fmt.Errorf("%s: %w", name, err))
+	}
+	if err := json.NewEncoder(stdout).Encode(out); err != nil {
+		return fail(stderr, exitError, err)
+	}
+	return exitOK
+}
+
+// creditsFlag parses a credit amount strictly.
+type creditsFlag struct{ v decimal.Decimal }
+
+func (c *creditsFlag) String() string { return c.v.String() }
+func (c *creditsFlag) Set(s string) error {
+	d, err := domain.ParseCredits(strings.TrimSpace(s))
+	if err != nil {
+		return err
+	}
+	c.v = d
+	return nil
+}
+
+func accountsCreate(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	var plan string
+	var credits creditsFlag
+	var rateLimit int
+	return withService(ctx, "accounts create", args, stdout, stderr, func(fs *flag.FlagSet) []string {
+		fs.StringVar(&plan, "plan", "", "free, pro or enterprise")
+		fs.Var(&credits, "credits", "credits granted at once")
+		fs.IntVar(&rateLimit, "rate-limit", 0, "requests per minute (enterprise)")
+		return []string{"plan", "credits"}
+	}, func(ctx context.Context, svc *accounts.Service) (any, error) {
+		p, err := domain.ParsePlan(plan)
+		if err != nil {
+			return nil, err
+		}
+		return svc.CreateAccount(ctx, accounts.NewAccount{Plan: p, Credits: credits.v, RateLimit: rateLimit})
+	})
+}
+
+func accountsShow(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	var user string
+	return withService(ctx, "accounts show", args, stdout, stderr, func(fs *flag.FlagSet) []string {
+		fs.StringVar(&user, "user", "", "user id")
+		return []string{"user"}
+	}, func(ctx context.Context, svc *accounts.Service) (any, error) {
+		return svc.Show(ctx, user)
+	})
+}
+
+func creditsGrant(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	var user, grantID string
+	var credits creditsFlag
+	return withService(ctx, "credits grant", args, stdout, stderr, func(fs *flag.FlagSet) []string {
+		fs.StringVar(&user, "user", "", "user id")
+		fs.Var(&credits, "credits", "credits to add")
+		fs.StringVar(&grantID, "grant-id", "", "idempotency id: a retried grant with the same id applies once")
+		return []string{"user", "credits"}
+	}, func(ctx context.Context, svc *accounts.Service) (any, error) {
+		a, applied, err := svc.Grant(ctx, user, grantID, credits.v)
+		if err != nil {
+			return nil, err
+		}
+		return struct {
+			accounts.AccountView
+			Applied bool `json:"applied"`
+		}{accounts.View(a), applied}, nil
+	})
+}
+
+func keysCreate(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	var user string
+	return withService(ctx, "keys create", args, stdout, stderr, func(fs *flag.FlagSet) []string {
+		fs.StringVar(&user, "user", "", "user id")
+		return []string{"user"}
+	}, func(ctx context.Context, svc *accounts.Service) (any, error) {
+		return svc.CreateKey(ctx, user)
+	})
+}
+
+func keysRevoke(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	var prefix string
+	return withService(ctx, "keys revoke", args, stdout, stderr, func(fs *flag.FlagSet) []string {
+		fs.StringVar(&prefix, "prefix", "", "key prefix (mgk_...)")
+		return []string{"prefix"}
+	}, func(ctx context.Context, svc *accounts.Service) (any, error) {
+		at, err := svc.RevokeKey(ctx, prefix)
+		if err != nil {
+			return nil, err
+		}
+		return map[string]any{"prefix": prefix, "revoked_at": at}, nil
+	})
+}
+
+func tablesCreate(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	fs := flag.NewFlagSet("tables create", flag.ContinueOnError)
+	var sf storeFlags
+	sf.register(fs)
+	if err := parse(fs, args); err != nil {
+		return fail(stderr, exitUsage, fmt.Errorf("tables create: %w", err))
+	}
+	if !sf.dynamo {
+		return fail(stderr, exitUsage, errors.New("tables create: only for DynamoDB (--dynamodb); the embedded store creates its own"))
+	}
+	client, err := sf.dynamoClient(ctx)
+	if err != nil {
+		return fail(stderr, exitError, err)
+	}
+	t := sf.tables()
+	if err := dynamostore.CreateTables(ctx, client, t); err != nil {
+		return fail(stderr, exitError, fmt.Errorf("tables create: %w", err))
+	}
+	if err := json.NewEncoder(stdout).Encode(t); err != nil {
+		return fail(stderr, exitError, err)
+	}
+	return exitOK
+}

@@ -1,0 +1,77 @@
+// Command mediagen is the service's local runtime and administration tool.
+//
+//	mediagen accounts create --plan free|pro|enterprise --credits N [--rate-limit N]
+//	mediagen accounts show --user ID
+//	mediagen credits grant --user ID --credits N [--grant-id ID]
+//	mediagen keys create --user ID
+//	mediagen keys revoke --prefix P
+//	mediagen tables create            (DynamoDB only: for a local DynamoDB)
+//
+// Every command takes --data DIR (the embedded store, the default) or
+// --dynamodb (with the usual AWS configuration, --endpoint-url and
+// --table-prefix or the *_TABLE environment variables).
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"syscall"
+)
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	code := run(ctx, os.Args[1:], os.Stdout, os.Stderr)
+	stop()
+	os.Exit(code)
+}
+
+const usage = `usage: mediagen <command> [flags]
+
+administration (embedded store by default; --dynamodb for DynamoDB):
+  accounts create --plan free|pro|enterprise --credits N [--rate-limit N]
+  accounts show --user ID
+  credits grant --user ID --credits N [--grant-id ID]
+  keys create --user ID
+  keys revoke --prefix P
+  tables create --dynamodb [--endpoint-url URL] [--table-prefix P]
+
+store flags (every administration command):
+  --data DIR            embedded store directory (default .mediagen)
+  --dynamodb            use DynamoDB instead (AWS_REGION, credentials as usual)
+  --endpoint-url URL    DynamoDB endpoint override (e.g. a local DynamoDB)
+  --table-prefix P      tables named P-accounts, P-api-keys, ... (default: the
+                        *_TABLE environment variables, else "mediagen")
+`
+
+// exit codes
+const (
+	exitOK    = 0
+	exitError = 1
+	exitUsage = 2
+)
+
+func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	if len(args) == 0 || args[0] == "-h" || args[0] == "--help" || args[0] == "help" {
+		fmt.Fprint(stderr, usage)
+		if len(args) == 0 {
+			return exitUsage
+		}
+		return exitOK
+	}
+	if len(args) < 2 {
+		return fail(stderr, exitUsage, fmt.Errorf("%q needs a subcommand\n\n%s", args[0], usage))
+	}
+	cmd, ok := adminCommands[args[0]+" "+args[1]]
+	if !ok {
+		return fail(stderr, exitUsage, fmt.Errorf("unknown command %q\n\n%s", args[0]+" "+args[1], usage))
+	}
+	return cmd(ctx, args[2:], stdout, stderr)
+}
+
+func fail(stderr io.Writer, code int, err error) int {
+	fmt.Fprintf(stderr, "mediagen: %v\n", err)
+	return code
+}

@@ -1,0 +1,36 @@
+#!/usr/bin/env bash
+# Installs what the tests and the local runtime need: Debian packages when
+# missing (as root), and the npm tools into tools/node_modules.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+# Debian packages, each checked by a command or a file it provides.
+APT_PACKAGES=()
+need_command() { command -v "$1" >/dev/null 2>&1 || APT_PACKAGES+=("$2"); }
+need_file() { [ -e "$1" ] || APT_PACKAGES+=("$2"); }
+# (The ledger needs none; the media pipeline adds its packages here.)
+
+if [ ${#APT_PACKAGES[@]} -gt 0 ]; then
+  if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
+    echo "installing Debian packages: ${APT_PACKAGES[*]}"
+    DEBIAN_FRONTEND=noninteractive apt-get update -qq
+    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${APT_PACKAGES[@]}" >/dev/null
+  else
+    echo "missing Debian packages: ${APT_PACKAGES[*]}" >&2
+    echo "fix: sudo apt-get install ${APT_PACKAGES[*]}   (then run make test again)" >&2
+    exit 1
+  fi
+fi
+
+# npm tools, pinned by tools/package-lock.json.
+if ! command -v npm >/dev/null 2>&1; then
+  echo "npm is missing: the tests start dynalite from npm" >&2
+  echo "fix: sudo apt-get install nodejs npm   (Node 18 or newer)" >&2
+  exit 1
+fi
+stamp=tools/node_modules/.installed
+if [ ! -f "$stamp" ] || [ tools/package-lock.json -nt "$stamp" ]; then
+  echo "installing npm test tools into tools/node_modules"
+  npm ci --prefix tools --no-audit --no-fund --loglevel=error
+  touch "$stamp"
+fi
