@@ -165,7 +165,7 @@ func TestAdminCommandWorksWhileAnotherProcessHasTheStoreOpen(t *testing.T) {
 	}
 	defer server.Close()
 	svc := &accounts.Service{Store: server}
-	own, err := svc.CreateAccount(ctx, accounts.NewAccount{Plan: domain.PlanPro, Credits: decimal.NewFromInt(1000)})
+	own, err := svc.CreateAccount(ctx, accounts.NewAccount{Plan: domain.PlanPro, Credits: decimal.NewFromInt(1_000_000)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -210,8 +210,8 @@ func TestAdminCommandWorksWhileAnotherProcessHasTheStoreOpen(t *testing.T) {
 	if serverErr != nil {
 		t.Fatalf("server writes failed while the CLI ran: %v", serverErr)
 	}
-	if !strings.Contains(string(out), `"granted":"1003.00"`) {
-		t.Errorf("grant output %s, want granted 1003.00", out)
+	if !strings.Contains(string(out), `"granted":"1000003.00"`) {
+		t.Errorf("grant output %s, want granted 1000003.00", out)
 	}
 	for _, u := range users {
 		a, err := server.GetAccount(ctx, u)
@@ -220,7 +220,7 @@ func TestAdminCommandWorksWhileAnotherProcessHasTheStoreOpen(t *testing.T) {
 		}
 	}
 	a, _ := server.GetAccount(ctx, own.UserID)
-	if !a.Granted.Equal(a.Balance.Add(a.Held).Add(a.Captured)) || !a.Granted.Equal(decimal.NewFromInt(1003)) {
+	if !a.Granted.Equal(a.Balance.Add(a.Held).Add(a.Captured)) || !a.Granted.Equal(decimal.NewFromInt(1_000_003)) {
 		t.Errorf("server account after concurrent use = %+v", a)
 	}
 }
