@@ -479,32 +479,54 @@ func (s *Store) GetGenerationByID(ctx context.Context, id int64) (domain.Generat
 }
 
 func (s *Store) getGeneration(ctx context.Context, where string, arg any) (domain.Generation, error) {
-	var g domain.Generation
-	var kind, input, urls, status, created, updated, deadline string
-	var credits int64
-	err := s.r.QueryRowContext(ctx, `SELECT `+generationColumns+` FROM generations WHERE `+where, arg).Scan(
-		&g.ID, &g.UUID, &g.UserID, &g.UpstreamID, &g.Model, &g.ModelVersion, &kind, &input, &g.ImageCount,
-		&urls, &status, &g.Error, &credits, &created, &updated, &deadline)
-	if errors.Is(err, sql.ErrNoRows) {
+	gs, err := s.queryGenerations(ctx, `WHERE `+where, arg)
+	if err != nil {
+		return domain.Generation{}, err
+	}
+	if len(gs) == 0 {
 		return domain.Generation{}, fmt.Errorf("generation %v: %w", arg, domain.ErrNotFound)
 	}
+	return gs[0], nil
+}
+
+func (s *Store) ProcessingGenerations(ctx context.Context, limit int) ([]domain.Generation, error) {
+	return s.queryGenerations(ctx, `WHERE status = ? ORDER BY created_at LIMIT ?`, string(domain.StatusProcessing), limit)
+}
+
+func (s *Store) queryGenerations(ctx context.Context, where string, args ...any) ([]domain.Generation, error) {
+	rows, err := s.r.QueryContext(ctx, `SELECT `+generationColumns+` FROM generations `+where, args...)
 	if err != nil {
-		return domain.Generation{}, fmt.Errorf("read generation %v: %w", arg, err)
+		return nil, fmt.Errorf("read generations: %w", err)
 	}
-	g.Kind, g.Status, g.Input = domain.MediaKind(kind), domain.Status(status), json.RawMessage(input)
-	g.CreditsUsed = domain.CentsToCredits(credits)
-	if err := json.Unmarshal([]byte(urls), &g.OutputURLs); err != nil {
-		return domain.Generation{}, fmt.Errorf("read generation %v urls: %w", arg, err)
-	}
-	for _, p := range []struct {
-		dst *time.Time
-		src string
-	}{{&g.CreatedAt, created}, {&g.UpdatedAt, updated}, {&g.Deadline, deadline}} {
-		if *p.dst, err = parseTime(p.src); err != nil {
-			return domain.Generation{}, err
+	defer rows.Close()
+	var out []domain.Generation
+	for rows.Next() {
+		var g domain.Generation
+		var kind, input, urls, status, created, updated, deadline string
+		var credits int64
+		if err := rows.Scan(&g.ID, &g.UUID, &g.UserID, &g.UpstreamID, &g.Model, &g.ModelVersion, &kind, &input,
+			&g.ImageCount, &urls, &status, &g.Error, &credits, &created, &updated, &deadline); err != nil {
+			return nil, fmt.Errorf("read generations: %w", err)
 		}
+		g.Kind, g.Status, g.Input = domain.MediaKind(kind), domain.Status(status), json.RawMessage(input)
+		g.CreditsUsed = domain.CentsToCredits(credits)
+		if err := json.Unmarshal([]byte(urls), &g.OutputURLs); err != nil {
+			return nil, fmt.Errorf("read generation %s urls: %w", g.UUID, err)
+		}
+		for _, p := range []struct {
+			dst *time.Time
+			src string
+		}{{&g.CreatedAt, created}, {&g.UpdatedAt, updated}, {&g.Deadline, deadline}} {
+			if *p.dst, err = parseTime(p.src); err != nil {
+				return nil, err
+			}
+		}
+		out = append(out, g)
 	}
-	return g, nil
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("read generations: %w", err)
+	}
+	return out, nil
 }
 
 func (s *Store) SetUpstreamID(ctx context.Context, uuid, upstreamID string, at time.Time) error {

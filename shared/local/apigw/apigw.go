@@ -1,0 +1,170 @@
+// Package apigw serves Lambda route handlers over plain HTTP the way API
+// Gateway's HTTP API does: each request becomes an
+// events.APIGatewayV2HTTPRequest (payload format 2.0) with its route key and
+// path parameters, and the handler's response is written back.
+package apigw
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/base64"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"strings"
+	"time"
+	"unicode/utf8"
+
+	"github.com/aws/aws-lambda-go/events"
+)
+
+// Handler is a route's Lambda handler.
+type Handler = func(ctx context.Context, req events.APIGatewayV2HTTPRequest) (events.APIGatewayV2HTTPResponse, error)
+
+// Route binds "METHOD /path/{param}" to a handler, as the template's route
+// events do.
+type Route struct {
+	Method  string
+	Path    string
+	Handler Handler
+}
+
+// maxPayload is API Gateway's request limit; Lambda's own 6 MB limit is
+// checked by the handlers, so bigger bodies still reach them (and get 413).
+const maxPayload = 10 << 20
+
+// Mount registers every route on mux.
+func Mount(mux *http.ServeMux, routes []Route, log *slog.Logger) {
+	for _, rt := range routes {
+		rt := rt
+		mux.HandleFunc(rt.Method+" "+rt.Path, func(w http.ResponseWriter, r *http.Request) {
+			serve(w, r, rt, log)
+		})
+	}
+}
+
+func serve(w http.ResponseWriter, r *http.Request, rt Route, log *slog.Logger) {
+	body, err := io.ReadAll(io.LimitReader(r.Body, maxPayload+1))
+	if err != nil {
+		writeGatewayError(w, http.StatusBadRequest, "could not read the request body")
+		return
+	}
+	if len(body) > maxPayload {
+		writeGatewayError(w, http.StatusRequestEntityTooLarge, "Request Entity Too Large")
+		return
+	}
+	ev := Event(r, rt, body)
+	resp, err := rt.Handler(r.Context(), ev)
+	if err != nil {
+		// Lambda reports a handler error as a 500 from the gateway.
+		log.ErrorContext(r.Context(), "handler returned an error", "route", ev.RouteKey, "error", err)
+		writeGatewayError(w, http.StatusInternalServerError, "Internal Server Error")
+		return
+	}
+	Write(w, resp)
+}
+
+// Event builds the API Gateway v2 event for r.
+func Event(r *http.Request, rt Route, body []byte) events.APIGatewayV2HTTPRequest {
+	headers := map[string]string{}
+	var cookies []string
+	for k, vs := range r.Header {
+		if strings.EqualFold(k, "Cookie") {
+			cookies = append(cookies, vs...)
+			continue
+		}
+		headers[strings.ToLower(k)] = strings.Join(vs, ",")
+	}
+	query := map[string]string{}
+	for k, vs := range r.URL.Query() {
+		query[k] = strings.Join(vs, ",")
+	}
+	params := map[string]string{}
+	for _, name := range pathParams(rt.Path) {
+		params[name] = r.PathValue(name)
+	}
+	sourceIP, _, _ := net.SplitHostPort(r.RemoteAddr)
+	now := time.Now()
+	ev := events.APIGatewayV2HTTPRequest{
+		Version: "2.0", RouteKey: rt.Method + " " + rt.Path, RawPath: r.URL.EscapedPath(),
+		RawQueryString: r.URL.RawQuery, Cookies: cookies, Headers: headers,
+		RequestContext: events.APIGatewayV2HTTPRequestContext{
+			AccountID: "000000000000", APIID: "local", Stage: "$default", DomainName: r.Host,
+			RequestID: newRequestID(), RouteKey: rt.Method + " " + rt.Path,
+			Time: now.UTC().Format("02/Jan/2006:15:04:05 -0700"), TimeEpoch: now.UnixMilli(),
+			HTTP: events.APIGatewayV2HTTPRequestContextHTTPDescription{
+				Method: r.Method, Path: r.URL.Path, Protocol: r.Proto, SourceIP: sourceIP, UserAgent: r.UserAgent(),
+			},
+		},
+	}
+	if len(query) > 0 {
+		ev.QueryStringParameters = query
+	}
+	if len(params) > 0 {
+		ev.PathParameters = params
+	}
+	// API Gateway passes text bodies as they are and others base64-encoded.
+	if utf8.Valid(body) {
+		ev.Body = string(body)
+	} else {
+		ev.Body, ev.IsBase64Encoded = base64.StdEncoding.EncodeToString(body), true
+	}
+	return ev
+}
+
+// Write sends a handler's response.
+func Write(w http.ResponseWriter, resp events.APIGatewayV2HTTPResponse) {
+	for k, v := range resp.Headers {
+		w.Header().Set(k, v)
+	}
+	for k, vs := range resp.MultiValueHeaders {
+		for _, v := range vs {
+			w.Header().Add(k, v)
+		}
+	}
+	for _, c := range resp.Cookies {
+		w.Header().Add("Set-Cookie", c)
+	}
+	status := resp.StatusCode
+	if status == 0 {
+		status = http.StatusOK
+	}
+	body := []byte(resp.Body)
+	if resp.IsBase64Encoded {
+		if b, err := base64.StdEncoding.DecodeString(resp.Body); err == nil {
+			body = b
+		}
+	}
+	w.WriteHeader(status)
+	w.Write(body)
+}
+
+// writeGatewayError answers like API Gateway itself does when no handler
+// response exists.
+func writeGatewayError(w http.ResponseWriter, status int, msg string) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	json.NewEncoder(w).Encode(map[string]string{"message": msg})
+}
+
+func pathParams(pattern string) []string {
+	var names []string
+	for _, seg := range strings.Split(pattern, "/") {
+		if strings.HasPrefix(seg, "{") && strings.HasSuffix(seg, "}") {
+			names = append(names, strings.TrimSuffix(strings.TrimPrefix(seg, "{"), "}"))
+		}
+	}
+	return names
+}
+
+func newRequestID() string {
+	b := make([]byte, 16)
+	if _, err := rand.Read(b); err != nil {
+		return fmt.Sprintf("local-%d", time.Now().UnixNano())
+	}
+	return hex.EncodeToString(b)
+}

@@ -1,0 +1,158 @@
+// Package media keeps the service's own copies of generated files. Upstream
+// URLs are temporary, so every output is copied into the service's bucket and
+// the API returns the service's URLs.
+package media
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"path"
+	"strings"
+
+	"github.com/mediagen-dev/mediagen/shared/domain"
+)
+
+// ErrRejected is an output the service will not keep: wrong type, too large,
+// from a host it does not trust.
+var ErrRejected = errors.New("output rejected")
+
+// Bucket stores objects and names their public URLs.
+type Bucket interface {
+	Put(ctx context.Context, key string, body io.Reader, contentType string) error
+	URL(key string) string
+}
+
+// Copier fetches upstream outputs and stores them in the bucket.
+type Copier struct {
+	Bucket Bucket
+	HTTP   *http.Client
+	// AllowedHosts are the hosts outputs may come from (the upstream's).
+	AllowedHosts []string
+	// MaxBytes caps one output.
+	MaxBytes int64
+}
+
+// extensions maps the content types the service keeps to file extensions.
+var extensions = map[string]string{
+	"video/mp4":  ".mp4",
+	"image/png":  ".png",
+	"image/jpeg": ".jpg",
+	"image/webp": ".webp",
+}
+
+// Copy streams src into the bucket under keyBase plus the extension of its
+// type, checking host, size and that the content is of the expected kind.
+// The key is deterministic, so a repeated copy overwrites the same object.
+func (c *Copier) Copy(ctx context.Context, src, keyBase string, kind domain.MediaKind) (string, error) {
+	u, err := url.Parse(src)
+	if err != nil || (u.Scheme != "https" && u.Scheme != "http") || u.Host == "" {
+		return "", fmt.Errorf("%w: output %q is not an http(s) URL", ErrRejected, src)
+	}
+	if !c.hostAllowed(u.Hostname()) {
+		return "", fmt.Errorf("%w: output host %q is not the upstream's", ErrRejected, u.Hostname())
+	}
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, src, nil)
+	if err != nil {
+		return "", fmt.Errorf("fetch output: %w", err)
+	}
+	resp, err := c.HTTP.Do(req)
+	if err != nil {
+		return "", fmt.Errorf("fetch output %s: %w", path.Base(u.Path), err)
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return "", fmt.Errorf("fetch output %s: HTTP %d", path.Base(u.Path), resp.StatusCode)
+	}
+	if resp.ContentLength > c.MaxBytes {
+		return "", fmt.Errorf("%w: output of %d bytes is over the %d byte cap", ErrRejected, resp.ContentLength, c.MaxBytes)
+	}
+	// Sniff the first bytes rather than trusting the declared type.
+	head := make([]byte, 512)
+	n, err := io.ReadFull(resp.Body, head)
+	if err != nil && !errors.Is(err, io.ErrUnexpectedEOF) && !errors.Is(err, io.EOF) {
+		return "", fmt.Errorf("fetch output: %w", err)
+	}
+	head = head[:n]
+	ctype := sniff(head)
+	ext, ok := extensions[ctype]
+	if !ok || kindOf(ctype) != kind {
+		return "", fmt.Errorf("%w: output is %s, want %s", ErrRejected, describe(ctype), kindWord(kind))
+	}
+	key := keyBase + ext
+	body := &capped{r: io.MultiReader(strings.NewReader(string(head)), resp.Body), left: c.MaxBytes}
+	if err := c.Bucket.Put(ctx, key, body, ctype); err != nil {
+		if body.over {
+			return "", fmt.Errorf("%w: output is over the %d byte cap", ErrRejected, c.MaxBytes)
+		}
+		return "", fmt.Errorf("store output %s: %w", key, err)
+	}
+	return c.Bucket.URL(key), nil
+}
+
+func (c *Copier) hostAllowed(host string) bool {
+	for _, h := range c.AllowedHosts {
+		if strings.EqualFold(h, host) {
+			return true
+		}
+	}
+	return false
+}
+
+// sniff recognises the types the service keeps; http.DetectContentType knows
+// mp4 ("ftyp" boxes), png, jpeg and webp.
+func sniff(head []byte) string {
+	t := http.DetectContentType(head)
+	if i := strings.IndexByte(t, ';'); i >= 0 {
+		t = t[:i]
+	}
+	return t
+}
+
+func kindOf(ctype string) domain.MediaKind {
+	if strings.HasPrefix(ctype, "video/") {
+		return domain.MediaVideo
+	}
+	return domain.MediaImage
+}
+
+func kindWord(k domain.MediaKind) string {
+	if k == domain.MediaVideo {
+		return "an mp4 video"
+	}
+	return "a png, jpeg or webp image"
+}
+
+func describe(ctype string) string {
+	if ctype == "" || ctype == "application/octet-stream" {
+		return "of an unknown type"
+	}
+	return ctype
+}
+
+// capped fails a read past its limit, so an oversized upload is aborted.
+type capped struct {
+	r    io.Reader
+	left int64
+	over bool
+}
+
+func (c *capped) Read(p []byte) (int, error) {
+	if c.left < 0 {
+		c.over = true
+		return 0, fmt.Errorf("%w: over the size cap", ErrRejected)
+	}
+	if int64(len(p)) > c.left+1 {
+		p = p[:c.left+1]
+	}
+	n, err := c.r.Read(p)
+	c.left -= int64(n)
+	if c.left < 0 {
+		c.over = true
+		return 0, fmt.Errorf("%w: over the size cap", ErrRejected)
+	}
+	return n, err
+}

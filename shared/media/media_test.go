@@ -1,0 +1,126 @@
+package media_test
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"image"
+	"image/png"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"net/url"
+	"strings"
+	"testing"
+
+	"github.com/mediagen-dev/mediagen/shared/domain"
+	"github.com/mediagen-dev/mediagen/shared/local/objectstore"
+	"github.com/mediagen-dev/mediagen/shared/media"
+)
+
+// fakeMP4 starts with an ftyp box, which is how mp4 files are recognised.
+var fakeMP4 = append([]byte("\x00\x00\x00\x18ftypmp42\x00\x00\x00\x00mp42isom"), bytes.Repeat([]byte{0}, 2000)...)
+
+func pngBytes(t *testing.T) []byte {
+	var buf bytes.Buffer
+	if err := png.Encode(&buf, image.NewRGBA(image.Rect(0, 0, 4, 4))); err != nil {
+		t.Fatal(err)
+	}
+	return buf.Bytes()
+}
+
+func setup(t *testing.T, files map[string][]byte) (*media.Copier, *media.S3Bucket, *httptest.Server) {
+	t.Helper()
+	ctx := context.Background()
+	s3srv, err := objectstore.Start(ctx, "127.0.0.1:0", "", "outputs")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s3srv.Close(ctx) })
+	up := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		b, ok := files[r.URL.Path]
+		if !ok {
+			http.NotFound(w, r)
+			return
+		}
+		w.Header().Set("Content-Type", "application/octet-stream") // the declared type is not trusted
+		w.Write(b)
+	}))
+	t.Cleanup(up.Close)
+	bucket := s3srv.MediaBucket()
+	u, _ := url.Parse(up.URL)
+	return &media.Copier{Bucket: bucket, HTTP: up.Client(), AllowedHosts: []string{u.Hostname()}, MaxBytes: 1 << 20}, bucket, up
+}
+
+func TestCopyKeepsOutputsUnderTheServicesURL(t *testing.T) {
+	img := pngBytes(t)
+	c, bucket, up := setup(t, map[string][]byte{"/a.mp4": fakeMP4, "/b": img})
+	ctx := context.Background()
+	tests := []struct {
+		src, key string
+		kind     domain.MediaKind
+		wantKey  string
+		want     []byte
+	}{
+		{up.URL + "/a.mp4", "generations/g1/0", domain.MediaVideo, "generations/g1/0.mp4", fakeMP4},
+		{up.URL + "/b", "generations/g2/0", domain.MediaImage, "generations/g2/0.png", img},
+	}
+	for _, tt := range tests {
+		got, err := c.Copy(ctx, tt.src, tt.key, tt.kind)
+		if err != nil {
+			t.Fatalf("Copy(%s): %v", tt.src, err)
+		}
+		if got != bucket.URL(tt.wantKey) || strings.HasPrefix(got, up.URL) {
+			t.Errorf("URL = %s, want the bucket's %s", got, bucket.URL(tt.wantKey))
+		}
+		resp, err := http.Get(got)
+		if err != nil {
+			t.Fatal(err)
+		}
+		body, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if !bytes.Equal(body, tt.want) {
+			t.Errorf("downloaded %d bytes from %s, want the %d copied", len(body), got, len(tt.want))
+		}
+		if ok, err := bucket.Exists(ctx, tt.wantKey); !ok || err != nil {
+			t.Errorf("Exists(%s) = %v, %v", tt.wantKey, ok, err)
+		}
+	}
+	if ok, err := bucket.Exists(ctx, "generations/none.mp4"); ok || err != nil {
+		t.Errorf("Exists(missing) = %v, %v", ok, err)
+	}
+}
+
+func TestCopyRejectsWhatTheServiceWillNotKeep(t *testing.T) {
+	big := append(append([]byte{}, fakeMP4...), bytes.Repeat([]byte{1}, 2<<20)...)
+	c, bucket, up := setup(t, map[string][]byte{"/a.mp4": fakeMP4, "/img.png": pngBytes(t), "/text": []byte("<html>hello</html>"), "/big.mp4": big})
+	tests := []struct {
+		name, src string
+		kind      domain.MediaKind
+		rejected  bool
+	}{
+		{"image where a video was asked", up.URL + "/img.png", domain.MediaVideo, true},
+		{"video where an image was asked", up.URL + "/a.mp4", domain.MediaImage, true},
+		{"html", up.URL + "/text", domain.MediaImage, true},
+		{"over the size cap", up.URL + "/big.mp4", domain.MediaVideo, true},
+		{"another host", "https://evil.example/a.mp4", domain.MediaVideo, true},
+		{"not http", "file:///etc/passwd", domain.MediaVideo, true},
+		{"missing file", up.URL + "/gone.mp4", domain.MediaVideo, false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			_, err := c.Copy(context.Background(), tt.src, "generations/x/0", tt.kind)
+			if err == nil {
+				t.Fatal("Copy succeeded")
+			}
+			if errors.Is(err, media.ErrRejected) != tt.rejected {
+				t.Errorf("err = %v; rejected=%v, want %v", err, errors.Is(err, media.ErrRejected), tt.rejected)
+			}
+		})
+	}
+	for _, key := range []string{"generations/x/0.mp4", "generations/x/0.png"} {
+		if ok, _ := bucket.Exists(context.Background(), key); ok {
+			t.Errorf("a rejected output was kept at %s", key)
+		}
+	}
+}

@@ -1,0 +1,68 @@
+package media
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net/url"
+	"strings"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/feature/s3/manager"
+	"github.com/aws/aws-sdk-go-v2/service/s3"
+	"github.com/aws/aws-sdk-go-v2/service/s3/types"
+)
+
+// S3Bucket is the bucket adapter. Objects are uploaded in streamed parts (so
+// no output is held in memory whole) and served from PublicBaseURL, the
+// CloudFront distribution in front of the private bucket (locally: the
+// S3-compatible server's bucket URL).
+type S3Bucket struct {
+	Client        *s3.Client
+	Name          string
+	PublicBaseURL string
+	uploader      *manager.Uploader
+}
+
+var _ Bucket = (*S3Bucket)(nil)
+
+// NewS3Bucket wires the adapter. Encryption at rest is the bucket's default
+// (set in the template), so uploads carry no encryption headers.
+func NewS3Bucket(client *s3.Client, bucket, publicBaseURL string) *S3Bucket {
+	return &S3Bucket{Client: client, Name: bucket, PublicBaseURL: strings.TrimRight(publicBaseURL, "/"),
+		uploader: manager.NewUploader(client, func(u *manager.Uploader) { u.Concurrency = 2 })}
+}
+
+// Put uploads body under key.
+func (b *S3Bucket) Put(ctx context.Context, key string, body io.Reader, contentType string) error {
+	_, err := b.uploader.Upload(ctx, &s3.PutObjectInput{
+		Bucket: aws.String(b.Name), Key: aws.String(key), Body: body, ContentType: aws.String(contentType),
+	})
+	if err != nil {
+		return fmt.Errorf("upload s3://%s/%s: %w", b.Name, key, err)
+	}
+	return nil
+}
+
+// URL is the public URL of key.
+func (b *S3Bucket) URL(key string) string {
+	parts := strings.Split(key, "/")
+	for i, p := range parts {
+		parts[i] = url.PathEscape(p)
+	}
+	return b.PublicBaseURL + "/" + strings.Join(parts, "/")
+}
+
+// Exists reports whether key is in the bucket.
+func (b *S3Bucket) Exists(ctx context.Context, key string) (bool, error) {
+	_, err := b.Client.HeadObject(ctx, &s3.HeadObjectInput{Bucket: aws.String(b.Name), Key: aws.String(key)})
+	if err == nil {
+		return true, nil
+	}
+	var nf *types.NotFound
+	if errors.As(err, &nf) {
+		return false, nil
+	}
+	return false, fmt.Errorf("head s3://%s/%s: %w", b.Name, key, err)
+}
