@@ -54,7 +54,9 @@ func (e *Error) Error() string {
 }
 
 // Temporary reports whether trying again later may succeed.
-func (e *Error) Temporary() bool { return e.StatusCode == http.StatusTooManyRequests || e.StatusCode >= 500 }
+func (e *Error) Temporary() bool {
+	return e.StatusCode == http.StatusTooManyRequests || e.StatusCode >= 500
+}
 
 // ErrMalformed is an answer that does not follow the protocol.
 var ErrMalformed = errors.New("malformed upstream answer")

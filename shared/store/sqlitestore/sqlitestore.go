@@ -658,3 +658,13 @@ func nonNil(s []string) []string {
 	}
 	return s
 }
+
+// CountGenerations counts an account's generations; tests use it to prove
+// that a refused request wrote nothing.
+func (s *Store) CountGenerations(ctx context.Context, userID string) (int, error) {
+	var n int
+	if err := s.r.QueryRowContext(ctx, `SELECT COUNT(*) FROM generations WHERE user_id = ?`, userID).Scan(&n); err != nil {
+		return 0, fmt.Errorf("count generations of %s: %w", userID, err)
+	}
+	return n, nil
+}

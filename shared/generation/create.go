@@ -1,0 +1,123 @@
+package generation
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"time"
+
+	"github.com/google/uuid"
+
+	"github.com/mediagen-dev/mediagen/shared/catalog"
+	"github.com/mediagen-dev/mediagen/shared/domain"
+)
+
+// enqueueAttempts bounds the tries to enqueue the first poll.
+const enqueueAttempts = 3
+
+// Create validates and prices a generate request, holds its credits, records
+// it, submits it upstream and enqueues its first poll. On any failure after
+// the hold, the hold is released and the record (if written) is failed, so
+// nothing is left half-made.
+func (s *Service) Create(ctx context.Context, userID string, body []byte) (domain.Generation, error) {
+	req, err := catalog.ParseGenerate(body, s.Validation)
+	if err != nil {
+		return domain.Generation{}, err
+	}
+	quote, err := s.Prices.Quote(req)
+	if err != nil {
+		return domain.Generation{}, fmt.Errorf("price %s: %w", req.Variant.Version, err)
+	}
+	input, err := json.Marshal(req.Input)
+	if err != nil {
+		return domain.Generation{}, fmt.Errorf("encode input: %w", err)
+	}
+	now := s.now()
+	g := domain.Generation{
+		UUID: uuid.NewString(), UserID: userID, Model: req.Variant.Model, ModelVersion: req.Variant.Version,
+		Kind: req.Variant.Kind, Input: input, ImageCount: req.ImageCount, Status: domain.StatusProcessing,
+		CreditsUsed: quote.Credits, CreatedAt: now, UpdatedAt: now, Deadline: now.Add(s.deadline(req.Variant.Kind)),
+	}
+	log := s.log().With("user_id", userID, "generation_id", g.UUID, "model_version", g.ModelVersion)
+
+	if err := s.Store.Hold(ctx, userID, domain.Hold{WorkID: g.UUID, Kind: domain.WorkGeneration, Amount: quote.Credits, CreatedAt: now}); err != nil {
+		return domain.Generation{}, fmt.Errorf("hold credits for %s: %w", g.UUID, err)
+	}
+	if err := s.Store.CreateGeneration(ctx, &g); err != nil {
+		s.release(ctx, log, userID, g.UUID)
+		return domain.Generation{}, fmt.Errorf("record generation: %w", err)
+	}
+	p, err := s.Upstream.Create(ctx, req.Variant.UpstreamModel, upstreamInput(req), "")
+	if err != nil {
+		log.WarnContext(ctx, "upstream submission failed", "error", err)
+		s.abandon(ctx, log, g, "upstream provider did not accept the job")
+		return domain.Generation{}, fmt.Errorf("%w: %v", ErrUpstreamUnavailable, err)
+	}
+	if err := s.Store.SetUpstreamID(ctx, g.UUID, p.ID, s.now()); err != nil {
+		s.cancelUpstream(ctx, log, p.ID)
+		s.abandon(ctx, log, g, "the job could not be recorded")
+		return domain.Generation{}, fmt.Errorf("record upstream job of %s: %w", g.UUID, err)
+	}
+	g.UpstreamID = p.ID
+	if err := s.enqueue(ctx, PollMessage{GenerationID: g.UUID}, s.pollDelay(0)); err != nil {
+		s.cancelUpstream(ctx, log, p.ID)
+		s.abandon(ctx, log, g, "the job could not be scheduled")
+		return domain.Generation{}, err
+	}
+	log.InfoContext(ctx, "generation created", "upstream_id", p.ID, "credits", domain.FormatCredits(quote.Credits))
+	return g, nil
+}
+
+// upstreamInput is what the provider receives: the input with defaults, and
+// for image variants the number of images.
+func upstreamInput(req catalog.Request) map[string]any {
+	in := make(map[string]any, len(req.Resolved)+1)
+	for k, v := range req.Resolved {
+		in[k] = v
+	}
+	if req.Variant.Kind == domain.MediaImage {
+		if _, ok := req.Variant.Field("num_images"); !ok {
+			in["num_outputs"] = req.ImageCount
+		}
+	}
+	return in
+}
+
+func (s *Service) enqueue(ctx context.Context, m PollMessage, delay time.Duration) error {
+	body, err := json.Marshal(m)
+	if err != nil {
+		return fmt.Errorf("encode poll message: %w", err)
+	}
+	var lastErr error
+	for i := 0; i < enqueueAttempts; i++ {
+		if lastErr = s.Queue.Send(ctx, body, delay); lastErr == nil {
+			return nil
+		}
+	}
+	return fmt.Errorf("enqueue poll of %s: %w", m.GenerationID, lastErr)
+}
+
+// abandon fails a generation that never got going and releases its hold.
+func (s *Service) abandon(ctx context.Context, log *slog.Logger, g domain.Generation, reason string) {
+	err := s.Store.FinishGeneration(ctx, g.UUID, domain.Outcome{Status: domain.StatusFailed, Error: reason}, s.now())
+	if err != nil && !errors.Is(err, domain.ErrConflict) {
+		// The sweeper fails it at its deadline and releases the hold then.
+		log.WarnContext(ctx, "could not fail abandoned generation", "error", err)
+	}
+	s.release(ctx, log, g.UserID, g.UUID)
+}
+
+func (s *Service) release(ctx context.Context, log *slog.Logger, userID, workID string) {
+	if _, err := s.Store.Release(ctx, userID, workID); err != nil {
+		// The sweeper releases it after its grace period.
+		log.WarnContext(ctx, "could not release hold", "work_id", workID, "error", err)
+	}
+}
+
+func (s *Service) cancelUpstream(ctx context.Context, log *slog.Logger, upstreamID string) {
+	if _, err := s.Upstream.Cancel(ctx, upstreamID); err != nil {
+		log.WarnContext(ctx, "could not cancel upstream job", "upstream_id", upstreamID, "error", err)
+	}
+}

@@ -1,0 +1,154 @@
+// Package generation holds the single-generation use cases: create (validate,
+// price, hold, record, submit, enqueue), look up, and poll the upstream job
+// to its end (copy outputs, finish the record, settle the hold).
+package generation
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/google/uuid"
+
+	"github.com/mediagen-dev/mediagen/shared/catalog"
+	"github.com/mediagen-dev/mediagen/shared/domain"
+	"github.com/mediagen-dev/mediagen/shared/pricing"
+	"github.com/mediagen-dev/mediagen/shared/upstream"
+)
+
+// Store is what the use cases need from the store.
+type Store interface {
+	Hold(ctx context.Context, userID string, h domain.Hold) error
+	Capture(ctx context.Context, userID, workID string) (bool, error)
+	Release(ctx context.Context, userID, workID string) (bool, error)
+	CreateGeneration(ctx context.Context, g *domain.Generation) error
+	GetGeneration(ctx context.Context, uuid string) (domain.Generation, error)
+	GetGenerationByID(ctx context.Context, id int64) (domain.Generation, error)
+	SetUpstreamID(ctx context.Context, uuid, upstreamID string, at time.Time) error
+	FinishGeneration(ctx context.Context, uuid string, o domain.Outcome, at time.Time) error
+}
+
+// Upstream is the provider's client.
+type Upstream interface {
+	Create(ctx context.Context, model string, input map[string]any, webhook string) (upstream.Prediction, error)
+	Get(ctx context.Context, id string) (upstream.Prediction, error)
+	Cancel(ctx context.Context, id string) (upstream.Prediction, error)
+}
+
+// Queue delays poll messages.
+type Queue interface {
+	Send(ctx context.Context, body []byte, delay time.Duration) error
+}
+
+// Copier keeps the service's own copy of an output and returns its URL.
+type Copier interface {
+	Copy(ctx context.Context, src, keyBase string, kind domain.MediaKind) (string, error)
+}
+
+// ErrUpstreamUnavailable is a submission the provider did not accept; the
+// hold is released and the generation failed before the caller hears of it.
+var ErrUpstreamUnavailable = errors.New("upstream provider unavailable")
+
+// Defaults of the tuning knobs.
+const (
+	DefaultImageDeadline = 10 * time.Minute
+	DefaultVideoDeadline = 30 * time.Minute
+	DefaultPollInterval  = 2 * time.Second
+	MaxPollInterval      = 30 * time.Second
+	// MaxConsecutiveErrors bounds the polls in a row that may fail to reach
+	// the provider before the generation fails.
+	MaxConsecutiveErrors = 5
+)
+
+// Service runs the use cases.
+type Service struct {
+	Store      Store
+	Upstream   Upstream
+	Queue      Queue
+	Copier     Copier
+	Prices     *pricing.Table
+	Validation catalog.Options
+	// ImageDeadline and VideoDeadline bound a generation's processing time.
+	ImageDeadline, VideoDeadline time.Duration
+	// PollInterval is the first delay between polls; it grows by half each
+	// poll up to MaxPollInterval.
+	PollInterval time.Duration
+	Now          func() time.Time
+	Log          *slog.Logger
+}
+
+func (s *Service) now() time.Time {
+	if s.Now != nil {
+		return s.Now().UTC()
+	}
+	return time.Now().UTC()
+}
+
+func (s *Service) log() *slog.Logger {
+	if s.Log != nil {
+		return s.Log
+	}
+	return slog.Default()
+}
+
+func (s *Service) deadline(kind domain.MediaKind) time.Duration {
+	if kind == domain.MediaImage {
+		if s.ImageDeadline > 0 {
+			return s.ImageDeadline
+		}
+		return DefaultImageDeadline
+	}
+	if s.VideoDeadline > 0 {
+		return s.VideoDeadline
+	}
+	return DefaultVideoDeadline
+}
+
+// pollDelay is the wait before poll number attempt (0-based).
+func (s *Service) pollDelay(attempt int) time.Duration {
+	d := s.PollInterval
+	if d <= 0 {
+		d = DefaultPollInterval
+	}
+	for i := 0; i < attempt && d < MaxPollInterval; i++ {
+		d += d / 2
+	}
+	if d > MaxPollInterval {
+		d = MaxPollInterval
+	}
+	return d
+}
+
+// Lookup finds a caller's generation by its UUID or its integer id. Another
+// owner's generation is not found, exactly like a missing one.
+func (s *Service) Lookup(ctx context.Context, userID, id string) (domain.Generation, error) {
+	var (
+		g   domain.Generation
+		err error
+	)
+	if _, perr := uuid.Parse(id); perr == nil && len(id) == 36 {
+		g, err = s.Store.GetGeneration(ctx, strings.ToLower(id))
+	} else if n, perr := strconv.ParseInt(id, 10, 64); perr == nil && n > 0 && strconv.FormatInt(n, 10) == id {
+		g, err = s.Store.GetGenerationByID(ctx, n)
+	} else {
+		return domain.Generation{}, fmt.Errorf("%w: generation id %q is neither a UUID nor a positive integer", domain.ErrInvalid, truncateID(id))
+	}
+	if err != nil {
+		return domain.Generation{}, err
+	}
+	if g.UserID != userID {
+		return domain.Generation{}, fmt.Errorf("generation %s: %w", id, domain.ErrNotFound)
+	}
+	return g, nil
+}
+
+func truncateID(id string) string {
+	if len(id) > 64 {
+		return id[:64] + "…"
+	}
+	return id
+}

@@ -1,0 +1,346 @@
+package generation_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"image"
+	"image/png"
+	"net/http"
+	"net/http/httptest"
+	"net/url"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/shopspring/decimal"
+
+	"github.com/mediagen-dev/mediagen/shared/accounts"
+	"github.com/mediagen-dev/mediagen/shared/domain"
+	"github.com/mediagen-dev/mediagen/shared/generation"
+	"github.com/mediagen-dev/mediagen/shared/ledger"
+	"github.com/mediagen-dev/mediagen/shared/local/objectstore"
+	"github.com/mediagen-dev/mediagen/shared/media"
+	"github.com/mediagen-dev/mediagen/shared/pricing"
+	"github.com/mediagen-dev/mediagen/shared/store/sqlitestore"
+	"github.com/mediagen-dev/mediagen/shared/upstream"
+)
+
+// fakeUpstream is a scripted provider: each prediction's state is set by the
+// test. It is a real HTTP server, so the real client talks to it.
+type fakeUpstream struct {
+	srv       *httptest.Server
+	mu        sync.Mutex
+	state     string // status every prediction reports
+	outputs   []string
+	createErr int // HTTP status to answer creates with, 0 = accept
+	getErr    int
+	gets      atomic.Int32
+	canceled  atomic.Int32
+	file      []byte
+}
+
+func newFakeUpstream(t *testing.T) *fakeUpstream {
+	f := &fakeUpstream{state: upstream.StatusProcessing}
+	var buf bytes.Buffer
+	png.Encode(&buf, image.NewRGBA(image.Rect(0, 0, 8, 8)))
+	f.file = buf.Bytes()
+	f.srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		f.mu.Lock()
+		defer f.mu.Unlock()
+		w.Header().Set("Content-Type", "application/json")
+		switch {
+		case strings.HasPrefix(r.URL.Path, "/files/"):
+			w.Header().Set("Content-Type", "image/png")
+			w.Write(f.file)
+		case r.Method == http.MethodPost && strings.HasSuffix(r.URL.Path, "/cancel"):
+			f.canceled.Add(1)
+			w.Write([]byte(`{"id":"p1","status":"canceled"}`))
+		case r.Method == http.MethodPost:
+			if f.createErr != 0 {
+				w.WriteHeader(f.createErr)
+				w.Write([]byte(`{"detail":"provider down"}`))
+				return
+			}
+			w.WriteHeader(http.StatusCreated)
+			w.Write([]byte(`{"id":"p1","status":"starting"}`))
+		default:
+			f.gets.Add(1)
+			if f.getErr != 0 {
+				w.WriteHeader(f.getErr)
+				w.Write([]byte(`{"detail":"unavailable"}`))
+				return
+			}
+			out, _ := json.Marshal(f.outputs)
+			w.Write([]byte(`{"id":"p1","status":"` + f.state + `","output":` + string(out) + `,"error":"the model refused"}`))
+		}
+	}))
+	t.Cleanup(f.srv.Close)
+	return f
+}
+
+func (f *fakeUpstream) set(state string, outputs ...string) {
+	f.mu.Lock()
+	f.state, f.outputs = state, outputs
+	f.mu.Unlock()
+}
+
+// sentQueue records what the service enqueues.
+type sentQueue struct {
+	mu   sync.Mutex
+	msgs []generation.PollMessage
+	lag  []time.Duration
+}
+
+func (q *sentQueue) Send(_ context.Context, body []byte, delay time.Duration) error {
+	var m generation.PollMessage
+	if err := json.Unmarshal(body, &m); err != nil {
+		return err
+	}
+	q.mu.Lock()
+	q.msgs, q.lag = append(q.msgs, m), append(q.lag, delay)
+	q.mu.Unlock()
+	return nil
+}
+
+type fixture struct {
+	svc   *generation.Service
+	store *sqlitestore.Store
+	up    *fakeUpstream
+	queue *sentQueue
+	user  string
+	now   *time.Time
+}
+
+func setup(t *testing.T) *fixture {
+	t.Helper()
+	ctx := context.Background()
+	st, err := sqlitestore.Open(ctx, t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { st.Close() })
+	objects, err := objectstore.Start(ctx, "127.0.0.1:0", "", "outputs")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { objects.Close(ctx) })
+	up := newFakeUpstream(t)
+	u, _ := url.Parse(up.srv.URL)
+	now := time.Now().UTC()
+	f := &fixture{store: st, up: up, queue: &sentQueue{}, now: &now}
+	f.svc = &generation.Service{
+		Store:    st,
+		Upstream: &upstream.Client{BaseURL: up.srv.URL, Token: "t", Attempts: 2, BaseBackoff: time.Millisecond},
+		Queue:    f.queue,
+		Copier:   &media.Copier{Bucket: objects.MediaBucket(), HTTP: http.DefaultClient, AllowedHosts: []string{u.Hostname()}, MaxBytes: 1 << 20},
+		Prices:   pricing.Default(),
+		Now:      func() time.Time { return *f.now },
+	}
+	acct, err := (&accounts.Service{Store: st}).CreateAccount(ctx, accounts.NewAccount{Plan: domain.PlanPro, Credits: decimal.NewFromInt(100)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.user = acct.UserID
+	return f
+}
+
+const imageBody = `{"model":"provider-a","model_version":"theta-4-fast","input":{"prompt":"a cat"},"image_count":2}`
+
+func (f *fixture) account(t *testing.T) domain.Account {
+	t.Helper()
+	a, err := f.store.GetAccount(context.Background(), f.user)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return a
+}
+
+func (f *fixture) create(t *testing.T) domain.Generation {
+	t.Helper()
+	g, err := f.svc.Create(context.Background(), f.user, []byte(imageBody))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return g
+}
+
+func TestSubmissionFailureReleasesTheHoldAndLeavesNothingRunning(t *testing.T) {
+	f := setup(t)
+	f.up.createErr = http.StatusServiceUnavailable
+	_, err := f.svc.Create(context.Background(), f.user, []byte(imageBody))
+	if !errors.Is(err, generation.ErrUpstreamUnavailable) {
+		t.Fatalf("Create = %v, want ErrUpstreamUnavailable", err)
+	}
+	a := f.account(t)
+	if !a.Balance.Equal(decimal.NewFromInt(100)) || !a.Held.IsZero() || len(a.Holds) != 0 {
+		t.Errorf("after a refused submission: balance %s held %s", a.Balance, a.Held)
+	}
+	if left, _ := f.store.ProcessingGenerations(context.Background(), 10); len(left) != 0 {
+		t.Errorf("%d generations left processing", len(left))
+	}
+	if len(f.queue.msgs) != 0 {
+		t.Errorf("%d polls enqueued for a job that never started", len(f.queue.msgs))
+	}
+}
+
+func TestRunningJobIsPolledAgainWithAGrowingDelay(t *testing.T) {
+	f := setup(t)
+	g := f.create(t)
+	if len(f.queue.msgs) != 1 || f.queue.msgs[0].GenerationID != g.UUID {
+		t.Fatalf("enqueued %+v after create, want one poll of %s", f.queue.msgs, g.UUID)
+	}
+	for i := 0; i < 3; i++ {
+		if err := f.svc.Poll(context.Background(), f.queue.msgs[len(f.queue.msgs)-1]); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if len(f.queue.msgs) != 4 || f.queue.msgs[3].Attempt != 3 {
+		t.Fatalf("polls %+v, want attempts 0..3", f.queue.msgs)
+	}
+	for i := 1; i < len(f.queue.lag); i++ {
+		if f.queue.lag[i] <= f.queue.lag[i-1] {
+			t.Errorf("delays %v do not grow", f.queue.lag)
+		}
+	}
+}
+
+func TestConcurrentDuplicateDeliveriesCompleteAndCaptureOnce(t *testing.T) {
+	f := setup(t)
+	g := f.create(t)
+	held := f.account(t).Held
+	f.up.set(upstream.StatusSucceeded, f.up.srv.URL+"/files/a.png", f.up.srv.URL+"/files/b.png")
+	var wg sync.WaitGroup
+	for i := 0; i < 12; i++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if err := f.svc.Poll(context.Background(), generation.PollMessage{GenerationID: g.UUID}); err != nil {
+				t.Errorf("Poll: %v", err)
+			}
+		}()
+	}
+	wg.Wait()
+	got, _ := f.store.GetGeneration(context.Background(), g.UUID)
+	if got.Status != domain.StatusCompleted || len(got.OutputURLs) != 2 {
+		t.Fatalf("generation %s with %d outputs", got.Status, len(got.OutputURLs))
+	}
+	a := f.account(t)
+	if !a.Captured.Equal(held) || !a.Held.IsZero() || !a.Balance.Equal(decimal.NewFromInt(100).Sub(held)) {
+		t.Errorf("after 12 deliveries: balance %s held %s captured %s; want %s captured once", a.Balance, a.Held, a.Captured, held)
+	}
+	for _, u := range got.OutputURLs {
+		if !strings.Contains(u, "/generations/"+g.UUID+"/") {
+			t.Errorf("output %s is not under the generation's key", u)
+		}
+	}
+}
+
+func TestUpstreamFailureFailsTheGenerationAndReleases(t *testing.T) {
+	f := setup(t)
+	g := f.create(t)
+	f.up.set(upstream.StatusFailed)
+	if err := f.svc.Poll(context.Background(), generation.PollMessage{GenerationID: g.UUID}); err != nil {
+		t.Fatal(err)
+	}
+	got, _ := f.store.GetGeneration(context.Background(), g.UUID)
+	if got.Status != domain.StatusFailed || got.Error != "upstream: the model refused" {
+		t.Errorf("generation %s %q", got.Status, got.Error)
+	}
+	if a := f.account(t); !a.Balance.Equal(decimal.NewFromInt(100)) || !a.Held.IsZero() {
+		t.Errorf("balance %s held %s after a failure, want all back", a.Balance, a.Held)
+	}
+}
+
+func TestPastItsDeadlineAGenerationTimesOutAndIsCanceledUpstream(t *testing.T) {
+	f := setup(t)
+	g := f.create(t)
+	*f.now = g.Deadline.Add(time.Second)
+	if err := f.svc.Poll(context.Background(), generation.PollMessage{GenerationID: g.UUID}); err != nil {
+		t.Fatal(err)
+	}
+	got, _ := f.store.GetGeneration(context.Background(), g.UUID)
+	if got.Status != domain.StatusFailed || got.Error != ledger.TimedOutError {
+		t.Errorf("generation %s %q, want failed %q", got.Status, got.Error, ledger.TimedOutError)
+	}
+	if f.up.canceled.Load() != 1 {
+		t.Errorf("%d upstream cancels, want 1", f.up.canceled.Load())
+	}
+	if a := f.account(t); !a.Held.IsZero() || !a.Balance.Equal(decimal.NewFromInt(100)) {
+		t.Errorf("balance %s held %s after a timeout", a.Balance, a.Held)
+	}
+}
+
+func TestUnreachableUpstreamIsRetriedAFewTimesThenFails(t *testing.T) {
+	f := setup(t)
+	g := f.create(t)
+	f.up.getErr = http.StatusBadGateway
+	m := generation.PollMessage{GenerationID: g.UUID}
+	for i := 0; i < generation.MaxConsecutiveErrors; i++ {
+		if err := f.svc.Poll(context.Background(), m); err != nil {
+			t.Fatal(err)
+		}
+		m = f.queue.msgs[len(f.queue.msgs)-1]
+	}
+	got, _ := f.store.GetGeneration(context.Background(), g.UUID)
+	if got.Status != domain.StatusFailed || !strings.HasPrefix(got.Error, "upstream unreachable") {
+		t.Errorf("after %d failed polls: %s %q", generation.MaxConsecutiveErrors, got.Status, got.Error)
+	}
+	if a := f.account(t); !a.Held.IsZero() {
+		t.Errorf("held %s after giving up", a.Held)
+	}
+}
+
+func TestRejectedOutputsFailWithAClearError(t *testing.T) {
+	tests := []struct {
+		name    string
+		outputs func(f *fixture) []string
+		says    string
+	}{
+		{"no output", func(*fixture) []string { return nil }, "returned no output"},
+		{"fewer images than asked", func(f *fixture) []string { return []string{f.up.srv.URL + "/files/a.png"} }, "returned 1 outputs, 2 were asked for"},
+		{"another host", func(*fixture) []string { return []string{"https://elsewhere.example/a.png", "https://elsewhere.example/b.png"} }, "not the upstream's"},
+		{"empty URL", func(f *fixture) []string { return []string{"", ""} }, "empty"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			f := setup(t)
+			g := f.create(t)
+			f.up.set(upstream.StatusSucceeded, tt.outputs(f)...)
+			if err := f.svc.Poll(context.Background(), generation.PollMessage{GenerationID: g.UUID}); err != nil {
+				t.Fatal(err)
+			}
+			got, _ := f.store.GetGeneration(context.Background(), g.UUID)
+			if got.Status != domain.StatusFailed || !strings.Contains(got.Error, tt.says) {
+				t.Errorf("generation %s %q, want failed saying %q", got.Status, got.Error, tt.says)
+			}
+			if a := f.account(t); !a.Held.IsZero() || !a.Balance.Equal(decimal.NewFromInt(100)) {
+				t.Errorf("balance %s held %s", a.Balance, a.Held)
+			}
+		})
+	}
+}
+
+func TestLookupFindsByUUIDOrIntegerAndHidesOthers(t *testing.T) {
+	f := setup(t)
+	g := f.create(t)
+	ctx := context.Background()
+	for _, id := range []string{g.UUID, strings.ToUpper(g.UUID), "1"} {
+		if got, err := f.svc.Lookup(ctx, f.user, id); err != nil || got.UUID != g.UUID {
+			t.Errorf("Lookup(%s) = %s, %v", id, got.UUID, err)
+		}
+	}
+	for _, id := range []string{g.UUID, "1"} {
+		if _, err := f.svc.Lookup(ctx, "usr_other", id); !errors.Is(err, domain.ErrNotFound) {
+			t.Errorf("another owner's Lookup(%s) = %v, want ErrNotFound", id, err)
+		}
+	}
+	for _, id := range []string{"abc", "0", "-1", "01", "1.5", "' OR 1=1 --", "$..*", strings.Repeat("9", 30)} {
+		if _, err := f.svc.Lookup(ctx, f.user, id); !errors.Is(err, domain.ErrInvalid) {
+			t.Errorf("Lookup(%q) = %v, want ErrInvalid", id, err)
+		}
+	}
+}

@@ -1,0 +1,167 @@
+package generation
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"strconv"
+	"strings"
+
+	"github.com/mediagen-dev/mediagen/shared/domain"
+	"github.com/mediagen-dev/mediagen/shared/ledger"
+	"github.com/mediagen-dev/mediagen/shared/media"
+	"github.com/mediagen-dev/mediagen/shared/upstream"
+)
+
+// PollMessage asks the poller to look at a generation once.
+type PollMessage struct {
+	GenerationID string `json:"generation_id"`
+	// Attempt counts the polls so far; it sets the next delay.
+	Attempt int `json:"attempt,omitempty"`
+	// Errors counts the polls in a row that could not reach the provider.
+	Errors int `json:"errors,omitempty"`
+}
+
+// ParsePollMessage decodes a queue message body.
+func ParsePollMessage(body string) (PollMessage, error) {
+	var m PollMessage
+	if err := json.Unmarshal([]byte(body), &m); err != nil {
+		return PollMessage{}, fmt.Errorf("poll message: %w", err)
+	}
+	if m.GenerationID == "" {
+		return PollMessage{}, errors.New("poll message: no generation_id")
+	}
+	return m, nil
+}
+
+// Poll looks at a generation once: it settles a finished one, fails one past
+// its deadline, or reads the upstream job and acts on its state. It returns
+// an error only when the message should be delivered again; every write it
+// makes is conditional, so a repeated or concurrent delivery changes nothing
+// twice.
+func (s *Service) Poll(ctx context.Context, m PollMessage) error {
+	g, err := s.Store.GetGeneration(ctx, m.GenerationID)
+	if errors.Is(err, domain.ErrNotFound) {
+		s.log().WarnContext(ctx, "poll for a generation that does not exist", "generation_id", m.GenerationID)
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("poll %s: %w", m.GenerationID, err)
+	}
+	log := s.log().With("user_id", g.UserID, "generation_id", g.UUID, "upstream_id", g.UpstreamID)
+	if g.Status.Terminal() {
+		return s.settle(ctx, log, g)
+	}
+	if !s.now().Before(g.Deadline) {
+		if g.UpstreamID != "" {
+			s.cancelUpstream(ctx, log, g.UpstreamID)
+		}
+		return s.finish(ctx, log, g, domain.Outcome{Status: domain.StatusFailed, Error: ledger.TimedOutError})
+	}
+	if g.UpstreamID == "" {
+		// Created but never submitted: a crash between the two writes.
+		return s.finish(ctx, log, g, domain.Outcome{Status: domain.StatusFailed, Error: "the job was never submitted upstream"})
+	}
+	p, err := s.Upstream.Get(ctx, g.UpstreamID)
+	if err != nil {
+		return s.pollFailed(ctx, log, g, m, fmt.Errorf("read upstream job: %w", err))
+	}
+	switch p.Status {
+	case upstream.StatusSucceeded:
+		urls, err := s.copyOutputs(ctx, g, p.Outputs)
+		if err != nil {
+			if errors.Is(err, media.ErrRejected) || errors.Is(err, errBadOutputs) {
+				return s.finish(ctx, log, g, domain.Outcome{Status: domain.StatusFailed, Error: err.Error()})
+			}
+			return s.pollFailed(ctx, log, g, m, err)
+		}
+		return s.finish(ctx, log, g, domain.Outcome{Status: domain.StatusCompleted, OutputURLs: urls})
+	case upstream.StatusFailed, upstream.StatusCanceled:
+		reason := p.Error
+		if reason == "" {
+			reason = "the job was " + p.Status + " upstream"
+		}
+		return s.finish(ctx, log, g, domain.Outcome{Status: domain.StatusFailed, Error: "upstream: " + reason})
+	default:
+		return s.enqueue(ctx, PollMessage{GenerationID: g.UUID, Attempt: m.Attempt + 1}, s.pollDelay(m.Attempt+1))
+	}
+}
+
+var errBadOutputs = errors.New("unusable upstream output")
+
+// copyOutputs copies every output into the bucket under keys that depend only
+// on the generation, so a repeated copy overwrites rather than duplicates.
+func (s *Service) copyOutputs(ctx context.Context, g domain.Generation, outputs []string) ([]string, error) {
+	want := 1
+	if g.Kind == domain.MediaImage {
+		want = g.ImageCount
+	}
+	if len(outputs) == 0 {
+		return nil, fmt.Errorf("%w: the provider returned no output", errBadOutputs)
+	}
+	if len(outputs) < want {
+		return nil, fmt.Errorf("%w: the provider returned %d outputs, %d were asked for", errBadOutputs, len(outputs), want)
+	}
+	urls := make([]string, 0, want)
+	for i, src := range outputs[:want] {
+		if strings.TrimSpace(src) == "" {
+			return nil, fmt.Errorf("%w: output %d is empty", errBadOutputs, i)
+		}
+		u, err := s.Copier.Copy(ctx, src, "generations/"+g.UUID+"/"+strconv.Itoa(i), g.Kind)
+		if err != nil {
+			return nil, fmt.Errorf("copy output %d: %w", i, err)
+		}
+		urls = append(urls, u)
+	}
+	return urls, nil
+}
+
+// pollFailed re-polls after a failure to reach the provider, and fails the
+// generation after too many in a row.
+func (s *Service) pollFailed(ctx context.Context, log *slog.Logger, g domain.Generation, m PollMessage, cause error) error {
+	var ue *upstream.Error
+	permanent := errors.As(cause, &ue) && !ue.Temporary()
+	if permanent || errors.Is(cause, upstream.ErrMalformed) || m.Errors+1 >= MaxConsecutiveErrors {
+		log.WarnContext(ctx, "giving up on upstream job", "error", cause, "consecutive_errors", m.Errors+1)
+		return s.finish(ctx, log, g, domain.Outcome{Status: domain.StatusFailed, Error: "upstream unreachable: " + cause.Error()})
+	}
+	log.InfoContext(ctx, "upstream poll failed, will retry", "error", cause, "consecutive_errors", m.Errors+1)
+	return s.enqueue(ctx, PollMessage{GenerationID: g.UUID, Attempt: m.Attempt + 1, Errors: m.Errors + 1}, s.pollDelay(m.Attempt+1))
+}
+
+// finish writes the outcome once and settles the hold. If another delivery
+// finished the record first, its outcome is the one settled.
+func (s *Service) finish(ctx context.Context, log *slog.Logger, g domain.Generation, o domain.Outcome) error {
+	err := s.Store.FinishGeneration(ctx, g.UUID, o, s.now())
+	switch {
+	case err == nil:
+		g.Status, g.OutputURLs, g.Error = o.Status, o.OutputURLs, o.Error
+		log.InfoContext(ctx, "generation finished", "status", o.Status, "error", o.Error)
+	case errors.Is(err, domain.ErrConflict):
+		if g, err = s.Store.GetGeneration(ctx, g.UUID); err != nil {
+			return fmt.Errorf("reread %s: %w", g.UUID, err)
+		}
+	default:
+		return fmt.Errorf("finish %s: %w", g.UUID, err)
+	}
+	return s.settle(ctx, log, g)
+}
+
+// settle captures the hold of a completed generation and releases that of a
+// failed one; a hold already settled is left alone.
+func (s *Service) settle(ctx context.Context, log *slog.Logger, g domain.Generation) error {
+	op, what := s.Store.Release, "released"
+	if g.Status == domain.StatusCompleted {
+		op, what = s.Store.Capture, "captured"
+	}
+	settled, err := op(ctx, g.UserID, g.UUID)
+	if err != nil {
+		return fmt.Errorf("settle hold of %s: %w", g.UUID, err)
+	}
+	if settled {
+		log.InfoContext(ctx, "hold "+what, "credits", domain.FormatCredits(g.CreditsUsed))
+	}
+	return nil
+}

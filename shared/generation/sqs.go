@@ -1,0 +1,28 @@
+package generation
+
+import (
+	"context"
+
+	"github.com/aws/aws-lambda-go/events"
+)
+
+// HandleSQS is the poller's Lambda handler: it polls each message's
+// generation and reports the messages to deliver again as partial batch
+// failures, so one slow or failing message never holds back the others.
+func (s *Service) HandleSQS(ctx context.Context, ev events.SQSEvent) (events.SQSEventResponse, error) {
+	var resp events.SQSEventResponse
+	for _, rec := range ev.Records {
+		m, err := ParsePollMessage(rec.Body)
+		if err == nil {
+			err = s.Poll(ctx, m)
+		}
+		if err != nil {
+			// Redelivered after the visibility timeout; after maxReceiveCount
+			// SQS moves it to the dead-letter queue, and the sweeper settles
+			// its hold at the generation's deadline.
+			s.log().WarnContext(ctx, "poll failed", "message_id", rec.MessageId, "error", err)
+			resp.BatchItemFailures = append(resp.BatchItemFailures, events.SQSBatchItemFailure{ItemIdentifier: rec.MessageId})
+		}
+	}
+	return resp, nil
+}

@@ -1,0 +1,165 @@
+package httpapi
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/mediagen-dev/mediagen/shared/apikey"
+	"github.com/mediagen-dev/mediagen/shared/domain"
+	"github.com/mediagen-dev/mediagen/shared/store"
+)
+
+// AuthStore is what authentication and rate limiting read.
+type AuthStore interface {
+	GetAPIKey(ctx context.Context, hash string) (domain.APIKey, error)
+	GetAccount(ctx context.Context, userID string) (domain.Account, error)
+	CountRequest(ctx context.Context, userID string, at time.Time) (int, error)
+}
+
+// TokenVerifier checks identity-provider tokens and names their subject.
+type TokenVerifier interface {
+	Verify(ctx context.Context, token string) (string, error)
+}
+
+// Gate authenticates a request and counts it against its account's limit.
+type Gate struct {
+	Store AuthStore
+	// Tokens, when set, accepts identity-provider tokens on the routes that
+	// allow them.
+	Tokens TokenVerifier
+	Now    func() time.Time
+	Log    *slog.Logger
+}
+
+func (g *Gate) now() time.Time {
+	if g.Now != nil {
+		return g.Now().UTC()
+	}
+	return time.Now().UTC()
+}
+
+func (g *Gate) log() *slog.Logger {
+	if g.Log != nil {
+		return g.Log
+	}
+	return slog.Default()
+}
+
+func unauthorized(msg string) *Error {
+	return &Error{Status: http.StatusUnauthorized, Code: "unauthorized", Message: msg,
+		Headers: map[string]string{"WWW-Authenticate": `Bearer realm="mediagen"`}}
+}
+
+// authenticate finds the account behind the Authorization header. Every
+// failure is the same 401 to the caller; the log says which it was (by key
+// prefix, never the key).
+func (g *Gate) authenticate(ctx context.Context, req Request, allowToken bool) (domain.Account, error) {
+	scheme, credential, ok := strings.Cut(strings.TrimSpace(header(req, "Authorization")), " ")
+	credential = strings.TrimSpace(credential)
+	if !ok || !strings.EqualFold(scheme, "Bearer") || credential == "" {
+		return domain.Account{}, unauthorized("send Authorization: Bearer <API key>")
+	}
+	var userID string
+	if strings.HasPrefix(credential, "mgk_") {
+		prefix, hash, err := apikey.Parse(credential)
+		if err != nil {
+			return domain.Account{}, unauthorized("invalid API key")
+		}
+		k, err := g.Store.GetAPIKey(ctx, hash)
+		if errors.Is(err, domain.ErrNotFound) {
+			g.log().InfoContext(ctx, "unknown api key", "key_prefix", prefix)
+			return domain.Account{}, unauthorized("invalid API key")
+		}
+		if err != nil {
+			return domain.Account{}, fmt.Errorf("authenticate: %w", err)
+		}
+		if k.Revoked() {
+			g.log().InfoContext(ctx, "revoked api key", "key_prefix", prefix)
+			return domain.Account{}, unauthorized("invalid API key")
+		}
+		userID = k.UserID
+	} else if allowToken && g.Tokens != nil && strings.Count(credential, ".") == 2 {
+		sub, err := g.Tokens.Verify(ctx, credential)
+		if err != nil {
+			g.log().InfoContext(ctx, "token refused", "reason", err.Error())
+			return domain.Account{}, unauthorized("invalid token")
+		}
+		userID = sub
+	} else {
+		return domain.Account{}, unauthorized("invalid API key")
+	}
+	a, err := g.Store.GetAccount(ctx, userID)
+	if errors.Is(err, domain.ErrNotFound) {
+		return domain.Account{}, unauthorized("invalid credentials")
+	}
+	if err != nil {
+		return domain.Account{}, fmt.Errorf("authenticate: %w", err)
+	}
+	return a, nil
+}
+
+// rateLimit counts the request in the account's current minute and returns
+// the headers every authenticated answer carries, or a 429.
+func (g *Gate) rateLimit(ctx context.Context, a domain.Account) (map[string]string, error) {
+	now := g.now()
+	count, err := g.Store.CountRequest(ctx, a.UserID, now)
+	if err != nil {
+		return nil, fmt.Errorf("rate limit: %w", err)
+	}
+	limit := a.RateLimit()
+	reset := store.MinuteWindow(now).Add(time.Minute)
+	remaining := limit - count
+	if remaining < 0 {
+		remaining = 0
+	}
+	headers := map[string]string{
+		"X-RateLimit-Limit":     strconv.Itoa(limit),
+		"X-RateLimit-Remaining": strconv.Itoa(remaining),
+		"X-RateLimit-Reset":     strconv.FormatInt(reset.Unix(), 10),
+	}
+	if count > limit {
+		retry := int(reset.Sub(now).Seconds() + 0.999)
+		if retry < 1 {
+			retry = 1
+		}
+		headers["Retry-After"] = strconv.Itoa(retry)
+		return nil, &Error{Status: http.StatusTooManyRequests, Code: "rate_limited",
+			Message: fmt.Sprintf("the %s plan allows %d requests per minute; retry after %d s", a.Plan, limit, retry),
+			Headers: headers}
+	}
+	return headers, nil
+}
+
+// AuthedHandler is a route handler that runs for an authenticated account.
+type AuthedHandler func(ctx context.Context, req Request, a domain.Account) (Response, error)
+
+// Authed wraps a route with authentication, the rate limit and the error
+// envelope. allowToken admits identity-provider tokens besides API keys.
+func (g *Gate) Authed(allowToken bool, h AuthedHandler) Handler {
+	return func(ctx context.Context, req Request) (Response, error) {
+		log := g.log().With("request_id", requestID(req), "route", req.RouteKey)
+		a, err := g.authenticate(ctx, req, allowToken)
+		if err != nil {
+			return errorResponse(ctx, log, req, err), nil
+		}
+		log = log.With("user_id", a.UserID)
+		limits, err := g.rateLimit(ctx, a)
+		if err != nil {
+			return errorResponse(ctx, log, req, err), nil
+		}
+		resp, err := h(ctx, req, a)
+		if err != nil {
+			resp = errorResponse(ctx, log, req, err)
+		}
+		for k, v := range limits {
+			resp.Headers[k] = v
+		}
+		return resp, nil
+	}
+}

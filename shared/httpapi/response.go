@@ -1,0 +1,162 @@
+// Package httpapi turns API Gateway HTTP API (payload v2) events into use
+// case calls and back: authentication, rate limits, the error envelope and
+// the JSON views of the spec. The same handlers run in Lambda and in the
+// local runtime.
+package httpapi
+
+import (
+	"context"
+	"encoding/base64"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"mime"
+	"net/http"
+	"strings"
+	"unicode/utf8"
+
+	"github.com/aws/aws-lambda-go/events"
+
+	"github.com/mediagen-dev/mediagen/shared/catalog"
+	"github.com/mediagen-dev/mediagen/shared/domain"
+	"github.com/mediagen-dev/mediagen/shared/generation"
+)
+
+// Request and Response are the API Gateway HTTP API event types.
+type (
+	Request  = events.APIGatewayV2HTTPRequest
+	Response = events.APIGatewayV2HTTPResponse
+	// Handler is one route's Lambda handler.
+	Handler = func(ctx context.Context, req Request) (Response, error)
+)
+
+// MaxBodyBytes is Lambda's synchronous payload limit.
+const MaxBodyBytes = 6 << 20
+
+// Error is an answer other than success, rendered as the error envelope.
+type Error struct {
+	Status  int
+	Code    string
+	Message string
+	Details []catalog.FieldError
+	Headers map[string]string
+}
+
+func (e *Error) Error() string { return fmt.Sprintf("%d %s: %s", e.Status, e.Code, e.Message) }
+
+type envelope struct {
+	Error     envelopeError `json:"error"`
+	RequestID string        `json:"request_id"`
+}
+
+type envelopeError struct {
+	Code    string               `json:"code"`
+	Message string               `json:"message"`
+	Details []catalog.FieldError `json:"details,omitempty"`
+}
+
+// classify maps every error a use case returns to its HTTP answer. It is the
+// one place where domain errors become statuses.
+func classify(err error) *Error {
+	var (
+		apiErr *Error
+		valErr *catalog.ValidationError
+		short  *domain.InsufficientCreditsError
+	)
+	switch {
+	case errors.As(err, &apiErr):
+		return apiErr
+	case errors.As(err, &valErr):
+		return &Error{Status: http.StatusBadRequest, Code: "invalid_request", Message: valErr.Message, Details: valErr.Details}
+	case errors.As(err, &short):
+		return &Error{Status: http.StatusPaymentRequired, Code: "insufficient_credits",
+			Message: fmt.Sprintf("this request costs %s credits and the balance is %s", domain.FormatCredits(short.Required), domain.FormatCredits(short.Available))}
+	case errors.Is(err, domain.ErrInvalid):
+		return &Error{Status: http.StatusBadRequest, Code: "invalid_request", Message: invalidMessage(err)}
+	case errors.Is(err, domain.ErrNotFound):
+		return &Error{Status: http.StatusNotFound, Code: "not_found", Message: "no such resource"}
+	case errors.Is(err, generation.ErrUpstreamUnavailable):
+		return &Error{Status: http.StatusBadGateway, Code: "upstream_unavailable",
+			Message: "the generation provider did not accept the job; no credits were charged, please retry"}
+	default:
+		return &Error{Status: http.StatusInternalServerError, Code: "internal_error", Message: "internal error; the request id identifies it in our logs"}
+	}
+}
+
+// invalidMessage keeps the part of a domain.ErrInvalid chain meant for users:
+// the text after the sentinel.
+func invalidMessage(err error) string {
+	msg := err.Error()
+	if i := strings.Index(msg, domain.ErrInvalid.Error()+": "); i >= 0 {
+		return msg[i+len(domain.ErrInvalid.Error())+2:]
+	}
+	return msg
+}
+
+// errorResponse renders err as the envelope and logs what a 5xx hides.
+func errorResponse(ctx context.Context, log *slog.Logger, req Request, err error) Response {
+	e := classify(err)
+	if e.Status >= 500 {
+		log.ErrorContext(ctx, "request failed", "route", req.RouteKey, "status", e.Status, "error", err)
+	}
+	resp := jsonResponse(e.Status, envelope{Error: envelopeError{Code: e.Code, Message: e.Message, Details: e.Details}, RequestID: requestID(req)})
+	for k, v := range e.Headers {
+		resp.Headers[k] = v
+	}
+	return resp
+}
+
+func jsonResponse(status int, v any) Response {
+	body, err := json.Marshal(v)
+	if err != nil {
+		status, body = http.StatusInternalServerError, []byte(`{"error":{"code":"internal_error","message":"could not encode the answer"}}`)
+	}
+	return Response{StatusCode: status, Body: string(body), Headers: map[string]string{
+		"Content-Type":           "application/json",
+		"Cache-Control":          "no-store",
+		"X-Content-Type-Options": "nosniff",
+	}}
+}
+
+func requestID(req Request) string { return req.RequestContext.RequestID }
+
+// header reads a header case-insensitively (API Gateway lowercases them).
+func header(req Request, name string) string {
+	if v, ok := req.Headers[strings.ToLower(name)]; ok {
+		return v
+	}
+	for k, v := range req.Headers {
+		if strings.EqualFold(k, name) {
+			return v
+		}
+	}
+	return ""
+}
+
+// jsonBody returns the request body, refusing what is too large, not JSON by
+// its declared type, or not UTF-8.
+func jsonBody(req Request) ([]byte, error) {
+	if ct := header(req, "Content-Type"); ct != "" {
+		mt, _, err := mime.ParseMediaType(ct)
+		if err != nil || (mt != "application/json" && !strings.HasSuffix(mt, "+json")) {
+			return nil, &Error{Status: http.StatusUnsupportedMediaType, Code: "unsupported_media_type",
+				Message: "send the body as JSON with Content-Type: application/json"}
+		}
+	}
+	body := []byte(req.Body)
+	if req.IsBase64Encoded {
+		var err error
+		if body, err = base64.StdEncoding.DecodeString(req.Body); err != nil {
+			return nil, &Error{Status: http.StatusBadRequest, Code: "invalid_request", Message: "the body could not be decoded"}
+		}
+	}
+	if len(body) > MaxBodyBytes {
+		return nil, &Error{Status: http.StatusRequestEntityTooLarge, Code: "body_too_large",
+			Message: fmt.Sprintf("the body is over %d bytes", MaxBodyBytes)}
+	}
+	if !utf8.Valid(body) {
+		return nil, &Error{Status: http.StatusBadRequest, Code: "invalid_request", Message: "the body is not valid UTF-8"}
+	}
+	return body, nil
+}

@@ -1,0 +1,192 @@
+// Package prod wires the production adapters (DynamoDB, SQS, S3, Secrets
+// Manager, the hosted provider) from the environment the template sets.
+// Each function builds only what its handler uses.
+package prod
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"net/url"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	awsconfig "github.com/aws/aws-sdk-go-v2/config"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/s3"
+	"github.com/aws/aws-sdk-go-v2/service/secretsmanager"
+	"github.com/aws/aws-sdk-go-v2/service/sqs"
+
+	"github.com/mediagen-dev/mediagen/shared/catalog"
+	"github.com/mediagen-dev/mediagen/shared/generation"
+	"github.com/mediagen-dev/mediagen/shared/httpapi"
+	"github.com/mediagen-dev/mediagen/shared/jwtauth"
+	"github.com/mediagen-dev/mediagen/shared/media"
+	"github.com/mediagen-dev/mediagen/shared/pricing"
+	"github.com/mediagen-dev/mediagen/shared/queue"
+	"github.com/mediagen-dev/mediagen/shared/store/dynamostore"
+	"github.com/mediagen-dev/mediagen/shared/upstream"
+)
+
+// Environment variables read here (the table names are in dynamostore).
+const (
+	EnvPollQueueURL        = "POLL_QUEUE_URL"
+	EnvOutputBucket        = "OUTPUT_BUCKET"
+	EnvMediaBaseURL        = "MEDIA_BASE_URL"
+	EnvUpstreamBaseURL     = "UPSTREAM_BASE_URL"
+	EnvUpstreamTokenSecret = "UPSTREAM_TOKEN_SECRET_ARN"
+	EnvUpstreamOutputHosts = "UPSTREAM_OUTPUT_HOSTS"
+	EnvPriceFile           = "PRICE_FILE"
+	EnvJWTIssuer           = "JWT_ISSUER"
+	EnvJWTAudience         = "JWT_AUDIENCE"
+	EnvJWKSURL             = "JWKS_URL"
+	// EnvUpstreamToken is for `sam local invoke` only: a plain token in place
+	// of the secret.
+	EnvUpstreamToken = "UPSTREAM_TOKEN"
+)
+
+// Logger is the JSON logger every function uses.
+func Logger() *slog.Logger {
+	return slog.New(slog.NewJSONHandler(os.Stdout, nil))
+}
+
+func required(name string) (string, error) {
+	v := os.Getenv(name)
+	if v == "" {
+		return "", fmt.Errorf("environment variable %s is not set", name)
+	}
+	return v, nil
+}
+
+// AWSConfig loads the function's AWS configuration.
+func AWSConfig(ctx context.Context) (aws.Config, error) {
+	cfg, err := awsconfig.LoadDefaultConfig(ctx)
+	if err != nil {
+		return aws.Config{}, fmt.Errorf("load AWS configuration: %w", err)
+	}
+	return cfg, nil
+}
+
+// Store is the DynamoDB store on the template's tables.
+func Store(cfg aws.Config) *dynamostore.Store {
+	return dynamostore.New(dynamodb.NewFromConfig(cfg), dynamostore.TablesFromEnv(os.Getenv))
+}
+
+// Gate authenticates requests against the store, and tokens when the
+// identity provider is configured.
+func Gate(cfg aws.Config, log *slog.Logger) *httpapi.Gate {
+	g := &httpapi.Gate{Store: Store(cfg), Log: log}
+	if iss := os.Getenv(EnvJWTIssuer); iss != "" {
+		g.Tokens = &jwtauth.Verifier{Issuer: iss, Audience: os.Getenv(EnvJWTAudience), JWKSURL: os.Getenv(EnvJWKSURL)}
+	}
+	return g
+}
+
+// Prices is the price file named by PRICE_FILE, or the embedded one.
+func Prices() (*pricing.Table, error) {
+	if path := os.Getenv(EnvPriceFile); path != "" {
+		return pricing.LoadFile(path)
+	}
+	return pricing.Default(), nil
+}
+
+// upstreamToken reads the provider token from Secrets Manager (or, for local
+// invokes, from UPSTREAM_TOKEN).
+func upstreamToken(ctx context.Context, cfg aws.Config) (string, error) {
+	if tok := os.Getenv(EnvUpstreamToken); tok != "" {
+		return tok, nil
+	}
+	arn, err := required(EnvUpstreamTokenSecret)
+	if err != nil {
+		return "", err
+	}
+	out, err := secretsmanager.NewFromConfig(cfg).GetSecretValue(ctx, &secretsmanager.GetSecretValueInput{SecretId: aws.String(arn)})
+	if err != nil {
+		return "", fmt.Errorf("read the upstream token secret: %w", err)
+	}
+	tok := strings.TrimSpace(aws.ToString(out.SecretString))
+	if tok == "" {
+		return "", errors.New("the upstream token secret is empty")
+	}
+	return tok, nil
+}
+
+// GenerationService wires the single-generation use cases. withCopier is
+// true for the poller, the only function that stores outputs.
+func GenerationService(ctx context.Context, log *slog.Logger, withCopier bool) (*generation.Service, aws.Config, error) {
+	cfg, err := AWSConfig(ctx)
+	if err != nil {
+		return nil, aws.Config{}, err
+	}
+	base, err := required(EnvUpstreamBaseURL)
+	if err != nil {
+		return nil, aws.Config{}, err
+	}
+	token, err := upstreamToken(ctx, cfg)
+	if err != nil {
+		return nil, aws.Config{}, err
+	}
+	queueURL, err := required(EnvPollQueueURL)
+	if err != nil {
+		return nil, aws.Config{}, err
+	}
+	prices, err := Prices()
+	if err != nil {
+		return nil, aws.Config{}, err
+	}
+	svc := &generation.Service{
+		Store:      Store(cfg),
+		Upstream:   &upstream.Client{BaseURL: base, Token: token, HTTP: &http.Client{Timeout: 20 * time.Second}},
+		Queue:      &queue.SQSSender{Client: sqs.NewFromConfig(cfg), QueueURL: queueURL},
+		Prices:     prices,
+		Validation: catalog.Options{},
+		Log:        log,
+	}
+	if withCopier {
+		bucket, err := required(EnvOutputBucket)
+		if err != nil {
+			return nil, aws.Config{}, err
+		}
+		mediaBase, err := required(EnvMediaBaseURL)
+		if err != nil {
+			return nil, aws.Config{}, err
+		}
+		hosts := splitList(os.Getenv(EnvUpstreamOutputHosts))
+		if len(hosts) == 0 {
+			u, err := url.Parse(base)
+			if err != nil {
+				return nil, aws.Config{}, fmt.Errorf("%s: %w", EnvUpstreamBaseURL, err)
+			}
+			hosts = []string{u.Hostname()}
+		}
+		svc.Copier = &media.Copier{
+			Bucket: media.NewS3Bucket(s3.NewFromConfig(cfg), bucket, mediaBase),
+			HTTP:   &http.Client{Timeout: 5 * time.Minute}, AllowedHosts: hosts, MaxBytes: 512 << 20,
+		}
+	}
+	return svc, cfg, nil
+}
+
+func splitList(s string) []string {
+	var out []string
+	for _, p := range strings.Split(s, ",") {
+		if p = strings.TrimSpace(p); p != "" {
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
+// Must ends a function's init with a logged error: Lambda reports the init
+// failure and retries on the next invoke.
+func Must[T any](v T, err error) T {
+	if err != nil {
+		Logger().Error("function init failed", "error", err)
+		os.Exit(1)
+	}
+	return v
+}
