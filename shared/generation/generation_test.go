@@ -302,7 +302,9 @@ func TestRejectedOutputsFailWithAClearError(t *testing.T) {
 	}{
 		{"no output", func(*fixture) []string { return nil }, "returned no output"},
 		{"fewer images than asked", func(f *fixture) []string { return []string{f.up.srv.URL + "/files/a.png"} }, "returned 1 outputs, 2 were asked for"},
-		{"another host", func(*fixture) []string { return []string{"https://elsewhere.example/a.png", "https://elsewhere.example/b.png"} }, "not the upstream's"},
+		{"another host", func(*fixture) []string {
+			return []string{"https://elsewhere.example/a.png", "https://elsewhere.example/b.png"}
+		}, "not the upstream's"},
 		{"empty URL", func(f *fixture) []string { return []string{"", ""} }, "empty"},
 	}
 	for _, tt := range tests {
