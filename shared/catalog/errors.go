@@ -38,20 +38,21 @@ func (e *ValidationError) Error() string {
 
 func (e *ValidationError) Is(target error) bool { return target == domain.ErrInvalid }
 
-// problems collects field errors during one validation pass.
-type problems []FieldError
+// Problems collects field errors during one validation pass; Err turns
+// them into one *ValidationError with every field, sorted.
+type Problems []FieldError
 
-func (p *problems) add(field, message string) {
+func (p *Problems) Add(field, message string) {
 	*p = append(*p, FieldError{Field: field, Message: message})
 }
 
 // has reports whether a field already has a problem, so that later rules do
 // not pile a second message on the same cause.
-func (p problems) has(field string) bool {
+func (p Problems) Has(field string) bool {
 	return slices.ContainsFunc(p, func(e FieldError) bool { return e.Field == field })
 }
 
-func (p problems) err() error {
+func (p Problems) Err() error {
 	if len(p) == 0 {
 		return nil
 	}

@@ -62,14 +62,14 @@ type Request struct {
 // *ValidationError; a body that is not one well-formed JSON object is
 // reported alone, since nothing else can be checked.
 func ParseGenerate(body []byte, opts Options) (Request, error) {
-	obj, err := decodeObject(body)
+	obj, err := DecodeObject(body)
 	if err != nil {
 		return Request{}, err
 	}
-	var p problems
+	var p Problems
 	for key := range obj {
 		if !slices.Contains(topLevelFields, key) {
-			p.add(truncate(key), fmt.Sprintf("unknown field %q (allowed: %s)", truncate(key), strings.Join(topLevelFields, ", ")))
+			p.Add(truncate(key), fmt.Sprintf("unknown field %q (allowed: %s)", truncate(key), strings.Join(topLevelFields, ", ")))
 		}
 	}
 	v, found := checkVariant(obj, &p)
@@ -78,20 +78,20 @@ func ParseGenerate(body []byte, opts Options) (Request, error) {
 	input, isObject := rawInput.(map[string]any)
 	switch {
 	case !hasInput:
-		p.add("input", "is required")
+		p.Add("input", "is required")
 	case !isObject:
-		p.add("input", "must be an object, got "+jsonKind(rawInput))
+		p.Add("input", "must be an object, got "+jsonKind(rawInput))
 	}
 
 	count, countGiven := checkImageCount(obj, &p)
 	if !found || !isObject {
-		return Request{}, p.err() // the input cannot be checked
+		return Request{}, p.Err() // the input cannot be checked
 	}
 
 	req := Request{Variant: v, Input: checkInput(v, input, opts, &p), ImageCount: count}
 	if v.Kind == domain.MediaVideo {
-		if countGiven && count != 1 && !p.has("image_count") {
-			p.add("image_count", "must be 1 for video variants, which produce one video")
+		if countGiven && count != 1 && !p.Has("image_count") {
+			p.Add("image_count", "must be 1 for video variants, which produce one video")
 		}
 		req.ImageCount = 1
 	}
@@ -99,12 +99,12 @@ func ParseGenerate(body []byte, opts Options) (Request, error) {
 		// zeta-pro: num_images (valid, since Input keeps only valid values)
 		// sets the count; image_count may repeat it.
 		num, _ := strconv.Atoi(n)
-		if countGiven && !p.has("image_count") && count != num {
-			p.add("image_count", fmt.Sprintf("is %d but input.num_images is %q; give one of them or the same number in both", count, n))
+		if countGiven && !p.Has("image_count") && count != num {
+			p.Add("image_count", fmt.Sprintf("is %d but input.num_images is %q; give one of them or the same number in both", count, n))
 		}
 		req.ImageCount = num
 	}
-	if err := p.err(); err != nil {
+	if err := p.Err(); err != nil {
 		return Request{}, err
 	}
 	req.Resolved = v.Resolve(req.Input)
@@ -115,7 +115,7 @@ func ParseGenerate(body []byte, opts Options) (Request, error) {
 }
 
 // checkVariant resolves model and model_version, explaining a mismatch.
-func checkVariant(obj map[string]any, p *problems) (Variant, bool) {
+func checkVariant(obj map[string]any, p *Problems) (Variant, bool) {
 	model, modelOK := requiredString(obj, "model", p)
 	version, versionOK := requiredString(obj, "model_version", p)
 	other, exists := byVersion(version)
@@ -124,7 +124,7 @@ func checkVariant(obj map[string]any, p *problems) (Variant, bool) {
 		if exists {
 			msg += fmt.Sprintf("; model_version %q belongs to %q", version, other.Model)
 		}
-		p.add("model", msg)
+		p.Add("model", msg)
 		modelOK = false
 	}
 	if !versionOK {
@@ -132,40 +132,40 @@ func checkVariant(obj map[string]any, p *problems) (Variant, bool) {
 	}
 	switch {
 	case !modelOK && !exists:
-		p.add("model_version", fmt.Sprintf("unknown version %q", truncate(version)))
+		p.Add("model_version", fmt.Sprintf("unknown version %q", truncate(version)))
 	case !modelOK:
 		// The model is missing or wrong; its error says so.
 	case !exists:
-		p.add("model_version", fmt.Sprintf("unknown version %q of model %q (allowed: %s)",
+		p.Add("model_version", fmt.Sprintf("unknown version %q of model %q (allowed: %s)",
 			truncate(version), model, strings.Join(Versions(model), ", ")))
 	case other.Model != model:
-		p.add("model_version", fmt.Sprintf("%q belongs to model %q, not %q", version, other.Model, model))
+		p.Add("model_version", fmt.Sprintf("%q belongs to model %q, not %q", version, other.Model, model))
 	default:
 		return other.clone(), true
 	}
 	return Variant{}, false
 }
 
-func requiredString(obj map[string]any, key string, p *problems) (string, bool) {
+func requiredString(obj map[string]any, key string, p *Problems) (string, bool) {
 	raw, ok := obj[key]
 	if !ok {
-		p.add(key, "is required")
+		p.Add(key, "is required")
 		return "", false
 	}
 	s, ok := raw.(string)
 	if !ok {
-		p.add(key, "must be a string, got "+jsonKind(raw))
+		p.Add(key, "must be a string, got "+jsonKind(raw))
 		return "", false
 	}
 	if s == "" {
-		p.add(key, "must not be empty")
+		p.Add(key, "must not be empty")
 		return "", false
 	}
 	return s, true
 }
 
 // checkImageCount reads image_count: an integer 1..4, default 1.
-func checkImageCount(obj map[string]any, p *problems) (count int, given bool) {
+func checkImageCount(obj map[string]any, p *Problems) (count int, given bool) {
 	raw, ok := obj["image_count"]
 	if !ok {
 		return 1, false
@@ -173,21 +173,21 @@ func checkImageCount(obj map[string]any, p *problems) (count int, given bool) {
 	msg := fmt.Sprintf("must be an integer from 1 to %d", MaxImageCount)
 	num, ok := raw.(json.Number)
 	if !ok {
-		p.add("image_count", msg+", got "+jsonKind(raw))
+		p.Add("image_count", msg+", got "+jsonKind(raw))
 		return 1, true
 	}
 	n, err := strconv.Atoi(num.String())
 	if err != nil || n < 1 || n > MaxImageCount {
-		p.add("image_count", fmt.Sprintf("%s, got %s", msg, truncate(num.String())))
+		p.Add("image_count", fmt.Sprintf("%s, got %s", msg, truncate(num.String())))
 		return 1, true
 	}
 	return n, true
 }
 
-// decodeObject reads a body that must be exactly one JSON object: valid
+// DecodeObject reads a request body that must be exactly one JSON object: valid
 // UTF-8, no duplicate keys at any depth, at most MaxDepth levels, and
 // nothing after it. Numbers stay json.Number, so large ones keep their text.
-func decodeObject(body []byte) (map[string]any, error) {
+func DecodeObject(body []byte) (map[string]any, error) {
 	if !utf8.Valid(body) {
 		return nil, bodyError("is not valid UTF-8")
 	}

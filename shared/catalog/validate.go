@@ -20,12 +20,12 @@ var dataImageTypes = []string{"image/png", "image/jpeg", "image/webp", "image/gi
 
 // checkInput validates an input object against a variant and returns what
 // the client sent with numeric enum values normalised to strings.
-func checkInput(v Variant, input map[string]any, opts Options, p *problems) map[string]any {
+func checkInput(v Variant, input map[string]any, opts Options, p *Problems) map[string]any {
 	out := make(map[string]any, len(input))
 	for key, raw := range input {
 		f, ok := v.Field(key)
 		if !ok {
-			p.add("input."+truncate(key), fmt.Sprintf("unknown field %q (allowed: %s)", truncate(key), strings.Join(v.FieldNames(), ", ")))
+			p.Add("input."+truncate(key), fmt.Sprintf("unknown field %q (allowed: %s)", truncate(key), strings.Join(v.FieldNames(), ", ")))
 			continue
 		}
 		if val, ok := checkField(f, raw, opts, p); ok {
@@ -34,7 +34,7 @@ func checkInput(v Variant, input map[string]any, opts Options, p *problems) map[
 	}
 	for _, f := range v.Fields {
 		if _, sent := input[f.Name]; f.Required && !sent {
-			p.add("input."+f.Name, "is required")
+			p.Add("input."+f.Name, "is required")
 		}
 	}
 	checkDurationAgreement(v, out, p)
@@ -42,10 +42,10 @@ func checkInput(v Variant, input map[string]any, opts Options, p *problems) map[
 }
 
 // checkField validates one value; the returned value is what Input keeps.
-func checkField(f Field, raw any, opts Options, p *problems) (any, bool) {
+func checkField(f Field, raw any, opts Options, p *Problems) (any, bool) {
 	name := "input." + f.Name
 	bad := func(msg string) (any, bool) {
-		p.add(name, msg)
+		p.Add(name, msg)
 		return nil, false
 	}
 	switch f.Type {
@@ -110,7 +110,7 @@ func checkField(f Field, raw any, opts Options, p *problems) (any, bool) {
 				msg = referenceProblem(s, opts)
 			}
 			if msg != "" {
-				p.add(fmt.Sprintf("%s[%d]", name, i), msg)
+				p.Add(fmt.Sprintf("%s[%d]", name, i), msg)
 				valid = false
 			}
 		}
@@ -135,7 +135,7 @@ func lengthProblem(f Field, s string) string {
 // checkDurationAgreement rejects a request whose length fields (duration and
 // n_frames of beta-2-enchanted) disagree: the price would follow one and the
 // provider perhaps the other.
-func checkDurationAgreement(v Variant, input map[string]any, p *problems) {
+func checkDurationAgreement(v Variant, input map[string]any, p *Problems) {
 	first := ""
 	for _, name := range durationFields {
 		s, ok := input[name].(string)
@@ -147,7 +147,7 @@ func checkDurationAgreement(v Variant, input map[string]any, p *problems) {
 			continue
 		}
 		if s != input[first] {
-			p.add("input."+name, fmt.Sprintf("is %q but input.%s is %q; both set the length in seconds and must agree", s, first, input[first]))
+			p.Add("input."+name, fmt.Sprintf("is %q but input.%s is %q; both set the length in seconds and must agree", s, first, input[first]))
 		}
 	}
 }

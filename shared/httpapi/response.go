@@ -21,6 +21,7 @@ import (
 	"github.com/mediagen-dev/mediagen/shared/catalog"
 	"github.com/mediagen-dev/mediagen/shared/domain"
 	"github.com/mediagen-dev/mediagen/shared/generation"
+	"github.com/mediagen-dev/mediagen/shared/longstory"
 )
 
 // Request and Response are the API Gateway HTTP API event types.
@@ -76,6 +77,9 @@ func classify(err error) *Error {
 		return &Error{Status: http.StatusBadRequest, Code: "invalid_request", Message: invalidMessage(err)}
 	case errors.Is(err, domain.ErrNotFound):
 		return &Error{Status: http.StatusNotFound, Code: "not_found", Message: "no such resource"}
+	case errors.Is(err, longstory.ErrWorkflowUnavailable):
+		return &Error{Status: http.StatusBadGateway, Code: "workflow_unavailable",
+			Message: "the video workflow could not be started; no credits were charged, please retry"}
 	case errors.Is(err, generation.ErrUpstreamUnavailable):
 		return &Error{Status: http.StatusBadGateway, Code: "upstream_unavailable",
 			Message: "the generation provider did not accept the job; no credits were charged, please retry"}

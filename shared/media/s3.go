@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"net/url"
+	"os"
 	"strings"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -65,4 +66,28 @@ func (b *S3Bucket) Exists(ctx context.Context, key string) (bool, error) {
 		return false, nil
 	}
 	return false, fmt.Errorf("head s3://%s/%s: %w", b.Name, key, err)
+}
+
+// PutFile uploads a local file under key.
+func (b *S3Bucket) PutFile(ctx context.Context, key, path, contentType string) error {
+	f, err := os.Open(path)
+	if err != nil {
+		return fmt.Errorf("upload %s: %w", path, err)
+	}
+	defer f.Close()
+	return b.Put(ctx, key, f, contentType)
+}
+
+// GetFile downloads key into a local file.
+func (b *S3Bucket) GetFile(ctx context.Context, key, path string) error {
+	f, err := os.Create(path)
+	if err != nil {
+		return fmt.Errorf("download s3://%s/%s: %w", b.Name, key, err)
+	}
+	defer f.Close()
+	d := manager.NewDownloader(b.Client, func(d *manager.Downloader) { d.Concurrency = 2 })
+	if _, err := d.Download(ctx, f, &s3.GetObjectInput{Bucket: aws.String(b.Name), Key: aws.String(key)}); err != nil {
+		return fmt.Errorf("download s3://%s/%s: %w", b.Name, key, err)
+	}
+	return nil
 }

@@ -1,0 +1,57 @@
+package httpapi
+
+import (
+	"context"
+	"net/http"
+
+	"github.com/mediagen-dev/mediagen/shared/domain"
+	"github.com/mediagen-dev/mediagen/shared/longstory"
+)
+
+// LongStories are the long-form video routes.
+type LongStories struct {
+	Service *longstory.Service
+	Gate    *Gate
+}
+
+// Estimate is POST /api/long-story/videos/estimate.
+func (r *LongStories) Estimate() Handler {
+	return r.Gate.Authed(false, func(ctx context.Context, req Request, a domain.Account) (Response, error) {
+		body, err := jsonBody(req)
+		if err != nil {
+			return Response{}, err
+		}
+		e, err := longstory.ParseEstimate(r.Service.Prices, body)
+		if err != nil {
+			return Response{}, err
+		}
+		return jsonResponse(http.StatusOK, e), nil
+	})
+}
+
+// Create is POST /api/long-story/videos.
+func (r *LongStories) Create() Handler {
+	return r.Gate.Authed(false, func(ctx context.Context, req Request, a domain.Account) (Response, error) {
+		body, err := jsonBody(req)
+		if err != nil {
+			return Response{}, err
+		}
+		created, err := r.Service.Create(ctx, a.UserID, body)
+		if err != nil {
+			return Response{}, err
+		}
+		return jsonResponse(http.StatusOK, created), nil
+	})
+}
+
+// Status is GET /api/long-story/videos/{videoId}; like the generation status
+// route it also accepts identity-provider tokens.
+func (r *LongStories) Status() Handler {
+	return r.Gate.Authed(true, func(ctx context.Context, req Request, a domain.Account) (Response, error) {
+		v, err := r.Service.Lookup(ctx, a.UserID, req.PathParameters["videoId"])
+		if err != nil {
+			return Response{}, err
+		}
+		return jsonResponse(http.StatusOK, v), nil
+	})
+}

@@ -1,0 +1,348 @@
+package longstory
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"slices"
+	"sort"
+	"strings"
+	"time"
+	"unicode/utf8"
+
+	"github.com/google/uuid"
+
+	"github.com/mediagen-dev/mediagen/shared/catalog"
+	"github.com/mediagen-dev/mediagen/shared/domain"
+	"github.com/mediagen-dev/mediagen/shared/pricing"
+)
+
+// Limits of a create request.
+const (
+	MaxPromptRunes    = 5000
+	MaxScenePrompt    = 2000
+	MaxNarrationRunes = 1000
+	// Deadline bounds a long-form video's processing time.
+	Deadline = time.Hour
+)
+
+// ErrWorkflowUnavailable is a workflow that could not be started; the hold is
+// released and the video failed before the caller hears of it.
+var ErrWorkflowUnavailable = errors.New("workflow unavailable")
+
+// Store is what the long-form use cases need from the store.
+type Store interface {
+	Hold(ctx context.Context, userID string, h domain.Hold) error
+	Capture(ctx context.Context, userID, workID string) (bool, error)
+	Release(ctx context.Context, userID, workID string) (bool, error)
+	CreateLongVideo(ctx context.Context, v domain.LongVideo) error
+	GetLongVideo(ctx context.Context, id string) (domain.LongVideo, error)
+	FinishLongVideo(ctx context.Context, id string, o domain.Outcome, at time.Time) error
+}
+
+// Workflow starts the long-form state machine.
+type Workflow interface {
+	// Start runs the workflow once per name: starting the same name again
+	// with the same input does not start a second execution.
+	Start(ctx context.Context, name string, input []byte) error
+}
+
+// Service runs the long-form use cases.
+type Service struct {
+	Store    Store
+	Workflow Workflow
+	Prices   *pricing.Table
+	Now      func() time.Time
+	Log      *slog.Logger
+}
+
+func (s *Service) now() time.Time {
+	if s.Now != nil {
+		return s.Now().UTC()
+	}
+	return time.Now().UTC()
+}
+
+func (s *Service) log() *slog.Logger {
+	if s.Log != nil {
+		return s.Log
+	}
+	return slog.Default()
+}
+
+// Request is a validated create request.
+type Request struct {
+	Prompt          string
+	Scenes          []domain.Scene
+	LanguageCode    string
+	Model           string
+	EnableNarration bool
+	VideoStyle      string
+}
+
+// WorkflowInput is what an execution starts with.
+type WorkflowInput struct {
+	VideoID         string         `json:"video_id"`
+	Model           string         `json:"model"`
+	Prompt          string         `json:"prompt"`
+	VideoStyle      string         `json:"video_style"`
+	LanguageCode    string         `json:"language_code"`
+	EnableNarration bool           `json:"enable_narration"`
+	Scenes          []domain.Scene `json:"scenes"`
+}
+
+// Created is the spec's creation result.
+type Created struct {
+	ID      string `json:"id"`
+	VideoID string `json:"video_id"`
+	Status  string `json:"status"`
+	Message string `json:"message"`
+}
+
+// Create validates a request, holds its estimated credits, records the video
+// and starts its workflow. A workflow that does not start fails the record
+// and releases the hold.
+func (s *Service) Create(ctx context.Context, userID string, body []byte) (Created, error) {
+	req, err := ParseCreate(body)
+	if err != nil {
+		return Created{}, err
+	}
+	q, err := Price(s.Prices, req.Model, len(req.Scenes))
+	if err != nil {
+		return Created{}, fmt.Errorf("price long video: %w", err)
+	}
+	now := s.now()
+	v := domain.LongVideo{
+		ID: uuid.NewString(), UserID: userID, Prompt: req.Prompt, Model: req.Model, LanguageCode: req.LanguageCode,
+		EnableNarration: req.EnableNarration, VideoStyle: req.VideoStyle, Scenes: req.Scenes,
+		Status: domain.StatusProcessing, CreditsHeld: q.Credits, CreatedAt: now, UpdatedAt: now, Deadline: now.Add(Deadline),
+	}
+	log := s.log().With("user_id", userID, "video_id", v.ID)
+	if err := s.Store.Hold(ctx, userID, domain.Hold{WorkID: v.ID, Kind: domain.WorkLongVideo, Amount: q.Credits, CreatedAt: now}); err != nil {
+		return Created{}, fmt.Errorf("hold credits for %s: %w", v.ID, err)
+	}
+	if err := s.Store.CreateLongVideo(ctx, v); err != nil {
+		s.release(ctx, log, userID, v.ID)
+		return Created{}, fmt.Errorf("record long video: %w", err)
+	}
+	input, err := json.Marshal(WorkflowInput{VideoID: v.ID, Model: v.Model, Prompt: v.Prompt, VideoStyle: v.VideoStyle,
+		LanguageCode: v.LanguageCode, EnableNarration: v.EnableNarration, Scenes: v.Scenes})
+	if err == nil {
+		err = s.Workflow.Start(ctx, v.ID, input)
+	}
+	if err != nil {
+		log.WarnContext(ctx, "workflow did not start", "error", err)
+		if ferr := s.Store.FinishLongVideo(ctx, v.ID, domain.Outcome{Status: domain.StatusFailed, Error: "the workflow could not be started"}, s.now()); ferr != nil {
+			log.WarnContext(ctx, "could not fail the video", "error", ferr)
+		}
+		s.release(ctx, log, userID, v.ID)
+		return Created{}, fmt.Errorf("%w: %v", ErrWorkflowUnavailable, err)
+	}
+	log.InfoContext(ctx, "long video started", "scenes", len(v.Scenes), "credits", domain.FormatCredits(q.Credits))
+	return Created{ID: v.ID, VideoID: v.ID, Status: string(domain.StatusProcessing),
+		Message: fmt.Sprintf("Long-form video generation started: %d scenes, about %d seconds; %s credits are held until it finishes.",
+			len(v.Scenes), len(v.Scenes)*SceneSeconds, domain.FormatCredits(q.Credits))}, nil
+}
+
+func (s *Service) release(ctx context.Context, log *slog.Logger, userID, workID string) {
+	if _, err := s.Store.Release(ctx, userID, workID); err != nil {
+		log.WarnContext(ctx, "could not release hold; the sweeper will", "error", err)
+	}
+}
+
+// StatusView is the spec's long-form status view.
+type StatusView struct {
+	ID            string  `json:"id"`
+	Status        string  `json:"status"`
+	FinalVideoURL string  `json:"final_video_url"`
+	TotalDuration float64 `json:"total_duration"`
+	Error         *string `json:"error"`
+}
+
+// Lookup finds a caller's video; another owner's is not found.
+func (s *Service) Lookup(ctx context.Context, userID, id string) (StatusView, error) {
+	if _, err := uuid.Parse(id); err != nil || len(id) != 36 {
+		return StatusView{}, fmt.Errorf("%w: video id %q is not a UUID", domain.ErrInvalid, truncate(id, 64))
+	}
+	v, err := s.Store.GetLongVideo(ctx, strings.ToLower(id))
+	if err != nil {
+		return StatusView{}, err
+	}
+	if v.UserID != userID {
+		return StatusView{}, fmt.Errorf("long video %s: %w", id, domain.ErrNotFound)
+	}
+	view := StatusView{ID: v.ID, Status: string(v.Status), FinalVideoURL: v.FinalVideoURL, TotalDuration: v.TotalDuration}
+	if v.Status == domain.StatusFailed && v.Error != "" {
+		e := v.Error
+		view.Error = &e
+	}
+	return view, nil
+}
+
+// Styles maps each video_style to the words it puts before a scene prompt.
+var Styles = map[string]string{
+	"auto":        "",
+	"cinematic":   "Cinematic, dramatic lighting",
+	"documentary": "Documentary footage, natural light",
+	"animation":   "Animated, vivid colours",
+	"noir":        "Black-and-white film noir",
+	"vintage":     "Vintage film, warm grain",
+}
+
+// StyleNames lists the styles in a stable order.
+func StyleNames() []string {
+	names := make([]string, 0, len(Styles))
+	for k := range Styles {
+		names = append(names, k)
+	}
+	sort.Strings(names)
+	return names
+}
+
+// ScenePrompt is what the upstream model is asked for one scene: the style's
+// words, the scene number, the scene's prompt and the video's theme.
+func ScenePrompt(style, theme string, sc domain.Scene) string {
+	parts := []string{fmt.Sprintf("Scene %d: %s", sc.SceneNumber, sc.Prompt)}
+	if prefix := Styles[style]; prefix != "" {
+		parts = append([]string{prefix}, parts...)
+	}
+	return strings.Join(parts, ". ") + ". Part of: " + theme
+}
+
+// ParseCreate validates a create body and reports every bad field at once.
+func ParseCreate(body []byte) (Request, error) {
+	obj, err := catalog.DecodeObject(body)
+	if err != nil {
+		return Request{}, err
+	}
+	allowed := []string{"prompt", "scenes", "language_code", "model", "enable_narration", "video_style"}
+	var p catalog.Problems
+	for k := range obj {
+		if !slices.Contains(allowed, k) {
+			p.Add(k, fmt.Sprintf("unknown field %q (allowed: %s)", k, strings.Join(allowed, ", ")))
+		}
+	}
+	req := Request{Model: DefaultModel, EnableNarration: true, VideoStyle: "auto"}
+	req.Prompt = text(obj, "prompt", MaxPromptRunes, true, &p)
+	if code, ok := obj["language_code"].(string); !ok {
+		p.Add("language_code", "is required: one of "+strings.Join(LanguageCodes(), ", "))
+	} else if l, ok := LookupLanguage(code); !ok {
+		p.Add("language_code", fmt.Sprintf("%q is not a supported narration language (supported: %s)", truncate(code, 16), strings.Join(LanguageCodes(), ", ")))
+	} else {
+		req.LanguageCode = l.Code
+	}
+	if raw, present := obj["model"]; present {
+		if m, ok := raw.(string); !ok {
+			p.Add("model", "must be a string")
+		} else if _, err := videoVariant(m); err != nil {
+			p.Add("model", err.Error())
+		} else {
+			req.Model = m
+		}
+	}
+	if raw, present := obj["enable_narration"]; present {
+		if b, ok := raw.(bool); ok {
+			req.EnableNarration = b
+		} else {
+			p.Add("enable_narration", "must be true or false")
+		}
+	}
+	if raw, present := obj["video_style"]; present {
+		st, ok := raw.(string)
+		if _, known := Styles[st]; !ok || !known {
+			p.Add("video_style", "must be one of "+strings.Join(StyleNames(), ", "))
+		} else {
+			req.VideoStyle = st
+		}
+	}
+	req.Scenes = scenes(obj["scenes"], &p)
+	if err := p.Err(); err != nil {
+		return Request{}, err
+	}
+	return req, nil
+}
+
+func scenes(raw any, p *catalog.Problems) []domain.Scene {
+	list, ok := raw.([]any)
+	switch {
+	case raw == nil:
+		p.Add("scenes", fmt.Sprintf("is required: %d to %d scenes, each {scene_number, prompt}", MinScenes, MaxScenes))
+		return nil
+	case !ok:
+		p.Add("scenes", "must be an array of scene objects")
+		return nil
+	case len(list) < MinScenes || len(list) > MaxScenes:
+		p.Add("scenes", fmt.Sprintf("must hold %d to %d scenes, got %d", MinScenes, MaxScenes, len(list)))
+		return nil
+	}
+	seen := map[int64]bool{}
+	var out []domain.Scene
+	for i, item := range list {
+		field := fmt.Sprintf("scenes[%d]", i)
+		obj, ok := item.(map[string]any)
+		if !ok {
+			p.Add(field, "must be an object {scene_number, prompt}")
+			continue
+		}
+		for k := range obj {
+			if k != "scene_number" && k != "prompt" && k != "narration" {
+				p.Add(field+"."+k, fmt.Sprintf("unknown field %q (allowed: scene_number, prompt, narration)", k))
+			}
+		}
+		sc := domain.Scene{}
+		n, ok := obj["scene_number"].(json.Number)
+		num, err := n.Int64()
+		switch {
+		case !ok:
+			p.Add(field+".scene_number", "is required: a positive whole number")
+		case err != nil || num < 1 || num > 1000:
+			p.Add(field+".scene_number", fmt.Sprintf("must be a whole number from 1 to 1000, got %s", truncate(string(n), 32)))
+		case seen[num]:
+			p.Add(field+".scene_number", fmt.Sprintf("%d is used by another scene; scene numbers must be unique", num))
+		default:
+			seen[num] = true
+			sc.SceneNumber = int(num)
+		}
+		var sp catalog.Problems
+		sc.Prompt = text(obj, "prompt", MaxScenePrompt, true, &sp)
+		sc.Narration = text(obj, "narration", MaxNarrationRunes, false, &sp)
+		for _, e := range sp {
+			p.Add(field+"."+e.Field, e.Message)
+		}
+		out = append(out, sc)
+	}
+	sort.SliceStable(out, func(i, j int) bool { return out[i].SceneNumber < out[j].SceneNumber })
+	return out
+}
+
+// text reads a string field with a length limit in characters.
+func text(obj map[string]any, key string, max int, required bool, p *catalog.Problems) string {
+	raw, present := obj[key]
+	if !present {
+		if required {
+			p.Add(key, "is required")
+		}
+		return ""
+	}
+	s, ok := raw.(string)
+	switch {
+	case !ok:
+		p.Add(key, "must be a string")
+	case required && strings.TrimSpace(s) == "":
+		p.Add(key, "must not be empty")
+	case utf8.RuneCountInString(s) > max:
+		p.Add(key, fmt.Sprintf("must be at most %d characters long, got %d", max, utf8.RuneCountInString(s)))
+	default:
+		return s
+	}
+	return ""
+}
+
+func truncate(s string, n int) string {
+	if utf8.RuneCountInString(s) <= n {
+		return s
+	}
+	return string([]rune(s)[:n]) + "…"
+}

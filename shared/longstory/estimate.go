@@ -1,0 +1,168 @@
+package longstory
+
+import (
+	"encoding/json"
+	"fmt"
+	"strings"
+
+	"github.com/shopspring/decimal"
+
+	"github.com/mediagen-dev/mediagen/shared/catalog"
+	"github.com/mediagen-dev/mediagen/shared/domain"
+	"github.com/mediagen-dev/mediagen/shared/pricing"
+)
+
+// Scene limits and length.
+const (
+	MinScenes       = 1
+	MaxScenes       = 20
+	SceneSeconds    = 5
+	DefaultModel    = "beta-2"
+	sceneNoteFormat = "Each scene is about %d seconds: it is generated at the model's clip length nearest to %d s and fitted to exactly %d s."
+)
+
+// Estimate is the spec's cost estimate.
+type Estimate struct {
+	Success        bool            `json:"success"`
+	Model          string          `json:"model"`
+	Duration       int             `json:"duration"`
+	SceneCountMode bool            `json:"scene_count_mode"`
+	SceneInfo      SceneInfo       `json:"scene_info"`
+	Credits        EstimateCredits `json:"credits"`
+	Pricing        EstimatePricing `json:"pricing"`
+}
+
+// SceneInfo describes the scenes of an estimate.
+type SceneInfo struct {
+	TotalScenes       int    `json:"total_scenes"`
+	DurationPerScene  int    `json:"duration_per_scene"`
+	SceneDurationNote string `json:"scene_duration_note"`
+}
+
+// EstimateCredits are numbers in the spec; they carry two decimal places.
+type EstimateCredits struct {
+	Required  json.Number `json:"required"`
+	PerSecond json.Number `json:"per_second"`
+	Total     json.Number `json:"total"`
+}
+
+// EstimatePricing shows the base USD cost behind the credits.
+type EstimatePricing struct {
+	BaseCostUSDPerSecond json.Number `json:"base_cost_usd_per_second"`
+	TotalBaseCostUSD     json.Number `json:"total_base_cost_usd"`
+	ProfitMargin         string      `json:"profit_margin"`
+}
+
+// Quote is what a long-form video costs.
+type Quote struct {
+	Estimate Estimate
+	Credits  decimal.Decimal
+}
+
+// Models lists the video model_versions a long-form video can use: those
+// whose required inputs a scene can fill.
+func Models() []string {
+	var out []string
+	for _, version := range catalog.VideoVersions() {
+		v, err := catalog.LookupVersion(version)
+		if err != nil {
+			continue
+		}
+		if _, err := sceneInput(v, "scene"); err == nil {
+			out = append(out, version)
+		}
+	}
+	return out
+}
+
+// videoVariant checks that model is a video model_version a scene can use.
+func videoVariant(model string) (catalog.Variant, error) {
+	v, err := catalog.LookupVersion(model)
+	if err == nil && v.Kind == domain.MediaVideo {
+		_, err = sceneInput(v, "scene")
+	}
+	if err != nil || v.Kind != domain.MediaVideo {
+		return catalog.Variant{}, fmt.Errorf("must be a video model_version that long-form videos support, one of: %s",
+			strings.Join(Models(), ", "))
+	}
+	return v, nil
+}
+
+// Price computes the estimate of sceneCount scenes of model: every scene
+// counts SceneSeconds, per_second comes from the price file and
+// total = per_second × duration, as the spec's sample shows.
+func Price(prices *pricing.Table, model string, sceneCount int) (Quote, error) {
+	v, err := videoVariant(model)
+	if err != nil {
+		return Quote{}, err
+	}
+	if sceneCount < MinScenes || sceneCount > MaxScenes {
+		return Quote{}, fmt.Errorf("must be from %d to %d", MinScenes, MaxScenes)
+	}
+	usdPerSecond, err := prices.PerSecondUSD(v.Version, SceneSeconds)
+	if err != nil {
+		return Quote{}, fmt.Errorf("price %s: %w", v.Version, err)
+	}
+	duration := sceneCount * SceneSeconds
+	perSecond := pricing.RoundCredits(prices.CreditsFromUSD(usdPerSecond))
+	total := perSecond.Mul(decimal.NewFromInt(int64(duration)))
+	num := func(d decimal.Decimal) json.Number { return json.Number(d.String()) }
+	return Quote{Credits: total, Estimate: Estimate{
+		Success: true, Model: v.Version, Duration: duration, SceneCountMode: true,
+		SceneInfo: SceneInfo{TotalScenes: sceneCount, DurationPerScene: SceneSeconds,
+			SceneDurationNote: fmt.Sprintf(sceneNoteFormat, SceneSeconds, SceneSeconds, SceneSeconds)},
+		Credits: EstimateCredits{Required: num(total), PerSecond: num(perSecond), Total: num(total)},
+		Pricing: EstimatePricing{
+			BaseCostUSDPerSecond: num(usdPerSecond),
+			TotalBaseCostUSD:     num(usdPerSecond.Mul(decimal.NewFromInt(int64(duration)))),
+			ProfitMargin:         prices.ProfitMarginPercent().String() + "%",
+		},
+	}}, nil
+}
+
+// ParseEstimate validates an estimate body {model, scene_count} and prices it.
+func ParseEstimate(prices *pricing.Table, body []byte) (Estimate, error) {
+	obj, err := catalog.DecodeObject(body)
+	if err != nil {
+		return Estimate{}, err
+	}
+	var p catalog.Problems
+	for k := range obj {
+		if k != "model" && k != "scene_count" {
+			p.Add(k, fmt.Sprintf("unknown field %q (allowed: model, scene_count)", k))
+		}
+	}
+	model, ok := obj["model"].(string)
+	if !ok {
+		p.Add("model", "is required: a video model_version such as "+DefaultModel)
+	} else if _, err := videoVariant(model); err != nil {
+		p.Add("model", err.Error())
+	}
+	count, countErr := sceneCount(obj["scene_count"])
+	if countErr != "" {
+		p.Add("scene_count", countErr)
+	}
+	if err := p.Err(); err != nil {
+		return Estimate{}, err
+	}
+	q, err := Price(prices, model, count)
+	if err != nil {
+		return Estimate{}, err
+	}
+	return q.Estimate, nil
+}
+
+func sceneCount(v any) (int, string) {
+	n, ok := v.(json.Number)
+	if !ok {
+		if v == nil {
+			return 0, fmt.Sprintf("is required: the number of scenes, %d to %d", MinScenes, MaxScenes)
+		}
+		return 0, "must be a number"
+	}
+	i, err := n.Int64()
+	if err != nil || i < MinScenes || i > MaxScenes {
+		return 0, fmt.Sprintf("must be a whole number from %d to %d, got %s", MinScenes, MaxScenes, n)
+	}
+	return int(i), ""
+}

@@ -1,0 +1,146 @@
+package longstory
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+	"testing"
+
+	"github.com/shopspring/decimal"
+
+	"github.com/mediagen-dev/mediagen/shared/catalog"
+	"github.com/mediagen-dev/mediagen/shared/domain"
+	"github.com/mediagen-dev/mediagen/shared/pricing"
+)
+
+func TestEstimateFollowsTheSpecsSample(t *testing.T) {
+	tests := []struct {
+		model     string
+		scenes    int
+		perSecond string
+	}{
+		{"beta-2", 3, "13"}, // 0.10 USD/s × 130 credits/USD
+		{"beta-2", 1, "13"},
+		{"beta-2-enchanted", 4, "26"}, // its shortest clip is 10 s: 1.00 USD for a 5 s scene
+		{"video-01", 20, "13"},        // 0.50 USD per 6 s clip, over 5 s
+	}
+	for _, tt := range tests {
+		t.Run(fmt.Sprintf("%s x%d", tt.model, tt.scenes), func(t *testing.T) {
+			e, err := ParseEstimate(pricing.Default(), []byte(fmt.Sprintf(`{"model":%q,"scene_count":%d}`, tt.model, tt.scenes)))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !e.Success || e.Model != tt.model || e.Duration != tt.scenes*5 || !e.SceneCountMode ||
+				e.SceneInfo.TotalScenes != tt.scenes || e.SceneInfo.DurationPerScene != 5 || e.SceneInfo.SceneDurationNote == "" {
+				t.Errorf("estimate = %+v", e)
+			}
+			per := decimal.RequireFromString(string(e.Credits.PerSecond))
+			total := decimal.RequireFromString(string(e.Credits.Total))
+			if !per.Equal(decimal.RequireFromString(tt.perSecond)) {
+				t.Errorf("per_second = %s, want %s", per, tt.perSecond)
+			}
+			if !total.Equal(per.Mul(decimal.NewFromInt(int64(e.Duration)))) || string(e.Credits.Required) != string(e.Credits.Total) {
+				t.Errorf("total %s required %s, want per_second × duration = %s", total, e.Credits.Required, per.Mul(decimal.NewFromInt(int64(e.Duration))))
+			}
+			usd := decimal.RequireFromString(string(e.Pricing.BaseCostUSDPerSecond))
+			if !decimal.RequireFromString(string(e.Pricing.TotalBaseCostUSD)).Equal(usd.Mul(decimal.NewFromInt(int64(e.Duration)))) || e.Pricing.ProfitMargin != "30%" {
+				t.Errorf("pricing = %+v", e.Pricing)
+			}
+			raw, _ := json.Marshal(e)
+			var generic map[string]any
+			json.Unmarshal(raw, &generic)
+			if _, ok := generic["credits"].(map[string]any)["total"].(float64); !ok {
+				t.Errorf("credits.total is not a JSON number in %s", raw)
+			}
+		})
+	}
+}
+
+func TestEstimateRefusesBadModelsAndCounts(t *testing.T) {
+	for _, body := range []string{
+		`{"model":"zeta","scene_count":3}`,
+		`{"model":"gamma-v2.1","scene_count":3}`, // needs a start image a scene cannot give
+		`{"model":"beta-9","scene_count":3}`,
+		`{"scene_count":3}`,
+		`{"model":"beta-2","scene_count":0}`,
+		`{"model":"beta-2","scene_count":21}`,
+		`{"model":"beta-2","scene_count":2.5}`,
+		`{"model":"beta-2","scene_count":"3"}`,
+		`{"model":"beta-2"}`,
+		`{"model":"beta-2","scene_count":3,"extra":1}`,
+		`[]`,
+	} {
+		if _, err := ParseEstimate(pricing.Default(), []byte(body)); !errors.Is(err, domain.ErrInvalid) {
+			t.Errorf("%s: err = %v, want a validation error", body, err)
+		}
+	}
+}
+
+func TestParseCreateAppliesDefaultsAndSortsScenes(t *testing.T) {
+	req, err := ParseCreate([]byte(`{"prompt":"the sea","language_code":"es","scenes":[
+		{"scene_number":3,"prompt":"gulls"},{"scene_number":1,"prompt":"waves","narration":"Las olas."}]}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if req.Model != "beta-2" || !req.EnableNarration || req.VideoStyle != "auto" || req.LanguageCode != "es" {
+		t.Errorf("defaults: %+v", req)
+	}
+	if len(req.Scenes) != 2 || req.Scenes[0].SceneNumber != 1 || req.Scenes[0].Narration != "Las olas." || req.Scenes[1].SceneNumber != 3 {
+		t.Errorf("scenes = %+v, want sorted by scene_number", req.Scenes)
+	}
+}
+
+func TestParseCreateRefusesBadRequests(t *testing.T) {
+	scene := func(n int) string { return fmt.Sprintf(`{"scene_number":%d,"prompt":"s%d"}`, n, n) }
+	many := make([]string, 21)
+	for i := range many {
+		many[i] = scene(i + 1)
+	}
+	tests := []struct {
+		name, body, field string
+	}{
+		{"no scenes", `{"prompt":"p","language_code":"en"}`, "scenes"},
+		{"empty scenes", `{"prompt":"p","language_code":"en","scenes":[]}`, "scenes"},
+		{"21 scenes", `{"prompt":"p","language_code":"en","scenes":[` + strings.Join(many, ",") + `]}`, "scenes"},
+		{"duplicate scene numbers", `{"prompt":"p","language_code":"en","scenes":[` + scene(1) + `,` + scene(1) + `]}`, "scenes[1].scene_number"},
+		{"zero scene number", `{"prompt":"p","language_code":"en","scenes":[` + scene(0) + `]}`, "scenes[0].scene_number"},
+		{"scene without prompt", `{"prompt":"p","language_code":"en","scenes":[{"scene_number":1}]}`, "scenes[0].prompt"},
+		{"unknown scene field", `{"prompt":"p","language_code":"en","scenes":[{"scene_number":1,"prompt":"x","length":9}]}`, "scenes[0].length"},
+		{"unknown language", `{"prompt":"p","language_code":"xx","scenes":[` + scene(1) + `]}`, "language_code"},
+		{"missing language", `{"prompt":"p","scenes":[` + scene(1) + `]}`, "language_code"},
+		{"image model", `{"prompt":"p","language_code":"en","model":"zeta","scenes":[` + scene(1) + `]}`, "model"},
+		{"empty prompt", `{"prompt":"","language_code":"en","scenes":[` + scene(1) + `]}`, "prompt"},
+		{"narration not boolean", `{"prompt":"p","language_code":"en","enable_narration":"no","scenes":[` + scene(1) + `]}`, "enable_narration"},
+		{"unknown style", `{"prompt":"p","language_code":"en","video_style":"glitter","scenes":[` + scene(1) + `]}`, "video_style"},
+		{"unknown field", `{"prompt":"p","language_code":"en","scenes":[` + scene(1) + `],"music":true}`, "music"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			_, err := ParseCreate([]byte(tt.body))
+			var ve *catalog.ValidationError
+			if !errors.As(err, &ve) {
+				t.Fatalf("err = %v, want a validation error", err)
+			}
+			found := false
+			for _, d := range ve.Details {
+				found = found || d.Field == tt.field
+			}
+			if !found {
+				t.Errorf("details %+v do not name %s", ve.Details, tt.field)
+			}
+		})
+	}
+}
+
+func TestScenePromptCarriesStyleNumberAndTheme(t *testing.T) {
+	got := ScenePrompt("cinematic", "a trip to the sea", domain.Scene{SceneNumber: 2, Prompt: "gulls over the pier"})
+	for _, want := range []string{"Cinematic", "Scene 2: gulls over the pier", "a trip to the sea"} {
+		if !strings.Contains(got, want) {
+			t.Errorf("ScenePrompt = %q, missing %q", got, want)
+		}
+	}
+	if auto := ScenePrompt("auto", "t", domain.Scene{SceneNumber: 1, Prompt: "p"}); !strings.HasPrefix(auto, "Scene 1: p") {
+		t.Errorf("auto style prompt = %q, want no prefix", auto)
+	}
+}

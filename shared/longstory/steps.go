@@ -1,0 +1,321 @@
+package longstory
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"strconv"
+	"time"
+
+	"github.com/mediagen-dev/mediagen/shared/catalog"
+	"github.com/mediagen-dev/mediagen/shared/domain"
+	"github.com/mediagen-dev/mediagen/shared/ffmpeg"
+	"github.com/mediagen-dev/mediagen/shared/media"
+	"github.com/mediagen-dev/mediagen/shared/upstream"
+)
+
+// Task error types. The workflow matches them by name (a Lambda's errorType
+// is the Go type name), so each step returns them unwrapped.
+
+// TransientError is worth retrying: the workflow's Retry handles it.
+type TransientError struct{ Msg string }
+
+func (e *TransientError) Error() string { return e.Msg }
+
+// SceneFailedError fails the whole video; its text names the scene.
+type SceneFailedError struct{ Msg string }
+
+func (e *SceneFailedError) Error() string { return e.Msg }
+
+// Upstream is the provider's client.
+type Upstream interface {
+	Create(ctx context.Context, model string, input map[string]any, webhook string) (upstream.Prediction, error)
+	Get(ctx context.Context, id string) (upstream.Prediction, error)
+}
+
+// Copier keeps the service's copy of an upstream output.
+type Copier interface {
+	Copy(ctx context.Context, src, keyBase string, kind domain.MediaKind) (string, error)
+}
+
+// Files moves files between the bucket and the step's scratch directory.
+type Files interface {
+	PutFile(ctx context.Context, key, path, contentType string) error
+	GetFile(ctx context.Context, key, path string) error
+	URL(key string) string
+}
+
+// Narrator speaks text in a language into an audio file under dir and
+// returns its path and content type.
+type Narrator interface {
+	Speak(ctx context.Context, lang Language, text, dir string) (path, contentType string, err error)
+}
+
+// Steps are the workflow's tasks; each is one Lambda function.
+type Steps struct {
+	Store    Store
+	Upstream Upstream
+	Copier   Copier
+	Files    Files
+	Narrator Narrator
+	FFmpeg   ffmpeg.Runner
+	// WorkDir holds scratch files (Lambda: /tmp).
+	WorkDir string
+	// MaxPolls bounds the checks of one scene before it fails as timed out.
+	MaxPolls int
+	Now      func() time.Time
+	Log      *slog.Logger
+}
+
+func (s *Steps) log() *slog.Logger {
+	if s.Log != nil {
+		return s.Log
+	}
+	return slog.Default()
+}
+
+func (s *Steps) now() time.Time {
+	if s.Now != nil {
+		return s.Now().UTC()
+	}
+	return time.Now().UTC()
+}
+
+// SceneTask flows through one Map iteration: submit, then wait and check
+// until done.
+type SceneTask struct {
+	VideoID     string       `json:"video_id"`
+	Model       string       `json:"model"`
+	Prompt      string       `json:"prompt"`
+	VideoStyle  string       `json:"video_style"`
+	Scene       domain.Scene `json:"scene"`
+	UpstreamID  string       `json:"upstream_id,omitempty"`
+	Polls       int          `json:"polls"`
+	WaitSeconds int          `json:"wait_seconds"`
+	Done        bool         `json:"done"`
+	// Key is the bucket key of the finished clip.
+	Key string `json:"key,omitempty"`
+}
+
+// sceneInput is the upstream input of one scene: the model's clip length
+// nearest SceneSeconds, landscape framing, and defaults for the rest.
+func sceneInput(v catalog.Variant, prompt string) (map[string]any, error) {
+	in := map[string]any{"prompt": prompt}
+	if f, ok := v.DurationField(); ok {
+		in[f.Name] = strconv.Itoa(v.NearestDuration(SceneSeconds))
+	}
+	if f, ok := v.Field("aspect_ratio"); ok {
+		for _, want := range []string{"16:9", "landscape"} {
+			for _, e := range f.Enum {
+				if e == want && in["aspect_ratio"] == nil {
+					in["aspect_ratio"] = want
+				}
+			}
+		}
+	}
+	resolved := v.Resolve(in)
+	for _, f := range v.Fields {
+		if _, ok := resolved[f.Name]; f.Required && !ok {
+			return nil, fmt.Errorf("%s needs %s, which a long-form scene cannot give", v.Version, f.Name)
+		}
+	}
+	return resolved, nil
+}
+
+// SubmitScene starts one scene's clip upstream.
+func (s *Steps) SubmitScene(ctx context.Context, in SceneTask) (SceneTask, error) {
+	v, err := videoVariant(in.Model)
+	if err != nil {
+		return in, &SceneFailedError{Msg: fmt.Sprintf("scene %d: model %s: %v", in.Scene.SceneNumber, in.Model, err)}
+	}
+	input, err := sceneInput(v, ScenePrompt(in.VideoStyle, in.Prompt, in.Scene))
+	if err != nil {
+		return in, &SceneFailedError{Msg: fmt.Sprintf("scene %d: %v", in.Scene.SceneNumber, err)}
+	}
+	p, err := s.Upstream.Create(ctx, v.UpstreamModel, input, "")
+	if err != nil {
+		return in, upstreamError(in.Scene.SceneNumber, "submit", err)
+	}
+	in.UpstreamID, in.Polls, in.WaitSeconds, in.Done = p.ID, 0, 1, false
+	s.log().InfoContext(ctx, "scene submitted", "video_id", in.VideoID, "scene", in.Scene.SceneNumber, "upstream_id", p.ID)
+	return in, nil
+}
+
+// CheckScene reads the scene's job once; when it succeeded, it keeps the clip
+// in the bucket under a key that depends only on the video and scene.
+func (s *Steps) CheckScene(ctx context.Context, in SceneTask) (SceneTask, error) {
+	n := in.Scene.SceneNumber
+	p, err := s.Upstream.Get(ctx, in.UpstreamID)
+	if err != nil {
+		return in, upstreamError(n, "check", err)
+	}
+	switch p.Status {
+	case upstream.StatusSucceeded:
+		if len(p.Outputs) == 0 || p.Outputs[0] == "" {
+			return in, &SceneFailedError{Msg: fmt.Sprintf("scene %d failed: the provider returned no video", n)}
+		}
+		keyBase := fmt.Sprintf("long-videos/%s/scenes/%03d", in.VideoID, n)
+		if _, err := s.Copier.Copy(ctx, p.Outputs[0], keyBase, domain.MediaVideo); err != nil {
+			if errors.Is(err, media.ErrRejected) {
+				return in, &SceneFailedError{Msg: fmt.Sprintf("scene %d failed: %v", n, err)}
+			}
+			return in, &TransientError{Msg: fmt.Sprintf("scene %d: keep clip: %v", n, err)}
+		}
+		in.Done, in.Key = true, keyBase+".mp4"
+		return in, nil
+	case upstream.StatusFailed, upstream.StatusCanceled:
+		reason := p.Error
+		if reason == "" {
+			reason = "the job was " + p.Status
+		}
+		return in, &SceneFailedError{Msg: fmt.Sprintf("scene %d failed: upstream: %s", n, reason)}
+	}
+	in.Polls++
+	maxPolls := s.MaxPolls
+	if maxPolls == 0 {
+		maxPolls = 240
+	}
+	if in.Polls >= maxPolls {
+		return in, &SceneFailedError{Msg: fmt.Sprintf("scene %d failed: timed out after %d checks", n, in.Polls)}
+	}
+	in.WaitSeconds = min(1+in.Polls, 15)
+	return in, nil
+}
+
+func upstreamError(scene int, op string, err error) error {
+	var ue *upstream.Error
+	if errors.As(err, &ue) && !ue.Temporary() || errors.Is(err, upstream.ErrMalformed) {
+		return &SceneFailedError{Msg: fmt.Sprintf("scene %d failed: upstream %s: %v", scene, op, err)}
+	}
+	return &TransientError{Msg: fmt.Sprintf("scene %d: upstream %s: %v", scene, op, err)}
+}
+
+// NarrateTask asks for every scene's narration.
+type NarrateTask struct {
+	VideoID         string         `json:"video_id"`
+	LanguageCode    string         `json:"language_code"`
+	EnableNarration bool           `json:"enable_narration"`
+	Scenes          []domain.Scene `json:"scenes"`
+}
+
+// Narration lists the narration track of each scene.
+type Narration struct {
+	Tracks []Track `json:"tracks"`
+}
+
+// Track is one scene's narration in the bucket.
+type Track struct {
+	SceneNumber int    `json:"scene_number"`
+	Key         string `json:"key"`
+}
+
+// Narrate speaks each scene's script (its narration, else its prompt) and
+// keeps the audio in the bucket.
+func (s *Steps) Narrate(ctx context.Context, in NarrateTask) (Narration, error) {
+	out := Narration{Tracks: []Track{}}
+	if !in.EnableNarration {
+		return out, nil
+	}
+	lang, ok := LookupLanguage(in.LanguageCode)
+	if !ok {
+		return out, &SceneFailedError{Msg: fmt.Sprintf("narration: unsupported language %q", in.LanguageCode)}
+	}
+	dir, err := os.MkdirTemp(s.WorkDir, "narrate-")
+	if err != nil {
+		return out, &TransientError{Msg: fmt.Sprintf("narration: scratch dir: %v", err)}
+	}
+	defer os.RemoveAll(dir)
+	for _, sc := range in.Scenes {
+		script := sc.Narration
+		if script == "" {
+			script = sc.Prompt
+		}
+		path, ctype, err := s.Narrator.Speak(ctx, lang, script, dir)
+		if err != nil {
+			return out, &TransientError{Msg: fmt.Sprintf("narration of scene %d: %v", sc.SceneNumber, err)}
+		}
+		key := fmt.Sprintf("long-videos/%s/narration/%03d%s", in.VideoID, sc.SceneNumber, filepath.Ext(path))
+		if err := s.Files.PutFile(ctx, key, path, ctype); err != nil {
+			return out, &TransientError{Msg: fmt.Sprintf("narration of scene %d: %v", sc.SceneNumber, err)}
+		}
+		out.Tracks = append(out.Tracks, Track{SceneNumber: sc.SceneNumber, Key: key})
+	}
+	return out, nil
+}
+
+// FinalizeTask names the assembled video.
+type FinalizeTask struct {
+	VideoID  string  `json:"video_id"`
+	Key      string  `json:"key"`
+	Duration float64 `json:"duration"`
+}
+
+// Finalize marks the video completed with its URL and measured length and
+// captures its hold. A repeat changes nothing.
+func (s *Steps) Finalize(ctx context.Context, in FinalizeTask) (StatusView, error) {
+	return s.finish(ctx, in.VideoID, domain.Outcome{Status: domain.StatusCompleted,
+		OutputURLs: []string{s.Files.URL(in.Key)}, TotalDuration: in.Duration})
+}
+
+// FailTask carries the error the workflow caught.
+type FailTask struct {
+	VideoID string  `json:"video_id"`
+	Failure Failure `json:"failure"`
+}
+
+// Failure is a caught error as Step Functions passes it.
+type Failure struct {
+	Error string `json:"Error"`
+	Cause string `json:"Cause"`
+}
+
+// MarkFailed marks the video failed with a readable error and releases its
+// hold in full.
+func (s *Steps) MarkFailed(ctx context.Context, in FailTask) (StatusView, error) {
+	return s.finish(ctx, in.VideoID, domain.Outcome{Status: domain.StatusFailed, Error: readable(in.Failure)})
+}
+
+// readable turns a caught error into the text users see.
+func readable(f Failure) string {
+	switch f.Error {
+	case "SceneFailedError":
+		return f.Cause
+	case "States.Timeout":
+		return "a step of the video took too long"
+	case "TransientError":
+		return "a step kept failing: " + f.Cause
+	}
+	return "the video could not be made (" + f.Error + ")"
+}
+
+func (s *Steps) finish(ctx context.Context, videoID string, o domain.Outcome) (StatusView, error) {
+	err := s.Store.FinishLongVideo(ctx, videoID, o, s.now())
+	if err != nil && !errors.Is(err, domain.ErrConflict) {
+		return StatusView{}, &TransientError{Msg: fmt.Sprintf("finish %s: %v", videoID, err)}
+	}
+	v, err := s.Store.GetLongVideo(ctx, videoID)
+	if err != nil {
+		return StatusView{}, &TransientError{Msg: fmt.Sprintf("read %s: %v", videoID, err)}
+	}
+	settle, what := s.Store.Release, "released"
+	if v.Status == domain.StatusCompleted {
+		settle, what = s.Store.Capture, "captured"
+	}
+	settled, err := settle(ctx, v.UserID, v.ID)
+	if err != nil {
+		return StatusView{}, &TransientError{Msg: fmt.Sprintf("settle %s: %v", videoID, err)}
+	}
+	if settled {
+		s.log().InfoContext(ctx, "long video finished; hold "+what, "video_id", v.ID, "user_id", v.UserID,
+			"status", v.Status, "credits", domain.FormatCredits(v.CreditsHeld))
+	}
+	view := StatusView{ID: v.ID, Status: string(v.Status), FinalVideoURL: v.FinalVideoURL, TotalDuration: v.TotalDuration}
+	if v.Error != "" {
+		e := v.Error
+		view.Error = &e
+	}
+	return view, nil
+}

@@ -1,0 +1,40 @@
+// Package workflow starts the long-form state machine on AWS Step Functions.
+package workflow
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/sfn"
+	"github.com/aws/aws-sdk-go-v2/service/sfn/types"
+)
+
+// SFNAPI is the part of the Step Functions client the starter uses.
+type SFNAPI interface {
+	StartExecution(ctx context.Context, in *sfn.StartExecutionInput, opts ...func(*sfn.Options)) (*sfn.StartExecutionOutput, error)
+}
+
+// StepFunctions starts executions of one state machine.
+type StepFunctions struct {
+	Client          SFNAPI
+	StateMachineARN string
+}
+
+// Start starts an execution named after the video. Step Functions treats a
+// repeated StartExecution with the same name and input as the same
+// execution, so a retried create never runs the workflow twice.
+func (s *StepFunctions) Start(ctx context.Context, name string, input []byte) error {
+	_, err := s.Client.StartExecution(ctx, &sfn.StartExecutionInput{
+		StateMachineArn: aws.String(s.StateMachineARN), Name: aws.String(name), Input: aws.String(string(input)),
+	})
+	var exists *types.ExecutionAlreadyExists
+	if errors.As(err, &exists) {
+		return fmt.Errorf("start execution %s: a different execution has this name: %w", name, err)
+	}
+	if err != nil {
+		return fmt.Errorf("start execution %s: %w", name, err)
+	}
+	return nil
+}
