@@ -9,7 +9,7 @@ test:
 	scripts/test.sh
 
 deps:
-	scripts/install-deps.sh
+	@scripts/install-deps.sh
 
 vet:
 	$(GO) vet ./...
@@ -21,7 +21,10 @@ fmt:
 mediagen:
 	$(GO) build -o bin/mediagen ./cmd/mediagen
 
-run:
-	@echo "make run arrives with the local runtime (issue: single generations end to end)." >&2
-	@echo "Until then, use the admin command: make mediagen && bin/mediagen --help" >&2
-	@exit 1
+# The local runtime on its embedded defaults: prints the base URL and the dev
+# account's API key. ADDR and DATA override the address and data directory.
+ADDR ?= 127.0.0.1:8080
+DATA ?= .mediagen
+run: mediagen
+	@scripts/install-deps.sh runtime
+	bin/mediagen serve --addr $(ADDR) --data $(DATA)

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Installs what the tests and the local runtime need: Debian packages when
 # missing (as root), and the npm tools into tools/node_modules.
+# Usage: install-deps.sh [runtime]
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -8,7 +9,9 @@ cd "$(dirname "$0")/.."
 APT_PACKAGES=()
 need_command() { command -v "$1" >/dev/null 2>&1 || APT_PACKAGES+=("$2"); }
 need_file() { [ -e "$1" ] || APT_PACKAGES+=("$2"); }
-# (The ledger needs none; the media pipeline adds its packages here.)
+need_command ffmpeg ffmpeg       # the upstream simulator renders media; tests probe it
+need_command ffprobe ffmpeg
+need_file /usr/share/fonts/truetype/dejavu/DejaVuSans.ttf fonts-dejavu-core   # drawtext's font, by path
 
 if [ ${#APT_PACKAGES[@]} -gt 0 ]; then
   if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
@@ -21,6 +24,9 @@ if [ ${#APT_PACKAGES[@]} -gt 0 ]; then
     exit 1
   fi
 fi
+
+# `install-deps.sh runtime` stops here: make run needs no npm tools.
+[ "${1:-}" = runtime ] && exit 0
 
 # npm tools, pinned by tools/package-lock.json.
 if ! command -v npm >/dev/null 2>&1; then

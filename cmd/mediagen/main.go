@@ -1,5 +1,6 @@
 // Command mediagen is the service's local runtime and administration tool.
 //
+//	mediagen serve [--addr 127.0.0.1:8080] [--data .mediagen]
 //	mediagen accounts create --plan free|pro|enterprise --credits N [--rate-limit N]
 //	mediagen accounts show --user ID
 //	mediagen credits grant --user ID --credits N [--grant-id ID]
@@ -29,6 +30,10 @@ func main() {
 }
 
 const usage = `usage: mediagen <command> [flags]
+
+local runtime:
+  serve [--addr 127.0.0.1:8080] [--data .mediagen] [--sim-latency 300ms]
+        [--poll-interval 1s] [--price-file FILE] [--log-level info]
 
 administration (embedded store by default; --dynamodb for DynamoDB):
   accounts create --plan free|pro|enterprise --credits N [--rate-limit N]
@@ -60,6 +65,9 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 			return exitUsage
 		}
 		return exitOK
+	}
+	if args[0] == "serve" {
+		return serve(ctx, args[1:], stdout, stderr)
 	}
 	if len(args) < 2 {
 		return fail(stderr, exitUsage, fmt.Errorf("%q needs a subcommand\n\n%s", args[0], usage))

@@ -1,0 +1,58 @@
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"time"
+
+	"github.com/mediagen-dev/mediagen/shared/local/runtime"
+)
+
+// serve runs the local runtime until ctx ends (Ctrl-C).
+func serve(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	fs := flag.NewFlagSet("serve", flag.ContinueOnError)
+	var cfg runtime.Config
+	fs.StringVar(&cfg.Addr, "addr", "127.0.0.1:8080", "listen address (loopback)")
+	fs.StringVar(&cfg.DataDir, "data", ".mediagen", "data directory: store, outputs, dev account")
+	fs.DurationVar(&cfg.SimulatorLatency, "sim-latency", 300*time.Millisecond, "upstream simulator latency before rendering")
+	fs.DurationVar(&cfg.PollInterval, "poll-interval", time.Second, "first delay between polls of a job")
+	fs.StringVar(&cfg.PriceFile, "price-file", os.Getenv("PRICE_FILE"), "price file (default: the embedded one)")
+	fs.StringVar(&cfg.JWTIssuer, "jwt-issuer", os.Getenv("JWT_ISSUER"), "identity-provider issuer (optional)")
+	fs.StringVar(&cfg.JWTAudience, "jwt-audience", os.Getenv("JWT_AUDIENCE"), "identity-provider audience")
+	fs.StringVar(&cfg.JWKSURL, "jwks-url", os.Getenv("JWKS_URL"), "identity-provider JWKS URL")
+	logLevel := fs.String("log-level", "info", "debug, info, warn or error")
+	if err := parse(fs, args); err != nil {
+		return fail(stderr, exitUsage, fmt.Errorf("serve: %w", err))
+	}
+	var level slog.Level
+	if err := level.UnmarshalText([]byte(*logLevel)); err != nil {
+		return fail(stderr, exitUsage, fmt.Errorf("serve: --log-level: %w", err))
+	}
+	cfg.Log = slog.New(slog.NewJSONHandler(stderr, &slog.HandlerOptions{Level: level}))
+	rt, err := runtime.Start(ctx, cfg)
+	if err != nil {
+		return fail(stderr, exitError, fmt.Errorf("serve: %w", err))
+	}
+	fmt.Fprintf(stdout, `mediagen is running (data in %s; Ctrl-C stops it)
+
+  base URL: %s
+  API key:  %s   (dev account %s)
+
+  export MEDIAGEN_BASE_URL=%s MEDIAGEN_API_KEY=%s
+  curl -s "$MEDIAGEN_BASE_URL/api/generations/generate" -H "Authorization: Bearer $MEDIAGEN_API_KEY" \
+    -H 'Content-Type: application/json' -H 'accept: application/json' \
+    -d '{"model":"provider-a","model_version":"theta-4-fast","input":{"prompt":"a lighthouse at dawn"},"image_count":1}'
+`, cfg.DataDir, rt.BaseURL, rt.Dev.APIKey, rt.Dev.UserID, rt.BaseURL, rt.Dev.APIKey)
+	<-ctx.Done()
+	fmt.Fprintln(stdout, "stopping…")
+	shutdown, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if err := rt.Close(shutdown); err != nil {
+		return fail(stderr, exitError, fmt.Errorf("serve: stop: %w", err))
+	}
+	return exitOK
+}

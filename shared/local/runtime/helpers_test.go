@@ -1,0 +1,188 @@
+package runtime_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"io"
+	"log/slog"
+	"net/http"
+	"os"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/shopspring/decimal"
+
+	"github.com/mediagen-dev/mediagen/shared/accounts"
+	"github.com/mediagen-dev/mediagen/shared/domain"
+	"github.com/mediagen-dev/mediagen/shared/local/runtime"
+)
+
+// start runs a local runtime on a free loopback port with fast polling.
+func start(t *testing.T, cfg runtime.Config) *runtime.Runtime {
+	t.Helper()
+	if cfg.DataDir == "" {
+		cfg.DataDir = t.TempDir()
+	}
+	cfg.Addr = "127.0.0.1:0"
+	if cfg.PollInterval == 0 {
+		cfg.PollInterval = 100 * time.Millisecond
+	}
+	if cfg.QueueVisibility == 0 {
+		cfg.QueueVisibility = 200 * time.Millisecond
+	}
+	if cfg.Log == nil {
+		cfg.Log = testLogger(t)
+	}
+	rt, err := runtime.Start(context.Background(), cfg)
+	if err != nil {
+		t.Fatalf("start the local runtime: %v", err)
+	}
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		if err := rt.Close(ctx); err != nil {
+			t.Errorf("close the runtime: %v", err)
+		}
+	})
+	return rt
+}
+
+// testLogger keeps the runtime's logs out of the test output unless asked.
+func testLogger(t *testing.T) *slog.Logger {
+	if os.Getenv("MEDIAGEN_TEST_LOGS") != "" {
+		return slog.New(slog.NewJSONHandler(os.Stderr, nil))
+	}
+	return slog.New(slog.NewJSONHandler(io.Discard, nil))
+}
+
+type answer struct {
+	status  int
+	header  http.Header
+	body    []byte
+	decoded map[string]any
+}
+
+func (a answer) str(path ...string) string {
+	var v any = a.decoded
+	for _, p := range path {
+		m, _ := v.(map[string]any)
+		v = m[p]
+	}
+	s, _ := v.(string)
+	return s
+}
+
+// call sends one request; body may be a string (sent as is) or a value
+// (sent as JSON).
+func call(t *testing.T, rt *runtime.Runtime, method, path, key string, body any) answer {
+	t.Helper()
+	var rd io.Reader
+	switch b := body.(type) {
+	case nil:
+	case string:
+		rd = strings.NewReader(b)
+	case []byte:
+		rd = bytes.NewReader(b)
+	default:
+		raw, err := json.Marshal(b)
+		if err != nil {
+			t.Fatal(err)
+		}
+		rd = bytes.NewReader(raw)
+	}
+	req, err := http.NewRequest(method, rt.BaseURL+path, rd)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if key != "" {
+		req.Header.Set("Authorization", "Bearer "+key)
+	}
+	if body != nil {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	req.Header.Set("accept", "application/json")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatalf("%s %s: %v", method, path, err)
+	}
+	defer resp.Body.Close()
+	raw, _ := io.ReadAll(resp.Body)
+	a := answer{status: resp.StatusCode, header: resp.Header, body: raw}
+	_ = json.Unmarshal(raw, &a.decoded)
+	return a
+}
+
+// newAccount opens an account on the runtime's store.
+func newAccount(t *testing.T, rt *runtime.Runtime, plan domain.Plan, credits int64) accounts.CreatedAccount {
+	t.Helper()
+	svc := &accounts.Service{Store: rt.Store}
+	in := accounts.NewAccount{Plan: plan, Credits: decimal.NewFromInt(credits)}
+	if plan == domain.PlanEnterprise {
+		in.RateLimit = 100000 // tests that poll hard are not about rate limits
+	}
+	a, err := svc.CreateAccount(context.Background(), in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return a
+}
+
+func account(t *testing.T, rt *runtime.Runtime, userID string) domain.Account {
+	t.Helper()
+	a, err := rt.Store.GetAccount(context.Background(), userID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return a
+}
+
+// waitFinal polls the status route until the generation is final. It may
+// run on any goroutine: it reports with Errorf and ok=false.
+func waitFinal(t *testing.T, rt *runtime.Runtime, key, id string, limit time.Duration) (answer, bool) {
+	t.Helper()
+	deadline := time.Now().Add(limit)
+	for {
+		a := call(t, rt, http.MethodGet, "/api/generations/status/"+id, key, nil)
+		if a.status != http.StatusOK {
+			t.Errorf("status of %s: HTTP %d %s", id, a.status, a.body)
+			return a, false
+		}
+		if s := a.str("status"); s != "processing" {
+			return a, true
+		}
+		if time.Now().After(deadline) {
+			t.Errorf("generation %s still processing after %v", id, limit)
+			return a, false
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+}
+
+// download saves url under dir; like waitFinal it may run on any goroutine.
+func download(t *testing.T, url, dir, name string) (string, bool) {
+	t.Helper()
+	resp, err := http.Get(url)
+	if err != nil {
+		t.Errorf("download %s: %v", url, err)
+		return "", false
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		t.Errorf("download %s: HTTP %d", url, resp.StatusCode)
+		return "", false
+	}
+	path := dir + "/" + name
+	f, err := os.Create(path)
+	if err != nil {
+		t.Errorf("save %s: %v", url, err)
+		return "", false
+	}
+	defer f.Close()
+	if _, err := io.Copy(f, resp.Body); err != nil {
+		t.Errorf("save %s: %v", url, err)
+		return "", false
+	}
+	return path, true
+}

@@ -1,0 +1,319 @@
+// Package runtime is the local runtime: one process hosting the very
+// handlers the Lambda functions run, with local adapters wired in their
+// place: the embedded store, an in-process queue delivering SQS events to the
+// poller, an S3-compatible object store and the upstream simulator, all on
+// one loopback address.
+package runtime
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"sync"
+	"time"
+
+	"github.com/shopspring/decimal"
+
+	"github.com/mediagen-dev/mediagen/shared/accounts"
+	"github.com/mediagen-dev/mediagen/shared/catalog"
+	"github.com/mediagen-dev/mediagen/shared/domain"
+	"github.com/mediagen-dev/mediagen/shared/ffmpeg"
+	"github.com/mediagen-dev/mediagen/shared/generation"
+	"github.com/mediagen-dev/mediagen/shared/httpapi"
+	"github.com/mediagen-dev/mediagen/shared/jwtauth"
+	"github.com/mediagen-dev/mediagen/shared/ledger"
+	"github.com/mediagen-dev/mediagen/shared/local/apigw"
+	"github.com/mediagen-dev/mediagen/shared/local/objectstore"
+	"github.com/mediagen-dev/mediagen/shared/local/queue"
+	"github.com/mediagen-dev/mediagen/shared/local/simulator"
+	"github.com/mediagen-dev/mediagen/shared/media"
+	"github.com/mediagen-dev/mediagen/shared/pricing"
+	"github.com/mediagen-dev/mediagen/shared/store/sqlitestore"
+	"github.com/mediagen-dev/mediagen/shared/upstream"
+)
+
+// Config tunes the local runtime; zero values take the defaults.
+type Config struct {
+	Addr    string // default 127.0.0.1:8080
+	DataDir string // default .mediagen
+	// SimulatorLatency is how long the simulator waits before rendering.
+	SimulatorLatency time.Duration
+	// PollInterval is the first delay between polls of a job.
+	PollInterval time.Duration
+	// QueueVisibility is the wait before a failed poll is redelivered.
+	QueueVisibility time.Duration
+	// SweepEvery is how often the sweeper runs.
+	SweepEvery time.Duration
+	// PriceFile overrides the embedded price file.
+	PriceFile string
+	// DevCredits is the dev account's first grant.
+	DevCredits decimal.Decimal
+	// JWT, when its issuer is set, admits identity-provider tokens on the
+	// status route.
+	JWTIssuer, JWTAudience, JWKSURL string
+	Log                             *slog.Logger
+}
+
+// Bucket is the local output bucket.
+const Bucket = "mediagen-outputs"
+
+// DevAccount is the account a new user starts with; its key is kept in the
+// data directory (local only) so every start can print it.
+type DevAccount struct {
+	UserID string `json:"user_id"`
+	APIKey string `json:"api_key"`
+}
+
+// Runtime is a running local service.
+type Runtime struct {
+	BaseURL string
+	Dev     DevAccount
+
+	Store       *sqlitestore.Store
+	Objects     *objectstore.Store
+	Queue       *queue.Queue
+	Generations *generation.Service
+	Simulator   *simulator.Simulator
+
+	srv    *http.Server
+	cancel context.CancelFunc
+	wg     sync.WaitGroup
+	log    *slog.Logger
+}
+
+// Start opens the data directory, starts every part and begins serving.
+func Start(ctx context.Context, cfg Config) (*Runtime, error) {
+	cfg = withDefaults(cfg)
+	log := cfg.Log
+	if err := (ffmpeg.Runner{}).Available(); err != nil {
+		return nil, fmt.Errorf("the upstream simulator renders media with ffmpeg: %w", err)
+	}
+	ln, err := net.Listen("tcp", cfg.Addr)
+	if err != nil {
+		return nil, fmt.Errorf("listen on %s: %w", cfg.Addr, err)
+	}
+	r := &Runtime{BaseURL: "http://" + ln.Addr().String(), log: log}
+	ok := false
+	defer func() {
+		if !ok {
+			ln.Close()
+			r.closeParts()
+		}
+	}()
+
+	if r.Store, err = sqlitestore.Open(ctx, cfg.DataDir); err != nil {
+		return nil, err
+	}
+	mux := http.NewServeMux()
+	if r.Objects, err = objectstore.New(filepath.Join(cfg.DataDir, "s3"), Bucket); err != nil {
+		return nil, err
+	}
+	r.Objects.Mount(mux, r.BaseURL, "/s3")
+
+	upstreamToken, err := randomToken()
+	if err != nil {
+		return nil, err
+	}
+	models, clips := map[string]string{}, map[string]float64{}
+	for _, v := range catalog.All() {
+		models[v.UpstreamModel] = string(v.Kind)
+		if v.FixedDurationSeconds > 0 {
+			clips[v.UpstreamModel] = float64(v.FixedDurationSeconds)
+		}
+	}
+	upstreamURL := r.BaseURL + "/upstream"
+	r.Simulator, err = simulator.New(simulator.Config{
+		Token: upstreamToken, Latency: cfg.SimulatorLatency, BaseURL: upstreamURL, Models: models, ClipSeconds: clips,
+		WorkDir: filepath.Join(cfg.DataDir, "upstream"), Logger: log.With("component", "simulator"),
+	})
+	if err != nil {
+		return nil, fmt.Errorf("start the upstream simulator: %w", err)
+	}
+	mux.Handle("/upstream/", http.StripPrefix("/upstream", r.Simulator))
+
+	prices := pricing.Default()
+	if cfg.PriceFile != "" {
+		if prices, err = pricing.LoadFile(cfg.PriceFile); err != nil {
+			return nil, err
+		}
+	}
+	host := ln.Addr().(*net.TCPAddr).IP.String()
+	svc := &generation.Service{
+		Store:    r.Store,
+		Upstream: &upstream.Client{BaseURL: upstreamURL, Token: upstreamToken},
+		Copier: &media.Copier{Bucket: r.Objects.MediaBucket(), HTTP: &http.Client{Timeout: 5 * time.Minute},
+			AllowedHosts: []string{host}, MaxBytes: 512 << 20},
+		Prices:       prices,
+		Validation:   catalog.Options{AllowLoopbackURLs: true},
+		PollInterval: cfg.PollInterval,
+		Log:          log,
+	}
+	r.Queue = queue.New(svc.HandleSQS, queue.Config{Visibility: cfg.QueueVisibility, Log: log.With("component", "queue")})
+	svc.Queue = r.Queue
+	r.Generations = svc
+
+	gate := &httpapi.Gate{Store: r.Store, Log: log}
+	if cfg.JWTIssuer != "" {
+		gate.Tokens = &jwtauth.Verifier{Issuer: cfg.JWTIssuer, Audience: cfg.JWTAudience, JWKSURL: cfg.JWKSURL}
+	}
+	gens := &httpapi.Generations{Service: svc, Gate: gate}
+	apigw.Mount(mux, []apigw.Route{
+		{Method: http.MethodPost, Path: "/api/generations/generate", Handler: gens.Generate()},
+		{Method: http.MethodGet, Path: "/api/generations/status/{id}", Handler: gens.Status()},
+	}, log)
+	mux.HandleFunc("/", notFound)
+
+	if r.Dev, err = ensureDevAccount(ctx, r.Store, cfg.DataDir, cfg.DevCredits); err != nil {
+		return nil, err
+	}
+
+	runCtx, cancel := context.WithCancel(context.WithoutCancel(ctx))
+	r.cancel = cancel
+	r.wg.Add(2)
+	go func() { defer r.wg.Done(); r.Queue.Run(runCtx) }()
+	go func() { defer r.wg.Done(); r.sweepLoop(runCtx, cfg.SweepEvery) }()
+	if err := r.resume(ctx); err != nil {
+		return nil, err
+	}
+	r.srv = &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
+	go func() {
+		if err := r.srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+			log.Error("local server stopped", "error", err)
+		}
+	}()
+	ok = true
+	return r, nil
+}
+
+func withDefaults(cfg Config) Config {
+	if cfg.Addr == "" {
+		cfg.Addr = "127.0.0.1:8080"
+	}
+	if cfg.DataDir == "" {
+		cfg.DataDir = ".mediagen"
+	}
+	if cfg.PollInterval == 0 {
+		cfg.PollInterval = time.Second
+	}
+	if cfg.QueueVisibility == 0 {
+		cfg.QueueVisibility = 5 * time.Second
+	}
+	if cfg.SweepEvery == 0 {
+		cfg.SweepEvery = time.Minute
+	}
+	if cfg.DevCredits.IsZero() {
+		cfg.DevCredits = decimal.NewFromInt(1000)
+	}
+	if cfg.Log == nil {
+		cfg.Log = slog.Default()
+	}
+	return cfg
+}
+
+// resume polls again whatever was in flight when the runtime last stopped.
+func (r *Runtime) resume(ctx context.Context) error {
+	gs, err := r.Store.ProcessingGenerations(ctx, 10000)
+	if err != nil {
+		return fmt.Errorf("resume polling: %w", err)
+	}
+	for _, g := range gs {
+		body, _ := json.Marshal(generation.PollMessage{GenerationID: g.UUID})
+		if err := r.Queue.Send(ctx, body, 0); err != nil {
+			return fmt.Errorf("resume polling %s: %w", g.UUID, err)
+		}
+	}
+	if len(gs) > 0 {
+		r.log.Info("resumed polling generations in flight", "count", len(gs))
+	}
+	return nil
+}
+
+func (r *Runtime) sweepLoop(ctx context.Context, every time.Duration) {
+	sw := &ledger.Sweeper{Store: r.Store, Log: r.log.With("component", "sweeper")}
+	t := time.NewTicker(every)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+			if _, err := sw.Sweep(ctx); err != nil {
+				r.log.Warn("sweep failed", "error", err)
+			}
+		}
+	}
+}
+
+// Close stops serving, lets deliveries in flight finish and closes the store.
+func (r *Runtime) Close(ctx context.Context) error {
+	var err error
+	if r.srv != nil {
+		err = r.srv.Shutdown(ctx)
+	}
+	if r.cancel != nil {
+		r.cancel()
+	}
+	r.wg.Wait()
+	return errors.Join(err, r.closeParts())
+}
+
+func (r *Runtime) closeParts() error {
+	var errs []error
+	if r.Simulator != nil {
+		r.Simulator.Close()
+	}
+	if r.Store != nil {
+		errs = append(errs, r.Store.Close())
+	}
+	return errors.Join(errs...)
+}
+
+// ensureDevAccount makes the dev account on first start and reads it after.
+func ensureDevAccount(ctx context.Context, st *sqlitestore.Store, dir string, credits decimal.Decimal) (DevAccount, error) {
+	path := filepath.Join(dir, "dev-account.json")
+	if raw, err := os.ReadFile(path); err == nil {
+		var dev DevAccount
+		if err := json.Unmarshal(raw, &dev); err != nil {
+			return DevAccount{}, fmt.Errorf("read %s: %w", path, err)
+		}
+		if _, err := st.GetAccount(ctx, dev.UserID); err == nil {
+			return dev, nil
+		} else if !errors.Is(err, domain.ErrNotFound) {
+			return DevAccount{}, err
+		}
+	}
+	svc := &accounts.Service{Store: st}
+	created, err := svc.CreateAccount(ctx, accounts.NewAccount{Plan: domain.PlanPro, Credits: credits})
+	if err != nil {
+		return DevAccount{}, fmt.Errorf("create the dev account: %w", err)
+	}
+	dev := DevAccount{UserID: created.UserID, APIKey: created.APIKey}
+	raw, _ := json.Marshal(dev)
+	if err := os.WriteFile(path, raw, 0o600); err != nil {
+		return DevAccount{}, fmt.Errorf("keep the dev account in %s: %w", path, err)
+	}
+	return dev, nil
+}
+
+func notFound(w http.ResponseWriter, r *http.Request) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(http.StatusNotFound)
+	json.NewEncoder(w).Encode(map[string]any{"error": map[string]string{
+		"code": "not_found", "message": "no route " + r.Method + " " + r.URL.Path}})
+}
+
+func randomToken() (string, error) {
+	b := make([]byte, 24)
+	if _, err := rand.Read(b); err != nil {
+		return "", fmt.Errorf("mint upstream token: %w", err)
+	}
+	return "r8_" + hex.EncodeToString(b), nil
+}

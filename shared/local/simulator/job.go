@@ -1,0 +1,251 @@
+package simulator
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// job is the work of one prediction.
+type job struct {
+	model  string
+	kind   string
+	prompt string
+	video  videoSpec
+	image  imageSpec
+}
+
+// runJob takes a prediction from starting to a final state, then sends the
+// webhook. It owns the prediction's files.
+func (s *Simulator) runJob(ctx context.Context, id string, j job) {
+	defer s.jobs.Done()
+	log := s.log.With("prediction", id, "model", j.model)
+
+	latency := s.cfg.Latency
+	if strings.Contains(j.prompt, MarkerSlow) {
+		latency += SlowExtraLatency
+	}
+	if !sleep(ctx, latency) {
+		s.stopped(id, log)
+		return
+	}
+	if strings.Contains(j.prompt, MarkerFail) {
+		s.finish(id, log, nil, errors.New(SimulatedFailure))
+		return
+	}
+
+	// Wait for a render slot in "starting", as a busy provider would.
+	select {
+	case s.slots <- struct{}{}:
+	case <-ctx.Done():
+		s.stopped(id, log)
+		return
+	}
+	files, err := s.render(ctx, id, j, log)
+	<-s.slots
+	if ctx.Err() != nil {
+		s.stopped(id, log)
+		return
+	}
+	if err != nil {
+		log.Error("render failed", "error", err)
+	}
+	s.finish(id, log, files, err)
+}
+
+// render marks the prediction processing and renders its outputs, returning
+// file name -> path in output order.
+func (s *Simulator) render(ctx context.Context, id string, j job, log *slog.Logger) ([]outputFile, error) {
+	started := time.Now()
+	var describe string
+	if j.kind == KindVideo {
+		v := j.video
+		describe = fmt.Sprintf("rendering video %dx%d, %gs at %g fps, audio %t", v.Width, v.Height, v.Seconds, v.FPS, v.Audio)
+	} else {
+		im := j.image
+		describe = fmt.Sprintf("rendering %d %s image(s) %dx%d", im.Count, im.Format, im.Width, im.Height)
+	}
+	if !s.update(id, func(p *prediction) {
+		p.view.Status = StatusProcessing
+		p.view.StartedAt = ptr(timestamp(started))
+		p.view.Logs += describe + "\n"
+	}) {
+		return nil, context.Canceled // canceled in the meantime
+	}
+	log.Info("render started", "what", describe)
+
+	dir := filepath.Join(s.cfg.WorkDir, id)
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return nil, fmt.Errorf("render %s: %w", id, err)
+	}
+	var files []outputFile
+	if j.kind == KindVideo {
+		f := outputFile{name: "0.mp4", path: filepath.Join(dir, "0.mp4")}
+		if err := s.renderVideo(ctx, dir, f.path, j.prompt, j.video); err != nil {
+			return nil, fmt.Errorf("render %s: %w", id, err)
+		}
+		files = append(files, f)
+	} else {
+		ext := map[string]string{"png": ".png", "jpeg": ".jpg", "webp": ".webp"}[j.image.Format]
+		for i := range j.image.Count {
+			name := strconv.Itoa(i) + ext
+			f := outputFile{name: name, path: filepath.Join(dir, name)}
+			if err := s.renderImage(ctx, dir, f.path, j.prompt, j.image, i); err != nil {
+				return nil, fmt.Errorf("render %s image %d: %w", id, i, err)
+			}
+			files = append(files, f)
+		}
+	}
+	log.Info("render done", "elapsed", time.Since(started).Round(time.Millisecond).String())
+	return files, nil
+}
+
+type outputFile struct{ name, path string }
+
+// update applies change to a prediction that is not final yet; false means
+// it was final already (canceled).
+func (s *Simulator) update(id string, change func(*prediction)) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	p, ok := s.predictions[id]
+	if !ok || final(p.view.Status) {
+		return false
+	}
+	change(p)
+	return true
+}
+
+// finish records the outcome of a job that ran to its end, then sends the
+// webhook. A cancel that won the race keeps the prediction canceled.
+func (s *Simulator) finish(id string, log *slog.Logger, files []outputFile, err error) {
+	now := time.Now()
+	ok := s.update(id, func(p *prediction) {
+		p.view.CompletedAt = ptr(timestamp(now))
+		if p.view.StartedAt == nil {
+			p.view.StartedAt = p.view.CompletedAt
+		}
+		if err != nil {
+			p.view.Status = StatusFailed
+			p.view.Error = ptr(err.Error())
+			p.view.Logs += "failed: " + err.Error() + "\n"
+			return
+		}
+		p.files = make(map[string]string, len(files))
+		urls := make([]string, 0, len(files))
+		for _, f := range files {
+			p.files[f.name] = f.path
+			urls = append(urls, p.baseURL+"/files/"+id+"/"+f.name)
+		}
+		p.view.Status = StatusSucceeded
+		p.view.Output = urls
+		p.view.Logs += "succeeded\n"
+	})
+	if !ok || err != nil {
+		s.removeFiles(id)
+	}
+	view, _ := s.snapshot(id)
+	log.Info("prediction finished", "status", view.Status)
+	s.sendWebhook(id)
+}
+
+// stopped ends a job whose context ended: by a cancel (the prediction is
+// canceled already) or by Close (it fails, without a webhook).
+func (s *Simulator) stopped(id string, log *slog.Logger) {
+	s.removeFiles(id)
+	if s.ctx.Err() != nil {
+		s.update(id, func(p *prediction) {
+			p.view.Status = StatusFailed
+			p.view.Error = ptr("the simulator shut down before the prediction finished")
+			p.view.CompletedAt = ptr(timestamp(time.Now()))
+		})
+		log.Info("prediction stopped by shutdown")
+		return
+	}
+	log.Info("prediction stopped by cancel")
+	s.sendWebhook(id)
+}
+
+func (s *Simulator) removeFiles(id string) {
+	if err := os.RemoveAll(filepath.Join(s.cfg.WorkDir, id)); err != nil {
+		s.log.Warn("remove outputs", "prediction", id, "error", err)
+	}
+}
+
+// sendWebhook posts the final prediction to its webhook, if it has one.
+// Errors are logged, never retried: the caller also polls.
+func (s *Simulator) sendWebhook(id string) {
+	s.mu.Lock()
+	p, ok := s.predictions[id]
+	var target string
+	var view Prediction
+	if ok {
+		target, view = p.webhook, p.view
+	}
+	s.mu.Unlock()
+	if target == "" {
+		return
+	}
+	body, err := json.Marshal(view)
+	if err != nil {
+		s.log.Error("webhook encode", "prediction", id, "error", err)
+		return
+	}
+	ctx, cancel := context.WithTimeout(s.ctx, webhookTimeout)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, target, bytes.NewReader(body))
+	if err != nil {
+		s.log.Warn("webhook request", "prediction", id, "error", err)
+		return
+	}
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("User-Agent", "mediagen-simulator")
+	signWebhook(req, id, body)
+	resp, err := s.webhooks.Do(req)
+	if err != nil {
+		s.log.Warn("webhook not delivered", "prediction", id, "error", err)
+		return
+	}
+	defer resp.Body.Close()
+	io.Copy(io.Discard, io.LimitReader(resp.Body, 64<<10))
+	if resp.StatusCode >= 300 {
+		s.log.Warn("webhook refused", "prediction", id, "status", resp.StatusCode)
+		return
+	}
+	s.log.Info("webhook delivered", "prediction", id, "status", view.Status)
+}
+
+// signWebhook is where webhook signing goes. The provider follows Standard
+// Webhooks: headers webhook-id, webhook-timestamp and webhook-signature
+// ("v1," + base64 HMAC-SHA256 over "<id>.<timestamp>.<body>" with the
+// secret). The id and timestamp are set already; the signature comes with
+// the secret.
+func signWebhook(req *http.Request, predictionID string, body []byte) {
+	_ = body
+	req.Header.Set("webhook-id", "msg_"+predictionID)
+	req.Header.Set("webhook-timestamp", strconv.FormatInt(time.Now().Unix(), 10))
+}
+
+// sleep waits d or until ctx ends; false means ctx ended.
+func sleep(ctx context.Context, d time.Duration) bool {
+	if d <= 0 {
+		return ctx.Err() == nil
+	}
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return true
+	case <-ctx.Done():
+		return false
+	}
+}

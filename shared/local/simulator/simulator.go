@@ -1,0 +1,503 @@
+// Package simulator is a local stand-in for the hosted generation provider.
+// It is an http.Handler that speaks the provider's Replicate-compatible
+// predictions protocol and renders real media with ffmpeg, so the service can
+// run and be tested end to end without the provider. Local only: no Lambda
+// imports it.
+//
+// Routes (all JSON; errors are {"detail": "..."}):
+//
+//	POST /v1/models/{owner}/{name}/predictions  {"input":{...},"webhook":"...","webhook_events_filter":[...]} -> 201
+//	POST /v1/predictions                        {"version":"owner/name","input":{...},...}                   -> 201
+//	GET  /v1/predictions/{id}                                                                                 -> 200
+//	POST /v1/predictions/{id}/cancel                                                                          -> 200
+//	GET  /files/{id}/{name}   the outputs; no authentication, like a CDN
+//
+// A prediction goes starting -> processing -> succeeded | failed | canceled.
+// Video models render an H.264 mp4, image models one file per image
+// (png, jpeg or webp). Every picture is a solid background of ColorFor(prompt)
+// with the start of the prompt in white; the top-left CleanCorner x
+// CleanCorner pixels show nothing but the background, so a test can tell
+// which prompt a frame came from.
+//
+// Inputs read (strings or numbers alike): prompt (required); video: duration
+// or seconds (default 5), fps (24), resolution "<short side>p" (720p),
+// aspect_ratio "w:h" | landscape | portrait (16:9), generate_audio (adds a
+// sine-tone AAC track); image: num_outputs or num_images (1, at most 4),
+// output_format png | jpeg | jpg | webp (png), resolution 1K | 2K | 4K (long
+// side, 1K), aspect_ratio "w:h" | match_input_image (1:1). Other inputs are
+// accepted and ignored.
+//
+// Markers in the prompt make behaviour deterministic for tests:
+//
+//	[simulate:fail]  the prediction fails, after the latency, with the error
+//	                 "simulated failure: the prompt asked for it"
+//	[simulate:slow]  two more seconds of latency before rendering starts
+package simulator
+
+import (
+	"context"
+	"crypto/rand"
+	"crypto/subtle"
+	"encoding/base32"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"net/url"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/mediagen-dev/mediagen/shared/ffmpeg"
+)
+
+// Model kinds of Config.Models.
+const (
+	KindImage = "image"
+	KindVideo = "video"
+)
+
+// Prediction states.
+const (
+	StatusStarting   = "starting"
+	StatusProcessing = "processing"
+	StatusSucceeded  = "succeeded"
+	StatusFailed     = "failed"
+	StatusCanceled   = "canceled"
+)
+
+// Prompt markers; see the package comment.
+const (
+	MarkerFail = "[simulate:fail]"
+	MarkerSlow = "[simulate:slow]"
+	// SimulatedFailure is the error of a prediction whose prompt has MarkerFail.
+	SimulatedFailure = "simulated failure: the prompt asked for it"
+	// SlowExtraLatency is what MarkerSlow adds.
+	SlowExtraLatency = 2 * time.Second
+)
+
+// DefaultMaxConcurrentRenders bounds the renders running at once.
+const DefaultMaxConcurrentRenders = 2
+
+const (
+	maxBodyBytes   = 8 << 20
+	webhookTimeout = 5 * time.Second
+)
+
+// Config configures a Simulator.
+type Config struct {
+	// Token, when not empty, is required as "Authorization: Bearer <Token>"
+	// on /v1/ routes.
+	Token string
+	// Latency is the delay before a job starts rendering.
+	Latency time.Duration
+	// BaseURL is the absolute URL where the handler is served, used in output
+	// URLs and urls.get; empty means derived from each create request's Host.
+	BaseURL string
+	// Models maps upstream model names ("owner/name") to KindImage or KindVideo.
+	Models map[string]string
+	// ClipSeconds is the native clip length of video models whose input has
+	// no duration (e.g. a model that always renders 6 s); others default to 5.
+	ClipSeconds map[string]float64
+	// WorkDir is where outputs are written; empty means a temporary folder
+	// that Close removes.
+	WorkDir string
+	// FFmpeg runs the renders; its Timeout bounds each ffmpeg run.
+	FFmpeg ffmpeg.Runner
+	// Logger defaults to discarding.
+	Logger *slog.Logger
+	// MaxConcurrentRenders defaults to DefaultMaxConcurrentRenders; jobs
+	// beyond it wait in "starting".
+	MaxConcurrentRenders int
+	// FontFile defaults to ffmpeg.DefaultFontFile.
+	FontFile string
+}
+
+// Simulator is the provider stand-in. Create it with New; stop it with Close.
+type Simulator struct {
+	cfg         Config
+	baseURL     string
+	ownsWorkDir bool
+	log         *slog.Logger
+	mux         *http.ServeMux
+	slots       chan struct{}
+	webhooks    *http.Client
+
+	// ctx ends at Close and stops every job.
+	ctx    context.Context
+	stop   context.CancelFunc
+	jobs   sync.WaitGroup
+	closer sync.Once
+
+	mu          sync.Mutex
+	closed      bool
+	predictions map[string]*prediction
+}
+
+// New checks the configuration and that ffmpeg and the font are installed.
+func New(cfg Config) (*Simulator, error) {
+	if len(cfg.Models) == 0 {
+		return nil, errors.New("simulator: no models configured")
+	}
+	for model, kind := range cfg.Models {
+		owner, name, ok := strings.Cut(model, "/")
+		if !ok || owner == "" || name == "" || strings.Contains(name, "/") {
+			return nil, fmt.Errorf("simulator: model %q is not owner/name", model)
+		}
+		if kind != KindImage && kind != KindVideo {
+			return nil, fmt.Errorf("simulator: model %s has kind %q, want %q or %q", model, kind, KindImage, KindVideo)
+		}
+	}
+	base := strings.TrimRight(cfg.BaseURL, "/")
+	if base != "" {
+		u, err := url.Parse(base)
+		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+			return nil, fmt.Errorf("simulator: base URL %q is not an absolute http(s) URL", cfg.BaseURL)
+		}
+	}
+	if err := cfg.FFmpeg.Available(); err != nil {
+		return nil, fmt.Errorf("simulator: %w", err)
+	}
+	if cfg.FontFile == "" {
+		cfg.FontFile = ffmpeg.DefaultFontFile
+	}
+	if _, err := os.Stat(cfg.FontFile); err != nil {
+		return nil, fmt.Errorf("simulator: font (install it with `apt-get install fonts-dejavu-core`): %w", err)
+	}
+	if cfg.MaxConcurrentRenders <= 0 {
+		cfg.MaxConcurrentRenders = DefaultMaxConcurrentRenders
+	}
+	log := cfg.Logger
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	owns := false
+	if cfg.WorkDir == "" {
+		dir, err := os.MkdirTemp("", "mediagen-simulator-")
+		if err != nil {
+			return nil, fmt.Errorf("simulator: work dir: %w", err)
+		}
+		cfg.WorkDir, owns = dir, true
+	} else if err := os.MkdirAll(cfg.WorkDir, 0o755); err != nil {
+		return nil, fmt.Errorf("simulator: work dir: %w", err)
+	}
+
+	ctx, stop := context.WithCancel(context.Background())
+	s := &Simulator{
+		cfg:         cfg,
+		baseURL:     base,
+		ownsWorkDir: owns,
+		log:         log.With("component", "simulator"),
+		slots:       make(chan struct{}, cfg.MaxConcurrentRenders),
+		webhooks:    &http.Client{Timeout: webhookTimeout},
+		ctx:         ctx,
+		stop:        stop,
+		predictions: map[string]*prediction{},
+	}
+	s.mux = http.NewServeMux()
+	s.mux.HandleFunc("POST /v1/models/{owner}/{name}/predictions", s.authed(s.handleCreateForModel))
+	s.mux.HandleFunc("POST /v1/predictions", s.authed(s.handleCreateForVersion))
+	s.mux.HandleFunc("GET /v1/predictions/{id}", s.authed(s.handleGet))
+	s.mux.HandleFunc("POST /v1/predictions/{id}/cancel", s.authed(s.handleCancel))
+	s.mux.HandleFunc("GET /files/{id}/{name}", s.handleFile)
+	s.mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
+		writeDetail(w, http.StatusNotFound, fmt.Sprintf("no route for %s %s", r.Method, r.URL.Path))
+	})
+	return s, nil
+}
+
+// ServeHTTP serves the protocol.
+func (s *Simulator) ServeHTTP(w http.ResponseWriter, r *http.Request) { s.mux.ServeHTTP(w, r) }
+
+// WorkDir is where outputs are written.
+func (s *Simulator) WorkDir() string { return s.cfg.WorkDir }
+
+// Close stops every job (they end failed, without webhooks) and waits for
+// them. Later creates answer 503. Safe to call more than once.
+func (s *Simulator) Close() {
+	s.closer.Do(func() {
+		s.mu.Lock()
+		s.closed = true
+		s.mu.Unlock()
+		s.stop()
+		s.jobs.Wait()
+		s.webhooks.CloseIdleConnections()
+		if s.ownsWorkDir {
+			if err := os.RemoveAll(s.cfg.WorkDir); err != nil {
+				s.log.Warn("remove work dir", "dir", s.cfg.WorkDir, "error", err)
+			}
+		}
+	})
+}
+
+func (s *Simulator) authed(h http.HandlerFunc) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		if s.cfg.Token != "" {
+			token, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
+			if !ok || subtle.ConstantTimeCompare([]byte(token), []byte(s.cfg.Token)) != 1 {
+				w.Header().Set("WWW-Authenticate", "Bearer")
+				writeDetail(w, http.StatusUnauthorized, "You did not pass a valid authentication token")
+				return
+			}
+		}
+		h(w, r)
+	}
+}
+
+// createRequest is the body of both create routes.
+type createRequest struct {
+	Version             string          `json:"version"`
+	Input               json.RawMessage `json:"input"`
+	Webhook             string          `json:"webhook"`
+	WebhookEventsFilter []string        `json:"webhook_events_filter"`
+}
+
+func (s *Simulator) handleCreateForModel(w http.ResponseWriter, r *http.Request) {
+	model := r.PathValue("owner") + "/" + r.PathValue("name")
+	if _, ok := s.cfg.Models[model]; !ok {
+		writeDetail(w, http.StatusNotFound, fmt.Sprintf("model %s not found", model))
+		return
+	}
+	req, ok := readCreateRequest(w, r)
+	if !ok {
+		return
+	}
+	s.create(w, r, model, req)
+}
+
+func (s *Simulator) handleCreateForVersion(w http.ResponseWriter, r *http.Request) {
+	req, ok := readCreateRequest(w, r)
+	if !ok {
+		return
+	}
+	if req.Version == "" {
+		writeDetail(w, http.StatusUnprocessableEntity, "version is required")
+		return
+	}
+	// "owner/name" or "owner/name:<version id>": the simulator has one
+	// version per model.
+	model, _, _ := strings.Cut(req.Version, ":")
+	if _, ok := s.cfg.Models[model]; !ok {
+		writeDetail(w, http.StatusNotFound, fmt.Sprintf("model %s not found", model))
+		return
+	}
+	s.create(w, r, model, req)
+}
+
+func readCreateRequest(w http.ResponseWriter, r *http.Request) (createRequest, bool) {
+	var req createRequest
+	dec := json.NewDecoder(http.MaxBytesReader(w, r.Body, maxBodyBytes))
+	if err := dec.Decode(&req); err != nil {
+		var tooBig *http.MaxBytesError
+		if errors.As(err, &tooBig) {
+			writeDetail(w, http.StatusRequestEntityTooLarge, fmt.Sprintf("body is over %d bytes", maxBodyBytes))
+			return req, false
+		}
+		writeDetail(w, http.StatusBadRequest, "body is not a valid JSON object: "+err.Error())
+		return req, false
+	}
+	if dec.More() {
+		writeDetail(w, http.StatusBadRequest, "body has data after the JSON object")
+		return req, false
+	}
+	return req, true
+}
+
+func (s *Simulator) create(w http.ResponseWriter, r *http.Request, model string, req createRequest) {
+	if len(req.Input) == 0 || string(req.Input) == "null" {
+		writeDetail(w, http.StatusUnprocessableEntity, "input is required")
+		return
+	}
+	var input map[string]any
+	if err := json.Unmarshal(req.Input, &input); err != nil {
+		writeDetail(w, http.StatusUnprocessableEntity, "input must be a JSON object")
+		return
+	}
+	prompt, _ := input["prompt"].(string)
+	if strings.TrimSpace(prompt) == "" {
+		writeDetail(w, http.StatusUnprocessableEntity, "input.prompt is required (a non-empty string)")
+		return
+	}
+	job := job{model: model, kind: s.cfg.Models[model], prompt: prompt}
+	var err error
+	if job.kind == KindVideo {
+		job.video, err = parseVideoSpec(input)
+		_, hasDuration := input["duration"]
+		_, hasSeconds := input["seconds"]
+		if secs := s.cfg.ClipSeconds[model]; secs > 0 && !hasDuration && !hasSeconds {
+			job.video.Seconds = secs
+		}
+	} else {
+		job.image, err = parseImageSpec(input)
+	}
+	if err != nil {
+		writeDetail(w, http.StatusUnprocessableEntity, err.Error())
+		return
+	}
+	if req.Webhook != "" {
+		u, err := url.Parse(req.Webhook)
+		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+			writeDetail(w, http.StatusUnprocessableEntity, "webhook must be an absolute http(s) URL")
+			return
+		}
+	}
+
+	id, err := newID()
+	if err != nil {
+		writeDetail(w, http.StatusInternalServerError, "could not make a prediction id")
+		return
+	}
+	base := s.baseURL
+	if base == "" {
+		base = requestBaseURL(r)
+	}
+	p := &prediction{
+		view: Prediction{
+			ID:        id,
+			Model:     model,
+			Version:   versionOf(model),
+			Input:     req.Input,
+			Status:    StatusStarting,
+			CreatedAt: timestamp(time.Now()),
+			URLs: PredictionURLs{
+				Get:    base + "/v1/predictions/" + id,
+				Cancel: base + "/v1/predictions/" + id + "/cancel",
+			},
+		},
+		baseURL: base,
+		webhook: webhookWanted(req.Webhook, req.WebhookEventsFilter),
+	}
+	ctx, cancel := context.WithCancel(s.ctx)
+	p.cancel = cancel
+
+	s.mu.Lock()
+	if s.closed {
+		s.mu.Unlock()
+		cancel()
+		writeDetail(w, http.StatusServiceUnavailable, "the simulator is shutting down")
+		return
+	}
+	s.predictions[id] = p
+	s.jobs.Add(1)
+	view := p.view
+	s.mu.Unlock()
+
+	s.log.Info("prediction created", "prediction", id, "model", model, "kind", job.kind)
+	go func() {
+		defer cancel()
+		s.runJob(ctx, id, job)
+	}()
+	writeJSON(w, http.StatusCreated, view)
+}
+
+func (s *Simulator) handleGet(w http.ResponseWriter, r *http.Request) {
+	view, ok := s.snapshot(r.PathValue("id"))
+	if !ok {
+		writeDetail(w, http.StatusNotFound, "prediction not found")
+		return
+	}
+	writeJSON(w, http.StatusOK, view)
+}
+
+func (s *Simulator) handleCancel(w http.ResponseWriter, r *http.Request) {
+	id := r.PathValue("id")
+	s.mu.Lock()
+	p, ok := s.predictions[id]
+	if !ok {
+		s.mu.Unlock()
+		writeDetail(w, http.StatusNotFound, "prediction not found")
+		return
+	}
+	if !final(p.view.Status) {
+		p.view.Status = StatusCanceled
+		p.view.CompletedAt = ptr(timestamp(time.Now()))
+		p.view.Logs += "canceled\n"
+		// The job sees its context end, stops ffmpeg, cleans up and sends
+		// the webhook.
+		p.cancel()
+		s.log.Info("prediction canceled", "prediction", id)
+	}
+	view := p.view
+	s.mu.Unlock()
+	writeJSON(w, http.StatusOK, view)
+}
+
+// contentTypes are the output types by file extension.
+var contentTypes = map[string]string{
+	".mp4":  "video/mp4",
+	".png":  "image/png",
+	".jpg":  "image/jpeg",
+	".webp": "image/webp",
+}
+
+func (s *Simulator) handleFile(w http.ResponseWriter, r *http.Request) {
+	id, name := r.PathValue("id"), r.PathValue("name")
+	s.mu.Lock()
+	var path string
+	if p, ok := s.predictions[id]; ok && p.view.Status == StatusSucceeded {
+		path = p.files[name] // only listed outputs: no path tricks
+	}
+	s.mu.Unlock()
+	if path == "" {
+		writeDetail(w, http.StatusNotFound, "file not found")
+		return
+	}
+	f, err := os.Open(path)
+	if err != nil {
+		s.log.Warn("open output", "prediction", id, "file", name, "error", err)
+		writeDetail(w, http.StatusNotFound, "file not found")
+		return
+	}
+	defer f.Close()
+	st, err := f.Stat()
+	if err != nil {
+		writeDetail(w, http.StatusInternalServerError, "file unreadable")
+		return
+	}
+	w.Header().Set("Content-Type", contentTypes[filepath.Ext(name)])
+	http.ServeContent(w, r, name, st.ModTime(), f)
+}
+
+func (s *Simulator) snapshot(id string) (Prediction, bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	p, ok := s.predictions[id]
+	if !ok {
+		return Prediction{}, false
+	}
+	return p.view, true
+}
+
+// newID makes an id shaped like the provider's: 26 lowercase base32 chars.
+func newID() (string, error) {
+	b := make([]byte, 16)
+	if _, err := rand.Read(b); err != nil {
+		return "", fmt.Errorf("prediction id: %w", err)
+	}
+	return strings.ToLower(base32.StdEncoding.WithPadding(base32.NoPadding).EncodeToString(b)), nil
+}
+
+func requestBaseURL(r *http.Request) string {
+	scheme := "http"
+	if r.TLS != nil {
+		scheme = "https"
+	}
+	return scheme + "://" + r.Host
+}
+
+func writeJSON(w http.ResponseWriter, status int, v any) {
+	body, err := json.Marshal(v)
+	if err != nil {
+		status, body = http.StatusInternalServerError, []byte(`{"detail":"could not encode the answer"}`)
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	w.Write(append(body, '\n'))
+}
+
+func writeDetail(w http.ResponseWriter, status int, detail string) {
+	writeJSON(w, status, map[string]string{"detail": detail})
+}
