@@ -112,11 +112,16 @@ func errorResponse(ctx context.Context, log *slog.Logger, req Request, err error
 }
 
 func jsonResponse(status int, v any) Response {
-	body, err := json.Marshal(v)
-	if err != nil {
-		status, body = http.StatusInternalServerError, []byte(`{"error":{"code":"internal_error","message":"could not encode the answer"}}`)
+	var buf strings.Builder
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false) // an API answer, not HTML: keep <, > and & readable
+	body := ""
+	if err := enc.Encode(v); err != nil {
+		status, body = http.StatusInternalServerError, `{"error":{"code":"internal_error","message":"could not encode the answer"}}`
+	} else {
+		body = strings.TrimSuffix(buf.String(), "\n")
 	}
-	return Response{StatusCode: status, Body: string(body), Headers: map[string]string{
+	return Response{StatusCode: status, Body: body, Headers: map[string]string{
 		"Content-Type":           "application/json",
 		"Cache-Control":          "no-store",
 		"X-Content-Type-Options": "nosniff",
