@@ -1,0 +1,78 @@
+package runtime_test
+
+import (
+	"encoding/json"
+	"os"
+	"os/exec"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/mediagen-dev/mediagen/shared/domain"
+	"github.com/mediagen-dev/mediagen/shared/ffmpeg"
+)
+
+// TestREADMEQuickstartGivesAVideoURL runs the quickstart's curl commands word
+// for word (with the printed base URL and key in the environment, as the
+// quickstart says), so the README cannot drift from what the service does.
+func TestREADMEQuickstartGivesAVideoURL(t *testing.T) {
+	raw, err := os.ReadFile("../../../README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	quick := string(raw)
+	quick = quick[strings.Index(quick, "## Quickstart"):strings.Index(quick, "## The API")]
+	var commands []string
+	for _, block := range regexp.MustCompile("(?s)```sh\n(.*?)```").FindAllStringSubmatch(quick, -1) {
+		if strings.Contains(block[1], "curl") {
+			commands = append(commands, strings.TrimSpace(block[1]))
+		}
+	}
+	if len(commands) < 2 || !strings.Contains(commands[0], "beta-2") || !strings.Contains(commands[1], "/api/generations/status/") {
+		t.Fatalf("the quickstart no longer has the generate and status curl commands: %q", commands)
+	}
+	rt := start(t, runtimeConfig())
+	owner := newAccount(t, rt, domain.PlanPro, 1000)
+	env := append(os.Environ(), "MEDIAGEN_BASE_URL="+rt.BaseURL, "MEDIAGEN_API_KEY="+owner.APIKey)
+	sh := func(cmd string) []byte {
+		t.Helper()
+		c := exec.Command("sh", "-c", cmd)
+		c.Env = env
+		out, err := c.Output()
+		if err != nil {
+			t.Fatalf("%s: %v", cmd, err)
+		}
+		return out
+	}
+	var created struct {
+		UUID   string `json:"uuid"`
+		Status string `json:"status"`
+	}
+	if err := json.Unmarshal(sh(commands[0]), &created); err != nil || created.Status != "processing" {
+		t.Fatalf("the quickstart's generate command answered %+v, %v", created, err)
+	}
+	// The status command carries the README's example uuid: use ours.
+	status := regexp.MustCompile(`[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}`).ReplaceAllString(commands[1], created.UUID)
+	var view struct {
+		Status string   `json:"status"`
+		Output []string `json:"output"`
+	}
+	for deadline := time.Now().Add(time.Minute); ; time.Sleep(300 * time.Millisecond) {
+		if err := json.Unmarshal(sh(status), &view); err != nil {
+			t.Fatal(err)
+		}
+		if view.Status != "processing" || time.Now().After(deadline) {
+			break
+		}
+	}
+	if view.Status != "completed" || len(view.Output) != 1 || !strings.HasSuffix(view.Output[0], ".mp4") {
+		t.Fatalf("the quickstart's status command answered %+v", view)
+	}
+	path := t.TempDir() + "/boat.mp4"
+	sh("curl -s -o " + path + " '" + view.Output[0] + "'")
+	info, err := ffmpeg.Runner{}.Probe(t.Context(), path)
+	if v, ok := info.Video(); err != nil || !ok || v.Width != 1280 || info.Duration < 3.5 {
+		t.Errorf("the downloaded video: %+v, %v", info, err)
+	}
+}
