@@ -264,3 +264,42 @@ func TestFailedGenerationIsReportedAndRefunded(t *testing.T) {
 		t.Errorf("status by integer id: HTTP %d id %q", byID.status, byID.str("id"))
 	}
 }
+
+func TestRestartResumesGenerationsInFlight(t *testing.T) {
+	dir := t.TempDir()
+	cfg := runtimeConfig()
+	cfg.DataDir = dir
+	cfg.SimulatorLatency = 500 * time.Millisecond
+	rt := start(t, cfg)
+	owner := newAccount(t, rt, domain.PlanPro, 100)
+	a := call(t, rt, http.MethodPost, "/api/generations/generate", owner.APIKey,
+		gen("theta-4-fast", map[string]any{"prompt": "made across a restart"}))
+	if a.status != http.StatusOK {
+		t.Fatalf("HTTP %d %s", a.status, a.body)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	if err := rt.Close(ctx); err != nil { // stopped while the job is still upstream
+		t.Fatal(err)
+	}
+	cfg.Addr = strings.TrimPrefix(rt.BaseURL, "http://") // make run restarts on the same address
+	again := start(t, cfg)
+	final, ok := waitFinal(t, again, owner.APIKey, a.str("uuid"), time.Minute)
+	if !ok {
+		return
+	}
+	if final.str("status") != "completed" {
+		t.Fatalf("after a restart: %s %q, want completed", final.str("status"), final.str("error"))
+	}
+	urls, _ := final.decoded["output"].([]any)
+	if len(urls) != 1 {
+		t.Fatalf("outputs %v", urls)
+	}
+	if _, ok := download(t, urls[0].(string), t.TempDir(), "after-restart.png"); !ok {
+		return
+	}
+	acct := account(t, again, owner.UserID)
+	if !acct.Held.IsZero() || !acct.Captured.Equal(decimal.RequireFromString(a.str("credits_used"))) {
+		t.Errorf("after a restart: held %s captured %s", acct.Held, acct.Captured)
+	}
+}

@@ -132,7 +132,7 @@ func Start(ctx context.Context, cfg Config) (*Runtime, error) {
 	upstreamURL := r.BaseURL + "/upstream"
 	r.Simulator, err = simulator.New(simulator.Config{
 		Token: upstreamToken, Latency: cfg.SimulatorLatency, BaseURL: upstreamURL, Models: models, ClipSeconds: clips,
-		WorkDir: filepath.Join(cfg.DataDir, "upstream"), Logger: log.With("component", "simulator"),
+		WorkDir: filepath.Join(cfg.DataDir, "upstream"), Persist: true, Logger: log.With("component", "simulator"),
 	})
 	if err != nil {
 		return nil, fmt.Errorf("start the upstream simulator: %w", err)

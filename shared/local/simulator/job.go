@@ -122,6 +122,7 @@ func (s *Simulator) update(id string, change func(*prediction)) bool {
 		return false
 	}
 	change(p)
+	s.save(id, p)
 	return true
 }
 
@@ -162,6 +163,10 @@ func (s *Simulator) finish(id string, log *slog.Logger, files []outputFile, err 
 // canceled already) or by Close (it fails, without a webhook).
 func (s *Simulator) stopped(id string, log *slog.Logger) {
 	s.removeFiles(id)
+	if s.ctx.Err() != nil && s.cfg.Persist {
+		log.Info("prediction left for a restart to finish")
+		return
+	}
 	if s.ctx.Err() != nil {
 		s.update(id, func(p *prediction) {
 			p.view.Status = StatusFailed

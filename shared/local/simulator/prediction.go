@@ -43,6 +43,8 @@ type prediction struct {
 	// files maps output file names to their paths, once succeeded.
 	files  map[string]string
 	cancel context.CancelFunc
+	// job is what the prediction renders, kept for a restart.
+	job job
 }
 
 func final(status string) bool {

@@ -114,6 +114,9 @@ type Config struct {
 	MaxConcurrentRenders int
 	// FontFile defaults to ffmpeg.DefaultFontFile.
 	FontFile string
+	// Persist keeps every prediction under WorkDir, so that a restarted
+	// simulator still answers for it and finishes the renders a stop cut off.
+	Persist bool
 }
 
 // Simulator is the provider stand-in. Create it with New; stop it with Close.
@@ -206,6 +209,12 @@ func New(cfg Config) (*Simulator, error) {
 	s.mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		writeDetail(w, http.StatusNotFound, fmt.Sprintf("no route for %s %s", r.Method, r.URL.Path))
 	})
+	if cfg.Persist {
+		if err := s.load(); err != nil {
+			s.Close()
+			return nil, err
+		}
+	}
 	return s, nil
 }
 
@@ -369,6 +378,7 @@ func (s *Simulator) create(w http.ResponseWriter, r *http.Request, model string,
 		},
 		baseURL: base,
 		webhook: webhookWanted(req.Webhook, req.WebhookEventsFilter),
+		job:     job,
 	}
 	ctx, cancel := context.WithCancel(s.ctx)
 	p.cancel = cancel
@@ -381,6 +391,7 @@ func (s *Simulator) create(w http.ResponseWriter, r *http.Request, model string,
 		return
 	}
 	s.predictions[id] = p
+	s.save(id, p)
 	s.jobs.Add(1)
 	view := p.view
 	s.mu.Unlock()
@@ -415,6 +426,7 @@ func (s *Simulator) handleCancel(w http.ResponseWriter, r *http.Request) {
 		p.view.Status = StatusCanceled
 		p.view.CompletedAt = ptr(timestamp(time.Now()))
 		p.view.Logs += "canceled\n"
+		s.save(id, p)
 		// The job sees its context end, stops ffmpeg, cleans up and sends
 		// the webhook.
 		p.cancel()

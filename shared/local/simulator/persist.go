@@ -1,0 +1,93 @@
+package simulator
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+)
+
+// persisted is a prediction as kept on disk when Config.Persist is set, so a
+// restarted simulator still knows its jobs, like a hosted provider would.
+type persisted struct {
+	View    Prediction        `json:"view"`
+	BaseURL string            `json:"base_url"`
+	Webhook string            `json:"webhook,omitempty"`
+	Files   map[string]string `json:"files,omitempty"`
+	Job     persistedJob      `json:"job"`
+}
+
+type persistedJob struct {
+	Model  string    `json:"model"`
+	Kind   string    `json:"kind"`
+	Prompt string    `json:"prompt"`
+	Video  videoSpec `json:"video"`
+	Image  imageSpec `json:"image"`
+}
+
+func (s *Simulator) recordsDir() string { return filepath.Join(s.cfg.WorkDir, "predictions") }
+
+// save writes a prediction's record; the caller holds s.mu.
+func (s *Simulator) save(id string, p *prediction) {
+	if !s.cfg.Persist {
+		return
+	}
+	raw, err := json.Marshal(persisted{View: p.view, BaseURL: p.baseURL, Webhook: p.webhook, Files: p.files,
+		Job: persistedJob{Model: p.job.model, Kind: p.job.kind, Prompt: p.job.prompt, Video: p.job.video, Image: p.job.image}})
+	if err == nil {
+		tmp := filepath.Join(s.recordsDir(), id+".json.tmp")
+		if err = os.WriteFile(tmp, raw, 0o600); err == nil {
+			err = os.Rename(tmp, filepath.Join(s.recordsDir(), id+".json"))
+		}
+	}
+	if err != nil {
+		s.log.Warn("could not keep the prediction on disk", "prediction", id, "error", err)
+	}
+}
+
+// load reads the kept predictions and restarts those that were not final
+// when the simulator stopped.
+func (s *Simulator) load() error {
+	if err := os.MkdirAll(s.recordsDir(), 0o755); err != nil {
+		return fmt.Errorf("simulator: %w", err)
+	}
+	entries, err := os.ReadDir(s.recordsDir())
+	if err != nil {
+		return fmt.Errorf("simulator: %w", err)
+	}
+	for _, e := range entries {
+		if !strings.HasSuffix(e.Name(), ".json") {
+			continue
+		}
+		raw, err := os.ReadFile(filepath.Join(s.recordsDir(), e.Name()))
+		if err != nil {
+			return fmt.Errorf("simulator: %w", err)
+		}
+		var rec persisted
+		if err := json.Unmarshal(raw, &rec); err != nil {
+			s.log.Warn("skipping a damaged prediction record", "file", e.Name(), "error", err)
+			continue
+		}
+		id := rec.View.ID
+		p := &prediction{view: rec.View, baseURL: rec.BaseURL, webhook: rec.Webhook, files: rec.Files,
+			job: job{model: rec.Job.Model, kind: rec.Job.Kind, prompt: rec.Job.Prompt, video: rec.Job.Video, image: rec.Job.Image}}
+		s.predictions[id] = p
+		if final(p.view.Status) {
+			continue
+		}
+		// The render was cut off by the stop: start it again.
+		p.view.Status, p.view.StartedAt = StatusStarting, nil
+		ctx, cancel := context.WithCancel(s.ctx)
+		p.cancel = cancel
+		s.jobs.Add(1)
+		s.log.Info("prediction resumed after a restart", "prediction", id)
+		go func() {
+			defer cancel()
+			s.runJob(ctx, id, p.job)
+		}()
+	}
+	return nil
+}
+
