@@ -90,4 +90,3 @@ func (s *Simulator) load() error {
 	}
 	return nil
 }
-
