@@ -1,0 +1,642 @@
+package stepfunctions
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"math"
+	"reflect"
+	"regexp"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// TaskFunc runs a Task state's resource, like a Lambda function.
+type TaskFunc func(ctx context.Context, input json.RawMessage) (json.RawMessage, error)
+
+// TaskError fails a task with a named error, like a Lambda errorType.
+type TaskError struct{ Name, Cause string }
+
+func (e *TaskError) Error() string { return e.Name + ": " + e.Cause }
+
+// ExecutionError is how an execution failed.
+type ExecutionError struct{ Error, Cause string }
+
+func (e *ExecutionError) String() string { return e.Error + ": " + e.Cause }
+
+// executionError adapts ExecutionError to the error interface without
+// renaming its fields, which mirror the service's JSON.
+type executionError struct{ ExecutionError }
+
+func (e *executionError) Error() string { return e.ExecutionError.String() }
+
+// AsExecutionError extracts the execution's error name and cause.
+func AsExecutionError(err error) (ExecutionError, bool) {
+	var e *executionError
+	if errors.As(err, &e) {
+		return e.ExecutionError, true
+	}
+	return ExecutionError{}, false
+}
+
+// stateError is an error inside the machine, with its States error name.
+type stateError struct{ name, cause string }
+
+func (e *stateError) Error() string { return e.name + ": " + e.cause }
+
+// Config wires a definition to its tasks.
+type Config struct {
+	// Substitutions replace "${Name}" in the definition text before it is
+	// parsed, as the template's DefinitionSubstitutions do.
+	Substitutions map[string]string
+	// Resources maps each Task's (substituted) Resource to its function; for
+	// arn:aws:states:::lambda:invoke, its Parameters.FunctionName.
+	Resources map[string]TaskFunc
+	// WaitScale multiplies Wait durations and Retry intervals (tests: 0.01).
+	WaitScale float64
+	Log       *slog.Logger
+}
+
+// Machine is a loaded definition.
+type Machine struct {
+	def  *machineDef
+	cfg  Config
+	name string
+}
+
+const lambdaInvoke = "arn:aws:states:::lambda:invoke"
+
+var placeholder = regexp.MustCompile(`\$\{[A-Za-z0-9_]+\}`)
+
+// Load substitutes, parses and checks a definition; every construct the
+// runner does not implement is refused here, naming its state.
+func Load(name string, definition []byte, cfg Config) (*Machine, error) {
+	text := string(definition)
+	for k, v := range cfg.Substitutions {
+		text = strings.ReplaceAll(text, "${"+k+"}", v)
+	}
+	if left := placeholder.FindString(text); left != "" {
+		return nil, fmt.Errorf("definition: placeholder %s has no substitution", left)
+	}
+	def, err := parse([]byte(text), "definition")
+	if err != nil {
+		return nil, err
+	}
+	if cfg.WaitScale <= 0 {
+		cfg.WaitScale = 1
+	}
+	if cfg.Log == nil {
+		cfg.Log = slog.New(slog.DiscardHandler)
+	}
+	m := &Machine{def: def, cfg: cfg, name: name}
+	return m, m.checkResources(def)
+}
+
+func (m *Machine) checkResources(def *machineDef) error {
+	for _, st := range def.states {
+		switch st.Type {
+		case "Task":
+			fn := st.Resource
+			if fn == lambdaInvoke {
+				params, _ := st.Parameters.(map[string]any)
+				fn, _ = params["FunctionName"].(string)
+			} else if strings.HasPrefix(fn, "arn:aws:states:::") {
+				return fmt.Errorf("state %q: service integration %s is not supported", st.name, fn)
+			}
+			if _, ok := m.cfg.Resources[fn]; !ok {
+				return fmt.Errorf("state %q: no function for resource %q", st.name, fn)
+			}
+		case "Parallel":
+			for _, b := range st.Branches {
+				if err := m.checkResources(b); err != nil {
+					return err
+				}
+			}
+		case "Map":
+			proc := st.ItemProcessor
+			if proc == nil {
+				proc = st.Iterator
+			}
+			if err := m.checkResources(proc); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// Execution is one run of a machine.
+type Execution struct {
+	ID   string
+	Name string
+
+	done        chan struct{}
+	output      json.RawMessage
+	err         error
+	status      atomic.Value
+	cancel      context.CancelCauseFunc
+	transitions atomic.Int64
+}
+
+// errStopped is the cause of a stopped execution.
+var errStopped = errors.New("stopped")
+
+// Start runs the machine in the background.
+func (m *Machine) Start(ctx context.Context, name string, input json.RawMessage) (*Execution, error) {
+	var in any
+	if err := json.Unmarshal(input, &in); err != nil {
+		return nil, fmt.Errorf("execution input: %w", err)
+	}
+	e := &Execution{ID: "arn:aws:states:local:000000000000:execution:" + m.name + ":" + name, Name: name, done: make(chan struct{})}
+	e.status.Store("RUNNING")
+	runCtx, cancel := context.WithCancelCause(context.WithoutCancel(ctx))
+	e.cancel = cancel
+	if m.def.TimeoutSeconds > 0 {
+		var stop context.CancelFunc
+		runCtx, stop = context.WithTimeout(runCtx, m.scaled(float64(m.def.TimeoutSeconds)))
+		defer func() { go func() { <-e.done; stop() }() }()
+	}
+	start := time.Now().UTC()
+	x := &run{m: m, exec: e, ctxObj: map[string]any{
+		"Execution":    map[string]any{"Id": e.ID, "Name": name, "Input": in, "StartTime": start.Format(time.RFC3339Nano)},
+		"StateMachine": map[string]any{"Id": "arn:aws:states:local:000000000000:stateMachine:" + m.name, "Name": m.name},
+	}}
+	go func() {
+		defer close(e.done)
+		out, err := x.scope(runCtx, m.def, in)
+		switch {
+		case err == nil:
+			e.output, _ = json.Marshal(out)
+			e.status.Store("SUCCEEDED")
+		case errors.Is(context.Cause(runCtx), errStopped):
+			e.err = &executionError{ExecutionError{Error: "States.Aborted", Cause: "the execution was stopped"}}
+			e.status.Store("ABORTED")
+		case errors.Is(runCtx.Err(), context.DeadlineExceeded):
+			e.err = &executionError{ExecutionError{Error: "States.Timeout", Cause: "the execution timed out"}}
+			e.status.Store("TIMED_OUT")
+		default:
+			se := asStateError(err)
+			e.err = &executionError{ExecutionError{Error: se.name, Cause: se.cause}}
+			e.status.Store("FAILED")
+		}
+		m.cfg.Log.Info("execution ended", "execution", e.ID, "status", e.Status(), "transitions", e.Transitions())
+	}()
+	return e, nil
+}
+
+// Run starts an execution and waits for it.
+func (m *Machine) Run(ctx context.Context, name string, input json.RawMessage) (json.RawMessage, error) {
+	e, err := m.Start(ctx, name, input)
+	if err != nil {
+		return nil, err
+	}
+	return e.Wait()
+}
+
+// Wait blocks until the execution ends.
+func (e *Execution) Wait() (json.RawMessage, error) {
+	<-e.done
+	return e.output, e.err
+}
+
+// Done is closed when the execution ends.
+func (e *Execution) Done() <-chan struct{} { return e.done }
+
+// Stop aborts the execution; running tasks see their context end.
+func (e *Execution) Stop() { e.cancel(errStopped) }
+
+// Status is RUNNING, SUCCEEDED, FAILED, ABORTED or TIMED_OUT.
+func (e *Execution) Status() string { return e.status.Load().(string) }
+
+// Transitions counts the states entered, as Step Functions bills them.
+func (e *Execution) Transitions() int { return int(e.transitions.Load()) }
+
+func (m *Machine) scaled(seconds float64) time.Duration {
+	return time.Duration(seconds * m.cfg.WaitScale * float64(time.Second))
+}
+
+// run evaluates states; each concurrent branch or iteration has its own,
+// with its own context object.
+type run struct {
+	m      *Machine
+	exec   *Execution
+	ctxObj map[string]any
+}
+
+func (x *run) fork(extra map[string]any) *run {
+	obj := make(map[string]any, len(x.ctxObj)+len(extra))
+	for k, v := range x.ctxObj {
+		obj[k] = v
+	}
+	for k, v := range extra {
+		obj[k] = v
+	}
+	return &run{m: x.m, exec: x.exec, ctxObj: obj}
+}
+
+// scope runs a States scope from StartAt to its end.
+func (x *run) scope(ctx context.Context, def *machineDef, input any) (any, error) {
+	name := def.StartAt
+	for {
+		if err := ctx.Err(); err != nil {
+			return nil, &stateError{name: "States.Aborted", cause: err.Error()}
+		}
+		st := def.states[name]
+		x.exec.transitions.Add(1)
+		x.ctxObj["State"] = map[string]any{"Name": name, "EnteredTime": time.Now().UTC().Format(time.RFC3339Nano), "RetryCount": 0.0}
+		out, next, err := x.state(ctx, st, input)
+		if err != nil {
+			se := asStateError(err)
+			c := catchFor(st.Catch, se.name)
+			if c == nil || ctx.Err() != nil {
+				return nil, se
+			}
+			x.m.cfg.Log.Info("error caught", "state", name, "error", se.name, "next", c.Next)
+			if input, err = applyResultPath(c.ResultPath, input, map[string]any{"Error": se.name, "Cause": se.cause}); err != nil {
+				return nil, err
+			}
+			name = c.Next
+			continue
+		}
+		if next == "" {
+			return out, nil
+		}
+		input, name = out, next
+	}
+}
+
+// state runs one state and names the next ("" at the end).
+func (x *run) state(ctx context.Context, st *state, input any) (any, string, error) {
+	switch st.Type {
+	case "Fail":
+		name, cause := st.Error, st.Cause
+		if st.ErrorPath != "" {
+			v, _ := x.lookup(st.ErrorPath, input)
+			name, _ = v.(string)
+		}
+		if st.CausePath != "" {
+			v, _ := x.lookup(st.CausePath, input)
+			cause, _ = v.(string)
+		}
+		return nil, "", &stateError{name: name, cause: cause}
+	case "Succeed":
+		eff, err := x.inputPath(st, input)
+		if err != nil {
+			return nil, "", err
+		}
+		out, err := x.outputPath(st, eff)
+		return out, "", err
+	case "Choice":
+		eff, err := x.inputPath(st, input)
+		if err != nil {
+			return nil, "", err
+		}
+		next := st.Default
+		for _, rule := range st.Choices {
+			ok, err := x.matches(rule, eff)
+			if err != nil {
+				return nil, "", err
+			}
+			if ok {
+				next = rule["Next"].(string)
+				break
+			}
+		}
+		if next == "" {
+			return nil, "", &stateError{name: "States.NoChoiceMatched", cause: fmt.Sprintf("no choice of %q matched", st.name)}
+		}
+		out, err := x.outputPath(st, eff)
+		return out, next, err
+	case "Wait":
+		eff, err := x.inputPath(st, input)
+		if err != nil {
+			return nil, "", err
+		}
+		if err := x.wait(ctx, st, eff); err != nil {
+			return nil, "", err
+		}
+		out, err := x.outputPath(st, eff)
+		return out, st.Next, err
+	}
+	// Task, Pass, Parallel and Map: the full input and output processing.
+	eff, err := x.inputPath(st, input)
+	if err != nil {
+		return nil, "", err
+	}
+	params := st.Parameters
+	if st.Type == "Map" {
+		params = nil // a Map's Parameters are its ItemSelector
+	}
+	if params != nil {
+		if eff, err = x.template(params, eff); err != nil {
+			return nil, "", err
+		}
+	}
+	var result any
+	if st.Type == "Pass" {
+		result = eff
+		if st.Result != nil {
+			result = st.Result
+		}
+	} else if result, err = x.withRetry(ctx, st, eff); err != nil {
+		return nil, "", err
+	}
+	if st.ResultSelector != nil {
+		if result, err = x.template(st.ResultSelector, result); err != nil {
+			return nil, "", err
+		}
+	}
+	merged, err := applyResultPath(st.ResultPath, input, result)
+	if err != nil {
+		return nil, "", err
+	}
+	out, err := x.outputPath(st, merged)
+	if st.End {
+		return out, "", err
+	}
+	return out, st.Next, err
+}
+
+// withRetry runs the work of a Task, Parallel or Map under its Retry rules.
+func (x *run) withRetry(ctx context.Context, st *state, eff any) (any, error) {
+	attempts := make([]int, len(st.Retry))
+	for total := 0; ; total++ {
+		x.ctxObj["State"].(map[string]any)["RetryCount"] = float64(total)
+		var res any
+		var err error
+		switch st.Type {
+		case "Task":
+			res, err = x.task(ctx, st, eff)
+		case "Parallel":
+			res, err = x.parallel(ctx, st, eff)
+		case "Map":
+			res, err = x.mapItems(ctx, st, eff)
+		}
+		if err == nil {
+			return res, nil
+		}
+		se := asStateError(err)
+		i := retrierFor(st.Retry, se.name)
+		if i < 0 || ctx.Err() != nil {
+			return nil, se
+		}
+		r := st.Retry[i]
+		maxAttempts := 3
+		if r.MaxAttempts != nil {
+			maxAttempts = *r.MaxAttempts
+		}
+		if attempts[i] >= maxAttempts {
+			return nil, se
+		}
+		interval, backoff := 1.0, 2.0
+		if r.IntervalSeconds != nil {
+			interval = *r.IntervalSeconds
+		}
+		if r.BackoffRate != nil {
+			backoff = *r.BackoffRate
+		}
+		delay := interval * math.Pow(backoff, float64(attempts[i]))
+		if r.MaxDelaySeconds > 0 && delay > r.MaxDelaySeconds {
+			delay = r.MaxDelaySeconds
+		}
+		attempts[i]++
+		x.m.cfg.Log.Info("retrying", "state", st.name, "error", se.name, "attempt", attempts[i])
+		if err := sleep(ctx, x.m.scaled(delay)); err != nil {
+			return nil, err
+		}
+	}
+}
+
+func (x *run) task(ctx context.Context, st *state, eff any) (result any, err error) {
+	fn, payload := st.Resource, eff
+	if fn == lambdaInvoke {
+		params, _ := eff.(map[string]any)
+		fn, _ = params["FunctionName"].(string)
+		payload = params["Payload"]
+	}
+	raw, err := json.Marshal(payload)
+	if err != nil {
+		return nil, &stateError{name: "States.Runtime", cause: err.Error()}
+	}
+	callCtx := ctx
+	if st.TimeoutSeconds > 0 {
+		var cancel context.CancelFunc
+		callCtx, cancel = context.WithTimeout(ctx, x.m.scaled(float64(st.TimeoutSeconds)))
+		defer cancel()
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			result, err = nil, &stateError{name: "States.TaskFailed", cause: fmt.Sprintf("the task panicked: %v", r)}
+		}
+	}()
+	out, err := x.m.cfg.Resources[fn](callCtx, raw)
+	if err != nil {
+		if callCtx.Err() == context.DeadlineExceeded && ctx.Err() == nil {
+			return nil, &stateError{name: "States.Timeout", cause: fmt.Sprintf("task %q timed out", st.name)}
+		}
+		return nil, taskError(err)
+	}
+	if len(out) == 0 {
+		out = []byte("null")
+	}
+	if err := json.Unmarshal(out, &result); err != nil {
+		return nil, &stateError{name: "States.Runtime", cause: "the task's result is not JSON"}
+	}
+	if st.Resource == lambdaInvoke {
+		result = map[string]any{"Payload": result, "StatusCode": 200.0, "ExecutedVersion": "$LATEST"}
+	}
+	return result, nil
+}
+
+// taskError names a task's error the way Lambda reports errorType: the
+// TaskError's name, else the Go type name of the returned error.
+func taskError(err error) *stateError {
+	var te *TaskError
+	if errors.As(err, &te) {
+		return &stateError{name: te.Name, cause: te.Cause}
+	}
+	t := reflect.TypeOf(err)
+	for t.Kind() == reflect.Pointer {
+		t = t.Elem()
+	}
+	return &stateError{name: t.Name(), cause: err.Error()}
+}
+
+func (x *run) parallel(ctx context.Context, st *state, eff any) (any, error) {
+	results := make([]any, len(st.Branches))
+	err := concurrently(ctx, len(st.Branches), 0, func(ctx context.Context, i int) error {
+		out, err := x.fork(nil).scope(ctx, st.Branches[i], deepCopy(eff))
+		results[i] = out
+		return err
+	})
+	return results, err
+}
+
+func (x *run) mapItems(ctx context.Context, st *state, eff any) (any, error) {
+	var items any = eff
+	if st.Items != nil {
+		var err error
+		if items, err = x.template(map[string]any{"v": st.Items}, eff); err != nil {
+			return nil, err
+		}
+		items = items.(map[string]any)["v"]
+	} else if st.ItemsPath != "" {
+		v, ok := x.lookup(st.ItemsPath, eff)
+		if !ok {
+			return nil, &stateError{name: "States.Runtime", cause: fmt.Sprintf("ItemsPath %s matched nothing", st.ItemsPath)}
+		}
+		items = v
+	}
+	list, ok := items.([]any)
+	if !ok {
+		return nil, &stateError{name: "States.Runtime", cause: fmt.Sprintf("the items of %q are not an array", st.name)}
+	}
+	proc := st.ItemProcessor
+	if proc == nil {
+		proc = st.Iterator
+	}
+	selector := st.ItemSelector
+	if selector == nil {
+		selector = st.Parameters
+	}
+	results := make([]any, len(list))
+	err := concurrently(ctx, len(list), st.MaxConcurrency, func(ctx context.Context, i int) error {
+		xi := x.fork(map[string]any{"Map": map[string]any{"Item": map[string]any{"Index": float64(i), "Value": list[i]}}})
+		in := deepCopy(list[i])
+		if selector != nil {
+			var err error
+			if in, err = xi.template(selector, eff); err != nil {
+				return err
+			}
+		}
+		out, err := xi.scope(ctx, proc, in)
+		results[i] = out
+		return err
+	})
+	return results, err
+}
+
+// concurrently runs n jobs, at most limit at once (0: no limit); the first
+// error cancels the others and is returned.
+func concurrently(ctx context.Context, n, limit int, job func(context.Context, int) error) error {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	if limit <= 0 || limit > n {
+		limit = n
+	}
+	slots := make(chan struct{}, max(limit, 1))
+	var (
+		wg       sync.WaitGroup
+		once     sync.Once
+		firstErr error
+	)
+	for i := 0; i < n; i++ {
+		select {
+		case slots <- struct{}{}:
+		case <-ctx.Done():
+		}
+		if ctx.Err() != nil {
+			break
+		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			defer func() { <-slots }()
+			if err := job(ctx, i); err != nil {
+				once.Do(func() { firstErr = err; cancel() })
+			}
+		}()
+	}
+	wg.Wait()
+	if firstErr == nil && ctx.Err() != nil {
+		return &stateError{name: "States.Aborted", cause: ctx.Err().Error()}
+	}
+	return firstErr
+}
+
+func (x *run) wait(ctx context.Context, st *state, eff any) error {
+	var d time.Duration
+	switch {
+	case st.Seconds != nil:
+		d = x.m.scaled(*st.Seconds)
+	case st.SecondsPath != "":
+		v, ok := x.lookup(st.SecondsPath, eff)
+		secs, isNum := v.(float64)
+		if !ok || !isNum || secs < 0 {
+			return &stateError{name: "States.Runtime", cause: fmt.Sprintf("SecondsPath %s is not a non-negative number", st.SecondsPath)}
+		}
+		d = x.m.scaled(secs)
+	default:
+		ts := st.Timestamp
+		if st.TimestampPath != "" {
+			v, _ := x.lookup(st.TimestampPath, eff)
+			ts, _ = v.(string)
+		}
+		t, err := time.Parse(time.RFC3339Nano, ts)
+		if err != nil {
+			return &stateError{name: "States.Runtime", cause: fmt.Sprintf("timestamp %q: %v", ts, err)}
+		}
+		d = time.Duration(float64(time.Until(t)) * x.m.cfg.WaitScale)
+	}
+	return sleep(ctx, d)
+}
+
+func sleep(ctx context.Context, d time.Duration) error {
+	if d <= 0 {
+		return nil
+	}
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return nil
+	case <-ctx.Done():
+		return &stateError{name: "States.Aborted", cause: ctx.Err().Error()}
+	}
+}
+
+func asStateError(err error) *stateError {
+	var se *stateError
+	if errors.As(err, &se) {
+		return se
+	}
+	return &stateError{name: "States.Runtime", cause: err.Error()}
+}
+
+// errorMatches applies the ErrorEquals rules: States.ALL matches every
+// error, States.TaskFailed every task failure but a timeout, names exactly.
+func errorMatches(equals []string, name string) bool {
+	for _, e := range equals {
+		switch {
+		case e == name, e == "States.ALL":
+			return true
+		case e == "States.TaskFailed" && name != "States.Timeout" && !strings.HasPrefix(name, "States."):
+			return true
+		case e == "States.TaskFailed" && name == "States.TaskFailed":
+			return true
+		}
+	}
+	return false
+}
+
+func retrierFor(rs []retrier, name string) int {
+	for i, r := range rs {
+		if errorMatches(r.ErrorEquals, name) {
+			return i
+		}
+	}
+	return -1
+}
+
+func catchFor(cs []catcher, name string) *catcher {
+	for i := range cs {
+		if errorMatches(cs[i].ErrorEquals, name) {
+			return &cs[i]
+		}
+	}
+	return nil
+}
