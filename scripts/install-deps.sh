@@ -12,6 +12,7 @@ need_file() { [ -e "$1" ] || APT_PACKAGES+=("$2"); }
 need_command ffmpeg ffmpeg       # the upstream simulator renders media; tests probe it
 need_command ffprobe ffmpeg
 need_command curl curl         # the README quickstart test runs its curl commands
+need_command espeak-ng espeak-ng # local narration of long-form videos
 need_file /usr/share/fonts/truetype/dejavu/DejaVuSans.ttf fonts-dejavu-core   # drawtext's font, by path
 
 if [ ${#APT_PACKAGES[@]} -gt 0 ]; then

@@ -17,6 +17,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync"
 	"time"
 
@@ -31,13 +32,17 @@ import (
 	"github.com/mediagen-dev/mediagen/shared/jwtauth"
 	"github.com/mediagen-dev/mediagen/shared/ledger"
 	"github.com/mediagen-dev/mediagen/shared/local/apigw"
+	"github.com/mediagen-dev/mediagen/shared/local/espeak"
 	"github.com/mediagen-dev/mediagen/shared/local/objectstore"
 	"github.com/mediagen-dev/mediagen/shared/local/queue"
 	"github.com/mediagen-dev/mediagen/shared/local/simulator"
+	"github.com/mediagen-dev/mediagen/shared/local/stepfunctions"
+	"github.com/mediagen-dev/mediagen/shared/longstory"
 	"github.com/mediagen-dev/mediagen/shared/media"
 	"github.com/mediagen-dev/mediagen/shared/pricing"
 	"github.com/mediagen-dev/mediagen/shared/store/sqlitestore"
 	"github.com/mediagen-dev/mediagen/shared/upstream"
+	"github.com/mediagen-dev/mediagen/statemachines"
 )
 
 // Config tunes the local runtime; zero values take the defaults.
@@ -56,6 +61,9 @@ type Config struct {
 	PriceFile string
 	// DevCredits is the dev account's first grant.
 	DevCredits decimal.Decimal
+	// WorkflowWaitScale scales the workflow's Wait states and retry
+	// intervals (tests make them short); default 1.
+	WorkflowWaitScale float64
 	// JWT, when its issuer is set, admits identity-provider tokens on the
 	// status route.
 	JWTIssuer, JWTAudience, JWKSURL string
@@ -81,6 +89,8 @@ type Runtime struct {
 	Objects     *objectstore.Store
 	Queue       *queue.Queue
 	Generations *generation.Service
+	LongStories *longstory.Service
+	Workflow    *stepfunctions.Workflow
 	Simulator   *simulator.Simulator
 
 	srv    *http.Server
@@ -95,6 +105,10 @@ func Start(ctx context.Context, cfg Config) (*Runtime, error) {
 	log := cfg.Log
 	if err := (ffmpeg.Runner{}).Available(); err != nil {
 		return nil, fmt.Errorf("the upstream simulator renders media with ffmpeg: %w", err)
+	}
+	narrator := espeak.Narrator{}
+	if err := narrator.Available(); err != nil {
+		return nil, fmt.Errorf("long-form narration: %w", err)
 	}
 	ln, err := net.Listen("tcp", cfg.Addr)
 	if err != nil {
@@ -146,11 +160,13 @@ func Start(ctx context.Context, cfg Config) (*Runtime, error) {
 		}
 	}
 	host := ln.Addr().(*net.TCPAddr).IP.String()
+	upstreamClient := &upstream.Client{BaseURL: upstreamURL, Token: upstreamToken}
+	copier := &media.Copier{Bucket: r.Objects.MediaBucket(), HTTP: &http.Client{Timeout: 5 * time.Minute},
+		AllowedHosts: []string{host}, MaxBytes: 512 << 20}
 	svc := &generation.Service{
-		Store:    r.Store,
-		Upstream: &upstream.Client{BaseURL: upstreamURL, Token: upstreamToken},
-		Copier: &media.Copier{Bucket: r.Objects.MediaBucket(), HTTP: &http.Client{Timeout: 5 * time.Minute},
-			AllowedHosts: []string{host}, MaxBytes: 512 << 20},
+		Store:        r.Store,
+		Upstream:     upstreamClient,
+		Copier:       copier,
 		Prices:       prices,
 		Validation:   catalog.Options{AllowLoopbackURLs: true},
 		PollInterval: cfg.PollInterval,
@@ -164,10 +180,24 @@ func Start(ctx context.Context, cfg Config) (*Runtime, error) {
 	if cfg.JWTIssuer != "" {
 		gate.Tokens = &jwtauth.Verifier{Issuer: cfg.JWTIssuer, Audience: cfg.JWTAudience, JWKSURL: cfg.JWKSURL}
 	}
+	steps := &longstory.Steps{Store: r.Store, Upstream: upstreamClient, Copier: copier, Files: r.Objects.MediaBucket(),
+		Narrator: narrator, FFmpeg: ffmpeg.Runner{}, WorkDir: filepath.Join(cfg.DataDir, "tmp"), Log: log}
+	if err := os.MkdirAll(steps.WorkDir, 0o755); err != nil {
+		return nil, fmt.Errorf("scratch dir: %w", err)
+	}
+	if r.Workflow, err = longStoryWorkflow(steps, cfg.WorkflowWaitScale, log); err != nil {
+		return nil, err
+	}
+	r.LongStories = &longstory.Service{Store: r.Store, Workflow: r.Workflow, Prices: prices, Log: log}
+
 	gens := &httpapi.Generations{Service: svc, Gate: gate}
+	stories := &httpapi.LongStories{Service: r.LongStories, Gate: gate}
 	apigw.Mount(mux, []apigw.Route{
 		{Method: http.MethodPost, Path: "/api/generations/generate", Handler: gens.Generate()},
 		{Method: http.MethodGet, Path: "/api/generations/status/{id}", Handler: gens.Status()},
+		{Method: http.MethodPost, Path: "/api/long-story/videos/estimate", Handler: stories.Estimate()},
+		{Method: http.MethodPost, Path: "/api/long-story/videos", Handler: stories.Create()},
+		{Method: http.MethodGet, Path: "/api/long-story/videos/{videoId}", Handler: stories.Status()},
 	}, log)
 	mux.HandleFunc("/", notFound)
 
@@ -258,6 +288,9 @@ func (r *Runtime) Close(ctx context.Context) error {
 	if r.srv != nil {
 		err = r.srv.Shutdown(ctx)
 	}
+	if r.Workflow != nil {
+		r.Workflow.StopAll()
+	}
 	if r.cancel != nil {
 		r.cancel()
 	}
@@ -274,6 +307,31 @@ func (r *Runtime) closeParts() error {
 		errs = append(errs, r.Store.Close())
 	}
 	return errors.Join(errs...)
+}
+
+// longStoryWorkflow loads statemachines/long-story.asl.json with each task
+// placeholder bound to the handler its Lambda function runs.
+func longStoryWorkflow(steps *longstory.Steps, waitScale float64, log *slog.Logger) (*stepfunctions.Workflow, error) {
+	handlers := map[string]any{
+		"SubmitSceneFunctionArn": steps.SubmitScene, "CheckSceneFunctionArn": steps.CheckScene,
+		"NarrateFunctionArn": steps.Narrate, "AssembleFunctionArn": steps.Assemble,
+		"FinalizeFunctionArn": steps.Finalize, "MarkFailedFunctionArn": steps.MarkFailed,
+	}
+	subs, resources := map[string]string{}, map[string]stepfunctions.TaskFunc{}
+	for _, name := range statemachines.LongStoryTasks {
+		fn, ok := handlers[name]
+		if !ok {
+			return nil, fmt.Errorf("long-story workflow: no local handler for %s", name)
+		}
+		arn := "arn:aws:lambda:local:000000000000:function:" + strings.TrimSuffix(name, "FunctionArn")
+		subs[name], resources[arn] = arn, stepfunctions.Handler(fn)
+	}
+	m, err := stepfunctions.Load("long-story", statemachines.LongStory, stepfunctions.Config{
+		Substitutions: subs, Resources: resources, WaitScale: waitScale, Log: log.With("component", "workflow")})
+	if err != nil {
+		return nil, fmt.Errorf("long-story workflow: %w", err)
+	}
+	return &stepfunctions.Workflow{Machine: m}, nil
 }
 
 // ensureDevAccount makes the dev account on first start and reads it after.

@@ -1,0 +1,64 @@
+package stepfunctions
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"sync"
+
+	"github.com/aws/aws-lambda-go/lambda"
+)
+
+// Handler adapts a Lambda handler function (any signature lambda.Start
+// accepts) to a TaskFunc, through aws-lambda-go's own reflection, so a task
+// runs exactly the code its function runs in AWS.
+func Handler(fn any) TaskFunc {
+	h := lambda.NewHandler(fn)
+	return func(ctx context.Context, input json.RawMessage) (json.RawMessage, error) {
+		return h.Invoke(ctx, input)
+	}
+}
+
+// Workflow starts executions of one machine the way Step Functions does:
+// starting the same name again does not start a second execution.
+type Workflow struct {
+	Machine *Machine
+
+	mu         sync.Mutex
+	executions map[string]*Execution
+}
+
+// Start starts an execution named name, once.
+func (w *Workflow) Start(ctx context.Context, name string, input []byte) error {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.executions == nil {
+		w.executions = map[string]*Execution{}
+	}
+	if _, ok := w.executions[name]; ok {
+		return nil
+	}
+	e, err := w.Machine.Start(ctx, name, input)
+	if err != nil {
+		return fmt.Errorf("start execution %s: %w", name, err)
+	}
+	w.executions[name] = e
+	return nil
+}
+
+// Execution finds a started execution.
+func (w *Workflow) Execution(name string) (*Execution, bool) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	e, ok := w.executions[name]
+	return e, ok
+}
+
+// StopAll aborts every running execution (at shutdown).
+func (w *Workflow) StopAll() {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	for _, e := range w.executions {
+		e.Stop()
+	}
+}
