@@ -1,4 +1,5 @@
-// Command generate is the Lambda of POST /api/generations/generate.
+// Command generate is the Lambda function of POST /api/generations/generate: validate, price, hold, record, submit, enqueue the first poll.
+// prod.Functions says what it wires.
 package main
 
 import (
@@ -6,15 +7,9 @@ import (
 
 	"github.com/aws/aws-lambda-go/lambda"
 
-	"github.com/mediagen-dev/mediagen/shared/httpapi"
 	"github.com/mediagen-dev/mediagen/shared/prod"
 )
 
 func main() {
-	ctx := context.Background()
-	log := prod.Logger()
-	svc, cfg, err := prod.GenerationService(ctx, log, false)
-	prod.Must(svc, err)
-	routes := &httpapi.Generations{Service: svc, Gate: prod.Gate(cfg, log)}
-	lambda.Start(routes.Generate())
+	lambda.Start(prod.Must(prod.Handler(context.Background(), "generate")))
 }

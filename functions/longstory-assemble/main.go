@@ -1,4 +1,5 @@
-// Command longstory-assemble is a task of the long-form workflow: it joins the scenes and narration into one mp4 with ffmpeg.
+// Command longstory-assemble is the Lambda function of a workflow task: joins scenes and narration into one mp4 with ffmpeg.
+// prod.Functions says what it wires.
 package main
 
 import (
@@ -10,6 +11,5 @@ import (
 )
 
 func main() {
-	steps := prod.Must(prod.Steps(context.Background(), prod.Logger(), prod.StepNeeds{Files: true}))
-	lambda.Start(steps.Assemble)
+	lambda.Start(prod.Must(prod.Handler(context.Background(), "longstory-assemble")))
 }

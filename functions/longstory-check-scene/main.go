@@ -1,4 +1,5 @@
-// Command longstory-check-scene is a task of the long-form workflow: it reads one scene's upstream job and keeps the finished clip.
+// Command longstory-check-scene is the Lambda function of a workflow task: reads one scene's job and keeps the finished clip.
+// prod.Functions says what it wires.
 package main
 
 import (
@@ -10,6 +11,5 @@ import (
 )
 
 func main() {
-	steps := prod.Must(prod.Steps(context.Background(), prod.Logger(), prod.StepNeeds{Upstream: true, Copier: true}))
-	lambda.Start(steps.CheckScene)
+	lambda.Start(prod.Must(prod.Handler(context.Background(), "longstory-check-scene")))
 }

@@ -1,4 +1,5 @@
-// Command longstory-create is the Lambda of POST /api/long-story/videos.
+// Command longstory-create is the Lambda function of POST /api/long-story/videos: hold, record, start the workflow.
+// prod.Functions says what it wires.
 package main
 
 import (
@@ -6,14 +7,9 @@ import (
 
 	"github.com/aws/aws-lambda-go/lambda"
 
-	"github.com/mediagen-dev/mediagen/shared/httpapi"
 	"github.com/mediagen-dev/mediagen/shared/prod"
 )
 
 func main() {
-	log := prod.Logger()
-	cfg := prod.Must(prod.AWSConfig(context.Background()))
-	svc := prod.Must(prod.LongStoryService(cfg, log, true))
-	routes := &httpapi.LongStories{Service: svc, Gate: prod.Gate(cfg, log)}
-	lambda.Start(routes.Create())
+	lambda.Start(prod.Must(prod.Handler(context.Background(), "longstory-create")))
 }

@@ -1,4 +1,5 @@
-// Command longstory-fail is a task of the long-form workflow: it marks the video failed and releases its credits.
+// Command longstory-fail is the Lambda function of a workflow task: marks the video failed and releases its credits.
+// prod.Functions says what it wires.
 package main
 
 import (
@@ -10,6 +11,5 @@ import (
 )
 
 func main() {
-	steps := prod.Must(prod.Steps(context.Background(), prod.Logger(), prod.StepNeeds{Store: true}))
-	lambda.Start(steps.MarkFailed)
+	lambda.Start(prod.Must(prod.Handler(context.Background(), "longstory-fail")))
 }

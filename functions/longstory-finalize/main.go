@@ -1,4 +1,5 @@
-// Command longstory-finalize is a task of the long-form workflow: it marks the video completed and captures its credits.
+// Command longstory-finalize is the Lambda function of a workflow task: marks the video completed and captures its credits.
+// prod.Functions says what it wires.
 package main
 
 import (
@@ -10,6 +11,5 @@ import (
 )
 
 func main() {
-	steps := prod.Must(prod.Steps(context.Background(), prod.Logger(), prod.StepNeeds{Files: true, Store: true}))
-	lambda.Start(steps.Finalize)
+	lambda.Start(prod.Must(prod.Handler(context.Background(), "longstory-finalize")))
 }

@@ -1,4 +1,5 @@
-// Command longstory-narrate is a task of the long-form workflow: it speaks each scene's narration with Amazon Polly.
+// Command longstory-narrate is the Lambda function of a workflow task: speaks each scene's narration with Amazon Polly.
+// prod.Functions says what it wires.
 package main
 
 import (
@@ -10,6 +11,5 @@ import (
 )
 
 func main() {
-	steps := prod.Must(prod.Steps(context.Background(), prod.Logger(), prod.StepNeeds{Files: true, Narrator: true}))
-	lambda.Start(steps.Narrate)
+	lambda.Start(prod.Must(prod.Handler(context.Background(), "longstory-narrate")))
 }

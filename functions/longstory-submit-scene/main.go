@@ -1,4 +1,5 @@
-// Command longstory-submit-scene is a task of the long-form workflow: it starts one scene's clip upstream.
+// Command longstory-submit-scene is the Lambda function of a workflow task: starts one scene's clip upstream.
+// prod.Functions says what it wires.
 package main
 
 import (
@@ -10,6 +11,5 @@ import (
 )
 
 func main() {
-	steps := prod.Must(prod.Steps(context.Background(), prod.Logger(), prod.StepNeeds{Upstream: true}))
-	lambda.Start(steps.SubmitScene)
+	lambda.Start(prod.Must(prod.Handler(context.Background(), "longstory-submit-scene")))
 }

@@ -1,5 +1,5 @@
-// Command poller is the Lambda behind the poll queue: it reads upstream jobs,
-// copies finished outputs into the bucket and settles holds.
+// Command poller is the Lambda function of behind the poll queue: reads upstream jobs, keeps finished outputs, settles holds.
+// prod.Functions says what it wires.
 package main
 
 import (
@@ -11,7 +11,5 @@ import (
 )
 
 func main() {
-	svc, _, err := prod.GenerationService(context.Background(), prod.Logger(), true)
-	prod.Must(svc, err)
-	lambda.Start(svc.HandleSQS)
+	lambda.Start(prod.Must(prod.Handler(context.Background(), "poller")))
 }

@@ -1,4 +1,5 @@
-// Command status is the Lambda of GET /api/generations/status/{id}.
+// Command status is the Lambda function of GET /api/generations/status/{id}: the generation status view.
+// prod.Functions says what it wires.
 package main
 
 import (
@@ -6,16 +7,9 @@ import (
 
 	"github.com/aws/aws-lambda-go/lambda"
 
-	"github.com/mediagen-dev/mediagen/shared/generation"
-	"github.com/mediagen-dev/mediagen/shared/httpapi"
 	"github.com/mediagen-dev/mediagen/shared/prod"
 )
 
 func main() {
-	log := prod.Logger()
-	cfg := prod.Must(prod.AWSConfig(context.Background()))
-	// A lookup needs only the store: no upstream token, queue or bucket.
-	svc := &generation.Service{Store: prod.Store(cfg), Log: log}
-	routes := &httpapi.Generations{Service: svc, Gate: prod.Gate(cfg, log)}
-	lambda.Start(routes.Status())
+	lambda.Start(prod.Must(prod.Handler(context.Background(), "status")))
 }

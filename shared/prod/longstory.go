@@ -82,7 +82,7 @@ func Steps(ctx context.Context, log *slog.Logger, needs StepNeeds) (*longstory.S
 			s.Upstream = &upstream.Client{BaseURL: base, Token: token, HTTP: &http.Client{Timeout: 20 * time.Second}}
 		}
 		if needs.Copier {
-			hosts := splitList(os.Getenv(EnvUpstreamOutputHosts))
+			hosts := splitList(Getenv(EnvUpstreamOutputHosts))
 			if len(hosts) == 0 {
 				u, err := url.Parse(base)
 				if err != nil {

@@ -49,13 +49,17 @@ const (
 	EnvUpstreamToken = "UPSTREAM_TOKEN"
 )
 
+// Getenv is how the wiring reads its environment. Tests replace it to learn
+// which variables each function reads.
+var Getenv = os.Getenv
+
 // Logger is the JSON logger every function uses.
 func Logger() *slog.Logger {
 	return slog.New(slog.NewJSONHandler(os.Stdout, nil))
 }
 
 func required(name string) (string, error) {
-	v := os.Getenv(name)
+	v := Getenv(name)
 	if v == "" {
 		return "", fmt.Errorf("environment variable %s is not set", name)
 	}
@@ -73,22 +77,22 @@ func AWSConfig(ctx context.Context) (aws.Config, error) {
 
 // Store is the DynamoDB store on the template's tables.
 func Store(cfg aws.Config) *dynamostore.Store {
-	return dynamostore.New(dynamodb.NewFromConfig(cfg), dynamostore.TablesFromEnv(os.Getenv))
+	return dynamostore.New(dynamodb.NewFromConfig(cfg), dynamostore.TablesFromEnv(Getenv))
 }
 
 // Gate authenticates requests against the store, and tokens when the
 // identity provider is configured.
 func Gate(cfg aws.Config, log *slog.Logger) *httpapi.Gate {
 	g := &httpapi.Gate{Store: Store(cfg), Log: log}
-	if iss := os.Getenv(EnvJWTIssuer); iss != "" {
-		g.Tokens = &jwtauth.Verifier{Issuer: iss, Audience: os.Getenv(EnvJWTAudience), JWKSURL: os.Getenv(EnvJWKSURL)}
+	if iss := Getenv(EnvJWTIssuer); iss != "" {
+		g.Tokens = &jwtauth.Verifier{Issuer: iss, Audience: Getenv(EnvJWTAudience), JWKSURL: Getenv(EnvJWKSURL)}
 	}
 	return g
 }
 
 // Prices is the price file named by PRICE_FILE, or the embedded one.
 func Prices() (*pricing.Table, error) {
-	if path := os.Getenv(EnvPriceFile); path != "" {
+	if path := Getenv(EnvPriceFile); path != "" {
 		return pricing.LoadFile(path)
 	}
 	return pricing.Default(), nil
@@ -97,12 +101,12 @@ func Prices() (*pricing.Table, error) {
 // upstreamToken reads the provider token from Secrets Manager (or, for local
 // invokes, from UPSTREAM_TOKEN).
 func upstreamToken(ctx context.Context, cfg aws.Config) (string, error) {
-	if tok := os.Getenv(EnvUpstreamToken); tok != "" {
+	arn := Getenv(EnvUpstreamTokenSecret)
+	if tok := Getenv(EnvUpstreamToken); tok != "" {
 		return tok, nil
 	}
-	arn, err := required(EnvUpstreamTokenSecret)
-	if err != nil {
-		return "", err
+	if arn == "" {
+		return "", fmt.Errorf("environment variable %s is not set", EnvUpstreamTokenSecret)
 	}
 	out, err := secretsmanager.NewFromConfig(cfg).GetSecretValue(ctx, &secretsmanager.GetSecretValueInput{SecretId: aws.String(arn)})
 	if err != nil {
@@ -155,7 +159,7 @@ func GenerationService(ctx context.Context, log *slog.Logger, withCopier bool) (
 		if err != nil {
 			return nil, aws.Config{}, err
 		}
-		hosts := splitList(os.Getenv(EnvUpstreamOutputHosts))
+		hosts := splitList(Getenv(EnvUpstreamOutputHosts))
 		if len(hosts) == 0 {
 			u, err := url.Parse(base)
 			if err != nil {
