@@ -78,7 +78,7 @@ func TestEstimateMatchesTheSpecsSample(t *testing.T) {
 		"scene_info.scene_duration_note": info["scene_duration_note"], "credits.required": credits["required"],
 		"credits.per_second": credits["per_second"], "credits.total": credits["total"],
 		"pricing.base_cost_usd_per_second": pricing["base_cost_usd_per_second"],
-		"pricing.total_base_cost_usd": pricing["total_base_cost_usd"], "pricing.profit_margin": pricing["profit_margin"],
+		"pricing.total_base_cost_usd":      pricing["total_base_cost_usd"], "pricing.profit_margin": pricing["profit_margin"],
 	} {
 		want := map[string]string{"success": "bool", "scene_count_mode": "bool", "model": "string",
 			"scene_info.scene_duration_note": "string", "pricing.profit_margin": "string"}[path]
