@@ -1,7 +1,7 @@
 # Two commands do all the set-up on a fresh machine:
 #   make run    start the whole service locally (no AWS account, no Docker)
 #   make test   install what the tests need and run them all
-.PHONY: test run deps vet fmt mediagen
+.PHONY: test run deps vet fmt mediagen build
 
 GO ?= go
 
@@ -28,3 +28,39 @@ DATA ?= .mediagen
 run: mediagen
 	@scripts/install-deps.sh runtime
 	bin/mediagen serve --addr $(ADDR) --data $(DATA)
+
+# ---- Lambda builds ---------------------------------------------------------
+# Each function is a linux/arm64 bootstrap, built like `sam build` does: the
+# template gives every function CodeUri "." and BuildMethod makefile, so SAM
+# runs build-<LogicalId> below with ARTIFACTS_DIR set; its cache hashes the
+# whole module, so a change in shared/ rebuilds every function.
+LAMBDA_GOFLAGS = GOOS=linux GOARCH=arm64 CGO_ENABLED=0
+LAMBDA_BUILD = $(LAMBDA_GOFLAGS) $(GO) build -tags lambda.norpc -trimpath -ldflags='-s -w'
+
+# LogicalId=folder under functions/
+FUNCTIONS = \
+	GenerateFunction=generate \
+	StatusFunction=status \
+	PollerFunction=poller \
+	SweeperFunction=sweeper \
+	AuthorizerFunction=authorizer \
+	LongStoryEstimateFunction=longstory-estimate \
+	LongStoryCreateFunction=longstory-create \
+	LongStoryStatusFunction=longstory-status \
+	SubmitSceneFunction=longstory-submit-scene \
+	CheckSceneFunction=longstory-check-scene \
+	NarrateFunction=longstory-narrate \
+	AssembleFunction=longstory-assemble \
+	FinalizeFunction=longstory-finalize \
+	MarkFailedFunction=longstory-fail
+
+define sam_target
+build-$(1):
+	$$(LAMBDA_BUILD) -o $$(ARTIFACTS_DIR)/bootstrap ./functions/$(2)
+endef
+$(foreach f,$(FUNCTIONS),$(eval $(call sam_target,$(word 1,$(subst =, ,$(f))),$(word 2,$(subst =, ,$(f))))))
+
+# make build: every function into bin/lambda/<folder>/bootstrap, with sizes,
+# refusing a binary that links a local-only package.
+build:
+	@scripts/build-lambdas.sh

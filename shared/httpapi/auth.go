@@ -10,6 +10,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/aws/aws-lambda-go/events"
+
 	"github.com/mediagen-dev/mediagen/shared/apikey"
 	"github.com/mediagen-dev/mediagen/shared/domain"
 	"github.com/mediagen-dev/mediagen/shared/store"
@@ -59,8 +61,8 @@ func unauthorized(msg string) *Error {
 // authenticate finds the account behind the Authorization header. Every
 // failure is the same 401 to the caller; the log says which it was (by key
 // prefix, never the key).
-func (g *Gate) authenticate(ctx context.Context, req Request, allowToken bool) (domain.Account, error) {
-	scheme, credential, ok := strings.Cut(strings.TrimSpace(header(req, "Authorization")), " ")
+func (g *Gate) authenticate(ctx context.Context, authorization string, allowToken bool) (domain.Account, error) {
+	scheme, credential, ok := strings.Cut(strings.TrimSpace(authorization), " ")
 	credential = strings.TrimSpace(credential)
 	if !ok || !strings.EqualFold(scheme, "Bearer") || credential == "" {
 		return domain.Account{}, unauthorized("send Authorization: Bearer <API key>")
@@ -139,12 +141,66 @@ func (g *Gate) rateLimit(ctx context.Context, a domain.Account) (map[string]stri
 // AuthedHandler is a route handler that runs for an authenticated account.
 type AuthedHandler func(ctx context.Context, req Request, a domain.Account) (Response, error)
 
+// Authorizer context keys the Lambda authorizer hands to the routes.
+const (
+	authUserID = "user_id"
+	authError  = "auth_error"
+)
+
+// Authorize is the HTTP API's Lambda authorizer (payload 2.0, simple
+// responses). It lets every request through and tells the route either the
+// account or why the credentials failed: an HTTP API can only answer 403 to
+// a denial and cannot give it a body, while the spec wants 401 with the
+// error envelope, which the route then answers. Tokens are accepted on the
+// GET (status) routes only.
+func (g *Gate) Authorize(ctx context.Context, req events.APIGatewayV2CustomAuthorizerV2Request) (events.APIGatewayV2CustomAuthorizerSimpleResponse, error) {
+	authorization := req.Headers["authorization"]
+	for k, v := range req.Headers {
+		if strings.EqualFold(k, "Authorization") {
+			authorization = v
+		}
+	}
+	a, err := g.authenticate(ctx, authorization, strings.HasPrefix(req.RouteKey, "GET "))
+	var refused *Error
+	switch {
+	case errors.As(err, &refused):
+		return events.APIGatewayV2CustomAuthorizerSimpleResponse{IsAuthorized: true,
+			Context: map[string]any{authError: refused.Message}}, nil
+	case err != nil:
+		// A store outage: the gateway answers 500 and nothing runs.
+		return events.APIGatewayV2CustomAuthorizerSimpleResponse{}, err
+	}
+	return events.APIGatewayV2CustomAuthorizerSimpleResponse{IsAuthorized: true,
+		Context: map[string]any{authUserID: a.UserID}}, nil
+}
+
+// account finds the caller: from the authorizer's context when the gateway
+// ran it, else by authenticating here (sam local invoke, direct calls).
+func (g *Gate) account(ctx context.Context, req Request, allowToken bool) (domain.Account, error) {
+	if auth := req.RequestContext.Authorizer; auth != nil && auth.Lambda != nil {
+		if msg, ok := auth.Lambda[authError].(string); ok {
+			return domain.Account{}, unauthorized(msg)
+		}
+		if userID, ok := auth.Lambda[authUserID].(string); ok && userID != "" {
+			a, err := g.Store.GetAccount(ctx, userID)
+			if errors.Is(err, domain.ErrNotFound) {
+				return domain.Account{}, unauthorized("invalid credentials")
+			}
+			if err != nil {
+				return domain.Account{}, fmt.Errorf("authenticate: %w", err)
+			}
+			return a, nil
+		}
+	}
+	return g.authenticate(ctx, header(req, "Authorization"), allowToken)
+}
+
 // Authed wraps a route with authentication, the rate limit and the error
 // envelope. allowToken admits identity-provider tokens besides API keys.
 func (g *Gate) Authed(allowToken bool, h AuthedHandler) Handler {
 	return func(ctx context.Context, req Request) (Response, error) {
 		log := g.log().With("request_id", requestID(req), "route", req.RouteKey)
-		a, err := g.authenticate(ctx, req, allowToken)
+		a, err := g.account(ctx, req, allowToken)
 		if err != nil {
 			return errorResponse(ctx, log, req, err), nil
 		}

@@ -46,6 +46,13 @@ var Functions = map[string]func(ctx context.Context, log *slog.Logger) (any, err
 		}
 		return svc.HandleSQS, nil
 	},
+	"authorizer": func(ctx context.Context, log *slog.Logger) (any, error) {
+		cfg, err := AWSConfig(ctx)
+		if err != nil {
+			return nil, err
+		}
+		return Gate(cfg, log).Authorize, nil
+	},
 	"sweeper": func(ctx context.Context, log *slog.Logger) (any, error) {
 		cfg, err := AWSConfig(ctx)
 		if err != nil {

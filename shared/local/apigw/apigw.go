@@ -37,17 +37,23 @@ type Route struct {
 // checked by the handlers, so bigger bodies still reach them (and get 413).
 const maxPayload = 10 << 20
 
-// Mount registers every route on mux.
-func Mount(mux *http.ServeMux, routes []Route, log *slog.Logger) {
+// Authorizer is the Lambda authorizer's handler (payload 2.0, simple
+// responses).
+type Authorizer = func(ctx context.Context, req events.APIGatewayV2CustomAuthorizerV2Request) (events.APIGatewayV2CustomAuthorizerSimpleResponse, error)
+
+// Mount registers every route on mux. authorizer, when not nil, runs before
+// each route as the gateway runs it: a denial answers 403, an error 500, and
+// its context reaches the route's event.
+func Mount(mux *http.ServeMux, routes []Route, authorizer Authorizer, log *slog.Logger) {
 	for _, rt := range routes {
 		rt := rt
 		mux.HandleFunc(rt.Method+" "+rt.Path, func(w http.ResponseWriter, r *http.Request) {
-			serve(w, r, rt, log)
+			serve(w, r, rt, authorizer, log)
 		})
 	}
 }
 
-func serve(w http.ResponseWriter, r *http.Request, rt Route, log *slog.Logger) {
+func serve(w http.ResponseWriter, r *http.Request, rt Route, authorizer Authorizer, log *slog.Logger) {
 	body, err := io.ReadAll(io.LimitReader(r.Body, maxPayload+1))
 	if err != nil {
 		writeGatewayError(w, http.StatusBadRequest, "could not read the request body")
@@ -58,6 +64,24 @@ func serve(w http.ResponseWriter, r *http.Request, rt Route, log *slog.Logger) {
 		return
 	}
 	ev := Event(r, rt, body)
+	if authorizer != nil {
+		auth, err := authorizer(r.Context(), events.APIGatewayV2CustomAuthorizerV2Request{
+			Version: "2.0", Type: "REQUEST", RouteArn: "arn:aws:execute-api:local:000000000000:local/$default/" + rt.Method + rt.Path,
+			IdentitySource: []string{ev.Headers["authorization"]}, RouteKey: ev.RouteKey, RawPath: ev.RawPath,
+			RawQueryString: ev.RawQueryString, Headers: ev.Headers, QueryStringParameters: ev.QueryStringParameters,
+			PathParameters: ev.PathParameters, RequestContext: ev.RequestContext,
+		})
+		switch {
+		case err != nil:
+			log.ErrorContext(r.Context(), "authorizer failed", "route", ev.RouteKey, "error", err)
+			writeGatewayError(w, http.StatusInternalServerError, "Internal Server Error")
+			return
+		case !auth.IsAuthorized:
+			writeGatewayError(w, http.StatusForbidden, "Forbidden")
+			return
+		}
+		ev.RequestContext.Authorizer = &events.APIGatewayV2HTTPRequestContextAuthorizerDescription{Lambda: auth.Context}
+	}
 	resp, err := rt.Handler(r.Context(), ev)
 	if err != nil {
 		// Lambda reports a handler error as a 500 from the gateway.

@@ -198,7 +198,7 @@ func Start(ctx context.Context, cfg Config) (*Runtime, error) {
 		{Method: http.MethodPost, Path: "/api/long-story/videos/estimate", Handler: stories.Estimate()},
 		{Method: http.MethodPost, Path: "/api/long-story/videos", Handler: stories.Create()},
 		{Method: http.MethodGet, Path: "/api/long-story/videos/{videoId}", Handler: stories.Status()},
-	}, log)
+	}, gate.Authorize, log)
 	mux.HandleFunc("/", notFound)
 
 	if r.Dev, err = ensureDevAccount(ctx, r.Store, cfg.DataDir, cfg.DevCredits); err != nil {

@@ -1,0 +1,30 @@
+#!/usr/bin/env bash
+# Builds every Lambda for linux/arm64 as `sam build` would (make build-<LogicalId>),
+# prints each binary's size, and fails if a function links a local-only package.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+out=bin/lambda
+mkdir -p "$out"
+status=0
+printf '%-26s %10s\n' function size
+for dir in functions/*/; do
+  name=$(basename "$dir")
+  logical=$(grep -oE "[A-Za-z]+Function=$name( |\\\\|$)" Makefile | head -n1 | cut -d= -f1)
+  if [ -z "$logical" ]; then
+    echo "functions/$name has no build target in the Makefile's FUNCTIONS list" >&2
+    status=1
+    continue
+  fi
+  make -s "build-$logical" ARTIFACTS_DIR="$out/$name"
+  # Local stand-ins (embedded store, simulator, ASL runner, ...) must never
+  # reach a Lambda binary.
+  local_deps=$(GOOS=linux GOARCH=arm64 go list -tags lambda.norpc -deps "./functions/$name" | grep -E '/shared/(local|testsupport)|/shared/store/sqlitestore|modernc.org/sqlite' || true)
+  if [ -n "$local_deps" ]; then
+    echo "functions/$name links local-only packages:" >&2
+    echo "$local_deps" >&2
+    status=1
+  fi
+  size=$(stat -c %s "$out/$name/bootstrap")
+  awk -v n="$name" -v s="$size" 'BEGIN { printf "%-26s %7.1f MB\n", n, s / 1048576 }'
+done
+exit $status
