@@ -1,0 +1,354 @@
+// Package events_test runs every function's handler on its sample event, as
+// `sam local invoke -e events/<name>.json` would: the production wiring
+// (prod.Handler) with its AWS endpoints pointed at local servers: dynalite
+// for DynamoDB, the S3-compatible store, the upstream simulator, and a
+// recording stand-in for the thin SQS, Step Functions and Polly calls.
+package events_test
+
+import (
+	"context"
+	"crypto/md5"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/aws/aws-lambda-go/lambda"
+	"github.com/shopspring/decimal"
+
+	"github.com/mediagen-dev/mediagen/shared/accounts"
+	"github.com/mediagen-dev/mediagen/shared/catalog"
+	"github.com/mediagen-dev/mediagen/shared/domain"
+	"github.com/mediagen-dev/mediagen/shared/ffmpeg"
+	"github.com/mediagen-dev/mediagen/shared/local/objectstore"
+	"github.com/mediagen-dev/mediagen/shared/local/simulator"
+	"github.com/mediagen-dev/mediagen/shared/prod"
+	"github.com/mediagen-dev/mediagen/shared/store/dynamostore"
+	"github.com/mediagen-dev/mediagen/shared/testsupport"
+	"github.com/mediagen-dev/mediagen/shared/upstream"
+)
+
+// awsCalls records the JSON-protocol calls (SQS, Step Functions) and the
+// Polly speech requests the functions make.
+type awsCalls struct {
+	mu    sync.Mutex
+	calls []string
+}
+
+func (a *awsCalls) count(target string) int {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	n := 0
+	for _, c := range a.calls {
+		if c == target {
+			n++
+		}
+	}
+	return n
+}
+
+func (a *awsCalls) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	raw, _ := io.ReadAll(r.Body)
+	target := r.Header.Get("X-Amz-Target")
+	if r.URL.Path == "/v1/speech" {
+		target = "Polly.SynthesizeSpeech"
+	}
+	a.mu.Lock()
+	a.calls = append(a.calls, target)
+	a.mu.Unlock()
+	switch target {
+	case "Polly.SynthesizeSpeech":
+		w.Header().Set("Content-Type", "audio/mpeg")
+		w.Write([]byte("ID3 not really mp3"))
+	case "AmazonSQS.SendMessage":
+		var in struct{ MessageBody string }
+		json.Unmarshal(raw, &in)
+		w.Header().Set("Content-Type", "application/x-amz-json-1.0")
+		fmt.Fprintf(w, `{"MessageId":"5fea7756-0ea4-451a-a703-a558b933e274","MD5OfMessageBody":"%x"}`, md5.Sum([]byte(in.MessageBody)))
+	case "AWSStepFunctions.StartExecution":
+		w.Header().Set("Content-Type", "application/x-amz-json-1.0")
+		fmt.Fprint(w, `{"executionArn":"arn:aws:states:us-east-1:123456789012:execution:long-story:x","startDate":1795284000}`)
+	default:
+		w.WriteHeader(http.StatusBadRequest)
+		fmt.Fprintf(w, `{"__type":"UnknownOperationException","message":"%s"}`, target)
+	}
+}
+
+type env struct {
+	key      string
+	userID   string
+	store    *dynamostore.Store
+	objects  *objectstore.Store
+	upstream *upstream.Client
+	aws      *awsCalls
+}
+
+func setup(t *testing.T) *env {
+	t.Helper()
+	ctx := context.Background()
+	dl, err := testsupport.StartDynalite(ctx)
+	if err != nil {
+		t.Fatalf("the events test needs dynalite: %v", err)
+	}
+	t.Cleanup(dl.Stop)
+	prefix := fmt.Sprintf("ev%d", time.Now().UnixNano())
+	tables := dynamostore.TablesWithPrefix(prefix)
+	if err := dynamostore.CreateTables(ctx, dl.Client(), tables); err != nil {
+		t.Fatal(err)
+	}
+	objects, err := objectstore.Start(ctx, "127.0.0.1:0", "", "mediagen-outputs")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { objects.Close(ctx) })
+	models := map[string]string{}
+	for _, v := range catalog.All() {
+		models[v.UpstreamModel] = string(v.Kind)
+	}
+	sim, err := simulator.New(simulator.Config{Token: "local-token", Models: models})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(sim.Close)
+	simSrv := httptest.NewServer(sim)
+	t.Cleanup(simSrv.Close)
+	calls := &awsCalls{}
+	awsSrv := httptest.NewServer(calls)
+	t.Cleanup(awsSrv.Close)
+
+	for k, v := range map[string]string{
+		"AWS_REGION": "us-east-1", "AWS_ACCESS_KEY_ID": "local", "AWS_SECRET_ACCESS_KEY": "local",
+		"AWS_ENDPOINT_URL_DYNAMODB": dl.Endpoint, "AWS_ENDPOINT_URL_S3": objects.Endpoint,
+		"AWS_ENDPOINT_URL_SQS": awsSrv.URL, "AWS_ENDPOINT_URL_SFN": awsSrv.URL, "AWS_ENDPOINT_URL_POLLY": awsSrv.URL,
+		"ACCOUNTS_TABLE": tables.Accounts, "API_KEYS_TABLE": tables.APIKeys, "GENERATIONS_TABLE": tables.Generations,
+		"LONG_VIDEOS_TABLE": tables.LongVideos, "RATE_LIMITS_TABLE": tables.RateLimits, "COUNTERS_TABLE": tables.Counters,
+		"POLL_QUEUE_URL": awsSrv.URL + "/123456789012/mediagen-poll", "OUTPUT_BUCKET": "mediagen-outputs",
+		"MEDIA_BASE_URL": objects.Endpoint + "/mediagen-outputs", "UPSTREAM_BASE_URL": simSrv.URL,
+		"UPSTREAM_TOKEN": "local-token", "UPSTREAM_OUTPUT_HOSTS": "127.0.0.1",
+		"STATE_MACHINE_ARN": "arn:aws:states:us-east-1:123456789012:stateMachine:long-story",
+		// S3-compatible stores do not all keep the SDK's default checksums.
+		"AWS_REQUEST_CHECKSUM_CALCULATION": "when_required", "AWS_RESPONSE_CHECKSUM_VALIDATION": "when_required",
+	} {
+		t.Setenv(k, v)
+	}
+	st := dynamostore.New(dl.Client(), tables)
+	created, err := (&accounts.Service{Store: st}).CreateAccount(ctx, accounts.NewAccount{Plan: domain.PlanEnterprise, Credits: decimal.NewFromInt(10000), RateLimit: 10000})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &env{key: created.APIKey, userID: created.UserID, store: st, objects: objects, aws: calls,
+		upstream: &upstream.Client{BaseURL: simSrv.URL, Token: "local-token"}}
+}
+
+// event reads events/<name>.json with the sample key replaced by a real one.
+func (e *env) event(t *testing.T, name string, replace ...string) []byte {
+	t.Helper()
+	raw, err := os.ReadFile(name + ".json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := strings.ReplaceAll(string(raw), "mgk_aaaaaaaaaa_REPLACE-WITH-A-KEY-FROM-mediagen-accounts-create", e.key)
+	for i := 0; i+1 < len(replace); i += 2 {
+		s = strings.ReplaceAll(s, replace[i], replace[i+1])
+	}
+	return []byte(s)
+}
+
+// invoke runs the function's handler through aws-lambda-go, as Lambda does.
+func invoke(t *testing.T, function string, event []byte) map[string]any {
+	t.Helper()
+	h, err := prod.Handler(context.Background(), function)
+	if err != nil {
+		t.Fatalf("%s: build: %v", function, err)
+	}
+	out, err := lambda.NewHandler(h).Invoke(context.Background(), event)
+	if err != nil {
+		t.Fatalf("%s: invoke: %v", function, err)
+	}
+	var got map[string]any
+	if err := json.Unmarshal(out, &got); err != nil {
+		t.Fatalf("%s answered %s", function, out)
+	}
+	return got
+}
+
+func body(t *testing.T, resp map[string]any) map[string]any {
+	t.Helper()
+	var b map[string]any
+	if s, _ := resp["body"].(string); json.Unmarshal([]byte(s), &b) != nil {
+		t.Fatalf("response without a JSON body: %v", resp)
+	}
+	return b
+}
+
+const (
+	sampleGeneration = "3348f3aa-5fd0-4758-860a-3ebaf4cfbcc7"
+	sampleVideo      = "6f1c2a8e-3b7d-4e2f-9a51-0c8d7e6b5a43"
+)
+
+func TestEveryFunctionAnswersItsSampleEvent(t *testing.T) {
+	e := setup(t)
+	ctx := context.Background()
+	now := time.Now().UTC()
+	// Records the status, poller, finalize and fail events refer to.
+	up, err := e.upstream.Create(ctx, "provider-b/beta-2", map[string]any{"prompt": "sample", "seconds": "4", "aspect_ratio": "landscape"}, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	g := &domain.Generation{UUID: sampleGeneration, UserID: e.userID, UpstreamID: up.ID, Model: "provider-b", ModelVersion: "beta-2",
+		Kind: domain.MediaVideo, Input: json.RawMessage(`{"prompt":"sample"}`), ImageCount: 1, Status: domain.StatusProcessing,
+		CreditsUsed: decimal.NewFromInt(52), CreatedAt: now, UpdatedAt: now, Deadline: now.Add(time.Hour)}
+	if err := e.store.Hold(ctx, e.userID, domain.Hold{WorkID: g.UUID, Kind: domain.WorkGeneration, Amount: g.CreditsUsed, CreatedAt: now}); err != nil {
+		t.Fatal(err)
+	}
+	if err := e.store.CreateGeneration(ctx, g); err != nil {
+		t.Fatal(err)
+	}
+	newVideo := func(id string) {
+		v := domain.LongVideo{ID: id, UserID: e.userID, Prompt: "A day at the seaside", Model: "beta-2", LanguageCode: "en",
+			EnableNarration: true, Scenes: []domain.Scene{{SceneNumber: 1, Prompt: "waves"}}, Status: domain.StatusProcessing,
+			CreditsHeld: decimal.NewFromInt(65), CreatedAt: now, UpdatedAt: now, Deadline: now.Add(time.Hour)}
+		if err := e.store.Hold(ctx, e.userID, domain.Hold{WorkID: id, Kind: domain.WorkLongVideo, Amount: v.CreditsHeld, CreatedAt: now}); err != nil {
+			t.Fatal(err)
+		}
+		if err := e.store.CreateLongVideo(ctx, v); err != nil {
+			t.Fatal(err)
+		}
+	}
+	newVideo(sampleVideo)
+
+	t.Run("authorizer", func(t *testing.T) {
+		got := invoke(t, "authorizer", e.event(t, "authorizer"))
+		c, _ := got["context"].(map[string]any)
+		if got["isAuthorized"] != true || c["user_id"] != e.userID {
+			t.Errorf("answered %v, want authorized for %s", got, e.userID)
+		}
+	})
+	t.Run("generate", func(t *testing.T) {
+		got := invoke(t, "generate", e.event(t, "generate"))
+		if b := body(t, got); got["statusCode"] != 200.0 || b["status"] != "processing" || b["credits_used"] != "52.00" {
+			t.Errorf("answered %v", got)
+		}
+		if e.aws.count("AmazonSQS.SendMessage") < 1 {
+			t.Error("no first poll was enqueued")
+		}
+	})
+	t.Run("status", func(t *testing.T) {
+		got := invoke(t, "status", e.event(t, "status"))
+		if b := body(t, got); got["statusCode"] != 200.0 || b["id"] != sampleGeneration || b["model"] != "provider-b/beta-2" {
+			t.Errorf("answered %v", got)
+		}
+	})
+	t.Run("poller", func(t *testing.T) {
+		sent := e.aws.count("AmazonSQS.SendMessage")
+		got := invoke(t, "poller", e.event(t, "poller"))
+		if failures, _ := got["batchItemFailures"].([]any); len(failures) != 0 {
+			t.Errorf("answered %v, want no failures", got)
+		}
+		g, _ := e.store.GetGeneration(ctx, sampleGeneration)
+		if g.Status == domain.StatusProcessing && e.aws.count("AmazonSQS.SendMessage") != sent+1 {
+			t.Error("a running job was not polled again")
+		}
+	})
+	t.Run("sweeper", func(t *testing.T) {
+		got := invoke(t, "sweeper", e.event(t, "sweeper"))
+		if _, ok := got["still_open"]; !ok {
+			t.Errorf("answered %v, want a sweep report", got)
+		}
+	})
+	t.Run("longstory-estimate", func(t *testing.T) {
+		got := invoke(t, "longstory-estimate", e.event(t, "longstory-estimate"))
+		if b := body(t, got); got["statusCode"] != 200.0 || b["duration"] != 15.0 {
+			t.Errorf("answered %v", got)
+		}
+	})
+	t.Run("longstory-create", func(t *testing.T) {
+		got := invoke(t, "longstory-create", e.event(t, "longstory-create"))
+		if b := body(t, got); got["statusCode"] != 200.0 || b["status"] != "processing" {
+			t.Errorf("answered %v", got)
+		}
+		if e.aws.count("AWSStepFunctions.StartExecution") != 1 {
+			t.Error("the workflow was not started")
+		}
+	})
+	t.Run("longstory-status", func(t *testing.T) {
+		got := invoke(t, "longstory-status", e.event(t, "longstory-status"))
+		if b := body(t, got); got["statusCode"] != 200.0 || b["id"] != sampleVideo || b["status"] != "processing" {
+			t.Errorf("answered %v", got)
+		}
+	})
+	var submitted map[string]any
+	t.Run("longstory-submit-scene", func(t *testing.T) {
+		submitted = invoke(t, "longstory-submit-scene", e.event(t, "longstory-submit-scene"))
+		if id, _ := submitted["upstream_id"].(string); id == "" || submitted["done"] != false {
+			t.Errorf("answered %v, want an upstream job", submitted)
+		}
+	})
+	t.Run("longstory-check-scene", func(t *testing.T) {
+		id, _ := submitted["upstream_id"].(string)
+		var got map[string]any
+		for deadline := time.Now().Add(time.Minute); time.Now().Before(deadline); time.Sleep(200 * time.Millisecond) {
+			if got = invoke(t, "longstory-check-scene", e.event(t, "longstory-check-scene", "42v464j4obeodzfmesko4ittra", id)); got["done"] == true {
+				break
+			}
+		}
+		if got["done"] != true || got["key"] != "long-videos/"+sampleVideo+"/scenes/001.mp4" {
+			t.Errorf("answered %v, want the clip kept", got)
+		}
+	})
+	t.Run("longstory-narrate", func(t *testing.T) {
+		got := invoke(t, "longstory-narrate", e.event(t, "longstory-narrate"))
+		if tracks, _ := got["tracks"].([]any); len(tracks) != 2 || e.aws.count("Polly.SynthesizeSpeech") != 2 {
+			t.Errorf("answered %v after %d Polly calls, want 2 tracks", got, e.aws.count("Polly.SynthesizeSpeech"))
+		}
+	})
+	t.Run("longstory-assemble", func(t *testing.T) {
+		// The event's scene clips and narration, made here.
+		dir := t.TempDir()
+		ff := ffmpeg.Runner{}
+		bucket := e.objects.MediaBucket()
+		for n := 1; n <= 2; n++ {
+			clip := filepath.Join(dir, fmt.Sprintf("%d.mp4", n))
+			if err := ff.Run(ctx, "-f", "lavfi", "-i", "testsrc2=s=320x180:r=24:d=4", "-c:v", "libx264", "-preset", "ultrafast", "-pix_fmt", "yuv420p", clip); err != nil {
+				t.Fatal(err)
+			}
+			wav := filepath.Join(dir, fmt.Sprintf("%d.wav", n))
+			if err := ff.Run(ctx, "-f", "lavfi", "-i", "sine=d=2", wav); err != nil {
+				t.Fatal(err)
+			}
+			bucket.PutFile(ctx, fmt.Sprintf("long-videos/%s/scenes/%03d.mp4", sampleVideo, n), clip, "video/mp4")
+			bucket.PutFile(ctx, fmt.Sprintf("long-videos/%s/narration/%03d.wav", sampleVideo, n), wav, "audio/wav")
+		}
+		got := invoke(t, "longstory-assemble", e.event(t, "longstory-assemble"))
+		if d, _ := got["duration"].(float64); got["key"] != "long-videos/"+sampleVideo+"/final.mp4" || d < 9.5 || d > 10.5 {
+			t.Errorf("answered %v, want a 10 s final video", got)
+		}
+	})
+	t.Run("longstory-finalize", func(t *testing.T) {
+		got := invoke(t, "longstory-finalize", e.event(t, "longstory-finalize"))
+		if got["status"] != "completed" || !strings.HasSuffix(got["final_video_url"].(string), "/final.mp4") {
+			t.Errorf("answered %v", got)
+		}
+	})
+	t.Run("longstory-fail", func(t *testing.T) {
+		other := "0b8f6a52-8f0e-4d8e-9d37-2f6c7a0e9b11"
+		newVideo(other)
+		got := invoke(t, "longstory-fail", e.event(t, "longstory-fail", sampleVideo, other))
+		if got["status"] != "failed" || !strings.Contains(fmt.Sprint(got["error"]), "scene 2") {
+			t.Errorf("answered %v", got)
+		}
+		a, _ := e.store.GetAccount(ctx, e.userID)
+		for _, h := range a.Holds {
+			if h.WorkID == other {
+				t.Error("the failed video's hold is still open")
+			}
+		}
+	})
+}
