@@ -96,6 +96,12 @@ func (g *Gate) authenticate(ctx context.Context, authorization string, allowToke
 	} else {
 		return domain.Account{}, unauthorized("invalid API key")
 	}
+	return g.accountOf(ctx, userID)
+}
+
+// accountOf reads the authenticated account; a key or token whose account
+// is gone is invalid.
+func (g *Gate) accountOf(ctx context.Context, userID string) (domain.Account, error) {
 	a, err := g.Store.GetAccount(ctx, userID)
 	if errors.Is(err, domain.ErrNotFound) {
 		return domain.Account{}, unauthorized("invalid credentials")
@@ -182,14 +188,7 @@ func (g *Gate) account(ctx context.Context, req Request, allowToken bool) (domai
 			return domain.Account{}, unauthorized(msg)
 		}
 		if userID, ok := auth.Lambda[authUserID].(string); ok && userID != "" {
-			a, err := g.Store.GetAccount(ctx, userID)
-			if errors.Is(err, domain.ErrNotFound) {
-				return domain.Account{}, unauthorized("invalid credentials")
-			}
-			if err != nil {
-				return domain.Account{}, fmt.Errorf("authenticate: %w", err)
-			}
-			return a, nil
+			return g.accountOf(ctx, userID)
 		}
 	}
 	return g.authenticate(ctx, header(req, "Authorization"), allowToken)
