@@ -93,6 +93,16 @@ type WorkflowInput struct {
 	Scenes          []domain.Scene `json:"scenes"`
 }
 
+// InputOf is the execution input of a video's workflow.
+func InputOf(v domain.LongVideo) ([]byte, error) {
+	raw, err := json.Marshal(WorkflowInput{VideoID: v.ID, Model: v.Model, Prompt: v.Prompt, VideoStyle: v.VideoStyle,
+		LanguageCode: v.LanguageCode, EnableNarration: v.EnableNarration, Scenes: v.Scenes})
+	if err != nil {
+		return nil, fmt.Errorf("workflow input of %s: %w", v.ID, err)
+	}
+	return raw, nil
+}
+
 // Created is the spec's creation result.
 type Created struct {
 	ID      string `json:"id"`
@@ -127,8 +137,7 @@ func (s *Service) Create(ctx context.Context, userID string, body []byte) (Creat
 		s.release(ctx, log, userID, v.ID)
 		return Created{}, fmt.Errorf("record long video: %w", err)
 	}
-	input, err := json.Marshal(WorkflowInput{VideoID: v.ID, Model: v.Model, Prompt: v.Prompt, VideoStyle: v.VideoStyle,
-		LanguageCode: v.LanguageCode, EnableNarration: v.EnableNarration, Scenes: v.Scenes})
+	input, err := InputOf(v)
 	if err == nil {
 		err = s.Workflow.Start(ctx, v.ID, input)
 	}

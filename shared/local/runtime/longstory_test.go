@@ -320,3 +320,30 @@ func TestBadLongVideoRequestsAnswer400AndChangeNothing(t *testing.T) {
 		t.Errorf("a 402 moved credits: balance %s held %s", p.Balance, p.Held)
 	}
 }
+
+func TestRestartRunsLongVideosInFlightAgain(t *testing.T) {
+	cfg := storyConfig()
+	cfg.DataDir = t.TempDir()
+	cfg.SimulatorLatency = time.Second
+	rt := start(t, cfg)
+	owner := newAccount(t, rt, domain.PlanEnterprise, 10000)
+	a := call(t, rt, http.MethodPost, "/api/long-story/videos", owner.APIKey,
+		storyBody("Across a restart", "en", false, "auto", []storyScene{{1, "before"}, {2, "after"}}))
+	if a.status != http.StatusOK {
+		t.Fatalf("HTTP %d %s", a.status, a.body)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	if err := rt.Close(ctx); err != nil {
+		t.Fatal(err)
+	}
+	cfg.Addr = strings.TrimPrefix(rt.BaseURL, "http://")
+	again := start(t, cfg)
+	final := waitStory(t, again, owner.APIKey, a.str("id"))
+	if final.str("status") != "completed" || math.Abs(final.decoded["total_duration"].(float64)-10) > 1 {
+		t.Errorf("after a restart: %s", final.body)
+	}
+	if acct := account(t, again, owner.UserID); !acct.Held.IsZero() {
+		t.Errorf("held %s after the video completed", acct.Held)
+	}
+}

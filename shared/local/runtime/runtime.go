@@ -263,6 +263,24 @@ func (r *Runtime) resume(ctx context.Context) error {
 	if len(gs) > 0 {
 		r.log.Info("resumed polling generations in flight", "count", len(gs))
 	}
+	// Step Functions would have kept running; the local runner starts the
+	// workflows cut off by the stop again (every step is idempotent).
+	vs, err := r.Store.ProcessingLongVideos(ctx, 10000)
+	if err != nil {
+		return fmt.Errorf("resume long videos: %w", err)
+	}
+	for _, v := range vs {
+		input, err := longstory.InputOf(v)
+		if err != nil {
+			return err
+		}
+		if err := r.Workflow.Start(ctx, v.ID, input); err != nil {
+			return fmt.Errorf("resume long video %s: %w", v.ID, err)
+		}
+	}
+	if len(vs) > 0 {
+		r.log.Info("restarted long-video workflows in flight", "count", len(vs))
+	}
 	return nil
 }
 

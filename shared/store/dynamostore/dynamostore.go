@@ -781,6 +781,10 @@ func (s *Store) GetLongVideo(ctx context.Context, id string) (domain.LongVideo, 
 	if err := attributevalue.UnmarshalMap(out.Item, &it); err != nil {
 		return domain.LongVideo{}, fmt.Errorf("decode long video %s: %w", id, err)
 	}
+	return it.longVideo()
+}
+
+func (it longVideoItem) longVideo() (domain.LongVideo, error) {
 	v := domain.LongVideo{
 		ID: it.ID, UserID: it.UserID, Prompt: it.Prompt, Model: it.Model, LanguageCode: it.LanguageCode,
 		EnableNarration: it.EnableNarration, VideoStyle: it.VideoStyle,
@@ -790,18 +794,54 @@ func (s *Store) GetLongVideo(ctx context.Context, id string) (domain.LongVideo, 
 	for _, sc := range it.Scenes {
 		v.Scenes = append(v.Scenes, domain.Scene(sc))
 	}
+	var err error
 	if v.CreditsHeld, err = dec(it.CreditsHeld); err != nil {
-		return domain.LongVideo{}, fmt.Errorf("long video %s: %w", id, err)
+		return domain.LongVideo{}, fmt.Errorf("long video %s: %w", it.ID, err)
 	}
 	for _, p := range []struct {
 		dst *time.Time
 		src string
 	}{{&v.CreatedAt, it.CreatedAt}, {&v.UpdatedAt, it.UpdatedAt}, {&v.Deadline, it.Deadline}} {
 		if *p.dst, err = parseTime(p.src); err != nil {
-			return domain.LongVideo{}, fmt.Errorf("long video %s: %w", id, err)
+			return domain.LongVideo{}, fmt.Errorf("long video %s: %w", it.ID, err)
 		}
 	}
 	return v, nil
+}
+
+// ProcessingLongVideos scans for videos still processing; only the local
+// runtime's restart uses it (Step Functions keeps its own executions).
+func (s *Store) ProcessingLongVideos(ctx context.Context, limit int) ([]domain.LongVideo, error) {
+	p := dynamodb.NewScanPaginator(s.db, &dynamodb.ScanInput{
+		TableName:                 aws.String(s.tables.LongVideos),
+		FilterExpression:          aws.String("#s = :p"),
+		ExpressionAttributeNames:  map[string]string{"#s": "status"},
+		ExpressionAttributeValues: map[string]types.AttributeValue{":p": strAV(string(domain.StatusProcessing))},
+		ConsistentRead:            aws.Bool(true),
+	})
+	var out []domain.LongVideo
+	for p.HasMorePages() && len(out) < limit {
+		page, err := p.NextPage(ctx)
+		if err != nil {
+			return nil, fmt.Errorf("scan processing long videos: %w", err)
+		}
+		for _, raw := range page.Items {
+			var it longVideoItem
+			if err := attributevalue.UnmarshalMap(raw, &it); err != nil {
+				return nil, fmt.Errorf("decode long video: %w", err)
+			}
+			v, err := it.longVideo()
+			if err != nil {
+				return nil, err
+			}
+			out = append(out, v)
+		}
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].CreatedAt.Before(out[j].CreatedAt) })
+	if len(out) > limit {
+		out = out[:limit]
+	}
+	return out, nil
 }
 
 func (s *Store) FinishLongVideo(ctx context.Context, id string, o domain.Outcome, at time.Time) error {

@@ -593,33 +593,55 @@ func (s *Store) CreateLongVideo(ctx context.Context, v domain.LongVideo) error {
 }
 
 func (s *Store) GetLongVideo(ctx context.Context, id string) (domain.LongVideo, error) {
-	v := domain.LongVideo{ID: id}
-	var scenes, status, created, updated, deadline string
-	var credits int64
-	err := s.r.QueryRowContext(ctx, `SELECT user_id, prompt, model, language_code, enable_narration, video_style,
-		scenes, status, final_video_url, total_duration, error, credits_held, created_at, updated_at, deadline
-		FROM long_videos WHERE id = ?`, id).Scan(&v.UserID, &v.Prompt, &v.Model, &v.LanguageCode,
-		&v.EnableNarration, &v.VideoStyle, &scenes, &status, &v.FinalVideoURL, &v.TotalDuration, &v.Error,
-		&credits, &created, &updated, &deadline)
-	if errors.Is(err, sql.ErrNoRows) {
+	vs, err := s.queryLongVideos(ctx, `WHERE id = ?`, id)
+	if err != nil {
+		return domain.LongVideo{}, err
+	}
+	if len(vs) == 0 {
 		return domain.LongVideo{}, fmt.Errorf("long video %s: %w", id, domain.ErrNotFound)
 	}
+	return vs[0], nil
+}
+
+func (s *Store) ProcessingLongVideos(ctx context.Context, limit int) ([]domain.LongVideo, error) {
+	return s.queryLongVideos(ctx, `WHERE status = ? ORDER BY created_at LIMIT ?`, string(domain.StatusProcessing), limit)
+}
+
+func (s *Store) queryLongVideos(ctx context.Context, where string, args ...any) ([]domain.LongVideo, error) {
+	rows, err := s.r.QueryContext(ctx, `SELECT id, user_id, prompt, model, language_code, enable_narration, video_style,
+		scenes, status, final_video_url, total_duration, error, credits_held, created_at, updated_at, deadline
+		FROM long_videos `+where, args...)
 	if err != nil {
-		return domain.LongVideo{}, fmt.Errorf("read long video %s: %w", id, err)
+		return nil, fmt.Errorf("read long videos: %w", err)
 	}
-	v.Status, v.CreditsHeld = domain.Status(status), domain.CentsToCredits(credits)
-	if err := json.Unmarshal([]byte(scenes), &v.Scenes); err != nil {
-		return domain.LongVideo{}, fmt.Errorf("read long video %s scenes: %w", id, err)
-	}
-	for _, p := range []struct {
-		dst *time.Time
-		src string
-	}{{&v.CreatedAt, created}, {&v.UpdatedAt, updated}, {&v.Deadline, deadline}} {
-		if *p.dst, err = parseTime(p.src); err != nil {
-			return domain.LongVideo{}, err
+	defer rows.Close()
+	var out []domain.LongVideo
+	for rows.Next() {
+		var v domain.LongVideo
+		var scenes, status, created, updated, deadline string
+		var credits int64
+		if err := rows.Scan(&v.ID, &v.UserID, &v.Prompt, &v.Model, &v.LanguageCode, &v.EnableNarration, &v.VideoStyle,
+			&scenes, &status, &v.FinalVideoURL, &v.TotalDuration, &v.Error, &credits, &created, &updated, &deadline); err != nil {
+			return nil, fmt.Errorf("read long videos: %w", err)
 		}
+		v.Status, v.CreditsHeld = domain.Status(status), domain.CentsToCredits(credits)
+		if err := json.Unmarshal([]byte(scenes), &v.Scenes); err != nil {
+			return nil, fmt.Errorf("read long video %s scenes: %w", v.ID, err)
+		}
+		for _, p := range []struct {
+			dst *time.Time
+			src string
+		}{{&v.CreatedAt, created}, {&v.UpdatedAt, updated}, {&v.Deadline, deadline}} {
+			if *p.dst, err = parseTime(p.src); err != nil {
+				return nil, err
+			}
+		}
+		out = append(out, v)
 	}
-	return v, nil
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("read long videos: %w", err)
+	}
+	return out, nil
 }
 
 func (s *Store) FinishLongVideo(ctx context.Context, id string, o domain.Outcome, at time.Time) error {
