@@ -607,16 +607,18 @@ func asStateError(err error) *stateError {
 	return &stateError{name: "States.Runtime", cause: err.Error()}
 }
 
-// errorMatches applies the ErrorEquals rules: States.ALL matches every
-// error, States.TaskFailed every task failure but a timeout, names exactly.
+// errorMatches applies the ErrorEquals rules: names match exactly;
+// States.ALL matches every error and States.TaskFailed every task failure
+// but a timeout, except that States.Runtime is never retried or caught.
 func errorMatches(equals []string, name string) bool {
+	if name == "States.Runtime" {
+		return false
+	}
 	for _, e := range equals {
 		switch {
 		case e == name, e == "States.ALL":
 			return true
-		case e == "States.TaskFailed" && name != "States.Timeout" && !strings.HasPrefix(name, "States."):
-			return true
-		case e == "States.TaskFailed" && name == "States.TaskFailed":
+		case e == "States.TaskFailed" && (name == "States.TaskFailed" || !strings.HasPrefix(name, "States.")):
 			return true
 		}
 	}

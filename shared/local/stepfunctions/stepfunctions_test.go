@@ -230,6 +230,20 @@ func TestCatchRoutesByErrorName(t *testing.T) {
 	}
 }
 
+func TestRuntimeErrorsAreNeverCaught(t *testing.T) {
+	_, err := mustRun(t, `{"StartAt":"P","States":{"P":{"Type":"Pass","InputPath":"$.missing","Next":"Q",
+		"Comment":"no Catch on Pass; a Task catching States.ALL below"},"Q":{"Type":"Succeed"}}}`, nil, `{}`)
+	if ee, ok := AsExecutionError(err); !ok || ee.Error != "States.Runtime" {
+		t.Fatalf("a path that matches nothing: %v, want States.Runtime", err)
+	}
+	res := map[string]TaskFunc{"r": fn(func(map[string]any) (any, error) { return 1, nil })}
+	_, err = mustRun(t, `{"StartAt":"T","States":{"T":{"Type":"Task","Resource":"r","Parameters":{"x.$":"$.missing"},
+		"Catch":[{"ErrorEquals":["States.ALL"],"Next":"Caught"}],"End":true},"Caught":{"Type":"Succeed"}}}`, res, `{}`)
+	if ee, ok := AsExecutionError(err); !ok || ee.Error != "States.Runtime" {
+		t.Errorf("States.ALL caught a runtime error: %v", err)
+	}
+}
+
 func TestFailAndMapFailurePropagate(t *testing.T) {
 	_, err := mustRun(t, `{"StartAt":"F","States":{"F":{"Type":"Fail","Error":"LongVideoFailed","CausePath":"$.why"}}}`, nil, `{"why":"scene 3 failed"}`)
 	if ee, ok := AsExecutionError(err); !ok || ee.Error != "LongVideoFailed" || ee.Cause != "scene 3 failed" {
