@@ -1,6 +1,7 @@
 package stepfunctions
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -11,11 +12,13 @@ import (
 
 // Handler adapts a Lambda handler function (any signature lambda.Start
 // accepts) to a TaskFunc, through aws-lambda-go's own reflection, so a task
-// runs exactly the code its function runs in AWS.
+// runs exactly the code its function runs in AWS. Each call gets its own
+// handler, as concurrent invocations get their own Lambda instances: the
+// library's handler reuses its output buffer between calls.
 func Handler(fn any) TaskFunc {
-	h := lambda.NewHandler(fn)
 	return func(ctx context.Context, input json.RawMessage) (json.RawMessage, error) {
-		return h.Invoke(ctx, input)
+		out, err := lambda.NewHandler(fn).Invoke(ctx, input)
+		return bytes.Clone(out), err
 	}
 }
 
