@@ -177,6 +177,9 @@ func New(cfg Config) (*Simulator, error) {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
+	if cfg.Persist && cfg.WorkDir == "" {
+		return nil, errors.New("simulator: Persist needs a WorkDir that outlives the simulator")
+	}
 	owns := false
 	if cfg.WorkDir == "" {
 		dir, err := os.MkdirTemp("", "mediagen-simulator-")
