@@ -82,10 +82,19 @@ func (f *storeFlags) open(ctx context.Context) (store.Store, func(), error) {
 	return s, func() { s.Close() }, nil
 }
 
+// errHelp asks the caller to exit 0 after -h printed the flags.
+var errHelp = errors.New("help shown")
+
 // parse reads flags, refusing stray arguments and missing required flags.
+// -h and --help print the command's flags to the help writer.
 func parse(fs *flag.FlagSet, args []string, required ...string) error {
 	fs.SetOutput(io.Discard)
-	if err := fs.Parse(args); err != nil {
+	if err := fs.Parse(args); errors.Is(err, flag.ErrHelp) {
+		fs.SetOutput(helpOut)
+		fmt.Fprintf(helpOut, "usage: mediagen %s [flags]\n", fs.Name())
+		fs.PrintDefaults()
+		return errHelp
+	} else if err != nil {
 		return err
 	}
 	if fs.NArg() > 0 {
@@ -109,7 +118,9 @@ func withService(ctx context.Context, name string, args []string, stdout, stderr
 	var sf storeFlags
 	sf.register(fs)
 	required := define(fs)
-	if err := parse(fs, args, required...); err != nil {
+	if err := parse(fs, args, required...); errors.Is(err, errHelp) {
+		return exitOK
+	} else if err != nil {
 		return fail(stderr, exitUsage, fmt.Errorf("%s: %w", name, err))
 	}
 	s, closeStore, err := sf.open(ctx)
@@ -220,7 +231,9 @@ func tablesCreate(ctx context.Context, args []string, stdout, stderr io.Writer) 
 	fs := flag.NewFlagSet("tables create", flag.ContinueOnError)
 	var sf storeFlags
 	sf.register(fs)
-	if err := parse(fs, args); err != nil {
+	if err := parse(fs, args); errors.Is(err, errHelp) {
+		return exitOK
+	} else if err != nil {
 		return fail(stderr, exitUsage, fmt.Errorf("tables create: %w", err))
 	}
 	if !sf.dynamo {

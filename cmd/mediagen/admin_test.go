@@ -261,3 +261,12 @@ func TestAdminCommandsOnDynamoDB(t *testing.T) {
 		t.Errorf("show of an unknown user exited %d, want 1", code)
 	}
 }
+
+func TestHelpListsTheFlagsAndExitsZero(t *testing.T) {
+	for _, args := range [][]string{{"serve", "--help"}, {"accounts", "create", "-h"}, {"credits", "grant", "--help"}} {
+		code, out, errOut := mediagen(t, args...)
+		if code != 0 || !strings.Contains(out, "usage: mediagen") || !strings.Contains(out, "-data") || errOut != "" {
+			t.Errorf("%v: exit %d, stdout %q, stderr %q", args, code, out, errOut)
+		}
+	}
+}

@@ -58,7 +58,11 @@ const (
 	exitUsage = 2
 )
 
+// helpOut receives -h output; run points it at stdout.
+var helpOut io.Writer = os.Stdout
+
 func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	helpOut = stdout
 	if len(args) == 0 || args[0] == "-h" || args[0] == "--help" || args[0] == "help" {
 		fmt.Fprint(stderr, usage)
 		if len(args) == 0 {

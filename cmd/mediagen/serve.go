@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -25,7 +26,9 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fs.StringVar(&cfg.JWTAudience, "jwt-audience", os.Getenv("JWT_AUDIENCE"), "identity-provider audience")
 	fs.StringVar(&cfg.JWKSURL, "jwks-url", os.Getenv("JWKS_URL"), "identity-provider JWKS URL")
 	logLevel := fs.String("log-level", "info", "debug, info, warn or error")
-	if err := parse(fs, args); err != nil {
+	if err := parse(fs, args); errors.Is(err, errHelp) {
+		return exitOK
+	} else if err != nil {
 		return fail(stderr, exitUsage, fmt.Errorf("serve: %w", err))
 	}
 	var level slog.Level
