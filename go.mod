@@ -20,6 +20,7 @@ require (
 	github.com/johannesboyne/gofakes3 v1.2.0
 	github.com/ohler55/ojg v1.28.5
 	github.com/shopspring/decimal v1.6.0
+	gopkg.in/yaml.v3 v3.0.1
 	modernc.org/sqlite v1.34.5
 )
 
