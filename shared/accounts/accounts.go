@@ -11,6 +11,7 @@ import (
 	"github.com/shopspring/decimal"
 
 	"github.com/mediagen-dev/mediagen/shared/apikey"
+	"github.com/mediagen-dev/mediagen/shared/defaults"
 	"github.com/mediagen-dev/mediagen/shared/domain"
 )
 
@@ -30,12 +31,7 @@ type Service struct {
 	Now   func() time.Time
 }
 
-func (s *Service) now() time.Time {
-	if s.Now != nil {
-		return s.Now().UTC()
-	}
-	return time.Now().UTC()
-}
+func (s *Service) now() time.Time { return defaults.Now(s.Now) }
 
 // NewAccount is what opening an account asks for.
 type NewAccount struct {

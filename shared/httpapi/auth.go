@@ -13,6 +13,7 @@ import (
 	"github.com/aws/aws-lambda-go/events"
 
 	"github.com/mediagen-dev/mediagen/shared/apikey"
+	"github.com/mediagen-dev/mediagen/shared/defaults"
 	"github.com/mediagen-dev/mediagen/shared/domain"
 	"github.com/mediagen-dev/mediagen/shared/store"
 )
@@ -39,19 +40,9 @@ type Gate struct {
 	Log    *slog.Logger
 }
 
-func (g *Gate) now() time.Time {
-	if g.Now != nil {
-		return g.Now().UTC()
-	}
-	return time.Now().UTC()
-}
+func (g *Gate) now() time.Time { return defaults.Now(g.Now) }
 
-func (g *Gate) log() *slog.Logger {
-	if g.Log != nil {
-		return g.Log
-	}
-	return slog.Default()
-}
+func (g *Gate) log() *slog.Logger { return defaults.Log(g.Log) }
 
 func unauthorized(msg string) *Error {
 	return &Error{Status: http.StatusUnauthorized, Code: "unauthorized", Message: msg,

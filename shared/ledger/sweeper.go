@@ -9,6 +9,7 @@ import (
 	"log/slog"
 	"time"
 
+	"github.com/mediagen-dev/mediagen/shared/defaults"
 	"github.com/mediagen-dev/mediagen/shared/domain"
 )
 
@@ -147,16 +148,6 @@ func (s *Sweeper) finish(ctx context.Context, h domain.OpenHold, now time.Time) 
 	return s.Store.FinishGeneration(ctx, h.WorkID, o, now)
 }
 
-func (s *Sweeper) now() time.Time {
-	if s.Now != nil {
-		return s.Now().UTC()
-	}
-	return time.Now().UTC()
-}
+func (s *Sweeper) now() time.Time { return defaults.Now(s.Now) }
 
-func (s *Sweeper) log() *slog.Logger {
-	if s.Log != nil {
-		return s.Log
-	}
-	return slog.Default()
-}
+func (s *Sweeper) log() *slog.Logger { return defaults.Log(s.Log) }

@@ -15,6 +15,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/mediagen-dev/mediagen/shared/catalog"
+	"github.com/mediagen-dev/mediagen/shared/defaults"
 	"github.com/mediagen-dev/mediagen/shared/domain"
 	"github.com/mediagen-dev/mediagen/shared/pricing"
 )
@@ -58,19 +59,9 @@ type Service struct {
 	Log      *slog.Logger
 }
 
-func (s *Service) now() time.Time {
-	if s.Now != nil {
-		return s.Now().UTC()
-	}
-	return time.Now().UTC()
-}
+func (s *Service) now() time.Time { return defaults.Now(s.Now) }
 
-func (s *Service) log() *slog.Logger {
-	if s.Log != nil {
-		return s.Log
-	}
-	return slog.Default()
-}
+func (s *Service) log() *slog.Logger { return defaults.Log(s.Log) }
 
 // Request is a validated create request.
 type Request struct {

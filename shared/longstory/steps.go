@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/mediagen-dev/mediagen/shared/catalog"
+	"github.com/mediagen-dev/mediagen/shared/defaults"
 	"github.com/mediagen-dev/mediagen/shared/domain"
 	"github.com/mediagen-dev/mediagen/shared/ffmpeg"
 	"github.com/mediagen-dev/mediagen/shared/media"
@@ -70,19 +71,9 @@ type Steps struct {
 	Log      *slog.Logger
 }
 
-func (s *Steps) log() *slog.Logger {
-	if s.Log != nil {
-		return s.Log
-	}
-	return slog.Default()
-}
+func (s *Steps) log() *slog.Logger { return defaults.Log(s.Log) }
 
-func (s *Steps) now() time.Time {
-	if s.Now != nil {
-		return s.Now().UTC()
-	}
-	return time.Now().UTC()
-}
+func (s *Steps) now() time.Time { return defaults.Now(s.Now) }
 
 // SceneTask flows through one Map iteration: submit, then wait and check
 // until done.
