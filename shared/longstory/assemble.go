@@ -109,7 +109,8 @@ func (s *Steps) Assemble(ctx context.Context, in AssembleTask) (FinalizeTask, er
 // segmentArgs encodes one scene: the clip fitted to SceneSeconds (trimmed,
 // or slowed when shorter), scaled and padded to width×height at 24 fps; the
 // narration sped up to at most 1.5× when longer than the scene, and beyond
-// that the scene's last frame held until the narration ends.
+// that the scene's last frame held until the narration ends. It uses only
+// filters of ffmpeg 4.1, the static build the Lambda layer carries.
 func segmentArgs(clip string, clipSeconds float64, speech string, speechSeconds float64, withAudio bool, width, height int, out string) []string {
 	scene := float64(SceneSeconds)
 	tempo, length := 1.0, scene
@@ -127,7 +128,10 @@ func segmentArgs(clip string, clipSeconds float64, speech string, speechSeconds 
 		fmt.Sprintf("pad=%d:%d:(ow-iw)/2:(oh-ih)/2", width, height),
 		"setsar=1", fmt.Sprintf("fps=%d", outputFPS), "trim=duration="+f(scene), "setpts=PTS-STARTPTS")
 	if length > scene {
-		video = append(video, "tpad=stop_mode=clone:stop_duration="+f(length-scene))
+		// Hold the last frame: the loop filter repeats it (tpad would, but
+		// the static ffmpeg of the Lambda layer predates it).
+		extra := int(math.Ceil((length - scene) * outputFPS))
+		video = append(video, fmt.Sprintf("loop=loop=%d:size=1:start=%d", extra, SceneSeconds*outputFPS-1), "setpts=N/FRAME_RATE/TB")
 	}
 	args := []string{"-i", clip}
 	graph := "[0:v]" + strings.Join(video, ",") + "[v]"
@@ -139,7 +143,8 @@ func segmentArgs(clip string, clipSeconds float64, speech string, speechSeconds 
 		if tempo > 1.0001 {
 			audio = append(audio, "atempo="+f(tempo))
 		}
-		audio = append(audio, "apad=whole_dur="+f(length), "atrim=duration="+f(length), "asetpts=PTS-STARTPTS")
+		// apad pads without end; atrim bounds it, so the run always ends.
+		audio = append(audio, "apad", "atrim=duration="+f(length), "asetpts=PTS-STARTPTS")
 		graph += ";[1:a]" + strings.Join(audio, ",") + "[a]"
 		maps = append(maps, "-map", "[a]")
 	case withAudio:
