@@ -1,7 +1,7 @@
 # Two commands do all the set-up on a fresh machine:
 #   make run    start the whole service locally (no AWS account, no Docker)
 #   make test   install what the tests need and run them all
-.PHONY: test run deps vet fmt mediagen build
+.PHONY: test run deps vet fmt mediagen build ffmpeg-layer
 
 GO ?= go
 
@@ -59,6 +59,21 @@ build-$(1):
 	$$(LAMBDA_BUILD) -o $$(ARTIFACTS_DIR)/bootstrap ./functions/$(2)
 endef
 $(foreach f,$(FUNCTIONS),$(eval $(call sam_target,$(word 1,$(subst =, ,$(f))),$(word 2,$(subst =, ,$(f))))))
+
+# The assemble function's ffmpeg layer: static linux/arm64 ffmpeg and ffprobe
+# as the npm registry ships them inside these packages (GPLv3 builds from
+# johnvansickle.com), unpacked into bin/ of the layer (/opt/bin at run time).
+FFMPEG_NPM = @ffmpeg-installer/linux-arm64@4.1.4
+FFPROBE_NPM = @ffprobe-installer/linux-arm64@5.2.0
+build-FfmpegLayer:
+	@mkdir -p $(ARTIFACTS_DIR)/bin
+	@tmp=$$(mktemp -d) && cd $$tmp && npm pack --silent $(FFMPEG_NPM) $(FFPROBE_NPM) >/dev/null && \
+	  for t in *.tgz; do tar -xzf $$t package/ffmpeg package/ffprobe 2>/dev/null || true; done && \
+	  install -m 0755 package/ffmpeg package/ffprobe $(ARTIFACTS_DIR)/bin/ && rm -rf $$tmp
+	@ls -l $(ARTIFACTS_DIR)/bin
+
+ffmpeg-layer:
+	@$(MAKE) -s build-FfmpegLayer ARTIFACTS_DIR=$(CURDIR)/bin/ffmpeg-layer
 
 # make build: every function into bin/lambda/<folder>/bootstrap, with sizes,
 # refusing a binary that links a local-only package.

@@ -401,6 +401,23 @@ func untouched(folder, variable string) bool {
 	return !slices.Contains(used[folder], variable)
 }
 
+func TestAssembleHasTheFfmpegLayerItBuilds(t *testing.T) {
+	tpl := load(t)
+	layer := tpl.Resources["FfmpegLayer"]
+	mk, _ := os.ReadFile("../Makefile")
+	if layer.Type != "AWS::Serverless::LayerVersion" || layer.Metadata["BuildMethod"] != "makefile" ||
+		!strings.Contains(string(mk), "\nbuild-FfmpegLayer:") || fmt.Sprint(layer.Properties["CompatibleArchitectures"]) != "[arm64]" {
+		t.Errorf("FfmpegLayer = %+v; want an arm64 layer built by the Makefile's build-FfmpegLayer", layer)
+	}
+	assemble := tpl.Resources["AssembleFunction"].Properties
+	if fmt.Sprint(assemble["Layers"]) != "[map[Ref:FfmpegLayer]]" {
+		t.Errorf("AssembleFunction layers %v, want the FfmpegLayer", assemble["Layers"])
+	}
+	if env := envOf(tpl.Resources["AssembleFunction"]); env["FFMPEG_PATH"] != "/opt/bin/ffmpeg" || env["FFPROBE_PATH"] != "/opt/bin/ffprobe" {
+		t.Errorf("AssembleFunction does not point ffmpeg at the layer: %v", env)
+	}
+}
+
 func TestNoDataPlaneActionOnEveryResource(t *testing.T) {
 	tpl := load(t)
 	for name, r := range tpl.Resources {
