@@ -1,7 +1,7 @@
 # Two commands do all the set-up on a fresh machine:
 #   make run    start the whole service locally (no AWS account, no Docker)
 #   make test   install what the tests need and run them all
-.PHONY: test run deps vet fmt mediagen build ffmpeg-layer
+.PHONY: test run deps vet fmt mediagen build ffmpeg-layer fuzz
 
 GO ?= go
 
@@ -16,6 +16,13 @@ vet:
 
 fmt:
 	gofmt -w $$(git ls-files '*.go')
+
+# Each request decoder fuzzed for FUZZTIME (make test runs their seeds only).
+FUZZTIME ?= 1m
+fuzz:
+	$(GO) test -run XXX -fuzz FuzzParseGenerate -fuzztime $(FUZZTIME) ./shared/catalog
+	$(GO) test -run XXX -fuzz FuzzParseCreate -fuzztime $(FUZZTIME) ./shared/longstory
+	$(GO) test -run XXX -fuzz FuzzParseEstimate -fuzztime $(FUZZTIME) ./shared/longstory
 
 # The admin command, built into bin/.
 mediagen:

@@ -1,0 +1,68 @@
+package longstory
+
+import (
+	"errors"
+	"testing"
+
+	"github.com/mediagen-dev/mediagen/shared/catalog"
+	"github.com/mediagen-dev/mediagen/shared/domain"
+	"github.com/mediagen-dev/mediagen/shared/pricing"
+)
+
+// FuzzParseCreate: a create body parses into 1-20 scenes with unique
+// positive numbers in order, a supported language and a usable model, or is
+// refused with a validation error.
+func FuzzParseCreate(f *testing.F) {
+	for _, seed := range []string{
+		`{"prompt":"A day at the seaside","language_code":"en","model":"beta-2","enable_narration":true,"video_style":"cinematic","scenes":[{"scene_number":1,"prompt":"waves"},{"scene_number":2,"prompt":"gulls"}]}`,
+		`{"prompt":"x","language_code":"es","scenes":[{"scene_number":3,"prompt":"c","narration":"hola"},{"scene_number":1,"prompt":"a"}]}`,
+		`{"prompt":"x","language_code":"en","scenes":[{"scene_number":1,"prompt":"a"},{"scene_number":1,"prompt":"b"}]}`,
+		`{"prompt":"x","language_code":"xx","scenes":[]}`, `{}`, `[]`, `{"scenes":[1,2,3]}`,
+	} {
+		f.Add([]byte(seed))
+	}
+	f.Fuzz(func(t *testing.T, body []byte) {
+		req, err := ParseCreate(body)
+		if err != nil {
+			var ve *catalog.ValidationError
+			if !errors.As(err, &ve) || !errors.Is(err, domain.ErrInvalid) {
+				t.Fatalf("refused with %T %v, want a validation error", err, err)
+			}
+			return
+		}
+		if len(req.Scenes) < MinScenes || len(req.Scenes) > MaxScenes {
+			t.Fatalf("accepted %d scenes", len(req.Scenes))
+		}
+		for i, s := range req.Scenes {
+			if s.SceneNumber < 1 || (i > 0 && s.SceneNumber <= req.Scenes[i-1].SceneNumber) {
+				t.Fatalf("scenes not unique, positive and in order: %+v", req.Scenes)
+			}
+		}
+		if _, ok := LookupLanguage(req.LanguageCode); !ok {
+			t.Fatalf("accepted language %q", req.LanguageCode)
+		}
+		if _, err := Price(pricing.Default(), req.Model, len(req.Scenes)); err != nil {
+			t.Fatalf("accepted a request it cannot price: %v", err)
+		}
+	})
+}
+
+// FuzzParseEstimate: an estimate is priced or refused with a validation error.
+func FuzzParseEstimate(f *testing.F) {
+	for _, seed := range []string{`{"model":"beta-2","scene_count":3}`, `{"model":"video-01","scene_count":20}`,
+		`{"model":"zeta","scene_count":3}`, `{"model":"beta-2","scene_count":1e309}`, `{"scene_count":-1}`} {
+		f.Add([]byte(seed))
+	}
+	f.Fuzz(func(t *testing.T, body []byte) {
+		e, err := ParseEstimate(pricing.Default(), body)
+		if err != nil {
+			if !errors.Is(err, domain.ErrInvalid) {
+				t.Fatalf("refused with %v, want a validation error", err)
+			}
+			return
+		}
+		if e.Duration != e.SceneInfo.TotalScenes*SceneSeconds || e.SceneInfo.TotalScenes < MinScenes || e.SceneInfo.TotalScenes > MaxScenes {
+			t.Fatalf("estimate %+v", e)
+		}
+	})
+}
