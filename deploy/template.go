@@ -1,89 +1,136 @@
-// Package deploy reads template.yaml the way CloudFormation does, so its
-// tests can prove that the template, the code and the workflow agree.
+// Package deploy reads template.yaml the way CloudFormation and the SAM
+// transform do, so its tests can prove that the template, the code and the
+// workflow definition agree (go test ./deploy/).
 package deploy
 
 import (
 	"fmt"
-	"maps"
 	"os"
 	"strings"
 
 	"gopkg.in/yaml.v3"
 )
 
-// Template is a parsed SAM template with the short-form intrinsic tags
-// resolved to their long form ({"Ref": x}, {"Fn::GetAtt": [r, a]}, ...).
+// Template is a parsed SAM template: short-form intrinsic tags are in their
+// long form ({"Ref": x}, {"Fn::GetAtt": [r, a]}, {"Fn::Sub": s}, ...), and
+// every resource's Properties already carry the Globals of its type.
 type Template struct {
 	Parameters map[string]any
+	Conditions map[string]any
 	Globals    map[string]any
 	Resources  map[string]Resource
 	Outputs    map[string]any
 }
 
-// Resource is one resource with its properties and metadata.
+// Resource is one entry of Resources.
 type Resource struct {
 	Type       string
 	Properties map[string]any
 	Metadata   map[string]any
+	// Declared is Properties as written, before Globals.
+	Declared map[string]any
 }
 
-// Load reads and resolves a template file.
+// globalsSection names the Globals section of each SAM resource type.
+var globalsSection = map[string]string{
+	"AWS::Serverless::Function":     "Function",
+	"AWS::Serverless::HttpApi":      "HttpApi",
+	"AWS::Serverless::Api":          "Api",
+	"AWS::Serverless::StateMachine": "StateMachine",
+	"AWS::Serverless::SimpleTable":  "SimpleTable",
+}
+
+// Load reads a template file, resolves its tags and applies Globals.
 func Load(path string) (*Template, error) {
 	raw, err := os.ReadFile(path)
 	if err != nil {
 		return nil, err
 	}
-	var root yaml.Node
-	if err := yaml.Unmarshal(raw, &root); err != nil {
-		return nil, fmt.Errorf("%s: %w", path, err)
-	}
-	doc, err := resolve(root.Content[0])
+	doc, err := Parse(raw)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", path, err)
 	}
-	m, _ := doc.(map[string]any)
+	return FromDocument(doc)
+}
+
+// Parse turns YAML into plain values (map[string]any, []any, string, int,
+// bool, float64, nil), with the short-form intrinsic tags in long form.
+func Parse(raw []byte) (any, error) {
+	var root yaml.Node
+	if err := yaml.Unmarshal(raw, &root); err != nil {
+		return nil, err
+	}
+	if len(root.Content) == 0 {
+		return nil, fmt.Errorf("empty document")
+	}
+	return resolve(root.Content[0])
+}
+
+// FromDocument splits a parsed template into its sections.
+func FromDocument(doc any) (*Template, error) {
+	m, ok := doc.(map[string]any)
+	if !ok {
+		return nil, fmt.Errorf("the template is not a mapping")
+	}
 	t := &Template{Resources: map[string]Resource{}}
 	t.Parameters, _ = m["Parameters"].(map[string]any)
+	t.Conditions, _ = m["Conditions"].(map[string]any)
 	t.Globals, _ = m["Globals"].(map[string]any)
 	t.Outputs, _ = m["Outputs"].(map[string]any)
-	resources, _ := m["Resources"].(map[string]any)
+	resources, ok := m["Resources"].(map[string]any)
+	if !ok {
+		return nil, fmt.Errorf("no Resources section")
+	}
 	for name, r := range resources {
-		rm, _ := r.(map[string]any)
+		rm, ok := r.(map[string]any)
+		if !ok {
+			return nil, fmt.Errorf("resource %s is not a mapping", name)
+		}
 		res := Resource{}
 		res.Type, _ = rm["Type"].(string)
-		res.Properties, _ = rm["Properties"].(map[string]any)
+		res.Declared, _ = rm["Properties"].(map[string]any)
 		res.Metadata, _ = rm["Metadata"].(map[string]any)
-		if res.Properties == nil {
-			res.Properties = map[string]any{}
+		if res.Declared == nil {
+			res.Declared = map[string]any{}
 		}
-		if res.Type == "AWS::Serverless::Function" {
-			res.Properties = withGlobals(globalsOf(t.Globals, "Function"), res.Properties)
+		res.Properties = res.Declared
+		if section, ok := globalsSection[res.Type]; ok {
+			if g, ok := t.Globals[section].(map[string]any); ok {
+				res.Properties = MergeGlobals(g, res.Declared).(map[string]any)
+			}
 		}
 		t.Resources[name] = res
 	}
 	return t, nil
 }
 
-var tagNames = map[string]string{
+// shortTags maps CloudFormation's short-form tags to their long form.
+var shortTags = map[string]string{
 	"!Ref": "Ref", "!GetAtt": "Fn::GetAtt", "!Sub": "Fn::Sub", "!Join": "Fn::Join", "!Select": "Fn::Select",
 	"!Split": "Fn::Split", "!If": "Fn::If", "!Equals": "Fn::Equals", "!Not": "Fn::Not", "!And": "Fn::And",
 	"!Or": "Fn::Or", "!FindInMap": "Fn::FindInMap", "!Base64": "Fn::Base64", "!GetAZs": "Fn::GetAZs",
 	"!ImportValue": "Fn::ImportValue", "!Condition": "Condition", "!Cidr": "Fn::Cidr",
+	"!Transform": "Fn::Transform", "!ToJsonString": "Fn::ToJsonString", "!Length": "Fn::Length",
 }
 
-// resolve turns a YAML node into plain values, short-form tags into their
-// long form.
 func resolve(n *yaml.Node) (any, error) {
 	var v any
 	switch n.Kind {
 	case yaml.MappingNode:
 		m := map[string]any{}
 		for i := 0; i+1 < len(n.Content); i += 2 {
+			k := n.Content[i]
+			if k.Tag == "!!merge" {
+				return nil, fmt.Errorf("line %d: YAML merge keys (<<) are not CloudFormation", k.Line)
+			}
+			if _, dup := m[k.Value]; dup {
+				return nil, fmt.Errorf("line %d: duplicate key %q (the first one would be lost)", k.Line, k.Value)
+			}
 			val, err := resolve(n.Content[i+1])
 			if err != nil {
 				return nil, err
 			}
-			m[n.Content[i].Value] = val
+			m[k.Value] = val
 		}
 		v = m
 	case yaml.SequenceNode:
@@ -97,51 +144,75 @@ func resolve(n *yaml.Node) (any, error) {
 		}
 		v = list
 	case yaml.AliasNode:
-		return resolve(n.Alias)
-	default:
+		return nil, fmt.Errorf("line %d: YAML aliases (*%s) are not CloudFormation", n.Line, n.Value)
+	case yaml.ScalarNode:
 		if strings.HasPrefix(n.Tag, "!!") {
 			if err := n.Decode(&v); err != nil {
-				return nil, err
+				return nil, fmt.Errorf("line %d: %w", n.Line, err)
 			}
 		} else {
-			v = n.Value
+			v = n.Value // a tagged scalar (!Ref x, !Sub "...") is a string
 		}
+	default:
+		return nil, fmt.Errorf("line %d: unexpected YAML node", n.Line)
 	}
-	if long, ok := tagNames[n.Tag]; ok {
-		if n.Tag == "!GetAtt" {
-			if s, ok := v.(string); ok {
-				res, attr, _ := strings.Cut(s, ".")
-				v = []any{res, attr}
-			}
-		}
-		return map[string]any{long: v}, nil
+	if !strings.HasPrefix(n.Tag, "!") || strings.HasPrefix(n.Tag, "!!") {
+		return v, nil
 	}
-	if strings.HasPrefix(n.Tag, "!") && !strings.HasPrefix(n.Tag, "!!") {
+	long, ok := shortTags[n.Tag]
+	if !ok {
 		return nil, fmt.Errorf("line %d: unknown tag %s", n.Line, n.Tag)
 	}
-	return v, nil
-}
-
-func globalsOf(globals map[string]any, kind string) map[string]any {
-	g, _ := globals[kind].(map[string]any)
-	return g
-}
-
-// withGlobals applies SAM's Globals: the resource's value wins, maps merge
-// (the resource's keys over the globals'), lists are the resource's.
-func withGlobals(globals, props map[string]any) map[string]any {
-	out := maps.Clone(globals)
-	if out == nil {
-		out = map[string]any{}
-	}
-	for k, v := range props {
-		gm, gok := out[k].(map[string]any)
-		pm, pok := v.(map[string]any)
-		if gok && pok {
-			out[k] = withGlobals(gm, pm)
-			continue
+	if n.Tag == "!GetAtt" {
+		if s, ok := v.(string); ok {
+			res, attr, found := strings.Cut(s, ".")
+			if !found {
+				return nil, fmt.Errorf("line %d: !GetAtt %s has no attribute", n.Line, s)
+			}
+			v = []any{res, attr}
 		}
-		out[k] = v
 	}
-	return out
+	return map[string]any{long: v}, nil
+}
+
+// IsIntrinsic reports whether v is an intrinsic function ({"Ref": ...} or
+// {"Fn::...": ...}); SAM's Globals treat one as a single value, not a map.
+func IsIntrinsic(v any) bool {
+	m, ok := v.(map[string]any)
+	if !ok || len(m) != 1 {
+		return false
+	}
+	for k := range m {
+		return k == "Ref" || k == "Condition" || strings.HasPrefix(k, "Fn::")
+	}
+	return false
+}
+
+// MergeGlobals applies a Globals value under a resource's value as the SAM
+// transform does: a value the resource sets replaces the global one, maps
+// (not intrinsic functions) merge key by key, and lists add up, the global
+// entries first. Values of different kinds: the resource's wins.
+func MergeGlobals(global, local any) any {
+	gm, gMap := global.(map[string]any)
+	lm, lMap := local.(map[string]any)
+	if gMap && lMap && !IsIntrinsic(gm) && !IsIntrinsic(lm) {
+		out := make(map[string]any, len(gm)+len(lm))
+		for k, v := range gm {
+			out[k] = v
+		}
+		for k, v := range lm {
+			if g, ok := gm[k]; ok {
+				out[k] = MergeGlobals(g, v)
+			} else {
+				out[k] = v
+			}
+		}
+		return out
+	}
+	gl, gList := global.([]any)
+	ll, lList := local.([]any)
+	if gList && lList {
+		return append(append([]any{}, gl...), ll...)
+	}
+	return local
 }

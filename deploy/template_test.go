@@ -2,438 +2,438 @@ package deploy
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"os"
+	"os/exec"
+	"path/filepath"
 	"regexp"
 	"slices"
 	"sort"
 	"strings"
+	"sync"
 	"testing"
 
-	"github.com/aws/aws-sdk-go-v2/aws"
-
 	"github.com/mediagen-dev/mediagen/shared/prod"
-	"github.com/mediagen-dev/mediagen/shared/store/dynamostore"
-	"github.com/mediagen-dev/mediagen/statemachines"
 )
 
-func load(t *testing.T) *Template {
-	t.Helper()
-	tpl, err := Load("../template.yaml")
-	if err != nil {
-		t.Fatal(err)
-	}
-	return tpl
+// The functions of the service: logical ID in template.yaml and folder
+// under functions/ (each main.go runs prod.Handler(ctx, "<folder>")).
+var functions = []struct{ ID, Folder string }{
+	{"GenerateFunction", "generate"},
+	{"StatusFunction", "status"},
+	{"PollerFunction", "poller"},
+	{"SweeperFunction", "sweeper"},
+	{"AuthorizerFunction", "authorizer"},
+	{"LongStoryEstimateFunction", "longstory-estimate"},
+	{"LongStoryCreateFunction", "longstory-create"},
+	{"LongStoryStatusFunction", "longstory-status"},
+	{"SubmitSceneFunction", "longstory-submit-scene"},
+	{"CheckSceneFunction", "longstory-check-scene"},
+	{"NarrateFunction", "longstory-narrate"},
+	{"AssembleFunction", "longstory-assemble"},
+	{"FinalizeFunction", "longstory-finalize"},
+	{"MarkFailedFunction", "longstory-fail"},
 }
 
-// functionFolders maps each function resource to its folder under
-// functions/, read from its Makefile build target.
-func functionFolders(t *testing.T, tpl *Template) map[string]string {
+// The routes of the spec (README "The API") and the function behind each.
+var routes = []struct{ Method, Path, Function string }{
+	{"POST", "/api/generations/generate", "GenerateFunction"},
+	{"GET", "/api/generations/status/{id}", "StatusFunction"},
+	{"POST", "/api/long-story/videos/estimate", "LongStoryEstimateFunction"},
+	{"POST", "/api/long-story/videos", "LongStoryCreateFunction"},
+	{"GET", "/api/long-story/videos/{videoId}", "LongStoryStatusFunction"},
+}
+
+var (
+	loadOnce sync.Once
+	loaded   *Template
+	loadErr  error
+)
+
+// tmpl is ../template.yaml, parsed once.
+func tmpl(t *testing.T) *Template {
 	t.Helper()
-	mk, err := os.ReadFile("../Makefile")
-	if err != nil {
-		t.Fatal(err)
+	loadOnce.Do(func() { loaded, loadErr = Load("../template.yaml") })
+	if loadErr != nil {
+		t.Fatalf("template.yaml does not load: %v", loadErr)
 	}
-	out := map[string]string{}
-	for name, r := range tpl.Resources {
-		if r.Type != "AWS::Serverless::Function" {
-			continue
+	return loaded
+}
+
+// resource is the named resource, which must exist with the given type.
+func resource(t *testing.T, name, typ string) Resource {
+	t.Helper()
+	r, ok := tmpl(t).Resources[name]
+	if !ok {
+		t.Fatalf("template.yaml has no resource %s (%s)", name, typ)
+	}
+	if r.Type != typ {
+		t.Fatalf("%s: Type is %s, want %s", name, r.Type, typ)
+	}
+	return r
+}
+
+var (
+	readsMu sync.Mutex
+	readsOf = map[string][]string{}
+)
+
+// reads is what prod.ReadsEnvironment learns the function reads, computed
+// once per folder.
+func reads(t *testing.T, folder string) []string {
+	t.Helper()
+	readsMu.Lock()
+	defer readsMu.Unlock()
+	if vars, ok := readsOf[folder]; ok {
+		return vars
+	}
+	t.Setenv("AWS_REGION", "us-east-1")
+	t.Setenv(prod.EnvUpstreamToken, "x")
+	vars, err := prod.ReadsEnvironment(context.Background(), folder)
+	if err != nil {
+		t.Fatalf("functions/%s does not build with a full environment: %v", folder, err)
+	}
+	readsOf[folder] = vars
+	return vars
+}
+
+// show renders a template value for a message.
+func show(v any) string {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return fmt.Sprint(v)
+	}
+	return string(b)
+}
+
+// walk visits every map inside v, with its path.
+func walk(v any, path string, visit func(path string, m map[string]any)) {
+	switch x := v.(type) {
+	case map[string]any:
+		visit(path, x)
+		keys := make([]string, 0, len(x))
+		for k := range x {
+			keys = append(keys, k)
 		}
-		m := regexp.MustCompile(`\b` + name + `=([a-z0-9-]+)`).FindSubmatch(mk)
-		if m == nil {
-			t.Errorf("%s: the Makefile's FUNCTIONS list has no %s=<folder> for its build-%s target", name, name, name)
-			continue
+		sort.Strings(keys)
+		for _, k := range keys {
+			walk(x[k], path+"."+k, visit)
 		}
-		out[name] = string(m[1])
+	case []any:
+		for i, val := range x {
+			walk(val, fmt.Sprintf("%s[%d]", path, i), visit)
+		}
+	}
+}
+
+// ref returns X of {"Ref": X}.
+func ref(v any) (string, bool) {
+	m, ok := v.(map[string]any)
+	if !ok || len(m) != 1 {
+		return "", false
+	}
+	s, ok := m["Ref"].(string)
+	return s, ok
+}
+
+// getAtt returns X and A of {"Fn::GetAtt": [X, A]}.
+func getAtt(v any) (string, string, bool) {
+	m, ok := v.(map[string]any)
+	if !ok || len(m) != 1 {
+		return "", "", false
+	}
+	l, ok := m["Fn::GetAtt"].([]any)
+	if !ok || len(l) != 2 {
+		return "", "", false
+	}
+	res, _ := l[0].(string)
+	attr, _ := l[1].(string)
+	return res, attr, res != "" && attr != ""
+}
+
+// sub returns the text and variables of {"Fn::Sub": text} or
+// {"Fn::Sub": [text, {vars}]}.
+func sub(v any) (string, map[string]any, bool) {
+	m, ok := v.(map[string]any)
+	if !ok || len(m) != 1 {
+		return "", nil, false
+	}
+	switch s := m["Fn::Sub"].(type) {
+	case string:
+		return s, nil, true
+	case []any:
+		if len(s) == 2 {
+			text, _ := s[0].(string)
+			vars, _ := s[1].(map[string]any)
+			return text, vars, true
+		}
+	}
+	return "", nil, false
+}
+
+var subVar = regexp.MustCompile(`\$\{([^}]*)\}`)
+
+// placeholders lists the ${...} of a Sub text, without ${!literals}.
+func placeholders(text string) []string {
+	var out []string
+	for _, m := range subVar.FindAllStringSubmatch(text, -1) {
+		if !strings.HasPrefix(m[1], "!") {
+			out = append(out, m[1])
+		}
 	}
 	return out
 }
 
-func walk(v any, visit func(map[string]any)) {
-	switch x := v.(type) {
-	case map[string]any:
-		visit(x)
-		for _, val := range x {
-			walk(val, visit)
-		}
-	case []any:
-		for _, val := range x {
-			walk(val, visit)
-		}
-	}
+var pseudoParameters = []string{
+	"AWS::AccountId", "AWS::NotificationARNs", "AWS::NoValue", "AWS::Partition", "AWS::Region",
+	"AWS::StackId", "AWS::StackName", "AWS::URLSuffix",
 }
 
-var pseudo = []string{"AWS::Region", "AWS::StackName", "AWS::AccountId", "AWS::URLSuffix", "AWS::Partition", "AWS::NoValue", "AWS::StackId", "AWS::NotificationARNs"}
+// attributes lists the Fn::GetAtt attributes of the resource types the
+// template uses (CloudFormation and SAM references).
+var attributes = map[string][]string{
+	"AWS::Serverless::Function":            {"Arn"},
+	"AWS::Serverless::StateMachine":        {"Arn", "Name"},
+	"AWS::Serverless::HttpApi":             {"ApiEndpoint"},
+	"AWS::SQS::Queue":                      {"Arn", "QueueName", "QueueUrl"},
+	"AWS::DynamoDB::Table":                 {"Arn", "StreamArn"},
+	"AWS::S3::Bucket":                      {"Arn", "DomainName", "DualStackDomainName", "RegionalDomainName", "WebsiteURL"},
+	"AWS::Logs::LogGroup":                  {"Arn"},
+	"AWS::CloudFront::Distribution":        {"DomainName", "Id"},
+	"AWS::CloudFront::OriginAccessControl": {"Id"},
+	"AWS::SecretsManager::Secret":          {"Id"},
+}
 
 func TestEveryReferenceNamesSomethingThatExists(t *testing.T) {
-	tpl := load(t)
-	exists := func(name string) bool {
-		_, res := tpl.Resources[name]
-		_, par := tpl.Parameters[name]
-		return res || par || slices.Contains(pseudo, name)
+	tpl := tmpl(t)
+	usedParams, usedConds := map[string]bool{}, map[string]bool{}
+	named := func(where, name string) {
+		if _, ok := tpl.Parameters[name]; ok {
+			usedParams[name] = true
+			return
+		}
+		if _, ok := tpl.Resources[name]; ok || slices.Contains(pseudoParameters, name) {
+			return
+		}
+		t.Errorf("%s: %s is neither a parameter, a resource of the template nor a pseudo parameter", where, name)
+	}
+	attribute := func(where, res, attr string) {
+		r, ok := tpl.Resources[res]
+		if !ok {
+			t.Errorf("%s: Fn::GetAtt %s.%s: no resource %s in the template", where, res, attr, res)
+			return
+		}
+		known, ok := attributes[r.Type]
+		if !ok {
+			t.Errorf("%s: Fn::GetAtt %s.%s: the test does not know the attributes of %s; add them to attributes", where, res, attr, r.Type)
+			return
+		}
+		if !slices.Contains(known, attr) {
+			t.Errorf("%s: Fn::GetAtt %s.%s: a %s has no attribute %s (it has %v)", where, res, attr, r.Type, attr, known)
+		}
 	}
 	check := func(where string, v any) {
-		walk(v, func(m map[string]any) {
-			if ref, ok := m["Ref"].(string); ok && !exists(ref) {
-				t.Errorf("%s: Ref %s names nothing", where, ref)
+		walk(v, where, func(path string, m map[string]any) {
+			if name, ok := ref(m); ok {
+				named(path, name)
 			}
-			if ga, ok := m["Fn::GetAtt"].([]any); ok {
-				if name, _ := ga[0].(string); tpl.Resources[name].Type == "" {
-					t.Errorf("%s: GetAtt %v names no resource", where, ga)
-				}
+			if res, attr, ok := getAtt(m); ok {
+				attribute(path, res, attr)
+			} else if _, ok := m["Fn::GetAtt"]; ok {
+				t.Errorf("%s: Fn::GetAtt %s is not [resource, attribute]", path, show(m["Fn::GetAtt"]))
 			}
-			if sub, ok := m["Fn::Sub"]; ok {
-				text, vars := "", map[string]any{}
-				switch s := sub.(type) {
-				case string:
-					text = s
-				case []any:
-					text, _ = s[0].(string)
-					vars, _ = s[1].(map[string]any)
+			if text, vars, ok := sub(m); ok {
+				for _, ph := range placeholders(text) {
+					if _, ok := vars[ph]; ok {
+						continue
+					}
+					if res, attr, dotted := strings.Cut(ph, "."); dotted && !strings.HasPrefix(ph, "AWS::") {
+						attribute(path+" (Fn::Sub ${"+ph+"})", res, attr)
+						continue
+					}
+					named(path, ph)
 				}
-				for _, ph := range regexp.MustCompile(`\$\{([^}!]+)\}`).FindAllStringSubmatch(text, -1) {
-					name, _, _ := strings.Cut(ph[1], ".")
-					if _, ok := vars[ph[1]]; !ok && !exists(name) {
-						t.Errorf("%s: Sub ${%s} names nothing", where, ph[1])
+				for k := range vars {
+					if !slices.Contains(placeholders(text), k) {
+						t.Errorf("%s: Fn::Sub variable %s is not used in %q", path, k, text)
 					}
 				}
+			} else if _, ok := m["Fn::Sub"]; ok {
+				t.Errorf("%s: Fn::Sub %s is neither a string nor [string, {variables}]", path, show(m["Fn::Sub"]))
+			}
+			if cond, ok := m["Fn::If"].([]any); ok {
+				name, _ := cond[0].(string)
+				if _, ok := tpl.Conditions[name]; !ok || len(cond) != 3 {
+					t.Errorf("%s: Fn::If %s: no condition %q in Conditions, or not [condition, then, else]", path, show(cond), name)
+				}
+				usedConds[name] = true
 			}
 		})
 	}
-	for name, r := range tpl.Resources {
-		check(name, r.Properties)
+	names := make([]string, 0, len(tpl.Resources))
+	for name := range tpl.Resources {
+		names = append(names, name)
 	}
-	check("Outputs", tpl.Outputs)
-	check("Globals", tpl.Globals)
-}
-
-func TestEveryRouteOfTheSpecReachesItsFunction(t *testing.T) {
-	tpl := load(t)
-	folders := functionFolders(t, tpl)
-	routes := map[string]string{
-		"POST /api/generations/generate":       "generate",
-		"GET /api/generations/status/{id}":     "status",
-		"POST /api/long-story/videos/estimate": "longstory-estimate",
-		"POST /api/long-story/videos":          "longstory-create",
-		"GET /api/long-story/videos/{videoId}": "longstory-status",
-	}
-	found := map[string]string{}
-	for name, r := range tpl.Resources {
-		events, _ := r.Properties["Events"].(map[string]any)
-		for _, e := range events {
-			em, _ := e.(map[string]any)
-			if em["Type"] != "HttpApi" {
-				continue
-			}
-			p, _ := em["Properties"].(map[string]any)
-			if api, _ := p["ApiId"].(map[string]any); api["Ref"] != "HttpApi" {
-				t.Errorf("%s: a route event not on the HttpApi", name)
-			}
-			found[fmt.Sprintf("%s %s", p["Method"], p["Path"])] = folders[name]
-		}
-	}
-	for route, folder := range routes {
-		if found[route] != folder {
-			t.Errorf("route %s reaches %q, want functions/%s", route, found[route], folder)
-		}
-	}
-	mk, _ := os.ReadFile("../Makefile")
-	for name, folder := range folders {
+	sort.Strings(names)
+	for _, name := range names {
 		r := tpl.Resources[name]
-		if r.Properties["CodeUri"] != "." || r.Metadata["BuildMethod"] != "makefile" {
-			t.Errorf("%s: CodeUri %v, BuildMethod %v; want . and makefile", name, r.Properties["CodeUri"], r.Metadata["BuildMethod"])
-		}
-		if !strings.Contains(string(mk), "build-$(1):") {
-			t.Errorf("the Makefile has no build-<LogicalId> target rule")
-		}
-		if _, err := os.Stat("../functions/" + folder + "/main.go"); err != nil {
-			t.Errorf("%s builds functions/%s, which has no main.go", name, folder)
+		check(name+".Properties", r.Declared)
+		check(name+".Metadata", r.Metadata)
+	}
+	check("Globals", tpl.Globals)
+	check("Conditions", tpl.Conditions)
+	check("Outputs", tpl.Outputs)
+	for name := range tpl.Parameters {
+		if !usedParams[name] {
+			t.Errorf("Parameters.%s is never used (a parameter nobody reads only confuses sam deploy --guided)", name)
 		}
 	}
-	entries, _ := os.ReadDir("../functions")
-	for _, e := range entries {
-		if !slices.Contains(mapsValues(folders), e.Name()) {
-			t.Errorf("functions/%s is not in the template", e.Name())
+	for name := range tpl.Conditions {
+		if !usedConds[name] {
+			t.Errorf("Conditions.%s is never used", name)
 		}
-	}
-	g := globalsOf(tpl.Globals, "Function")
-	logging, _ := g["LoggingConfig"].(map[string]any)
-	if g["Runtime"] != "provided.al2023" || fmt.Sprint(g["Architectures"]) != "[arm64]" || g["Handler"] != "bootstrap" ||
-		logging["LogFormat"] != "JSON" || g["Tracing"] != "Active" {
-		t.Errorf("Globals.Function = %v", g)
-	}
-	api := tpl.Resources["HttpApi"].Properties
-	auth, _ := api["Auth"].(map[string]any)
-	if auth["DefaultAuthorizer"] == nil || api["CorsConfiguration"] == nil || api["AccessLogSettings"] == nil || api["DefaultRouteSettings"] == nil {
-		t.Errorf("HttpApi lacks the default authorizer, CORS, access logs or throttling: %v", api)
 	}
 }
 
-func mapsValues(m map[string]string) []string {
-	out := make([]string, 0, len(m))
-	for _, v := range m {
-		out = append(out, v)
+func TestEveryFunctionFolderIsInTheTemplateAndBack(t *testing.T) {
+	tpl := tmpl(t)
+	want := map[string]string{}
+	for _, f := range functions {
+		want[f.ID] = f.Folder
+	}
+	for name, r := range tpl.Resources {
+		if r.Type == "AWS::Serverless::Function" || r.Type == "AWS::Lambda::Function" {
+			if _, ok := want[name]; !ok {
+				t.Errorf("%s: a function the test does not know; add it to functions (with its folder under functions/)", name)
+			}
+		}
+	}
+	for _, f := range functions {
+		if r, ok := tpl.Resources[f.ID]; !ok || r.Type != "AWS::Serverless::Function" {
+			t.Errorf("functions/%s has no AWS::Serverless::Function %s in template.yaml", f.Folder, f.ID)
+		}
+	}
+	entries, err := os.ReadDir("../functions")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var folders []string
+	for _, e := range entries {
+		if !e.IsDir() {
+			continue
+		}
+		folders = append(folders, e.Name())
+		if !slices.ContainsFunc(functions, func(f struct{ ID, Folder string }) bool { return f.Folder == e.Name() }) {
+			t.Errorf("functions/%s is not deployed: no function of template.yaml builds it", e.Name())
+		}
+	}
+	for _, f := range functions {
+		if !slices.Contains(folders, f.Folder) {
+			t.Errorf("%s builds functions/%s, which does not exist", f.ID, f.Folder)
+		}
+	}
+	if !slices.Equal(sortedFolders(), prod.FunctionNames()) {
+		t.Errorf("the functions deployed %v are not the handlers of prod.Functions %v", sortedFolders(), prod.FunctionNames())
+	}
+}
+
+func sortedFolders() []string {
+	var out []string
+	for _, f := range functions {
+		out = append(out, f.Folder)
 	}
 	sort.Strings(out)
 	return out
 }
 
-func envOf(r Resource) map[string]any {
-	env, _ := r.Properties["Environment"].(map[string]any)
-	vars, _ := env["Variables"].(map[string]any)
-	return vars
-}
-
-func TestEveryVariableAFunctionReadsIsSet(t *testing.T) {
-	tpl := load(t)
-	t.Setenv("AWS_REGION", "us-east-1")
-	t.Setenv(prod.EnvUpstreamToken, "x")
-	for name, folder := range functionFolders(t, tpl) {
-		read, err := prod.ReadsEnvironment(context.Background(), folder)
-		if err != nil {
-			t.Fatalf("%s: %v", folder, err)
-		}
-		vars := envOf(tpl.Resources[name])
-		for _, v := range read {
-			if _, ok := vars[v]; !ok && v != prod.EnvUpstreamToken {
-				t.Errorf("%s reads %s, which the template does not set for it", name, v)
+// TestEveryFunctionBuildsFromItsFolder: each function is built by SAM
+// through the Makefile (CodeUri ".", BuildMethod makefile), and the target
+// SAM runs, build-<LogicalId>, builds a linux/arm64 bootstrap from
+// ./functions/<folder>, whose main.go runs that folder's handler.
+func TestEveryFunctionBuildsFromItsFolder(t *testing.T) {
+	makeBin, err := exec.LookPath("make")
+	if err != nil {
+		t.Fatalf("make is needed: sam build runs the Makefile's build-<LogicalId> targets (%v)", err)
+	}
+	for _, f := range functions {
+		t.Run(f.ID, func(t *testing.T) {
+			r := resource(t, f.ID, "AWS::Serverless::Function")
+			if r.Properties["CodeUri"] != "." {
+				t.Errorf("%s: CodeUri is %s; want \".\" (the module root, so SAM's build cache sees shared/)", f.ID, show(r.Properties["CodeUri"]))
 			}
-		}
-		if _, ok := vars[prod.EnvUpstreamToken]; ok {
-			t.Errorf("%s: %s is for sam local only; the token lives in Secrets Manager", name, prod.EnvUpstreamToken)
-		}
-	}
-}
-
-func TestEveryWorkflowPlaceholderIsSubstitutedAndUsed(t *testing.T) {
-	tpl := load(t)
-	sm := tpl.Resources["LongStoryStateMachine"].Properties
-	if sm["DefinitionUri"] != "statemachines/long-story.asl.json" {
-		t.Errorf("DefinitionUri %v", sm["DefinitionUri"])
-	}
-	subs, _ := sm["DefinitionSubstitutions"].(map[string]any)
-	used := map[string]bool{}
-	for _, m := range regexp.MustCompile(`\$\{([A-Za-z0-9_]+)\}`).FindAllStringSubmatch(string(statemachines.LongStory), -1) {
-		used[m[1]] = true
-		if _, ok := subs[m[1]]; !ok {
-			t.Errorf("placeholder ${%s} has no DefinitionSubstitution", m[1])
-		}
-	}
-	for k := range subs {
-		if !used[k] {
-			t.Errorf("substitution %s is not used by the definition", k)
-		}
-	}
-}
-
-func TestQueuesHaveDeadLettersAndFitThePoller(t *testing.T) {
-	tpl := load(t)
-	dlqs := map[string]bool{}
-	for _, r := range tpl.Resources {
-		if rp, ok := r.Properties["RedrivePolicy"].(map[string]any); ok {
-			if ga, ok := rp["deadLetterTargetArn"].(map[string]any)["Fn::GetAtt"].([]any); ok {
-				dlqs[ga[0].(string)] = true
+			if r.Metadata["BuildMethod"] != "makefile" {
+				t.Errorf("%s: Metadata.BuildMethod is %s; want makefile", f.ID, show(r.Metadata["BuildMethod"]))
 			}
-		}
-	}
-	for name, r := range tpl.Resources {
-		if r.Type == "AWS::SQS::Queue" && r.Properties["RedrivePolicy"] == nil && !dlqs[name] {
-			t.Errorf("queue %s has no dead-letter queue", name)
-		}
-	}
-	poller := tpl.Resources["PollerFunction"].Properties
-	timeout, _ := poller["Timeout"].(int)
-	if vis, _ := tpl.Resources["PollQueue"].Properties["VisibilityTimeout"].(int); vis < 6*timeout {
-		t.Errorf("PollQueue visibility %d s is under 6 x the poller's %d s", vis, timeout)
-	}
-	ev, _ := poller["Events"].(map[string]any)["Polls"].(map[string]any)["Properties"].(map[string]any)
-	if fmt.Sprint(ev["FunctionResponseTypes"]) != "[ReportBatchItemFailures]" {
-		t.Errorf("the poller's SQS event does not report batch item failures: %v", ev)
-	}
-}
-
-func TestTablesMatchTheStoresSchema(t *testing.T) {
-	tpl := load(t)
-	byName := map[string]Resource{}
-	for _, r := range tpl.Resources {
-		if r.Type == "AWS::DynamoDB::Table" {
-			sub, _ := r.Properties["TableName"].(map[string]any)["Fn::Sub"].(string)
-			byName[strings.ReplaceAll(sub, "${AWS::StackName}", "STACK")] = r
-		}
-	}
-	for _, want := range dynamostore.Schema(dynamostore.TablesWithPrefix("STACK")) {
-		name := aws.ToString(want.TableName)
-		r, ok := byName[name]
-		if !ok {
-			t.Errorf("no table %s in the template", name)
-			continue
-		}
-		p := r.Properties
-		if p["BillingMode"] != "PAY_PER_REQUEST" || fmt.Sprint(p["PointInTimeRecoverySpecification"]) != "map[PointInTimeRecoveryEnabled:true]" {
-			t.Errorf("%s: not on-demand with point-in-time recovery", name)
-		}
-		var keys, attrs, gsis []string
-		for _, k := range want.KeySchema {
-			keys = append(keys, fmt.Sprint(map[string]any{"AttributeName": aws.ToString(k.AttributeName), "KeyType": string(k.KeyType)}))
-		}
-		for _, a := range want.AttributeDefinitions {
-			attrs = append(attrs, fmt.Sprint(map[string]any{"AttributeName": aws.ToString(a.AttributeName), "AttributeType": string(a.AttributeType)}))
-		}
-		for _, g := range want.GlobalSecondaryIndexes {
-			var gk []any
-			for _, k := range g.KeySchema {
-				gk = append(gk, map[string]any{"AttributeName": aws.ToString(k.AttributeName), "KeyType": string(k.KeyType)})
+			main, err := os.ReadFile(filepath.Join("..", "functions", f.Folder, "main.go"))
+			if err != nil {
+				t.Fatalf("%s: functions/%s has no main.go: %v", f.ID, f.Folder, err)
 			}
-			gsis = append(gsis, fmt.Sprint(map[string]any{"IndexName": aws.ToString(g.IndexName), "KeySchema": gk,
-				"Projection": map[string]any{"ProjectionType": string(g.Projection.ProjectionType)}}))
-		}
-		for what, pair := range map[string][2][]string{
-			"KeySchema": {keys, stringsOf(p["KeySchema"])}, "AttributeDefinitions": {attrs, stringsOf(p["AttributeDefinitions"])},
-			"GlobalSecondaryIndexes": {gsis, stringsOf(p["GlobalSecondaryIndexes"])},
-		} {
-			w, g := pair[0], pair[1]
-			sort.Strings(w)
-			sort.Strings(g)
-			if !slices.Equal(w, g) {
-				t.Errorf("%s %s = %v, the store's schema says %v", name, what, g, w)
+			if !regexp.MustCompile(`prod\.Handler\([^,]+,\s*"` + regexp.QuoteMeta(f.Folder) + `"\)`).Match(main) {
+				t.Errorf("functions/%s/main.go does not run prod.Handler(ctx, %q)", f.Folder, f.Folder)
 			}
-		}
-	}
-	if ttl := tpl.Resources["RateLimitsTable"].Properties["TimeToLiveSpecification"]; fmt.Sprint(ttl) != "map[AttributeName:expires_at Enabled:true]" {
-		t.Errorf("rate-limit counters do not expire: %v", ttl)
-	}
-}
-
-func stringsOf(v any) []string {
-	list, _ := v.([]any)
-	var out []string
-	for _, x := range list {
-		out = append(out, fmt.Sprint(x))
-	}
-	return out
-}
-
-// policyTargets lists, per SAM policy template, the resource parameter it
-// takes and the service it grants.
-var policyTargets = map[string][2]string{
-	"DynamoDBCrudPolicy": {"TableName", "dynamodb"}, "DynamoDBReadPolicy": {"TableName", "dynamodb"},
-	"SQSSendMessagePolicy": {"QueueName", "sqs"}, "S3WritePolicy": {"BucketName", "s3"}, "S3CrudPolicy": {"BucketName", "s3"},
-	"S3ReadPolicy": {"BucketName", "s3"}, "AWSSecretsManagerGetSecretValuePolicy": {"SecretArn", "secretsmanager"},
-	"StepFunctionsExecutionPolicy": {"StateMachineName", "states"}, "LambdaInvokePolicy": {"FunctionName", "lambda"},
-}
-
-func TestEveryFunctionsPoliciesCoverWhatItTouches(t *testing.T) {
-	tpl := load(t)
-	t.Setenv("AWS_REGION", "us-east-1")
-	t.Setenv(prod.EnvUpstreamToken, "x")
-	// What a variable says the function touches, and the resource it names.
-	touches := map[string]string{
-		"ACCOUNTS_TABLE": "AccountsTable", "API_KEYS_TABLE": "ApiKeysTable", "GENERATIONS_TABLE": "GenerationsTable",
-		"LONG_VIDEOS_TABLE": "LongVideosTable", "RATE_LIMITS_TABLE": "RateLimitsTable", "COUNTERS_TABLE": "CountersTable",
-		"POLL_QUEUE_URL": "PollQueue", "OUTPUT_BUCKET": "OutputBucket", "STATE_MACHINE_ARN": "LongStoryStateMachine",
-		"UPSTREAM_TOKEN_SECRET_ARN": "UpstreamTokenSecret",
-	}
-	// Globals hand every function every table name; only the variables a
-	// function's adapters read count.
-	for name, folder := range functionFolders(t, tpl) {
-		read, err := prod.ReadsEnvironment(context.Background(), folder)
-		if err != nil {
-			t.Fatal(err)
-		}
-		covered := map[string]bool{}
-		policies, _ := tpl.Resources[name].Properties["Policies"].([]any)
-		for _, p := range policies {
-			pm, ok := p.(map[string]any)
-			if !ok {
-				continue
+			artifacts := "/ARTIFACTS/" + f.ID
+			out, err := exec.Command(makeBin, "-s", "-n", "-C", "..", "build-"+f.ID, "ARTIFACTS_DIR="+artifacts).CombinedOutput()
+			if err != nil {
+				t.Fatalf("Makefile: `make build-%s` (what sam build runs for %s) fails: %v\n%s", f.ID, f.ID, err, out)
 			}
-			for tmpl, arg := range pm {
-				target, ok := policyTargets[tmpl]
-				if !ok {
-					continue
+			cmd := strings.TrimSpace(string(out))
+			for _, want := range []string{"GOOS=linux", "GOARCH=arm64", "CGO_ENABLED=0", "-tags lambda.norpc",
+				" build ", "-o " + artifacts + "/bootstrap ./functions/" + f.Folder} {
+				if !strings.Contains(cmd, want) {
+					t.Errorf("Makefile: build-%s runs %q, which lacks %q", f.ID, cmd, want)
 				}
-				walk(arg, func(m map[string]any) {
-					if ref, ok := m["Ref"].(string); ok {
-						covered[ref] = true
-					}
-					if ga, ok := m["Fn::GetAtt"].([]any); ok {
-						covered[ga[0].(string)] = true
-					}
-				})
-				_ = target
 			}
-		}
-		for _, v := range read {
-			res, ok := touches[v]
-			if !ok || (v == "UPSTREAM_TOKEN_SECRET_ARN" && !slices.Contains(read, "UPSTREAM_BASE_URL")) {
-				continue
-			}
-			if !covered[res] && !untouched(folder, v) {
-				t.Errorf("%s reads %s but no policy grants it %s", name, v, res)
-			}
-		}
-	}
-}
-
-// untouched: the store adapter reads every table name when it is built,
-// but a function only calls the tables its use case touches; and finalize
-// reads the bucket's name only to form the video's URL. These pairs are the
-// ones no call of that function reaches.
-func untouched(folder, variable string) bool {
-	if folder == "longstory-finalize" && variable == "OUTPUT_BUCKET" {
-		return true
-	}
-	used := map[string][]string{
-		"authorizer":         {"ACCOUNTS_TABLE", "API_KEYS_TABLE"},
-		"generate":           {"ACCOUNTS_TABLE", "API_KEYS_TABLE", "GENERATIONS_TABLE", "RATE_LIMITS_TABLE", "COUNTERS_TABLE"},
-		"status":             {"ACCOUNTS_TABLE", "API_KEYS_TABLE", "GENERATIONS_TABLE", "RATE_LIMITS_TABLE"},
-		"poller":             {"ACCOUNTS_TABLE", "GENERATIONS_TABLE"},
-		"sweeper":            {"ACCOUNTS_TABLE", "GENERATIONS_TABLE", "LONG_VIDEOS_TABLE"},
-		"longstory-estimate": {"ACCOUNTS_TABLE", "API_KEYS_TABLE", "RATE_LIMITS_TABLE"},
-		"longstory-create":   {"ACCOUNTS_TABLE", "API_KEYS_TABLE", "LONG_VIDEOS_TABLE", "RATE_LIMITS_TABLE"},
-		"longstory-status":   {"ACCOUNTS_TABLE", "API_KEYS_TABLE", "LONG_VIDEOS_TABLE", "RATE_LIMITS_TABLE"},
-		"longstory-finalize": {"ACCOUNTS_TABLE", "LONG_VIDEOS_TABLE"},
-		"longstory-fail":     {"ACCOUNTS_TABLE", "LONG_VIDEOS_TABLE"},
-	}
-	if !strings.HasSuffix(variable, "_TABLE") {
-		return false
-	}
-	return !slices.Contains(used[folder], variable)
-}
-
-func TestAssembleHasTheFfmpegLayerItBuilds(t *testing.T) {
-	tpl := load(t)
-	layer := tpl.Resources["FfmpegLayer"]
-	mk, _ := os.ReadFile("../Makefile")
-	if layer.Type != "AWS::Serverless::LayerVersion" || layer.Metadata["BuildMethod"] != "makefile" ||
-		!strings.Contains(string(mk), "\nbuild-FfmpegLayer:") || fmt.Sprint(layer.Properties["CompatibleArchitectures"]) != "[arm64]" {
-		t.Errorf("FfmpegLayer = %+v; want an arm64 layer built by the Makefile's build-FfmpegLayer", layer)
-	}
-	assemble := tpl.Resources["AssembleFunction"].Properties
-	if fmt.Sprint(assemble["Layers"]) != "[map[Ref:FfmpegLayer]]" {
-		t.Errorf("AssembleFunction layers %v, want the FfmpegLayer", assemble["Layers"])
-	}
-	if env := envOf(tpl.Resources["AssembleFunction"]); env["FFMPEG_PATH"] != "/opt/bin/ffmpeg" || env["FFPROBE_PATH"] != "/opt/bin/ffprobe" {
-		t.Errorf("AssembleFunction does not point ffmpeg at the layer: %v", env)
-	}
-}
-
-func TestNoDataPlaneActionOnEveryResource(t *testing.T) {
-	tpl := load(t)
-	for name, r := range tpl.Resources {
-		walk(r.Properties["Policies"], func(m map[string]any) {
-			if m["Effect"] != "Allow" || fmt.Sprint(m["Resource"]) != "*" {
-				return
-			}
-			for _, a := range strings.Fields(strings.Trim(fmt.Sprint(m["Action"]), "[]")) {
-				if a != "polly:SynthesizeSpeech" { // Polly has no resource-level permission for it
-					t.Errorf("%s: %s on every resource", name, a)
-				}
+			if n := strings.Count(cmd, "./functions/"); n != 1 {
+				t.Errorf("Makefile: build-%s builds %d function folders: %q", f.ID, n, cmd)
 			}
 		})
 	}
-	b := tpl.Resources["OutputBucket"].Properties
-	if fmt.Sprint(b["PublicAccessBlockConfiguration"]) != "map[BlockPublicAcls:true BlockPublicPolicy:true IgnorePublicAcls:true RestrictPublicBuckets:true]" || b["BucketEncryption"] == nil {
-		t.Errorf("the output bucket is not private and encrypted: %v", b)
+}
+
+func TestEveryRouteOfTheSpecReachesItsFunction(t *testing.T) {
+	tpl := tmpl(t)
+	resource(t, "HttpApi", "AWS::Serverless::HttpApi")
+	found := map[string]string{} // "METHOD path" -> function
+	for _, f := range functions {
+		r := tpl.Resources[f.ID]
+		events, _ := r.Properties["Events"].(map[string]any)
+		for ename, e := range events {
+			em, _ := e.(map[string]any)
+			where := fmt.Sprintf("%s.Events.%s", f.ID, ename)
+			if em["Type"] == "Api" {
+				t.Errorf("%s: a REST API event; the service is an HTTP API (Type HttpApi)", where)
+			}
+			if em["Type"] != "HttpApi" {
+				continue
+			}
+			p, _ := em["Properties"].(map[string]any)
+			if api, ok := ref(p["ApiId"]); !ok || api != "HttpApi" {
+				t.Errorf("%s: ApiId is %s, want !Ref HttpApi (else SAM makes a second, implicit API)", where, show(p["ApiId"]))
+			}
+			if v, ok := p["PayloadFormatVersion"]; ok && v != "2.0" {
+				t.Errorf("%s: PayloadFormatVersion %s; the handlers read API Gateway v2 (2.0) events", where, show(v))
+			}
+			if auth, ok := p["Auth"]; ok {
+				t.Errorf("%s: Auth %s overrides the API's default authorizer; every route needs it", where, show(auth))
+			}
+			key := fmt.Sprintf("%s %s", p["Method"], p["Path"])
+			if prev, dup := found[key]; dup {
+				t.Errorf("%s: route %s is also %s's", where, key, prev)
+			}
+			found[key] = f.ID
+		}
+	}
+	for _, rt := range routes {
+		key := rt.Method + " " + rt.Path
+		if got, ok := found[key]; !ok {
+			t.Errorf("route %s of the spec is not in template.yaml (want an HttpApi event on %s)", key, rt.Function)
+		} else if got != rt.Function {
+			t.Errorf("route %s reaches %s, want %s", key, got, rt.Function)
+		}
+		delete(found, key)
+	}
+	for key, fn := range found {
+		t.Errorf("%s: route %s is not in the spec", fn, key)
 	}
 }

@@ -1,0 +1,602 @@
+package deploy
+
+import (
+	"fmt"
+	"os"
+	"regexp"
+	"slices"
+	"sort"
+	"strings"
+	"testing"
+)
+
+// Permissions are checked on logical resources. A target is written
+// "<kind>:<LogicalId>[/<path>]":
+//
+//	table:AccountsTable          index:GenerationsTable/id-index
+//	queue:PollQueue              object:OutputBucket/<key>    bucket:OutputBucket
+//	secret:UpstreamTokenSecret   statemachine:LongStoryStateMachine
+//	function:NarrateFunction     loggroup:WorkflowLogs        *  (every resource)
+//
+// Grants use the same form with IAM's wildcards (* and ?).
+
+// Object keys the code writes and reads (shared/generation/poll.go,
+// shared/longstory/steps.go and assemble.go); keyLayouts checks that the
+// code still builds them so.
+const (
+	generationKey = "generations/3348f3aa-5fd0-4758-860a-3ebaf4cfbcc7/0.png"
+	sceneKey      = "long-videos/6f1c2a8e-3b7d-4e2f-9a51-0c8d7e6b5a43/scenes/001.mp4"
+	narrationKey  = "long-videos/6f1c2a8e-3b7d-4e2f-9a51-0c8d7e6b5a43/narration/001.mp3"
+	finalKey      = "long-videos/6f1c2a8e-3b7d-4e2f-9a51-0c8d7e6b5a43/final.mp4"
+)
+
+var objectKeys = []string{generationKey, sceneKey, narrationKey, finalKey}
+
+var keyLayouts = []struct{ file, layout string }{
+	{"../shared/generation/poll.go", `"generations/"+g.UUID+"/"`},
+	{"../shared/longstory/steps.go", `"long-videos/%s/scenes/%03d"`},
+	{"../shared/longstory/steps.go", `"long-videos/%s/narration/%03d%s"`},
+	{"../shared/longstory/assemble.go", `"long-videos/%s/final.mp4"`},
+}
+
+// A use is a call the code makes: its actions on one target, and where.
+type use struct {
+	target  string
+	actions []string
+	why     string
+}
+
+func uses(target, why string, actions ...string) use { return use{target, actions, why} }
+
+// The calls of the route functions' Gate (shared/httpapi/auth.go): the key
+// lookup (GetAPIKey), the account (GetAccount), the request counter.
+var gate = []use{
+	uses("table:ApiKeysTable", "Gate: GetAPIKey when the authorizer's context is missing", "dynamodb:GetItem"),
+	uses("table:AccountsTable", "Gate: GetAccount", "dynamodb:GetItem"),
+	uses("table:RateLimitsTable", "Gate: CountRequest (ADD, UPDATED_NEW)", "dynamodb:UpdateItem"),
+}
+
+// settle is a hold, capture or release of credits (one conditional
+// UpdateItem of the account, a consistent read when the condition fails).
+var settle = uses("table:AccountsTable", "Hold/Capture/Release", "dynamodb:UpdateItem", "dynamodb:GetItem")
+
+var putObject = []string{"s3:PutObject", "s3:AbortMultipartUpload"} // the upload manager aborts a failed multipart upload
+
+// usesOf is every call each function makes, read from its use cases and
+// the dynamostore adapter. The policies must cover them and grant nothing
+// beyond their resources.
+var usesOf = map[string][]use{
+	"AuthorizerFunction": {
+		uses("table:ApiKeysTable", "Authorize: GetAPIKey", "dynamodb:GetItem"),
+		uses("table:AccountsTable", "Authorize: GetAccount", "dynamodb:GetItem"),
+	},
+	"GenerateFunction": append(slices.Clone(gate),
+		settle,
+		uses("table:CountersTable", "CreateGeneration: the next id (ADD)", "dynamodb:UpdateItem"),
+		uses("table:GenerationsTable", "CreateGeneration, SetUpstreamID, FinishGeneration", "dynamodb:PutItem", "dynamodb:UpdateItem", "dynamodb:GetItem"),
+		uses("queue:PollQueue", "the first poll", "sqs:SendMessage"),
+		uses("secret:UpstreamTokenSecret", "the provider token", "secretsmanager:GetSecretValue"),
+	),
+	"StatusFunction": append(slices.Clone(gate),
+		uses("table:GenerationsTable", "Lookup by UUID", "dynamodb:GetItem"),
+		uses("index:GenerationsTable/id-index", "Lookup by integer id", "dynamodb:Query"),
+	),
+	"PollerFunction": {
+		uses("table:GenerationsTable", "GetGeneration, FinishGeneration", "dynamodb:GetItem", "dynamodb:UpdateItem"),
+		settle,
+		uses("queue:PollQueue", "the next poll", "sqs:SendMessage"),
+		uses("object:OutputBucket/"+generationKey, "the generation's outputs", putObject...),
+		uses("secret:UpstreamTokenSecret", "the provider token", "secretsmanager:GetSecretValue"),
+	},
+	"SweeperFunction": {
+		uses("table:AccountsTable", "OpenHolds (Scan), Capture/Release", "dynamodb:Scan", "dynamodb:UpdateItem", "dynamodb:GetItem"),
+		uses("table:GenerationsTable", "GetGeneration, FinishGeneration", "dynamodb:GetItem", "dynamodb:UpdateItem"),
+		uses("table:LongVideosTable", "GetLongVideo, FinishLongVideo", "dynamodb:GetItem", "dynamodb:UpdateItem"),
+	},
+	"LongStoryEstimateFunction": slices.Clone(gate),
+	"LongStoryCreateFunction": append(slices.Clone(gate),
+		settle,
+		uses("table:LongVideosTable", "CreateLongVideo, FinishLongVideo", "dynamodb:PutItem", "dynamodb:UpdateItem", "dynamodb:GetItem"),
+		uses("statemachine:LongStoryStateMachine", "StartExecution", "states:StartExecution"),
+	),
+	"LongStoryStatusFunction": append(slices.Clone(gate),
+		uses("table:LongVideosTable", "GetLongVideo", "dynamodb:GetItem"),
+	),
+	"SubmitSceneFunction": {
+		uses("secret:UpstreamTokenSecret", "the provider token", "secretsmanager:GetSecretValue"),
+	},
+	"CheckSceneFunction": {
+		uses("secret:UpstreamTokenSecret", "the provider token", "secretsmanager:GetSecretValue"),
+		uses("object:OutputBucket/"+sceneKey, "the scene's clip", putObject...),
+	},
+	"NarrateFunction": {
+		uses("object:OutputBucket/"+narrationKey, "the narration tracks", putObject...),
+		uses("*", "Amazon Polly", "polly:SynthesizeSpeech"),
+	},
+	"AssembleFunction": {
+		uses("object:OutputBucket/"+sceneKey, "the clips", "s3:GetObject"),
+		uses("object:OutputBucket/"+narrationKey, "the narration", "s3:GetObject"),
+		uses("object:OutputBucket/"+finalKey, "the final video", putObject...),
+	},
+	"FinalizeFunction": {
+		uses("table:LongVideosTable", "FinishLongVideo, GetLongVideo", "dynamodb:UpdateItem", "dynamodb:GetItem"),
+		settle,
+	},
+	"MarkFailedFunction": {
+		uses("table:LongVideosTable", "FinishLongVideo, GetLongVideo", "dynamodb:UpdateItem", "dynamodb:GetItem"),
+		settle,
+	},
+	"LongStoryStateMachine": {
+		uses("function:SubmitSceneFunction", "task SubmitScene", "lambda:InvokeFunction"),
+		uses("function:CheckSceneFunction", "task CheckScene", "lambda:InvokeFunction"),
+		uses("function:NarrateFunction", "task Narrate", "lambda:InvokeFunction"),
+		uses("function:AssembleFunction", "task Assemble", "lambda:InvokeFunction"),
+		uses("function:FinalizeFunction", "task Finalize", "lambda:InvokeFunction"),
+		uses("function:MarkFailedFunction", "task MarkFailed", "lambda:InvokeFunction"),
+		uses("*", "logging to CloudWatch Logs", logDelivery...),
+	},
+}
+
+var logDelivery = []string{
+	"logs:CreateLogDelivery", "logs:GetLogDelivery", "logs:UpdateLogDelivery", "logs:DeleteLogDelivery",
+	"logs:ListLogDeliveries", "logs:PutResourcePolicy", "logs:DescribeResourcePolicies", "logs:DescribeLogGroups",
+}
+
+// onEveryResource are the only actions granted on "*", who holds each,
+// and why there is no narrower resource.
+var onEveryResource = map[string]struct{ holder, why string }{
+	"polly:SynthesizeSpeech": {"NarrateFunction", "Polly has no resource-level permission for SynthesizeSpeech without lexicons"},
+}
+
+func init() {
+	for _, a := range logDelivery {
+		onEveryResource[a] = struct{ holder, why string }{"LongStoryStateMachine", "CloudWatch Logs' log-delivery actions have no resource-level permissions"}
+	}
+}
+
+// resourceVariable is the variable through which a function learns each
+// resource it calls.
+var resourceVariable = map[string]string{
+	"table:AccountsTable": "ACCOUNTS_TABLE", "table:ApiKeysTable": "API_KEYS_TABLE",
+	"table:GenerationsTable": "GENERATIONS_TABLE", "table:LongVideosTable": "LONG_VIDEOS_TABLE",
+	"table:RateLimitsTable": "RATE_LIMITS_TABLE", "table:CountersTable": "COUNTERS_TABLE",
+	"queue:PollQueue": "POLL_QUEUE_URL", "bucket:OutputBucket": "OUTPUT_BUCKET",
+	"secret:UpstreamTokenSecret": "UPSTREAM_TOKEN_SECRET_ARN", "statemachine:LongStoryStateMachine": "STATE_MACHINE_ARN",
+}
+
+// namesOnly: a resource variable a function reads without calling the
+// resource, and why.
+var namesOnly = map[string]map[string]string{
+	"FinalizeFunction": {"OUTPUT_BUCKET": "Steps.Finalize only forms the final video's URL (Files.URL); it makes no S3 request"},
+}
+
+// samPolicyTemplates are the SAM policy templates the test can expand
+// (samtranslator/policy_templates_data/policy_templates.json): the
+// parameter, the form it must take, and what the template grants.
+var samPolicyTemplates = map[string]struct {
+	param   string
+	actions []string
+	targets func(x string) []string
+}{
+	"DynamoDBCrudPolicy": {"TableName", []string{"dynamodb:GetItem", "dynamodb:DeleteItem", "dynamodb:PutItem", "dynamodb:Scan",
+		"dynamodb:Query", "dynamodb:UpdateItem", "dynamodb:BatchWriteItem", "dynamodb:BatchGetItem", "dynamodb:DescribeTable",
+		"dynamodb:ConditionCheckItem"}, tableAndIndexes},
+	"DynamoDBReadPolicy": {"TableName", []string{"dynamodb:GetItem", "dynamodb:Scan", "dynamodb:Query", "dynamodb:BatchGetItem",
+		"dynamodb:DescribeTable"}, tableAndIndexes},
+	"DynamoDBWritePolicy":  {"TableName", []string{"dynamodb:PutItem", "dynamodb:UpdateItem", "dynamodb:BatchWriteItem"}, tableAndIndexes},
+	"SQSSendMessagePolicy": {"QueueName", []string{"sqs:SendMessage*"}, one("queue")},
+	"SQSPollerPolicy": {"QueueName", []string{"sqs:ChangeMessageVisibility", "sqs:ChangeMessageVisibilityBatch", "sqs:DeleteMessage",
+		"sqs:DeleteMessageBatch", "sqs:GetQueueAttributes", "sqs:ReceiveMessage"}, one("queue")},
+	"S3ReadPolicy": {"BucketName", []string{"s3:GetObject", "s3:ListBucket", "s3:GetBucketLocation", "s3:GetObjectVersion",
+		"s3:GetLifecycleConfiguration"}, bucketAndObjects},
+	"S3WritePolicy": {"BucketName", []string{"s3:PutObject", "s3:PutObjectAcl", "s3:PutLifecycleConfiguration"}, bucketAndObjects},
+	"S3CrudPolicy": {"BucketName", []string{"s3:GetObject", "s3:ListBucket", "s3:GetBucketLocation", "s3:GetObjectVersion",
+		"s3:PutObject", "s3:PutObjectAcl", "s3:GetLifecycleConfiguration", "s3:PutLifecycleConfiguration", "s3:DeleteObject"}, bucketAndObjects},
+	"StepFunctionsExecutionPolicy":          {"StateMachineName", []string{"states:StartExecution"}, one("statemachine")},
+	"AWSSecretsManagerGetSecretValuePolicy": {"SecretArn", []string{"secretsmanager:GetSecretValue"}, one("secret")},
+	"LambdaInvokePolicy":                    {"FunctionName", []string{"lambda:InvokeFunction"}, func(x string) []string { return []string{"function:" + x + "*"} }},
+}
+
+func tableAndIndexes(x string) []string  { return []string{"table:" + x, "index:" + x + "/*"} }
+func bucketAndObjects(x string) []string { return []string{"bucket:" + x, "object:" + x + "/*"} }
+func one(kind string) func(string) []string {
+	return func(x string) []string { return []string{kind + ":" + x} }
+}
+
+// templateParameter says which form each policy template parameter takes.
+var templateParameter = map[string]struct {
+	typ, attr, hint string // attr "": !Ref
+}{
+	"TableName":        {"AWS::DynamoDB::Table", "", "!Ref <table> (its name)"},
+	"QueueName":        {"AWS::SQS::Queue", "QueueName", "!GetAtt <queue>.QueueName (Ref of a queue is its URL)"},
+	"BucketName":       {"AWS::S3::Bucket", "", "!Ref <bucket> (its name)"},
+	"StateMachineName": {"AWS::Serverless::StateMachine", "Name", "!GetAtt <state machine>.Name (Ref of a state machine is its ARN)"},
+	"SecretArn":        {"AWS::SecretsManager::Secret", "", "!Ref <secret> (its ARN)"},
+	"FunctionName":     {"AWS::Serverless::Function", "", "!Ref <function> (its name)"},
+}
+
+// A grant is one statement's (or policy template's) actions on its targets.
+type grant struct {
+	where     string
+	actions   []string
+	resources []string
+}
+
+// principal is a function or state machine with its expanded grants.
+type principal struct {
+	name     string
+	grants   []grant
+	problems []string // policies the test cannot read, which is itself an error
+}
+
+var kindOfType = map[string]string{
+	"AWS::DynamoDB::Table": "table", "AWS::SQS::Queue": "queue", "AWS::S3::Bucket": "bucket",
+	"AWS::Serverless::Function": "function", "AWS::Serverless::StateMachine": "statemachine",
+	"AWS::Logs::LogGroup": "loggroup", "AWS::SecretsManager::Secret": "secret",
+}
+
+// statementTarget reads one Resource of an inline statement.
+func statementTarget(tpl *Template, v any) (string, error) {
+	if v == "*" {
+		return "*", nil
+	}
+	if x, ok := ref(v); ok {
+		switch tpl.Resources[x].Type {
+		case "AWS::SecretsManager::Secret":
+			return "secret:" + x, nil
+		case "AWS::Serverless::StateMachine":
+			return "statemachine:" + x, nil
+		}
+		return "", fmt.Errorf("!Ref %s is not an ARN (write !GetAtt %s.Arn)", x, x)
+	}
+	if x, attr, ok := getAtt(v); ok && attr == "Arn" {
+		if kind, ok := kindOfType[tpl.Resources[x].Type]; ok {
+			return kind + ":" + x, nil
+		}
+	}
+	if text, vars, ok := sub(v); ok && vars == nil {
+		if m := regexp.MustCompile(`^\$\{([A-Za-z0-9]+)\.Arn\}/(.+)$`).FindStringSubmatch(text); m != nil {
+			switch tpl.Resources[m[1]].Type {
+			case "AWS::S3::Bucket":
+				return "object:" + m[1] + "/" + m[2], nil
+			case "AWS::DynamoDB::Table":
+				if idx, ok := strings.CutPrefix(m[2], "index/"); ok {
+					return "index:" + m[1] + "/" + idx, nil
+				}
+			}
+		}
+	}
+	return "", fmt.Errorf("cannot tell which resource %s names: write !GetAtt X.Arn, !Ref <secret or state machine>, !Sub ${Bucket.Arn}/<prefix>* or !Sub ${Table.Arn}/index/<name>, or \"*\"", show(v))
+}
+
+func stringList(v any) ([]string, bool) {
+	switch x := v.(type) {
+	case string:
+		return []string{x}, true
+	case []any:
+		var out []string
+		for _, e := range x {
+			s, ok := e.(string)
+			if !ok {
+				return nil, false
+			}
+			out = append(out, s)
+		}
+		return out, true
+	}
+	return nil, false
+}
+
+// expand reads a resource's Policies into grants.
+func expand(tpl *Template, name string) *principal {
+	p := &principal{name: name}
+	r := tpl.Resources[name]
+	if role, ok := r.Properties["Role"]; ok {
+		p.problems = append(p.problems, fmt.Sprintf("%s: Role %s replaces the execution role SAM builds from Policies, which this test checks", name, show(role)))
+	}
+	var policies []any
+	switch v := r.Properties["Policies"].(type) {
+	case []any:
+		policies = v
+	case nil:
+	default:
+		policies = []any{v}
+	}
+	for i, pol := range policies {
+		where := fmt.Sprintf("%s.Policies[%d]", name, i)
+		pm, ok := pol.(map[string]any)
+		if !ok {
+			p.problems = append(p.problems, fmt.Sprintf("%s: managed policy %s: its permissions cannot be checked here and are not least privilege; name the actions and resources (a policy template or a Statement)", where, show(pol)))
+			continue
+		}
+		if stmts, ok := pm["Statement"]; ok {
+			list, _ := stmts.([]any)
+			if m, ok := stmts.(map[string]any); ok {
+				list = []any{m}
+			}
+			for j, s := range list {
+				sw := fmt.Sprintf("%s.Statement[%d]", where, j)
+				sm, _ := s.(map[string]any)
+				for _, bad := range []string{"NotAction", "NotResource", "Principal"} {
+					if _, ok := sm[bad]; ok {
+						p.problems = append(p.problems, fmt.Sprintf("%s: %s in an identity policy", sw, bad))
+					}
+				}
+				if sm["Effect"] != "Allow" {
+					p.problems = append(p.problems, fmt.Sprintf("%s: Effect %s; the execution role's policies only allow", sw, show(sm["Effect"])))
+					continue
+				}
+				actions, ok := stringList(sm["Action"])
+				if !ok || len(actions) == 0 {
+					p.problems = append(p.problems, fmt.Sprintf("%s: Action %s is not a string or a list of strings", sw, show(sm["Action"])))
+					continue
+				}
+				res := sm["Resource"]
+				rlist, isList := res.([]any)
+				if !isList {
+					rlist = []any{res}
+				}
+				g := grant{where: sw, actions: actions}
+				for _, rv := range rlist {
+					target, err := statementTarget(tpl, rv)
+					if err != nil {
+						p.problems = append(p.problems, fmt.Sprintf("%s: %v", sw, err))
+						continue
+					}
+					g.resources = append(g.resources, target)
+				}
+				p.grants = append(p.grants, g)
+			}
+			continue
+		}
+		if len(pm) != 1 {
+			p.problems = append(p.problems, fmt.Sprintf("%s: %s is neither a policy template nor a policy document", where, show(pm)))
+			continue
+		}
+		for tname, arg := range pm {
+			tdef, ok := samPolicyTemplates[tname]
+			if !ok {
+				p.problems = append(p.problems, fmt.Sprintf("%s: SAM policy template %s is not one the test can expand; add its actions to samPolicyTemplates", where, tname))
+				continue
+			}
+			args, _ := arg.(map[string]any)
+			form := templateParameter[tdef.param]
+			val := args[tdef.param]
+			var x string
+			if form.attr == "" {
+				x, _ = ref(val)
+			} else if res, attr, ok := getAtt(val); ok && attr == form.attr {
+				x = res
+			}
+			if x == "" || tpl.Resources[x].Type != form.typ || len(args) != 1 {
+				p.problems = append(p.problems, fmt.Sprintf("%s: %s's %s is %s, want %s", where, tname, tdef.param, show(args), form.hint))
+				continue
+			}
+			p.grants = append(p.grants, grant{where: where + " (" + tname + ")", actions: tdef.actions, resources: tdef.targets(x)})
+		}
+	}
+	return p
+}
+
+// glob matches an IAM pattern (* any run, ? one character).
+func glob(pattern, s string, fold bool) bool {
+	re := "^" + strings.ReplaceAll(strings.ReplaceAll(regexp.QuoteMeta(pattern), `\*`, ".*"), `\?`, ".") + "$"
+	if fold {
+		re = "(?i)" + re
+	}
+	return regexp.MustCompile(re).MatchString(s)
+}
+
+func (g grant) allows(action, target string) bool {
+	okAction := slices.ContainsFunc(g.actions, func(a string) bool { return glob(a, action, true) })
+	okTarget := slices.ContainsFunc(g.resources, func(r string) bool { return glob(r, target, false) })
+	return okAction && okTarget
+}
+
+// Actions a function never needs on resources the template owns: their
+// configuration belongs to CloudFormation.
+var configActions = []string{
+	"s3:PutLifecycleConfiguration", "s3:PutBucketPolicy", "s3:DeleteBucketPolicy", "s3:DeleteBucket", "s3:PutBucketAcl",
+	"s3:PutObjectAcl", "s3:PutObjectVersionAcl", "s3:PutBucketPublicAccessBlock", "s3:PutEncryptionConfiguration",
+	"s3:PutBucketOwnershipControls", "dynamodb:CreateTable", "dynamodb:DeleteTable", "dynamodb:UpdateTable",
+	"dynamodb:UpdateTimeToLive", "dynamodb:UpdateContinuousBackups", "dynamodb:RestoreTableToPointInTime",
+	"sqs:CreateQueue", "sqs:DeleteQueue", "sqs:PurgeQueue", "sqs:SetQueueAttributes", "sqs:AddPermission",
+	"secretsmanager:PutSecretValue", "secretsmanager:UpdateSecret", "secretsmanager:DeleteSecret",
+	"secretsmanager:PutResourcePolicy", "secretsmanager:RotateSecret", "states:CreateStateMachine",
+	"states:UpdateStateMachine", "states:DeleteStateMachine", "lambda:UpdateFunctionCode",
+	"lambda:UpdateFunctionConfiguration", "lambda:AddPermission", "lambda:DeleteFunction", "iam:PassRole",
+}
+
+var writeAction = regexp.MustCompile(`(?i)^(dynamodb:(Put|Update|Delete|BatchWrite|PartiQL(Insert|Update|Delete))|s3:(Put|Delete|Abort|Restore|Replicate)|sqs:(Send|Delete|Purge|Change|Set|Create)|states:(Start|Stop|Send|Redrive)|lambda:(Invoke|Update|Delete|Put|Create|Add|Remove)|secretsmanager:(Put|Update|Delete|Create|Restore|Rotate))`)
+
+var sampleWrites = []string{"dynamodb:PutItem", "dynamodb:UpdateItem", "dynamodb:DeleteItem", "dynamodb:BatchWriteItem",
+	"s3:PutObject", "s3:DeleteObject", "sqs:SendMessage", "sqs:DeleteMessage", "states:StartExecution",
+	"lambda:InvokeFunction", "secretsmanager:PutSecretValue"}
+
+// isWrite: the action (or action pattern) can change data.
+func isWrite(action string) bool {
+	return writeAction.MatchString(action) || slices.ContainsFunc(sampleWrites, func(w string) bool { return glob(action, w, true) })
+}
+
+// base is the resource a target belongs to: an index is its table's, an
+// object its bucket's.
+func base(target string) string {
+	kind, rest, _ := strings.Cut(target, ":")
+	name, _, _ := strings.Cut(rest, "/")
+	switch kind {
+	case "index":
+		kind = "table"
+	case "object":
+		kind = "bucket"
+	}
+	return kind + ":" + strings.TrimSuffix(name, "*")
+}
+
+func principals(t *testing.T) []*principal {
+	t.Helper()
+	var out []*principal
+	for _, f := range functions {
+		resource(t, f.ID, "AWS::Serverless::Function")
+		out = append(out, expand(tmpl(t), f.ID))
+	}
+	resource(t, "LongStoryStateMachine", "AWS::Serverless::StateMachine")
+	return append(out, expand(tmpl(t), "LongStoryStateMachine"))
+}
+
+func TestEveryFunctionsPoliciesCoverWhatItTouches(t *testing.T) {
+	for _, p := range principals(t) {
+		for _, u := range usesOf[p.name] {
+			for _, a := range u.actions {
+				if !slices.ContainsFunc(p.grants, func(g grant) bool { return g.allows(a, u.target) }) {
+					t.Errorf("%s calls %s on %s (%s), but no policy of its Policies allows it", p.name, a, u.target, u.why)
+				}
+			}
+		}
+	}
+
+	// What a function touches follows from what it reads: the variables
+	// that name a resource (prod.ReadsEnvironment) and the calls above
+	// must agree, or the table above is stale.
+	varResource := map[string]string{}
+	for res, v := range resourceVariable {
+		varResource[v] = res
+	}
+	for _, f := range functions {
+		read := reads(t, f.Folder)
+		touched := map[string]bool{}
+		for _, u := range usesOf[f.ID] {
+			if u.target == "*" {
+				continue
+			}
+			b := base(u.target)
+			touched[b] = true
+			if v, ok := resourceVariable[b]; ok && !slices.Contains(read, v) {
+				t.Errorf("%s: usesOf says it calls %s (%s), but it does not read %s, which names that resource; update usesOf", f.ID, u.target, u.why, v)
+			}
+		}
+		readsTable := false
+		for _, v := range read {
+			res, ok := varResource[v]
+			if !ok {
+				continue
+			}
+			if strings.HasPrefix(res, "table:") {
+				readsTable = true
+				continue // the store reads every table name; usesOf says which it calls
+			}
+			if why, ok := namesOnly[f.ID][v]; ok {
+				if touched[res] {
+					t.Errorf("%s: namesOnly says it reads %s only for a name, but usesOf has calls on %s", f.ID, v, res)
+				}
+				t.Logf("%s reads %s without a policy: %s", f.ID, v, why)
+				continue
+			}
+			if !touched[res] {
+				t.Errorf("%s reads %s, so it touches %s, but usesOf lists no call on it and its policies need not cover it; add its calls to usesOf (or to namesOnly, with the reason)", f.ID, v, res)
+			}
+		}
+		hasTable := slices.ContainsFunc(sortedKeys(touched), func(r string) bool { return strings.HasPrefix(r, "table:") })
+		if readsTable != hasTable {
+			t.Errorf("%s: reads table names %v, calls tables %v: a function with a store calls some table, and one without none", f.ID, readsTable, hasTable)
+		}
+	}
+	for _, k := range keyLayouts {
+		src, err := os.ReadFile(k.file)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !strings.Contains(string(src), k.layout) {
+			t.Errorf("%s no longer builds object keys as %s: update objectKeys, usesOf and the bucket grants of template.yaml", k.file, k.layout)
+		}
+	}
+}
+
+func TestPoliciesGrantNothingElse(t *testing.T) {
+	for _, p := range principals(t) {
+		for _, problem := range p.problems {
+			t.Error(problem)
+		}
+		used := usesOf[p.name]
+		usesTarget := func(pattern string, write bool) bool {
+			return slices.ContainsFunc(used, func(u use) bool {
+				if !glob(pattern, u.target, false) && !(strings.HasPrefix(pattern, "index:") && base(pattern) == base(u.target)) &&
+					!(strings.HasPrefix(pattern, "bucket:") && base(pattern) == base(u.target)) {
+					return false
+				}
+				return !write || slices.ContainsFunc(u.actions, isWrite)
+			})
+		}
+		for _, g := range p.grants {
+			for _, c := range configActions {
+				if slices.ContainsFunc(g.actions, func(a string) bool { return glob(a, c, true) }) {
+					t.Errorf("%s: grants %s, which changes a resource the template owns (its configuration belongs to CloudFormation)", g.where, c)
+				}
+			}
+			var writes []string
+			for _, a := range g.actions {
+				if isWrite(a) {
+					writes = append(writes, a)
+				}
+			}
+			for _, r := range g.resources {
+				if r == "*" {
+					continue // TestNoDataPlaneActionOnEveryResource
+				}
+				if !usesTarget(r, false) {
+					t.Errorf("%s: grants %v on %s, which %s never touches", g.where, g.actions, r, p.name)
+					continue
+				}
+				if len(writes) > 0 && !usesTarget(r, true) {
+					t.Errorf("%s: grants %v on %s, which %s only reads; grant it read actions only (e.g. DynamoDBReadPolicy)", g.where, writes, r, p.name)
+				}
+				if strings.HasPrefix(r, "object:") {
+					for _, key := range objectKeys {
+						target := "object:OutputBucket/" + key
+						if glob(r, target, false) && !slices.ContainsFunc(used, func(u use) bool { return u.target == target }) {
+							t.Errorf("%s: %s also covers %s, which %s never reads or writes; scope it to the prefix the function uses", g.where, r, key, p.name)
+						}
+					}
+				}
+			}
+		}
+	}
+}
+
+func TestNoDataPlaneActionOnEveryResource(t *testing.T) {
+	dataPlane := regexp.MustCompile(`(?i)^(dynamodb:|sqs:|s3:|states:StartExecution|secretsmanager:GetSecretValue|lambda:InvokeFunction|\*)`)
+	names := []string{}
+	for name, r := range tmpl(t).Resources {
+		if _, ok := r.Properties["Policies"]; ok {
+			names = append(names, name)
+		}
+	}
+	sort.Strings(names)
+	for _, p := range principals(t) {
+		names = slices.DeleteFunc(names, func(n string) bool { return n == p.name })
+		for _, g := range p.grants {
+			if !slices.Contains(g.resources, "*") {
+				continue
+			}
+			reasons := map[string]bool{}
+			for _, a := range g.actions {
+				allowed, ok := onEveryResource[a]
+				switch {
+				case ok && allowed.holder == p.name:
+					reasons[allowed.why] = true
+				case ok:
+					t.Errorf("%s: %s on every resource (\"*\"): only %s needs it (%s)", g.where, a, allowed.holder, allowed.why)
+				case dataPlane.MatchString(a):
+					t.Errorf("%s: data-plane action %s on every resource (\"*\"); name the table, queue, bucket prefix, state machine, secret or function", g.where, a)
+				default:
+					t.Errorf("%s: %s on every resource (\"*\"); only actions without resource-level permissions may be (onEveryResource lists them, with the reason)", g.where, a)
+				}
+			}
+			for why := range reasons {
+				t.Logf("%s: %v on \"*\", the documented exception: %s", g.where, g.actions, why)
+			}
+		}
+	}
+	for _, n := range names {
+		t.Errorf("%s has Policies that no test checks; add it to functions", n)
+	}
+}

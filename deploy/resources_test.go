@@ -1,0 +1,370 @@
+package deploy
+
+import (
+	"encoding/json"
+	"os"
+	"regexp"
+	"slices"
+	"strings"
+	"testing"
+)
+
+// stringsOf reads a list of strings (nil when it is not one).
+func stringsOf(v any) []string {
+	s, _ := stringList(v)
+	return s
+}
+
+func TestTheBucketIsPrivateEncryptedAndServedByCloudFront(t *testing.T) {
+	tpl := tmpl(t)
+	b := resource(t, "OutputBucket", "AWS::S3::Bucket").Properties
+	pab, _ := b["PublicAccessBlockConfiguration"].(map[string]any)
+	for _, k := range []string{"BlockPublicAcls", "BlockPublicPolicy", "IgnorePublicAcls", "RestrictPublicBuckets"} {
+		if pab[k] != true {
+			t.Errorf("OutputBucket: PublicAccessBlockConfiguration.%s is %s, want true", k, show(pab[k]))
+		}
+	}
+	enc, _ := b["BucketEncryption"].(map[string]any)
+	rules, _ := enc["ServerSideEncryptionConfiguration"].([]any)
+	algo := ""
+	if len(rules) == 1 {
+		def, _ := rules[0].(map[string]any)["ServerSideEncryptionByDefault"].(map[string]any)
+		algo, _ = def["SSEAlgorithm"].(string)
+	}
+	if algo != "AES256" && algo != "aws:kms" {
+		t.Errorf("OutputBucket: BucketEncryption is %s, want one default rule with SSEAlgorithm AES256 or aws:kms", show(enc))
+	}
+	if algo == "aws:kms" {
+		t.Errorf("OutputBucket: SSE-KMS with the AWS managed key cannot be read through CloudFront's origin access control; use AES256 or a customer key whose policy admits cloudfront.amazonaws.com")
+	}
+	own, _ := b["OwnershipControls"].(map[string]any)
+	if orules, _ := own["Rules"].([]any); len(orules) != 1 || orules[0].(map[string]any)["ObjectOwnership"] != "BucketOwnerEnforced" {
+		t.Errorf("OutputBucket: OwnershipControls is %s, want BucketOwnerEnforced (ACLs off)", show(own))
+	}
+	lc, _ := b["LifecycleConfiguration"].(map[string]any)
+	abort := false
+	lrules, _ := lc["Rules"].([]any)
+	for _, r := range lrules {
+		rm, _ := r.(map[string]any)
+		if a, _ := rm["AbortIncompleteMultipartUpload"].(map[string]any); rm["Status"] == "Enabled" && a["DaysAfterInitiation"] == 1 {
+			abort = true
+		}
+	}
+	if !abort {
+		t.Errorf("OutputBucket: no enabled lifecycle rule aborts incomplete multipart uploads after 1 day (the uploads are streamed in parts)")
+	}
+
+	// The only reader is the distribution, through origin access control.
+	policy := resource(t, "OutputBucketPolicy", "AWS::S3::BucketPolicy").Properties
+	if x, _ := ref(policy["Bucket"]); x != "OutputBucket" {
+		t.Errorf("OutputBucketPolicy: Bucket is %s, want !Ref OutputBucket", show(policy["Bucket"]))
+	}
+	doc, _ := policy["PolicyDocument"].(map[string]any)
+	stmts, _ := doc["Statement"].([]any)
+	cloudfront := false
+	for i, s := range stmts {
+		sm, _ := s.(map[string]any)
+		if sm["Effect"] != "Allow" {
+			continue
+		}
+		principal, _ := sm["Principal"].(map[string]any)
+		cond, _ := sm["Condition"].(map[string]any)
+		eq, _ := cond["StringEquals"].(map[string]any)
+		text, _, _ := sub(eq["AWS:SourceArn"])
+		target, err := statementTarget(tpl, sm["Resource"])
+		if principal["Service"] != "cloudfront.amazonaws.com" || !slices.Equal(stringsOf(sm["Action"]), []string{"s3:GetObject"}) ||
+			err != nil || target != "object:OutputBucket/*" || !strings.HasSuffix(text, ":distribution/${MediaDistribution}") {
+			t.Errorf("OutputBucketPolicy.Statement[%d] allows %s; the only Allow is s3:GetObject on ${OutputBucket.Arn}/* for cloudfront.amazonaws.com with AWS:SourceArn the MediaDistribution", i, show(sm))
+			continue
+		}
+		cloudfront = true
+	}
+	if !cloudfront {
+		t.Errorf("OutputBucketPolicy does not let MediaDistribution read the objects (cloudfront.amazonaws.com, AWS:SourceArn)")
+	}
+
+	oac := resource(t, "MediaOriginAccessControl", "AWS::CloudFront::OriginAccessControl").Properties
+	oc, _ := oac["OriginAccessControlConfig"].(map[string]any)
+	if oc["OriginAccessControlOriginType"] != "s3" || oc["SigningBehavior"] != "always" || oc["SigningProtocol"] != "sigv4" {
+		t.Errorf("MediaOriginAccessControl: %s, want an s3 origin type signing always with sigv4", show(oc))
+	}
+	dist := resource(t, "MediaDistribution", "AWS::CloudFront::Distribution").Properties
+	dc, _ := dist["DistributionConfig"].(map[string]any)
+	origins, _ := dc["Origins"].([]any)
+	if len(origins) != 1 {
+		t.Fatalf("MediaDistribution: Origins is %s, want the output bucket alone", show(dc["Origins"]))
+	}
+	o, _ := origins[0].(map[string]any)
+	s3o, _ := o["S3OriginConfig"].(map[string]any)
+	if bucket, attr, _ := getAtt(o["DomainName"]); bucket != "OutputBucket" || attr != "RegionalDomainName" {
+		t.Errorf("MediaDistribution: the origin's DomainName is %s, want !GetAtt OutputBucket.RegionalDomainName", show(o["DomainName"]))
+	}
+	if x, attr, _ := getAtt(o["OriginAccessControlId"]); x != "MediaOriginAccessControl" || attr != "Id" || s3o["OriginAccessIdentity"] != "" {
+		t.Errorf("MediaDistribution: the origin is %s, want OriginAccessControlId !GetAtt MediaOriginAccessControl.Id and an empty S3OriginConfig.OriginAccessIdentity", show(o))
+	}
+	dcb, _ := dc["DefaultCacheBehavior"].(map[string]any)
+	if vpp := dcb["ViewerProtocolPolicy"]; vpp != "redirect-to-https" && vpp != "https-only" {
+		t.Errorf("MediaDistribution: ViewerProtocolPolicy is %s, want HTTPS", show(vpp))
+	}
+	if m := stringsOf(dcb["AllowedMethods"]); !slices.Equal(m, []string{"GET", "HEAD"}) {
+		t.Errorf("MediaDistribution: AllowedMethods is %v, want [GET HEAD] (read only)", m)
+	}
+	if dc["Enabled"] != true || dcb["TargetOriginId"] != o["Id"] {
+		t.Errorf("MediaDistribution: not enabled, or its default behavior does not target the bucket origin")
+	}
+}
+
+func TestTheHttpApiAuthorizesThrottlesLogsAndAllowsCORS(t *testing.T) {
+	tpl := tmpl(t)
+	api := resource(t, "HttpApi", "AWS::Serverless::HttpApi").Properties
+	if api["StageName"] != "$default" {
+		t.Errorf("HttpApi: StageName is %s, want $default (the ApiUrl output has no stage path)", show(api["StageName"]))
+	}
+	auth, _ := api["Auth"].(map[string]any)
+	def, _ := auth["DefaultAuthorizer"].(string)
+	authorizers, _ := auth["Authorizers"].(map[string]any)
+	a, ok := authorizers[def].(map[string]any)
+	if !ok {
+		t.Fatalf("HttpApi: Auth.DefaultAuthorizer %q names no authorizer of Auth.Authorizers %s", def, show(authorizers))
+	}
+	if fn, attr, _ := getAtt(a["FunctionArn"]); fn != "AuthorizerFunction" || attr != "Arn" {
+		t.Errorf("HttpApi: authorizer %s's FunctionArn is %s, want !GetAtt AuthorizerFunction.Arn", def, show(a["FunctionArn"]))
+	}
+	if a["AuthorizerPayloadFormatVersion"] != "2.0" || a["EnableSimpleResponses"] != true {
+		t.Errorf("HttpApi: authorizer %s answers %s; the function answers payload 2.0 simple responses ({isAuthorized, context})", def, show(a))
+	}
+	if a["EnableFunctionDefaultPermissions"] != true && a["FunctionInvokeRole"] == nil {
+		t.Errorf("HttpApi: authorizer %s: the API may not invoke it (EnableFunctionDefaultPermissions: true or a FunctionInvokeRole)", def)
+	}
+	identity, _ := a["Identity"].(map[string]any)
+	if ttl, ok := number(identity["ReauthorizeEvery"]); !ok || ttl != 0 {
+		t.Errorf("HttpApi: authorizer %s caches its answers (Identity.ReauthorizeEvery %s); want 0, so a revoked key fails at once", def, show(identity["ReauthorizeEvery"]))
+	}
+	for _, k := range []string{"Headers", "QueryStrings", "StageVariables", "Context"} {
+		if v, ok := identity[k]; ok {
+			t.Errorf("HttpApi: authorizer %s has identity source %s %s: the gateway would answer a request without it with its own 401 {\"message\":\"Unauthorized\"}, not the spec's envelope; with no identity source (caching off) the authorizer sees every request and the route answers the 401", def, k, show(v))
+		}
+	}
+	cors, _ := api["CorsConfiguration"].(map[string]any)
+	headers := strings.ToLower(strings.Join(stringsOf(cors["AllowHeaders"]), ","))
+	for _, h := range []string{"authorization", "content-type", "idempotency-key"} {
+		if !strings.Contains(","+headers+",", ","+h+",") {
+			t.Errorf("HttpApi: CorsConfiguration.AllowHeaders %v lacks %s", stringsOf(cors["AllowHeaders"]), h)
+		}
+	}
+	methods := stringsOf(cors["AllowMethods"])
+	for _, m := range []string{"GET", "POST", "OPTIONS"} {
+		if !slices.Contains(methods, m) && !slices.Contains(methods, "*") {
+			t.Errorf("HttpApi: CorsConfiguration.AllowMethods %v lacks %s", methods, m)
+		}
+	}
+	if len(stringsOf(cors["AllowOrigins"])) == 0 {
+		t.Errorf("HttpApi: CorsConfiguration.AllowOrigins is empty")
+	}
+	logs, _ := api["AccessLogSettings"].(map[string]any)
+	if lg, attr, _ := getAtt(logs["DestinationArn"]); attr != "Arn" || tpl.Resources[lg].Type != "AWS::Logs::LogGroup" {
+		t.Errorf("HttpApi: AccessLogSettings.DestinationArn is %s, want !GetAtt <an AWS::Logs::LogGroup>.Arn", show(logs["DestinationArn"]))
+	}
+	var format map[string]string
+	if err := json.Unmarshal([]byte(logs["Format"].(string)), &format); err != nil {
+		t.Errorf("HttpApi: AccessLogSettings.Format is not one JSON object: %v", err)
+	}
+	for field, variable := range map[string]string{"requestId": "$context.requestId", "routeKey": "$context.routeKey",
+		"status": "$context.status", "latency": "$context.responseLatency"} {
+		if format[field] != variable {
+			t.Errorf("HttpApi: the access log's %s is %q, want %q", field, format[field], variable)
+		}
+	}
+	throttle, _ := api["DefaultRouteSettings"].(map[string]any)
+	burst, okB := number(throttle["ThrottlingBurstLimit"])
+	rate, okR := number(throttle["ThrottlingRateLimit"])
+	if !okB || !okR || burst <= 0 || rate <= 0 || burst < rate {
+		t.Errorf("HttpApi: DefaultRouteSettings is %s, want positive ThrottlingBurstLimit >= ThrottlingRateLimit", show(throttle))
+	}
+	text, _, _ := sub(tpl.Outputs["ApiUrl"].(map[string]any)["Value"])
+	if text != "https://${HttpApi}.execute-api.${AWS::Region}.${AWS::URLSuffix}" {
+		t.Errorf("Outputs.ApiUrl is %q, want https://${HttpApi}.execute-api.${AWS::Region}.${AWS::URLSuffix}", text)
+	}
+}
+
+// samGlobalsFunction are the Function properties SAM accepts in Globals
+// (a Policies entry there would fail the transform).
+var samGlobalsFunction = []string{
+	"Architectures", "AssumeRolePolicyDocument", "AutoPublishAlias", "AutoPublishAliasAllProperties", "CodeUri",
+	"DeadLetterQueue", "DeploymentPreference", "Description", "Environment", "EphemeralStorage", "EventInvokeConfig",
+	"FileSystemConfigs", "FunctionUrlConfig", "Handler", "KmsKeyArn", "Layers", "LoggingConfig", "MemorySize",
+	"PermissionsBoundary", "PropagateTags", "ProvisionedConcurrencyConfig", "RecursiveLoop", "ReservedConcurrentExecutions",
+	"RolePath", "Runtime", "RuntimeManagementConfig", "SnapStart", "SourceKMSKeyArn", "Tags", "Timeout", "Tracing", "VpcConfig",
+}
+
+func TestEveryFunctionRunsAsTheGoRuntimeExpects(t *testing.T) {
+	tpl := tmpl(t)
+	g, _ := tpl.Globals["Function"].(map[string]any)
+	for k := range g {
+		if !slices.Contains(samGlobalsFunction, k) {
+			t.Errorf("Globals.Function.%s: SAM does not accept it in Globals", k)
+		}
+	}
+	for _, f := range functions {
+		p := resource(t, f.ID, "AWS::Serverless::Function").Properties
+		logging, _ := p["LoggingConfig"].(map[string]any)
+		for k, want := range map[string]any{"Runtime": "provided.al2023", "Handler": "bootstrap", "Tracing": "Active"} {
+			if p[k] != want {
+				t.Errorf("%s: %s is %s, want %s", f.ID, k, show(p[k]), show(want))
+			}
+		}
+		if a := stringsOf(p["Architectures"]); !slices.Equal(a, []string{"arm64"}) {
+			t.Errorf("%s: Architectures is %v, want [arm64] (the Makefile builds GOARCH=arm64)", f.ID, a)
+		}
+		if logging["LogFormat"] != "JSON" {
+			t.Errorf("%s: LoggingConfig.LogFormat is %s, want JSON (the functions log JSON with slog)", f.ID, show(logging["LogFormat"]))
+		}
+		timeout, ok := number(p["Timeout"])
+		if !ok || timeout < 1 || timeout > 900 {
+			t.Errorf("%s: Timeout is %s", f.ID, show(p["Timeout"]))
+		}
+		if mem, ok := number(p["MemorySize"]); !ok || mem < 128 || mem > 10240 {
+			t.Errorf("%s: MemorySize is %s", f.ID, show(p["MemorySize"]))
+		}
+		if slices.ContainsFunc(routes, func(r struct{ Method, Path, Function string }) bool { return r.Function == f.ID }) && timeout > 29 {
+			t.Errorf("%s: Timeout %d s; an HTTP API waits at most 30 s for a route", f.ID, timeout)
+		}
+	}
+	if authTimeout, _ := number(tpl.Resources["AuthorizerFunction"].Properties["Timeout"]); authTimeout > 10 {
+		t.Errorf("AuthorizerFunction: Timeout %d s; it runs before every request and must answer fast", authTimeout)
+	}
+
+	asm := resource(t, "AssembleFunction", "AWS::Serverless::Function").Properties
+	if n, _ := number(asm["Timeout"]); n != 900 {
+		t.Errorf("AssembleFunction: Timeout is %s, want 900", show(asm["Timeout"]))
+	}
+	if n, _ := number(asm["MemorySize"]); n != 3008 {
+		t.Errorf("AssembleFunction: MemorySize is %s, want 3008", show(asm["MemorySize"]))
+	}
+	if eph, _ := asm["EphemeralStorage"].(map[string]any); eph["Size"] != 4096 {
+		t.Errorf("AssembleFunction: EphemeralStorage is %s, want {Size: 4096} (clips and narration in /tmp)", show(asm["EphemeralStorage"]))
+	}
+	layers, _ := asm["Layers"].([]any)
+	if len(layers) != 1 || show(layers[0]) != show(map[string]any{"Ref": "FfmpegLayer"}) {
+		t.Errorf("AssembleFunction: Layers is %s, want [!Ref FfmpegLayer]", show(asm["Layers"]))
+	}
+	layer := resource(t, "FfmpegLayer", "AWS::Serverless::LayerVersion")
+	mk, _ := os.ReadFile("../Makefile")
+	if layer.Metadata["BuildMethod"] != "makefile" || !strings.Contains(string(mk), "\nbuild-FfmpegLayer:") ||
+		show(layer.Properties["CompatibleArchitectures"]) != show([]any{"arm64"}) {
+		t.Errorf("FfmpegLayer: want an arm64 layer built by the Makefile's build-FfmpegLayer target, got %s", show(layer))
+	}
+	for name, r := range tpl.Resources {
+		if name != "AssembleFunction" && r.Properties["Layers"] != nil {
+			t.Errorf("%s: Layers %s; only the assemble function runs ffmpeg", name, show(r.Properties["Layers"]))
+		}
+	}
+
+	sweeper := resource(t, "SweeperFunction", "AWS::Serverless::Function")
+	events, _ := sweeper.Properties["Events"].(map[string]any)
+	scheduled := false
+	for _, e := range events {
+		em, _ := e.(map[string]any)
+		ep, _ := em["Properties"].(map[string]any)
+		if (em["Type"] == "Schedule" || em["Type"] == "ScheduleV2") && (ep["Schedule"] == "rate(5 minutes)" || ep["ScheduleExpression"] == "rate(5 minutes)") {
+			scheduled = true
+		}
+	}
+	if !scheduled {
+		t.Errorf("SweeperFunction: no Schedule event rate(5 minutes): %s", show(events))
+	}
+	if n, _ := number(sweeper.Properties["Timeout"]); n >= 300 {
+		t.Errorf("SweeperFunction: Timeout %d s; it should end before the next run, five minutes later", n)
+	}
+}
+
+func TestTheOutputsNameWhatOperatorsNeed(t *testing.T) {
+	tpl := tmpl(t)
+	want := map[string]any{
+		"ApiUrl":                 map[string]any{"Fn::Sub": "https://${HttpApi}.execute-api.${AWS::Region}.${AWS::URLSuffix}"},
+		"MediaBaseUrl":           map[string]any{"Fn::Sub": "https://${MediaDistribution.DomainName}"},
+		"StateMachineArn":        map[string]any{"Ref": "LongStoryStateMachine"},
+		"UpstreamTokenSecretArn": map[string]any{"Ref": "UpstreamTokenSecret"},
+		"PollDeadLetterQueueUrl": map[string]any{"Ref": "PollDeadLetterQueue"},
+		"AccountsTableName":      map[string]any{"Ref": "AccountsTable"},
+		"ApiKeysTableName":       map[string]any{"Ref": "ApiKeysTable"},
+		"GenerationsTableName":   map[string]any{"Ref": "GenerationsTable"},
+		"LongVideosTableName":    map[string]any{"Ref": "LongVideosTable"},
+		"RateLimitsTableName":    map[string]any{"Ref": "RateLimitsTable"},
+		"CountersTableName":      map[string]any{"Ref": "CountersTable"},
+		"TablePrefix":            map[string]any{"Ref": "AWS::StackName"},
+	}
+	for name, w := range want {
+		o, ok := tpl.Outputs[name].(map[string]any)
+		if !ok {
+			t.Errorf("Outputs.%s is missing (want %s)", name, show(w))
+			continue
+		}
+		if show(o["Value"]) != show(w) {
+			t.Errorf("Outputs.%s is %s, want %s", name, show(o["Value"]), show(w))
+		}
+	}
+}
+
+// TestSamconfigDeploysTheTemplate reads samconfig.toml's few keys (the
+// module has no TOML library; the file is flat key = "value" lines).
+func TestSamconfigDeploysTheTemplate(t *testing.T) {
+	tpl := tmpl(t)
+	raw, err := os.ReadFile("../samconfig.toml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	conf := map[string]map[string]string{"": {}}
+	section := ""
+	line := regexp.MustCompile(`^([a-z0-9_]+)\s*=\s*(.+)$`)
+	for i, l := range strings.Split(string(raw), "\n") {
+		l = strings.TrimSpace(l)
+		switch {
+		case l == "" || strings.HasPrefix(l, "#"):
+		case strings.HasPrefix(l, "[") && strings.HasSuffix(l, "]"):
+			section = strings.Trim(l, "[]")
+			conf[section] = map[string]string{}
+		default:
+			m := line.FindStringSubmatch(l)
+			if m == nil {
+				t.Fatalf("samconfig.toml:%d: %q is not key = value", i+1, l)
+			}
+			conf[section][m[1]] = strings.Trim(m[2], `"`)
+		}
+	}
+	if conf[""]["version"] != "0.1" {
+		t.Errorf("samconfig.toml: version is %q, want 0.1", conf[""]["version"])
+	}
+	for env, want := range map[string]struct{ stack, stage string }{"default": {"mediagen-dev", "dev"}, "prod": {"mediagen-prod", "prod"}} {
+		if got := conf[env+".global.parameters"]["stack_name"]; got != want.stack {
+			t.Errorf("samconfig.toml: [%s.global.parameters] stack_name is %q, want %q", env, got, want.stack)
+		}
+		build := conf[env+".build.parameters"]
+		if build["cached"] != "true" || build["parallel"] != "true" {
+			t.Errorf("samconfig.toml: [%s.build.parameters] is %v, want cached and parallel true", env, build)
+		}
+		deploy := conf[env+".deploy.parameters"]
+		if deploy["capabilities"] != "CAPABILITY_IAM" || deploy["confirm_changeset"] != "true" || deploy["resolve_s3"] != "true" {
+			t.Errorf("samconfig.toml: [%s.deploy.parameters] is %v, want capabilities CAPABILITY_IAM, confirm_changeset and resolve_s3 true", env, deploy)
+		}
+		overrides := map[string]string{}
+		for _, kv := range strings.Fields(deploy["parameter_overrides"]) {
+			k, v, _ := strings.Cut(kv, "=")
+			overrides[k] = v
+			p, ok := tpl.Parameters[k].(map[string]any)
+			if !ok {
+				t.Errorf("samconfig.toml: [%s] parameter_overrides sets %s, which is not a parameter of template.yaml", env, k)
+				continue
+			}
+			if allowed := stringsOf(p["AllowedValues"]); allowed != nil && !slices.Contains(allowed, v) {
+				t.Errorf("samconfig.toml: [%s] %s=%s is not one of %v", env, k, v, allowed)
+			}
+			if pattern, ok := p["AllowedPattern"].(string); ok && !regexp.MustCompile(pattern).MatchString(v) {
+				t.Errorf("samconfig.toml: [%s] %s=%s does not match its AllowedPattern %s", env, k, v, pattern)
+			}
+		}
+		if overrides["Stage"] != want.stage {
+			t.Errorf("samconfig.toml: [%s] deploys Stage=%q, want %s", env, overrides["Stage"], want.stage)
+		}
+	}
+}

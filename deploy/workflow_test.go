@@ -1,0 +1,248 @@
+package deploy
+
+import (
+	"encoding/json"
+	"os"
+	"regexp"
+	"slices"
+	"sort"
+	"strings"
+	"testing"
+
+	"github.com/mediagen-dev/mediagen/statemachines"
+)
+
+const definitionFile = "statemachines/long-story.asl.json"
+
+// number reads an integer property.
+func number(v any) (int, bool) {
+	switch n := v.(type) {
+	case int:
+		return n, true
+	case float64:
+		return int(n), n == float64(int(n))
+	}
+	return 0, false
+}
+
+// taskTimeouts maps each placeholder a Task state names as its Resource to
+// the TimeoutSeconds of those states (0: none), through Parallel branches
+// and Map processors.
+func taskTimeouts(t *testing.T, states map[string]any, out map[string][]int) {
+	t.Helper()
+	for name, s := range states {
+		sm, _ := s.(map[string]any)
+		switch sm["Type"] {
+		case "Task":
+			res, _ := sm["Resource"].(string)
+			m := regexp.MustCompile(`^\$\{([A-Za-z0-9_]+)\}$`).FindStringSubmatch(res)
+			if m == nil {
+				t.Errorf("%s: state %s's Resource %q is not one ${placeholder}", definitionFile, name, res)
+				continue
+			}
+			timeout, _ := number(sm["TimeoutSeconds"])
+			out[m[1]] = append(out[m[1]], timeout)
+		case "Parallel":
+			branches, _ := sm["Branches"].([]any)
+			for _, b := range branches {
+				bm, _ := b.(map[string]any)
+				inner, _ := bm["States"].(map[string]any)
+				taskTimeouts(t, inner, out)
+			}
+		case "Map":
+			for _, key := range []string{"ItemProcessor", "Iterator"} {
+				if p, ok := sm[key].(map[string]any); ok {
+					inner, _ := p["States"].(map[string]any)
+					taskTimeouts(t, inner, out)
+				}
+			}
+		}
+	}
+}
+
+func TestEveryWorkflowPlaceholderIsSubstitutedAndUsed(t *testing.T) {
+	sm := resource(t, "LongStoryStateMachine", "AWS::Serverless::StateMachine")
+	p := sm.Properties
+	if p["DefinitionUri"] != definitionFile {
+		t.Errorf("LongStoryStateMachine: DefinitionUri is %s, want %s (the file the local runtime runs too)", show(p["DefinitionUri"]), definitionFile)
+	}
+	if _, ok := p["Definition"]; ok {
+		t.Errorf("LongStoryStateMachine: an inline Definition besides DefinitionUri")
+	}
+	if p["Type"] != "STANDARD" {
+		t.Errorf("LongStoryStateMachine: Type is %s, want STANDARD (executions run up to an hour and are named per video)", show(p["Type"]))
+	}
+	raw, err := os.ReadFile("../" + definitionFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if string(raw) != string(statemachines.LongStory) {
+		t.Fatalf("%s differs from the definition embedded in package statemachines", definitionFile)
+	}
+	used := map[string]bool{}
+	for _, m := range regexp.MustCompile(`\$\{([^}]+)\}`).FindAllStringSubmatch(string(raw), -1) {
+		used[m[1]] = true
+	}
+	if got, want := sortedKeys(used), slices.Sorted(slices.Values(statemachines.LongStoryTasks)); !slices.Equal(got, want) {
+		t.Errorf("%s uses the placeholders %v, statemachines.LongStoryTasks lists %v", definitionFile, got, want)
+	}
+	subs, _ := p["DefinitionSubstitutions"].(map[string]any)
+	for name := range used {
+		if _, ok := subs[name]; !ok {
+			t.Errorf("LongStoryStateMachine: placeholder ${%s} of %s has no DefinitionSubstitutions entry", name, definitionFile)
+		}
+	}
+	taskFunction := map[string]string{}
+	for _, name := range sortedKeys(subs) {
+		if !used[name] {
+			t.Errorf("LongStoryStateMachine: DefinitionSubstitutions.%s is not a placeholder of %s", name, definitionFile)
+		}
+		fn, attr, ok := getAtt(subs[name])
+		want := strings.TrimSuffix(name, "Arn")
+		if !ok || attr != "Arn" || fn != want {
+			t.Errorf("LongStoryStateMachine: DefinitionSubstitutions.%s is %s, want !GetAtt %s.Arn", name, show(subs[name]), want)
+			continue
+		}
+		if r, ok := tmpl(t).Resources[fn]; !ok || r.Type != "AWS::Serverless::Function" {
+			t.Errorf("LongStoryStateMachine: DefinitionSubstitutions.%s names %s, which is not a function of the template", name, fn)
+			continue
+		}
+		taskFunction[name] = fn
+	}
+
+	// A task's function must give up before its state does, so the
+	// workflow sees the function's own error rather than States.Timeout
+	// while the function still runs.
+	var def map[string]any
+	if err := json.Unmarshal(raw, &def); err != nil {
+		t.Fatal(err)
+	}
+	states, _ := def["States"].(map[string]any)
+	timeouts := map[string][]int{}
+	taskTimeouts(t, states, timeouts)
+	for placeholder, list := range timeouts {
+		fn, ok := taskFunction[placeholder]
+		if !ok {
+			continue
+		}
+		fnTimeout, _ := number(tmpl(t).Resources[fn].Properties["Timeout"])
+		for _, stateTimeout := range list {
+			switch {
+			case stateTimeout == 0:
+				t.Errorf("%s: a Task state on ${%s} has no TimeoutSeconds; a hung task would hold the execution", definitionFile, placeholder)
+			case fnTimeout > stateTimeout:
+				t.Errorf("%s: Timeout %d s is longer than the %d s TimeoutSeconds of its Task state in %s", fn, fnTimeout, stateTimeout, definitionFile)
+			}
+		}
+	}
+
+	logging, _ := p["Logging"].(map[string]any)
+	if logging["Level"] != "ALL" || logging["IncludeExecutionData"] != true {
+		t.Errorf("LongStoryStateMachine: Logging is %s, want Level ALL with IncludeExecutionData true", show(logging))
+	}
+	dests, _ := logging["Destinations"].([]any)
+	if len(dests) != 1 {
+		t.Errorf("LongStoryStateMachine: Logging.Destinations is %s, want one log group", show(logging["Destinations"]))
+	} else {
+		cw, _ := dests[0].(map[string]any)["CloudWatchLogsLogGroup"].(map[string]any)
+		if lg, attr, ok := getAtt(cw["LogGroupArn"]); !ok || attr != "Arn" || tmpl(t).Resources[lg].Type != "AWS::Logs::LogGroup" {
+			t.Errorf("LongStoryStateMachine: Logging.Destinations[0] is %s, want CloudWatchLogsLogGroup.LogGroupArn !GetAtt <an AWS::Logs::LogGroup>.Arn", show(dests[0]))
+		}
+	}
+	if tracing, _ := p["Tracing"].(map[string]any); tracing["Enabled"] != true {
+		t.Errorf("LongStoryStateMachine: Tracing is %s, want Enabled: true", show(p["Tracing"]))
+	}
+}
+
+func TestQueuesHaveDeadLettersAndFitThePoller(t *testing.T) {
+	tpl := tmpl(t)
+	const defaultRetention = 345600 // SQS's default, 4 days
+	retention := func(name string) int {
+		if n, ok := number(tpl.Resources[name].Properties["MessageRetentionPeriod"]); ok {
+			return n
+		}
+		return defaultRetention
+	}
+	deadLetterOf := map[string]string{}
+	var queues []string
+	for name, r := range tpl.Resources {
+		if r.Type == "AWS::SQS::Queue" {
+			queues = append(queues, name)
+		}
+	}
+	sort.Strings(queues)
+	for _, name := range queues {
+		p := tpl.Resources[name].Properties
+		if p["SqsManagedSseEnabled"] != true && p["KmsMasterKeyId"] == nil {
+			t.Errorf("%s: not encrypted at rest (SqsManagedSseEnabled: true or KmsMasterKeyId)", name)
+		}
+		rp, ok := p["RedrivePolicy"].(map[string]any)
+		if !ok {
+			continue
+		}
+		dlq, attr, ok := getAtt(rp["deadLetterTargetArn"])
+		if !ok || attr != "Arn" || tpl.Resources[dlq].Type != "AWS::SQS::Queue" {
+			t.Errorf("%s: RedrivePolicy.deadLetterTargetArn is %s, want !GetAtt <a queue>.Arn", name, show(rp["deadLetterTargetArn"]))
+			continue
+		}
+		if n, ok := number(rp["maxReceiveCount"]); !ok || n < 1 {
+			t.Errorf("%s: RedrivePolicy.maxReceiveCount is %s", name, show(rp["maxReceiveCount"]))
+		}
+		if retention(dlq) <= retention(name) {
+			t.Errorf("%s: its dead-letter queue %s keeps messages %d s, not longer than the queue itself (%d s): a message could expire before anyone looks", name, dlq, retention(dlq), retention(name))
+		}
+		deadLetterOf[dlq] = name
+	}
+	for _, name := range queues {
+		if _, isDLQ := deadLetterOf[name]; !isDLQ && tpl.Resources[name].Properties["RedrivePolicy"] == nil {
+			t.Errorf("%s: a queue with no dead-letter queue (RedrivePolicy) that is not one itself", name)
+		}
+	}
+
+	poll := resource(t, "PollQueue", "AWS::SQS::Queue").Properties
+	if rp, _ := poll["RedrivePolicy"].(map[string]any); rp == nil {
+		t.Errorf("PollQueue has no RedrivePolicy")
+	} else {
+		if n, _ := number(rp["maxReceiveCount"]); n != 5 {
+			t.Errorf("PollQueue: maxReceiveCount is %s, want 5 (README: DLQ after 5 receives)", show(rp["maxReceiveCount"]))
+		}
+		if dlq, _, _ := getAtt(rp["deadLetterTargetArn"]); retention(dlq) != 1209600 {
+			t.Errorf("PollQueue's dead-letter queue %s keeps messages %d s, want 14 days (1209600)", dlq, retention(dlq))
+		}
+	}
+	poller := resource(t, "PollerFunction", "AWS::Serverless::Function").Properties
+	timeout, ok := number(poller["Timeout"])
+	if !ok {
+		t.Fatalf("PollerFunction: Timeout %s is not a number", show(poller["Timeout"]))
+	}
+	if vis, _ := number(poll["VisibilityTimeout"]); vis < 6*timeout {
+		t.Errorf("PollQueue: VisibilityTimeout %d s is under 6 x the poller's Timeout (%d s): Lambda advises 6x, or a slow batch is delivered twice", vis, timeout)
+	}
+	var consumers []string
+	for _, f := range functions {
+		events, _ := tpl.Resources[f.ID].Properties["Events"].(map[string]any)
+		for ename, e := range events {
+			em, _ := e.(map[string]any)
+			if em["Type"] != "SQS" {
+				continue
+			}
+			ep, _ := em["Properties"].(map[string]any)
+			q, attr, _ := getAtt(ep["Queue"])
+			if q != "PollQueue" || attr != "Arn" {
+				t.Errorf("%s.Events.%s: Queue is %s, want !GetAtt PollQueue.Arn", f.ID, ename, show(ep["Queue"]))
+				continue
+			}
+			consumers = append(consumers, f.ID)
+			if n, ok := number(ep["BatchSize"]); !ok || n < 1 || n > 10 {
+				t.Errorf("%s.Events.%s: BatchSize is %s, want 1 to 10", f.ID, ename, show(ep["BatchSize"]))
+			}
+			frt, _ := ep["FunctionResponseTypes"].([]any)
+			if !slices.Contains(frt, any("ReportBatchItemFailures")) {
+				t.Errorf("%s.Events.%s: FunctionResponseTypes is %s; the handler answers partial batch failures, which Lambda ignores (and deletes the failed messages) without ReportBatchItemFailures", f.ID, ename, show(ep["FunctionResponseTypes"]))
+			}
+		}
+	}
+	if !slices.Equal(consumers, []string{"PollerFunction"}) {
+		t.Errorf("PollQueue is consumed by %v, want the poller alone", consumers)
+	}
+}
