@@ -2,10 +2,8 @@ package prod
 
 import (
 	"context"
-	"fmt"
 	"log/slog"
 	"net/http"
-	"net/url"
 	"os"
 	"time"
 
@@ -82,15 +80,9 @@ func Steps(ctx context.Context, log *slog.Logger, needs StepNeeds) (*longstory.S
 			s.Upstream = &upstream.Client{BaseURL: base, Token: token, HTTP: &http.Client{Timeout: 20 * time.Second}}
 		}
 		if needs.Copier {
-			hosts := splitList(Getenv(EnvUpstreamOutputHosts))
-			if len(hosts) == 0 {
-				u, err := url.Parse(base)
-				if err != nil {
-					return nil, fmt.Errorf("%s: %w", EnvUpstreamBaseURL, err)
-				}
-				hosts = []string{u.Hostname()}
+			if s.Copier, err = copier(bucket, base); err != nil {
+				return nil, err
 			}
-			s.Copier = &media.Copier{Bucket: bucket, HTTP: &http.Client{Timeout: 5 * time.Minute}, AllowedHosts: hosts, MaxBytes: 512 << 20}
 		}
 	}
 	if needs.Narrator {

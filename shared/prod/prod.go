@@ -159,20 +159,25 @@ func GenerationService(ctx context.Context, log *slog.Logger, withCopier bool) (
 		if err != nil {
 			return nil, aws.Config{}, err
 		}
-		hosts := splitList(Getenv(EnvUpstreamOutputHosts))
-		if len(hosts) == 0 {
-			u, err := url.Parse(base)
-			if err != nil {
-				return nil, aws.Config{}, fmt.Errorf("%s: %w", EnvUpstreamBaseURL, err)
-			}
-			hosts = []string{u.Hostname()}
-		}
-		svc.Copier = &media.Copier{
-			Bucket: media.NewS3Bucket(s3.NewFromConfig(cfg), bucket, mediaBase),
-			HTTP:   &http.Client{Timeout: 5 * time.Minute}, AllowedHosts: hosts, MaxBytes: 512 << 20,
+		if svc.Copier, err = copier(media.NewS3Bucket(s3.NewFromConfig(cfg), bucket, mediaBase), base); err != nil {
+			return nil, aws.Config{}, err
 		}
 	}
 	return svc, cfg, nil
+}
+
+// copier keeps upstream outputs in the bucket, fetching them only from the
+// provider's output hosts (UPSTREAM_OUTPUT_HOSTS, else the API's host).
+func copier(bucket *media.S3Bucket, upstreamBase string) (*media.Copier, error) {
+	hosts := splitList(Getenv(EnvUpstreamOutputHosts))
+	if len(hosts) == 0 {
+		u, err := url.Parse(upstreamBase)
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", EnvUpstreamBaseURL, err)
+		}
+		hosts = []string{u.Hostname()}
+	}
+	return &media.Copier{Bucket: bucket, HTTP: &http.Client{Timeout: 5 * time.Minute}, AllowedHosts: hosts, MaxBytes: 512 << 20}, nil
 }
 
 func splitList(s string) []string {
