@@ -52,6 +52,11 @@ type Account struct {
 	Captured        decimal.Decimal
 	Holds           []Hold
 	CreatedAt       time.Time
+	// WebhookSecret signs the account's webhooks ("whsec_" + base64); empty
+	// until the first webhook or `mediagen webhooks secret`.
+	WebhookSecret string
+	// Usage is what the account spent, by month ("2006-01").
+	Usage map[string]Usage
 }
 
 // RateLimit is the number of requests the account may make per minute.

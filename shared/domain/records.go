@@ -51,6 +51,9 @@ type Generation struct {
 	UpdatedAt   time.Time
 	// Deadline is when a generation still processing is failed as timed out.
 	Deadline time.Time
+	Webhook  Webhook
+	// WebhookAttempts lists the deliveries of its webhook events.
+	WebhookAttempts []WebhookAttempt
 }
 
 // Outcome is the terminal state written to a record exactly once.
@@ -87,6 +90,11 @@ type LongVideo struct {
 	CreatedAt       time.Time
 	UpdatedAt       time.Time
 	Deadline        time.Time
+	Webhook         Webhook
+	WebhookAttempts []WebhookAttempt
+	// SceneStatus is each scene's state by scene number, as the workflow
+	// reports it; a scene not listed has not started.
+	SceneStatus map[int]Status
 }
 
 // APIKey is the stored form of a key: only its SHA-256 hash is kept.
@@ -100,3 +108,63 @@ type APIKey struct {
 
 // Revoked reports whether the key was revoked.
 func (k APIKey) Revoked() bool { return !k.RevokedAt.IsZero() }
+
+// Webhook is where and for which events a caller wants to hear of a
+// record's end. URL is empty when no webhook was asked for.
+type Webhook struct {
+	URL    string
+	Events []string
+}
+
+// Wants says whether the webhook asked for the event.
+func (w Webhook) Wants(event string) bool {
+	if w.URL == "" {
+		return false
+	}
+	if len(w.Events) == 0 {
+		return true
+	}
+	for _, e := range w.Events {
+		if e == event {
+			return true
+		}
+	}
+	return false
+}
+
+// WebhookAttempt is one delivery attempt of a webhook event, kept on the
+// record so that a caller can see what was sent and how it went.
+type WebhookAttempt struct {
+	WebhookID  string    `json:"webhook_id"`
+	Event      string    `json:"event"`
+	Attempt    int       `json:"attempt"`
+	At         time.Time `json:"at"`
+	StatusCode int       `json:"status_code,omitempty"`
+	Error      string    `json:"error,omitempty"`
+	Delivered  bool      `json:"delivered"`
+}
+
+// Usage is what an account spent in one calendar month (UTC): the credits
+// captured and the jobs they paid for.
+type Usage struct {
+	Credits decimal.Decimal
+	Jobs    int
+}
+
+// UsageMonth names the month of t as the store keys usage ("2006-01").
+func UsageMonth(t time.Time) string { return t.UTC().Format("2006-01") }
+
+// IdempotencyRecord remembers the first answer to a POST sent with an
+// Idempotency-Key, so that a retry gets the same answer and pays nothing more.
+type IdempotencyRecord struct {
+	UserID string
+	Key    string
+	// Fingerprint is a hash of the route and body; the same key with another
+	// fingerprint is refused.
+	Fingerprint string
+	// StatusCode is 0 while the first request is still being handled.
+	StatusCode int
+	Body       []byte
+	CreatedAt  time.Time
+	ExpiresAt  time.Time
+}

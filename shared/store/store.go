@@ -6,6 +6,9 @@ package store
 
 import (
 	"context"
+	"encoding/base64"
+	"encoding/json"
+	"fmt"
 	"time"
 
 	"github.com/shopspring/decimal"
@@ -69,6 +72,8 @@ type Generations interface {
 	// ProcessingGenerations lists up to limit generations still processing,
 	// oldest first, so a restarted runtime can resume polling them.
 	ProcessingGenerations(ctx context.Context, limit int) ([]domain.Generation, error)
+	// ListGenerations pages through an account's generations, newest first.
+	ListGenerations(ctx context.Context, q ListQuery) (Page[domain.Generation], error)
 }
 
 // LongVideos keeps long-form videos.
@@ -81,6 +86,54 @@ type LongVideos interface {
 	// ProcessingLongVideos lists up to limit videos still processing, oldest
 	// first, so a restarted local runtime can run their workflows again.
 	ProcessingLongVideos(ctx context.Context, limit int) ([]domain.LongVideo, error)
+	// ListLongVideos pages through an account's long videos, newest first.
+	ListLongVideos(ctx context.Context, q ListQuery) (Page[domain.LongVideo], error)
+	// SetSceneStatus records a scene's state while the video is processing
+	// (ErrConflict once it is final, ErrNotFound if it is missing).
+	SetSceneStatus(ctx context.Context, videoID string, scene int, status domain.Status, at time.Time) error
+}
+
+// Webhooks keeps what webhook delivery needs: each account's signing secret
+// and, on each record, the delivery attempts.
+type Webhooks interface {
+	// EnsureWebhookSecret sets the account's signing secret to candidate
+	// unless it has one, and returns the secret in force.
+	EnsureWebhookSecret(ctx context.Context, userID, candidate string) (string, error)
+	// SetWebhookSecret replaces the account's signing secret.
+	SetWebhookSecret(ctx context.Context, userID, secret string) error
+	// AddWebhookAttempt appends an attempt to a generation's or long
+	// video's record, whatever its status.
+	AddWebhookAttempt(ctx context.Context, kind domain.WorkKind, id string, a domain.WebhookAttempt) error
+}
+
+// Idempotency remembers the answers to POSTs sent with an Idempotency-Key.
+type Idempotency interface {
+	// ClaimIdempotencyKey stores r unless a live (unexpired) record holds
+	// the same user and key; then it returns that record and claimed false.
+	ClaimIdempotencyKey(ctx context.Context, r domain.IdempotencyRecord) (existing domain.IdempotencyRecord, claimed bool, err error)
+	// FinishIdempotencyKey stores the answer of a claimed key.
+	FinishIdempotencyKey(ctx context.Context, userID, key string, status int, body []byte) error
+	// ReleaseIdempotencyKey forgets a claimed key whose request did not
+	// finish (a server error), so that a retry runs again.
+	ReleaseIdempotencyKey(ctx context.Context, userID, key string) error
+}
+
+// ListQuery selects one page of an account's records.
+type ListQuery struct {
+	UserID string
+	// Status and Model filter the records when set; Model matches either
+	// the model or the model version.
+	Status domain.Status
+	Model  string
+	Limit  int
+	// Cursor is the Next of the previous page ("" for the first page).
+	Cursor string
+}
+
+// Page is one page of records and the cursor of the next ("" at the end).
+type Page[T any] struct {
+	Items []T
+	Next  string
 }
 
 // RateLimits counts requests per account and minute. Counters expire on
@@ -99,7 +152,38 @@ type Store interface {
 	Generations
 	LongVideos
 	RateLimits
+	Webhooks
+	Idempotency
 }
 
 // MinuteWindow is the start of the rate-limit window that contains t.
 func MinuteWindow(t time.Time) time.Time { return t.UTC().Truncate(time.Minute) }
+
+// Cursor is a position in a newest-first list: the creation time and id of
+// the last record returned. It travels as opaque base64url JSON.
+type Cursor struct {
+	CreatedAt time.Time `json:"t"`
+	ID        string    `json:"i"`
+}
+
+// Encode makes the cursor's opaque form.
+func (c Cursor) Encode() string {
+	b, _ := json.Marshal(c) // a time and a string always encode
+	return base64.RawURLEncoding.EncodeToString(b)
+}
+
+// ParseCursor reads an opaque cursor; "" is the start of the list.
+func ParseCursor(s string) (Cursor, bool, error) {
+	if s == "" {
+		return Cursor{}, false, nil
+	}
+	b, err := base64.RawURLEncoding.DecodeString(s)
+	var c Cursor
+	if err == nil {
+		err = json.Unmarshal(b, &c)
+	}
+	if err != nil || c.ID == "" || c.CreatedAt.IsZero() || len(c.ID) > 64 {
+		return Cursor{}, false, fmt.Errorf("%w: cursor is not one this API gave out", domain.ErrInvalid)
+	}
+	return c, true, nil
+}

@@ -33,6 +33,7 @@ type API interface {
 	UpdateItem(ctx context.Context, in *dynamodb.UpdateItemInput, opts ...func(*dynamodb.Options)) (*dynamodb.UpdateItemOutput, error)
 	Query(ctx context.Context, in *dynamodb.QueryInput, opts ...func(*dynamodb.Options)) (*dynamodb.QueryOutput, error)
 	Scan(ctx context.Context, in *dynamodb.ScanInput, opts ...func(*dynamodb.Options)) (*dynamodb.ScanOutput, error)
+	DeleteItem(ctx context.Context, in *dynamodb.DeleteItemInput, opts ...func(*dynamodb.Options)) (*dynamodb.DeleteItemOutput, error)
 }
 
 // Store is the DynamoDB adapter.
@@ -111,10 +112,16 @@ type accountItem struct {
 	Holds     map[string]holdItem              `dynamodbav:"holds"`
 	Grants    map[string]attributevalue.Number `dynamodbav:"grants"`
 	CreatedAt string                           `dynamodbav:"created_at"`
+	// WebhookSecret signs the account's webhooks.
+	WebhookSecret string `dynamodbav:"webhook_secret,omitempty"`
+	// Usage is read from the usage_credits_<month> and usage_jobs_<month>
+	// attributes that Capture adds to (see usageFrom).
+	Usage map[string]domain.Usage `dynamodbav:"-"`
 }
 
 func (it accountItem) account() (domain.Account, error) {
-	a := domain.Account{UserID: it.UserID, Plan: domain.Plan(it.Plan), CustomRateLimit: it.RateLimit}
+	a := domain.Account{UserID: it.UserID, Plan: domain.Plan(it.Plan), CustomRateLimit: it.RateLimit,
+		WebhookSecret: it.WebhookSecret, Usage: it.Usage}
 	var err error
 	for _, p := range []struct {
 		dst *decimal.Decimal
@@ -194,6 +201,9 @@ func (s *Store) getAccountItem(ctx context.Context, userID string) (accountItem,
 	}
 	var it accountItem
 	if err := attributevalue.UnmarshalMap(out.Item, &it); err != nil {
+		return accountItem{}, fmt.Errorf("decode account %s: %w", userID, err)
+	}
+	if it.Usage, err = usageFrom(out.Item); err != nil {
 		return accountItem{}, fmt.Errorf("decode account %s: %w", userID, err)
 	}
 	return it, nil
@@ -281,23 +291,36 @@ func (s *Store) Hold(ctx context.Context, userID string, h domain.Hold) error {
 }
 
 func (s *Store) Capture(ctx context.Context, userID, workID string) (bool, error) {
-	return s.settle(ctx, userID, workID, "captured")
+	return s.settle(ctx, userID, workID, true)
 }
 
 func (s *Store) Release(ctx context.Context, userID, workID string) (bool, error) {
-	return s.settle(ctx, userID, workID, "balance")
+	return s.settle(ctx, userID, workID, false)
 }
 
-// settle moves an open hold's amount from held to the target total and
-// removes the hold, in one write conditioned on the hold still being open.
-func (s *Store) settle(ctx context.Context, userID, workID, target string) (bool, error) {
+// settle moves an open hold's amount from held to captured (adding it to
+// this month's usage) or back to the balance, and removes the hold, in one
+// write conditioned on the hold still being open.
+func (s *Store) settle(ctx context.Context, userID, workID string, capture bool) (bool, error) {
+	target := "balance"
+	update := "SET held = held - holds.#w.amount, #t = #t + holds.#w.amount REMOVE holds.#w"
+	names := map[string]string{"#w": workID, "#t": target}
+	var values map[string]types.AttributeValue
+	if capture {
+		target = "captured"
+		month := domain.UsageMonth(time.Now())
+		update = "SET held = held - holds.#w.amount, #t = #t + holds.#w.amount, " +
+			"#uc = if_not_exists(#uc, :zero) + holds.#w.amount, #uj = if_not_exists(#uj, :zero) + :one REMOVE holds.#w"
+		names = map[string]string{"#w": workID, "#t": target, "#uc": usageCreditsPrefix + month, "#uj": usageJobsPrefix + month}
+		values = map[string]types.AttributeValue{":zero": &types.AttributeValueMemberN{Value: "0"}, ":one": &types.AttributeValueMemberN{Value: "1"}}
+	}
 	_, err := s.db.UpdateItem(ctx, &dynamodb.UpdateItemInput{
-		TableName: aws.String(s.tables.Accounts),
-		Key:       key("user_id", userID),
-		UpdateExpression: aws.String(
-			"SET held = held - holds.#w.amount, #t = #t + holds.#w.amount REMOVE holds.#w"),
-		ConditionExpression:      aws.String("attribute_exists(holds.#w)"),
-		ExpressionAttributeNames: map[string]string{"#w": workID, "#t": target},
+		TableName:                 aws.String(s.tables.Accounts),
+		Key:                       key("user_id", userID),
+		UpdateExpression:          aws.String(update),
+		ConditionExpression:       aws.String("attribute_exists(holds.#w)"),
+		ExpressionAttributeNames:  names,
+		ExpressionAttributeValues: values,
 	})
 	if isConditionFailed(err) {
 		if _, err := s.getAccountItem(ctx, userID); err != nil {
@@ -486,6 +509,7 @@ type generationItem struct {
 	CreatedAt    string                `dynamodbav:"created_at"`
 	UpdatedAt    string                `dynamodbav:"updated_at"`
 	Deadline     string                `dynamodbav:"deadline"`
+	webhookFields
 }
 
 func (it generationItem) generation() (domain.Generation, error) {
@@ -493,9 +517,13 @@ func (it generationItem) generation() (domain.Generation, error) {
 		ID: it.ID, UUID: it.UUID, UserID: it.UserID, UpstreamID: it.UpstreamID, Model: it.Model,
 		ModelVersion: it.ModelVersion, Kind: domain.MediaKind(it.Kind), Input: json.RawMessage(it.Input),
 		ImageCount: it.ImageCount, OutputURLs: it.OutputURLs, Status: domain.Status(it.Status), Error: it.Error,
+		Webhook: it.webhook(),
 	}
 	var err error
 	if g.CreditsUsed, err = dec(it.CreditsUsed); err != nil {
+		return domain.Generation{}, fmt.Errorf("generation %s: %w", it.UUID, err)
+	}
+	if g.WebhookAttempts, err = it.attempts(); err != nil {
 		return domain.Generation{}, fmt.Errorf("generation %s: %w", it.UUID, err)
 	}
 	for _, p := range []struct {
@@ -551,6 +579,7 @@ func (s *Store) CreateGeneration(ctx context.Context, g *domain.Generation) erro
 		ModelVersion: g.ModelVersion, Kind: string(g.Kind), Input: string(g.Input), ImageCount: g.ImageCount,
 		OutputURLs: urls, Status: string(g.Status), Error: g.Error, CreditsUsed: num(g.CreditsUsed),
 		CreatedAt: formatTime(g.CreatedAt), UpdatedAt: formatTime(g.UpdatedAt), Deadline: formatTime(g.Deadline),
+		webhookFields: webhookFieldsOf(g.Webhook),
 	})
 	if err != nil {
 		return fmt.Errorf("create generation %s: %w", g.UUID, err)
@@ -667,14 +696,19 @@ func (s *Store) FinishGeneration(ctx context.Context, uuid string, o domain.Outc
 
 // updateProcessing applies an update only while the record is processing,
 // and says whether it was missing (ErrNotFound) or already final (ErrConflict).
-func (s *Store) updateProcessing(ctx context.Context, table, keyName, keyValue, update string, values map[string]types.AttributeValue) error {
+// extraNames are placeholder/name pairs beyond the reserved words.
+func (s *Store) updateProcessing(ctx context.Context, table, keyName, keyValue, update string, values map[string]types.AttributeValue, extraNames ...string) error {
 	values[":processing"] = strAV(string(domain.StatusProcessing))
+	names := namesIn(update)
+	for i := 0; i+1 < len(extraNames); i += 2 {
+		names[extraNames[i]] = extraNames[i+1]
+	}
 	_, err := s.db.UpdateItem(ctx, &dynamodb.UpdateItemInput{
 		TableName:                 aws.String(table),
 		Key:                       key(keyName, keyValue),
 		UpdateExpression:          aws.String(update),
 		ConditionExpression:       aws.String("#s = :processing"),
-		ExpressionAttributeNames:  namesIn(update),
+		ExpressionAttributeNames:  names,
 		ExpressionAttributeValues: values,
 	})
 	if err == nil {
@@ -735,6 +769,10 @@ type longVideoItem struct {
 	CreatedAt       string                `dynamodbav:"created_at"`
 	UpdatedAt       string                `dynamodbav:"updated_at"`
 	Deadline        string                `dynamodbav:"deadline"`
+	// SceneStatus maps scene numbers to states; created empty so that
+	// SetSceneStatus can set one entry.
+	SceneStatus map[string]string `dynamodbav:"scene_status"`
+	webhookFields
 }
 
 func (s *Store) CreateLongVideo(ctx context.Context, v domain.LongVideo) error {
@@ -750,6 +788,7 @@ func (s *Store) CreateLongVideo(ctx context.Context, v domain.LongVideo) error {
 		EnableNarration: v.EnableNarration, VideoStyle: v.VideoStyle, Scenes: scenes, Status: string(v.Status),
 		FinalVideoURL: v.FinalVideoURL, TotalDuration: v.TotalDuration, Error: v.Error, CreditsHeld: num(v.CreditsHeld),
 		CreatedAt: formatTime(v.CreatedAt), UpdatedAt: formatTime(v.UpdatedAt), Deadline: formatTime(v.Deadline),
+		SceneStatus: map[string]string{}, webhookFields: webhookFieldsOf(v.Webhook),
 	})
 	if err != nil {
 		return fmt.Errorf("create long video %s: %w", v.ID, err)
@@ -789,13 +828,26 @@ func (it longVideoItem) longVideo() (domain.LongVideo, error) {
 		ID: it.ID, UserID: it.UserID, Prompt: it.Prompt, Model: it.Model, LanguageCode: it.LanguageCode,
 		EnableNarration: it.EnableNarration, VideoStyle: it.VideoStyle,
 		Status: domain.Status(it.Status), FinalVideoURL: it.FinalVideoURL, TotalDuration: it.TotalDuration,
-		Error: it.Error,
+		Error: it.Error, Webhook: it.webhook(),
+	}
+	for n, st := range it.SceneStatus {
+		scene, err := strconv.Atoi(n)
+		if err != nil {
+			return domain.LongVideo{}, fmt.Errorf("long video %s: scene status key %q", it.ID, n)
+		}
+		if v.SceneStatus == nil {
+			v.SceneStatus = map[int]domain.Status{}
+		}
+		v.SceneStatus[scene] = domain.Status(st)
 	}
 	for _, sc := range it.Scenes {
 		v.Scenes = append(v.Scenes, domain.Scene(sc))
 	}
 	var err error
 	if v.CreditsHeld, err = dec(it.CreditsHeld); err != nil {
+		return domain.LongVideo{}, fmt.Errorf("long video %s: %w", it.ID, err)
+	}
+	if v.WebhookAttempts, err = it.attempts(); err != nil {
 		return domain.LongVideo{}, fmt.Errorf("long video %s: %w", it.ID, err)
 	}
 	for _, p := range []struct {

@@ -20,6 +20,7 @@ type Tables struct {
 	LongVideos  string
 	RateLimits  string
 	Counters    string
+	Idempotency string
 }
 
 // Environment variables read by TablesFromEnv.
@@ -30,6 +31,7 @@ const (
 	EnvLongVideosTable  = "LONG_VIDEOS_TABLE"
 	EnvRateLimitsTable  = "RATE_LIMITS_TABLE"
 	EnvCountersTable    = "COUNTERS_TABLE"
+	EnvIdempotencyTable = "IDEMPOTENCY_TABLE"
 )
 
 // Index names the code queries; the template declares the same.
@@ -49,6 +51,7 @@ func TablesWithPrefix(prefix string) Tables {
 		LongVideos:  prefix + "-long-videos",
 		RateLimits:  prefix + "-rate-limits",
 		Counters:    prefix + "-counters",
+		Idempotency: prefix + "-idempotency",
 	}
 }
 
@@ -62,6 +65,7 @@ func TablesFromEnv(getenv func(string) string) Tables {
 	}{
 		{&t.Accounts, EnvAccountsTable}, {&t.APIKeys, EnvAPIKeysTable}, {&t.Generations, EnvGenerationsTable},
 		{&t.LongVideos, EnvLongVideosTable}, {&t.RateLimits, EnvRateLimitsTable}, {&t.Counters, EnvCountersTable},
+		{&t.Idempotency, EnvIdempotencyTable},
 	} {
 		if s := getenv(v.env); s != "" {
 			*v.dst = s
@@ -140,5 +144,6 @@ func Schema(t Tables) []*dynamodb.CreateTableInput {
 			gsi(IndexUserCreatedAt, hashRange("user_id", "created_at"), types.ProjectionTypeAll)),
 		table(t.RateLimits, []types.AttributeDefinition{s("key")}, hash("key")),
 		table(t.Counters, []types.AttributeDefinition{s("name")}, hash("name")),
+		table(t.Idempotency, []types.AttributeDefinition{s("pk")}, hash("pk")),
 	}
 }

@@ -114,7 +114,54 @@ CREATE TABLE IF NOT EXISTS rate_limits (
 	PRIMARY KEY (user_id, window)
 );
 CREATE INDEX IF NOT EXISTS rate_limits_expiry ON rate_limits(expires_at);
+CREATE TABLE IF NOT EXISTS usage (
+	user_id TEXT NOT NULL,
+	month   TEXT NOT NULL,
+	credits INTEGER NOT NULL,
+	jobs    INTEGER NOT NULL,
+	PRIMARY KEY (user_id, month)
+);
+CREATE TABLE IF NOT EXISTS idempotency (
+	user_id     TEXT NOT NULL,
+	key         TEXT NOT NULL,
+	fingerprint TEXT NOT NULL,
+	status_code INTEGER NOT NULL DEFAULT 0,
+	body        BLOB,
+	created_at  TEXT NOT NULL,
+	expires_at  TEXT NOT NULL,
+	PRIMARY KEY (user_id, key)
+);
+CREATE INDEX IF NOT EXISTS idempotency_expiry ON idempotency(expires_at);
 `
+
+// addedColumns are columns added after the first release; Open adds each to
+// a database made before it.
+var addedColumns = []struct{ table, column, decl string }{
+	{"accounts", "webhook_secret", "TEXT NOT NULL DEFAULT ''"},
+	{"generations", "webhook_url", "TEXT NOT NULL DEFAULT ''"},
+	{"generations", "webhook_events", "TEXT NOT NULL DEFAULT '[]'"},
+	{"generations", "webhook_attempts", "TEXT NOT NULL DEFAULT '[]'"},
+	{"long_videos", "webhook_url", "TEXT NOT NULL DEFAULT ''"},
+	{"long_videos", "webhook_events", "TEXT NOT NULL DEFAULT '[]'"},
+	{"long_videos", "webhook_attempts", "TEXT NOT NULL DEFAULT '[]'"},
+	{"long_videos", "scene_status", "TEXT NOT NULL DEFAULT '{}'"},
+}
+
+func addColumns(ctx context.Context, db *sql.DB) error {
+	for _, c := range addedColumns {
+		var n int
+		if err := db.QueryRowContext(ctx, `SELECT COUNT(*) FROM pragma_table_info(?) WHERE name = ?`, c.table, c.column).Scan(&n); err != nil {
+			return fmt.Errorf("inspect %s.%s: %w", c.table, c.column, err)
+		}
+		if n > 0 {
+			continue
+		}
+		if _, err := db.ExecContext(ctx, `ALTER TABLE `+c.table+` ADD COLUMN `+c.column+` `+c.decl); err != nil {
+			return fmt.Errorf("add %s.%s: %w", c.table, c.column, err)
+		}
+	}
+	return nil
+}
 
 // Store is the embedded adapter. Writes go through a single connection (SQLite
 // has one writer at a time; serialising them in Go avoids busy retries inside
@@ -143,6 +190,10 @@ func Open(ctx context.Context, dir string) (*Store, error) {
 	if _, err := w.ExecContext(ctx, schema); err != nil {
 		w.Close()
 		return nil, fmt.Errorf("create schema in %s: %w", path, err)
+	}
+	if err := addColumns(ctx, w); err != nil {
+		w.Close()
+		return nil, fmt.Errorf("upgrade schema in %s: %w", path, err)
 	}
 	r, err := sql.Open("sqlite", "file:"+path+"?"+q.Encode())
 	if err != nil {
@@ -205,8 +256,8 @@ func (s *Store) GetAccount(ctx context.Context, userID string) (domain.Account, 
 	var plan, created string
 	var balance, held, granted, captured int64
 	err := s.r.QueryRowContext(ctx,
-		`SELECT plan, rate_limit, balance, held, granted, captured, created_at FROM accounts WHERE user_id = ?`, userID).
-		Scan(&plan, &a.CustomRateLimit, &balance, &held, &granted, &captured, &created)
+		`SELECT plan, rate_limit, balance, held, granted, captured, created_at, webhook_secret FROM accounts WHERE user_id = ?`, userID).
+		Scan(&plan, &a.CustomRateLimit, &balance, &held, &granted, &captured, &created, &a.WebhookSecret)
 	if errors.Is(err, sql.ErrNoRows) {
 		return domain.Account{}, fmt.Errorf("account %s: %w", userID, domain.ErrNotFound)
 	}
@@ -225,6 +276,9 @@ func (s *Store) GetAccount(ctx context.Context, userID string) (domain.Account, 
 	}
 	for _, h := range holds {
 		a.Holds = append(a.Holds, h.Hold)
+	}
+	if a.Usage, err = s.usage(ctx, userID); err != nil {
+		return domain.Account{}, err
 	}
 	return a, nil
 }
@@ -313,14 +367,22 @@ func (s *Store) Hold(ctx context.Context, userID string, h domain.Hold) error {
 }
 
 func (s *Store) Capture(ctx context.Context, userID, workID string) (bool, error) {
-	return s.settle(ctx, userID, workID, `UPDATE accounts SET held = held - ?, captured = captured + ? WHERE user_id = ?`)
+	return s.settle(ctx, userID, workID, true)
 }
+
+// captureUsage adds a captured hold to the account's usage of this month.
+const captureUsage = `INSERT INTO usage (user_id, month, credits, jobs) VALUES (?, ?, ?, 1)
+	ON CONFLICT(user_id, month) DO UPDATE SET credits = credits + excluded.credits, jobs = jobs + 1`
 
 func (s *Store) Release(ctx context.Context, userID, workID string) (bool, error) {
-	return s.settle(ctx, userID, workID, `UPDATE accounts SET held = held - ?, balance = balance + ? WHERE user_id = ?`)
+	return s.settle(ctx, userID, workID, false)
 }
 
-func (s *Store) settle(ctx context.Context, userID, workID, move string) (bool, error) {
+func (s *Store) settle(ctx context.Context, userID, workID string, capture bool) (bool, error) {
+	move := `UPDATE accounts SET held = held - ?, balance = balance + ? WHERE user_id = ?`
+	if capture {
+		move = `UPDATE accounts SET held = held - ?, captured = captured + ? WHERE user_id = ?`
+	}
 	settled := false
 	err := s.tx(ctx, "settle "+workID, func(tx *sql.Tx) error {
 		var cents int64
@@ -334,6 +396,11 @@ func (s *Store) settle(ctx context.Context, userID, workID, move string) (bool, 
 		}
 		if _, err := tx.ExecContext(ctx, move, cents, cents, userID); err != nil {
 			return fmt.Errorf("settle %s: %w", workID, err)
+		}
+		if capture {
+			if _, err := tx.ExecContext(ctx, captureUsage, userID, domain.UsageMonth(time.Now()), cents); err != nil {
+				return fmt.Errorf("settle %s: usage: %w", workID, err)
+			}
 		}
 		settled = true
 		return nil
@@ -450,14 +517,18 @@ func (s *Store) CreateGeneration(ctx context.Context, g *domain.Generation) erro
 	if err != nil {
 		return fmt.Errorf("create generation %s: %w", g.UUID, err)
 	}
+	events, err := json.Marshal(nonNil(g.Webhook.Events))
+	if err != nil {
+		return fmt.Errorf("create generation %s: %w", g.UUID, err)
+	}
 	err = s.w.QueryRowContext(ctx, `INSERT INTO generations
 		(uuid, user_id, upstream_id, model, model_version, kind, input, image_count, output_urls, status, error,
-		 credits_used, created_at, updated_at, deadline)
-		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+		 credits_used, created_at, updated_at, deadline, webhook_url, webhook_events)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
 		ON CONFLICT(uuid) DO NOTHING RETURNING id`,
 		g.UUID, g.UserID, g.UpstreamID, g.Model, g.ModelVersion, string(g.Kind), string(g.Input), g.ImageCount,
 		string(urls), string(g.Status), g.Error, credits, formatTime(g.CreatedAt), formatTime(g.UpdatedAt),
-		formatTime(g.Deadline)).Scan(&g.ID)
+		formatTime(g.Deadline), g.Webhook.URL, string(events)).Scan(&g.ID)
 	if errors.Is(err, sql.ErrNoRows) {
 		return fmt.Errorf("create generation %s: %w", g.UUID, domain.ErrAlreadyExists)
 	}
@@ -468,7 +539,8 @@ func (s *Store) CreateGeneration(ctx context.Context, g *domain.Generation) erro
 }
 
 const generationColumns = `id, uuid, user_id, upstream_id, model, model_version, kind, input, image_count,
-	output_urls, status, error, credits_used, created_at, updated_at, deadline`
+	output_urls, status, error, credits_used, created_at, updated_at, deadline, webhook_url, webhook_events,
+	webhook_attempts`
 
 func (s *Store) GetGeneration(ctx context.Context, uuid string) (domain.Generation, error) {
 	return s.getGeneration(ctx, `uuid = ?`, uuid)
@@ -502,16 +574,18 @@ func (s *Store) queryGenerations(ctx context.Context, where string, args ...any)
 	var out []domain.Generation
 	for rows.Next() {
 		var g domain.Generation
-		var kind, input, urls, status, created, updated, deadline string
+		var kind, input, urls, status, created, updated, deadline, events, attempts string
 		var credits int64
 		if err := rows.Scan(&g.ID, &g.UUID, &g.UserID, &g.UpstreamID, &g.Model, &g.ModelVersion, &kind, &input,
-			&g.ImageCount, &urls, &status, &g.Error, &credits, &created, &updated, &deadline); err != nil {
+			&g.ImageCount, &urls, &status, &g.Error, &credits, &created, &updated, &deadline, &g.Webhook.URL,
+			&events, &attempts); err != nil {
 			return nil, fmt.Errorf("read generations: %w", err)
 		}
 		g.Kind, g.Status, g.Input = domain.MediaKind(kind), domain.Status(status), json.RawMessage(input)
 		g.CreditsUsed = domain.CentsToCredits(credits)
-		if err := json.Unmarshal([]byte(urls), &g.OutputURLs); err != nil {
-			return nil, fmt.Errorf("read generation %s urls: %w", g.UUID, err)
+		if err := unmarshalColumns(g.UUID, []any{&g.OutputURLs, &g.Webhook.Events, &g.WebhookAttempts},
+			urls, events, attempts); err != nil {
+			return nil, err
 		}
 		for _, p := range []struct {
 			dst *time.Time
@@ -576,13 +650,17 @@ func (s *Store) CreateLongVideo(ctx context.Context, v domain.LongVideo) error {
 	if err != nil {
 		return fmt.Errorf("create long video %s: %w", v.ID, err)
 	}
+	events, err := json.Marshal(nonNil(v.Webhook.Events))
+	if err != nil {
+		return fmt.Errorf("create long video %s: %w", v.ID, err)
+	}
 	res, err := s.w.ExecContext(ctx, `INSERT INTO long_videos
 		(id, user_id, prompt, model, language_code, enable_narration, video_style, scenes, status, final_video_url,
-		 total_duration, error, credits_held, created_at, updated_at, deadline)
-		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT(id) DO NOTHING`,
+		 total_duration, error, credits_held, created_at, updated_at, deadline, webhook_url, webhook_events)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT(id) DO NOTHING`,
 		v.ID, v.UserID, v.Prompt, v.Model, v.LanguageCode, v.EnableNarration, v.VideoStyle, string(scenes),
 		string(v.Status), v.FinalVideoURL, v.TotalDuration, v.Error, credits, formatTime(v.CreatedAt),
-		formatTime(v.UpdatedAt), formatTime(v.Deadline))
+		formatTime(v.UpdatedAt), formatTime(v.Deadline), v.Webhook.URL, string(events))
 	if err != nil {
 		return fmt.Errorf("create long video %s: %w", v.ID, err)
 	}
@@ -609,7 +687,8 @@ func (s *Store) ProcessingLongVideos(ctx context.Context, limit int) ([]domain.L
 
 func (s *Store) queryLongVideos(ctx context.Context, where string, args ...any) ([]domain.LongVideo, error) {
 	rows, err := s.r.QueryContext(ctx, `SELECT id, user_id, prompt, model, language_code, enable_narration, video_style,
-		scenes, status, final_video_url, total_duration, error, credits_held, created_at, updated_at, deadline
+		scenes, status, final_video_url, total_duration, error, credits_held, created_at, updated_at, deadline,
+		webhook_url, webhook_events, webhook_attempts, scene_status
 		FROM long_videos `+where, args...)
 	if err != nil {
 		return nil, fmt.Errorf("read long videos: %w", err)
@@ -618,15 +697,17 @@ func (s *Store) queryLongVideos(ctx context.Context, where string, args ...any) 
 	var out []domain.LongVideo
 	for rows.Next() {
 		var v domain.LongVideo
-		var scenes, status, created, updated, deadline string
+		var scenes, status, created, updated, deadline, events, attempts, sceneStatus string
 		var credits int64
 		if err := rows.Scan(&v.ID, &v.UserID, &v.Prompt, &v.Model, &v.LanguageCode, &v.EnableNarration, &v.VideoStyle,
-			&scenes, &status, &v.FinalVideoURL, &v.TotalDuration, &v.Error, &credits, &created, &updated, &deadline); err != nil {
+			&scenes, &status, &v.FinalVideoURL, &v.TotalDuration, &v.Error, &credits, &created, &updated, &deadline,
+			&v.Webhook.URL, &events, &attempts, &sceneStatus); err != nil {
 			return nil, fmt.Errorf("read long videos: %w", err)
 		}
 		v.Status, v.CreditsHeld = domain.Status(status), domain.CentsToCredits(credits)
-		if err := json.Unmarshal([]byte(scenes), &v.Scenes); err != nil {
-			return nil, fmt.Errorf("read long video %s scenes: %w", v.ID, err)
+		if err := unmarshalColumns(v.ID, []any{&v.Scenes, &v.Webhook.Events, &v.WebhookAttempts, &v.SceneStatus},
+			scenes, events, attempts, sceneStatus); err != nil {
+			return nil, err
 		}
 		for _, p := range []struct {
 			dst *time.Time

@@ -39,6 +39,7 @@ func Run(t *testing.T, s store.Store) {
 		{"LongVideosRoundTripAndFinishOnce", testLongVideos},
 		{"RateLimitCountsPerAccountAndMinute", testRateLimits},
 	}
+	tests = append(tests, featureTests...)
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) { tt.fn(t, s) })
 	}
