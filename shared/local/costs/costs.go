@@ -103,6 +103,14 @@ type Meter struct {
 
 	mu         sync.Mutex
 	byFunction map[string]int64
+	seconds    map[string]float64
+}
+
+// Seconds is the time the named function's invocations took so far.
+func (m *Meter) Seconds(function string) float64 {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.seconds[function]
 }
 
 // Snapshot reads the counts so far.
@@ -141,9 +149,10 @@ func (m *Meter) invocation(function string, took time.Duration) {
 	m.gbMicro.Add(int64(ms) * int64(mb) * 1e6 / 1024 / 1000)
 	m.mu.Lock()
 	if m.byFunction == nil {
-		m.byFunction = map[string]int64{}
+		m.byFunction, m.seconds = map[string]int64{}, map[string]float64{}
 	}
 	m.byFunction[function]++
+	m.seconds[function] += took.Seconds()
 	m.mu.Unlock()
 }
 
