@@ -1,7 +1,7 @@
 # Two commands do all the set-up on a fresh machine:
 #   make run    start the whole service locally (no AWS account, no Docker)
 #   make test   install what the tests need and run them all
-.PHONY: test run deps vet fmt mediagen build ffmpeg-layer fuzz
+.PHONY: test run deps vet fmt mediagen build ffmpeg-layer fuzz bench
 
 GO ?= go
 
@@ -35,6 +35,14 @@ DATA ?= .mediagen
 run: mediagen
 	@scripts/install-deps.sh runtime
 	bin/mediagen serve --addr $(ADDR) --data $(DATA)
+
+# The local runtime beside a bare net/http server under the same loopback
+# load, the cost counts in dollars, and the long-form timings (README
+# "Performance"). BENCH_FLAGS adds flags (mediagen bench -h lists them).
+BENCH_FLAGS ?=
+bench: mediagen
+	@scripts/install-deps.sh runtime
+	bin/mediagen bench --json bench.json $(BENCH_FLAGS)
 
 # ---- Lambda builds ---------------------------------------------------------
 # Each function is a linux/arm64 bootstrap, built like `sam build` does: the

@@ -7,7 +7,9 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"reflect"
 	"regexp"
+	"runtime"
 	"slices"
 	"sort"
 	"strings"
@@ -18,7 +20,7 @@ import (
 )
 
 // The functions of the service: logical ID in template.yaml and folder
-// under functions/ (each main.go runs prod.Handler(ctx, "<folder>")).
+// under functions/ (each main.go runs prod.Build("<folder>", prod.<Constructor>)).
 var functions = []struct{ ID, Folder string }{
 	{"GenerateFunction", "generate"},
 	{"StatusFunction", "status"},
@@ -334,8 +336,17 @@ func TestEveryFunctionFolderIsInTheTemplateAndBack(t *testing.T) {
 		}
 	}
 	if !slices.Equal(sortedFolders(), prod.FunctionNames()) {
-		t.Errorf("the functions deployed %v are not the handlers of prod.Functions %v", sortedFolders(), prod.FunctionNames())
+		t.Errorf("the functions deployed %v are not the handlers of prod.Functions() %v", sortedFolders(), prod.FunctionNames())
 	}
+}
+
+// constructorName is the name of a prod constructor, without its package.
+func constructorName(c prod.Constructor) string {
+	if c == nil {
+		return "<none>"
+	}
+	name := runtime.FuncForPC(reflect.ValueOf(c).Pointer()).Name()
+	return name[strings.LastIndex(name, ".")+1:]
 }
 
 func sortedFolders() []string {
@@ -369,8 +380,13 @@ func TestEveryFunctionBuildsFromItsFolder(t *testing.T) {
 			if err != nil {
 				t.Fatalf("%s: functions/%s has no main.go: %v", f.ID, f.Folder, err)
 			}
-			if !regexp.MustCompile(`prod\.Handler\([^,]+,\s*"` + regexp.QuoteMeta(f.Folder) + `"\)`).Match(main) {
-				t.Errorf("functions/%s/main.go does not run prod.Handler(ctx, %q)", f.Folder, f.Folder)
+			// main.go calls its constructor by name (so the binary links only
+			// that function's code), and it is the one the registry names.
+			m := regexp.MustCompile(`prod\.Build\("` + regexp.QuoteMeta(f.Folder) + `",\s*prod\.(\w+)\)`).FindSubmatch(main)
+			if m == nil {
+				t.Errorf("functions/%s/main.go does not run prod.Build(%q, prod.<Constructor>)", f.Folder, f.Folder)
+			} else if want := constructorName(prod.Functions()[f.Folder]); string(m[1]) != want {
+				t.Errorf("functions/%s/main.go builds prod.%s; prod.Functions() names prod.%s", f.Folder, m[1], want)
 			}
 			artifacts := "/ARTIFACTS/" + f.ID
 			out, err := exec.Command(makeBin, "-s", "-n", "-C", "..", "build-"+f.ID, "ARTIFACTS_DIR="+artifacts).CombinedOutput()

@@ -1,11 +1,15 @@
 #!/usr/bin/env bash
 # Builds every Lambda for linux/arm64 as `sam build` would (make build-<LogicalId>),
-# prints each binary's size, and fails if a function links a local-only package.
+# prints each binary's size, and fails if a function links a local-only package
+# or a binary is over MAX_MB (10 MiB, as AWS counts Lambda sizes: cold start
+# grows with the binary; each main.go calls its own prod constructor so that
+# only its handler's code is linked).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 out=bin/lambda
 mkdir -p "$out"
 status=0
+max_bytes=$(( ${MAX_MB:-10} * 1048576 ))
 printf '%-26s %10s\n' function size
 for dir in functions/*/; do
   name=$(basename "$dir")
@@ -26,5 +30,9 @@ for dir in functions/*/; do
   fi
   size=$(stat -c %s "$out/$name/bootstrap")
   awk -v n="$name" -v s="$size" 'BEGIN { printf "%-26s %7.1f MB\n", n, s / 1048576 }'
+  if [ "$size" -gt "$max_bytes" ]; then
+    echo "functions/$name is $size bytes, over the ${MAX_MB:-10} MB (MiB) limit: see what it links with go version -m / go tool nm -size" >&2
+    status=1
+  fi
 done
 exit $status

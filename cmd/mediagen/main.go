@@ -1,6 +1,7 @@
 // Command mediagen is the service's local runtime and administration tool.
 //
 //	mediagen serve [--addr 127.0.0.1:8080] [--data .mediagen]
+//	mediagen bench [--json FILE]
 //	mediagen accounts create --plan free|pro|enterprise --credits N [--rate-limit N]
 //	mediagen accounts show --user ID
 //	mediagen credits grant --user ID --credits N [--grant-id ID]
@@ -34,6 +35,8 @@ const usage = `usage: mediagen <command> [flags]
 local runtime:
   serve [--addr 127.0.0.1:8080] [--data .mediagen] [--sim-latency 300ms]
         [--poll-interval 1s] [--price-file FILE] [--log-level info]
+  bench [--conns 16] [--duration 5s] [--rate 200] [--json FILE] (make bench;
+        bench -h lists every flag)
 
 administration (embedded store by default; --dynamodb for DynamoDB):
   accounts create --plan free|pro|enterprise --credits N [--rate-limit N]
@@ -72,6 +75,9 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	}
 	if args[0] == "serve" {
 		return serve(ctx, args[1:], stdout, stderr)
+	}
+	if args[0] == "bench" {
+		return bench(ctx, args[1:], stdout, stderr)
 	}
 	if len(args) < 2 {
 		return fail(stderr, exitUsage, fmt.Errorf("%q needs a subcommand\n\n%s", args[0], usage))

@@ -1,17 +1,15 @@
 // Command authorizer is the HTTP API's Lambda authorizer: it checks the API
 // key (or, on the status routes, the identity-provider token) once per
 // request and hands the route the account or the reason it was refused.
-// prod.Functions says what it wires.
+// prod.Authorizer says what it wires.
 package main
 
 import (
-	"context"
-
 	"github.com/aws/aws-lambda-go/lambda"
 
 	"github.com/mediagen-dev/mediagen/shared/prod"
 )
 
 func main() {
-	lambda.Start(prod.Must(prod.Handler(context.Background(), "authorizer")))
+	lambda.Start(prod.Build("authorizer", prod.Authorizer))
 }

@@ -1,15 +1,13 @@
 // Command longstory-create is the Lambda function of POST /api/long-story/videos: hold, record, start the workflow.
-// prod.Functions says what it wires.
+// prod.LongStoryCreate says what it wires.
 package main
 
 import (
-	"context"
-
 	"github.com/aws/aws-lambda-go/lambda"
 
 	"github.com/mediagen-dev/mediagen/shared/prod"
 )
 
 func main() {
-	lambda.Start(prod.Must(prod.Handler(context.Background(), "longstory-create")))
+	lambda.Start(prod.Build("longstory-create", prod.LongStoryCreate))
 }

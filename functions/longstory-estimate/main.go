@@ -1,15 +1,13 @@
 // Command longstory-estimate is the Lambda function of POST /api/long-story/videos/estimate.
-// prod.Functions says what it wires.
+// prod.LongStoryEstimate says what it wires.
 package main
 
 import (
-	"context"
-
 	"github.com/aws/aws-lambda-go/lambda"
 
 	"github.com/mediagen-dev/mediagen/shared/prod"
 )
 
 func main() {
-	lambda.Start(prod.Must(prod.Handler(context.Background(), "longstory-estimate")))
+	lambda.Start(prod.Build("longstory-estimate", prod.LongStoryEstimate))
 }

@@ -1,15 +1,13 @@
 // Command longstory-fail is the Lambda function of a workflow task: marks the video failed and releases its credits.
-// prod.Functions says what it wires.
+// prod.MarkFailed says what it wires.
 package main
 
 import (
-	"context"
-
 	"github.com/aws/aws-lambda-go/lambda"
 
 	"github.com/mediagen-dev/mediagen/shared/prod"
 )
 
 func main() {
-	lambda.Start(prod.Must(prod.Handler(context.Background(), "longstory-fail")))
+	lambda.Start(prod.Build("longstory-fail", prod.MarkFailed))
 }

@@ -1,15 +1,13 @@
 // Command longstory-narrate is the Lambda function of a workflow task: speaks each scene's narration with Amazon Polly.
-// prod.Functions says what it wires.
+// prod.Narrate says what it wires.
 package main
 
 import (
-	"context"
-
 	"github.com/aws/aws-lambda-go/lambda"
 
 	"github.com/mediagen-dev/mediagen/shared/prod"
 )
 
 func main() {
-	lambda.Start(prod.Must(prod.Handler(context.Background(), "longstory-narrate")))
+	lambda.Start(prod.Build("longstory-narrate", prod.Narrate))
 }

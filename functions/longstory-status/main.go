@@ -1,15 +1,13 @@
 // Command longstory-status is the Lambda function of GET /api/long-story/videos/{videoId}.
-// prod.Functions says what it wires.
+// prod.LongStoryStatus says what it wires.
 package main
 
 import (
-	"context"
-
 	"github.com/aws/aws-lambda-go/lambda"
 
 	"github.com/mediagen-dev/mediagen/shared/prod"
 )
 
 func main() {
-	lambda.Start(prod.Must(prod.Handler(context.Background(), "longstory-status")))
+	lambda.Start(prod.Build("longstory-status", prod.LongStoryStatus))
 }

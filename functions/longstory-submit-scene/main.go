@@ -1,15 +1,13 @@
 // Command longstory-submit-scene is the Lambda function of a workflow task: starts one scene's clip upstream.
-// prod.Functions says what it wires.
+// prod.SubmitScene says what it wires.
 package main
 
 import (
-	"context"
-
 	"github.com/aws/aws-lambda-go/lambda"
 
 	"github.com/mediagen-dev/mediagen/shared/prod"
 )
 
 func main() {
-	lambda.Start(prod.Must(prod.Handler(context.Background(), "longstory-submit-scene")))
+	lambda.Start(prod.Build("longstory-submit-scene", prod.SubmitScene))
 }

@@ -1,15 +1,13 @@
 // Command status is the Lambda function of GET /api/generations/status/{id}: the generation status view.
-// prod.Functions says what it wires.
+// prod.Status says what it wires.
 package main
 
 import (
-	"context"
-
 	"github.com/aws/aws-lambda-go/lambda"
 
 	"github.com/mediagen-dev/mediagen/shared/prod"
 )
 
 func main() {
-	lambda.Start(prod.Must(prod.Handler(context.Background(), "status")))
+	lambda.Start(prod.Build("status", prod.Status))
 }

@@ -1,15 +1,13 @@
 // Command sweeper is the Lambda function of on a schedule: settles holds left open by crashes.
-// prod.Functions says what it wires.
+// prod.Sweeper says what it wires.
 package main
 
 import (
-	"context"
-
 	"github.com/aws/aws-lambda-go/lambda"
 
 	"github.com/mediagen-dev/mediagen/shared/prod"
 )
 
 func main() {
-	lambda.Start(prod.Must(prod.Handler(context.Background(), "sweeper")))
+	lambda.Start(prod.Build("sweeper", prod.Sweeper))
 }

@@ -21,62 +21,125 @@ func lookupService(cfg aws.Config, log *slog.Logger) *generation.Service {
 	return &generation.Service{Store: Store(cfg), Log: log}
 }
 
-// Functions builds the handler of each function under functions/, by its
-// folder name. Each builds only what its handler uses.
-var Functions = map[string]func(ctx context.Context, log *slog.Logger) (any, error){
-	"generate": func(ctx context.Context, log *slog.Logger) (any, error) {
-		svc, cfg, err := GenerationService(ctx, log, false)
-		if err != nil {
-			return nil, err
-		}
-		return (&httpapi.Generations{Service: svc, Gate: Gate(cfg, log)}).Generate(), nil
-	},
-	"status": func(ctx context.Context, log *slog.Logger) (any, error) {
-		cfg, err := AWSConfig(ctx)
-		if err != nil {
-			return nil, err
-		}
-		// A lookup needs only the store: no upstream token, queue or bucket.
-		return (&httpapi.Generations{Service: lookupService(cfg, log), Gate: Gate(cfg, log)}).Status(), nil
-	},
-	"poller": func(ctx context.Context, log *slog.Logger) (any, error) {
-		svc, _, err := GenerationService(ctx, log, true)
-		if err != nil {
-			return nil, err
-		}
-		return svc.HandleSQS, nil
-	},
-	"authorizer": func(ctx context.Context, log *slog.Logger) (any, error) {
-		cfg, err := AWSConfig(ctx)
-		if err != nil {
-			return nil, err
-		}
-		return Gate(cfg, log).Authorize, nil
-	},
-	"sweeper": func(ctx context.Context, log *slog.Logger) (any, error) {
-		cfg, err := AWSConfig(ctx)
-		if err != nil {
-			return nil, err
-		}
-		sweeper := &ledger.Sweeper{Store: Store(cfg), Log: log}
-		return func(ctx context.Context, _ events.EventBridgeEvent) (ledger.SweepReport, error) {
-			return sweeper.Sweep(ctx)
-		}, nil
-	},
-	"longstory-estimate":     longStoryRoute(false, (*httpapi.LongStories).Estimate),
-	"longstory-create":       longStoryRoute(true, (*httpapi.LongStories).Create),
-	"longstory-status":       longStoryRoute(false, (*httpapi.LongStories).Status),
-	"longstory-submit-scene": step(StepNeeds{Upstream: true}, func(s stepsT) any { return s.SubmitScene }),
-	"longstory-check-scene":  step(StepNeeds{Upstream: true, Copier: true}, func(s stepsT) any { return s.CheckScene }),
-	"longstory-narrate":      step(StepNeeds{Files: true, Narrator: true}, func(s stepsT) any { return s.Narrate }),
-	"longstory-assemble":     step(StepNeeds{Files: true}, func(s stepsT) any { return s.Assemble }),
-	"longstory-finalize":     step(StepNeeds{Files: true, Store: true}, func(s stepsT) any { return s.Finalize }),
-	"longstory-fail":         step(StepNeeds{Store: true}, func(s stepsT) any { return s.MarkFailed }),
+// Constructor builds one function's handler. Each builds only what its
+// handler uses.
+type Constructor func(ctx context.Context, log *slog.Logger) (any, error)
+
+// Each function under functions/ has a named constructor its main.go calls
+// directly, so a binary links only its own handler's code. A new function is
+// one constructor here, one line in Functions, and
+// `lambda.Start(prod.Build("<folder>", prod.<Constructor>))` in its main.go.
+
+// Generate is POST /api/generations/generate.
+func Generate(ctx context.Context, log *slog.Logger) (any, error) {
+	svc, cfg, err := GenerationService(ctx, log, false)
+	if err != nil {
+		return nil, err
+	}
+	return (&httpapi.Generations{Service: svc, Gate: Gate(cfg, log)}).Generate(), nil
+}
+
+// Status is GET /api/generations/status/{id}.
+func Status(ctx context.Context, log *slog.Logger) (any, error) {
+	cfg, err := AWSConfig(ctx)
+	if err != nil {
+		return nil, err
+	}
+	// A lookup needs only the store: no upstream token, queue or bucket.
+	return (&httpapi.Generations{Service: lookupService(cfg, log), Gate: Gate(cfg, log)}).Status(), nil
+}
+
+// Poller consumes the poll queue.
+func Poller(ctx context.Context, log *slog.Logger) (any, error) {
+	svc, _, err := GenerationService(ctx, log, true)
+	if err != nil {
+		return nil, err
+	}
+	return svc.HandleSQS, nil
+}
+
+// Authorizer is the HTTP API's Lambda authorizer.
+func Authorizer(ctx context.Context, log *slog.Logger) (any, error) {
+	cfg, err := AWSConfig(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return Gate(cfg, log).Authorize, nil
+}
+
+// Sweeper settles holds left open, on a schedule.
+func Sweeper(ctx context.Context, log *slog.Logger) (any, error) {
+	cfg, err := AWSConfig(ctx)
+	if err != nil {
+		return nil, err
+	}
+	sweeper := &ledger.Sweeper{Store: Store(cfg), Log: log}
+	return func(ctx context.Context, _ events.EventBridgeEvent) (ledger.SweepReport, error) {
+		return sweeper.Sweep(ctx)
+	}, nil
+}
+
+// The long-form routes and the workflow's task steps.
+func LongStoryEstimate(ctx context.Context, log *slog.Logger) (any, error) {
+	return longStoryRoute(ctx, log, false, (*httpapi.LongStories).Estimate)
+}
+func LongStoryCreate(ctx context.Context, log *slog.Logger) (any, error) {
+	return longStoryRoute(ctx, log, true, (*httpapi.LongStories).Create)
+}
+func LongStoryStatus(ctx context.Context, log *slog.Logger) (any, error) {
+	return longStoryRoute(ctx, log, false, (*httpapi.LongStories).Status)
+}
+func SubmitScene(ctx context.Context, log *slog.Logger) (any, error) {
+	return step(ctx, log, []stepPart{withUpstream}, func(s stepsT) any { return s.SubmitScene })
+}
+func CheckScene(ctx context.Context, log *slog.Logger) (any, error) {
+	return step(ctx, log, []stepPart{withUpstream, withCopier}, func(s stepsT) any { return s.CheckScene })
+}
+func Narrate(ctx context.Context, log *slog.Logger) (any, error) {
+	return step(ctx, log, []stepPart{withFiles, withNarrator}, func(s stepsT) any { return s.Narrate })
+}
+func Assemble(ctx context.Context, log *slog.Logger) (any, error) {
+	return step(ctx, log, []stepPart{withFiles}, func(s stepsT) any { return s.Assemble })
+}
+func Finalize(ctx context.Context, log *slog.Logger) (any, error) {
+	return step(ctx, log, []stepPart{withFiles, withStore}, func(s stepsT) any { return s.Finalize })
+}
+func MarkFailed(ctx context.Context, log *slog.Logger) (any, error) {
+	return step(ctx, log, []stepPart{withStore}, func(s stepsT) any { return s.MarkFailed })
+}
+
+// Functions is the registry of the functions under functions/, by folder
+// name, for tests, sample events and tools. It is a function, not a
+// variable, so a Lambda binary that never calls it links none of the other
+// functions' code.
+func Functions() map[string]Constructor {
+	return map[string]Constructor{
+		"generate":               Generate,
+		"status":                 Status,
+		"poller":                 Poller,
+		"authorizer":             Authorizer,
+		"sweeper":                Sweeper,
+		"longstory-estimate":     LongStoryEstimate,
+		"longstory-create":       LongStoryCreate,
+		"longstory-status":       LongStoryStatus,
+		"longstory-submit-scene": SubmitScene,
+		"longstory-check-scene":  CheckScene,
+		"longstory-narrate":      Narrate,
+		"longstory-assemble":     Assemble,
+		"longstory-finalize":     Finalize,
+		"longstory-fail":         MarkFailed,
+	}
+}
+
+// Build is a function's main: it builds the handler with the function's
+// logger, or ends the init with a logged error.
+func Build(name string, c Constructor) any {
+	return Must(c(context.Background(), Logger().With("function", name)))
 }
 
 // Handler builds the named function's handler.
 func Handler(ctx context.Context, name string) (any, error) {
-	build, ok := Functions[name]
+	build, ok := Functions()[name]
 	if !ok {
 		return nil, fmt.Errorf("no function %q", name)
 	}
@@ -85,36 +148,33 @@ func Handler(ctx context.Context, name string) (any, error) {
 
 // FunctionNames lists the registry, sorted.
 func FunctionNames() []string {
-	names := make([]string, 0, len(Functions))
-	for n := range Functions {
+	fs := Functions()
+	names := make([]string, 0, len(fs))
+	for n := range fs {
 		names = append(names, n)
 	}
 	sort.Strings(names)
 	return names
 }
 
-func longStoryRoute(withWorkflow bool, route func(*httpapi.LongStories) httpapi.Handler) func(context.Context, *slog.Logger) (any, error) {
-	return func(ctx context.Context, log *slog.Logger) (any, error) {
-		cfg, err := AWSConfig(ctx)
-		if err != nil {
-			return nil, err
-		}
-		svc, err := LongStoryService(cfg, log, withWorkflow)
-		if err != nil {
-			return nil, err
-		}
-		return route(&httpapi.LongStories{Service: svc, Gate: Gate(cfg, log)}), nil
+func longStoryRoute(ctx context.Context, log *slog.Logger, withWorkflow bool, route func(*httpapi.LongStories) httpapi.Handler) (any, error) {
+	cfg, err := AWSConfig(ctx)
+	if err != nil {
+		return nil, err
 	}
+	svc, err := LongStoryService(cfg, log, withWorkflow)
+	if err != nil {
+		return nil, err
+	}
+	return route(&httpapi.LongStories{Service: svc, Gate: Gate(cfg, log)}), nil
 }
 
-func step(needs StepNeeds, pick func(stepsT) any) func(context.Context, *slog.Logger) (any, error) {
-	return func(ctx context.Context, log *slog.Logger) (any, error) {
-		s, err := Steps(ctx, log, needs)
-		if err != nil {
-			return nil, err
-		}
-		return pick(s), nil
+func step(ctx context.Context, log *slog.Logger, parts []stepPart, pick func(stepsT) any) (any, error) {
+	s, err := Steps(ctx, log, parts...)
+	if err != nil {
+		return nil, err
 	}
+	return pick(s), nil
 }
 
 // ReadsEnvironment builds the named function with a stand-in environment

@@ -41,55 +41,80 @@ func LongStoryService(cfg aws.Config, log *slog.Logger, withWorkflow bool) (*lon
 	return svc, nil
 }
 
-// StepNeeds says which adapters a workflow step uses.
-type StepNeeds struct {
-	Upstream, Copier, Files, Narrator, Store bool
-}
+// stepPart wires one adapter of the workflow's task steps.
+type stepPart func(ctx context.Context, cfg aws.Config, s *longstory.Steps) error
 
 // Steps wires the workflow's task steps with only the adapters a function
-// needs.
-func Steps(ctx context.Context, log *slog.Logger, needs StepNeeds) (*longstory.Steps, error) {
+// needs. Each part is a function of its own, so a step's binary links only
+// the clients of the parts it names.
+func Steps(ctx context.Context, log *slog.Logger, parts ...stepPart) (*longstory.Steps, error) {
 	cfg, err := AWSConfig(ctx)
 	if err != nil {
 		return nil, err
 	}
 	s := &longstory.Steps{FFmpeg: ffmpeg.Runner{Timeout: 10 * time.Minute}, WorkDir: os.TempDir(), Log: log}
-	var bucket *media.S3Bucket
-	if needs.Files || needs.Copier {
-		name, err := required(EnvOutputBucket)
-		if err != nil {
+	for _, part := range parts {
+		if err := part(ctx, cfg, s); err != nil {
 			return nil, err
 		}
-		base, err := required(EnvMediaBaseURL)
-		if err != nil {
-			return nil, err
-		}
-		bucket = media.NewS3Bucket(s3.NewFromConfig(cfg), name, base)
-		s.Files = bucket
-	}
-	if needs.Upstream || needs.Copier {
-		base, err := required(EnvUpstreamBaseURL)
-		if err != nil {
-			return nil, err
-		}
-		if needs.Upstream {
-			token, err := upstreamToken(ctx, cfg)
-			if err != nil {
-				return nil, err
-			}
-			s.Upstream = &upstream.Client{BaseURL: base, Token: token, HTTP: &http.Client{Timeout: 20 * time.Second}}
-		}
-		if needs.Copier {
-			if s.Copier, err = copier(bucket, base); err != nil {
-				return nil, err
-			}
-		}
-	}
-	if needs.Narrator {
-		s.Narrator = narration.Polly{Client: polly.NewFromConfig(cfg)}
-	}
-	if needs.Store {
-		s.Store = Store(cfg)
 	}
 	return s, nil
+}
+
+func stepBucket(cfg aws.Config) (*media.S3Bucket, error) {
+	name, err := required(EnvOutputBucket)
+	if err != nil {
+		return nil, err
+	}
+	base, err := required(EnvMediaBaseURL)
+	if err != nil {
+		return nil, err
+	}
+	return media.NewS3Bucket(s3.NewFromConfig(cfg), name, base), nil
+}
+
+// withFiles: the output bucket, for steps that read and write files.
+func withFiles(_ context.Context, cfg aws.Config, s *longstory.Steps) (err error) {
+	s.Files, err = stepBucket(cfg)
+	return err
+}
+
+// withUpstream: the provider's client.
+func withUpstream(ctx context.Context, cfg aws.Config, s *longstory.Steps) error {
+	base, err := required(EnvUpstreamBaseURL)
+	if err != nil {
+		return err
+	}
+	token, err := upstreamToken(ctx, cfg)
+	if err != nil {
+		return err
+	}
+	s.Upstream = &upstream.Client{BaseURL: base, Token: token, HTTP: &http.Client{Timeout: 20 * time.Second}}
+	return nil
+}
+
+// withCopier: copies finished clips from the provider into the bucket.
+func withCopier(_ context.Context, cfg aws.Config, s *longstory.Steps) error {
+	base, err := required(EnvUpstreamBaseURL)
+	if err != nil {
+		return err
+	}
+	bucket, err := stepBucket(cfg)
+	if err != nil {
+		return err
+	}
+	s.Copier, err = copier(bucket, base)
+	return err
+}
+
+// withNarrator: Amazon Polly.
+func withNarrator(_ context.Context, cfg aws.Config, s *longstory.Steps) error {
+	s.Narrator = narration.Polly{Client: polly.NewFromConfig(cfg)}
+	return nil
+}
+
+// withStore: the records.
+func withStore(_ context.Context, cfg aws.Config, s *longstory.Steps) error {
+	s.Store = Store(cfg)
+	return nil
 }

@@ -15,7 +15,6 @@ import (
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
-	awsconfig "github.com/aws/aws-sdk-go-v2/config"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 	"github.com/aws/aws-sdk-go-v2/service/secretsmanager"
@@ -64,15 +63,6 @@ func required(name string) (string, error) {
 		return "", fmt.Errorf("environment variable %s is not set", name)
 	}
 	return v, nil
-}
-
-// AWSConfig loads the function's AWS configuration.
-func AWSConfig(ctx context.Context) (aws.Config, error) {
-	cfg, err := awsconfig.LoadDefaultConfig(ctx)
-	if err != nil {
-		return aws.Config{}, fmt.Errorf("load AWS configuration: %w", err)
-	}
-	return cfg, nil
 }
 
 // Store is the DynamoDB store on the template's tables.

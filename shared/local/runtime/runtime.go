@@ -32,6 +32,7 @@ import (
 	"github.com/mediagen-dev/mediagen/shared/jwtauth"
 	"github.com/mediagen-dev/mediagen/shared/ledger"
 	"github.com/mediagen-dev/mediagen/shared/local/apigw"
+	"github.com/mediagen-dev/mediagen/shared/local/costs"
 	"github.com/mediagen-dev/mediagen/shared/local/espeak"
 	"github.com/mediagen-dev/mediagen/shared/local/objectstore"
 	"github.com/mediagen-dev/mediagen/shared/local/queue"
@@ -92,6 +93,9 @@ type Runtime struct {
 	LongStories *longstory.Service
 	Workflow    *stepfunctions.Workflow
 	Simulator   *simulator.Simulator
+	// Costs counts the AWS requests the deployed system would make for the
+	// work done here (see shared/local/costs).
+	Costs *costs.Meter
 
 	srv    *http.Server
 	cancel context.CancelFunc
@@ -114,7 +118,7 @@ func Start(ctx context.Context, cfg Config) (*Runtime, error) {
 	if err != nil {
 		return nil, fmt.Errorf("listen on %s: %w", cfg.Addr, err)
 	}
-	r := &Runtime{BaseURL: "http://" + ln.Addr().String(), log: log}
+	r := &Runtime{BaseURL: "http://" + ln.Addr().String(), log: log, Costs: &costs.Meter{}}
 	ok := false
 	defer func() {
 		if !ok {
@@ -126,11 +130,14 @@ func Start(ctx context.Context, cfg Config) (*Runtime, error) {
 	if r.Store, err = sqlitestore.Open(ctx, cfg.DataDir); err != nil {
 		return nil, err
 	}
+	st := costs.MeterStore(r.Store, r.Costs)
 	mux := http.NewServeMux()
 	if r.Objects, err = objectstore.New(filepath.Join(cfg.DataDir, "s3"), Bucket); err != nil {
 		return nil, err
 	}
-	r.Objects.Mount(mux, r.BaseURL, "/s3")
+	s3mux := http.NewServeMux()
+	r.Objects.Mount(s3mux, r.BaseURL, "/s3")
+	mux.Handle("/s3/", r.Costs.S3(s3mux))
 
 	upstreamToken, err := randomToken()
 	if err != nil {
@@ -164,7 +171,7 @@ func Start(ctx context.Context, cfg Config) (*Runtime, error) {
 	copier := &media.Copier{Bucket: r.Objects.MediaBucket(), HTTP: &http.Client{Timeout: 5 * time.Minute},
 		AllowedHosts: []string{host}, MaxBytes: 512 << 20}
 	svc := &generation.Service{
-		Store:        r.Store,
+		Store:        st,
 		Upstream:     upstreamClient,
 		Copier:       copier,
 		Prices:       prices,
@@ -172,33 +179,33 @@ func Start(ctx context.Context, cfg Config) (*Runtime, error) {
 		PollInterval: cfg.PollInterval,
 		Log:          log,
 	}
-	r.Queue = queue.New(svc.HandleSQS, queue.Config{Visibility: cfg.QueueVisibility, Log: log.With("component", "queue")})
-	svc.Queue = r.Queue
+	r.Queue = queue.New(r.Costs.SQSConsumer(svc.HandleSQS), queue.Config{Visibility: cfg.QueueVisibility, Log: log.With("component", "queue")})
+	svc.Queue = r.Costs.SQSSender(r.Queue)
 	r.Generations = svc
 
-	gate := &httpapi.Gate{Store: r.Store, Log: log}
+	gate := &httpapi.Gate{Store: st, Log: log}
 	if cfg.JWTIssuer != "" {
 		gate.Tokens = &jwtauth.Verifier{Issuer: cfg.JWTIssuer, Audience: cfg.JWTAudience, JWKSURL: cfg.JWKSURL}
 	}
-	steps := &longstory.Steps{Store: r.Store, Upstream: upstreamClient, Copier: copier, Files: r.Objects.MediaBucket(),
+	steps := &longstory.Steps{Store: st, Upstream: upstreamClient, Copier: copier, Files: r.Objects.MediaBucket(),
 		Narrator: narrator, FFmpeg: ffmpeg.Runner{}, WorkDir: filepath.Join(cfg.DataDir, "tmp"), Log: log}
 	if err := os.MkdirAll(steps.WorkDir, 0o755); err != nil {
 		return nil, fmt.Errorf("scratch dir: %w", err)
 	}
-	if r.Workflow, err = longStoryWorkflow(steps, cfg.WorkflowWaitScale, log); err != nil {
+	if r.Workflow, err = longStoryWorkflow(steps, cfg.WorkflowWaitScale, log, r.Costs); err != nil {
 		return nil, err
 	}
-	r.LongStories = &longstory.Service{Store: r.Store, Workflow: r.Workflow, Prices: prices, Log: log}
+	r.LongStories = &longstory.Service{Store: st, Workflow: r.Workflow, Prices: prices, Log: log}
 
 	gens := &httpapi.Generations{Service: svc, Gate: gate}
 	stories := &httpapi.LongStories{Service: r.LongStories, Gate: gate}
-	apigw.Mount(mux, []apigw.Route{
+	apigw.Mount(mux, r.Costs.Routes([]apigw.Route{
 		{Method: http.MethodPost, Path: "/api/generations/generate", Handler: gens.Generate()},
 		{Method: http.MethodGet, Path: "/api/generations/status/{id}", Handler: gens.Status()},
 		{Method: http.MethodPost, Path: "/api/long-story/videos/estimate", Handler: stories.Estimate()},
 		{Method: http.MethodPost, Path: "/api/long-story/videos", Handler: stories.Create()},
 		{Method: http.MethodGet, Path: "/api/long-story/videos/{videoId}", Handler: stories.Status()},
-	}, gate.Authorize, log)
+	}), r.Costs.Authorizer(gate.Authorize), log)
 	mux.HandleFunc("/", notFound)
 
 	if r.Dev, err = ensureDevAccount(ctx, r.Store, cfg.DataDir, cfg.DevCredits); err != nil {
@@ -329,7 +336,7 @@ func (r *Runtime) closeParts() error {
 
 // longStoryWorkflow loads statemachines/long-story.asl.json with each task
 // placeholder bound to the handler its Lambda function runs.
-func longStoryWorkflow(steps *longstory.Steps, waitScale float64, log *slog.Logger) (*stepfunctions.Workflow, error) {
+func longStoryWorkflow(steps *longstory.Steps, waitScale float64, log *slog.Logger, meter *costs.Meter) (*stepfunctions.Workflow, error) {
 	handlers := map[string]any{
 		"SubmitSceneFunctionArn": steps.SubmitScene, "CheckSceneFunctionArn": steps.CheckScene,
 		"NarrateFunctionArn": steps.Narrate, "AssembleFunctionArn": steps.Assemble,
@@ -342,10 +349,11 @@ func longStoryWorkflow(steps *longstory.Steps, waitScale float64, log *slog.Logg
 			return nil, fmt.Errorf("long-story workflow: no local handler for %s", name)
 		}
 		arn := "arn:aws:lambda:local:000000000000:function:" + strings.TrimSuffix(name, "FunctionArn")
-		subs[name], resources[arn] = arn, stepfunctions.Handler(fn)
+		subs[name], resources[arn] = arn, meter.Task(arn, stepfunctions.Handler(fn))
 	}
 	m, err := stepfunctions.Load("long-story", statemachines.LongStory, stepfunctions.Config{
-		Substitutions: subs, Resources: resources, WaitScale: waitScale, Log: log.With("component", "workflow")})
+		Substitutions: subs, Resources: resources, WaitScale: waitScale, Log: log.With("component", "workflow"),
+		OnTransition: func() { meter.AddTransitions(1) }})
 	if err != nil {
 		return nil, fmt.Errorf("long-story workflow: %w", err)
 	}

@@ -74,3 +74,15 @@ func webhookWanted(webhook string, filter []string) string {
 }
 
 func ptr[T any](v T) *T { return &v }
+
+// Lookup returns a snapshot of a prediction, as GET /v1/predictions/{id}
+// would, for in-process callers (the bench reads when a job completed).
+func (s *Simulator) Lookup(id string) (Prediction, bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	p, ok := s.predictions[id]
+	if !ok {
+		return Prediction{}, false
+	}
+	return p.view, true
+}

@@ -59,6 +59,9 @@ type Config struct {
 	// WaitScale multiplies Wait durations and Retry intervals (tests: 0.01).
 	WaitScale float64
 	Log       *slog.Logger
+	// OnTransition, when set, is called on each state entered (the cost
+	// meter counts them across executions).
+	OnTransition func()
 }
 
 // Machine is a loaded definition.
@@ -247,6 +250,9 @@ func (x *run) scope(ctx context.Context, def *machineDef, input any) (any, error
 		}
 		st := def.states[name]
 		x.exec.transitions.Add(1)
+		if x.m.cfg.OnTransition != nil {
+			x.m.cfg.OnTransition()
+		}
 		x.ctxObj["State"] = map[string]any{"Name": name, "EnteredTime": time.Now().UTC().Format(time.RFC3339Nano), "RetryCount": 0.0}
 		out, next, err := x.state(ctx, st, input)
 		if err != nil {

@@ -1,0 +1,129 @@
+package costs
+
+import (
+	"context"
+	"encoding/json"
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/aws/aws-lambda-go/events"
+
+	"github.com/mediagen-dev/mediagen/shared/local/apigw"
+	"github.com/mediagen-dev/mediagen/shared/local/queue"
+	"github.com/mediagen-dev/mediagen/shared/local/stepfunctions"
+)
+
+// routeFunctions names the function behind each route (template.yaml);
+// a route not listed is counted under its route key.
+var routeFunctions = map[string]string{
+	"POST /api/generations/generate":       "generate",
+	"GET /api/generations/status/{id}":     "status",
+	"POST /api/long-story/videos/estimate": "longstory-estimate",
+	"POST /api/long-story/videos":          "longstory-create",
+	"GET /api/long-story/videos/{videoId}": "longstory-status",
+}
+
+// Routes counts each route call as one API Gateway request and one Lambda
+// invocation of its function.
+func (m *Meter) Routes(routes []apigw.Route) []apigw.Route {
+	out := make([]apigw.Route, len(routes))
+	for i, rt := range routes {
+		key := rt.Method + " " + rt.Path
+		name, ok := routeFunctions[key]
+		if !ok {
+			name = key
+		}
+		h := rt.Handler
+		rt.Handler = func(ctx context.Context, req events.APIGatewayV2HTTPRequest) (events.APIGatewayV2HTTPResponse, error) {
+			m.api.Add(1)
+			start := time.Now()
+			resp, err := h(ctx, req)
+			m.invocation(name, time.Since(start))
+			return resp, err
+		}
+		out[i] = rt
+	}
+	return out
+}
+
+// Authorizer counts each call of the Lambda authorizer: its results are not
+// cached (it has no identity source), so every request invokes it.
+func (m *Meter) Authorizer(a apigw.Authorizer) apigw.Authorizer {
+	return func(ctx context.Context, req events.APIGatewayV2CustomAuthorizerV2Request) (events.APIGatewayV2CustomAuthorizerSimpleResponse, error) {
+		start := time.Now()
+		resp, err := a(ctx, req)
+		m.invocation("authorizer", time.Since(start))
+		return resp, err
+	}
+}
+
+// Sender is the queue's sending side.
+type Sender interface {
+	Send(ctx context.Context, body []byte, delay time.Duration) error
+}
+
+type sqsSender struct {
+	Sender
+	m *Meter
+}
+
+func (s sqsSender) Send(ctx context.Context, body []byte, delay time.Duration) error {
+	s.m.sqs.Add(1) // SendMessage
+	return s.Sender.Send(ctx, body, delay)
+}
+
+// SQSSender counts each message sent as one SendMessage request.
+func (m *Meter) SQSSender(s Sender) Sender { return sqsSender{s, m} }
+
+// SQSConsumer counts a delivered batch as Lambda's event source mapping
+// makes it: one ReceiveMessage that returned it, one invocation of the
+// poller, and one DeleteMessageBatch for the messages that succeeded
+// (failed ones are left to become visible again). The mapping's empty long
+// polls are a fixed cost per queue, not per message, and are not counted.
+func (m *Meter) SQSConsumer(h queue.BatchHandler) queue.BatchHandler {
+	return func(ctx context.Context, ev events.SQSEvent) (events.SQSEventResponse, error) {
+		m.sqs.Add(1)
+		start := time.Now()
+		resp, err := h(ctx, ev)
+		m.invocation("poller", time.Since(start))
+		if err == nil && len(resp.BatchItemFailures) < len(ev.Records) {
+			m.sqs.Add(1)
+		}
+		return resp, err
+	}
+}
+
+// Task counts each call of a workflow task as one invocation of its
+// function (the ARN's function name).
+func (m *Meter) Task(arn string, fn stepfunctions.TaskFunc) stepfunctions.TaskFunc {
+	name := "longstory-" + taskFunctions[arn[strings.LastIndex(arn, ":")+1:]]
+	return func(ctx context.Context, input json.RawMessage) (json.RawMessage, error) {
+		start := time.Now()
+		out, err := fn(ctx, input)
+		m.invocation(name, time.Since(start))
+		return out, err
+	}
+}
+
+// taskFunctions maps the template's task function names to their folders.
+var taskFunctions = map[string]string{
+	"SubmitScene": "submit-scene", "CheckScene": "check-scene", "Narrate": "narrate",
+	"Assemble": "assemble", "Finalize": "finalize", "MarkFailed": "fail",
+}
+
+// S3 counts the requests the object store answers, by S3's price classes:
+// GET and HEAD, or everything else (PUT, POST, COPY, LIST).
+func (m *Meter) S3(h http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		switch {
+		case r.Method == http.MethodGet && r.URL.Query().Has("list-type"), r.Method == http.MethodGet && r.URL.Query().Has("uploads"):
+			m.s3put.Add(1) // LIST is billed as a PUT-class request
+		case r.Method == http.MethodGet, r.Method == http.MethodHead:
+			m.s3get.Add(1)
+		default:
+			m.s3put.Add(1)
+		}
+		h.ServeHTTP(w, r)
+	})
+}

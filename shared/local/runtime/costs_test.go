@@ -1,0 +1,82 @@
+package runtime_test
+
+import (
+	"net/http"
+	"testing"
+	"time"
+
+	"github.com/mediagen-dev/mediagen/shared/domain"
+	"github.com/mediagen-dev/mediagen/shared/local/runtime"
+)
+
+// TestCostMeterCountsWhatOneGenerationWouldBill runs one image generation
+// to its end and checks the meter counted the requests the deployed system
+// would make for it: every route call is an API request and two Lambda
+// invocations (authorizer and route), the output is one S3 PUT, each poll
+// is a SendMessage, a ReceiveMessage and a DeleteMessageBatch.
+func TestCostMeterCountsWhatOneGenerationWouldBill(t *testing.T) {
+	rt := start(t, runtime.Config{SimulatorLatency: 300 * time.Millisecond})
+	acct := newAccount(t, rt, domain.PlanEnterprise, 1000)
+	before := rt.Costs.Snapshot()
+	created := call(t, rt, http.MethodPost, "/api/generations/generate", acct.APIKey, map[string]any{
+		"model": "provider-a", "model_version": "theta-4-fast", "input": map[string]any{"prompt": "a red kite"}})
+	if created.status != http.StatusOK {
+		t.Fatalf("generate: HTTP %d %s", created.status, created.body)
+	}
+	deadline := time.Now().Add(30 * time.Second)
+	statusCalls := 0
+	for {
+		a := call(t, rt, http.MethodGet, "/api/generations/status/"+created.str("uuid"), acct.APIKey, nil)
+		statusCalls++
+		if a.str("status") == "completed" {
+			break
+		}
+		if a.str("status") != "processing" || time.Now().After(deadline) {
+			t.Fatalf("status: HTTP %d %s", a.status, a.body)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	waitQueueEmpty(t, rt)
+	c := rt.Costs.Snapshot().Sub(before)
+	t.Logf("one generation, %d status calls: %+v", statusCalls, c)
+
+	if want := int64(1 + statusCalls); c.APIRequests != want {
+		t.Errorf("API requests %d, want %d (generate + %d status)", c.APIRequests, want, statusCalls)
+	}
+	if c.ByFunction["authorizer"] != c.APIRequests || c.ByFunction["generate"] != 1 || c.ByFunction["status"] != int64(statusCalls) {
+		t.Errorf("invocations by function %v: want an authorizer call per request, 1 generate, %d status", c.ByFunction, statusCalls)
+	}
+	polls := c.ByFunction["poller"]
+	if polls < 1 {
+		t.Fatalf("no poller invocation counted: %v", c.ByFunction)
+	}
+	if c.LambdaInvocations != c.APIRequests*2+polls {
+		t.Errorf("Lambda invocations %d, want %d", c.LambdaInvocations, c.APIRequests*2+polls)
+	}
+	// SendMessage per poll scheduled (the last poll schedules none), plus a
+	// receive and a delete per delivered batch.
+	if want := polls + 2*polls; c.SQSRequests != want {
+		t.Errorf("SQS requests %d, want %d for %d polls", c.SQSRequests, want, polls)
+	}
+	if c.S3PutRequests != 1 {
+		t.Errorf("S3 PUT-class requests %d, want 1 (the output)", c.S3PutRequests)
+	}
+	// Writes: rate-limit counters, hold, id counter + record, upstream id,
+	// outcome, capture.
+	if want := float64(c.APIRequests) + 6; c.DynamoDBWriteUnit != want {
+		t.Errorf("DynamoDB write units %v, want %v", c.DynamoDBWriteUnit, want)
+	}
+	if c.DynamoDBReadUnits < float64(c.APIRequests) || c.LambdaGBSeconds <= 0 {
+		t.Errorf("reads %v, GB-s %v: want at least a read per request and some compute", c.DynamoDBReadUnits, c.LambdaGBSeconds)
+	}
+}
+
+// waitQueueEmpty waits until no poll is waiting or running.
+func waitQueueEmpty(t *testing.T, rt *runtime.Runtime) {
+	t.Helper()
+	for deadline := time.Now().Add(10 * time.Second); rt.Queue.Len() > 0; time.Sleep(20 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("the queue still holds %d messages", rt.Queue.Len())
+		}
+	}
+}

@@ -1,0 +1,80 @@
+package prod
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"strings"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/credentials"
+)
+
+// AWSConfig is the function's AWS configuration, read from the environment
+// Lambda gives every function: the region (AWS_REGION), the execution
+// role's credentials (AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY,
+// AWS_SESSION_TOKEN), and for sam local and the tests the endpoints
+// (AWS_ENDPOINT_URL, AWS_ENDPOINT_URL_<SERVICE>) and the checksum modes
+// (AWS_REQUEST_CHECKSUM_CALCULATION, AWS_RESPONSE_CHECKSUM_VALIDATION).
+//
+// It does not use config.LoadDefaultConfig on purpose: that chain links the
+// STS, SSO, SSO-OIDC, sign-in and IMDS clients and the shared-config
+// parser into every binary (about 1 MB each), for credential sources that a
+// Lambda function never has; the chain's first source, the environment, is
+// the one Lambda uses. It reads these with os.Getenv, as the SDK does: they
+// are the runtime's, not the template's.
+func AWSConfig(ctx context.Context) (aws.Config, error) {
+	region := os.Getenv("AWS_REGION")
+	if region == "" {
+		region = os.Getenv("AWS_DEFAULT_REGION")
+	}
+	if region == "" {
+		return aws.Config{}, fmt.Errorf("load AWS configuration: AWS_REGION is not set")
+	}
+	cfg := aws.Config{Region: region, ConfigSources: []any{envEndpoints{}}}
+	if key, secret := os.Getenv("AWS_ACCESS_KEY_ID"), os.Getenv("AWS_SECRET_ACCESS_KEY"); key != "" && secret != "" {
+		cfg.Credentials = credentials.NewStaticCredentialsProvider(key, secret, os.Getenv("AWS_SESSION_TOKEN"))
+	} else {
+		// As with the SDK's chain, a missing credential fails the first call,
+		// not the init.
+		cfg.Credentials = aws.CredentialsProviderFunc(func(context.Context) (aws.Credentials, error) {
+			return aws.Credentials{}, errors.New("no AWS credentials: AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY are not set (Lambda sets them from the execution role)")
+		})
+	}
+	if ep := os.Getenv("AWS_ENDPOINT_URL"); ep != "" {
+		cfg.BaseEndpoint = aws.String(ep)
+	}
+	switch v := strings.ToLower(os.Getenv("AWS_REQUEST_CHECKSUM_CALCULATION")); v {
+	case "":
+	case "when_supported":
+		cfg.RequestChecksumCalculation = aws.RequestChecksumCalculationWhenSupported
+	case "when_required":
+		cfg.RequestChecksumCalculation = aws.RequestChecksumCalculationWhenRequired
+	default:
+		return aws.Config{}, fmt.Errorf("load AWS configuration: AWS_REQUEST_CHECKSUM_CALCULATION is %q, not when_supported or when_required", v)
+	}
+	switch v := strings.ToLower(os.Getenv("AWS_RESPONSE_CHECKSUM_VALIDATION")); v {
+	case "":
+	case "when_supported":
+		cfg.ResponseChecksumValidation = aws.ResponseChecksumValidationWhenSupported
+	case "when_required":
+		cfg.ResponseChecksumValidation = aws.ResponseChecksumValidationWhenRequired
+	default:
+		return aws.Config{}, fmt.Errorf("load AWS configuration: AWS_RESPONSE_CHECKSUM_VALIDATION is %q, not when_supported or when_required", v)
+	}
+	return cfg, nil
+}
+
+// envEndpoints answers the service clients' question for a configured
+// endpoint from AWS_ENDPOINT_URL_<SERVICE ID> (upper case, spaces as
+// underscores), as the SDK's shared configuration does.
+type envEndpoints struct{}
+
+func (envEndpoints) GetServiceBaseEndpoint(_ context.Context, sdkID string) (string, bool, error) {
+	name := "AWS_ENDPOINT_URL_" + strings.ToUpper(strings.ReplaceAll(sdkID, " ", "_"))
+	if v := os.Getenv(name); v != "" {
+		return v, true, nil
+	}
+	return "", false, nil
+}
