@@ -25,7 +25,7 @@ const (
 )
 
 // topLevelFields are the fields of a generate body, in the spec's order.
-var topLevelFields = []string{"model", "model_version", "input", "image_count"}
+var topLevelFields = []string{"model", "model_version", "input", "image_count", "webhook_url", "webhook_events"}
 
 // Options tune validation to where the service runs.
 type Options struct {
@@ -55,6 +55,8 @@ type Request struct {
 	Resolved map[string]any
 	// ImageCount is how many images an image variant produces (1 for video).
 	ImageCount int
+	// Webhook is where to report the generation's end, if asked.
+	Webhook domain.Webhook
 }
 
 // ParseGenerate decodes and validates the body of POST
@@ -84,11 +86,12 @@ func ParseGenerate(body []byte, opts Options) (Request, error) {
 	}
 
 	count, countGiven := checkImageCount(obj, &p)
+	hook := CheckWebhook(obj, GenerationEvents, opts, &p)
 	if !found || !isObject {
 		return Request{}, p.Err() // the input cannot be checked
 	}
 
-	req := Request{Variant: v, Input: checkInput(v, input, opts, &p), ImageCount: count}
+	req := Request{Variant: v, Input: checkInput(v, input, opts, &p), ImageCount: count, Webhook: hook}
 	if v.Kind == domain.MediaVideo {
 		if countGiven && count != 1 && !p.Has("image_count") {
 			p.Add("image_count", "must be 1 for video variants, which produce one video")

@@ -209,7 +209,7 @@ func TestParseGenerateRejects(t *testing.T) {
 		{"unknown input field", alpha(`{"prompt":"p","foo":1}`),
 			[]problem{{"input.foo", `unknown field "foo" (allowed: prompt, auto_fix, duration, resolution, aspect_ratio, generate_audio, negative_prompt)`}}},
 		{"unknown top-level field", `{"model":"provider-a","model_version":"zeta","input":{"prompt":"p"},"webhook":"x"}`,
-			[]problem{{"webhook", `unknown field "webhook" (allowed: model, model_version, input, image_count)`}}},
+			[]problem{{"webhook", `unknown field "webhook" (allowed: model, model_version, input, image_count, webhook_url, webhook_events)`}}},
 		{"unknown model", `{"model":"provider-z","model_version":"zeta","input":{"prompt":"p"}}`,
 			[]problem{{"model", `unknown model "provider-z" (allowed: provider-a, provider-b, provider-c, provider-d, provider-e, provider-f, provider-g)`}}},
 		{"unknown model with a known version", `{"model":"provider-q","model_version":"beta-2","input":{"prompt":"p"}}`,
@@ -427,5 +427,56 @@ func TestFieldErrorMarshalsAsTheEnvelopeDetail(t *testing.T) {
 	b, err := json.Marshal(FieldError{Field: "input.duration", Message: "must be one of"})
 	if err != nil || string(b) != `{"field":"input.duration","message":"must be one of"}` {
 		t.Fatalf("json = %s, %v", b, err)
+	}
+}
+
+func TestParseGenerateWebhook(t *testing.T) {
+	base := `"model":"provider-a","model_version":"theta-4-fast","input":{"prompt":"fox"}`
+	tests := []struct {
+		name, fields string
+		opts         Options
+		want         domain.Webhook
+		problem      string // a detail's field; "" = valid
+	}{
+		{"none", ``, Options{}, domain.Webhook{}, ""},
+		{"https with all events", `,"webhook_url":"https://hooks.example.com/x"`, Options{},
+			domain.Webhook{URL: "https://hooks.example.com/x"}, ""},
+		{"chosen events, duplicates once", `,"webhook_url":"https://hooks.example.com/x","webhook_events":["generation.failed","generation.failed"]`,
+			Options{}, domain.Webhook{URL: "https://hooks.example.com/x", Events: []string{"generation.failed"}}, ""},
+		{"plain http", `,"webhook_url":"http://hooks.example.com/x"`, Options{}, domain.Webhook{}, "webhook_url"},
+		{"loopback in production", `,"webhook_url":"https://127.0.0.1/x"`, Options{}, domain.Webhook{}, "webhook_url"},
+		{"metadata address", `,"webhook_url":"https://169.254.169.254/latest"`, Options{}, domain.Webhook{}, "webhook_url"},
+		{"loopback in local mode", `,"webhook_url":"http://127.0.0.1:9/x"`, Options{AllowLoopbackURLs: true},
+			domain.Webhook{URL: "http://127.0.0.1:9/x"}, ""},
+		{"data URI", `,"webhook_url":"data:image/png;base64,AA=="`, Options{}, domain.Webhook{}, "webhook_url"},
+		{"not a string", `,"webhook_url":42`, Options{}, domain.Webhook{}, "webhook_url"},
+		{"unknown event", `,"webhook_url":"https://hooks.example.com/x","webhook_events":["long_video.completed"]`, Options{}, domain.Webhook{}, "webhook_events[0]"},
+		{"empty events", `,"webhook_url":"https://hooks.example.com/x","webhook_events":[]`, Options{}, domain.Webhook{}, "webhook_events"},
+		{"events without url", `,"webhook_events":["generation.failed"]`, Options{}, domain.Webhook{}, "webhook_events"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			req, err := ParseGenerate([]byte(`{`+base+tt.fields+`}`), tt.opts)
+			if tt.problem == "" {
+				if err != nil {
+					t.Fatalf("ParseGenerate: %v", err)
+				}
+				if req.Webhook.URL != tt.want.URL || !slices.Equal(req.Webhook.Events, tt.want.Events) {
+					t.Errorf("webhook = %+v, want %+v", req.Webhook, tt.want)
+				}
+				return
+			}
+			var ve *ValidationError
+			if !errors.As(err, &ve) {
+				t.Fatalf("err = %v, want a validation error on %s", err, tt.problem)
+			}
+			found := false
+			for _, d := range ve.Details {
+				found = found || d.Field == tt.problem
+			}
+			if !found {
+				t.Errorf("details %+v do not name %s", ve.Details, tt.problem)
+			}
+		})
 	}
 }

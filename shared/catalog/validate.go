@@ -159,6 +159,13 @@ func referenceProblem(s string, opts Options) string {
 	if len(s) >= 5 && strings.EqualFold(s[:5], "data:") {
 		return dataURIProblem(s, opts.maxDataURIBytes())
 	}
+	return urlProblem(s, opts, want)
+}
+
+// urlProblem checks a URL the service may fetch or call: https to a public
+// host, or plain http to loopback where opts allow it. want is the message
+// for a URL of the wrong form. "" means valid.
+func urlProblem(s string, opts Options, want string) string {
 	if len(s) > MaxURLLength {
 		return fmt.Sprintf("URL must be at most %d characters long", MaxURLLength)
 	}

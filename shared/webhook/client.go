@@ -1,0 +1,70 @@
+package webhook
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"net/netip"
+	"syscall"
+	"time"
+)
+
+// ErrPrivateAddress is a connection refused because it would reach this
+// machine or a private network.
+var ErrPrivateAddress = errors.New("address is not public")
+
+// PublicAddr says whether the service may connect to ip: not loopback,
+// private, link-local (cloud metadata), CGNAT, multicast or unspecified.
+func PublicAddr(ip netip.Addr) bool {
+	ip = ip.Unmap()
+	if ip.IsLoopback() || ip.IsPrivate() || ip.IsLinkLocalUnicast() || ip.IsLinkLocalMulticast() ||
+		ip.IsInterfaceLocalMulticast() || ip.IsMulticast() || ip.IsUnspecified() {
+		return false
+	}
+	for _, p := range []netip.Prefix{netip.MustParsePrefix("0.0.0.0/8"), netip.MustParsePrefix("100.64.0.0/10"),
+		netip.MustParsePrefix("240.0.0.0/4"), netip.MustParsePrefix("fc00::/7")} {
+		if p.Contains(ip) {
+			return false
+		}
+	}
+	return true
+}
+
+// SafeClient is an HTTP client for URLs that callers chose: it checks the
+// address it actually connects to (after DNS, so a public name resolving
+// to a private address is refused too), follows no redirects and has a
+// timeout. allowLoopback admits loopback addresses, for local use.
+func SafeClient(allowLoopback bool) *http.Client {
+	dialer := &net.Dialer{
+		Timeout: 5 * time.Second,
+		Control: func(network, address string, _ syscall.RawConn) error {
+			ap, err := netip.ParseAddrPort(address)
+			if err != nil {
+				return fmt.Errorf("%w: %s", ErrPrivateAddress, address)
+			}
+			if allowLoopback && ap.Addr().Unmap().IsLoopback() {
+				return nil
+			}
+			if !PublicAddr(ap.Addr()) {
+				return fmt.Errorf("%w: %s", ErrPrivateAddress, ap.Addr())
+			}
+			return nil
+		},
+	}
+	transport := &http.Transport{
+		Proxy:                 nil,
+		DialContext:           func(ctx context.Context, n, a string) (net.Conn, error) { return dialer.DialContext(ctx, n, a) },
+		TLSHandshakeTimeout:   5 * time.Second,
+		ResponseHeaderTimeout: Timeout,
+		MaxIdleConnsPerHost:   4,
+	}
+	return &http.Client{
+		Transport: transport,
+		Timeout:   Timeout,
+		CheckRedirect: func(*http.Request, []*http.Request) error {
+			return http.ErrUseLastResponse
+		},
+	}
+}
