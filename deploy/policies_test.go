@@ -102,6 +102,7 @@ var usesOf = map[string][]use{
 	"LongStoryStatusFunction": append(slices.Clone(gate),
 		uses("table:LongVideosTable", "GetLongVideo", "dynamodb:GetItem"),
 	),
+	"ModelsFunction": nil, // the catalog and the price file only
 	"SubmitSceneFunction": {
 		uses("secret:UpstreamTokenSecret", "the provider token", "secretsmanager:GetSecretValue"),
 	},

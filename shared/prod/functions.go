@@ -63,6 +63,13 @@ var Functions = map[string]func(ctx context.Context, log *slog.Logger) (any, err
 			return sweeper.Sweep(ctx)
 		}, nil
 	},
+	"models": func(ctx context.Context, log *slog.Logger) (any, error) {
+		prices, err := Prices() // the public catalog needs no AWS configuration
+		if err != nil {
+			return nil, err
+		}
+		return (&httpapi.Models{Prices: prices, Log: log}).List(), nil
+	},
 	"longstory-estimate":     longStoryRoute(false, (*httpapi.LongStories).Estimate),
 	"longstory-create":       longStoryRoute(true, (*httpapi.LongStories).Create),
 	"longstory-status":       longStoryRoute(false, (*httpapi.LongStories).Status),

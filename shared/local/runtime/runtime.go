@@ -199,6 +199,10 @@ func Start(ctx context.Context, cfg Config) (*Runtime, error) {
 		{Method: http.MethodPost, Path: "/api/long-story/videos", Handler: stories.Create()},
 		{Method: http.MethodGet, Path: "/api/long-story/videos/{videoId}", Handler: stories.Status()},
 	}, gate.Authorize, log)
+	// Public routes: no authorizer, as in template.yaml.
+	apigw.Mount(mux, []apigw.Route{
+		{Method: http.MethodGet, Path: "/api/models", Handler: (&httpapi.Models{Prices: prices, Log: log}).List()},
+	}, nil, log)
 	mux.HandleFunc("/", notFound)
 
 	if r.Dev, err = ensureDevAccount(ctx, r.Store, cfg.DataDir, cfg.DevCredits); err != nil {
