@@ -49,6 +49,11 @@ func (c *Client) DownloadFile(ctx context.Context, url, dir, name string) (strin
 		tmp.Close()
 		return "", err
 	}
+	// CreateTemp makes the file private; an output is an ordinary file.
+	if err := tmp.Chmod(0o644); err != nil {
+		tmp.Close()
+		return "", fmt.Errorf("download %s: %w", url, err)
+	}
 	if err := tmp.Close(); err != nil {
 		return "", fmt.Errorf("download %s: %w", url, err)
 	}

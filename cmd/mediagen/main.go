@@ -7,6 +7,8 @@
 //	mediagen keys create --user ID
 //	mediagen keys revoke --prefix P
 //	mediagen tables create            (DynamoDB only: for a local DynamoDB)
+//	mediagen models | generate | status | story estimate|create|status
+//	                                  (clients of a running service)
 //
 // Every command takes --data DIR (the embedded store, the default) or
 // --dynamodb (with the usual AWS configuration, --endpoint-url and
@@ -34,6 +36,18 @@ const usage = `usage: mediagen <command> [flags]
 local runtime:
   serve [--addr 127.0.0.1:8080] [--data .mediagen] [--sim-latency 300ms]
         [--poll-interval 1s] [--price-file FILE] [--log-level info]
+
+client (calls the service at $MEDIAGEN_BASE_URL with $MEDIAGEN_API_KEY;
+--base-url and --api-key override them, --json prints the answers as JSON):
+  models                                       variants, their fields and prices
+  generate --model M --version V [--input key=value ...] [--image-count N]
+           [--wait] [--out DIR]                 key=@FILE sends a local image
+  status ID                                    a generation's (or long video's) status
+  story estimate --model beta-2 --scenes N
+  story create --prompt P --scene S1 --scene S2 ... [--narration N1 ...]
+               [--language en] [--model beta-2] [--style S] [--no-narration]
+               [--wait] [--out DIR]
+  story status ID
 
 administration (embedded store by default; --dynamodb for DynamoDB):
   accounts create --plan free|pro|enterprise --credits N [--rate-limit N]
@@ -72,6 +86,9 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	}
 	if args[0] == "serve" {
 		return serve(ctx, args[1:], stdout, stderr)
+	}
+	if cmd, rest, ok := clientCommand(args); ok {
+		return cmd(ctx, rest, stdout, stderr)
 	}
 	if len(args) < 2 {
 		return fail(stderr, exitUsage, fmt.Errorf("%q needs a subcommand\n\n%s", args[0], usage))
