@@ -39,6 +39,7 @@ import (
 	"github.com/mediagen-dev/mediagen/shared/local/stepfunctions"
 	"github.com/mediagen-dev/mediagen/shared/longstory"
 	"github.com/mediagen-dev/mediagen/shared/media"
+	"github.com/mediagen-dev/mediagen/shared/playground"
 	"github.com/mediagen-dev/mediagen/shared/pricing"
 	"github.com/mediagen-dev/mediagen/shared/store/sqlitestore"
 	"github.com/mediagen-dev/mediagen/shared/upstream"
@@ -203,6 +204,7 @@ func Start(ctx context.Context, cfg Config) (*Runtime, error) {
 	apigw.Mount(mux, []apigw.Route{
 		{Method: http.MethodGet, Path: "/api/models", Handler: (&httpapi.Models{Prices: prices, Log: log}).List()},
 	}, nil, log)
+	playground.Mount(mux)
 	mux.HandleFunc("/", notFound)
 
 	if r.Dev, err = ensureDevAccount(ctx, r.Store, cfg.DataDir, cfg.DevCredits); err != nil {
