@@ -37,6 +37,9 @@ func TestThePlaygroundMakesAnImageAVideoAndALongVideoInChromium(t *testing.T) {
 		t.Fatalf("playwright-core is not installed in %s: run `make test` (or `npm ci --prefix tools`)", pw)
 	}
 	out := filepath.Join(root, "test-output", "playground")
+	if err := os.RemoveAll(out); err != nil { // no screenshot of an earlier run
+		t.Fatal(err)
+	}
 	if err := os.MkdirAll(out, 0o755); err != nil {
 		t.Fatal(err)
 	}
