@@ -59,11 +59,19 @@ func (f *apiFlags) register(fs *flag.FlagSet) {
 		base = "http://127.0.0.1:8080"
 	}
 	fs.StringVar(&f.baseURL, "base-url", base, "the service's URL (default $"+envBaseURL+")")
-	fs.StringVar(&f.apiKey, "api-key", os.Getenv(envAPIKey), "API key (default $"+envAPIKey+")")
+	// The key is read from the environment after parsing, so that -h does
+	// not print it as the flag's default.
+	fs.StringVar(&f.apiKey, "api-key", "", "API key (default $"+envAPIKey+")")
 	fs.BoolVar(&f.jsonOut, "json", false, "print the service's answers as JSON lines")
 }
 
-func (f *apiFlags) client() *client.Client { return client.New(f.baseURL, f.apiKey) }
+func (f *apiFlags) client() *client.Client {
+	key := f.apiKey
+	if key == "" {
+		key = os.Getenv(envAPIKey)
+	}
+	return client.New(f.baseURL, key)
+}
 
 // parseArgs parses flags that may come before or after the positional
 // arguments (mediagen status ID --json) and returns the positionals.

@@ -171,10 +171,12 @@ func TestModelsListsVariantsFieldsAndPrices(t *testing.T) {
 	}
 }
 
-func TestClientCommandsHaveHelp(t *testing.T) {
+func TestClientCommandsHaveHelpThatHidesTheKey(t *testing.T) {
+	t.Setenv(envAPIKey, "mgk_secretsecr_do-not-print-me")
 	for _, args := range [][]string{{"generate", "--help"}, {"story", "create", "-h"}, {"models", "-h"}} {
 		code, out, errOut := mediagen(t, args...)
-		if code != 0 || !strings.Contains(out, "usage: mediagen") || !strings.Contains(out, "-base-url") || errOut != "" {
+		if code != 0 || !strings.Contains(out, "usage: mediagen") || !strings.Contains(out, "-base-url") || errOut != "" ||
+			strings.Contains(out, "do-not-print-me") {
 			t.Errorf("%v: exit %d, stdout %q, stderr %q", args, code, out, errOut)
 		}
 	}
