@@ -62,6 +62,7 @@ FUNCTIONS = \
 	LongStoryEstimateFunction=longstory-estimate \
 	LongStoryCreateFunction=longstory-create \
 	LongStoryStatusFunction=longstory-status \
+	ModelsFunction=models \
 	SubmitSceneFunction=longstory-submit-scene \
 	CheckSceneFunction=longstory-check-scene \
 	NarrateFunction=longstory-narrate \

@@ -102,6 +102,7 @@ var usesOf = map[string][]use{
 	"LongStoryStatusFunction": append(slices.Clone(gate),
 		uses("table:LongVideosTable", "GetLongVideo", "dynamodb:GetItem"),
 	),
+	"ModelsFunction": nil, // the catalog and the price file only
 	"SubmitSceneFunction": {
 		uses("secret:UpstreamTokenSecret", "the provider token", "secretsmanager:GetSecretValue"),
 	},
@@ -160,7 +161,8 @@ var resourceVariable = map[string]string{
 	"table:AccountsTable": "ACCOUNTS_TABLE", "table:ApiKeysTable": "API_KEYS_TABLE",
 	"table:GenerationsTable": "GENERATIONS_TABLE", "table:LongVideosTable": "LONG_VIDEOS_TABLE",
 	"table:RateLimitsTable": "RATE_LIMITS_TABLE", "table:CountersTable": "COUNTERS_TABLE",
-	"queue:PollQueue": "POLL_QUEUE_URL", "bucket:OutputBucket": "OUTPUT_BUCKET",
+	"table:IdempotencyTable": "IDEMPOTENCY_TABLE",
+	"queue:PollQueue":        "POLL_QUEUE_URL", "bucket:OutputBucket": "OUTPUT_BUCKET",
 	"secret:UpstreamTokenSecret": "UPSTREAM_TOKEN_SECRET_ARN", "statemachine:LongStoryStateMachine": "STATE_MACHINE_ARN",
 }
 

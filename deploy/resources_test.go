@@ -292,6 +292,7 @@ func TestTheOutputsNameWhatOperatorsNeed(t *testing.T) {
 		"LongVideosTableName":    map[string]any{"Ref": "LongVideosTable"},
 		"RateLimitsTableName":    map[string]any{"Ref": "RateLimitsTable"},
 		"CountersTableName":      map[string]any{"Ref": "CountersTable"},
+		"IdempotencyTableName":   map[string]any{"Ref": "IdempotencyTable"},
 		"TablePrefix":            map[string]any{"Ref": "AWS::StackName"},
 	}
 	for name, w := range want {

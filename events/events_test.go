@@ -284,6 +284,13 @@ func TestEveryFunctionAnswersItsSampleEvent(t *testing.T) {
 			t.Errorf("answered %v", got)
 		}
 	})
+	t.Run("models", func(t *testing.T) {
+		got := invoke(t, "models", e.event(t, "models"))
+		models, _ := body(t, got)["models"].([]any)
+		if got["statusCode"] != 200.0 || len(models) != len(catalog.All()) {
+			t.Errorf("answered %v", got)
+		}
+	})
 	var submitted map[string]any
 	t.Run("longstory-submit-scene", func(t *testing.T) {
 		submitted = invoke(t, "longstory-submit-scene", e.event(t, "longstory-submit-scene"))

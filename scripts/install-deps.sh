@@ -14,12 +14,19 @@ need_command ffprobe ffmpeg
 need_command curl curl         # the README quickstart test runs its curl commands
 need_command espeak-ng espeak-ng # local narration of long-form videos
 need_file /usr/share/fonts/truetype/dejavu/DejaVuSans.ttf fonts-dejavu-core   # drawtext's font, by path
+# The playground's browser tests drive Debian's Chromium with playwright-core
+# (executablePath /usr/bin/chromium); make run does not need it.
+[ "${1:-}" = runtime ] || need_file /usr/bin/chromium chromium
 
 if [ ${#APT_PACKAGES[@]} -gt 0 ]; then
   if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
     echo "installing Debian packages: ${APT_PACKAGES[*]}"
     DEBIAN_FRONTEND=noninteractive apt-get update -qq
-    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${APT_PACKAGES[@]}" >/dev/null
+    if ! DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${APT_PACKAGES[@]}" >/dev/null; then
+      echo "could not install the Debian packages: ${APT_PACKAGES[*]}" >&2
+      echo "fix: apt-get update && apt-get install ${APT_PACKAGES[*]}   (chromium is in Debian main; the browser tests need /usr/bin/chromium)" >&2
+      exit 1
+    fi
   else
     echo "missing Debian packages: ${APT_PACKAGES[*]}" >&2
     echo "fix: sudo apt-get install ${APT_PACKAGES[*]}   (then run make test again)" >&2

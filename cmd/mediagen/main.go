@@ -8,6 +8,8 @@
 //	mediagen keys create --user ID
 //	mediagen keys revoke --prefix P
 //	mediagen tables create            (DynamoDB only: for a local DynamoDB)
+//	mediagen models | generate | status | story estimate|create|status
+//	                                  (clients of a running service)
 //
 // Every command takes --data DIR (the embedded store, the default) or
 // --dynamodb (with the usual AWS configuration, --endpoint-url and
@@ -37,6 +39,18 @@ local runtime:
         [--poll-interval 1s] [--price-file FILE] [--log-level info]
   bench [--conns 16] [--duration 5s] [--rate 200] [--json FILE] (make bench;
         bench -h lists every flag)
+
+client (calls the service at $MEDIAGEN_BASE_URL with $MEDIAGEN_API_KEY;
+--base-url and --api-key override them, --json prints the answers as JSON):
+  models                                       variants, their fields and prices
+  generate --model M --version V [--input key=value ...] [--image-count N]
+           [--wait] [--out DIR]                 key=@FILE sends a local image
+  status ID                                    a generation's (or long video's) status
+  story estimate --model beta-2 --scenes N
+  story create --prompt P --scene S1 --scene S2 ... [--narration N1 ...]
+               [--language en] [--model beta-2] [--style S] [--no-narration]
+               [--wait] [--out DIR]
+  story status ID
 
 administration (embedded store by default; --dynamodb for DynamoDB):
   accounts create --plan free|pro|enterprise --credits N [--rate-limit N]
@@ -78,6 +92,9 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	}
 	if args[0] == "bench" {
 		return bench(ctx, args[1:], stdout, stderr)
+	}
+	if cmd, rest, ok := clientCommand(args); ok {
+		return cmd(ctx, rest, stdout, stderr)
 	}
 	if len(args) < 2 {
 		return fail(stderr, exitUsage, fmt.Errorf("%q needs a subcommand\n\n%s", args[0], usage))

@@ -42,7 +42,7 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	}
 	fmt.Fprintf(stdout, `mediagen is running (data in %s; Ctrl-C stops it)
 
-  base URL: %s
+  base URL: %s   (the playground: open it in a browser)
   API key:  %s   (dev account %s)
 
   export MEDIAGEN_BASE_URL=%s MEDIAGEN_API_KEY=%s

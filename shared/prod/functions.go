@@ -126,9 +126,19 @@ func Functions() map[string]Constructor {
 		"longstory-check-scene":  CheckScene,
 		"longstory-narrate":      Narrate,
 		"longstory-assemble":     Assemble,
+		"models":                 Models,
 		"longstory-finalize":     Finalize,
 		"longstory-fail":         MarkFailed,
 	}
+}
+
+// Models is GET /api/models: the public catalog needs no AWS configuration.
+func Models(ctx context.Context, log *slog.Logger) (any, error) {
+	prices, err := Prices()
+	if err != nil {
+		return nil, err
+	}
+	return (&httpapi.Models{Prices: prices, Log: log}).List(), nil
 }
 
 // Build is a function's main: it builds the handler with the function's

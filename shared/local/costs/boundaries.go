@@ -22,6 +22,7 @@ var routeFunctions = map[string]string{
 	"POST /api/long-story/videos/estimate": "longstory-estimate",
 	"POST /api/long-story/videos":          "longstory-create",
 	"GET /api/long-story/videos/{videoId}": "longstory-status",
+	"GET /api/models":                      "models",
 }
 
 // Routes counts each route call as one API Gateway request and one Lambda

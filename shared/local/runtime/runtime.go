@@ -40,6 +40,7 @@ import (
 	"github.com/mediagen-dev/mediagen/shared/local/stepfunctions"
 	"github.com/mediagen-dev/mediagen/shared/longstory"
 	"github.com/mediagen-dev/mediagen/shared/media"
+	"github.com/mediagen-dev/mediagen/shared/playground"
 	"github.com/mediagen-dev/mediagen/shared/pricing"
 	"github.com/mediagen-dev/mediagen/shared/store/sqlitestore"
 	"github.com/mediagen-dev/mediagen/shared/upstream"
@@ -206,6 +207,11 @@ func Start(ctx context.Context, cfg Config) (*Runtime, error) {
 		{Method: http.MethodPost, Path: "/api/long-story/videos", Handler: stories.Create()},
 		{Method: http.MethodGet, Path: "/api/long-story/videos/{videoId}", Handler: stories.Status()},
 	}), r.Costs.Authorizer(gate.Authorize), log)
+	// Public routes: no authorizer, as in template.yaml.
+	apigw.Mount(mux, r.Costs.Routes([]apigw.Route{
+		{Method: http.MethodGet, Path: "/api/models", Handler: (&httpapi.Models{Prices: prices, Log: log}).List()},
+	}), nil, log)
+	playground.Mount(mux)
 	mux.HandleFunc("/", notFound)
 
 	if r.Dev, err = ensureDevAccount(ctx, r.Store, cfg.DataDir, cfg.DevCredits); err != nil {

@@ -1,0 +1,183 @@
+package client
+
+import (
+	"context"
+	"encoding/json"
+	"net/http"
+)
+
+// Statuses a generation or long-form video can have. Only processing is not
+// final.
+const (
+	StatusProcessing = "processing"
+	StatusCompleted  = "completed"
+	StatusFailed     = "failed"
+	StatusCanceled   = "canceled"
+)
+
+// Final reports whether a status is final: nothing will change any more.
+func Final(status string) bool {
+	return status == StatusCompleted || status == StatusFailed || status == StatusCanceled
+}
+
+// GenerateRequest is the body of POST /api/generations/generate.
+type GenerateRequest struct {
+	Model        string         `json:"model"`
+	ModelVersion string         `json:"model_version"`
+	Input        map[string]any `json:"input"`
+	// ImageCount is how many images (1–4); 0 leaves it to the service (1).
+	ImageCount int `json:"image_count,omitempty"`
+}
+
+// Generation is the record POST /api/generations/generate answers.
+type Generation struct {
+	ID              int64           `json:"id"`
+	UUID            string          `json:"uuid"`
+	UserID          string          `json:"user_id"`
+	UpstreamID      string          `json:"upstream_id"`
+	Model           string          `json:"model"`
+	ModelVersion    string          `json:"model_version"`
+	InputParameters json.RawMessage `json:"input_parameters"`
+	OutputData      struct {
+		URLs []string `json:"urls"`
+	} `json:"output_data"`
+	Status      string `json:"status"`
+	CreditsUsed string `json:"credits_used"`
+	CreatedAt   string `json:"created_at"`
+	UpdatedAt   string `json:"updated_at"`
+}
+
+// GenerationStatus is the status view of a generation.
+type GenerationStatus struct {
+	ID     string   `json:"id"`
+	Status string   `json:"status"`
+	Output []string `json:"output"`
+	Error  string   `json:"error,omitempty"`
+	// CreatedAt is UTC without a zone, as the spec shows it.
+	CreatedAt string `json:"created_at"`
+	// Model is "model/model_version".
+	Model string `json:"model"`
+	// Progress is 0–100 when the service reports it, else nil.
+	Progress *float64 `json:"progress,omitempty"`
+}
+
+// Scene is one scene of a long-form video.
+type Scene struct {
+	SceneNumber int    `json:"scene_number"`
+	Prompt      string `json:"prompt"`
+	// Narration is the text spoken over the scene; empty = the prompt.
+	Narration string `json:"narration,omitempty"`
+}
+
+// LongVideoRequest is the body of POST /api/long-story/videos.
+type LongVideoRequest struct {
+	Prompt       string  `json:"prompt"`
+	Scenes       []Scene `json:"scenes"`
+	LanguageCode string  `json:"language_code"`
+	// Model is a video model_version; empty = the service's default.
+	Model string `json:"model,omitempty"`
+	// EnableNarration nil = the service's default (narrated).
+	EnableNarration *bool  `json:"enable_narration,omitempty"`
+	VideoStyle      string `json:"video_style,omitempty"`
+}
+
+// LongVideoCreated is the answer of POST /api/long-story/videos.
+type LongVideoCreated struct {
+	ID      string `json:"id"`
+	VideoID string `json:"video_id"`
+	Status  string `json:"status"`
+	Message string `json:"message"`
+}
+
+// LongVideoStatus is the status view of a long-form video.
+type LongVideoStatus struct {
+	ID            string  `json:"id"`
+	Status        string  `json:"status"`
+	FinalVideoURL string  `json:"final_video_url"`
+	TotalDuration float64 `json:"total_duration"`
+	Error         *string `json:"error"`
+	// Progress is 0–100 when the service reports it, else nil.
+	Progress *float64 `json:"progress,omitempty"`
+	// Scenes lists each scene's status when the service reports them.
+	Scenes []SceneStatus `json:"scenes,omitempty"`
+}
+
+// SceneStatus is one scene in a long-form status view.
+type SceneStatus struct {
+	SceneNumber int    `json:"scene_number"`
+	Status      string `json:"status"`
+}
+
+// EstimateRequest is the body of POST /api/long-story/videos/estimate.
+type EstimateRequest struct {
+	Model      string `json:"model"`
+	SceneCount int    `json:"scene_count"`
+}
+
+// LongVideoEstimate is the cost estimate of a long-form video. Amounts keep
+// the service's decimal text.
+type LongVideoEstimate struct {
+	Success        bool   `json:"success"`
+	Model          string `json:"model"`
+	Duration       int    `json:"duration"`
+	SceneCountMode bool   `json:"scene_count_mode"`
+	SceneInfo      struct {
+		TotalScenes       int    `json:"total_scenes"`
+		DurationPerScene  int    `json:"duration_per_scene"`
+		SceneDurationNote string `json:"scene_duration_note"`
+	} `json:"scene_info"`
+	Credits struct {
+		Required  json.Number `json:"required"`
+		PerSecond json.Number `json:"per_second"`
+		Total     json.Number `json:"total"`
+	} `json:"credits"`
+	Pricing struct {
+		BaseCostUSDPerSecond json.Number `json:"base_cost_usd_per_second"`
+		TotalBaseCostUSD     json.Number `json:"total_base_cost_usd"`
+		ProfitMargin         string      `json:"profit_margin"`
+	} `json:"pricing"`
+}
+
+// Generate starts an image or video generation.
+func (c *Client) Generate(ctx context.Context, req GenerateRequest) (Generation, error) {
+	var g Generation
+	err := c.Do(ctx, http.MethodPost, "/api/generations/generate", req, &g)
+	return g, err
+}
+
+// Generation reads a generation's status by its UUID or integer id.
+func (c *Client) Generation(ctx context.Context, id string) (GenerationStatus, error) {
+	var s GenerationStatus
+	err := c.Do(ctx, http.MethodGet, "/api/generations/status/"+pathEscape(id), nil, &s)
+	return s, err
+}
+
+// EstimateLongVideo prices a long-form video of sceneCount scenes.
+func (c *Client) EstimateLongVideo(ctx context.Context, req EstimateRequest) (LongVideoEstimate, error) {
+	var e LongVideoEstimate
+	err := c.Do(ctx, http.MethodPost, "/api/long-story/videos/estimate", req, &e)
+	return e, err
+}
+
+// CreateLongVideo starts a long-form video.
+func (c *Client) CreateLongVideo(ctx context.Context, req LongVideoRequest) (LongVideoCreated, error) {
+	var v LongVideoCreated
+	err := c.Do(ctx, http.MethodPost, "/api/long-story/videos", req, &v)
+	return v, err
+}
+
+// LongVideo reads a long-form video's status.
+func (c *Client) LongVideo(ctx context.Context, id string) (LongVideoStatus, error) {
+	var s LongVideoStatus
+	err := c.Do(ctx, http.MethodGet, "/api/long-story/videos/"+pathEscape(id), nil, &s)
+	return s, err
+}
+
+// Models lists every variant of the public catalog; it needs no API key.
+func (c *Client) Models(ctx context.Context) ([]Model, error) {
+	var list struct {
+		Models []Model `json:"models"`
+	}
+	err := c.Do(ctx, http.MethodGet, "/api/models", nil, &list)
+	return list.Models, err
+}

@@ -1,0 +1,575 @@
+package main
+
+import (
+	"context"
+	"encoding/base64"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"slices"
+	"strconv"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/mediagen-dev/mediagen/client"
+)
+
+// Environment variables the client commands read; flags override them.
+const (
+	envBaseURL = "MEDIAGEN_BASE_URL"
+	envAPIKey  = "MEDIAGEN_API_KEY"
+)
+
+// clientCommands call a running service over HTTP, as any user of the API.
+var clientCommands = map[string]command{
+	"generate":       generateCmd,
+	"status":         statusCmd,
+	"models":         modelsCmd,
+	"story create":   storyCreateCmd,
+	"story estimate": storyEstimateCmd,
+	"story status":   storyStatusCmd,
+}
+
+// clientCommand finds the client command args start with and the
+// arguments after its name.
+func clientCommand(args []string) (command, []string, bool) {
+	if len(args) >= 2 {
+		if cmd, ok := clientCommands[args[0]+" "+args[1]]; ok {
+			return cmd, args[2:], true
+		}
+	}
+	cmd, ok := clientCommands[args[0]]
+	return cmd, args[1:], ok
+}
+
+// apiFlags are the connection flags of every client command.
+type apiFlags struct {
+	baseURL, apiKey string
+	jsonOut         bool
+}
+
+func (f *apiFlags) register(fs *flag.FlagSet) {
+	base := os.Getenv(envBaseURL)
+	if base == "" {
+		base = "http://127.0.0.1:8080"
+	}
+	fs.StringVar(&f.baseURL, "base-url", base, "the service's URL (default $"+envBaseURL+")")
+	// The key is read from the environment after parsing, so that -h does
+	// not print it as the flag's default.
+	fs.StringVar(&f.apiKey, "api-key", "", "API key (default $"+envAPIKey+")")
+	fs.BoolVar(&f.jsonOut, "json", false, "print the service's answers as JSON lines")
+}
+
+func (f *apiFlags) client() *client.Client {
+	key := f.apiKey
+	if key == "" {
+		key = os.Getenv(envAPIKey)
+	}
+	return client.New(f.baseURL, key)
+}
+
+// parseArgs parses flags that may come before or after the positional
+// arguments (mediagen status ID --json) and returns the positionals.
+func parseArgs(fs *flag.FlagSet, args []string, positionals int) ([]string, error) {
+	var flags, pos []string
+	for i := 0; i < len(args); i++ {
+		a := args[i]
+		if a == "--" {
+			pos = append(pos, args[i+1:]...)
+			break
+		}
+		if !strings.HasPrefix(a, "-") || a == "-" {
+			pos = append(pos, a)
+			continue
+		}
+		flags = append(flags, a)
+		name := strings.TrimLeft(a, "-")
+		if strings.Contains(name, "=") {
+			continue
+		}
+		if f := fs.Lookup(name); f != nil && i+1 < len(args) {
+			if b, ok := f.Value.(interface{ IsBoolFlag() bool }); !ok || !b.IsBoolFlag() {
+				i++
+				flags = append(flags, args[i])
+			}
+		}
+	}
+	if err := parse(fs, flags); err != nil {
+		return nil, err
+	}
+	if len(pos) != positionals {
+		return nil, fmt.Errorf("want %d argument(s), got %d: %q", positionals, len(pos), pos)
+	}
+	return pos, nil
+}
+
+// repeated is a flag that may be given many times.
+type repeated []string
+
+func (r *repeated) String() string     { return strings.Join(*r, ", ") }
+func (r *repeated) Set(v string) error { *r = append(*r, v); return nil }
+
+// apiFail prints an error of the service (the envelope's message and
+// every bad field) or of the connection, and returns the exit code.
+func apiFail(stderr io.Writer, name string, err error) int {
+	var apiErr *client.APIError
+	if errors.As(err, &apiErr) {
+		fmt.Fprintf(stderr, "mediagen %s: %s\n", name, apiErr.Message)
+		for _, d := range apiErr.Details {
+			fmt.Fprintf(stderr, "  %s: %s\n", d.Field, d.Message)
+		}
+		if apiErr.RetryAfter > 0 {
+			fmt.Fprintf(stderr, "  retry after %s\n", apiErr.RetryAfter)
+		}
+		return exitError
+	}
+	if errors.Is(err, context.Canceled) {
+		fmt.Fprintf(stderr, "mediagen %s: stopped\n", name)
+		return exitError
+	}
+	return fail(stderr, exitError, fmt.Errorf("%s: %w", name, err))
+}
+
+func printJSON(w io.Writer, v any) {
+	enc := json.NewEncoder(w)
+	enc.SetEscapeHTML(false)
+	_ = enc.Encode(v)
+}
+
+// usageFail reports a bad command line.
+func usageFail(stderr io.Writer, name string, err error) int {
+	if errors.Is(err, errHelp) {
+		return exitOK
+	}
+	return fail(stderr, exitUsage, fmt.Errorf("%s: %w", name, err))
+}
+
+func generateCmd(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	fs := flag.NewFlagSet("generate", flag.ContinueOnError)
+	var af apiFlags
+	af.register(fs)
+	var inputs repeated
+	model := fs.String("model", "", "provider, e.g. provider-a (see mediagen models)")
+	version := fs.String("version", "", "model_version, e.g. theta-4-fast")
+	fs.Var(&inputs, "input", "an input field as key=value (repeatable); key=@FILE sends a local image as a data URI")
+	count := fs.Int("image-count", 0, "number of images, 1-4 (image variants)")
+	wait := fs.Bool("wait", false, "wait until the generation is final, then download its outputs")
+	out := fs.String("out", "", "directory for the outputs (implies --wait; default: the current directory)")
+	if _, err := parseArgs(fs, args, 0); err != nil {
+		return usageFail(stderr, "generate", err)
+	}
+	if *model == "" || *version == "" {
+		return usageFail(stderr, "generate", errors.New("--model and --version are required (mediagen models lists them)"))
+	}
+	c := af.client()
+	input, err := buildInput(ctx, c, *model, *version, inputs)
+	if err != nil {
+		return usageFail(stderr, "generate", err)
+	}
+	g, err := c.Generate(ctx, client.GenerateRequest{Model: *model, ModelVersion: *version, Input: input, ImageCount: *count})
+	if err != nil {
+		return apiFail(stderr, "generate", err)
+	}
+	if af.jsonOut {
+		printJSON(stdout, g)
+	} else {
+		fmt.Fprintf(stdout, "generation %s (id %d): %s, %s credits held\n", g.UUID, g.ID, g.Status, g.CreditsUsed)
+	}
+	if !*wait && *out == "" {
+		return exitOK
+	}
+	return waitGeneration(ctx, c, af, g.UUID, *out, stdout, stderr)
+}
+
+// waitGeneration waits for a generation with a progress display, then
+// downloads its outputs.
+func waitGeneration(ctx context.Context, c *client.Client, af apiFlags, id, out string, stdout, stderr io.Writer) int {
+	if out == "" {
+		out = "."
+	}
+	p := newProgress(stderr, "processing")
+	st, err := c.WaitGeneration(ctx, id, client.WaitOptions{Interval: 500 * time.Millisecond, MaxInterval: 5 * time.Second},
+		func(s client.GenerationStatus) {
+			pct := -1.0
+			if s.Progress != nil {
+				pct = *s.Progress
+			}
+			p.Update(s.Status, pct)
+		})
+	if err != nil {
+		p.Done("stopped waiting; the generation goes on: mediagen status " + id)
+		return apiFail(stderr, "generate", err)
+	}
+	p.Done(st.Status)
+	if af.jsonOut {
+		printJSON(stdout, st)
+	}
+	if st.Status != client.StatusCompleted {
+		fmt.Fprintf(stderr, "mediagen generate: %s: %s\n", st.Status, st.Error)
+		return exitError
+	}
+	for i, u := range st.Output {
+		path, err := c.DownloadFile(ctx, u, out, fmt.Sprintf("%s-%d", id, i))
+		if err != nil {
+			return apiFail(stderr, "generate", err)
+		}
+		if !af.jsonOut {
+			fmt.Fprintln(stdout, path)
+		}
+	}
+	return exitOK
+}
+
+// buildInput turns key=value pairs into an input object, typed by the
+// variant's input schema: booleans as true/false, image lists split on
+// commas, @FILE as a data URI; everything else is a string, as the API
+// wants enum values.
+func buildInput(ctx context.Context, c *client.Client, model, version string, pairs []string) (map[string]any, error) {
+	types := map[string]string{}
+	if models, err := c.Models(ctx); err == nil {
+		for _, m := range models {
+			if m.Model == model && m.Version == version {
+				fields, _ := m.Fields()
+				for _, f := range fields {
+					types[f.Name] = f.Type
+				}
+			}
+		}
+	} // else: the service will say what is wrong with the values
+	input := map[string]any{}
+	for _, pair := range pairs {
+		key, value, ok := strings.Cut(pair, "=")
+		if !ok || key == "" {
+			return nil, fmt.Errorf("--input %q: want key=value", pair)
+		}
+		switch types[key] {
+		case "boolean":
+			b, err := strconv.ParseBool(value)
+			if err != nil {
+				return nil, fmt.Errorf("--input %s: want true or false, got %q", key, value)
+			}
+			input[key] = b
+		case "image_list":
+			var list []any
+			for _, item := range strings.Split(value, ",") {
+				ref, err := imageRef(strings.TrimSpace(item))
+				if err != nil {
+					return nil, fmt.Errorf("--input %s: %w", key, err)
+				}
+				list = append(list, ref)
+			}
+			input[key] = list
+		default:
+			ref, err := imageRef(value)
+			if err != nil {
+				return nil, fmt.Errorf("--input %s: %w", key, err)
+			}
+			input[key] = ref
+		}
+	}
+	return input, nil
+}
+
+// imageRef reads @FILE as a data: URI; other values are returned as they
+// are.
+func imageRef(value string) (string, error) {
+	path, ok := strings.CutPrefix(value, "@")
+	if !ok {
+		return value, nil
+	}
+	raw, err := os.ReadFile(path)
+	if err != nil {
+		return "", err
+	}
+	return "data:" + http.DetectContentType(raw) + ";base64," + base64.StdEncoding.EncodeToString(raw), nil
+}
+
+func statusCmd(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	fs := flag.NewFlagSet("status", flag.ContinueOnError)
+	var af apiFlags
+	af.register(fs)
+	pos, err := parseArgs(fs, args, 1)
+	if err != nil {
+		return usageFail(stderr, "status ID", err)
+	}
+	c := af.client()
+	st, err := c.Generation(ctx, pos[0])
+	var apiErr *client.APIError
+	if errors.As(err, &apiErr) && apiErr.Status == http.StatusNotFound {
+		// Perhaps a long-form video's id.
+		if v, verr := c.LongVideo(ctx, pos[0]); verr == nil {
+			return printLongVideo(stdout, af, v)
+		}
+	}
+	if err != nil {
+		return apiFail(stderr, "status", err)
+	}
+	if af.jsonOut {
+		printJSON(stdout, st)
+		return exitOK
+	}
+	tw := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
+	fmt.Fprintf(tw, "id\t%s\nstatus\t%s\nmodel\t%s\ncreated_at\t%s\n", st.ID, st.Status, st.Model, st.CreatedAt)
+	if st.Progress != nil {
+		fmt.Fprintf(tw, "progress\t%.0f%%\n", *st.Progress)
+	}
+	for _, u := range st.Output {
+		fmt.Fprintf(tw, "output\t%s\n", u)
+	}
+	if st.Error != "" {
+		fmt.Fprintf(tw, "error\t%s\n", st.Error)
+	}
+	tw.Flush()
+	return exitOK
+}
+
+func printLongVideo(stdout io.Writer, af apiFlags, v client.LongVideoStatus) int {
+	if af.jsonOut {
+		printJSON(stdout, v)
+		return exitOK
+	}
+	tw := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
+	fmt.Fprintf(tw, "id\t%s\nstatus\t%s\n", v.ID, v.Status)
+	if v.Progress != nil {
+		fmt.Fprintf(tw, "progress\t%.0f%%\n", *v.Progress)
+	}
+	for _, s := range v.Scenes {
+		fmt.Fprintf(tw, "scene %d\t%s\n", s.SceneNumber, s.Status)
+	}
+	if v.FinalVideoURL != "" {
+		fmt.Fprintf(tw, "final_video_url\t%s\ntotal_duration\t%.1f s\n", v.FinalVideoURL, v.TotalDuration)
+	}
+	if v.Error != nil {
+		fmt.Fprintf(tw, "error\t%s\n", *v.Error)
+	}
+	tw.Flush()
+	return exitOK
+}
+
+func storyStatusCmd(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	fs := flag.NewFlagSet("story status", flag.ContinueOnError)
+	var af apiFlags
+	af.register(fs)
+	pos, err := parseArgs(fs, args, 1)
+	if err != nil {
+		return usageFail(stderr, "story status ID", err)
+	}
+	v, err := af.client().LongVideo(ctx, pos[0])
+	if err != nil {
+		return apiFail(stderr, "story status", err)
+	}
+	return printLongVideo(stdout, af, v)
+}
+
+func storyEstimateCmd(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	fs := flag.NewFlagSet("story estimate", flag.ContinueOnError)
+	var af apiFlags
+	af.register(fs)
+	model := fs.String("model", "beta-2", "video model_version")
+	scenes := fs.Int("scenes", 0, "number of scenes (1-20)")
+	if _, err := parseArgs(fs, args, 0); err != nil {
+		return usageFail(stderr, "story estimate", err)
+	}
+	e, err := af.client().EstimateLongVideo(ctx, client.EstimateRequest{Model: *model, SceneCount: *scenes})
+	if err != nil {
+		return apiFail(stderr, "story estimate", err)
+	}
+	if af.jsonOut {
+		printJSON(stdout, e)
+		return exitOK
+	}
+	fmt.Fprintf(stdout, "%s: %d scenes × %d s = %d s, %s credits per second: %s credits\n", e.Model,
+		e.SceneInfo.TotalScenes, e.SceneInfo.DurationPerScene, e.Duration, e.Credits.PerSecond, e.Credits.Total)
+	return exitOK
+}
+
+func storyCreateCmd(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	fs := flag.NewFlagSet("story create", flag.ContinueOnError)
+	var af apiFlags
+	af.register(fs)
+	var scenes, narrations repeated
+	prompt := fs.String("prompt", "", "the video's main prompt")
+	fs.Var(&scenes, "scene", "a scene's prompt, in order (repeatable, 1-20)")
+	fs.Var(&narrations, "narration", "the narration of the scene of the same position (repeatable; default: the scene's prompt)")
+	language := fs.String("language", "en", "narration language (two-letter code)")
+	model := fs.String("model", "", "video model_version (default: the service's, beta-2)")
+	style := fs.String("style", "", "video_style: auto, cinematic, documentary, animation, noir or vintage")
+	silent := fs.Bool("no-narration", false, "make the video without narration")
+	wait := fs.Bool("wait", false, "wait until the video is final, then download it")
+	out := fs.String("out", "", "directory for the video (implies --wait; default: the current directory)")
+	if _, err := parseArgs(fs, args, 0); err != nil {
+		return usageFail(stderr, "story create", err)
+	}
+	if len(narrations) > len(scenes) {
+		return usageFail(stderr, "story create", errors.New("more --narration than --scene flags"))
+	}
+	req := client.LongVideoRequest{Prompt: *prompt, LanguageCode: *language, Model: *model, VideoStyle: *style}
+	if *silent {
+		off := false
+		req.EnableNarration = &off
+	}
+	for i, s := range scenes {
+		sc := client.Scene{SceneNumber: i + 1, Prompt: s}
+		if i < len(narrations) {
+			sc.Narration = narrations[i]
+		}
+		req.Scenes = append(req.Scenes, sc)
+	}
+	c := af.client()
+	created, err := c.CreateLongVideo(ctx, req)
+	if err != nil {
+		return apiFail(stderr, "story create", err)
+	}
+	if af.jsonOut {
+		printJSON(stdout, created)
+	} else {
+		fmt.Fprintf(stdout, "video %s: %s\n", created.VideoID, created.Message)
+	}
+	if !*wait && *out == "" {
+		return exitOK
+	}
+	return waitStory(ctx, c, af, created.VideoID, len(req.Scenes), *out, stdout, stderr)
+}
+
+// waitStory waits for a long-form video, showing each scene's status when
+// the service lists them, then downloads the final video.
+func waitStory(ctx context.Context, c *client.Client, af apiFlags, id string, scenes int, out string, stdout, stderr io.Writer) int {
+	if out == "" {
+		out = "."
+	}
+	p := newProgress(stderr, fmt.Sprintf("%d scenes processing", scenes))
+	st, err := c.WaitLongVideo(ctx, id, client.WaitOptions{Interval: time.Second, MaxInterval: 5 * time.Second},
+		func(v client.LongVideoStatus) {
+			pct := -1.0
+			if v.Progress != nil {
+				pct = *v.Progress
+			}
+			p.Update(sceneSummary(v, scenes), pct)
+		})
+	if err != nil {
+		p.Done("stopped waiting; the video goes on: mediagen story status " + id)
+		return apiFail(stderr, "story create", err)
+	}
+	p.Done(sceneSummary(st, scenes))
+	if af.jsonOut {
+		printJSON(stdout, st)
+	}
+	if st.Status != client.StatusCompleted {
+		msg := ""
+		if st.Error != nil {
+			msg = *st.Error
+		}
+		fmt.Fprintf(stderr, "mediagen story create: %s: %s\n", st.Status, msg)
+		return exitError
+	}
+	path, err := c.DownloadFile(ctx, st.FinalVideoURL, out, id)
+	if err != nil {
+		return apiFail(stderr, "story create", err)
+	}
+	if !af.jsonOut {
+		fmt.Fprintf(stdout, "%s (%.1f s)\n", path, st.TotalDuration)
+	}
+	return exitOK
+}
+
+// sceneSummary is the status line of a long-form video: each scene's
+// status when the view lists them (scene 1 ✓ · scene 2 processing), else
+// the video's status.
+func sceneSummary(v client.LongVideoStatus, scenes int) string {
+	if len(v.Scenes) == 0 {
+		return fmt.Sprintf("%d scenes %s", scenes, v.Status)
+	}
+	parts := make([]string, len(v.Scenes))
+	for i, s := range v.Scenes {
+		mark := s.Status
+		if s.Status == client.StatusCompleted {
+			mark = "✓"
+		}
+		parts[i] = fmt.Sprintf("scene %d %s", s.SceneNumber, mark)
+	}
+	return strings.Join(parts, " · ")
+}
+
+func modelsCmd(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	fs := flag.NewFlagSet("models", flag.ContinueOnError)
+	var af apiFlags
+	af.register(fs)
+	if _, err := parseArgs(fs, args, 0); err != nil {
+		return usageFail(stderr, "models", err)
+	}
+	models, err := af.client().Models(ctx)
+	if err != nil {
+		return apiFail(stderr, "models", err)
+	}
+	if af.jsonOut {
+		for _, m := range models {
+			printJSON(stdout, m)
+		}
+		return exitOK
+	}
+	for i, m := range models {
+		if i > 0 {
+			fmt.Fprintln(stdout)
+		}
+		fmt.Fprintf(stdout, "%s/%s  %s  %s\n", m.Model, m.Version, m.Kind, priceInWords(m.Price))
+		fields, err := m.Fields()
+		if err != nil {
+			return fail(stderr, exitError, err)
+		}
+		tw := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
+		for _, f := range fields {
+			name := "  " + f.Name
+			if f.Required {
+				name += " (required)"
+			}
+			fmt.Fprintf(tw, "%s\t%s\t%s\n", name, fieldType(f), f.Description)
+		}
+		tw.Flush()
+	}
+	return exitOK
+}
+
+func fieldType(f client.Field) string {
+	t := f.Type
+	switch {
+	case f.Type == "enum":
+		t = strings.Join(f.Enum, "|")
+	case f.Type == "string" && f.MaxLength > 0:
+		t = fmt.Sprintf("text, %d-%d chars", max(f.MinLength, 1), f.MaxLength)
+	case f.Type == "string":
+		t = "text"
+	case f.Type == "image_list":
+		t = fmt.Sprintf("images, up to %d", f.MaxItems)
+	}
+	if f.Default != "" {
+		t += " = " + f.Default
+	}
+	return t
+}
+
+// priceInWords renders a price rule: "13.00 credits per second; 26.00 if
+// resolution=1080p, generate_audio=true; 104.00 at defaults".
+func priceInWords(p client.Price) string {
+	parts := []string{p.CreditsPerUnit + " credits per " + p.Unit}
+	for _, c := range p.Cases {
+		keys := make([]string, 0, len(c.When))
+		for k := range c.When {
+			keys = append(keys, k)
+		}
+		slices.Sort(keys)
+		conds := make([]string, len(keys))
+		for i, k := range keys {
+			conds[i] = k + "=" + c.When[k]
+		}
+		parts = append(parts, c.CreditsPerUnit+" if "+strings.Join(conds, ", "))
+	}
+	if p.CreditsAtDefaults != "" {
+		parts = append(parts, p.CreditsAtDefaults+" at defaults")
+	}
+	return strings.Join(parts, "; ")
+}

@@ -1,0 +1,183 @@
+package main
+
+import (
+	"bytes"
+	"image/png"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/mediagen-dev/mediagen/shared/local/runtime"
+	"github.com/mediagen-dev/mediagen/shared/local/runtime/runtimetest"
+)
+
+// clientEnv points the client commands at a fresh local runtime through
+// the environment, as a user's shell would.
+func clientEnv(t *testing.T) *runtime.Runtime {
+	t.Helper()
+	rt := runtimetest.Start(t, runtime.Config{})
+	t.Setenv(envBaseURL, rt.BaseURL)
+	t.Setenv(envAPIKey, rt.Dev.APIKey)
+	return rt
+}
+
+func TestGenerateWaitsAndDownloadsTheImages(t *testing.T) {
+	clientEnv(t)
+	out := t.TempDir()
+	code, stdout, stderr := mediagen(t, "generate", "--model", "provider-a", "--version", "zeta-pro",
+		"--input", "prompt=a lighthouse at dawn", "--input", "aspect_ratio=16:9", "--input", "enable_web_search=false",
+		"--image-count", "2", "--wait", "--out", out)
+	if code != 0 {
+		t.Fatalf("exit %d\nstdout: %s\nstderr: %s", code, stdout, stderr)
+	}
+	lines := strings.Split(strings.TrimSpace(stdout), "\n")
+	if len(lines) != 3 || !strings.Contains(lines[0], "processing, 36.40 credits held") {
+		t.Fatalf("stdout %q, want the record line and two file paths", stdout)
+	}
+	for _, path := range lines[1:] {
+		raw, err := os.ReadFile(path)
+		if err != nil || filepath.Dir(path) != out || filepath.Ext(path) != ".png" {
+			t.Fatalf("%s: %v", path, err)
+		}
+		if cfg, err := png.DecodeConfig(bytes.NewReader(raw)); err != nil || cfg.Width <= cfg.Height {
+			t.Errorf("%s: %v %dx%d, want a 16:9 PNG", path, err, cfg.Width, cfg.Height)
+		}
+	}
+	// Not a terminal: plain progress lines, no carriage returns.
+	if !strings.Contains(stderr, "processing (") || !strings.Contains(stderr, "completed (") || strings.Contains(stderr, "\r") {
+		t.Errorf("stderr %q, want plain progress lines", stderr)
+	}
+}
+
+func TestFlagsOverrideTheEnvironment(t *testing.T) {
+	rt := runtimetest.Start(t, runtime.Config{})
+	t.Setenv(envBaseURL, "http://127.0.0.1:1") // nothing listens there
+	t.Setenv(envAPIKey, "mgk_aaaaaaaaaa_not-a-key")
+	code, stdout, stderr := mediagen(t, "generate", "--base-url", rt.BaseURL, "--api-key", rt.Dev.APIKey,
+		"--model", "provider-a", "--version", "theta-4-fast", "--input", "prompt=a fox")
+	if code != 0 || !strings.Contains(stdout, "processing, 2.60 credits held") {
+		t.Errorf("exit %d, stdout %q, stderr %q", code, stdout, stderr)
+	}
+}
+
+func TestCommandsPrintTheEnvelopesMessageAndExitNonZero(t *testing.T) {
+	clientEnv(t)
+	tests := []struct {
+		name string
+		args []string
+		want []string
+	}{
+		{"missing fields", []string{"generate", "--model", "provider-b", "--version", "beta-2", "--input", "prompt=waves"},
+			[]string{"mediagen generate: the request has several invalid fields", "input.aspect_ratio: is required", "input.seconds: is required"}},
+		{"bad boolean", []string{"generate", "--model", "provider-a", "--version", "alpha-3.1-fast", "--input", "prompt=p", "--input", "generate_audio=maybe"},
+			[]string{"--input generate_audio: want true or false"}},
+		{"unknown generation", []string{"status", "6f1c2a8e-3b7d-4e2f-9a51-0c8d7e6b5a43"}, []string{"mediagen status: no such resource"}},
+		{"too many scenes", []string{"story", "estimate", "--scenes", "21"}, []string{"mediagen story estimate:", "scene_count"}},
+		{"unsupported language", []string{"story", "create", "--prompt", "p", "--scene", "s", "--language", "xx"},
+			[]string{"language_code", "not a supported narration language"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			code, stdout, stderr := mediagen(t, tt.args...)
+			if code == 0 {
+				t.Fatalf("exit 0, stdout %q", stdout)
+			}
+			for _, w := range tt.want {
+				if !strings.Contains(stderr, w) {
+					t.Errorf("stderr %q lacks %q", stderr, w)
+				}
+			}
+		})
+	}
+	t.Run("wrong key", func(t *testing.T) {
+		t.Setenv(envAPIKey, "mgk_aaaaaaaaaa_not-a-real-key-at-all-not-a-real-key-at-all")
+		if code, _, stderr := mediagen(t, "status", "1"); code != 1 || stderr != "mediagen status: invalid API key\n" {
+			t.Errorf("exit %d, stderr %q", code, stderr)
+		}
+	})
+}
+
+func TestStatusShowsAGenerationAndALongVideo(t *testing.T) {
+	clientEnv(t)
+	code, stdout, _ := mediagen(t, "generate", "--model", "provider-a", "--version", "theta-4-fast", "--input", "prompt=a fox", "--json")
+	if code != 0 {
+		t.Fatalf("exit %d", code)
+	}
+	uuid := decode[struct{ UUID string }](t, stdout).UUID
+	code, stdout, stderr := mediagen(t, "status", uuid)
+	if code != 0 || !strings.Contains(stdout, "id          "+uuid) || !strings.Contains(stdout, "model       provider-a/theta-4-fast") {
+		t.Errorf("status: exit %d, stdout %q, stderr %q", code, stdout, stderr)
+	}
+	code, stdout, _ = mediagen(t, "story", "create", "--prompt", "A quiet harbour", "--scene", "boats at anchor", "--json")
+	if code != 0 {
+		t.Fatalf("story create: exit %d", code)
+	}
+	video := decode[struct {
+		VideoID string `json:"video_id"`
+	}](t, stdout).VideoID
+	// status finds a long video too; story status reads one directly.
+	for _, args := range [][]string{{"status", video}, {"story", "status", video}} {
+		code, stdout, stderr = mediagen(t, args...)
+		if code != 0 || !strings.Contains(stdout, video) || !strings.Contains(stdout, "status") {
+			t.Errorf("%v: exit %d, stdout %q, stderr %q", args, code, stdout, stderr)
+		}
+	}
+}
+
+func TestStoryEstimateAndCreateDownloadTheVideo(t *testing.T) {
+	clientEnv(t)
+	code, stdout, stderr := mediagen(t, "story", "estimate", "--model", "beta-2", "--scenes", "4")
+	if want := "beta-2: 4 scenes × 5 s = 20 s, 13 credits per second: 260 credits\n"; code != 0 || stdout != want {
+		t.Errorf("estimate: exit %d, stdout %q (want %q), stderr %q", code, stdout, want, stderr)
+	}
+	out := t.TempDir()
+	code, stdout, stderr = mediagen(t, "story", "create", "--prompt", "A day at the seaside",
+		"--scene", "waves rolling onto the sand", "--scene", "gulls over the pier", "--narration", "The sea comes in.",
+		"--language", "en", "--wait", "--out", out)
+	if code != 0 {
+		t.Fatalf("exit %d\nstdout: %s\nstderr: %s", code, stdout, stderr)
+	}
+	lines := strings.Split(strings.TrimSpace(stdout), "\n")
+	if len(lines) != 2 || !strings.Contains(lines[0], "2 scenes, about 10 seconds; 130.00 credits are held") || !strings.HasSuffix(lines[1], ".mp4 (10.0 s)") {
+		t.Fatalf("stdout %q", stdout)
+	}
+	path := strings.TrimSuffix(lines[1], " (10.0 s)")
+	if raw, err := os.ReadFile(path); err != nil || len(raw) < 12 || string(raw[4:8]) != "ftyp" {
+		t.Errorf("%s is not an MP4 file: %v", path, err)
+	}
+	if !strings.Contains(stderr, "2 scenes processing (") || !strings.Contains(stderr, "completed (") {
+		t.Errorf("stderr %q, want the progress lines", stderr)
+	}
+}
+
+func TestModelsListsVariantsFieldsAndPrices(t *testing.T) {
+	clientEnv(t)
+	t.Setenv(envAPIKey, "") // the catalog is public
+	code, stdout, stderr := mediagen(t, "models")
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, stderr)
+	}
+	for _, want := range []string{
+		"provider-a/alpha-3.1-fast  video  13.00 credits per second; 26.00 if generate_audio=true, resolution=1080p;",
+		"provider-b/beta-2  video  13.00 credits per second\n",
+		"  seconds (required)       4|8|12",
+		"provider-a/zeta-pro  image  18.20 credits per image; 36.40 if resolution=4K; 18.20 at defaults",
+		"provider-g/iota-v3-turbo  image",
+	} {
+		if !strings.Contains(stdout, want) {
+			t.Errorf("models output lacks %q", want)
+		}
+	}
+}
+
+func TestClientCommandsHaveHelpThatHidesTheKey(t *testing.T) {
+	t.Setenv(envAPIKey, "mgk_secretsecr_do-not-print-me")
+	for _, args := range [][]string{{"generate", "--help"}, {"story", "create", "-h"}, {"models", "-h"}} {
+		code, out, errOut := mediagen(t, args...)
+		if code != 0 || !strings.Contains(out, "usage: mediagen") || !strings.Contains(out, "-base-url") || errOut != "" ||
+			strings.Contains(out, "do-not-print-me") {
+			t.Errorf("%v: exit %d, stdout %q, stderr %q", args, code, out, errOut)
+		}
+	}
+}

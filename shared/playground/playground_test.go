@@ -1,0 +1,76 @@
+package playground
+
+import (
+	"io"
+	"io/fs"
+	"net/http"
+	"net/http/httptest"
+	"regexp"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/mediagen-dev/mediagen/shared/longstory"
+)
+
+func TestThePageAndItsAssetsAreServed(t *testing.T) {
+	mux := http.NewServeMux()
+	Mount(mux)
+	mux.HandleFunc("/", http.NotFound)
+	srv := httptest.NewServer(mux)
+	defer srv.Close()
+	tests := []struct{ path, contentType, contains string }{
+		{"/", "text/html", `<script src="playground/app.js" defer></script>`},
+		{"/playground/app.js", "text/javascript", `"/api/models"`},
+		{"/playground/style.css", "text/css", ".output img"},
+	}
+	for _, tt := range tests {
+		resp, err := http.Get(srv.URL + tt.path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		body, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusOK || !strings.HasPrefix(resp.Header.Get("Content-Type"), tt.contentType) || !strings.Contains(string(body), tt.contains) {
+			t.Errorf("GET %s: %d %s, body has %q: %v", tt.path, resp.StatusCode, resp.Header.Get("Content-Type"), tt.contains, strings.Contains(string(body), tt.contains))
+		}
+	}
+	for _, path := range []string{"/index.html.bak", "/api/unknown", "/playground/missing.js", "/playground/"} {
+		resp, err := http.Get(srv.URL + path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusNotFound {
+			t.Errorf("GET %s: %d, want 404", path, resp.StatusCode)
+		}
+	}
+}
+
+// The page lists the narration languages and video styles itself (a static
+// page has no route to ask); they must stay the service's.
+func TestThePagesListsAreTheServices(t *testing.T) {
+	page, err := fs.ReadFile(Files(), "index.html")
+	if err != nil {
+		t.Fatal(err)
+	}
+	options := func(selectID string) []string {
+		block := regexp.MustCompile(`(?s)<select id="` + selectID + `">(.*?)</select>`).FindSubmatch(page)
+		if block == nil {
+			t.Fatalf("index.html has no select #%s", selectID)
+		}
+		var values []string
+		for _, m := range regexp.MustCompile(`<option value="([^"]*)"`).FindAllSubmatch(block[1], -1) {
+			values = append(values, string(m[1]))
+		}
+		return values
+	}
+	if got, want := options("story-language"), longstory.LanguageCodes(); !slices.Equal(got, want) {
+		t.Errorf("the page's languages %v, the service's %v", got, want)
+	}
+	styles := options("story-style")
+	want := longstory.StyleNames()
+	if !slices.Equal(slices.Sorted(slices.Values(styles)), want) || styles[0] != "auto" {
+		t.Errorf("the page's styles %v, the service's %v (auto first)", styles, want)
+	}
+}

@@ -1,0 +1,131 @@
+// Drives the playground in Debian's Chromium (headless) with playwright-core:
+// an image, a video and a long-form video made through the page. Run by
+// browser_test.go, which starts the local runtime and passes:
+//   PLAYWRIGHT_CORE  path of tools/node_modules/playwright-core
+//   BASE_URL         the runtime's URL;  API_KEY  its dev account's key
+//   OUT_DIR          where screenshots go;  USER_DATA_DIR  a fresh profile
+// Prints one JSON line per check to stdout; exits 1 on the first failure,
+// after a screenshot of the page as it was.
+"use strict";
+
+const path = require("path");
+const { chromium } = require(process.env.PLAYWRIGHT_CORE);
+
+const base = process.env.BASE_URL;
+const key = process.env.API_KEY;
+const out = process.env.OUT_DIR;
+const WAIT = 90_000; // one job at the most, on a loaded machine
+
+function report(check, data) {
+  console.log(JSON.stringify({ check, ...data }));
+}
+
+// playing waits until a video element has data and its time advances.
+async function playing(page, selector) {
+  const v = page.locator(selector);
+  await v.waitFor({ state: "attached", timeout: WAIT });
+  await page.waitForFunction((sel) => {
+    const e = document.querySelector(sel);
+    return e && e.readyState >= 2 && e.duration > 0;
+  }, selector, { timeout: WAIT });
+  const first = await v.evaluate((e) => { e.play(); return e.currentTime; });
+  await page.waitForFunction(([sel, t]) => document.querySelector(sel).currentTime > t + 0.2, [selector, first], { timeout: 30_000 });
+  return v.evaluate((e) => ({ readyState: e.readyState, currentTime: e.currentTime, duration: e.duration,
+    videoWidth: e.videoWidth, videoHeight: e.videoHeight, paused: e.paused }));
+}
+
+async function generate(page, variant, fields) {
+  await page.selectOption("#variant", variant);
+  for (const [name, value] of Object.entries(fields)) {
+    const sel = `#input-${name}`;
+    if ((await page.locator(sel).evaluate((e) => e.tagName)) === "SELECT") await page.selectOption(sel, value);
+    else await page.fill(sel, value);
+  }
+  await page.click("#generate");
+  await page.locator('#single-status [data-status="processing"]').waitFor({ timeout: WAIT });
+  await page.locator('#single-status [data-status="completed"]').waitFor({ timeout: WAIT });
+}
+
+async function main() {
+  const context = await chromium.launchPersistentContext(process.env.USER_DATA_DIR, {
+    executablePath: "/usr/bin/chromium",
+    headless: true,
+    args: ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+      "--disable-background-networking", "--disable-component-update", "--disable-sync",
+      "--autoplay-policy=no-user-gesture-required"],
+    viewport: { width: 1280, height: 860 },
+  });
+  const page = context.pages()[0] || (await context.newPage());
+  const problems = [];
+  page.on("pageerror", (err) => problems.push("page error: " + err.message));
+  let step = "open";
+  // Failed responses are checked here; the console's note about them is not
+  // a script error. The bad-input step expects its one 400.
+  page.on("console", (msg) => {
+    if (msg.type() === "error" && !msg.text().startsWith("Failed to load resource")) problems.push("console error: " + msg.text());
+  });
+  page.on("response", (r) => {
+    if (r.status() >= 400 && !(step === "bad input" && r.status() === 400)) problems.push(`${step}: HTTP ${r.status()} for ${r.url()}`);
+  });
+  try {
+    await page.goto(base + "/", { waitUntil: "load" });
+    await page.fill("#api-key", key);
+    await page.locator('#variant option[value="provider-a/theta-4-fast"]').waitFor({ state: "attached", timeout: WAIT });
+
+    step = "image";
+    await generate(page, "provider-a/theta-4-fast", { prompt: "a lighthouse at dawn", aspect_ratio: "16:9" });
+    const img = page.locator("#single-output-0");
+    await page.waitForFunction(() => {
+      const i = document.querySelector("#single-output-0");
+      return i && i.complete && i.naturalWidth > 0;
+    }, null, { timeout: WAIT });
+    const image = await img.evaluate((i) => ({ naturalWidth: i.naturalWidth, naturalHeight: i.naturalHeight, src: i.src }));
+    report("image", image);
+    await page.screenshot({ path: path.join(out, "image.png") });
+
+    step = "video";
+    await generate(page, "provider-b/beta-2", { prompt: "waves at dusk", seconds: "4", aspect_ratio: "landscape" });
+    report("video", { ...(await playing(page, "#single-output-0")), imageCountShown: await page.isVisible("#image-count") });
+    await page.screenshot({ path: path.join(out, "video.png") });
+
+    step = "bad input";
+    await page.selectOption("#input-seconds", ""); // "(choose)": seconds is required
+    await page.click("#generate");
+    await page.locator("#single-error li").first().waitFor({ timeout: WAIT });
+    report("bad input", { error: await page.textContent("#single-error"),
+      marked: await page.locator(".field.invalid").evaluateAll((fs) => fs.map((f) => f.dataset.field)) });
+
+    step = "key kept";
+    await page.reload({ waitUntil: "load" });
+    report("key kept", { kept: (await page.inputValue("#api-key")) === key });
+
+    step = "long-form estimate";
+    await page.click("#tab-story");
+    await page.fill("#story-prompt", "A day at the seaside");
+    const scenes = page.locator("#scenes .scene-prompt");
+    await scenes.nth(0).fill("waves rolling onto the sand");
+    await scenes.nth(1).fill("gulls over the pier");
+    await page.click("#add-scene");
+    await scenes.nth(2).fill("the sun setting over the sea");
+    await page.locator("#story-estimate", { hasText: "3 scenes" }).waitFor({ timeout: WAIT });
+    report("estimate", { text: await page.textContent("#story-estimate") });
+    await page.screenshot({ path: path.join(out, "story-estimate.png") });
+
+    step = "long-form video";
+    await page.click("#story-create");
+    await page.locator('#story-status [data-status="completed"]').waitFor({ timeout: 2 * WAIT });
+    report("story", { ...(await playing(page, "#story-video-0")), status: await page.textContent("#story-status") });
+    await page.screenshot({ path: path.join(out, "story.png") });
+
+    step = "page errors";
+    if (problems.length) throw new Error(problems.join("; "));
+  } catch (err) {
+    await page.screenshot({ path: path.join(out, "failure.png") }).catch(() => {});
+    console.error(`step "${step}": ${err.message}`);
+    process.exitCode = 1;
+  } finally {
+    await context.close();
+  }
+}
+
+main().catch((err) => { console.error(err); process.exitCode = 1; });
