@@ -94,7 +94,14 @@ type LongVideo struct {
 	WebhookAttempts []WebhookAttempt
 	// SceneStatus is each scene's state by scene number, as the workflow
 	// reports it; a scene not listed has not started.
-	SceneStatus map[int]Status
+	SceneStatus map[int]SceneState
+}
+
+// SceneState is where one scene of a long video is.
+type SceneState struct {
+	Status Status `json:"status"`
+	// UpstreamID is the scene's job at the provider, so a cancel can stop it.
+	UpstreamID string `json:"upstream_id,omitempty"`
 }
 
 // APIKey is the stored form of a key: only its SHA-256 hash is kept.

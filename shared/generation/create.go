@@ -6,12 +6,14 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"net/url"
 	"time"
 
 	"github.com/google/uuid"
 
 	"github.com/mediagen-dev/mediagen/shared/catalog"
 	"github.com/mediagen-dev/mediagen/shared/domain"
+	"github.com/mediagen-dev/mediagen/shared/pricing"
 )
 
 // enqueueAttempts bounds the tries to enqueue the first poll.
@@ -22,13 +24,9 @@ const enqueueAttempts = 3
 // the hold, the hold is released and the record (if written) is failed, so
 // nothing is left half-made.
 func (s *Service) Create(ctx context.Context, userID string, body []byte) (domain.Generation, error) {
-	req, err := catalog.ParseGenerate(body, s.Validation)
+	req, quote, err := s.Estimate(body)
 	if err != nil {
 		return domain.Generation{}, err
-	}
-	quote, err := s.Prices.Quote(req)
-	if err != nil {
-		return domain.Generation{}, fmt.Errorf("price %s: %w", req.Variant.Version, err)
 	}
 	input, err := json.Marshal(req.Input)
 	if err != nil {
@@ -39,6 +37,7 @@ func (s *Service) Create(ctx context.Context, userID string, body []byte) (domai
 		UUID: uuid.NewString(), UserID: userID, Model: req.Variant.Model, ModelVersion: req.Variant.Version,
 		Kind: req.Variant.Kind, Input: input, ImageCount: req.ImageCount, Status: domain.StatusProcessing,
 		CreditsUsed: quote.Credits, CreatedAt: now, UpdatedAt: now, Deadline: now.Add(s.deadline(req.Variant.Kind)),
+		Webhook: req.Webhook,
 	}
 	log := s.log().With("user_id", userID, "generation_id", g.UUID, "model_version", g.ModelVersion)
 
@@ -49,7 +48,7 @@ func (s *Service) Create(ctx context.Context, userID string, body []byte) (domai
 		s.release(ctx, log, userID, g.UUID)
 		return domain.Generation{}, fmt.Errorf("record generation: %w", err)
 	}
-	p, err := s.Upstream.Create(ctx, req.Variant.UpstreamModel, upstreamInput(req), "")
+	p, err := s.Upstream.Create(ctx, req.Variant.UpstreamModel, upstreamInput(req), s.upstreamWebhook(g.UUID))
 	if err != nil {
 		log.WarnContext(ctx, "upstream submission failed", "error", err)
 		s.abandon(ctx, log, g, "upstream provider did not accept the job")
@@ -68,6 +67,28 @@ func (s *Service) Create(ctx context.Context, userID string, body []byte) (domai
 	}
 	log.InfoContext(ctx, "generation created", "upstream_id", p.ID, "credits", domain.FormatCredits(quote.Credits))
 	return g, nil
+}
+
+// upstreamWebhook is the callback URL of one generation ("" for none).
+func (s *Service) upstreamWebhook(generationID string) string {
+	if s.UpstreamWebhook == "" {
+		return ""
+	}
+	return s.UpstreamWebhook + "?" + url.Values{"generation": {generationID}}.Encode()
+}
+
+// Estimate validates and prices a generate request without holding,
+// recording or submitting anything.
+func (s *Service) Estimate(body []byte) (catalog.Request, pricing.Quote, error) {
+	req, err := catalog.ParseGenerate(body, s.Validation)
+	if err != nil {
+		return catalog.Request{}, pricing.Quote{}, err
+	}
+	quote, err := s.Prices.Quote(req)
+	if err != nil {
+		return catalog.Request{}, pricing.Quote{}, fmt.Errorf("price %s: %w", req.Variant.Version, err)
+	}
+	return req, quote, nil
 }
 
 // upstreamInput is what the provider receives: the input with defaults, and

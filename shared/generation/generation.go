@@ -18,6 +18,7 @@ import (
 	"github.com/mediagen-dev/mediagen/shared/defaults"
 	"github.com/mediagen-dev/mediagen/shared/domain"
 	"github.com/mediagen-dev/mediagen/shared/pricing"
+	"github.com/mediagen-dev/mediagen/shared/store"
 	"github.com/mediagen-dev/mediagen/shared/upstream"
 )
 
@@ -31,6 +32,7 @@ type Store interface {
 	GetGenerationByID(ctx context.Context, id int64) (domain.Generation, error)
 	SetUpstreamID(ctx context.Context, uuid, upstreamID string, at time.Time) error
 	FinishGeneration(ctx context.Context, uuid string, o domain.Outcome, at time.Time) error
+	ListGenerations(ctx context.Context, q store.ListQuery) (store.Page[domain.Generation], error)
 }
 
 // Upstream is the provider's client.
@@ -43,6 +45,11 @@ type Upstream interface {
 // Queue delays poll messages.
 type Queue interface {
 	Send(ctx context.Context, body []byte, delay time.Duration) error
+}
+
+// Notifier enqueues a webhook event; nil means no webhooks.
+type Notifier interface {
+	Notify(ctx context.Context, kind domain.WorkKind, id, event string) error
 }
 
 // Copier keeps the service's own copy of an output and returns its URL.
@@ -71,6 +78,10 @@ type Service struct {
 	Upstream   Upstream
 	Queue      Queue
 	Copier     Copier
+	Notifier   Notifier
+	// UpstreamWebhook, when set, is the URL the provider calls on
+	// completion; the generation's UUID is added as ?generation=.
+	UpstreamWebhook string
 	Prices     *pricing.Table
 	Validation catalog.Options
 	// ImageDeadline and VideoDeadline bound a generation's processing time.
@@ -142,4 +153,9 @@ func truncateID(id string) string {
 		return id[:64] + "…"
 	}
 	return id
+}
+
+// List pages through a caller's generations, newest first.
+func (s *Service) List(ctx context.Context, q store.ListQuery) (store.Page[domain.Generation], error) {
+	return s.Store.ListGenerations(ctx, q)
 }

@@ -52,7 +52,7 @@ func (s *Service) Poll(ctx context.Context, m PollMessage) error {
 	}
 	log := s.log().With("user_id", g.UserID, "generation_id", g.UUID, "upstream_id", g.UpstreamID)
 	if g.Status.Terminal() {
-		return s.settle(ctx, log, g)
+		return s.settleAndNotify(ctx, log, g)
 	}
 	if !s.now().Before(g.Deadline) {
 		if g.UpstreamID != "" {
@@ -68,25 +68,93 @@ func (s *Service) Poll(ctx context.Context, m PollMessage) error {
 	if err != nil {
 		return s.pollFailed(ctx, log, g, m, fmt.Errorf("read upstream job: %w", err))
 	}
+	done, err := s.apply(ctx, log, g, p)
+	if err != nil {
+		return s.pollFailed(ctx, log, g, m, err)
+	}
+	if done {
+		return nil
+	}
+	return s.enqueue(ctx, PollMessage{GenerationID: g.UUID, Attempt: m.Attempt + 1}, s.pollDelay(m.Attempt+1))
+}
+
+// apply acts on an upstream job's state: a final one finishes the
+// generation (done true); one still running changes nothing. An error is a
+// failure to copy the outputs that a later try may overcome.
+func (s *Service) apply(ctx context.Context, log *slog.Logger, g domain.Generation, p upstream.Prediction) (done bool, err error) {
 	switch p.Status {
 	case upstream.StatusSucceeded:
 		urls, err := s.copyOutputs(ctx, g, p.Outputs)
 		if err != nil {
 			if errors.Is(err, media.ErrRejected) || errors.Is(err, errBadOutputs) {
-				return s.finish(ctx, log, g, domain.Outcome{Status: domain.StatusFailed, Error: err.Error()})
+				return true, s.finish(ctx, log, g, domain.Outcome{Status: domain.StatusFailed, Error: err.Error()})
 			}
-			return s.pollFailed(ctx, log, g, m, err)
+			return false, err
 		}
-		return s.finish(ctx, log, g, domain.Outcome{Status: domain.StatusCompleted, OutputURLs: urls})
+		return true, s.finish(ctx, log, g, domain.Outcome{Status: domain.StatusCompleted, OutputURLs: urls})
 	case upstream.StatusFailed, upstream.StatusCanceled:
 		reason := p.Error
 		if reason == "" {
 			reason = "the job was " + p.Status + " upstream"
 		}
-		return s.finish(ctx, log, g, domain.Outcome{Status: domain.StatusFailed, Error: "upstream: " + reason})
+		return true, s.finish(ctx, log, g, domain.Outcome{Status: domain.StatusFailed, Error: "upstream: " + reason})
 	default:
-		return s.enqueue(ctx, PollMessage{GenerationID: g.UUID, Attempt: m.Attempt + 1}, s.pollDelay(m.Attempt+1))
+		return false, nil
 	}
+}
+
+// ErrNotItsJob is an upstream callback whose job is not the generation's.
+var ErrNotItsJob = errors.New("the upstream job is not this generation's")
+
+// Complete handles the provider's callback for a generation: the same
+// steps as a poll that found the job final, so that the generation
+// completes at once. The poller stays as the safety net; both write the
+// outcome once and settle the hold once.
+func (s *Service) Complete(ctx context.Context, generationID string, p upstream.Prediction) error {
+	g, err := s.Store.GetGeneration(ctx, generationID)
+	if err != nil {
+		return fmt.Errorf("upstream callback for %s: %w", generationID, err)
+	}
+	if g.UpstreamID == "" || p.ID != g.UpstreamID {
+		return fmt.Errorf("upstream callback for %s: %w", generationID, ErrNotItsJob)
+	}
+	log := s.log().With("user_id", g.UserID, "generation_id", g.UUID, "upstream_id", g.UpstreamID)
+	if g.Status.Terminal() {
+		return s.settle(ctx, log, g)
+	}
+	if _, err := s.apply(ctx, log, g, p); err != nil {
+		return fmt.Errorf("upstream callback for %s: %w", generationID, err)
+	}
+	return nil
+}
+
+// Cancel stops a caller's generation: the upstream job is canceled, the
+// record ends canceled and the hold is released. A generation already
+// final is a conflict.
+func (s *Service) Cancel(ctx context.Context, userID, id string) (domain.Generation, error) {
+	g, err := s.Lookup(ctx, userID, id)
+	if err != nil {
+		return domain.Generation{}, err
+	}
+	if g.Status.Terminal() {
+		return domain.Generation{}, fmt.Errorf("%w: generation %s is already %s", domain.ErrConflict, g.UUID, g.Status)
+	}
+	log := s.log().With("user_id", g.UserID, "generation_id", g.UUID, "upstream_id", g.UpstreamID)
+	if g.UpstreamID != "" {
+		s.cancelUpstream(ctx, log, g.UpstreamID)
+	}
+	if err := s.finish(ctx, log, g, domain.Outcome{Status: domain.StatusCanceled, Error: "canceled by the caller"}); err != nil {
+		return domain.Generation{}, err
+	}
+	g, err = s.Store.GetGeneration(ctx, g.UUID)
+	if err != nil {
+		return domain.Generation{}, fmt.Errorf("reread %s: %w", g.UUID, err)
+	}
+	if g.Status != domain.StatusCanceled {
+		// The job ended on its own just before the cancel.
+		return domain.Generation{}, fmt.Errorf("%w: generation %s is already %s", domain.ErrConflict, g.UUID, g.Status)
+	}
+	return g, nil
 }
 
 var errBadOutputs = errors.New("unusable upstream output")
@@ -139,6 +207,11 @@ func (s *Service) finish(ctx context.Context, log *slog.Logger, g domain.Generat
 	case err == nil:
 		g.Status, g.OutputURLs, g.Error = o.Status, o.OutputURLs, o.Error
 		log.InfoContext(ctx, "generation finished", "status", o.Status, "error", o.Error)
+		if err := s.notify(ctx, g); err != nil {
+			// Delivered again, the message finds the generation final and
+			// enqueues the event then (settleAndNotify).
+			return err
+		}
 	case errors.Is(err, domain.ErrConflict):
 		if g, err = s.Store.GetGeneration(ctx, g.UUID); err != nil {
 			return fmt.Errorf("reread %s: %w", g.UUID, err)
@@ -147,6 +220,31 @@ func (s *Service) finish(ctx context.Context, log *slog.Logger, g domain.Generat
 		return fmt.Errorf("finish %s: %w", g.UUID, err)
 	}
 	return s.settle(ctx, log, g)
+}
+
+// settleAndNotify is a poll of a generation already final: it settles the
+// hold if that was left undone, and enqueues the webhook event if no
+// attempt was made yet (a repeat is harmless: the deliverer skips an event
+// already delivered, and receivers see the same webhook-id).
+func (s *Service) settleAndNotify(ctx context.Context, log *slog.Logger, g domain.Generation) error {
+	if len(g.WebhookAttempts) == 0 {
+		if err := s.notify(ctx, g); err != nil {
+			return err
+		}
+	}
+	return s.settle(ctx, log, g)
+}
+
+// notify enqueues the webhook event of a final generation, if asked for.
+func (s *Service) notify(ctx context.Context, g domain.Generation) error {
+	event := "generation." + string(g.Status)
+	if s.Notifier == nil || !g.Webhook.Wants(event) {
+		return nil
+	}
+	if err := s.Notifier.Notify(ctx, domain.WorkGeneration, g.UUID, event); err != nil {
+		return fmt.Errorf("webhook of %s: %w", g.UUID, err)
+	}
+	return nil
 }
 
 // settle captures the hold of a completed generation and releases that of a

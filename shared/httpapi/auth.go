@@ -36,8 +36,10 @@ type Gate struct {
 	// Tokens, when set, accepts identity-provider tokens on the routes that
 	// allow them.
 	Tokens TokenVerifier
-	Now    func() time.Time
-	Log    *slog.Logger
+	// Idempotency, when set, honours Idempotency-Key on POST routes.
+	Idempotency *Idempotency
+	Now         func() time.Time
+	Log         *slog.Logger
 }
 
 func (g *Gate) now() time.Time { return defaults.Now(g.Now) }
@@ -199,7 +201,7 @@ func (g *Gate) Authed(allowToken bool, h AuthedHandler) Handler {
 		if err != nil {
 			return errorResponse(ctx, log, req, err), nil
 		}
-		resp, err := h(ctx, req, a)
+		resp, err := g.Idempotency.wrap(ctx, req, a, h)
 		if err != nil {
 			resp = errorResponse(ctx, log, req, err)
 		}

@@ -6,8 +6,10 @@ import (
 	"net/http"
 	"time"
 
+	"github.com/mediagen-dev/mediagen/shared/catalog"
 	"github.com/mediagen-dev/mediagen/shared/domain"
 	"github.com/mediagen-dev/mediagen/shared/generation"
+	"github.com/mediagen-dev/mediagen/shared/longstory"
 )
 
 // Timestamp layouts the spec shows.
@@ -37,7 +39,8 @@ type OutputData struct {
 	URLs []string `json:"urls"`
 }
 
-// StatusView is the spec's generation status view.
+// StatusView is the spec's generation status view, with progress and the
+// webhook's delivery attempts.
 type StatusView struct {
 	ID        string   `json:"id"`
 	Status    string   `json:"status"`
@@ -45,6 +48,28 @@ type StatusView struct {
 	Error     string   `json:"error,omitempty"`
 	CreatedAt string   `json:"created_at"`
 	Model     string   `json:"model"`
+	// Progress is 0-100; while the provider works it is an estimate from
+	// the time a job of its kind usually takes.
+	Progress int                    `json:"progress"`
+	Webhook  *longstory.WebhookView `json:"webhook,omitempty"`
+}
+
+// typicalSeconds is about how long the provider takes per kind, for the
+// progress estimate.
+var typicalSeconds = map[domain.MediaKind]float64{domain.MediaImage: 10, domain.MediaVideo: 60}
+
+// progressAt estimates a generation's progress at now: 100 when final; 0
+// before the provider has the job; then up to 95 by the time a job of its
+// kind usually takes (never 100 before it is done).
+func progressAt(g domain.Generation, now time.Time) int {
+	if g.Status.Terminal() {
+		return 100
+	}
+	if g.UpstreamID == "" {
+		return 0
+	}
+	f := now.Sub(g.CreatedAt).Seconds() / typicalSeconds[g.Kind]
+	return int(5 + 90*min(max(f, 0), 1))
 }
 
 // RecordOf renders a generation as the creation record.
@@ -65,15 +90,19 @@ func RecordOf(g domain.Generation) GenerationRecord {
 	}
 }
 
-// StatusOf renders a generation as the status view.
-func StatusOf(g domain.Generation) StatusView {
+// StatusOf renders a generation as the status view now.
+func StatusOf(g domain.Generation) StatusView { return StatusAt(g, time.Now()) }
+
+// StatusAt renders a generation as the status view at now.
+func StatusAt(g domain.Generation, now time.Time) StatusView {
 	v := StatusView{ID: g.UUID, Status: string(g.Status), Output: []string{},
 		CreatedAt: g.CreatedAt.UTC().Truncate(time.Microsecond).Format(statusTimeLayout),
-		Model:     g.Model + "/" + g.ModelVersion}
+		Model:     g.Model + "/" + g.ModelVersion, Progress: progressAt(g, now),
+		Webhook: longstory.WebhookViewOf(g.Webhook, g.WebhookAttempts, catalog.GenerationEvents)}
 	if g.Status == domain.StatusCompleted {
 		v.Output = g.OutputURLs
 	}
-	if g.Status == domain.StatusFailed {
+	if g.Status == domain.StatusFailed || g.Status == domain.StatusCanceled {
 		v.Error = g.Error
 	}
 	return v
@@ -109,5 +138,62 @@ func (r *Generations) Status() Handler {
 			return Response{}, err
 		}
 		return jsonResponse(http.StatusOK, StatusOf(g)), nil
+	})
+}
+
+// Cancel is POST /api/generations/{id}/cancel.
+func (r *Generations) Cancel() Handler {
+	return r.Gate.Authed(false, func(ctx context.Context, req Request, a domain.Account) (Response, error) {
+		g, err := r.Service.Cancel(ctx, a.UserID, req.PathParameters["id"])
+		if err != nil {
+			return Response{}, err
+		}
+		return jsonResponse(http.StatusOK, StatusOf(g)), nil
+	})
+}
+
+// List is GET /api/generations: the caller's generations, newest first.
+func (r *Generations) List() Handler {
+	return r.Gate.Authed(true, func(ctx context.Context, req Request, a domain.Account) (Response, error) {
+		q, err := listQuery(req, a.UserID)
+		if err != nil {
+			return Response{}, err
+		}
+		page, err := r.Service.List(ctx, q)
+		if err != nil {
+			return Response{}, err
+		}
+		views := make([]StatusView, len(page.Items))
+		now := time.Now()
+		for i, g := range page.Items {
+			views[i] = StatusAt(g, now)
+		}
+		return jsonResponse(http.StatusOK, listOf(views, page.Next)), nil
+	})
+}
+
+// GenerationEstimate is the answer of POST /api/generations/estimate.
+type GenerationEstimate struct {
+	Model        string `json:"model"`
+	ModelVersion string `json:"model_version"`
+	Kind         string `json:"kind"`
+	ImageCount   int    `json:"image_count"`
+	Credits      string `json:"credits"`
+}
+
+// Estimate is POST /api/generations/estimate: the price of a generate body,
+// with nothing held, recorded or submitted.
+func (r *Generations) Estimate() Handler {
+	return r.Gate.Authed(false, func(ctx context.Context, req Request, a domain.Account) (Response, error) {
+		body, err := jsonBody(req)
+		if err != nil {
+			return Response{}, err
+		}
+		parsed, quote, err := r.Service.Estimate(body)
+		if err != nil {
+			return Response{}, err
+		}
+		return jsonResponse(http.StatusOK, GenerationEstimate{Model: parsed.Variant.Model, ModelVersion: parsed.Variant.Version,
+			Kind: string(parsed.Variant.Kind), ImageCount: parsed.ImageCount, Credits: domain.FormatCredits(quote.Credits)}), nil
 	})
 }

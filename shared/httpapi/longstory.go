@@ -55,3 +55,29 @@ func (r *LongStories) Status() Handler {
 		return jsonResponse(http.StatusOK, v), nil
 	})
 }
+
+// Cancel is POST /api/long-story/videos/{videoId}/cancel.
+func (r *LongStories) Cancel() Handler {
+	return r.Gate.Authed(false, func(ctx context.Context, req Request, a domain.Account) (Response, error) {
+		v, err := r.Service.Cancel(ctx, a.UserID, req.PathParameters["videoId"])
+		if err != nil {
+			return Response{}, err
+		}
+		return jsonResponse(http.StatusOK, v), nil
+	})
+}
+
+// List is GET /api/long-story/videos: the caller's videos, newest first.
+func (r *LongStories) List() Handler {
+	return r.Gate.Authed(true, func(ctx context.Context, req Request, a domain.Account) (Response, error) {
+		q, err := listQuery(req, a.UserID)
+		if err != nil {
+			return Response{}, err
+		}
+		views, next, err := r.Service.List(ctx, q)
+		if err != nil {
+			return Response{}, err
+		}
+		return jsonResponse(http.StatusOK, listOf(views, next)), nil
+	})
+}

@@ -18,6 +18,8 @@ import (
 	"github.com/mediagen-dev/mediagen/shared/defaults"
 	"github.com/mediagen-dev/mediagen/shared/domain"
 	"github.com/mediagen-dev/mediagen/shared/pricing"
+	"github.com/mediagen-dev/mediagen/shared/store"
+	"github.com/mediagen-dev/mediagen/shared/upstream"
 )
 
 // Limits of a create request.
@@ -41,6 +43,18 @@ type Store interface {
 	CreateLongVideo(ctx context.Context, v domain.LongVideo) error
 	GetLongVideo(ctx context.Context, id string) (domain.LongVideo, error)
 	FinishLongVideo(ctx context.Context, id string, o domain.Outcome, at time.Time) error
+	SetSceneStatus(ctx context.Context, videoID string, scene int, state domain.SceneState, at time.Time) error
+	ListLongVideos(ctx context.Context, q store.ListQuery) (store.Page[domain.LongVideo], error)
+}
+
+// Notifier enqueues a webhook event; nil means no webhooks.
+type Notifier interface {
+	Notify(ctx context.Context, kind domain.WorkKind, id, event string) error
+}
+
+// Canceler stops jobs at the provider.
+type Canceler interface {
+	Cancel(ctx context.Context, id string) (upstream.Prediction, error)
 }
 
 // Workflow starts the long-form state machine.
@@ -48,6 +62,9 @@ type Workflow interface {
 	// Start runs the workflow once per name: starting the same name again
 	// with the same input does not start a second execution.
 	Start(ctx context.Context, name string, input []byte) error
+	// Stop ends the named execution; stopping one that ended or never
+	// started is not an error.
+	Stop(ctx context.Context, name, cause string) error
 }
 
 // Service runs the long-form use cases.
@@ -55,8 +72,12 @@ type Service struct {
 	Store    Store
 	Workflow Workflow
 	Prices   *pricing.Table
-	Now      func() time.Time
-	Log      *slog.Logger
+	// Upstream cancels the scenes' jobs when a video is canceled.
+	Upstream   Canceler
+	Notifier   Notifier
+	Validation catalog.Options
+	Now        func() time.Time
+	Log        *slog.Logger
 }
 
 func (s *Service) now() time.Time { return defaults.Now(s.Now) }
@@ -71,6 +92,7 @@ type Request struct {
 	Model           string
 	EnableNarration bool
 	VideoStyle      string
+	Webhook         domain.Webhook
 }
 
 // WorkflowInput is what an execution starts with.
@@ -106,7 +128,7 @@ type Created struct {
 // and starts its workflow. A workflow that does not start fails the record
 // and releases the hold.
 func (s *Service) Create(ctx context.Context, userID string, body []byte) (Created, error) {
-	req, err := ParseCreate(body)
+	req, err := ParseCreate(body, s.Validation)
 	if err != nil {
 		return Created{}, err
 	}
@@ -119,6 +141,7 @@ func (s *Service) Create(ctx context.Context, userID string, body []byte) (Creat
 		ID: uuid.NewString(), UserID: userID, Prompt: req.Prompt, Model: req.Model, LanguageCode: req.LanguageCode,
 		EnableNarration: req.EnableNarration, VideoStyle: req.VideoStyle, Scenes: req.Scenes,
 		Status: domain.StatusProcessing, CreditsHeld: q.Credits, CreatedAt: now, UpdatedAt: now, Deadline: now.Add(Deadline),
+		Webhook: req.Webhook,
 	}
 	log := s.log().With("user_id", userID, "video_id", v.ID)
 	if err := s.Store.Hold(ctx, userID, domain.Hold{WorkID: v.ID, Kind: domain.WorkLongVideo, Amount: q.Credits, CreatedAt: now}); err != nil {
@@ -152,33 +175,175 @@ func (s *Service) release(ctx context.Context, log *slog.Logger, userID, workID 
 	}
 }
 
-// StatusView is the spec's long-form status view.
+// StatusView is the spec's long-form status view, with progress, each
+// scene's state and the webhook's delivery attempts.
 type StatusView struct {
 	ID            string  `json:"id"`
 	Status        string  `json:"status"`
 	FinalVideoURL string  `json:"final_video_url"`
 	TotalDuration float64 `json:"total_duration"`
 	Error         *string `json:"error"`
+	// Progress is 0-100: the scenes are most of the work, then assembly.
+	Progress int           `json:"progress"`
+	Scenes   []SceneStatus `json:"scenes"`
+	Model    string        `json:"model"`
+	// CreatedAt is RFC 3339 UTC.
+	CreatedAt string       `json:"created_at"`
+	Webhook   *WebhookView `json:"webhook,omitempty"`
 }
 
-// Lookup finds a caller's video; another owner's is not found.
-func (s *Service) Lookup(ctx context.Context, userID, id string) (StatusView, error) {
-	if _, err := uuid.Parse(id); err != nil || len(id) != 36 {
-		return StatusView{}, fmt.Errorf("%w: video id %q is not a UUID", domain.ErrInvalid, truncate(id, 64))
+// SceneStatus is one scene's state in the status view: pending until the
+// workflow submits it.
+type SceneStatus struct {
+	SceneNumber int    `json:"scene_number"`
+	Status      string `json:"status"`
+}
+
+// WebhookView shows a record's webhook and its delivery attempts.
+type WebhookView struct {
+	URL      string                  `json:"url"`
+	Events   []string                `json:"events"`
+	Attempts []domain.WebhookAttempt `json:"attempts"`
+}
+
+// WebhookViewOf renders a record's webhook; nil when none was asked for.
+func WebhookViewOf(w domain.Webhook, attempts []domain.WebhookAttempt, all []string) *WebhookView {
+	if w.URL == "" {
+		return nil
 	}
-	v, err := s.Store.GetLongVideo(ctx, strings.ToLower(id))
-	if err != nil {
-		return StatusView{}, err
+	events := w.Events
+	if len(events) == 0 {
+		events = all
 	}
-	if v.UserID != userID {
-		return StatusView{}, fmt.Errorf("long video %s: %w", id, domain.ErrNotFound)
+	if attempts == nil {
+		attempts = []domain.WebhookAttempt{}
 	}
-	view := StatusView{ID: v.ID, Status: string(v.Status), FinalVideoURL: v.FinalVideoURL, TotalDuration: v.TotalDuration}
-	if v.Status == domain.StatusFailed && v.Error != "" {
+	return &WebhookView{URL: w.URL, Events: events, Attempts: attempts}
+}
+
+// ScenePending is the status of a scene not yet submitted.
+const ScenePending = "pending"
+
+// ViewOf renders a video as its status view.
+func ViewOf(v domain.LongVideo) StatusView {
+	view := StatusView{ID: v.ID, Status: string(v.Status), FinalVideoURL: v.FinalVideoURL, TotalDuration: v.TotalDuration,
+		Model: v.Model, CreatedAt: v.CreatedAt.UTC().Format(time.RFC3339Nano), Scenes: make([]SceneStatus, 0, len(v.Scenes)),
+		Webhook: WebhookViewOf(v.Webhook, v.WebhookAttempts, catalog.LongVideoEvents)}
+	if v.Status != domain.StatusCompleted && v.Error != "" {
 		e := v.Error
 		view.Error = &e
 	}
-	return view, nil
+	done := 0
+	for _, sc := range v.Scenes {
+		st := ScenePending
+		if state, ok := v.SceneStatus[sc.SceneNumber]; ok {
+			st = string(state.Status)
+			if state.Status == domain.StatusCompleted {
+				done++
+			}
+		}
+		view.Scenes = append(view.Scenes, SceneStatus{SceneNumber: sc.SceneNumber, Status: st})
+	}
+	switch {
+	case v.Status.Terminal():
+		view.Progress = 100
+	case len(v.Scenes) > 0:
+		// Scenes are 90 %: assembly and narration the rest.
+		view.Progress = 90 * done / len(v.Scenes)
+	}
+	return view
+}
+
+// find reads a caller's video; another owner's is not found.
+func (s *Service) find(ctx context.Context, userID, id string) (domain.LongVideo, error) {
+	if _, err := uuid.Parse(id); err != nil || len(id) != 36 {
+		return domain.LongVideo{}, fmt.Errorf("%w: video id %q is not a UUID", domain.ErrInvalid, truncate(id, 64))
+	}
+	v, err := s.Store.GetLongVideo(ctx, strings.ToLower(id))
+	if err != nil {
+		return domain.LongVideo{}, err
+	}
+	if v.UserID != userID {
+		return domain.LongVideo{}, fmt.Errorf("long video %s: %w", id, domain.ErrNotFound)
+	}
+	return v, nil
+}
+
+// Lookup is a caller's video's status view.
+func (s *Service) Lookup(ctx context.Context, userID, id string) (StatusView, error) {
+	v, err := s.find(ctx, userID, id)
+	if err != nil {
+		return StatusView{}, err
+	}
+	return ViewOf(v), nil
+}
+
+// List pages through a caller's videos, newest first.
+func (s *Service) List(ctx context.Context, q store.ListQuery) ([]StatusView, string, error) {
+	page, err := s.Store.ListLongVideos(ctx, q)
+	if err != nil {
+		return nil, "", err
+	}
+	views := make([]StatusView, len(page.Items))
+	for i, v := range page.Items {
+		views[i] = ViewOf(v)
+	}
+	return views, page.Next, nil
+}
+
+// Cancel stops a caller's video: the execution is stopped, the scenes'
+// jobs upstream are canceled, the record ends canceled and the hold is
+// released. A video already final is a conflict.
+func (s *Service) Cancel(ctx context.Context, userID, id string) (StatusView, error) {
+	v, err := s.find(ctx, userID, id)
+	if err != nil {
+		return StatusView{}, err
+	}
+	if v.Status.Terminal() {
+		return StatusView{}, fmt.Errorf("%w: video %s is already %s", domain.ErrConflict, v.ID, v.Status)
+	}
+	log := s.log().With("user_id", userID, "video_id", v.ID)
+	err = s.Store.FinishLongVideo(ctx, v.ID, domain.Outcome{Status: domain.StatusCanceled, Error: "canceled by the caller"}, s.now())
+	if errors.Is(err, domain.ErrConflict) {
+		if v, err = s.Store.GetLongVideo(ctx, v.ID); err == nil {
+			err = fmt.Errorf("%w: video %s is already %s", domain.ErrConflict, v.ID, v.Status)
+		}
+		return StatusView{}, err
+	}
+	if err != nil {
+		return StatusView{}, fmt.Errorf("cancel %s: %w", v.ID, err)
+	}
+	// The record is final now: every step after this finds it so and stops.
+	if err := s.Workflow.Stop(ctx, v.ID, "canceled by the caller"); err != nil {
+		log.WarnContext(ctx, "could not stop the workflow; its next step stops on the canceled record", "error", err)
+	}
+	for n, sc := range v.SceneStatus {
+		if sc.Status == domain.StatusProcessing && sc.UpstreamID != "" && s.Upstream != nil {
+			if _, err := s.Upstream.Cancel(ctx, sc.UpstreamID); err != nil {
+				log.WarnContext(ctx, "could not cancel a scene upstream", "scene", n, "upstream_id", sc.UpstreamID, "error", err)
+			}
+		}
+	}
+	s.release(ctx, log, userID, v.ID)
+	if v, err = s.Store.GetLongVideo(ctx, v.ID); err != nil {
+		return StatusView{}, fmt.Errorf("reread %s: %w", v.ID, err)
+	}
+	if err := notify(ctx, s.Notifier, v); err != nil {
+		log.WarnContext(ctx, "could not enqueue the webhook", "error", err)
+	}
+	return ViewOf(v), nil
+}
+
+// notify enqueues the webhook event of a final video, if asked for.
+func notify(ctx context.Context, n Notifier, v domain.LongVideo) error {
+	event := "long_video." + string(v.Status)
+	if n == nil || !v.Webhook.Wants(event) {
+		return nil
+	}
+	if err := n.Notify(ctx, domain.WorkLongVideo, v.ID, event); err != nil {
+		return fmt.Errorf("webhook of %s: %w", v.ID, err)
+	}
+	return nil
 }
 
 // Styles maps each video_style to the words it puts before a scene prompt.
@@ -212,12 +377,12 @@ func ScenePrompt(style, theme string, sc domain.Scene) string {
 }
 
 // ParseCreate validates a create body and reports every bad field at once.
-func ParseCreate(body []byte) (Request, error) {
+func ParseCreate(body []byte, opts catalog.Options) (Request, error) {
 	obj, err := catalog.DecodeObject(body)
 	if err != nil {
 		return Request{}, err
 	}
-	allowed := []string{"prompt", "scenes", "language_code", "model", "enable_narration", "video_style"}
+	allowed := append([]string{"prompt", "scenes", "language_code", "model", "enable_narration", "video_style"}, catalog.WebhookFields...)
 	var p catalog.Problems
 	for k := range obj {
 		if !slices.Contains(allowed, k) {
@@ -258,6 +423,7 @@ func ParseCreate(body []byte) (Request, error) {
 		}
 	}
 	req.Scenes = scenes(obj["scenes"], &p)
+	req.Webhook = catalog.CheckWebhook(obj, catalog.LongVideoEvents, opts, &p)
 	if err := p.Err(); err != nil {
 		return Request{}, err
 	}

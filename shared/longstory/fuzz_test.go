@@ -22,7 +22,7 @@ func FuzzParseCreate(f *testing.F) {
 		f.Add([]byte(seed))
 	}
 	f.Fuzz(func(t *testing.T, body []byte) {
-		req, err := ParseCreate(body)
+		req, err := ParseCreate(body, catalog.Options{})
 		if err != nil {
 			var ve *catalog.ValidationError
 			if !errors.As(err, &ve) || !errors.Is(err, domain.ErrInvalid) {

@@ -79,7 +79,7 @@ func TestEstimateRefusesBadModelsAndCounts(t *testing.T) {
 
 func TestParseCreateAppliesDefaultsAndSortsScenes(t *testing.T) {
 	req, err := ParseCreate([]byte(`{"prompt":"the sea","language_code":"es","scenes":[
-		{"scene_number":3,"prompt":"gulls"},{"scene_number":1,"prompt":"waves","narration":"Las olas."}]}`))
+		{"scene_number":3,"prompt":"gulls"},{"scene_number":1,"prompt":"waves","narration":"Las olas."}]}`), catalog.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -117,7 +117,7 @@ func TestParseCreateRefusesBadRequests(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			_, err := ParseCreate([]byte(tt.body))
+			_, err := ParseCreate([]byte(tt.body), catalog.Options{})
 			var ve *catalog.ValidationError
 			if !errors.As(err, &ve) {
 				t.Fatalf("err = %v, want a validation error", err)

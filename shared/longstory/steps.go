@@ -59,6 +59,7 @@ type Narrator interface {
 type Steps struct {
 	Store    Store
 	Upstream Upstream
+	Notifier Notifier
 	Copier   Copier
 	Files    Files
 	Narrator Narrator
@@ -130,9 +131,34 @@ func (s *Steps) SubmitScene(ctx context.Context, in SceneTask) (SceneTask, error
 	if err != nil {
 		return in, upstreamError(in.Scene.SceneNumber, "submit", err)
 	}
+	if err := s.sceneState(ctx, in, domain.SceneState{Status: domain.StatusProcessing, UpstreamID: p.ID}); err != nil {
+		return in, err
+	}
 	in.UpstreamID, in.Polls, in.WaitSeconds, in.Done = p.ID, 0, 1, false
 	s.log().InfoContext(ctx, "scene submitted", "video_id", in.VideoID, "scene", in.Scene.SceneNumber, "upstream_id", p.ID)
 	return in, nil
+}
+
+// sceneState records a scene's state for the status view. A video no
+// longer processing (canceled, or failed by another scene) stops the scene:
+// its job upstream is canceled and the step fails. Any other failure to
+// record only costs the view its detail, so the work goes on.
+func (s *Steps) sceneState(ctx context.Context, in SceneTask, state domain.SceneState) error {
+	err := s.Store.SetSceneStatus(ctx, in.VideoID, in.Scene.SceneNumber, state, s.now())
+	if errors.Is(err, domain.ErrConflict) {
+		if state.Status == domain.StatusProcessing && state.UpstreamID != "" {
+			if c, ok := s.Upstream.(Canceler); ok {
+				if _, cerr := c.Cancel(ctx, state.UpstreamID); cerr != nil {
+					s.log().WarnContext(ctx, "could not cancel the scene upstream", "video_id", in.VideoID, "error", cerr)
+				}
+			}
+		}
+		return &SceneFailedError{Msg: fmt.Sprintf("scene %d stopped: the video is no longer processing", in.Scene.SceneNumber)}
+	}
+	if err != nil {
+		s.log().WarnContext(ctx, "could not record scene state", "video_id", in.VideoID, "scene", in.Scene.SceneNumber, "error", err)
+	}
+	return nil
 }
 
 // CheckScene reads the scene's job once; when it succeeded, it keeps the clip
@@ -154,6 +180,9 @@ func (s *Steps) CheckScene(ctx context.Context, in SceneTask) (SceneTask, error)
 				return in, &SceneFailedError{Msg: fmt.Sprintf("scene %d failed: %v", n, err)}
 			}
 			return in, &TransientError{Msg: fmt.Sprintf("scene %d: keep clip: %v", n, err)}
+		}
+		if err := s.sceneState(ctx, in, domain.SceneState{Status: domain.StatusCompleted, UpstreamID: in.UpstreamID}); err != nil {
+			return in, err
 		}
 		in.Done, in.Key = true, keyBase+".mp4"
 		return in, nil
@@ -302,11 +331,10 @@ func (s *Steps) finish(ctx context.Context, videoID string, o domain.Outcome) (S
 	if settled {
 		s.log().InfoContext(ctx, "long video finished; hold "+what, "video_id", v.ID, "user_id", v.UserID,
 			"status", v.Status, "credits", domain.FormatCredits(v.CreditsHeld))
+		// Once, with the settlement: a retried step finds the hold settled.
+		if err := notify(ctx, s.Notifier, v); err != nil {
+			s.log().WarnContext(ctx, "could not enqueue the webhook", "video_id", v.ID, "error", err)
+		}
 	}
-	view := StatusView{ID: v.ID, Status: string(v.Status), FinalVideoURL: v.FinalVideoURL, TotalDuration: v.TotalDuration}
-	if v.Error != "" {
-		e := v.Error
-		view.Error = &e
-	}
-	return view, nil
+	return ViewOf(v), nil
 }

@@ -90,7 +90,7 @@ type LongVideos interface {
 	ListLongVideos(ctx context.Context, q ListQuery) (Page[domain.LongVideo], error)
 	// SetSceneStatus records a scene's state while the video is processing
 	// (ErrConflict once it is final, ErrNotFound if it is missing).
-	SetSceneStatus(ctx context.Context, videoID string, scene int, status domain.Status, at time.Time) error
+	SetSceneStatus(ctx context.Context, videoID string, scene int, state domain.SceneState, at time.Time) error
 }
 
 // Webhooks keeps what webhook delivery needs: each account's signing secret

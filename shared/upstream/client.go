@@ -193,7 +193,7 @@ func (c *Client) once(ctx context.Context, op, method, path string, payload []by
 		}
 		return Prediction{}, wait, e
 	}
-	p, err := decodePrediction(raw)
+	p, err := DecodePrediction(raw)
 	if err != nil {
 		return Prediction{}, -1, fmt.Errorf("upstream %s: %w", op, err)
 	}
@@ -262,7 +262,9 @@ type wirePrediction struct {
 	Error  json.RawMessage `json:"error"`
 }
 
-func decodePrediction(raw []byte) (Prediction, error) {
+// DecodePrediction reads a prediction as the provider sends it, in answers
+// and in its webhook calls.
+func DecodePrediction(raw []byte) (Prediction, error) {
 	var w wirePrediction
 	if err := json.Unmarshal(raw, &w); err != nil {
 		return Prediction{}, fmt.Errorf("%w: %v", ErrMalformed, err)

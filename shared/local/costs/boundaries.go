@@ -17,12 +17,20 @@ import (
 // routeFunctions names the function behind each route (template.yaml);
 // a route not listed is counted under its route key.
 var routeFunctions = map[string]string{
-	"POST /api/generations/generate":       "generate",
-	"GET /api/generations/status/{id}":     "status",
-	"POST /api/long-story/videos/estimate": "longstory-estimate",
-	"POST /api/long-story/videos":          "longstory-create",
-	"GET /api/long-story/videos/{videoId}": "longstory-status",
-	"GET /api/models":                      "models",
+	"POST /api/generations/generate":               "generate",
+	"GET /api/generations/status/{id}":             "status",
+	"POST /api/long-story/videos/estimate":         "longstory-estimate",
+	"POST /api/long-story/videos":                  "longstory-create",
+	"GET /api/long-story/videos/{videoId}":         "longstory-status",
+	"GET /api/models":                              "models",
+	"GET /api/openapi.json":                        "openapi",
+	"POST /api/upstream/webhook":                   "upstream-webhook",
+	"GET /api/generations":                         "generations-list",
+	"POST /api/generations/estimate":               "estimate",
+	"POST /api/generations/{id}/cancel":            "cancel",
+	"GET /api/long-story/videos":                   "longstory-list",
+	"POST /api/long-story/videos/{videoId}/cancel": "longstory-cancel",
+	"GET /api/account":                             "account",
 }
 
 // Routes counts each route call as one API Gateway request and one Lambda

@@ -15,7 +15,8 @@ import (
 // invocations (authorizer and route), the output is one S3 PUT, each poll
 // is a SendMessage, a ReceiveMessage and a DeleteMessageBatch.
 func TestCostMeterCountsWhatOneGenerationWouldBill(t *testing.T) {
-	rt := start(t, runtime.Config{SimulatorLatency: 300 * time.Millisecond})
+	// The poll path: the provider does not call back.
+	rt := start(t, runtime.Config{SimulatorLatency: 300 * time.Millisecond, NoUpstreamWebhooks: true})
 	acct := newAccount(t, rt, domain.PlanEnterprise, 1000)
 	before := rt.Costs.Snapshot()
 	created := call(t, rt, http.MethodPost, "/api/generations/generate", acct.APIKey, map[string]any{

@@ -44,6 +44,7 @@ import (
 	"github.com/mediagen-dev/mediagen/shared/pricing"
 	"github.com/mediagen-dev/mediagen/shared/store/sqlitestore"
 	"github.com/mediagen-dev/mediagen/shared/upstream"
+	"github.com/mediagen-dev/mediagen/shared/webhook"
 	"github.com/mediagen-dev/mediagen/statemachines"
 )
 
@@ -66,6 +67,13 @@ type Config struct {
 	// WorkflowWaitScale scales the workflow's Wait states and retry
 	// intervals (tests make them short); default 1.
 	WorkflowWaitScale float64
+	// NoUpstreamWebhooks leaves the provider's completion callbacks off, so
+	// that generations complete by polling only (as with a provider that
+	// cannot call back).
+	NoUpstreamWebhooks bool
+	// WebhookBackoff is the wait before each retry of a webhook delivery;
+	// default webhook.DefaultBackoff (tests make it short).
+	WebhookBackoff []time.Duration
 	// JWT, when its issuer is set, admits identity-provider tokens on the
 	// status route.
 	JWTIssuer, JWTAudience, JWKSURL string
@@ -90,7 +98,9 @@ type Runtime struct {
 	Store       *sqlitestore.Store
 	Objects     *objectstore.Store
 	Queue       *queue.Queue
-	Generations *generation.Service
+	// WebhookQueue holds webhook deliveries, as the WebhookQueue in SQS.
+	WebhookQueue *queue.Queue
+	Generations  *generation.Service
 	LongStories *longstory.Service
 	Workflow    *stepfunctions.Workflow
 	Simulator   *simulator.Simulator
@@ -144,6 +154,7 @@ func Start(ctx context.Context, cfg Config) (*Runtime, error) {
 	if err != nil {
 		return nil, err
 	}
+	upstreamHookSecret := webhook.NewSecret()
 	models, clips := map[string]string{}, map[string]float64{}
 	for _, v := range catalog.All() {
 		models[v.UpstreamModel] = string(v.Kind)
@@ -155,6 +166,7 @@ func Start(ctx context.Context, cfg Config) (*Runtime, error) {
 	r.Simulator, err = simulator.New(simulator.Config{
 		Token: upstreamToken, Latency: cfg.SimulatorLatency, BaseURL: upstreamURL, Models: models, ClipSeconds: clips,
 		WorkDir: filepath.Join(cfg.DataDir, "upstream"), Persist: true, Logger: log.With("component", "simulator"),
+		WebhookSecret: upstreamHookSecret,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("start the upstream simulator: %w", err)
@@ -180,29 +192,46 @@ func Start(ctx context.Context, cfg Config) (*Runtime, error) {
 		PollInterval: cfg.PollInterval,
 		Log:          log,
 	}
+	if !cfg.NoUpstreamWebhooks {
+		svc.UpstreamWebhook = r.BaseURL + "/api/upstream/webhook"
+	}
 	r.Queue = queue.New(r.Costs.SQSConsumer(svc.HandleSQS), queue.Config{Visibility: cfg.QueueVisibility, Log: log.With("component", "queue")})
 	svc.Queue = r.Costs.SQSSender(r.Queue)
 	r.Generations = svc
 
-	gate := &httpapi.Gate{Store: st, Log: log}
+	deliverer := &webhook.Deliverer{Records: httpapi.WebhookRecords{Store: st}, Store: st,
+		Client: webhook.SafeClient(true), Backoff: cfg.WebhookBackoff, Log: log.With("component", "webhooks")}
+	r.WebhookQueue = queue.New(r.Costs.SQSConsumer(deliverer.HandleSQS), queue.Config{Visibility: cfg.QueueVisibility, Log: log.With("component", "webhook-queue")})
+	deliverer.Queue = r.Costs.SQSSender(r.WebhookQueue)
+	notifier := webhook.Notifier{Queue: deliverer.Queue}
+	svc.Notifier = notifier
+
+	gate := &httpapi.Gate{Store: st, Log: log, Idempotency: &httpapi.Idempotency{Store: st}}
 	if cfg.JWTIssuer != "" {
 		gate.Tokens = &jwtauth.Verifier{Issuer: cfg.JWTIssuer, Audience: cfg.JWTAudience, JWKSURL: cfg.JWKSURL}
 	}
 	steps := &longstory.Steps{Store: st, Upstream: upstreamClient, Copier: copier, Files: r.Objects.MediaBucket(),
-		Narrator: narrator, FFmpeg: ffmpeg.Runner{}, WorkDir: filepath.Join(cfg.DataDir, "tmp"), Log: log}
+		Narrator: narrator, FFmpeg: ffmpeg.Runner{}, WorkDir: filepath.Join(cfg.DataDir, "tmp"), Log: log, Notifier: notifier}
 	if err := os.MkdirAll(steps.WorkDir, 0o755); err != nil {
 		return nil, fmt.Errorf("scratch dir: %w", err)
 	}
 	if r.Workflow, err = longStoryWorkflow(steps, cfg.WorkflowWaitScale, log, r.Costs); err != nil {
 		return nil, err
 	}
-	r.LongStories = &longstory.Service{Store: st, Workflow: r.Workflow, Prices: prices, Log: log}
+	r.LongStories = &longstory.Service{Store: st, Workflow: r.Workflow, Prices: prices, Log: log, Upstream: upstreamClient,
+		Notifier: notifier, Validation: catalog.Options{AllowLoopbackURLs: true}}
 
 	gens := &httpapi.Generations{Service: svc, Gate: gate}
 	stories := &httpapi.LongStories{Service: r.LongStories, Gate: gate}
 	apigw.Mount(mux, r.Costs.Routes([]apigw.Route{
 		{Method: http.MethodPost, Path: "/api/generations/generate", Handler: gens.Generate()},
 		{Method: http.MethodGet, Path: "/api/generations/status/{id}", Handler: gens.Status()},
+		{Method: http.MethodGet, Path: "/api/generations", Handler: gens.List()},
+		{Method: http.MethodPost, Path: "/api/generations/estimate", Handler: gens.Estimate()},
+		{Method: http.MethodPost, Path: "/api/generations/{id}/cancel", Handler: gens.Cancel()},
+		{Method: http.MethodGet, Path: "/api/long-story/videos", Handler: stories.List()},
+		{Method: http.MethodPost, Path: "/api/long-story/videos/{videoId}/cancel", Handler: stories.Cancel()},
+		{Method: http.MethodGet, Path: "/api/account", Handler: (&httpapi.Account{Secrets: st, Gate: gate}).Get()},
 		{Method: http.MethodPost, Path: "/api/long-story/videos/estimate", Handler: stories.Estimate()},
 		{Method: http.MethodPost, Path: "/api/long-story/videos", Handler: stories.Create()},
 		{Method: http.MethodGet, Path: "/api/long-story/videos/{videoId}", Handler: stories.Status()},
@@ -210,6 +239,8 @@ func Start(ctx context.Context, cfg Config) (*Runtime, error) {
 	// Public routes: no authorizer, as in template.yaml.
 	apigw.Mount(mux, r.Costs.Routes([]apigw.Route{
 		{Method: http.MethodGet, Path: "/api/models", Handler: (&httpapi.Models{Prices: prices, Log: log}).List()},
+		{Method: http.MethodGet, Path: "/api/openapi.json", Handler: httpapi.OpenAPI()},
+		{Method: http.MethodPost, Path: "/api/upstream/webhook", Handler: (&httpapi.UpstreamWebhook{Service: svc, Secret: upstreamHookSecret, Log: log}).Handle()},
 	}), nil, log)
 	playground.Mount(mux)
 	mux.HandleFunc("/", notFound)
@@ -220,8 +251,9 @@ func Start(ctx context.Context, cfg Config) (*Runtime, error) {
 
 	runCtx, cancel := context.WithCancel(context.WithoutCancel(ctx))
 	r.cancel = cancel
-	r.wg.Add(2)
+	r.wg.Add(3)
 	go func() { defer r.wg.Done(); r.Queue.Run(runCtx) }()
+	go func() { defer r.wg.Done(); r.WebhookQueue.Run(runCtx) }()
 	go func() { defer r.wg.Done(); r.sweepLoop(runCtx, cfg.SweepEvery) }()
 	if err := r.resume(ctx); err != nil {
 		return nil, err

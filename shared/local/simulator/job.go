@@ -14,6 +14,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	signing "github.com/mediagen-dev/mediagen/shared/webhook"
 )
 
 // job is the work of one prediction.
@@ -214,7 +216,12 @@ func (s *Simulator) sendWebhook(id string) {
 	}
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set("User-Agent", "mediagen-simulator")
-	signWebhook(req, id, body)
+	if s.cfg.WebhookSecret != "" {
+		if err := signing.SetHeaders(req.Header, s.cfg.WebhookSecret, "msg_"+id, time.Now(), body); err != nil {
+			s.log.Error("webhook signature", "prediction", id, "error", err)
+			return
+		}
+	}
 	resp, err := s.webhooks.Do(req)
 	if err != nil {
 		s.log.Warn("webhook not delivered", "prediction", id, "error", err)
@@ -227,17 +234,6 @@ func (s *Simulator) sendWebhook(id string) {
 		return
 	}
 	s.log.Info("webhook delivered", "prediction", id, "status", view.Status)
-}
-
-// signWebhook is where webhook signing goes. The provider follows Standard
-// Webhooks: headers webhook-id, webhook-timestamp and webhook-signature
-// ("v1," + base64 HMAC-SHA256 over "<id>.<timestamp>.<body>" with the
-// secret). The id and timestamp are set already; the signature comes with
-// the secret.
-func signWebhook(req *http.Request, predictionID string, body []byte) {
-	_ = body
-	req.Header.Set("webhook-id", "msg_"+predictionID)
-	req.Header.Set("webhook-timestamp", strconv.FormatInt(time.Now().Unix(), 10))
 }
 
 // sleep waits d or until ctx ends; false means ctx ended.

@@ -117,6 +117,9 @@ type Config struct {
 	// Persist keeps every prediction under WorkDir, so that a restarted
 	// simulator still answers for it and finishes the renders a stop cut off.
 	Persist bool
+	// WebhookSecret signs the webhook calls (Standard Webhooks, whsec_...);
+	// empty sends them unsigned, as a misconfigured provider would.
+	WebhookSecret string
 }
 
 // Simulator is the provider stand-in. Create it with New; stop it with Close.

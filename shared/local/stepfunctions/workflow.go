@@ -65,3 +65,12 @@ func (w *Workflow) StopAll() {
 		e.Stop()
 	}
 }
+
+// Stop aborts the named execution, as StopExecution does; an unknown or
+// finished one is left alone.
+func (w *Workflow) Stop(_ context.Context, name, _ string) error {
+	if e, ok := w.Execution(name); ok {
+		e.Stop()
+	}
+	return nil
+}

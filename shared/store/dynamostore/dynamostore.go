@@ -771,7 +771,7 @@ type longVideoItem struct {
 	Deadline        string                `dynamodbav:"deadline"`
 	// SceneStatus maps scene numbers to states; created empty so that
 	// SetSceneStatus can set one entry.
-	SceneStatus map[string]string `dynamodbav:"scene_status"`
+	SceneStatus map[string]sceneStateItem `dynamodbav:"scene_status"`
 	webhookFields
 }
 
@@ -788,7 +788,7 @@ func (s *Store) CreateLongVideo(ctx context.Context, v domain.LongVideo) error {
 		EnableNarration: v.EnableNarration, VideoStyle: v.VideoStyle, Scenes: scenes, Status: string(v.Status),
 		FinalVideoURL: v.FinalVideoURL, TotalDuration: v.TotalDuration, Error: v.Error, CreditsHeld: num(v.CreditsHeld),
 		CreatedAt: formatTime(v.CreatedAt), UpdatedAt: formatTime(v.UpdatedAt), Deadline: formatTime(v.Deadline),
-		SceneStatus: map[string]string{}, webhookFields: webhookFieldsOf(v.Webhook),
+		SceneStatus: map[string]sceneStateItem{}, webhookFields: webhookFieldsOf(v.Webhook),
 	})
 	if err != nil {
 		return fmt.Errorf("create long video %s: %w", v.ID, err)
@@ -836,9 +836,9 @@ func (it longVideoItem) longVideo() (domain.LongVideo, error) {
 			return domain.LongVideo{}, fmt.Errorf("long video %s: scene status key %q", it.ID, n)
 		}
 		if v.SceneStatus == nil {
-			v.SceneStatus = map[int]domain.Status{}
+			v.SceneStatus = map[int]domain.SceneState{}
 		}
-		v.SceneStatus[scene] = domain.Status(st)
+		v.SceneStatus[scene] = domain.SceneState{Status: domain.Status(st.Status), UpstreamID: st.UpstreamID}
 	}
 	for _, sc := range it.Scenes {
 		v.Scenes = append(v.Scenes, domain.Scene(sc))

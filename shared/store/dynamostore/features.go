@@ -260,10 +260,19 @@ func (s *Store) ListLongVideos(ctx context.Context, q store.ListQuery) (store.Pa
 		func(v domain.LongVideo) store.Cursor { return store.Cursor{CreatedAt: v.CreatedAt, ID: v.ID} })
 }
 
-func (s *Store) SetSceneStatus(ctx context.Context, videoID string, scene int, status domain.Status, at time.Time) error {
+type sceneStateItem struct {
+	Status     string `dynamodbav:"status"`
+	UpstreamID string `dynamodbav:"upstream_id,omitempty"`
+}
+
+func (s *Store) SetSceneStatus(ctx context.Context, videoID string, scene int, state domain.SceneState, at time.Time) error {
+	av, err := attributevalue.Marshal(sceneStateItem{Status: string(state.Status), UpstreamID: state.UpstreamID})
+	if err != nil {
+		return fmt.Errorf("scene %d of %s: %w", scene, videoID, err)
+	}
 	return s.updateProcessing(ctx, s.tables.LongVideos, "id", videoID,
 		"SET scene_status.#n = :scene, updated_at = :at", map[string]types.AttributeValue{
-			":scene": strAV(string(status)), ":at": strAV(formatTime(at)),
+			":scene": av, ":at": strAV(formatTime(at)),
 		}, "#n", strconv.Itoa(scene))
 }
 

@@ -96,10 +96,14 @@ func (s *Store) ListLongVideos(ctx context.Context, q store.ListQuery) (store.Pa
 	}), nil
 }
 
-func (s *Store) SetSceneStatus(ctx context.Context, videoID string, scene int, status domain.Status, at time.Time) error {
+func (s *Store) SetSceneStatus(ctx context.Context, videoID string, scene int, state domain.SceneState, at time.Time) error {
+	b, err := json.Marshal(state)
+	if err != nil {
+		return fmt.Errorf("scene %d of %s: %w", scene, videoID, err)
+	}
 	return s.updateProcessing(ctx, "long_videos", "id", videoID,
-		`scene_status = json_set(scene_status, ?, ?), updated_at = ?`,
-		`$."`+strconv.Itoa(scene)+`"`, string(status), formatTime(at))
+		`scene_status = json_set(scene_status, ?, json(?)), updated_at = ?`,
+		`$."`+strconv.Itoa(scene)+`"`, string(b), formatTime(at))
 }
 
 // ---- usage ----

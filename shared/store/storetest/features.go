@@ -194,10 +194,14 @@ func testSceneStatus(t *testing.T, s store.Store) {
 	user := newAccount(t, s, domain.PlanFree, "0")
 	v := newLongVideo(t, s, user, "beta-2", now, domain.Webhook{})
 	for _, step := range []struct {
-		scene  int
-		status domain.Status
-	}{{1, domain.StatusProcessing}, {2, domain.StatusProcessing}, {1, domain.StatusCompleted}} {
-		if err := s.SetSceneStatus(ctx, v.ID, step.scene, step.status, now); err != nil {
+		scene int
+		state domain.SceneState
+	}{
+		{1, domain.SceneState{Status: domain.StatusProcessing, UpstreamID: "up-1"}},
+		{2, domain.SceneState{Status: domain.StatusProcessing, UpstreamID: "up-2"}},
+		{1, domain.SceneState{Status: domain.StatusCompleted, UpstreamID: "up-1"}},
+	} {
+		if err := s.SetSceneStatus(ctx, v.ID, step.scene, step.state, now); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -205,17 +209,17 @@ func testSceneStatus(t *testing.T, s store.Store) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := map[int]domain.Status{1: domain.StatusCompleted, 2: domain.StatusProcessing}
+	want := map[int]domain.SceneState{1: {Status: domain.StatusCompleted, UpstreamID: "up-1"}, 2: {Status: domain.StatusProcessing, UpstreamID: "up-2"}}
 	if !reflect.DeepEqual(got.SceneStatus, want) {
 		t.Errorf("scene status = %v, want %v", got.SceneStatus, want)
 	}
 	if err := s.FinishLongVideo(ctx, v.ID, domain.Outcome{Status: domain.StatusFailed, Error: "x"}, now); err != nil {
 		t.Fatal(err)
 	}
-	if err := s.SetSceneStatus(ctx, v.ID, 2, domain.StatusCompleted, now); !errors.Is(err, domain.ErrConflict) {
+	if err := s.SetSceneStatus(ctx, v.ID, 2, domain.SceneState{Status: domain.StatusCompleted}, now); !errors.Is(err, domain.ErrConflict) {
 		t.Errorf("scene status after the end = %v, want ErrConflict", err)
 	}
-	if err := s.SetSceneStatus(ctx, uuid.NewString(), 1, domain.StatusCompleted, now); !errors.Is(err, domain.ErrNotFound) {
+	if err := s.SetSceneStatus(ctx, uuid.NewString(), 1, domain.SceneState{Status: domain.StatusCompleted}, now); !errors.Is(err, domain.ErrNotFound) {
 		t.Errorf("scene status of a missing video = %v, want ErrNotFound", err)
 	}
 }

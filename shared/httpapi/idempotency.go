@@ -1,0 +1,143 @@
+package httpapi
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"net/http"
+	"sort"
+	"time"
+
+	"github.com/mediagen-dev/mediagen/shared/defaults"
+	"github.com/mediagen-dev/mediagen/shared/domain"
+)
+
+// IdempotencyStore remembers the answers to POSTs with an Idempotency-Key.
+type IdempotencyStore interface {
+	ClaimIdempotencyKey(ctx context.Context, r domain.IdempotencyRecord) (domain.IdempotencyRecord, bool, error)
+	FinishIdempotencyKey(ctx context.Context, userID, key string, status int, body []byte) error
+	ReleaseIdempotencyKey(ctx context.Context, userID, key string) error
+}
+
+// Idempotency keys.
+const (
+	IdempotencyHeader   = "Idempotency-Key"
+	ReplayedHeader      = "Idempotent-Replayed"
+	MaxIdempotencyKey   = 255
+	IdempotencyLifetime = 24 * time.Hour
+	// DefaultIdempotencyWait is how long a request waits for the first one
+	// with its key to finish before answering 409.
+	DefaultIdempotencyWait = 10 * time.Second
+)
+
+// Idempotency makes POSTs safe to retry: the first request with a key runs;
+// a repeat with the same route and body within 24 h gets the first answer
+// again (and pays nothing); the same key with another body is a 422. A
+// repeat that arrives while the first still runs waits for its answer.
+type Idempotency struct {
+	Store IdempotencyStore
+	// Wait bounds the wait for a request still running; default
+	// DefaultIdempotencyWait.
+	Wait time.Duration
+	Now  func() time.Time
+}
+
+// wrap runs h under the request's Idempotency-Key, if it has one.
+func (i *Idempotency) wrap(ctx context.Context, req Request, a domain.Account, h AuthedHandler) (Response, error) {
+	key := header(req, IdempotencyHeader)
+	if i == nil || req.RequestContext.HTTP.Method != http.MethodPost || key == "" {
+		return h(ctx, req, a)
+	}
+	if len(key) > MaxIdempotencyKey || !printableASCII(key) {
+		return Response{}, &Error{Status: http.StatusBadRequest, Code: "invalid_request",
+			Message: fmt.Sprintf("Idempotency-Key must be 1 to %d printable ASCII characters", MaxIdempotencyKey)}
+	}
+	now := defaults.Now(i.Now)
+	rec := domain.IdempotencyRecord{UserID: a.UserID, Key: key, Fingerprint: fingerprint(req),
+		CreatedAt: now, ExpiresAt: now.Add(IdempotencyLifetime)}
+	wait := i.Wait
+	if wait <= 0 {
+		wait = DefaultIdempotencyWait
+	}
+	deadline := time.Now().Add(wait)
+	for delay := 10 * time.Millisecond; ; delay = min(delay*2, 250*time.Millisecond) {
+		existing, claimed, err := i.Store.ClaimIdempotencyKey(ctx, rec)
+		if errors.Is(err, domain.ErrConflict) {
+			continue // released between the claim and the read: claim again
+		}
+		if err != nil {
+			return Response{}, err
+		}
+		if claimed {
+			return i.run(ctx, req, a, key, h)
+		}
+		if existing.Fingerprint != rec.Fingerprint {
+			return Response{}, &Error{Status: http.StatusUnprocessableEntity, Code: "idempotency_key_reused",
+				Message: "this Idempotency-Key was used with another request; use a new key for a new request"}
+		}
+		if existing.StatusCode != 0 {
+			resp := jsonResponse(existing.StatusCode, nil)
+			resp.Body = string(existing.Body)
+			resp.Headers[ReplayedHeader] = "true"
+			return resp, nil
+		}
+		if time.Now().Add(delay).After(deadline) {
+			return Response{}, &Error{Status: http.StatusConflict, Code: "idempotency_key_in_progress",
+				Message: "a request with this Idempotency-Key is still running; retry shortly",
+				Headers: map[string]string{"Retry-After": "1"}}
+		}
+		select {
+		case <-ctx.Done():
+			return Response{}, ctx.Err()
+		case <-time.After(delay):
+		}
+	}
+}
+
+// run handles the request that claimed the key and keeps its answer; a
+// server error is not kept, so that a retry runs again.
+func (i *Idempotency) run(ctx context.Context, req Request, a domain.Account, key string, h AuthedHandler) (Response, error) {
+	resp, err := h(ctx, req, a)
+	if err != nil {
+		resp = errorResponse(ctx, defaults.Log(nil), req, err)
+	}
+	if resp.StatusCode >= 500 {
+		if rerr := i.Store.ReleaseIdempotencyKey(context.WithoutCancel(ctx), a.UserID, key); rerr != nil {
+			return resp, errors.Join(err, rerr)
+		}
+		return resp, nil
+	}
+	if ferr := i.Store.FinishIdempotencyKey(context.WithoutCancel(ctx), a.UserID, key, resp.StatusCode, []byte(resp.Body)); ferr != nil {
+		// The work is done and answered; a retry will wait, then 409, until
+		// the key expires, rather than run the work twice.
+		return resp, nil
+	}
+	return resp, nil
+}
+
+// fingerprint identifies a request by its route, path parameters and body.
+func fingerprint(req Request) string {
+	h := sha256.New()
+	fmt.Fprintf(h, "%s\n", req.RouteKey)
+	keys := make([]string, 0, len(req.PathParameters))
+	for k := range req.PathParameters {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	for _, k := range keys {
+		fmt.Fprintf(h, "%s=%s\n", k, req.PathParameters[k])
+	}
+	h.Write([]byte(req.Body))
+	return hex.EncodeToString(h.Sum(nil))
+}
+
+func printableASCII(s string) bool {
+	for i := 0; i < len(s); i++ {
+		if s[i] < 0x20 || s[i] > 0x7e {
+			return false
+		}
+	}
+	return true
+}

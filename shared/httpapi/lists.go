@@ -1,0 +1,92 @@
+package httpapi
+
+import (
+	"fmt"
+	"net/http"
+	"slices"
+	"sort"
+	"strconv"
+	"strings"
+
+	"github.com/mediagen-dev/mediagen/shared/domain"
+	"github.com/mediagen-dev/mediagen/shared/store"
+)
+
+// List limits.
+const (
+	DefaultListLimit = 20
+	MaxListLimit     = 100
+	maxFilterLength  = 64
+)
+
+var listStatuses = []string{string(domain.StatusProcessing), string(domain.StatusCompleted), string(domain.StatusFailed), string(domain.StatusCanceled)}
+
+// ListPage is the answer of the list routes.
+type ListPage[T any] struct {
+	Data []T `json:"data"`
+	// NextCursor fetches the next page (as ?cursor=); null on the last.
+	NextCursor *string `json:"next_cursor"`
+	HasMore    bool    `json:"has_more"`
+}
+
+func listOf[T any](items []T, next string) ListPage[T] {
+	p := ListPage[T]{Data: items}
+	if p.Data == nil {
+		p.Data = []T{}
+	}
+	if next != "" {
+		p.NextCursor, p.HasMore = &next, true
+	}
+	return p
+}
+
+// listQuery reads limit, cursor, status and model from the query string;
+// any other parameter is refused, so a typo does not silently list all.
+func listQuery(req Request, userID string) (store.ListQuery, error) {
+	q := store.ListQuery{UserID: userID, Limit: DefaultListLimit}
+	var problems []string
+	keys := make([]string, 0, len(req.QueryStringParameters))
+	for k := range req.QueryStringParameters {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	for _, k := range keys {
+		v := req.QueryStringParameters[k]
+		switch k {
+		case "limit":
+			n, err := strconv.Atoi(v)
+			if err != nil || n < 1 || n > MaxListLimit {
+				problems = append(problems, fmt.Sprintf("limit must be a whole number from 1 to %d", MaxListLimit))
+				continue
+			}
+			q.Limit = n
+		case "cursor":
+			q.Cursor = v
+		case "status":
+			if !slices.Contains(listStatuses, v) {
+				problems = append(problems, "status must be one of "+strings.Join(listStatuses, ", "))
+				continue
+			}
+			q.Status = domain.Status(v)
+		case "model":
+			if v == "" || len(v) > maxFilterLength {
+				problems = append(problems, fmt.Sprintf("model must be 1 to %d characters", maxFilterLength))
+				continue
+			}
+			q.Model = v
+		default:
+			problems = append(problems, fmt.Sprintf("unknown query parameter %q (allowed: limit, cursor, status, model)", truncate(k, 32)))
+		}
+	}
+	if len(problems) > 0 {
+		return store.ListQuery{}, &Error{Status: http.StatusBadRequest, Code: "invalid_request", Message: strings.Join(problems, "; ")}
+	}
+	return q, nil
+}
+
+func truncate(s string, n int) string {
+	if len(s) > n {
+		return s[:n] + "…"
+	}
+	return s
+}
