@@ -75,6 +75,8 @@ func classify(err error) *Error {
 			Message: fmt.Sprintf("this request costs %s credits and the balance is %s", domain.FormatCredits(short.Required), domain.FormatCredits(short.Available))}
 	case errors.Is(err, domain.ErrInvalid):
 		return &Error{Status: http.StatusBadRequest, Code: "invalid_request", Message: invalidMessage(err)}
+	case errors.Is(err, domain.ErrConflict):
+		return &Error{Status: http.StatusConflict, Code: "conflict", Message: sentinelMessage(err, domain.ErrConflict)}
 	case errors.Is(err, domain.ErrNotFound):
 		return &Error{Status: http.StatusNotFound, Code: "not_found", Message: "no such resource"}
 	case errors.Is(err, longstory.ErrWorkflowUnavailable):
@@ -90,10 +92,14 @@ func classify(err error) *Error {
 
 // invalidMessage keeps the part of a domain.ErrInvalid chain meant for users:
 // the text after the sentinel.
-func invalidMessage(err error) string {
+func invalidMessage(err error) string { return sentinelMessage(err, domain.ErrInvalid) }
+
+// sentinelMessage keeps the text after sentinel in err's chain: the part
+// written for users ("conflict: video v is already completed").
+func sentinelMessage(err, sentinel error) string {
 	msg := err.Error()
-	if i := strings.Index(msg, domain.ErrInvalid.Error()+": "); i >= 0 {
-		return msg[i+len(domain.ErrInvalid.Error())+2:]
+	if i := strings.Index(msg, sentinel.Error()+": "); i >= 0 {
+		return msg[i+len(sentinel.Error())+2:]
 	}
 	return msg
 }

@@ -13,6 +13,7 @@ import (
 	"github.com/mediagen-dev/mediagen/shared/httpapi"
 	"github.com/mediagen-dev/mediagen/shared/ledger"
 	"github.com/mediagen-dev/mediagen/shared/longstory"
+	"github.com/mediagen-dev/mediagen/shared/webhook"
 )
 
 type stepsT = *longstory.Steps
@@ -49,13 +50,98 @@ func Status(ctx context.Context, log *slog.Logger) (any, error) {
 	return (&httpapi.Generations{Service: lookupService(cfg, log), Gate: Gate(cfg, log)}).Status(), nil
 }
 
-// Poller consumes the poll queue.
+// Poller consumes the poll queue; a generation it finishes sends its
+// webhook.
 func Poller(ctx context.Context, log *slog.Logger) (any, error) {
-	svc, _, err := GenerationService(ctx, log, true)
+	svc, cfg, err := GenerationService(ctx, log, true)
 	if err != nil {
 		return nil, err
 	}
+	if svc.Notifier, err = Notifier(cfg); err != nil {
+		return nil, err
+	}
 	return svc.HandleSQS, nil
+}
+
+// GenerationsList is GET /api/generations.
+func GenerationsList(ctx context.Context, log *slog.Logger) (any, error) {
+	cfg, err := AWSConfig(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return (&httpapi.Generations{Service: lookupService(cfg, log), Gate: Gate(cfg, log)}).List(), nil
+}
+
+// GenerationEstimate is POST /api/generations/estimate: the catalog and
+// the prices, no upstream, queue or bucket.
+func GenerationEstimate(ctx context.Context, log *slog.Logger) (any, error) {
+	cfg, err := AWSConfig(ctx)
+	if err != nil {
+		return nil, err
+	}
+	prices, err := Prices()
+	if err != nil {
+		return nil, err
+	}
+	svc := &generation.Service{Prices: prices, Log: log}
+	return (&httpapi.Generations{Service: svc, Gate: Gate(cfg, log)}).Estimate(), nil
+}
+
+// GenerationCancel is POST /api/generations/{id}/cancel.
+func GenerationCancel(ctx context.Context, log *slog.Logger) (any, error) {
+	svc, cfg, err := GenerationService(ctx, log, false)
+	if err != nil {
+		return nil, err
+	}
+	if svc.Notifier, err = Notifier(cfg); err != nil {
+		return nil, err
+	}
+	return (&httpapi.Generations{Service: svc, Gate: Gate(cfg, log)}).Cancel(), nil
+}
+
+// Account is GET /api/account.
+func Account(ctx context.Context, log *slog.Logger) (any, error) {
+	cfg, err := AWSConfig(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return (&httpapi.Account{Secrets: Store(cfg), Gate: Gate(cfg, log)}).Get(), nil
+}
+
+// OpenAPI is GET /api/openapi.json.
+func OpenAPI(context.Context, *slog.Logger) (any, error) { return httpapi.OpenAPI(), nil }
+
+// UpstreamWebhook is POST /api/upstream/webhook, the provider's callback:
+// it completes a generation as the poller would.
+func UpstreamWebhook(ctx context.Context, log *slog.Logger) (any, error) {
+	svc, cfg, err := GenerationService(ctx, log, true)
+	if err != nil {
+		return nil, err
+	}
+	if svc.Notifier, err = Notifier(cfg); err != nil {
+		return nil, err
+	}
+	secret, err := upstreamWebhookSecret(ctx, cfg)
+	if err != nil {
+		return nil, err
+	}
+	return (&httpapi.UpstreamWebhook{Service: svc, Secret: secret, Log: log}).Handle(), nil
+}
+
+// Webhooks consumes the webhook queue: one delivery attempt per message.
+func Webhooks(ctx context.Context, log *slog.Logger) (any, error) {
+	cfg, err := AWSConfig(ctx)
+	if err != nil {
+		return nil, err
+	}
+	q, err := webhookQueue(cfg)
+	if err != nil {
+		return nil, err
+	}
+	st := Store(cfg)
+	d := &webhook.Deliverer{Records: httpapi.WebhookRecords{Store: st}, Store: st, Queue: q,
+		Client: webhook.SafeClient(false), Log: log}
+	return d.HandleSQS, nil
 }
 
 // Authorizer is the HTTP API's Lambda authorizer.
@@ -89,11 +175,35 @@ func LongStoryCreate(ctx context.Context, log *slog.Logger) (any, error) {
 func LongStoryStatus(ctx context.Context, log *slog.Logger) (any, error) {
 	return longStoryRoute(ctx, log, false, (*httpapi.LongStories).Status)
 }
+func LongStoryList(ctx context.Context, log *slog.Logger) (any, error) {
+	return longStoryRoute(ctx, log, false, (*httpapi.LongStories).List)
+}
+
+// LongStoryCancel is POST /api/long-story/videos/{videoId}/cancel: it
+// stops the execution and the scenes' jobs, and sends the webhook.
+func LongStoryCancel(ctx context.Context, log *slog.Logger) (any, error) {
+	cfg, err := AWSConfig(ctx)
+	if err != nil {
+		return nil, err
+	}
+	svc, err := LongStoryService(cfg, log, true)
+	if err != nil {
+		return nil, err
+	}
+	if svc.Upstream, err = upstreamClient(ctx, cfg); err != nil {
+		return nil, err
+	}
+	if svc.Notifier, err = Notifier(cfg); err != nil {
+		return nil, err
+	}
+	return (&httpapi.LongStories{Service: svc, Gate: Gate(cfg, log)}).Cancel(), nil
+}
+
 func SubmitScene(ctx context.Context, log *slog.Logger) (any, error) {
-	return step(ctx, log, []stepPart{withUpstream}, func(s stepsT) any { return s.SubmitScene })
+	return step(ctx, log, []stepPart{withUpstream, withStore}, func(s stepsT) any { return s.SubmitScene })
 }
 func CheckScene(ctx context.Context, log *slog.Logger) (any, error) {
-	return step(ctx, log, []stepPart{withUpstream, withCopier}, func(s stepsT) any { return s.CheckScene })
+	return step(ctx, log, []stepPart{withUpstream, withCopier, withStore}, func(s stepsT) any { return s.CheckScene })
 }
 func Narrate(ctx context.Context, log *slog.Logger) (any, error) {
 	return step(ctx, log, []stepPart{withFiles, withNarrator}, func(s stepsT) any { return s.Narrate })
@@ -102,10 +212,10 @@ func Assemble(ctx context.Context, log *slog.Logger) (any, error) {
 	return step(ctx, log, []stepPart{withFiles}, func(s stepsT) any { return s.Assemble })
 }
 func Finalize(ctx context.Context, log *slog.Logger) (any, error) {
-	return step(ctx, log, []stepPart{withFiles, withStore}, func(s stepsT) any { return s.Finalize })
+	return step(ctx, log, []stepPart{withFiles, withStore, withNotifier}, func(s stepsT) any { return s.Finalize })
 }
 func MarkFailed(ctx context.Context, log *slog.Logger) (any, error) {
-	return step(ctx, log, []stepPart{withStore}, func(s stepsT) any { return s.MarkFailed })
+	return step(ctx, log, []stepPart{withStore, withNotifier}, func(s stepsT) any { return s.MarkFailed })
 }
 
 // Functions is the registry of the functions under functions/, by folder
@@ -127,6 +237,15 @@ func Functions() map[string]Constructor {
 		"longstory-narrate":      Narrate,
 		"longstory-assemble":     Assemble,
 		"models":                 Models,
+		"openapi":                OpenAPI,
+		"generations-list":       GenerationsList,
+		"estimate":               GenerationEstimate,
+		"cancel":                 GenerationCancel,
+		"longstory-list":         LongStoryList,
+		"longstory-cancel":       LongStoryCancel,
+		"account":                Account,
+		"upstream-webhook":       UpstreamWebhook,
+		"webhooks":               Webhooks,
 		"longstory-finalize":     Finalize,
 		"longstory-fail":         MarkFailed,
 	}

@@ -80,17 +80,29 @@ func withFiles(_ context.Context, cfg aws.Config, s *longstory.Steps) (err error
 }
 
 // withUpstream: the provider's client.
-func withUpstream(ctx context.Context, cfg aws.Config, s *longstory.Steps) error {
+func withUpstream(ctx context.Context, cfg aws.Config, s *longstory.Steps) (err error) {
+	s.Upstream, err = upstreamClient(ctx, cfg)
+	return err
+}
+
+// upstreamClient is the provider's client with its token.
+func upstreamClient(ctx context.Context, cfg aws.Config) (*upstream.Client, error) {
 	base, err := required(EnvUpstreamBaseURL)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	token, err := upstreamToken(ctx, cfg)
 	if err != nil {
-		return err
+		return nil, err
 	}
-	s.Upstream = &upstream.Client{BaseURL: base, Token: token, HTTP: &http.Client{Timeout: 20 * time.Second}}
-	return nil
+	return &upstream.Client{BaseURL: base, Token: token, HTTP: &http.Client{Timeout: 20 * time.Second}}, nil
+}
+
+// withNotifier: the webhook queue, for the steps that end a video.
+func withNotifier(_ context.Context, cfg aws.Config, s *longstory.Steps) error {
+	n, err := Notifier(cfg)
+	s.Notifier = n
+	return err
 }
 
 // withCopier: copies finished clips from the provider into the bucket.

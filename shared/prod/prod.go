@@ -5,7 +5,6 @@ package prod
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"log/slog"
 	"net/http"
@@ -28,7 +27,7 @@ import (
 	"github.com/mediagen-dev/mediagen/shared/pricing"
 	"github.com/mediagen-dev/mediagen/shared/queue"
 	"github.com/mediagen-dev/mediagen/shared/store/dynamostore"
-	"github.com/mediagen-dev/mediagen/shared/upstream"
+	"github.com/mediagen-dev/mediagen/shared/webhook"
 )
 
 // Environment variables read here (the table names are in dynamostore).
@@ -43,6 +42,16 @@ const (
 	EnvJWTIssuer           = "JWT_ISSUER"
 	EnvJWTAudience         = "JWT_AUDIENCE"
 	EnvJWKSURL             = "JWKS_URL"
+	// EnvWebhookQueueURL is the queue of webhook deliveries.
+	EnvWebhookQueueURL = "WEBHOOK_QUEUE_URL"
+	// EnvPublicBaseURL is the API's own URL, where the provider calls back
+	// (POST /api/upstream/webhook); unset, generations complete by polling.
+	EnvPublicBaseURL = "PUBLIC_BASE_URL"
+	// EnvUpstreamWebhookSecretARN names the provider's webhook signing
+	// secret in Secrets Manager; EnvUpstreamWebhookSecret gives it directly
+	// (local runs).
+	EnvUpstreamWebhookSecretARN = "UPSTREAM_WEBHOOK_SECRET_ARN"
+	EnvUpstreamWebhookSecret    = "UPSTREAM_WEBHOOK_SECRET"
 	// EnvUpstreamToken is for `sam local invoke` only: a plain token in place
 	// of the secret.
 	EnvUpstreamToken = "UPSTREAM_TOKEN"
@@ -73,7 +82,8 @@ func Store(cfg aws.Config) *dynamostore.Store {
 // Gate authenticates requests against the store, and tokens when the
 // identity provider is configured.
 func Gate(cfg aws.Config, log *slog.Logger) *httpapi.Gate {
-	g := &httpapi.Gate{Store: Store(cfg), Log: log}
+	st := Store(cfg)
+	g := &httpapi.Gate{Store: st, Log: log, Idempotency: &httpapi.Idempotency{Store: st}}
 	if iss := Getenv(EnvJWTIssuer); iss != "" {
 		g.Tokens = &jwtauth.Verifier{Issuer: iss, Audience: Getenv(EnvJWTAudience), JWKSURL: Getenv(EnvJWKSURL)}
 	}
@@ -91,22 +101,33 @@ func Prices() (*pricing.Table, error) {
 // upstreamToken reads the provider token from Secrets Manager (or, for local
 // invokes, from UPSTREAM_TOKEN).
 func upstreamToken(ctx context.Context, cfg aws.Config) (string, error) {
-	arn := Getenv(EnvUpstreamTokenSecret)
-	if tok := Getenv(EnvUpstreamToken); tok != "" {
-		return tok, nil
+	return secretValue(ctx, cfg, EnvUpstreamToken, EnvUpstreamTokenSecret, "upstream token")
+}
+
+// upstreamWebhookSecret is the provider's webhook signing secret.
+func upstreamWebhookSecret(ctx context.Context, cfg aws.Config) (string, error) {
+	return secretValue(ctx, cfg, EnvUpstreamWebhookSecret, EnvUpstreamWebhookSecretARN, "upstream webhook secret")
+}
+
+// secretValue reads a secret from the variable valueEnv (local runs) or
+// from the Secrets Manager secret whose ARN arnEnv names.
+func secretValue(ctx context.Context, cfg aws.Config, valueEnv, arnEnv, what string) (string, error) {
+	if v := Getenv(valueEnv); v != "" {
+		return v, nil
 	}
+	arn := Getenv(arnEnv)
 	if arn == "" {
-		return "", fmt.Errorf("environment variable %s is not set", EnvUpstreamTokenSecret)
+		return "", fmt.Errorf("environment variable %s is not set", arnEnv)
 	}
 	out, err := secretsmanager.NewFromConfig(cfg).GetSecretValue(ctx, &secretsmanager.GetSecretValueInput{SecretId: aws.String(arn)})
 	if err != nil {
-		return "", fmt.Errorf("read the upstream token secret: %w", err)
+		return "", fmt.Errorf("read the %s: %w", what, err)
 	}
-	tok := strings.TrimSpace(aws.ToString(out.SecretString))
-	if tok == "" {
-		return "", errors.New("the upstream token secret is empty")
+	v := strings.TrimSpace(aws.ToString(out.SecretString))
+	if v == "" {
+		return "", fmt.Errorf("the %s is empty", what)
 	}
-	return tok, nil
+	return v, nil
 }
 
 // GenerationService wires the single-generation use cases. withCopier is
@@ -116,11 +137,7 @@ func GenerationService(ctx context.Context, log *slog.Logger, withCopier bool) (
 	if err != nil {
 		return nil, aws.Config{}, err
 	}
-	base, err := required(EnvUpstreamBaseURL)
-	if err != nil {
-		return nil, aws.Config{}, err
-	}
-	token, err := upstreamToken(ctx, cfg)
+	client, err := upstreamClient(ctx, cfg)
 	if err != nil {
 		return nil, aws.Config{}, err
 	}
@@ -134,11 +151,14 @@ func GenerationService(ctx context.Context, log *slog.Logger, withCopier bool) (
 	}
 	svc := &generation.Service{
 		Store:      Store(cfg),
-		Upstream:   &upstream.Client{BaseURL: base, Token: token, HTTP: &http.Client{Timeout: 20 * time.Second}},
+		Upstream:   client,
 		Queue:      &queue.SQSSender{Client: sqs.NewFromConfig(cfg), QueueURL: queueURL},
 		Prices:     prices,
 		Validation: catalog.Options{},
 		Log:        log,
+	}
+	if base := Getenv(EnvPublicBaseURL); base != "" {
+		svc.UpstreamWebhook = strings.TrimSuffix(base, "/") + "/api/upstream/webhook"
 	}
 	if withCopier {
 		bucket, err := required(EnvOutputBucket)
@@ -149,7 +169,7 @@ func GenerationService(ctx context.Context, log *slog.Logger, withCopier bool) (
 		if err != nil {
 			return nil, aws.Config{}, err
 		}
-		if svc.Copier, err = copier(media.NewS3Bucket(s3.NewFromConfig(cfg), bucket, mediaBase), base); err != nil {
+		if svc.Copier, err = copier(media.NewS3Bucket(s3.NewFromConfig(cfg), bucket, mediaBase), client.BaseURL); err != nil {
 			return nil, aws.Config{}, err
 		}
 	}
@@ -188,4 +208,18 @@ func Must[T any](v T, err error) T {
 		os.Exit(1)
 	}
 	return v
+}
+
+// Notifier enqueues webhook events on the webhook queue.
+func Notifier(cfg aws.Config) (webhook.Notifier, error) {
+	q, err := webhookQueue(cfg)
+	return webhook.Notifier{Queue: q}, err
+}
+
+func webhookQueue(cfg aws.Config) (*queue.SQSSender, error) {
+	url, err := required(EnvWebhookQueueURL)
+	if err != nil {
+		return nil, err
+	}
+	return &queue.SQSSender{Client: sqs.NewFromConfig(cfg), QueueURL: url}, nil
 }

@@ -221,6 +221,10 @@ func (s *Simulator) sendWebhook(id string) {
 			s.log.Error("webhook signature", "prediction", id, "error", err)
 			return
 		}
+	} else {
+		// Unsigned, as a provider without a configured secret sends them.
+		req.Header.Set(signing.HeaderID, "msg_"+id)
+		req.Header.Set(signing.HeaderTimestamp, strconv.FormatInt(time.Now().Unix(), 10))
 	}
 	resp, err := s.webhooks.Do(req)
 	if err != nil {

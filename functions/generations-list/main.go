@@ -1,0 +1,12 @@
+// Command generations-list is the Lambda function of GET /api/generations, the caller's generations.
+package main
+
+import (
+	"github.com/aws/aws-lambda-go/lambda"
+
+	"github.com/mediagen-dev/mediagen/shared/prod"
+)
+
+func main() {
+	lambda.Start(prod.Build("generations-list", prod.GenerationsList))
+}

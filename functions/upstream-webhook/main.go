@@ -1,0 +1,12 @@
+// Command upstream-webhook is the Lambda function of POST /api/upstream/webhook, the provider's completion callback.
+package main
+
+import (
+	"github.com/aws/aws-lambda-go/lambda"
+
+	"github.com/mediagen-dev/mediagen/shared/prod"
+)
+
+func main() {
+	lambda.Start(prod.Build("upstream-webhook", prod.UpstreamWebhook))
+}
