@@ -74,16 +74,16 @@ const (
 
 // Service runs the use cases.
 type Service struct {
-	Store      Store
-	Upstream   Upstream
-	Queue      Queue
-	Copier     Copier
-	Notifier   Notifier
+	Store    Store
+	Upstream Upstream
+	Queue    Queue
+	Copier   Copier
+	Notifier Notifier
 	// UpstreamWebhook, when set, is the URL the provider calls on
 	// completion; the generation's UUID is added as ?generation=.
 	UpstreamWebhook string
-	Prices     *pricing.Table
-	Validation catalog.Options
+	Prices          *pricing.Table
+	Validation      catalog.Options
 	// ImageDeadline and VideoDeadline bound a generation's processing time.
 	ImageDeadline, VideoDeadline time.Duration
 	// PollInterval is the first delay between polls; it grows by half each

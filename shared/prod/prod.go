@@ -112,10 +112,10 @@ func upstreamWebhookSecret(ctx context.Context, cfg aws.Config) (string, error) 
 // secretValue reads a secret from the variable valueEnv (local runs) or
 // from the Secrets Manager secret whose ARN arnEnv names.
 func secretValue(ctx context.Context, cfg aws.Config, valueEnv, arnEnv, what string) (string, error) {
+	arn := Getenv(arnEnv)
 	if v := Getenv(valueEnv); v != "" {
 		return v, nil
 	}
-	arn := Getenv(arnEnv)
 	if arn == "" {
 		return "", fmt.Errorf("environment variable %s is not set", arnEnv)
 	}

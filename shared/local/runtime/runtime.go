@@ -95,15 +95,15 @@ type Runtime struct {
 	BaseURL string
 	Dev     DevAccount
 
-	Store       *sqlitestore.Store
-	Objects     *objectstore.Store
-	Queue       *queue.Queue
+	Store   *sqlitestore.Store
+	Objects *objectstore.Store
+	Queue   *queue.Queue
 	// WebhookQueue holds webhook deliveries, as the WebhookQueue in SQS.
 	WebhookQueue *queue.Queue
 	Generations  *generation.Service
-	LongStories *longstory.Service
-	Workflow    *stepfunctions.Workflow
-	Simulator   *simulator.Simulator
+	LongStories  *longstory.Service
+	Workflow     *stepfunctions.Workflow
+	Simulator    *simulator.Simulator
 	// Costs counts the AWS requests the deployed system would make for the
 	// work done here (see shared/local/costs).
 	Costs *costs.Meter
