@@ -30,6 +30,7 @@ var adminCommands = map[string]command{
 	"credits grant":   creditsGrant,
 	"keys create":     keysCreate,
 	"keys revoke":     keysRevoke,
+	"webhooks secret": webhooksSecret,
 	"tables create":   tablesCreate,
 }
 
@@ -224,6 +225,26 @@ func keysRevoke(ctx context.Context, args []string, stdout, stderr io.Writer) in
 			return nil, err
 		}
 		return map[string]any{"prefix": prefix, "revoked_at": at}, nil
+	})
+}
+
+func webhooksSecret(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	var userID string
+	var rotate bool
+	return withService(ctx, "webhooks secret", args, stdout, stderr, func(fs *flag.FlagSet) []string {
+		fs.StringVar(&userID, "user", "", "account id")
+		fs.BoolVar(&rotate, "rotate", false, "replace the secret with a new one")
+		return []string{"user"}
+	}, func(ctx context.Context, svc *accounts.Service) (any, error) {
+		get := svc.WebhookSecret
+		if rotate {
+			get = svc.RotateWebhookSecret
+		}
+		secret, err := get(ctx, userID)
+		if err != nil {
+			return nil, err
+		}
+		return map[string]any{"user_id": userID, "webhook_signing_secret": secret, "rotated": rotate}, nil
 	})
 }
 

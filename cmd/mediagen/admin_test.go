@@ -89,6 +89,26 @@ func TestAdminCommandsManageAnAccount(t *testing.T) {
 	if len(shown.Keys) != 2 || shown.Keys[0].RevokedAt == nil || shown.Keys[1].RevokedAt != nil {
 		t.Errorf("keys after revoking the first = %+v", shown.Keys)
 	}
+
+	type secretView struct {
+		Secret  string `json:"webhook_signing_secret"`
+		Rotated bool   `json:"rotated"`
+	}
+	code, out, _ = mediagen(t, "webhooks", "secret", "--user", created.UserID, "--data", data)
+	first := decode[secretView](t, out)
+	code2, out2, _ := mediagen(t, "webhooks", "secret", "--user", created.UserID, "--data", data)
+	if code != 0 || code2 != 0 || !strings.HasPrefix(first.Secret, "whsec_") || decode[secretView](t, out2).Secret != first.Secret {
+		t.Errorf("webhooks secret twice = %d %s / %d %s; want the same whsec_ secret", code, out, code2, out2)
+	}
+	code, out, _ = mediagen(t, "webhooks", "secret", "--user", created.UserID, "--rotate", "--data", data)
+	rotated := decode[secretView](t, out)
+	_, out, _ = mediagen(t, "webhooks", "secret", "--user", created.UserID, "--data", data)
+	if code != 0 || !rotated.Rotated || rotated.Secret == first.Secret || decode[secretView](t, out).Secret != rotated.Secret {
+		t.Errorf("rotation = %d %+v; want a new secret that stays", code, rotated)
+	}
+	if code, _, _ := mediagen(t, "webhooks", "secret", "--user", "usr_missing", "--data", data); code == 0 {
+		t.Error("webhooks secret for a missing account exited 0")
+	}
 }
 
 func TestAdminCommandsRefuseBadArgumentsAndChangeNothing(t *testing.T) {

@@ -7,6 +7,7 @@
 //	mediagen credits grant --user ID --credits N [--grant-id ID]
 //	mediagen keys create --user ID
 //	mediagen keys revoke --prefix P
+//	mediagen webhooks secret --user ID [--rotate]
 //	mediagen tables create            (DynamoDB only: for a local DynamoDB)
 //	mediagen models | generate | status | story estimate|create|status
 //	                                  (clients of a running service)
@@ -58,6 +59,8 @@ administration (embedded store by default; --dynamodb for DynamoDB):
   credits grant --user ID --credits N [--grant-id ID]
   keys create --user ID
   keys revoke --prefix P
+  webhooks secret --user ID [--rotate]
+                        show (or replace) the secret that signs the account's webhooks
   tables create --dynamodb [--endpoint-url URL] [--table-prefix P]
 
 store flags (every administration command):

@@ -13,6 +13,7 @@ import (
 	"github.com/mediagen-dev/mediagen/shared/apikey"
 	"github.com/mediagen-dev/mediagen/shared/defaults"
 	"github.com/mediagen-dev/mediagen/shared/domain"
+	"github.com/mediagen-dev/mediagen/shared/webhook"
 )
 
 // Store is what administration needs from the store.
@@ -23,6 +24,8 @@ type Store interface {
 	PutAPIKey(ctx context.Context, k domain.APIKey) error
 	RevokeAPIKey(ctx context.Context, prefix string, at time.Time) error
 	ListAPIKeys(ctx context.Context, userID string) ([]domain.APIKey, error)
+	EnsureWebhookSecret(ctx context.Context, userID, candidate string) (string, error)
+	SetWebhookSecret(ctx context.Context, userID, secret string) error
 }
 
 // Service runs the administration use cases.
@@ -191,4 +194,24 @@ func View(a domain.Account) AccountView {
 		Granted: domain.FormatCredits(a.Granted), Captured: domain.FormatCredits(a.Captured),
 		OpenHolds: len(a.Holds), CreatedAt: a.CreatedAt,
 	}
+}
+
+// WebhookSecret shows the account's webhook signing secret, making one if
+// it has none yet.
+func (s *Service) WebhookSecret(ctx context.Context, userID string) (string, error) {
+	secret, err := s.Store.EnsureWebhookSecret(ctx, userID, webhook.NewSecret())
+	if err != nil {
+		return "", fmt.Errorf("webhook secret of %s: %w", userID, err)
+	}
+	return secret, nil
+}
+
+// RotateWebhookSecret replaces the account's webhook signing secret; the
+// webhooks sent from now on are signed with the new one.
+func (s *Service) RotateWebhookSecret(ctx context.Context, userID string) (string, error) {
+	secret := webhook.NewSecret()
+	if err := s.Store.SetWebhookSecret(ctx, userID, secret); err != nil {
+		return "", fmt.Errorf("rotate webhook secret of %s: %w", userID, err)
+	}
+	return secret, nil
 }
