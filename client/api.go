@@ -27,6 +27,10 @@ type GenerateRequest struct {
 	Input        map[string]any `json:"input"`
 	// ImageCount is how many images (1–4); 0 leaves it to the service (1).
 	ImageCount int `json:"image_count,omitempty"`
+	// WebhookURL, when set, is called when the generation ends;
+	// WebhookEvents narrows the events (default: all).
+	WebhookURL    string   `json:"webhook_url,omitempty"`
+	WebhookEvents []string `json:"webhook_events,omitempty"`
 }
 
 // Generation is the record POST /api/generations/generate answers.
@@ -77,8 +81,10 @@ type LongVideoRequest struct {
 	// Model is a video model_version; empty = the service's default.
 	Model string `json:"model,omitempty"`
 	// EnableNarration nil = the service's default (narrated).
-	EnableNarration *bool  `json:"enable_narration,omitempty"`
-	VideoStyle      string `json:"video_style,omitempty"`
+	EnableNarration *bool    `json:"enable_narration,omitempty"`
+	VideoStyle      string   `json:"video_style,omitempty"`
+	WebhookURL      string   `json:"webhook_url,omitempty"`
+	WebhookEvents   []string `json:"webhook_events,omitempty"`
 }
 
 // LongVideoCreated is the answer of POST /api/long-story/videos.
