@@ -132,6 +132,10 @@ CREATE TABLE IF NOT EXISTS idempotency (
 	PRIMARY KEY (user_id, key)
 );
 CREATE INDEX IF NOT EXISTS idempotency_expiry ON idempotency(expires_at);
+CREATE TABLE IF NOT EXISTS slots (
+	provider TEXT PRIMARY KEY,
+	state    TEXT NOT NULL
+);
 `
 
 // addedColumns are columns added after the first release; Open adds each to
