@@ -492,7 +492,11 @@ func sceneSummary(v client.LongVideoStatus, scenes int) string {
 		}
 		parts[i] = fmt.Sprintf("scene %d %s", s.SceneNumber, mark)
 	}
-	return strings.Join(parts, " · ")
+	summary := strings.Join(parts, " · ")
+	if client.Final(v.Status) {
+		summary += " " + v.Status
+	}
+	return summary
 }
 
 func modelsCmd(ctx context.Context, args []string, stdout, stderr io.Writer) int {

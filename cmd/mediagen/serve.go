@@ -10,6 +10,7 @@ import (
 	"os"
 	"time"
 
+	"github.com/mediagen-dev/mediagen/shared/generation"
 	"github.com/mediagen-dev/mediagen/shared/local/runtime"
 )
 
@@ -25,11 +26,16 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fs.StringVar(&cfg.JWTIssuer, "jwt-issuer", os.Getenv("JWT_ISSUER"), "identity-provider issuer (optional)")
 	fs.StringVar(&cfg.JWTAudience, "jwt-audience", os.Getenv("JWT_AUDIENCE"), "identity-provider audience")
 	fs.StringVar(&cfg.JWKSURL, "jwks-url", os.Getenv("JWKS_URL"), "identity-provider JWKS URL")
+	limits := fs.String("upstream-max-concurrent", os.Getenv("UPSTREAM_MAX_CONCURRENT"), `the provider's cap on jobs at once: "8" or "provider-a=4,default=8" (default: no cap)`)
 	logLevel := fs.String("log-level", "info", "debug, info, warn or error")
-	if err := parse(fs, args); errors.Is(err, errHelp) {
+	err := parse(fs, args)
+	if errors.Is(err, errHelp) {
 		return exitOK
 	} else if err != nil {
 		return fail(stderr, exitUsage, fmt.Errorf("serve: %w", err))
+	}
+	if cfg.UpstreamLimits, err = generation.ParseLimits(*limits); err != nil {
+		return fail(stderr, exitUsage, fmt.Errorf("serve: --upstream-max-concurrent: %w", err))
 	}
 	var level slog.Level
 	if err := level.UnmarshalText([]byte(*logLevel)); err != nil {

@@ -48,25 +48,104 @@ func (s *Service) Create(ctx context.Context, userID string, body []byte) (domai
 		s.release(ctx, log, userID, g.UUID)
 		return domain.Generation{}, fmt.Errorf("record generation: %w", err)
 	}
+	got, err := s.acquireSlot(ctx, g, now)
+	if err != nil {
+		s.abandon(ctx, log, g, "the job could not be scheduled")
+		return domain.Generation{}, err
+	}
+	if !got {
+		// The provider is at its cap: the job waits in the queue, and the
+		// poller submits it when a slot frees.
+		if err := s.enqueue(ctx, PollMessage{GenerationID: g.UUID}, SlotWait); err != nil {
+			s.abandon(ctx, log, g, "the job could not be scheduled")
+			return domain.Generation{}, err
+		}
+		log.InfoContext(ctx, "generation waits for a provider slot", "credits", domain.FormatCredits(quote.Credits))
+		return g, nil
+	}
+	if err := s.submit(ctx, log, &g, req); err != nil {
+		return domain.Generation{}, err
+	}
+	log.InfoContext(ctx, "generation created", "upstream_id", g.UpstreamID, "credits", domain.FormatCredits(quote.Credits))
+	return g, nil
+}
+
+// SlotWait is the wait before a generation waiting for a provider slot
+// asks again.
+const SlotWait = time.Second
+
+// acquireSlot takes a slot of the generation's provider; without a cap it
+// always has one.
+func (s *Service) acquireSlot(ctx context.Context, g domain.Generation, at time.Time) (bool, error) {
+	limit := s.Limits.Of(g.Model)
+	if s.Slots == nil || limit <= 0 {
+		return true, nil
+	}
+	got, err := s.Slots.AcquireSlot(ctx, g.Model, g.UUID, limit, at)
+	if err != nil {
+		return false, fmt.Errorf("provider slot for %s: %w", g.UUID, err)
+	}
+	return got, nil
+}
+
+// releaseSlot frees the generation's slot (or place in line), if caps apply.
+func (s *Service) releaseSlot(ctx context.Context, log *slog.Logger, g domain.Generation) {
+	if s.Slots == nil || s.Limits.Of(g.Model) <= 0 {
+		return
+	}
+	if err := s.Slots.ReleaseSlot(ctx, g.Model, g.UUID); err != nil {
+		log.WarnContext(ctx, "could not release the provider slot", "error", err)
+	}
+}
+
+// QueuePosition is a waiting generation's place in its provider's line
+// (from 1); 0 when it is not waiting.
+func (s *Service) QueuePosition(ctx context.Context, g domain.Generation) (int, error) {
+	if s.Slots == nil || g.Status != domain.StatusProcessing || g.UpstreamID != "" || s.Limits.Of(g.Model) <= 0 {
+		return 0, nil
+	}
+	return s.Slots.SlotQueuePosition(ctx, g.Model, g.UUID)
+}
+
+// submit sends a generation that holds a slot to the provider, records the
+// job and schedules its first poll. On failure the generation is failed and
+// its credits and slot released before the error returns.
+func (s *Service) submit(ctx context.Context, log *slog.Logger, g *domain.Generation, req catalog.Request) error {
 	p, err := s.Upstream.Create(ctx, req.Variant.UpstreamModel, upstreamInput(req), s.upstreamWebhook(g.UUID))
 	if err != nil {
 		log.WarnContext(ctx, "upstream submission failed", "error", err)
-		s.abandon(ctx, log, g, "upstream provider did not accept the job")
-		return domain.Generation{}, fmt.Errorf("%w: %v", ErrUpstreamUnavailable, err)
+		s.abandon(ctx, log, *g, "upstream provider did not accept the job")
+		return fmt.Errorf("%w: %v", ErrUpstreamUnavailable, err)
 	}
 	if err := s.Store.SetUpstreamID(ctx, g.UUID, p.ID, s.now()); err != nil {
 		s.cancelUpstream(ctx, log, p.ID)
-		s.abandon(ctx, log, g, "the job could not be recorded")
-		return domain.Generation{}, fmt.Errorf("record upstream job of %s: %w", g.UUID, err)
+		if errors.Is(err, domain.ErrConflict) {
+			// Another delivery submitted it (or it ended): that one stands.
+			return fmt.Errorf("record upstream job of %s: %w", g.UUID, err)
+		}
+		s.abandon(ctx, log, *g, "the job could not be recorded")
+		return fmt.Errorf("record upstream job of %s: %w", g.UUID, err)
 	}
 	g.UpstreamID = p.ID
 	if err := s.enqueue(ctx, PollMessage{GenerationID: g.UUID}, s.pollDelay(0)); err != nil {
 		s.cancelUpstream(ctx, log, p.ID)
-		s.abandon(ctx, log, g, "the job could not be scheduled")
-		return domain.Generation{}, err
+		s.abandon(ctx, log, *g, "the job could not be scheduled")
+		return err
 	}
-	log.InfoContext(ctx, "generation created", "upstream_id", p.ID, "credits", domain.FormatCredits(quote.Credits))
-	return g, nil
+	return nil
+}
+
+// requestOf rebuilds a recorded generation's validated request, to submit
+// one that waited for a slot.
+func (s *Service) requestOf(g domain.Generation) (catalog.Request, error) {
+	body, err := json.Marshal(map[string]any{"model": g.Model, "model_version": g.ModelVersion,
+		"input": g.Input, "image_count": g.ImageCount})
+	if err != nil {
+		return catalog.Request{}, err
+	}
+	opts := s.Validation
+	opts.AllowLoopbackURLs = true // validated when it was accepted; hosts are not checked again
+	return catalog.ParseGenerate(body, opts)
 }
 
 // upstreamWebhook is the callback URL of one generation ("" for none).
@@ -127,6 +206,7 @@ func (s *Service) abandon(ctx context.Context, log *slog.Logger, g domain.Genera
 		// The sweeper fails it at its deadline and releases the hold then.
 		log.WarnContext(ctx, "could not fail abandoned generation", "error", err)
 	}
+	s.releaseSlot(ctx, log, g)
 	s.release(ctx, log, g.UserID, g.UUID)
 }
 

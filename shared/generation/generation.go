@@ -47,6 +47,55 @@ type Queue interface {
 	Send(ctx context.Context, body []byte, delay time.Duration) error
 }
 
+// Slots caps the jobs running at once at each provider.
+type Slots interface {
+	AcquireSlot(ctx context.Context, provider, holder string, limit int, at time.Time) (bool, error)
+	ReleaseSlot(ctx context.Context, provider, holder string) error
+	SlotQueuePosition(ctx context.Context, provider, holder string) (int, error)
+}
+
+// Limits are the providers' caps on jobs at once; 0 means no cap.
+type Limits struct {
+	Default    int
+	ByProvider map[string]int
+}
+
+// Of is provider's cap.
+func (l Limits) Of(provider string) int {
+	if n, ok := l.ByProvider[provider]; ok {
+		return n
+	}
+	return l.Default
+}
+
+// ParseLimits reads "8" (every provider) or "provider-a=4,default=8".
+func ParseLimits(s string) (Limits, error) {
+	var l Limits
+	for _, part := range strings.Split(s, ",") {
+		part = strings.TrimSpace(part)
+		if part == "" {
+			continue
+		}
+		name, value, named := strings.Cut(part, "=")
+		if !named {
+			name, value = "default", part
+		}
+		n, err := strconv.Atoi(strings.TrimSpace(value))
+		if err != nil || n < 0 {
+			return Limits{}, fmt.Errorf("concurrency limit %q: want a whole number, 0 for no cap", part)
+		}
+		if name = strings.TrimSpace(name); name == "default" {
+			l.Default = n
+		} else {
+			if l.ByProvider == nil {
+				l.ByProvider = map[string]int{}
+			}
+			l.ByProvider[name] = n
+		}
+	}
+	return l, nil
+}
+
 // Notifier enqueues a webhook event; nil means no webhooks.
 type Notifier interface {
 	Notify(ctx context.Context, kind domain.WorkKind, id, event string) error
@@ -79,6 +128,10 @@ type Service struct {
 	Queue    Queue
 	Copier   Copier
 	Notifier Notifier
+	// Slots and Limits cap the jobs at once per provider; work beyond a cap
+	// waits in the queue. Nil Slots means no caps.
+	Slots  Slots
+	Limits Limits
 	// UpstreamWebhook, when set, is the URL the provider calls on
 	// completion; the generation's UUID is added as ?generation=.
 	UpstreamWebhook string

@@ -61,8 +61,7 @@ func (s *Service) Poll(ctx context.Context, m PollMessage) error {
 		return s.finish(ctx, log, g, domain.Outcome{Status: domain.StatusFailed, Error: ledger.TimedOutError})
 	}
 	if g.UpstreamID == "" {
-		// Created but never submitted: a crash between the two writes.
-		return s.finish(ctx, log, g, domain.Outcome{Status: domain.StatusFailed, Error: "the job was never submitted upstream"})
+		return s.submitWaiting(ctx, log, g, m)
 	}
 	p, err := s.Upstream.Get(ctx, g.UpstreamID)
 	if err != nil {
@@ -101,6 +100,35 @@ func (s *Service) apply(ctx context.Context, log *slog.Logger, g domain.Generati
 	default:
 		return false, nil
 	}
+}
+
+// submitWaiting submits a generation not yet at the provider once it gets a
+// slot, and asks again later while the provider is at its cap.
+func (s *Service) submitWaiting(ctx context.Context, log *slog.Logger, g domain.Generation, m PollMessage) error {
+	if s.Slots == nil || s.Limits.Of(g.Model) <= 0 {
+		// No caps, so it was never left waiting: a crash between the
+		// record and the submission.
+		return s.finish(ctx, log, g, domain.Outcome{Status: domain.StatusFailed, Error: "the job was never submitted upstream"})
+	}
+	got, err := s.acquireSlot(ctx, g, s.now())
+	if err != nil {
+		return err
+	}
+	if !got {
+		return s.enqueue(ctx, PollMessage{GenerationID: g.UUID, Attempt: m.Attempt}, SlotWait)
+	}
+	req, err := s.requestOf(g)
+	if err != nil {
+		return s.finish(ctx, log, g, domain.Outcome{Status: domain.StatusFailed, Error: "the recorded request no longer validates: " + err.Error()})
+	}
+	if err := s.submit(ctx, log, &g, req); err != nil {
+		if errors.Is(err, ErrUpstreamUnavailable) || errors.Is(err, domain.ErrConflict) {
+			return nil // failed and settled, or submitted by another delivery
+		}
+		return err
+	}
+	log.InfoContext(ctx, "generation submitted after waiting for a slot", "upstream_id", g.UpstreamID)
+	return nil
 }
 
 // ErrNotItsJob is an upstream callback whose job is not the generation's.
@@ -203,6 +231,9 @@ func (s *Service) pollFailed(ctx context.Context, log *slog.Logger, g domain.Gen
 // finished the record first, its outcome is the one settled.
 func (s *Service) finish(ctx context.Context, log *slog.Logger, g domain.Generation, o domain.Outcome) error {
 	err := s.Store.FinishGeneration(ctx, g.UUID, o, s.now())
+	if err == nil || errors.Is(err, domain.ErrConflict) {
+		s.releaseSlot(ctx, log, g)
+	}
 	switch {
 	case err == nil:
 		g.Status, g.OutputURLs, g.Error = o.Status, o.OutputURLs, o.Error
@@ -227,6 +258,7 @@ func (s *Service) finish(ctx context.Context, log *slog.Logger, g domain.Generat
 // attempt was made yet (a repeat is harmless: the deliverer skips an event
 // already delivered, and receivers see the same webhook-id).
 func (s *Service) settleAndNotify(ctx context.Context, log *slog.Logger, g domain.Generation) error {
+	s.releaseSlot(ctx, log, g)
 	if len(g.WebhookAttempts) == 0 {
 		if err := s.notify(ctx, g); err != nil {
 			return err

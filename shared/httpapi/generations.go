@@ -50,8 +50,11 @@ type StatusView struct {
 	Model     string   `json:"model"`
 	// Progress is 0-100; while the provider works it is an estimate from
 	// the time a job of its kind usually takes.
-	Progress int                    `json:"progress"`
-	Webhook  *longstory.WebhookView `json:"webhook,omitempty"`
+	Progress int `json:"progress"`
+	// QueuePosition is the generation's place in line (from 1) while the
+	// provider is at its cap of jobs at once; absent otherwise.
+	QueuePosition int                    `json:"queue_position,omitempty"`
+	Webhook       *longstory.WebhookView `json:"webhook,omitempty"`
 }
 
 // typicalSeconds is about how long the provider takes per kind, for the
@@ -137,7 +140,11 @@ func (r *Generations) Status() Handler {
 		if err != nil {
 			return Response{}, err
 		}
-		return jsonResponse(http.StatusOK, StatusOf(g)), nil
+		view := StatusOf(g)
+		if view.QueuePosition, err = r.Service.QueuePosition(ctx, g); err != nil {
+			return Response{}, err
+		}
+		return jsonResponse(http.StatusOK, view), nil
 	})
 }
 

@@ -18,8 +18,10 @@ import (
 
 type stepsT = *longstory.Steps
 
-func lookupService(cfg aws.Config, log *slog.Logger) *generation.Service {
-	return &generation.Service{Store: Store(cfg), Log: log}
+func lookupService(cfg aws.Config, log *slog.Logger) (*generation.Service, error) {
+	st := Store(cfg)
+	limits, err := Limits()
+	return &generation.Service{Store: st, Slots: st, Limits: limits, Log: log}, err
 }
 
 // Constructor builds one function's handler. Each builds only what its
@@ -47,7 +49,11 @@ func Status(ctx context.Context, log *slog.Logger) (any, error) {
 		return nil, err
 	}
 	// A lookup needs only the store: no upstream token, queue or bucket.
-	return (&httpapi.Generations{Service: lookupService(cfg, log), Gate: Gate(cfg, log)}).Status(), nil
+	svc, err := lookupService(cfg, log)
+	if err != nil {
+		return nil, err
+	}
+	return (&httpapi.Generations{Service: svc, Gate: Gate(cfg, log)}).Status(), nil
 }
 
 // Poller consumes the poll queue; a generation it finishes sends its
@@ -69,7 +75,11 @@ func GenerationsList(ctx context.Context, log *slog.Logger) (any, error) {
 	if err != nil {
 		return nil, err
 	}
-	return (&httpapi.Generations{Service: lookupService(cfg, log), Gate: Gate(cfg, log)}).List(), nil
+	svc, err := lookupService(cfg, log)
+	if err != nil {
+		return nil, err
+	}
+	return (&httpapi.Generations{Service: svc, Gate: Gate(cfg, log)}).List(), nil
 }
 
 // GenerationEstimate is POST /api/generations/estimate: the catalog and
@@ -314,7 +324,7 @@ func ReadsEnvironment(ctx context.Context, name string) ([]string, error) {
 	saved := Getenv
 	Getenv = func(k string) string {
 		read[k] = true
-		if k == EnvPriceFile {
+		if k == EnvPriceFile || k == EnvUpstreamMaxConcurrent {
 			return "" // the embedded price file
 		}
 		return "https://example.invalid/" + k

@@ -52,6 +52,9 @@ const (
 	// (local runs).
 	EnvUpstreamWebhookSecretARN = "UPSTREAM_WEBHOOK_SECRET_ARN"
 	EnvUpstreamWebhookSecret    = "UPSTREAM_WEBHOOK_SECRET"
+	// EnvUpstreamMaxConcurrent caps the provider's jobs at once: "8", or
+	// "provider-a=4,default=8"; empty or 0 for no cap.
+	EnvUpstreamMaxConcurrent = "UPSTREAM_MAX_CONCURRENT"
 	// EnvUpstreamToken is for `sam local invoke` only: a plain token in place
 	// of the secret.
 	EnvUpstreamToken = "UPSTREAM_TOKEN"
@@ -149,8 +152,15 @@ func GenerationService(ctx context.Context, log *slog.Logger, withCopier bool) (
 	if err != nil {
 		return nil, aws.Config{}, err
 	}
+	limits, err := Limits()
+	if err != nil {
+		return nil, aws.Config{}, err
+	}
+	st := Store(cfg)
 	svc := &generation.Service{
-		Store:      Store(cfg),
+		Store:      st,
+		Slots:      st,
+		Limits:     limits,
 		Upstream:   client,
 		Queue:      &queue.SQSSender{Client: sqs.NewFromConfig(cfg), QueueURL: queueURL},
 		Prices:     prices,
@@ -222,4 +232,13 @@ func webhookQueue(cfg aws.Config) (*queue.SQSSender, error) {
 		return nil, err
 	}
 	return &queue.SQSSender{Client: sqs.NewFromConfig(cfg), QueueURL: url}, nil
+}
+
+// Limits reads the providers' caps on jobs at once.
+func Limits() (generation.Limits, error) {
+	l, err := generation.ParseLimits(Getenv(EnvUpstreamMaxConcurrent))
+	if err != nil {
+		return generation.Limits{}, fmt.Errorf("%s: %w", EnvUpstreamMaxConcurrent, err)
+	}
+	return l, nil
 }

@@ -64,7 +64,8 @@ type Generations interface {
 	CreateGeneration(ctx context.Context, g *domain.Generation) error
 	GetGeneration(ctx context.Context, uuid string) (domain.Generation, error)
 	GetGenerationByID(ctx context.Context, id int64) (domain.Generation, error)
-	// SetUpstreamID records the upstream job of a generation still processing.
+	// SetUpstreamID records the upstream job of a generation still
+	// processing, once: ErrConflict if it is final or has another job.
 	SetUpstreamID(ctx context.Context, uuid, upstreamID string, at time.Time) error
 	// FinishGeneration writes a terminal outcome once: ErrConflict if the
 	// generation is no longer processing.

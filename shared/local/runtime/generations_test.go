@@ -233,7 +233,9 @@ func checkOutputs(t *testing.T, rt *runtime.Runtime, ff ffmpeg.Runner, key, id s
 }
 
 func TestFailedGenerationIsReportedAndRefunded(t *testing.T) {
-	rt := start(t, runtimeConfig())
+	// Long enough a job that the hold can be seen before the provider's
+	// callback ends it.
+	rt := start(t, runtime.Config{SimulatorLatency: 500 * time.Millisecond})
 	owner := newAccount(t, rt, domain.PlanPro, 100)
 	body := map[string]any{"model": "provider-a", "model_version": "theta-4-fast",
 		"input": map[string]any{"prompt": "this one fails [simulate:fail]"}}

@@ -67,6 +67,9 @@ type Config struct {
 	// WorkflowWaitScale scales the workflow's Wait states and retry
 	// intervals (tests make them short); default 1.
 	WorkflowWaitScale float64
+	// UpstreamLimits caps the provider's jobs at once (per model's
+	// provider); zero means no cap.
+	UpstreamLimits generation.Limits
 	// NoUpstreamWebhooks leaves the provider's completion callbacks off, so
 	// that generations complete by polling only (as with a provider that
 	// cannot call back).
@@ -190,6 +193,8 @@ func Start(ctx context.Context, cfg Config) (*Runtime, error) {
 		Prices:       prices,
 		Validation:   catalog.Options{AllowLoopbackURLs: true},
 		PollInterval: cfg.PollInterval,
+		Slots:        st,
+		Limits:       cfg.UpstreamLimits,
 		Log:          log,
 	}
 	if !cfg.NoUpstreamWebhooks {

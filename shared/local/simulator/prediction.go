@@ -86,3 +86,17 @@ func (s *Simulator) Lookup(id string) (Prediction, bool) {
 	}
 	return p.view, true
 }
+
+// Active counts the predictions of an "owner/name" model that are not
+// final: the jobs the provider is running (or starting) for it.
+func (s *Simulator) Active(model string) int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	n := 0
+	for _, p := range s.predictions {
+		if p.view.Model == model && p.view.Status != "succeeded" && p.view.Status != "failed" && p.view.Status != "canceled" {
+			n++
+		}
+	}
+	return n
+}

@@ -671,10 +671,27 @@ func (s *Store) ProcessingGenerations(ctx context.Context, limit int) ([]domain.
 }
 
 func (s *Store) SetUpstreamID(ctx context.Context, uuid, upstreamID string, at time.Time) error {
-	return s.updateProcessing(ctx, s.tables.Generations, "uuid", uuid,
-		"SET upstream_id = :up, updated_at = :at", map[string]types.AttributeValue{
-			":up": strAV(upstreamID), ":at": strAV(formatTime(at)),
-		})
+	_, err := s.db.UpdateItem(ctx, &dynamodb.UpdateItemInput{
+		TableName:                aws.String(s.tables.Generations),
+		Key:                      key("uuid", uuid),
+		UpdateExpression:         aws.String("SET upstream_id = :up, updated_at = :at"),
+		ConditionExpression:      aws.String("#s = :processing AND (attribute_not_exists(upstream_id) OR upstream_id = :up)"),
+		ExpressionAttributeNames: map[string]string{"#s": "status"},
+		ExpressionAttributeValues: map[string]types.AttributeValue{
+			":up": strAV(upstreamID), ":at": strAV(formatTime(at)), ":processing": strAV(string(domain.StatusProcessing)),
+		},
+	})
+	if err == nil {
+		return nil
+	}
+	if !isConditionFailed(err) {
+		return fmt.Errorf("set upstream job of %s: %w", uuid, err)
+	}
+	g, err := s.GetGeneration(ctx, uuid)
+	if err != nil {
+		return err
+	}
+	return fmt.Errorf("set upstream job of %s: status %s, job %q: %w", uuid, g.Status, g.UpstreamID, domain.ErrConflict)
 }
 
 func (s *Store) FinishGeneration(ctx context.Context, uuid string, o domain.Outcome, at time.Time) error {

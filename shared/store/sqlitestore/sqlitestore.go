@@ -608,8 +608,20 @@ func (s *Store) queryGenerations(ctx context.Context, where string, args ...any)
 }
 
 func (s *Store) SetUpstreamID(ctx context.Context, uuid, upstreamID string, at time.Time) error {
-	return s.updateProcessing(ctx, "generations", "uuid", uuid, `upstream_id = ?, updated_at = ?`,
-		upstreamID, formatTime(at))
+	res, err := s.w.ExecContext(ctx, `UPDATE generations SET upstream_id = ?, updated_at = ?
+		WHERE uuid = ? AND status = ? AND upstream_id IN ('', ?)`,
+		upstreamID, formatTime(at), uuid, string(domain.StatusProcessing), upstreamID)
+	if err != nil {
+		return fmt.Errorf("set upstream job of %s: %w", uuid, err)
+	}
+	if n, _ := res.RowsAffected(); n > 0 {
+		return nil
+	}
+	g, err := s.GetGeneration(ctx, uuid)
+	if err != nil {
+		return err
+	}
+	return fmt.Errorf("set upstream job of %s: status %s, job %q: %w", uuid, g.Status, g.UpstreamID, domain.ErrConflict)
 }
 
 func (s *Store) FinishGeneration(ctx context.Context, uuid string, o domain.Outcome, at time.Time) error {

@@ -28,6 +28,7 @@ var featureTests = []struct {
 	{"IdempotencyKeyClaimedOnceAnsweredAgain", testIdempotency},
 	{"CaptureCountsThisMonthsUsage", testUsage},
 	{"SlotsNeverExceedTheLimitAndServeWaitersInOrder", testSlots},
+	{"UpstreamJobIsRecordedOnce", testUpstreamIDOnce},
 }
 
 func newGeneration(t *testing.T, s store.Store, userID, version string, status domain.Status, created time.Time) domain.Generation {
@@ -392,6 +393,24 @@ func testUsage(t *testing.T, s store.Store) {
 	u := a.Usage[domain.UsageMonth(time.Now())]
 	if !u.Credits.Equal(credits("5")) || u.Jobs != 2 {
 		t.Errorf("this month's usage = %s credits, %d jobs; want 5.00 and 2 (captures only)", u.Credits, u.Jobs)
+	}
+}
+
+func testUpstreamIDOnce(t *testing.T, s store.Store) {
+	ctx := context.Background()
+	user := newAccount(t, s, domain.PlanFree, "0")
+	g := newGeneration(t, s, user, "zeta", domain.StatusProcessing, now)
+	if err := s.SetUpstreamID(ctx, g.UUID, "job-1", now); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.SetUpstreamID(ctx, g.UUID, "job-1", now); err != nil {
+		t.Errorf("the same job again = %v, want nil", err)
+	}
+	if err := s.SetUpstreamID(ctx, g.UUID, "job-2", now); !errors.Is(err, domain.ErrConflict) {
+		t.Errorf("a second job = %v, want ErrConflict", err)
+	}
+	if got, _ := s.GetGeneration(ctx, g.UUID); got.UpstreamID != "job-1" {
+		t.Errorf("upstream job = %q, want job-1 kept", got.UpstreamID)
 	}
 }
 
