@@ -170,6 +170,7 @@ func Start(ctx context.Context, cfg Config) (*Runtime, error) {
 		Prices:       prices,
 		Validation:   catalog.Options{AllowLoopbackURLs: true},
 		PollInterval: cfg.PollInterval,
+		PollLease:    cfg.QueueVisibility,
 		Log:          log,
 	}
 	r.Queue = queue.New(svc.HandleSQS, queue.Config{Visibility: cfg.QueueVisibility, Log: log.With("component", "queue")})
@@ -255,7 +256,7 @@ func (r *Runtime) resume(ctx context.Context) error {
 		return fmt.Errorf("resume polling: %w", err)
 	}
 	for _, g := range gs {
-		body, _ := json.Marshal(generation.PollMessage{GenerationID: g.UUID})
+		body, _ := json.Marshal(generation.PollMessage{GenerationID: g.UUID, Resume: true})
 		if err := r.Queue.Send(ctx, body, 0); err != nil {
 			return fmt.Errorf("resume polling %s: %w", g.UUID, err)
 		}

@@ -38,6 +38,7 @@ func Run(t *testing.T, s store.Store) {
 		{"GenerationsRoundTripAndFinishOnce", testGenerations},
 		{"LongVideosRoundTripAndFinishOnce", testLongVideos},
 		{"RateLimitCountsPerAccountAndMinute", testRateLimits},
+		{"PollChainAdmitsEachAttemptOnce", testPollChain},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) { tt.fn(t, s) })
