@@ -34,7 +34,13 @@ func (s *Store) Grant(ctx context.Context, userID, grantID string, amount decima
 }
 
 func (s *Store) Hold(ctx context.Context, userID string, h domain.Hold) error {
-	return call0(s.In, "store.Hold", func() error { return s.Inner.Hold(ctx, userID, h) })
+	return call0(s.In, "store.Hold", func() error {
+		err := s.Inner.Hold(ctx, userID, h)
+		if err == nil {
+			s.In.noteHeld(h.WorkID)
+		}
+		return err
+	})
 }
 
 func (s *Store) Capture(ctx context.Context, userID, workID string) (bool, error) {

@@ -73,8 +73,10 @@ type Injector struct {
 	armed  map[Point]Mode
 	fired  []Point
 	trace  []Point
-	// settled counts, per work id, the settlements that took effect.
+	// settled counts, per work id, the settlements that took effect; held
+	// lists the work ids of the holds made.
 	settled map[string]int
+	held    []string
 }
 
 // New makes an injector with nothing armed.
@@ -119,6 +121,19 @@ func (in *Injector) Settled() map[string]int {
 		out[k] = v
 	}
 	return out
+}
+
+// Held lists the work ids of the holds that were made.
+func (in *Injector) Held() []string {
+	in.mu.Lock()
+	defer in.mu.Unlock()
+	return append([]string(nil), in.held...)
+}
+
+func (in *Injector) noteHeld(workID string) {
+	in.mu.Lock()
+	in.held = append(in.held, workID)
+	in.mu.Unlock()
 }
 
 func (in *Injector) noteSettled(workID string) {
@@ -193,6 +208,20 @@ func Points(trace []Point, phases ...string) []Point {
 	var out []Point
 	for _, p := range trace {
 		if len(phases) == 0 || want[p.Phase] {
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
+// FirstOfEachOp keeps the first point of each phase and operation.
+func FirstOfEachOp(points []Point) []Point {
+	seen := map[[2]string]bool{}
+	var out []Point
+	for _, p := range points {
+		k := [2]string{p.Phase, p.Op}
+		if !seen[k] {
+			seen[k] = true
 			out = append(out, p)
 		}
 	}
