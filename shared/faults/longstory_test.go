@@ -93,7 +93,7 @@ func newStoryWorld(t *testing.T, sh *shared, wav string) (*world, *longstory.Ser
 		Store: w.st,
 		Upstream: &faults.Upstream{In: w.in, Inner: &upstream.Client{BaseURL: sh.provider.srv.URL, Token: "tok",
 			Attempts: 2, BaseBackoff: 1}},
-		Copier:   &media.Copier{Bucket: bucket, HTTP: sh.provider.srv.Client(), AllowedHosts: []string{sh.host}, MaxBytes: 1 << 20},
+		Copier:   &media.Copier{Bucket: bucket, HTTP: sh.provider.srv.Client(), AllowedHosts: []string{sh.host}, MaxBytes: 1 << 20, AllowPrivate: true},
 		Files:    bucket,
 		Narrator: wavNarrator{wav: wav},
 		FFmpeg:   ffmpeg.Runner{},
