@@ -29,8 +29,9 @@ var topLevelFields = []string{"model", "model_version", "input", "image_count"}
 
 // Options tune validation to where the service runs.
 type Options struct {
-	// AllowLoopbackURLs admits http://127.0.0.1, http://localhost and https
-	// URLs on private addresses, which the local runtime and tests need.
+	// AllowLoopbackURLs admits http and https URLs on 127.0.0.1, ::1 and
+	// localhost, which the local runtime and tests need; link-local and
+	// private addresses stay refused.
 	AllowLoopbackURLs bool
 	// MaxDataURIBytes bounds a decoded data: URI image; 0 means
 	// DefaultMaxDataURIBytes.

@@ -143,8 +143,8 @@ var hostileRequests = []hostile{
 	// The long-form create.
 	{"long video: an array", routeLongVideo, "", "", `[]`, 400},
 	{"long video: theme 5,001 characters", routeLongVideo, "", "", `{"prompt":"` + strings.Repeat("é", 5001) + `","language_code":"en",` + oneScene + `}`, 400},
-	{"long video: scene prompt 2,001", routeLongVideo, "", "", story(`"scenes":[{"scene_number":1,"prompt":"`+strings.Repeat("a", 2001)+`"}]`), 400},
-	{"long video: narration 1,001", routeLongVideo, "", "", story(`"scenes":[{"scene_number":1,"prompt":"a","narration":"`+strings.Repeat("a", 1001)+`"}]`), 400},
+	{"long video: scene prompt 2,001", routeLongVideo, "", "", story(`"scenes":[{"scene_number":1,"prompt":"` + strings.Repeat("a", 2001) + `"}]`), 400},
+	{"long video: narration 1,001", routeLongVideo, "", "", story(`"scenes":[{"scene_number":1,"prompt":"a","narration":"` + strings.Repeat("a", 1001) + `"}]`), 400},
 	{"long video: 21 scenes", routeLongVideo, "", "", story(`"scenes":[` + strings.TrimSuffix(strings.Repeat(`{"scene_number":1,"prompt":"a"},`, 21), ",") + `]`), 400},
 	{"long video: no scenes", routeLongVideo, "", "", story(`"scenes":[]`), 400},
 	{"long video: scenes an object", routeLongVideo, "", "", story(`"scenes":{"1":"a"}`), 400},
