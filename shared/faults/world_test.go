@@ -245,7 +245,7 @@ func newWorld(t *testing.T, sh *shared, inner store.Store) *world {
 			Attempts: 2, BaseBackoff: time.Millisecond}},
 		Queue: &faults.Queue{Inner: w.q, In: w.in},
 		Copier: &media.Copier{Bucket: &faults.Bucket{Inner: sh.bucket, In: w.in}, HTTP: http.DefaultClient,
-			AllowedHosts: []string{sh.host}, MaxBytes: 1 << 20, AllowPrivate: true},
+			AllowedHosts: []string{sh.host}, MaxBytes: 1 << 20, AllowLoopback: true},
 		Prices:    pricing.Default(),
 		PollLease: pollLease,
 		Now:       w.now,

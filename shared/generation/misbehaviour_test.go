@@ -182,7 +182,7 @@ func runMisbehaviour(t *testing.T, tc misbehaviour, srvURL string, hits *atomic.
 		Upstream: &upstream.Client{BaseURL: srvURL, Token: "tok", Attempts: 3, BaseBackoff: time.Millisecond,
 			MaxRetryAfter: 20 * time.Millisecond, HTTP: &http.Client{Timeout: 200 * time.Millisecond}},
 		Queue:  q,
-		Copier: &media.Copier{Bucket: objects.MediaBucket(), HTTP: &http.Client{Timeout: time.Second}, AllowedHosts: []string{u.Hostname()}, MaxBytes: 1 << 20, AllowPrivate: true},
+		Copier: &media.Copier{Bucket: objects.MediaBucket(), HTTP: &http.Client{Timeout: time.Second}, AllowedHosts: []string{u.Hostname()}, MaxBytes: 1 << 20, AllowLoopback: true},
 		Prices: pricing.Default(),
 		Now:    func() time.Time { return now },
 		Log:    quiet(),

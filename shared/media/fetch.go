@@ -13,10 +13,10 @@ import (
 const maxRedirects = 5
 
 // client is the HTTP client of the fetches: it follows a redirect only to
-// an allowed host, and unless AllowPrivate is set it connects only to
-// public addresses, whatever a name resolves to (so neither a redirect nor
-// a DNS answer can point the fetch at loopback, link-local such as the
-// cloud metadata endpoint, or private networks).
+// an allowed host, and it connects only to public addresses (and loopback
+// when AllowLoopback is set), whatever a name resolves to, so neither a
+// redirect nor a DNS answer can point the fetch at link-local addresses
+// such as the cloud metadata endpoint, or at private networks.
 func (c *Copier) client() *http.Client {
 	c.once.Do(func() {
 		base := c.HTTP
@@ -33,26 +33,26 @@ func (c *Copier) client() *http.Client {
 			}
 			return nil
 		}
-		if !c.AllowPrivate {
-			t := http.DefaultTransport.(*http.Transport).Clone()
-			t.Proxy = nil
-			d := &net.Dialer{Timeout: 30 * time.Second, KeepAlive: 30 * time.Second, Control: publicOnly}
-			t.DialContext = d.DialContext
-			cl.Transport = t
-		}
+		t := http.DefaultTransport.(*http.Transport).Clone()
+		t.Proxy = nil
+		d := &net.Dialer{Timeout: 30 * time.Second, KeepAlive: 30 * time.Second,
+			Control: func(network, address string, _ syscall.RawConn) error { return c.dialable(address) }}
+		t.DialContext = d.DialContext
+		cl.Transport = t
 		c.fetch = &cl
 	})
 	return c.fetch
 }
 
-// publicOnly refuses a connection to an address that is not public.
-func publicOnly(network, address string, _ syscall.RawConn) error {
+// dialable refuses a connection to an address that is not public (or
+// loopback, when allowed).
+func (c *Copier) dialable(address string) error {
 	ap, err := netip.ParseAddrPort(address)
 	if err != nil {
 		return fmt.Errorf("%w: cannot read the address %q", ErrRejected, address)
 	}
-	if !Public(ap.Addr()) {
-		return fmt.Errorf("%w: %s is not a public address", ErrRejected, ap.Addr())
+	if a := ap.Addr().Unmap(); !Public(a) && !(c.AllowLoopback && a.IsLoopback()) {
+		return fmt.Errorf("%w: %s is not a public address", ErrRejected, a)
 	}
 	return nil
 }

@@ -27,10 +27,10 @@ func TestOnlyPublicAddressesArePublic(t *testing.T) {
 	}
 }
 
-// The service fetches outputs itself: unless configured for local use, the
-// fetch never reaches loopback, link-local or private addresses, whether
-// named directly, through a name that resolves there, or by a redirect
-// from an allowed host.
+// The service fetches outputs itself: the fetch never reaches link-local
+// or private addresses, nor loopback unless configured for local use,
+// whether named directly, through a name that resolves there, or by a
+// redirect from an allowed host.
 func TestCopyNeverReachesPrivateAddressesUnlessLocal(t *testing.T) {
 	ctx := context.Background()
 	objects, err := objectstore.Start(ctx, "127.0.0.1:0", "", "outputs")
@@ -62,10 +62,16 @@ func TestCopyNeverReachesPrivateAddressesUnlessLocal(t *testing.T) {
 	if hits != 0 {
 		t.Errorf("the strict copier reached the private server %d times", hits)
 	}
-	local := &media.Copier{Bucket: objects.MediaBucket(), AllowedHosts: []string{"127.0.0.1"}, MaxBytes: 1 << 20, AllowPrivate: true}
+	local := &media.Copier{Bucket: objects.MediaBucket(), AllowedHosts: []string{"127.0.0.1", "169.254.169.254", "10.0.0.1"}, MaxBytes: 1 << 20, AllowLoopback: true}
+	for _, src := range []string{"http://169.254.169.254/latest/meta-data/iam", "http://10.0.0.1/a.png"} {
+		if _, err := local.Copy(ctx, src, "x/c", domain.MediaImage); !errors.Is(err, media.ErrRejected) || !strings.Contains(err.Error(), "not a public address") {
+			t.Errorf("the local copier: Copy(%s) = %v, want refused as not public", src, err)
+		}
+	}
 	if _, err := local.Copy(ctx, srv.URL+"/a.png", "x/a", domain.MediaImage); err != nil {
 		t.Errorf("the local copier refused its loopback upstream: %v", err)
 	}
+	local.AllowedHosts = []string{"127.0.0.1"}
 	if _, err := local.Copy(ctx, srv.URL+"/redirect", "x/b", domain.MediaImage); !errors.Is(err, media.ErrRejected) || !strings.Contains(err.Error(), "redirected to host \"169.254.169.254\"") {
 		t.Errorf("a redirect to another host = %v, want refused", err)
 	}

@@ -35,9 +35,10 @@ type Copier struct {
 	AllowedHosts []string
 	// MaxBytes caps one output.
 	MaxBytes int64
-	// AllowPrivate lets fetches reach loopback and private addresses: for
-	// local use only (the local runtime's simulator is on loopback).
-	AllowPrivate bool
+	// AllowLoopback lets fetches reach loopback addresses (never link-local
+	// or private ones): for local use only, where the upstream is on this
+	// machine.
+	AllowLoopback bool
 
 	once  sync.Once
 	fetch *http.Client

@@ -162,7 +162,7 @@ func Start(ctx context.Context, cfg Config) (*Runtime, error) {
 	host := ln.Addr().(*net.TCPAddr).IP.String()
 	upstreamClient := &upstream.Client{BaseURL: upstreamURL, Token: upstreamToken}
 	copier := &media.Copier{Bucket: r.Objects.MediaBucket(), HTTP: &http.Client{Timeout: 5 * time.Minute},
-		AllowedHosts: []string{host}, MaxBytes: 512 << 20, AllowPrivate: true}
+		AllowedHosts: []string{host}, MaxBytes: 512 << 20, AllowLoopback: true}
 	svc := &generation.Service{
 		Store:        r.Store,
 		Upstream:     upstreamClient,

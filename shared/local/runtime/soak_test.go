@@ -56,7 +56,7 @@ func TestSoak(t *testing.T) {
 	}{
 		{domain.PlanEnterprise, 100000, 4}, {domain.PlanEnterprise, 100000, 4}, {domain.PlanPro, 100000, 2},
 		{domain.PlanFree, 100000, 1},    // runs into its 10 requests a minute
-		{domain.PlanEnterprise, 120, 2}, // runs out of credits
+		{domain.PlanEnterprise, 10, 2}, // runs out of credits at once
 	} {
 		acct := newAccount(t, rt, a.plan, a.credits)
 		for i := 0; i < a.clients; i++ {
@@ -107,7 +107,7 @@ func TestSoak(t *testing.T) {
 				if vc.imageCount > 0 {
 					body["image_count"] = vc.imageCount
 				}
-				if rng.IntN(4) == 0 {
+				if rng.IntN(4) == 0 || i == 0 && n == 0 {
 					in := body["input"].(map[string]any)
 					in["prompt"] = "[simulate:fail] " + in["prompt"].(string)
 				}
