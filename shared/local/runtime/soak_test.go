@@ -55,7 +55,7 @@ func TestSoak(t *testing.T) {
 		clients int
 	}{
 		{domain.PlanEnterprise, 100000, 4}, {domain.PlanEnterprise, 100000, 4}, {domain.PlanPro, 100000, 2},
-		{domain.PlanFree, 100000, 1},    // runs into its 10 requests a minute
+		{domain.PlanFree, 100000, 1},   // runs into its 10 requests a minute
 		{domain.PlanEnterprise, 10, 2}, // runs out of credits at once
 	} {
 		acct := newAccount(t, rt, a.plan, a.credits)
