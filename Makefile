@@ -24,8 +24,9 @@ fuzz:
 	$(GO) test -run XXX -fuzz FuzzParseCreate -fuzztime $(FUZZTIME) ./shared/longstory
 	$(GO) test -run XXX -fuzz FuzzParseEstimate -fuzztime $(FUZZTIME) ./shared/longstory
 
-# Every call of the long-form workflow faulted in every mode (make test
-# tries each operation once in two modes).
+# Every call of the generate, poll and long-form paths faulted in every
+# mode (make test crashes every generation call but fails only the first
+# call of each operation, and tries each long-form operation in two modes).
 faults:
 	MEDIAGEN_FAULTS=full $(GO) test -count=1 -run . ./shared/faults
 
