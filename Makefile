@@ -1,7 +1,7 @@
 # Two commands do all the set-up on a fresh machine:
 #   make run    start the whole service locally (no AWS account, no Docker)
 #   make test   install what the tests need and run them all
-.PHONY: test run deps vet fmt mediagen build ffmpeg-layer fuzz bench
+.PHONY: test run deps vet fmt mediagen build ffmpeg-layer fuzz bench faults soak
 
 GO ?= go
 
@@ -23,6 +23,18 @@ fuzz:
 	$(GO) test -run XXX -fuzz FuzzParseGenerate -fuzztime $(FUZZTIME) ./shared/catalog
 	$(GO) test -run XXX -fuzz FuzzParseCreate -fuzztime $(FUZZTIME) ./shared/longstory
 	$(GO) test -run XXX -fuzz FuzzParseEstimate -fuzztime $(FUZZTIME) ./shared/longstory
+
+# Every call of the generate, poll and long-form paths faulted in every
+# mode (make test crashes every generation call but fails only the first
+# call of each operation, and tries each long-form operation in two modes).
+faults:
+	MEDIAGEN_FAULTS=full $(GO) test -count=1 -run . ./shared/faults
+
+# The concurrency soak against the local runtime for SOAKTIME (make test
+# runs it for a few seconds).
+SOAKTIME ?= 2m
+soak:
+	MEDIAGEN_SOAK=$(SOAKTIME) $(GO) test -count=1 -timeout 0 -run TestSoak -v ./shared/local/runtime
 
 # The admin command, built into bin/.
 mediagen:

@@ -29,8 +29,9 @@ var topLevelFields = []string{"model", "model_version", "input", "image_count", 
 
 // Options tune validation to where the service runs.
 type Options struct {
-	// AllowLoopbackURLs admits http://127.0.0.1, http://localhost and https
-	// URLs on private addresses, which the local runtime and tests need.
+	// AllowLoopbackURLs admits http and https URLs on 127.0.0.1, ::1 and
+	// localhost, which the local runtime and tests need; link-local and
+	// private addresses stay refused.
 	AllowLoopbackURLs bool
 	// MaxDataURIBytes bounds a decoded data: URI image; 0 means
 	// DefaultMaxDataURIBytes.
@@ -194,6 +195,10 @@ func DecodeObject(body []byte) (map[string]any, error) {
 	if !utf8.Valid(body) {
 		return nil, bodyError("is not valid UTF-8")
 	}
+	if at := loneSurrogate(body); at >= 0 {
+		// encoding/json would silently turn it into U+FFFD.
+		return nil, bodyError(fmt.Sprintf("has an escaped lone UTF-16 surrogate at byte %d, which is not a character", at))
+	}
 	dec := json.NewDecoder(bytes.NewReader(body))
 	dec.UseNumber()
 	tok, err := dec.Token()
@@ -214,6 +219,41 @@ func DecodeObject(body []byte) (map[string]any, error) {
 		return nil, bodyError(fmt.Sprintf("has data after the JSON object (at byte %d)", dec.InputOffset()))
 	}
 	return v.(map[string]any), nil
+}
+
+// loneSurrogate finds a \uD800-\uDFFF escape that is not a high surrogate
+// followed by a low one, and returns its offset, or -1. Backslashes occur
+// only inside strings in JSON, so no string tracking is needed.
+func loneSurrogate(body []byte) int {
+	hex4 := func(i int) (rune, bool) {
+		if i+6 > len(body) || body[i] != '\\' || body[i+1] != 'u' {
+			return 0, false
+		}
+		n, err := strconv.ParseUint(string(body[i+2:i+6]), 16, 32)
+		return rune(n), err == nil
+	}
+	for i := 0; i < len(body); i++ {
+		if body[i] != '\\' {
+			continue
+		}
+		r, ok := hex4(i)
+		if !ok {
+			i++ // an escaped character such as \\ or \"
+			continue
+		}
+		switch {
+		case r >= 0xD800 && r <= 0xDBFF:
+			if low, ok := hex4(i + 6); ok && low >= 0xDC00 && low <= 0xDFFF {
+				i += 11
+				continue
+			}
+			return i
+		case r >= 0xDC00 && r <= 0xDFFF:
+			return i
+		}
+		i += 5
+	}
+	return -1
 }
 
 // decodeError is a structural problem found while decoding; its message is

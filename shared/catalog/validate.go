@@ -185,7 +185,8 @@ func urlProblem(s string, opts Options, want string) string {
 	if u.User != nil {
 		return "URL must not carry a user name or password"
 	}
-	if !opts.AllowLoopbackURLs && !isPublicHost(host) {
+	// Local use admits loopback only, never link-local or private hosts.
+	if !isPublicHost(host) && !(opts.AllowLoopbackURLs && isLoopbackHost(host)) {
 		return fmt.Sprintf("URL host %q is not a public address", truncate(host))
 	}
 	return ""

@@ -45,7 +45,9 @@ func (s *Service) Create(ctx context.Context, userID string, body []byte) (domai
 		return domain.Generation{}, fmt.Errorf("hold credits for %s: %w", g.UUID, err)
 	}
 	if err := s.Store.CreateGeneration(ctx, &g); err != nil {
-		s.release(ctx, log, userID, g.UUID)
+		// The write may have landed although its answer was lost: fail the
+		// record too, or nothing would ever look at it again.
+		s.abandon(ctx, log, g, "the generation could not be recorded")
 		return domain.Generation{}, fmt.Errorf("record generation: %w", err)
 	}
 	got, err := s.acquireSlot(ctx, g, now)
@@ -202,9 +204,11 @@ func (s *Service) enqueue(ctx context.Context, m PollMessage, delay time.Duratio
 // abandon fails a generation that never got going and releases its hold.
 func (s *Service) abandon(ctx context.Context, log *slog.Logger, g domain.Generation, reason string) {
 	err := s.Store.FinishGeneration(ctx, g.UUID, domain.Outcome{Status: domain.StatusFailed, Error: reason}, s.now())
-	if err != nil && !errors.Is(err, domain.ErrConflict) {
-		// The sweeper fails it at its deadline and releases the hold then.
-		log.WarnContext(ctx, "could not fail abandoned generation", "error", err)
+	if err != nil && !errors.Is(err, domain.ErrConflict) && !errors.Is(err, domain.ErrNotFound) {
+		// The hold stays open, so the sweeper finds it, fails the record at
+		// its deadline and releases the hold then.
+		log.WarnContext(ctx, "could not fail abandoned generation; the sweeper will", "error", err)
+		return
 	}
 	s.releaseSlot(ctx, log, g)
 	s.release(ctx, log, g.UserID, g.UUID)

@@ -33,6 +33,7 @@ type Store interface {
 	SetUpstreamID(ctx context.Context, uuid, upstreamID string, at time.Time) error
 	FinishGeneration(ctx context.Context, uuid string, o domain.Outcome, at time.Time) error
 	ListGenerations(ctx context.Context, q store.ListQuery) (store.Page[domain.Generation], error)
+	ClaimPoll(ctx context.Context, uuid string, attempt int, now, until time.Time) (claimed bool, holder int, err error)
 }
 
 // Upstream is the provider's client.
@@ -119,6 +120,10 @@ const (
 	// MaxConsecutiveErrors bounds the polls in a row that may fail to reach
 	// the provider before the generation fails.
 	MaxConsecutiveErrors = 5
+	// DefaultPollLease is how long one poll holds its generation's poll
+	// chain: the poller's Lambda timeout, shorter than the queue's
+	// visibility timeout, so a redelivery after a crash takes over.
+	DefaultPollLease = 5 * time.Minute
 )
 
 // Service runs the use cases.
@@ -142,8 +147,12 @@ type Service struct {
 	// PollInterval is the first delay between polls; it grows by half each
 	// poll up to MaxPollInterval.
 	PollInterval time.Duration
-	Now          func() time.Time
-	Log          *slog.Logger
+	// PollLease is how long a poll holds the generation's poll chain
+	// (default DefaultPollLease); it must not exceed the queue's visibility
+	// timeout.
+	PollLease time.Duration
+	Now       func() time.Time
+	Log       *slog.Logger
 }
 
 func (s *Service) now() time.Time { return defaults.Now(s.Now) }

@@ -136,7 +136,7 @@ func setup(t *testing.T) *fixture {
 		Store:    st,
 		Upstream: &upstream.Client{BaseURL: up.srv.URL, Token: "t", Attempts: 2, BaseBackoff: time.Millisecond},
 		Queue:    f.queue,
-		Copier:   &media.Copier{Bucket: objects.MediaBucket(), HTTP: http.DefaultClient, AllowedHosts: []string{u.Hostname()}, MaxBytes: 1 << 20},
+		Copier:   &media.Copier{Bucket: objects.MediaBucket(), HTTP: http.DefaultClient, AllowedHosts: []string{u.Hostname()}, MaxBytes: 1 << 20, AllowLoopback: true},
 		Prices:   pricing.Default(),
 		Now:      func() time.Time { return *f.now },
 	}
@@ -214,16 +214,25 @@ func TestConcurrentDuplicateDeliveriesCompleteAndCaptureOnce(t *testing.T) {
 	held := f.account(t).Held
 	f.up.set(upstream.StatusSucceeded, f.up.srv.URL+"/files/a.png", f.up.srv.URL+"/files/b.png")
 	var wg sync.WaitGroup
+	var busy atomic.Int32
 	for i := 0; i < 12; i++ {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			if err := f.svc.Poll(context.Background(), generation.PollMessage{GenerationID: g.UUID}); err != nil {
+			err := f.svc.Poll(context.Background(), generation.PollMessage{GenerationID: g.UUID})
+			if errors.Is(err, generation.ErrPollBusy) {
+				busy.Add(1) // SQS delivers it again after the visibility timeout
+			} else if err != nil {
 				t.Errorf("Poll: %v", err)
 			}
 		}()
 	}
 	wg.Wait()
+	for i := 0; i < int(busy.Load()); i++ {
+		if err := f.svc.Poll(context.Background(), generation.PollMessage{GenerationID: g.UUID}); err != nil {
+			t.Errorf("redelivered Poll: %v", err)
+		}
+	}
 	got, _ := f.store.GetGeneration(context.Background(), g.UUID)
 	if got.Status != domain.StatusCompleted || len(got.OutputURLs) != 2 {
 		t.Fatalf("generation %s with %d outputs", got.Status, len(got.OutputURLs))
@@ -236,6 +245,50 @@ func TestConcurrentDuplicateDeliveriesCompleteAndCaptureOnce(t *testing.T) {
 		if !strings.Contains(u, "/generations/"+g.UUID+"/") {
 			t.Errorf("output %s is not under the generation's key", u)
 		}
+	}
+}
+
+// SQS delivers at least once: a poll message delivered twice, at once or one
+// after the other, enqueues one next poll, not two.
+func TestDuplicatePollDeliveriesEnqueueOneNextPoll(t *testing.T) {
+	f := setup(t)
+	g := f.create(t)
+	first := f.queue.msgs[0]
+	var wg sync.WaitGroup
+	var busy atomic.Int32
+	for i := 0; i < 8; i++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			err := f.svc.Poll(context.Background(), first)
+			if errors.Is(err, generation.ErrPollBusy) {
+				busy.Add(1)
+			} else if err != nil {
+				t.Errorf("Poll: %v", err)
+			}
+		}()
+	}
+	wg.Wait()
+	// The ones that found another delivery running come back later.
+	for i := 0; i < int(busy.Load()); i++ {
+		if err := f.svc.Poll(context.Background(), first); err != nil {
+			t.Errorf("redelivered Poll: %v", err)
+		}
+	}
+	if len(f.queue.msgs) != 2 || f.queue.msgs[1].Attempt != 1 {
+		t.Fatalf("after 8 deliveries of the first poll, enqueued %+v; want the first and one next poll", f.queue.msgs)
+	}
+	// The next poll, delivered twice in a row, again enqueues one.
+	for i := 0; i < 2; i++ {
+		if err := f.svc.Poll(context.Background(), f.queue.msgs[1]); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if len(f.queue.msgs) != 3 || f.queue.msgs[2].Attempt != 2 {
+		t.Fatalf("enqueued %+v; want attempts 0, 1, 2", f.queue.msgs)
+	}
+	if got, _ := f.store.GetGeneration(context.Background(), g.UUID); got.Status != domain.StatusProcessing {
+		t.Errorf("status %s, want processing", got.Status)
 	}
 }
 

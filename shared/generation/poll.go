@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/mediagen-dev/mediagen/shared/domain"
 	"github.com/mediagen-dev/mediagen/shared/ledger"
@@ -22,6 +23,10 @@ type PollMessage struct {
 	Attempt int `json:"attempt,omitempty"`
 	// Errors counts the polls in a row that could not reach the provider.
 	Errors int `json:"errors,omitempty"`
+	// Resume starts a new chain after the one in flight was lost (the local
+	// runtime's in-memory queue, on restart): it takes over from whatever
+	// attempt held the chain.
+	Resume bool `json:"resume,omitempty"`
 }
 
 // ParsePollMessage decodes a queue message body.
@@ -63,6 +68,9 @@ func (s *Service) Poll(ctx context.Context, m PollMessage) error {
 	if g.UpstreamID == "" {
 		return s.submitWaiting(ctx, log, g, m)
 	}
+	if ok, err := s.claim(ctx, log, g, &m); err != nil || !ok {
+		return err
+	}
 	p, err := s.Upstream.Get(ctx, g.UpstreamID)
 	if err != nil {
 		return s.pollFailed(ctx, log, g, m, fmt.Errorf("read upstream job: %w", err))
@@ -74,7 +82,7 @@ func (s *Service) Poll(ctx context.Context, m PollMessage) error {
 	if done {
 		return nil
 	}
-	return s.enqueue(ctx, PollMessage{GenerationID: g.UUID, Attempt: m.Attempt + 1}, s.pollDelay(m.Attempt+1))
+	return s.next(ctx, log, PollMessage{GenerationID: g.UUID, Attempt: m.Attempt + 1})
 }
 
 // apply acts on an upstream job's state: a final one finishes the
@@ -185,6 +193,52 @@ func (s *Service) Cancel(ctx context.Context, userID, id string) (domain.Generat
 	return g, nil
 }
 
+// ErrPollBusy is a poll whose attempt another delivery is running: the
+// message comes back after the visibility timeout, when that delivery has
+// handed the chain on (and this one is dropped) or died (and this one takes
+// over).
+var ErrPollBusy = errors.New("another delivery of this poll is running")
+
+// claim takes the generation's poll chain for attempt m.Attempt. A message
+// the chain has moved past is a duplicate: it is dropped (ok false, no
+// error).
+func (s *Service) claim(ctx context.Context, log *slog.Logger, g domain.Generation, m *PollMessage) (bool, error) {
+	lease := s.PollLease
+	if lease <= 0 {
+		lease = DefaultPollLease
+	}
+	now := s.now()
+	ok, holder, err := s.Store.ClaimPoll(ctx, g.UUID, m.Attempt, now, now.Add(lease))
+	if err == nil && !ok && m.Resume {
+		m.Attempt = holder + 1
+		ok, holder, err = s.Store.ClaimPoll(ctx, g.UUID, m.Attempt, now, now.Add(lease))
+	}
+	switch {
+	case err != nil:
+		return false, fmt.Errorf("claim poll %d of %s: %w", m.Attempt, g.UUID, err)
+	case ok:
+		return true, nil
+	case holder > m.Attempt:
+		log.InfoContext(ctx, "duplicate poll dropped", "attempt", m.Attempt, "chain_at", holder)
+		return false, nil
+	}
+	return false, fmt.Errorf("poll %d of %s: %w", m.Attempt, g.UUID, ErrPollBusy)
+}
+
+// next enqueues the next poll and hands the chain to it, so a redelivery of
+// the current message is dropped as a duplicate. If the hand-over is lost,
+// the next poll claims the chain itself; a redelivery after the lease sends
+// one more next poll, and the chain drops whichever of the two comes second.
+func (s *Service) next(ctx context.Context, log *slog.Logger, m PollMessage) error {
+	if err := s.enqueue(ctx, m, s.pollDelay(m.Attempt)); err != nil {
+		return err
+	}
+	if _, _, err := s.Store.ClaimPoll(ctx, m.GenerationID, m.Attempt, s.now(), time.Time{}); err != nil {
+		log.WarnContext(ctx, "could not hand the poll chain on", "attempt", m.Attempt, "error", err)
+	}
+	return nil
+}
+
 var errBadOutputs = errors.New("unusable upstream output")
 
 // copyOutputs copies every output into the bucket under keys that depend only
@@ -224,7 +278,7 @@ func (s *Service) pollFailed(ctx context.Context, log *slog.Logger, g domain.Gen
 		return s.finish(ctx, log, g, domain.Outcome{Status: domain.StatusFailed, Error: "upstream unreachable: " + cause.Error()})
 	}
 	log.InfoContext(ctx, "upstream poll failed, will retry", "error", cause, "consecutive_errors", m.Errors+1)
-	return s.enqueue(ctx, PollMessage{GenerationID: g.UUID, Attempt: m.Attempt + 1, Errors: m.Errors + 1}, s.pollDelay(m.Attempt+1))
+	return s.next(ctx, log, PollMessage{GenerationID: g.UUID, Attempt: m.Attempt + 1, Errors: m.Errors + 1})
 }
 
 // finish writes the outcome once and settles the hold. If another delivery

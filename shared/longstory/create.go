@@ -148,7 +148,9 @@ func (s *Service) Create(ctx context.Context, userID string, body []byte) (Creat
 		return Created{}, fmt.Errorf("hold credits for %s: %w", v.ID, err)
 	}
 	if err := s.Store.CreateLongVideo(ctx, v); err != nil {
-		s.release(ctx, log, userID, v.ID)
+		// The write may have landed although its answer was lost: fail the
+		// record too, or nothing would ever look at it again.
+		s.abandon(ctx, log, v, "the video could not be recorded")
 		return Created{}, fmt.Errorf("record long video: %w", err)
 	}
 	input, err := InputOf(v)
@@ -157,16 +159,25 @@ func (s *Service) Create(ctx context.Context, userID string, body []byte) (Creat
 	}
 	if err != nil {
 		log.WarnContext(ctx, "workflow did not start", "error", err)
-		if ferr := s.Store.FinishLongVideo(ctx, v.ID, domain.Outcome{Status: domain.StatusFailed, Error: "the workflow could not be started"}, s.now()); ferr != nil {
-			log.WarnContext(ctx, "could not fail the video", "error", ferr)
-		}
-		s.release(ctx, log, userID, v.ID)
+		s.abandon(ctx, log, v, "the workflow could not be started")
 		return Created{}, fmt.Errorf("%w: %v", ErrWorkflowUnavailable, err)
 	}
 	log.InfoContext(ctx, "long video started", "scenes", len(v.Scenes), "credits", domain.FormatCredits(q.Credits))
 	return Created{ID: v.ID, VideoID: v.ID, Status: string(domain.StatusProcessing),
 		Message: fmt.Sprintf("Long-form video generation started: %d scenes, about %d seconds; %s credits are held until it finishes.",
 			len(v.Scenes), len(v.Scenes)*SceneSeconds, domain.FormatCredits(q.Credits))}, nil
+}
+
+// abandon fails a video that never got going and releases its hold. When
+// the record cannot be failed, the hold stays open for the sweeper, which
+// fails the record at its deadline and releases the hold then.
+func (s *Service) abandon(ctx context.Context, log *slog.Logger, v domain.LongVideo, reason string) {
+	err := s.Store.FinishLongVideo(ctx, v.ID, domain.Outcome{Status: domain.StatusFailed, Error: reason}, s.now())
+	if err != nil && !errors.Is(err, domain.ErrConflict) && !errors.Is(err, domain.ErrNotFound) {
+		log.WarnContext(ctx, "could not fail the video; the sweeper will", "error", err)
+		return
+	}
+	s.release(ctx, log, v.UserID, v.ID)
 }
 
 func (s *Service) release(ctx context.Context, log *slog.Logger, userID, workID string) {

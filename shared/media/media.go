@@ -12,6 +12,7 @@ import (
 	"net/url"
 	"path"
 	"strings"
+	"sync"
 
 	"github.com/mediagen-dev/mediagen/shared/domain"
 )
@@ -34,6 +35,13 @@ type Copier struct {
 	AllowedHosts []string
 	// MaxBytes caps one output.
 	MaxBytes int64
+	// AllowLoopback lets fetches reach loopback addresses (never link-local
+	// or private ones): for local use only, where the upstream is on this
+	// machine.
+	AllowLoopback bool
+
+	once  sync.Once
+	fetch *http.Client
 }
 
 // extensions maps the content types the service keeps to file extensions.
@@ -59,7 +67,7 @@ func (c *Copier) Copy(ctx context.Context, src, keyBase string, kind domain.Medi
 	if err != nil {
 		return "", fmt.Errorf("fetch output: %w", err)
 	}
-	resp, err := c.HTTP.Do(req)
+	resp, err := c.client().Do(req)
 	if err != nil {
 		return "", fmt.Errorf("fetch output %s: %w", path.Base(u.Path), err)
 	}

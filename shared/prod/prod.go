@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
+	"net/netip"
 	"net/url"
 	"os"
 	"strings"
@@ -197,7 +198,20 @@ func copier(bucket *media.S3Bucket, upstreamBase string) (*media.Copier, error) 
 		}
 		hosts = []string{u.Hostname()}
 	}
-	return &media.Copier{Bucket: bucket, HTTP: &http.Client{Timeout: 5 * time.Minute}, AllowedHosts: hosts, MaxBytes: 512 << 20}, nil
+	return &media.Copier{Bucket: bucket, HTTP: &http.Client{Timeout: 5 * time.Minute}, AllowedHosts: hosts, MaxBytes: 512 << 20,
+		AllowLoopback: allLoopback(hosts)}, nil
+}
+
+// allLoopback reports whether every output host is this machine: only a
+// local invoke against a local upstream is configured so, and only then
+// may fetches reach loopback.
+func allLoopback(hosts []string) bool {
+	for _, h := range hosts {
+		if a, err := netip.ParseAddr(strings.Trim(h, "[]")); !strings.EqualFold(h, "localhost") && (err != nil || !a.IsLoopback()) {
+			return false
+		}
+	}
+	return len(hosts) > 0
 }
 
 func splitList(s string) []string {

@@ -185,7 +185,7 @@ func Start(ctx context.Context, cfg Config) (*Runtime, error) {
 	host := ln.Addr().(*net.TCPAddr).IP.String()
 	upstreamClient := &upstream.Client{BaseURL: upstreamURL, Token: upstreamToken}
 	copier := &media.Copier{Bucket: r.Objects.MediaBucket(), HTTP: &http.Client{Timeout: 5 * time.Minute},
-		AllowedHosts: []string{host}, MaxBytes: 512 << 20}
+		AllowedHosts: []string{host}, MaxBytes: 512 << 20, AllowLoopback: true}
 	svc := &generation.Service{
 		Store:        st,
 		Upstream:     upstreamClient,
@@ -195,6 +195,7 @@ func Start(ctx context.Context, cfg Config) (*Runtime, error) {
 		PollInterval: cfg.PollInterval,
 		Slots:        st,
 		Limits:       cfg.UpstreamLimits,
+		PollLease:    cfg.QueueVisibility,
 		Log:          log,
 	}
 	if !cfg.NoUpstreamWebhooks {
@@ -305,7 +306,7 @@ func (r *Runtime) resume(ctx context.Context) error {
 		return fmt.Errorf("resume polling: %w", err)
 	}
 	for _, g := range gs {
-		body, _ := json.Marshal(generation.PollMessage{GenerationID: g.UUID})
+		body, _ := json.Marshal(generation.PollMessage{GenerationID: g.UUID, Resume: true})
 		if err := r.Queue.Send(ctx, body, 0); err != nil {
 			return fmt.Errorf("resume polling %s: %w", g.UUID, err)
 		}

@@ -13,6 +13,7 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
+	"strings"
 	"time"
 
 	"github.com/shopspring/decimal"
@@ -186,12 +187,12 @@ func Open(ctx context.Context, dir string) (*Store, error) {
 	q.Add("_pragma", "journal_mode(WAL)")
 	q.Add("_pragma", "synchronous(NORMAL)")
 	q.Add("_pragma", "foreign_keys(1)")
-	w, err := sql.Open("sqlite", "file:"+path+"?"+q.Encode()+"&_txlock=immediate")
+	w, err := sql.Open("sqlite", "file:"+uriPath(path)+"?"+q.Encode()+"&_txlock=immediate")
 	if err != nil {
 		return nil, fmt.Errorf("open %s: %w", path, err)
 	}
 	w.SetMaxOpenConns(1)
-	if _, err := w.ExecContext(ctx, schema); err != nil {
+	if _, err := w.ExecContext(ctx, schema+pollClaimsSchema); err != nil {
 		w.Close()
 		return nil, fmt.Errorf("create schema in %s: %w", path, err)
 	}
@@ -199,13 +200,20 @@ func Open(ctx context.Context, dir string) (*Store, error) {
 		w.Close()
 		return nil, fmt.Errorf("upgrade schema in %s: %w", path, err)
 	}
-	r, err := sql.Open("sqlite", "file:"+path+"?"+q.Encode())
+	r, err := sql.Open("sqlite", "file:"+uriPath(path)+"?"+q.Encode())
 	if err != nil {
 		w.Close()
 		return nil, fmt.Errorf("open %s for reading: %w", path, err)
 	}
 	r.SetMaxOpenConns(4)
 	return &Store{w: w, r: r}, nil
+}
+
+// uriPath escapes what a file: URI would read as syntax ('?' starts the
+// query, '#' the fragment, '%' an escape), so a data directory named
+// "runs#1" opens its own file rather than "runs".
+func uriPath(path string) string {
+	return strings.NewReplacer("%", "%25", "?", "%3f", "#", "%23").Replace(path)
 }
 
 // Close releases the database.

@@ -2,6 +2,7 @@ package sqlitestore_test
 
 import (
 	"context"
+	"os"
 	"testing"
 
 	"github.com/mediagen-dev/mediagen/shared/store/sqlitestore"
@@ -16,4 +17,23 @@ func TestConformance(t *testing.T) {
 	t.Cleanup(func() { s.Close() })
 	t.Log("adapter: sqlite (embedded file store)")
 	storetest.Run(t, s)
+}
+
+// A data directory whose name holds URI syntax opens its own database.
+func TestDataDirsWithURISyntaxAreKeptApart(t *testing.T) {
+	ctx := context.Background()
+	root := t.TempDir()
+	for _, dir := range []string{"runs#1", "runs#2", "runs?x=1", "runs%23"} {
+		s, err := sqlitestore.Open(ctx, root+"/"+dir)
+		if err != nil {
+			t.Fatalf("open %s: %v", dir, err)
+		}
+		if _, err := os.Stat(root + "/" + dir + "/" + sqlitestore.FileName); err != nil {
+			t.Errorf("the database of %s is not in it: %v", dir, err)
+		}
+		s.Close()
+	}
+	if _, err := os.Stat(root + "/runs"); err == nil {
+		t.Error("a directory named runs#1 opened a database under runs")
+	}
 }

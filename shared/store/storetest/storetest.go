@@ -38,6 +38,7 @@ func Run(t *testing.T, s store.Store) {
 		{"GenerationsRoundTripAndFinishOnce", testGenerations},
 		{"LongVideosRoundTripAndFinishOnce", testLongVideos},
 		{"RateLimitCountsPerAccountAndMinute", testRateLimits},
+		{"PollChainAdmitsEachAttemptOnce", testPollChain},
 	}
 	tests = append(tests, featureTests...)
 	for _, tt := range tests {

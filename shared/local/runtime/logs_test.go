@@ -1,0 +1,131 @@
+package runtime_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"log/slog"
+	"net/http"
+	"regexp"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/mediagen-dev/mediagen/shared/accounts"
+	"github.com/mediagen-dev/mediagen/shared/apikey"
+	"github.com/mediagen-dev/mediagen/shared/domain"
+	"github.com/mediagen-dev/mediagen/shared/jwtauth/jwttest"
+)
+
+// logBuffer collects every log line of a run.
+type logBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *logBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *logBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
+}
+
+// TestNoSecretEverReachesTheLogs runs the service through a full session
+// (accounts and keys, generations that complete and fail, status by key and
+// by token, a long-form video, bad and revoked keys, forged tokens) with
+// every log line captured, then searches them for each secret: no API key
+// (nor its secret part), no token (nor its signature), no upstream token.
+func TestNoSecretEverReachesTheLogs(t *testing.T) {
+	is, err := jwttest.New()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer is.Close()
+	logs := &logBuffer{}
+	cfg := storyConfig()
+	cfg.Log = slog.New(slog.NewJSONHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
+	cfg.JWTIssuer, cfg.JWTAudience, cfg.JWKSURL = is.Issuer, is.Audience, is.JWKSURL()
+	rt := start(t, cfg)
+
+	ctx := context.Background()
+	svc := &accounts.Service{Store: rt.Store}
+	owner := newAccount(t, rt, domain.PlanEnterprise, 1000)
+	second, err := svc.CreateKey(ctx, owner.UserID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	unknown, _ := apikey.New()
+	token := is.Token(owner.UserID)
+	forged := is.SignRS256(is.Claims(owner.UserID), "rotated-away")
+	secrets := map[string]string{
+		"the dev account's API key": rt.Dev.APIKey, "an API key": owner.APIKey, "a second API key": second.APIKey,
+		"an unknown API key": unknown.Plain, "a token": token, "a forged token": forged,
+	}
+	for name, s := range map[string]string{"an API key": owner.APIKey, "a second API key": second.APIKey, "the dev account's API key": rt.Dev.APIKey} {
+		if _, _, err := apikey.Parse(s); err == nil {
+			secrets[name+"'s secret part"] = s[strings.LastIndexByte(s, '_')+1:]
+		}
+	}
+	for name, s := range map[string]string{"a token": token, "a forged token": forged} {
+		secrets[name+"'s signature"] = s[strings.LastIndexByte(s, '.')+1:]
+	}
+
+	done := call(t, rt, http.MethodPost, "/api/generations/generate", owner.APIKey, gen("theta-4-fast", map[string]any{"prompt": "a logged cat"}))
+	failed := call(t, rt, http.MethodPost, "/api/generations/generate", second.APIKey, gen("zeta", map[string]any{"prompt": "[simulate:fail] a refused dog"}))
+	story := call(t, rt, http.MethodPost, "/api/long-story/videos", owner.APIKey,
+		storyBody("A logged day", "en", true, "noir", []storyScene{{1, "Rain on a window"}}))
+	for _, a := range []answer{done, failed, story} {
+		if a.status != http.StatusOK {
+			t.Fatalf("HTTP %d %s", a.status, a.body)
+		}
+	}
+	waitFinal(t, rt, owner.APIKey, done.str("uuid"), time.Minute)
+	waitFinal(t, rt, token, failed.str("uuid"), time.Minute)
+	waitStory(t, rt, owner.APIKey, story.str("id"))
+	call(t, rt, http.MethodGet, "/api/long-story/videos/"+story.str("id"), token, nil)
+	call(t, rt, http.MethodPost, "/api/long-story/videos/estimate", owner.APIKey, map[string]any{"model": "beta-2", "scene_count": 2})
+	call(t, rt, http.MethodGet, "/api/generations/status/1", unknown.Plain, nil)
+	call(t, rt, http.MethodGet, "/api/generations/status/1", forged, nil)
+	call(t, rt, http.MethodGet, "/api/generations/status/1", "mgk_"+strings.Repeat("x", 80), nil)
+	call(t, rt, http.MethodPost, "/api/generations/generate", token, gen("zeta", map[string]any{"prompt": "by token"}))
+	prefix, _, _ := apikey.Parse(second.APIKey)
+	if _, err := svc.RevokeKey(ctx, prefix); err != nil {
+		t.Fatal(err)
+	}
+	call(t, rt, http.MethodGet, "/api/generations/status/1", second.APIKey, nil)
+	call(t, rt, http.MethodPost, "/api/generations/generate", owner.APIKey, `{"model":"provider-a","model_version":"zeta","input":{"prompt":"`+owner.APIKey+`"}}`+"x")
+
+	closeCtx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	rt.Close(closeCtx) // flush what the background parts log at shutdown
+	out := logs.String()
+	lines := strings.Count(out, "\n")
+	if lines < 20 {
+		t.Fatalf("only %d log lines captured; the run did not log through the configured logger", lines)
+	}
+	for _, line := range strings.Split(strings.TrimSpace(out), "\n") {
+		if !json.Valid([]byte(line)) {
+			t.Errorf("a log line is not JSON: %.200s", line)
+		}
+	}
+	for name, s := range secrets {
+		if strings.Contains(out, s) {
+			i := strings.Index(out, s)
+			t.Errorf("%s appears in the logs: …%s…", name, out[max(0, i-200):min(len(out), i+len(s)+50)])
+		}
+	}
+	upstreamToken := regexp.MustCompile(`r8_[0-9a-f]{16,}`)
+	if m := upstreamToken.FindString(out); m != "" {
+		t.Errorf("the upstream token appears in the logs: %s", m)
+	}
+	if strings.Contains(strings.ToLower(out), "bearer ") {
+		t.Error("an Authorization header value appears in the logs")
+	}
+	t.Logf("searched %d log lines", lines)
+}

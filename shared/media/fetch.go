@@ -1,0 +1,70 @@
+package media
+
+import (
+	"fmt"
+	"net"
+	"net/http"
+	"net/netip"
+	"syscall"
+	"time"
+)
+
+// maxRedirects bounds the redirects one output fetch follows.
+const maxRedirects = 5
+
+// client is the HTTP client of the fetches: it follows a redirect only to
+// an allowed host, and it connects only to public addresses (and loopback
+// when AllowLoopback is set), whatever a name resolves to, so neither a
+// redirect nor a DNS answer can point the fetch at link-local addresses
+// such as the cloud metadata endpoint, or at private networks.
+func (c *Copier) client() *http.Client {
+	c.once.Do(func() {
+		base := c.HTTP
+		if base == nil {
+			base = &http.Client{Timeout: 5 * time.Minute}
+		}
+		cl := *base
+		cl.CheckRedirect = func(req *http.Request, via []*http.Request) error {
+			if len(via) >= maxRedirects {
+				return fmt.Errorf("%w: more than %d redirects", ErrRejected, maxRedirects)
+			}
+			if req.URL.Scheme != "https" && req.URL.Scheme != "http" || !c.hostAllowed(req.URL.Hostname()) {
+				return fmt.Errorf("%w: redirected to host %q, which is not the upstream's", ErrRejected, req.URL.Hostname())
+			}
+			return nil
+		}
+		t := http.DefaultTransport.(*http.Transport).Clone()
+		t.Proxy = nil
+		d := &net.Dialer{Timeout: 30 * time.Second, KeepAlive: 30 * time.Second,
+			Control: func(network, address string, _ syscall.RawConn) error { return c.dialable(address) }}
+		t.DialContext = d.DialContext
+		cl.Transport = t
+		c.fetch = &cl
+	})
+	return c.fetch
+}
+
+// dialable refuses a connection to an address that is not public (or
+// loopback, when allowed).
+func (c *Copier) dialable(address string) error {
+	ap, err := netip.ParseAddrPort(address)
+	if err != nil {
+		return fmt.Errorf("%w: cannot read the address %q", ErrRejected, address)
+	}
+	if a := ap.Addr().Unmap(); !Public(a) && !(c.AllowLoopback && a.IsLoopback()) {
+		return fmt.Errorf("%w: %s is not a public address", ErrRejected, a)
+	}
+	return nil
+}
+
+// cgnat is the carrier-grade NAT range (RFC 6598), private in practice.
+var cgnat = netip.MustParsePrefix("100.64.0.0/10")
+
+// Public reports whether addr is a public unicast address: not loopback,
+// link-local (169.254.169.254 is the metadata endpoint), private,
+// carrier-grade NAT, multicast or unspecified.
+func Public(addr netip.Addr) bool {
+	addr = addr.Unmap()
+	return addr.IsValid() && addr.IsGlobalUnicast() && !addr.IsPrivate() && !addr.IsLoopback() &&
+		!addr.IsLinkLocalUnicast() && !cgnat.Contains(addr)
+}

@@ -1,0 +1,78 @@
+package media_test
+
+import (
+	"context"
+	"errors"
+	"net/http"
+	"net/http/httptest"
+	"net/netip"
+	"strings"
+	"testing"
+
+	"github.com/mediagen-dev/mediagen/shared/domain"
+	"github.com/mediagen-dev/mediagen/shared/local/objectstore"
+	"github.com/mediagen-dev/mediagen/shared/media"
+)
+
+func TestOnlyPublicAddressesArePublic(t *testing.T) {
+	for addr, want := range map[string]bool{
+		"127.0.0.1": false, "127.8.9.10": false, "::1": false, "169.254.169.254": false, "fe80::1": false,
+		"10.0.0.1": false, "172.16.5.4": false, "192.168.1.1": false, "100.64.0.1": false, "fc00::1": false,
+		"0.0.0.0": false, "::": false, "224.0.0.1": false, "::ffff:127.0.0.1": false, "::ffff:169.254.169.254": false,
+		"8.8.8.8": true, "52.95.110.1": true, "2606:4700:4700::1111": true,
+	} {
+		if got := media.Public(netip.MustParseAddr(addr)); got != want {
+			t.Errorf("Public(%s) = %v, want %v", addr, got, want)
+		}
+	}
+}
+
+// The service fetches outputs itself: the fetch never reaches link-local
+// or private addresses, nor loopback unless configured for local use,
+// whether named directly, through a name that resolves there, or by a
+// redirect from an allowed host.
+func TestCopyNeverReachesPrivateAddressesUnlessLocal(t *testing.T) {
+	ctx := context.Background()
+	objects, err := objectstore.Start(ctx, "127.0.0.1:0", "", "outputs")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { objects.Close(context.Background()) })
+	var hits int
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		hits++
+		if r.URL.Path == "/redirect" {
+			http.Redirect(w, r, "http://169.254.169.254/latest/meta-data/iam", http.StatusFound)
+			return
+		}
+		w.Write(pngBytes(t))
+	}))
+	defer srv.Close()
+	port := srv.URL[strings.LastIndex(srv.URL, ":"):]
+	strict := &media.Copier{Bucket: objects.MediaBucket(), AllowedHosts: []string{"127.0.0.1", "localhost", "169.254.169.254"}, MaxBytes: 1 << 20}
+	for _, src := range []string{
+		"http://127.0.0.1" + port + "/a.png",
+		"http://localhost" + port + "/a.png",
+		"http://169.254.169.254/latest/meta-data/iam",
+	} {
+		if _, err := strict.Copy(ctx, src, "x/a", domain.MediaImage); !errors.Is(err, media.ErrRejected) || !strings.Contains(err.Error(), "not a public address") {
+			t.Errorf("Copy(%s) = %v, want refused as not public", src, err)
+		}
+	}
+	if hits != 0 {
+		t.Errorf("the strict copier reached the private server %d times", hits)
+	}
+	local := &media.Copier{Bucket: objects.MediaBucket(), AllowedHosts: []string{"127.0.0.1", "169.254.169.254", "10.0.0.1"}, MaxBytes: 1 << 20, AllowLoopback: true}
+	for _, src := range []string{"http://169.254.169.254/latest/meta-data/iam", "http://10.0.0.1/a.png"} {
+		if _, err := local.Copy(ctx, src, "x/c", domain.MediaImage); !errors.Is(err, media.ErrRejected) || !strings.Contains(err.Error(), "not a public address") {
+			t.Errorf("the local copier: Copy(%s) = %v, want refused as not public", src, err)
+		}
+	}
+	if _, err := local.Copy(ctx, srv.URL+"/a.png", "x/a", domain.MediaImage); err != nil {
+		t.Errorf("the local copier refused its loopback upstream: %v", err)
+	}
+	local.AllowedHosts = []string{"127.0.0.1"}
+	if _, err := local.Copy(ctx, srv.URL+"/redirect", "x/b", domain.MediaImage); !errors.Is(err, media.ErrRejected) || !strings.Contains(err.Error(), "redirected to host \"169.254.169.254\"") {
+		t.Errorf("a redirect to another host = %v, want refused", err)
+	}
+}
