@@ -51,6 +51,12 @@ var idRoutes = []idRoute{
 		func(o ownedIDs) string { return o.genID }, func(ownedIDs) string { return "987654321" }},
 	{"long video status", http.MethodGet, "/api/long-story/videos/",
 		func(o ownedIDs) string { return o.videoID }, func(ownedIDs) string { return uuid.NewString() }},
+	// Cancel takes no identity-provider token (POST): API keys only. The
+	// owner's cancel comes last, since it ends the work.
+	{"generation cancel", http.MethodPost, "/api/generations/",
+		func(o ownedIDs) string { return o.genUUID + "/cancel" }, func(ownedIDs) string { return uuid.NewString() + "/cancel" }},
+	{"long video cancel", http.MethodPost, "/api/long-story/videos/",
+		func(o ownedIDs) string { return o.videoID + "/cancel" }, func(ownedIDs) string { return uuid.NewString() + "/cancel" }},
 }
 
 // TestOthersIDsAnswerLikeMissingOnes asks every route that takes an id for
@@ -79,10 +85,15 @@ func TestOthersIDsAnswerLikeMissingOnes(t *testing.T) {
 	leaks := []string{secret, owner.UserID, ids.genUUID, ids.videoID, g.str("upstream_id")}
 	for _, r := range idRoutes {
 		t.Run(r.name, func(t *testing.T) {
-			if a := call(t, rt, r.method, r.prefix+r.mine(ids), owner.APIKey, nil); a.status != http.StatusOK {
-				t.Fatalf("the owner: HTTP %d %s", a.status, a.body)
+			if r.method == http.MethodGet {
+				if a := call(t, rt, r.method, r.prefix+r.mine(ids), owner.APIKey, nil); a.status != http.StatusOK {
+					t.Fatalf("the owner: HTTP %d %s", a.status, a.body)
+				}
 			}
 			for _, who := range []struct{ name, cred string }{{"API key", other.APIKey}, {"token", is.Token(other.UserID)}} {
+				if who.name == "token" && r.method != http.MethodGet {
+					continue
+				}
 				theirs := call(t, rt, r.method, r.prefix+r.mine(ids), who.cred, nil)
 				missing := call(t, rt, r.method, r.prefix+r.missing(ids), who.cred, nil)
 				checkEnvelope(t, theirs, http.StatusNotFound)
@@ -94,6 +105,12 @@ func TestOthersIDsAnswerLikeMissingOnes(t *testing.T) {
 					if s != "" && strings.Contains(string(theirs.body)+strings.Join(headerValues(theirs.header), " "), s) {
 						t.Errorf("%s: the 404 leaks %q: %s", who.name, s, theirs.body)
 					}
+				}
+			}
+			if r.method != http.MethodGet {
+				// The stranger's attempts changed nothing: the owner still can.
+				if a := call(t, rt, r.method, r.prefix+r.mine(ids), owner.APIKey, nil); a.status != http.StatusOK && a.status != http.StatusConflict {
+					t.Errorf("the owner after the stranger: HTTP %d %s", a.status, a.body)
 				}
 			}
 		})

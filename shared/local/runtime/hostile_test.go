@@ -18,6 +18,11 @@ const (
 	routeEstimate  = "POST /api/long-story/videos/estimate"
 	routeLongVideo = "POST /api/long-story/videos"
 	routeLongState = "GET /api/long-story/videos/"
+	routeGenList   = "GET /api/generations"
+	routeGenCancel = "POST /api/generations/"
+	routeGenPrice  = "POST /api/generations/estimate"
+	routeLongList  = "GET /api/long-story/videos"
+	routeLongStop  = "POST /api/long-story/videos/"
 )
 
 // hostile is one malformed request: the route, what follows the route's
@@ -130,6 +135,33 @@ var hostileRequests = []hostile{
 	{"long video status: SQL", routeLongState, "1%20OR%201=1", "-", "", 400},
 	{"long video status: NoSQL", routeLongState, "%7B%22%24gt%22%3A%22%22%7D", "-", "", 400},
 	{"long video status: JSONPath", routeLongState, "$.videos[*]", "-", "", 400},
+	// Lists: bad parameters are refused, not ignored.
+	{"generation list: limit 0", routeGenList, "?limit=0", "-", "", 400},
+	{"generation list: limit past the cap", routeGenList, "?limit=101", "-", "", 400},
+	{"generation list: limit huge", routeGenList, "?limit=99999999999999999999", "-", "", 400},
+	{"generation list: limit not a number", routeGenList, "?limit=ten", "-", "", 400},
+	{"generation list: unknown status", routeGenList, "?status=done", "-", "", 400},
+	{"generation list: SQL status", routeGenList, "?status=completed'%20OR%201=1--", "-", "", 400},
+	{"generation list: forged cursor", routeGenList, "?cursor=eyJ0IjoiMjAyNi0wMS0wMVQwMDowMDowMFoiLCJpIjoiIn0", "-", "", 400},
+	{"generation list: cursor not base64", routeGenList, "?cursor=%24.items%5B*%5D", "-", "", 400},
+	{"generation list: unknown parameter", routeGenList, "?sort=desc", "-", "", 400},
+	{"generation list: model too long", routeGenList, "?model=" + strings.Repeat("m", 65), "-", "", 400},
+	{"long video list: limit negative", routeLongList, "?limit=-1", "-", "", 400},
+	{"long video list: NoSQL status", routeLongList, "?status=%7B%22%24ne%22%3A1%7D", "-", "", 400},
+	// Cancel: ids that are neither UUID nor integer, or nobody's.
+	{"generation cancel: SQL id", routeGenCancel, "1%20OR%201=1/cancel", "-", "", 400},
+	{"generation cancel: JSONPath id", routeGenCancel, "$..id/cancel", "-", "", 400},
+	{"generation cancel: nobody's", routeGenCancel, "00000000-0000-4000-8000-000000000000/cancel", "-", "", 404},
+	{"long video cancel: an integer", routeLongStop, "1/cancel", "-", "", 400},
+	{"long video cancel: nobody's", routeLongStop, "00000000-0000-4000-8000-000000000000/cancel", "-", "", 404},
+	// The generation estimate validates like generate.
+	{"generation estimate: not JSON", routeGenPrice, "", "", `{"model":`, 400},
+	{"generation estimate: wrong content type", routeGenPrice, "", "text/plain", gen1(`{"prompt":"a"}`), 415},
+	{"generation estimate: unknown variant", routeGenPrice, "", "", `{"model":"provider-a","model_version":"nope","input":{"prompt":"a"}}`, 400},
+	{"generation estimate: webhook on plain http", routeGenPrice, "", "", `{"model":"provider-a","model_version":"zeta","input":{"prompt":"a"},"webhook_url":"http://example.com/h"}`, 400},
+	{"generate: webhook on a private address", routeGenerate, "", "", `{"model":"provider-a","model_version":"zeta","input":{"prompt":"a"},"webhook_url":"https://10.0.0.8/h"}`, 400},
+	{"generate: webhook events unknown", routeGenerate, "", "", `{"model":"provider-a","model_version":"zeta","input":{"prompt":"a"},"webhook_url":"https://example.com/h","webhook_events":["everything"]}`, 400},
+	{"generate: webhook events a string", routeGenerate, "", "", `{"model":"provider-a","model_version":"zeta","input":{"prompt":"a"},"webhook_url":"https://example.com/h","webhook_events":"generation.failed"}`, 400},
 	// The estimate.
 	{"estimate: not JSON", routeEstimate, "", "", `{`, 400},
 	{"estimate: empty object", routeEstimate, "", "", `{}`, 400},

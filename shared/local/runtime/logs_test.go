@@ -51,6 +51,7 @@ func TestNoSecretEverReachesTheLogs(t *testing.T) {
 	cfg := storyConfig()
 	cfg.Log = slog.New(slog.NewJSONHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	cfg.JWTIssuer, cfg.JWTAudience, cfg.JWKSURL = is.Issuer, is.Audience, is.JWKSURL()
+	cfg.WebhookBackoff = []time.Duration{50 * time.Millisecond}
 	rt := start(t, cfg)
 
 	ctx := context.Background()
@@ -76,6 +77,16 @@ func TestNoSecretEverReachesTheLogs(t *testing.T) {
 		secrets[name+"'s signature"] = s[strings.LastIndexByte(s, '.')+1:]
 	}
 
+	signing := call(t, rt, http.MethodGet, "/api/account", owner.APIKey, nil).str("webhooks", "signing_secret")
+	if signing == "" {
+		t.Fatal("no webhook signing secret")
+	}
+	secrets["the webhook signing secret"] = signing
+	secrets["the webhook signing key"] = strings.TrimPrefix(signing, "whsec_")
+	recv := newHookReceiver(t, 1) // one refused attempt, then delivered: both logged
+	hooked := gen("theta-4-fast", map[string]any{"prompt": "a logged heron"})
+	hooked["webhook_url"] = recv.srv.URL
+	call(t, rt, http.MethodPost, "/api/generations/generate", owner.APIKey, hooked)
 	done := call(t, rt, http.MethodPost, "/api/generations/generate", owner.APIKey, gen("theta-4-fast", map[string]any{"prompt": "a logged cat"}))
 	failed := call(t, rt, http.MethodPost, "/api/generations/generate", second.APIKey, gen("zeta", map[string]any{"prompt": "[simulate:fail] a refused dog"}))
 	story := call(t, rt, http.MethodPost, "/api/long-story/videos", owner.APIKey,
@@ -114,6 +125,7 @@ func TestNoSecretEverReachesTheLogs(t *testing.T) {
 			t.Errorf("a log line is not JSON: %.200s", line)
 		}
 	}
+	recv.wait(t, 2) // the webhook was signed, refused once and delivered
 	for name, s := range secrets {
 		if strings.Contains(out, s) {
 			i := strings.Index(out, s)
