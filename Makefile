@@ -80,7 +80,16 @@ FUNCTIONS = \
 	NarrateFunction=longstory-narrate \
 	AssembleFunction=longstory-assemble \
 	FinalizeFunction=longstory-finalize \
-	MarkFailedFunction=longstory-fail
+	MarkFailedFunction=longstory-fail \
+	GenerationsListFunction=generations-list \
+	GenerationEstimateFunction=estimate \
+	GenerationCancelFunction=cancel \
+	LongStoryListFunction=longstory-list \
+	LongStoryCancelFunction=longstory-cancel \
+	AccountFunction=account \
+	OpenApiFunction=openapi \
+	UpstreamWebhookFunction=upstream-webhook \
+	WebhooksFunction=webhooks
 
 define sam_target
 build-$(1):

@@ -3,12 +3,14 @@ package deploy
 import (
 	"context"
 	"encoding/json"
+	"net/http"
 	"os"
 	"regexp"
 	"slices"
 	"sort"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
@@ -16,6 +18,7 @@ import (
 
 	"github.com/mediagen-dev/mediagen/shared/prod"
 	"github.com/mediagen-dev/mediagen/shared/store/dynamostore"
+	"github.com/mediagen-dev/mediagen/shared/webhook"
 )
 
 // localOnly are the variables the template declares empty for one reason:
@@ -25,7 +28,7 @@ import (
 // the provider token in particular is never in the template, only in
 // Secrets Manager.
 var localOnly = []string{
-	prod.EnvUpstreamToken,
+	prod.EnvUpstreamToken, prod.EnvUpstreamWebhookSecret,
 	"AWS_ENDPOINT_URL_DYNAMODB", "AWS_ENDPOINT_URL_S3",
 	"AWS_REQUEST_CHECKSUM_CALCULATION", "AWS_RESPONSE_CHECKSUM_VALIDATION",
 }
@@ -41,26 +44,31 @@ var setButNotRead = map[string]map[string]string{
 
 // expectedValue is what each variable must be set to.
 var expectedValue = map[string]any{
-	"ACCOUNTS_TABLE":            map[string]any{"Ref": "AccountsTable"},
-	"API_KEYS_TABLE":            map[string]any{"Ref": "ApiKeysTable"},
-	"GENERATIONS_TABLE":         map[string]any{"Ref": "GenerationsTable"},
-	"LONG_VIDEOS_TABLE":         map[string]any{"Ref": "LongVideosTable"},
-	"RATE_LIMITS_TABLE":         map[string]any{"Ref": "RateLimitsTable"},
-	"COUNTERS_TABLE":            map[string]any{"Ref": "CountersTable"},
-	"IDEMPOTENCY_TABLE":         map[string]any{"Ref": "IdempotencyTable"},
-	"POLL_QUEUE_URL":            map[string]any{"Ref": "PollQueue"}, // Ref of a queue is its URL
-	"OUTPUT_BUCKET":             map[string]any{"Ref": "OutputBucket"},
-	"MEDIA_BASE_URL":            map[string]any{"Fn::Sub": "https://${MediaDistribution.DomainName}"},
-	"UPSTREAM_BASE_URL":         map[string]any{"Ref": "UpstreamBaseUrl"},
-	"UPSTREAM_OUTPUT_HOSTS":     map[string]any{"Ref": "UpstreamOutputHosts"},
-	"UPSTREAM_TOKEN_SECRET_ARN": map[string]any{"Ref": "UpstreamTokenSecret"}, // Ref of a secret is its ARN
-	"STATE_MACHINE_ARN":         map[string]any{"Ref": "LongStoryStateMachine"},
-	"PRICE_FILE":                map[string]any{"Ref": "PriceFile"},
-	"JWT_ISSUER":                map[string]any{"Ref": "JwtIssuer"},
-	"JWT_AUDIENCE":              map[string]any{"Ref": "JwtAudience"},
-	"JWKS_URL":                  map[string]any{"Ref": "JwksUrl"},
-	"FFMPEG_PATH":               "/opt/bin/ffmpeg",
-	"FFPROBE_PATH":              "/opt/bin/ffprobe",
+	"ACCOUNTS_TABLE":              map[string]any{"Ref": "AccountsTable"},
+	"API_KEYS_TABLE":              map[string]any{"Ref": "ApiKeysTable"},
+	"GENERATIONS_TABLE":           map[string]any{"Ref": "GenerationsTable"},
+	"LONG_VIDEOS_TABLE":           map[string]any{"Ref": "LongVideosTable"},
+	"RATE_LIMITS_TABLE":           map[string]any{"Ref": "RateLimitsTable"},
+	"COUNTERS_TABLE":              map[string]any{"Ref": "CountersTable"},
+	"IDEMPOTENCY_TABLE":           map[string]any{"Ref": "IdempotencyTable"},
+	"POLL_QUEUE_URL":              map[string]any{"Ref": "PollQueue"}, // Ref of a queue is its URL
+	"OUTPUT_BUCKET":               map[string]any{"Ref": "OutputBucket"},
+	"MEDIA_BASE_URL":              map[string]any{"Fn::Sub": "https://${MediaDistribution.DomainName}"},
+	"UPSTREAM_BASE_URL":           map[string]any{"Ref": "UpstreamBaseUrl"},
+	"UPSTREAM_OUTPUT_HOSTS":       map[string]any{"Ref": "UpstreamOutputHosts"},
+	"UPSTREAM_TOKEN_SECRET_ARN":   map[string]any{"Ref": "UpstreamTokenSecret"}, // Ref of a secret is its ARN
+	"UPSTREAM_WEBHOOK_SECRET_ARN": map[string]any{"Ref": "UpstreamWebhookSecret"},
+	"WEBHOOK_QUEUE_URL":           map[string]any{"Ref": "WebhookQueue"},
+	// A parameter, not !Sub https://${HttpApi}...: the API's integrations
+	// name the route functions (TestNoCircularDependency).
+	"PUBLIC_BASE_URL":   map[string]any{"Ref": "PublicBaseUrl"},
+	"STATE_MACHINE_ARN": map[string]any{"Ref": "LongStoryStateMachine"},
+	"PRICE_FILE":        map[string]any{"Ref": "PriceFile"},
+	"JWT_ISSUER":        map[string]any{"Ref": "JwtIssuer"},
+	"JWT_AUDIENCE":      map[string]any{"Ref": "JwtAudience"},
+	"JWKS_URL":          map[string]any{"Ref": "JwksUrl"},
+	"FFMPEG_PATH":       "/opt/bin/ffmpeg",
+	"FFPROBE_PATH":      "/opt/bin/ffprobe",
 }
 
 func variables(props map[string]any) map[string]any {
@@ -201,6 +209,10 @@ func TestEnvJSONReachesTheFunctions(t *testing.T) {
 	if tok, _ := local("GenerateFunction", prod.EnvUpstreamToken); tok == "" {
 		t.Errorf("env.json: %s is empty; sam local invoke needs a plain token there (there is no Secrets Manager locally)", prod.EnvUpstreamToken)
 	}
+	hookSecret, _ := local("UpstreamWebhookFunction", prod.EnvUpstreamWebhookSecret)
+	if err := webhook.SetHeaders(http.Header{}, hookSecret, "msg_x", time.Now(), nil); err != nil {
+		t.Errorf("env.json: %s is %q, which cannot verify a callback (%v); sam local invoke needs a whsec_<base64> secret there", prod.EnvUpstreamWebhookSecret, hookSecret, err)
+	}
 	tables := dynamostore.TablesFromEnv(func(k string) string { return env["Parameters"][k] })
 	if tables != dynamostore.TablesWithPrefix("mediagen-local") {
 		t.Errorf("env.json: the tables are %+v, want the mediagen-local-* tables %+v", tables, dynamostore.TablesWithPrefix("mediagen-local"))
@@ -256,6 +268,16 @@ func TestLocalOnlyVariablesAreInertInAWS(t *testing.T) {
 	_, err = prod.Handler(ctx, "longstory-submit-scene")
 	if err == nil || !strings.Contains(err.Error(), prod.EnvUpstreamTokenSecret) {
 		t.Errorf("with UPSTREAM_TOKEN empty the function must need the secret (%s); it built with error %v", prod.EnvUpstreamTokenSecret, err)
+	}
+	// Likewise the provider's webhook signing secret.
+	for k, v := range map[string]string{prod.EnvUpstreamToken: "x", prod.EnvPollQueueURL: "https://sqs.invalid/1/poll",
+		prod.EnvWebhookQueueURL: "https://sqs.invalid/1/webhooks", prod.EnvOutputBucket: "b", prod.EnvMediaBaseURL: "https://media.invalid",
+		prod.EnvUpstreamWebhookSecretARN: ""} {
+		t.Setenv(k, v)
+	}
+	_, err = prod.Handler(ctx, "upstream-webhook")
+	if err == nil || !strings.Contains(err.Error(), prod.EnvUpstreamWebhookSecretARN) {
+		t.Errorf("with %s empty the function must need the secret (%s); it built with error %v", prod.EnvUpstreamWebhookSecret, prod.EnvUpstreamWebhookSecretARN, err)
 	}
 }
 

@@ -16,6 +16,7 @@ import (
 //	table:AccountsTable          index:GenerationsTable/id-index
 //	queue:PollQueue              object:OutputBucket/<key>    bucket:OutputBucket
 //	secret:UpstreamTokenSecret   statemachine:LongStoryStateMachine
+//	execution:LongStoryStateMachine/<execution name>
 //	function:NarrateFunction     loggroup:WorkflowLogs        *  (every resource)
 //
 // Grants use the same form with IAM's wildcards (* and ?).
@@ -31,6 +32,10 @@ const (
 )
 
 var objectKeys = []string{generationKey, sceneKey, narrationKey, finalKey}
+
+// execution is an execution of the long-form workflow: it is named after
+// its video (workflow.StepFunctions.ExecutionARN).
+const execution = "execution:LongStoryStateMachine/6f1c2a8e-3b7d-4e2f-9a51-0c8d7e6b5a43"
 
 var keyLayouts = []struct{ file, layout string }{
 	{"../shared/generation/poll.go", `"generations/"+g.UUID+"/"`},
@@ -56,6 +61,28 @@ var gate = []use{
 	uses("table:RateLimitsTable", "Gate: CountRequest (ADD, UPDATED_NEW)", "dynamodb:UpdateItem"),
 }
 
+// idempotency is the Gate's Idempotency-Key handling on the POST routes
+// (shared/httpapi/idempotency.go): ClaimIdempotencyKey (a conditional
+// PutItem, a consistent GetItem when the key is taken), FinishIdempotencyKey
+// (UpdateItem) and ReleaseIdempotencyKey (DeleteItem). GETs never reach it.
+var idempotency = uses("table:IdempotencyTable", "Gate.Idempotency: claim (PutItem, GetItem), finish (UpdateItem), release (DeleteItem)",
+	"dynamodb:PutItem", "dynamodb:GetItem", "dynamodb:UpdateItem", "dynamodb:DeleteItem")
+
+// getRoute and postRoute are the Gate's calls on a GET and a POST route,
+// then the route's own.
+func getRoute(own ...use) []use  { return append(slices.Clone(gate), own...) }
+func postRoute(own ...use) []use { return append(append(slices.Clone(gate), idempotency), own...) }
+
+// notify enqueues the webhook event of a record that became final
+// (webhook.Notifier).
+var notify = uses("queue:WebhookQueue", "Notifier: the webhook event of a final record", "sqs:SendMessage")
+
+// sceneStatus records a scene's state on its video (SetSceneStatus: a
+// conditional UpdateItem, a GetItem when the condition fails).
+var sceneStatus = uses("table:LongVideosTable", "SetSceneStatus", "dynamodb:UpdateItem", "dynamodb:GetItem")
+
+var upstreamToken = uses("secret:UpstreamTokenSecret", "the provider token", "secretsmanager:GetSecretValue")
+
 // settle is a hold, capture or release of credits (one conditional
 // UpdateItem of the account, a consistent read when the condition fails).
 var settle = uses("table:AccountsTable", "Hold/Capture/Release", "dynamodb:UpdateItem", "dynamodb:GetItem")
@@ -70,45 +97,87 @@ var usesOf = map[string][]use{
 		uses("table:ApiKeysTable", "Authorize: GetAPIKey", "dynamodb:GetItem"),
 		uses("table:AccountsTable", "Authorize: GetAccount", "dynamodb:GetItem"),
 	},
-	"GenerateFunction": append(slices.Clone(gate),
+	"GenerateFunction": postRoute(
 		settle,
 		uses("table:CountersTable", "CreateGeneration: the next id (ADD)", "dynamodb:UpdateItem"),
 		uses("table:GenerationsTable", "CreateGeneration, SetUpstreamID, FinishGeneration", "dynamodb:PutItem", "dynamodb:UpdateItem", "dynamodb:GetItem"),
 		uses("queue:PollQueue", "the first poll", "sqs:SendMessage"),
-		uses("secret:UpstreamTokenSecret", "the provider token", "secretsmanager:GetSecretValue"),
+		upstreamToken,
 	),
-	"StatusFunction": append(slices.Clone(gate),
+	"StatusFunction": getRoute(
 		uses("table:GenerationsTable", "Lookup by UUID", "dynamodb:GetItem"),
 		uses("index:GenerationsTable/id-index", "Lookup by integer id", "dynamodb:Query"),
+	),
+	"GenerationsListFunction": getRoute(
+		uses("index:GenerationsTable/user-created-index", "ListGenerations (newest first)", "dynamodb:Query"),
+	),
+	"GenerationEstimateFunction": postRoute(), // the catalog and the price file
+	"GenerationCancelFunction": postRoute(
+		uses("table:GenerationsTable", "Lookup by UUID, FinishGeneration, the reread", "dynamodb:GetItem", "dynamodb:UpdateItem"),
+		uses("index:GenerationsTable/id-index", "Lookup by integer id", "dynamodb:Query"),
+		settle,
+		notify,
+		upstreamToken, // cancels the job upstream
 	),
 	"PollerFunction": {
 		uses("table:GenerationsTable", "GetGeneration, FinishGeneration", "dynamodb:GetItem", "dynamodb:UpdateItem"),
 		settle,
 		uses("queue:PollQueue", "the next poll", "sqs:SendMessage"),
+		notify,
 		uses("object:OutputBucket/"+generationKey, "the generation's outputs", putObject...),
-		uses("secret:UpstreamTokenSecret", "the provider token", "secretsmanager:GetSecretValue"),
+		upstreamToken,
+	},
+	"UpstreamWebhookFunction": { // no Gate: the provider's signature proves the call
+		uses("table:GenerationsTable", "Complete: GetGeneration, FinishGeneration", "dynamodb:GetItem", "dynamodb:UpdateItem"),
+		settle,
+		notify,
+		uses("object:OutputBucket/"+generationKey, "the generation's outputs", putObject...),
+		upstreamToken, // the generation service's client, built at init
+		uses("secret:UpstreamWebhookSecret", "the provider's signing secret", "secretsmanager:GetSecretValue"),
+	},
+	"WebhooksFunction": {
+		uses("table:GenerationsTable", "WebhookRecord: GetGeneration; AddWebhookAttempt", "dynamodb:GetItem", "dynamodb:UpdateItem"),
+		uses("table:LongVideosTable", "WebhookRecord: GetLongVideo; AddWebhookAttempt", "dynamodb:GetItem", "dynamodb:UpdateItem"),
+		uses("table:AccountsTable", "EnsureWebhookSecret", "dynamodb:UpdateItem"),
+		uses("queue:WebhookQueue", "the next attempt, delayed by the backoff", "sqs:SendMessage"),
 	},
 	"SweeperFunction": {
 		uses("table:AccountsTable", "OpenHolds (Scan), Capture/Release", "dynamodb:Scan", "dynamodb:UpdateItem", "dynamodb:GetItem"),
 		uses("table:GenerationsTable", "GetGeneration, FinishGeneration", "dynamodb:GetItem", "dynamodb:UpdateItem"),
 		uses("table:LongVideosTable", "GetLongVideo, FinishLongVideo", "dynamodb:GetItem", "dynamodb:UpdateItem"),
 	},
-	"LongStoryEstimateFunction": slices.Clone(gate),
-	"LongStoryCreateFunction": append(slices.Clone(gate),
+	"AccountFunction": getRoute(
+		uses("table:AccountsTable", "EnsureWebhookSecret on the first call", "dynamodb:UpdateItem"),
+	),
+	"LongStoryEstimateFunction": postRoute(),
+	"LongStoryCreateFunction": postRoute(
 		settle,
 		uses("table:LongVideosTable", "CreateLongVideo, FinishLongVideo", "dynamodb:PutItem", "dynamodb:UpdateItem", "dynamodb:GetItem"),
 		uses("statemachine:LongStoryStateMachine", "StartExecution", "states:StartExecution"),
 	),
-	"LongStoryStatusFunction": append(slices.Clone(gate),
+	"LongStoryStatusFunction": getRoute(
 		uses("table:LongVideosTable", "GetLongVideo", "dynamodb:GetItem"),
 	),
-	"ModelsFunction": nil, // the catalog and the price file only
+	"LongStoryListFunction": getRoute(
+		uses("index:LongVideosTable/user-created-index", "ListLongVideos (newest first)", "dynamodb:Query"),
+	),
+	"LongStoryCancelFunction": postRoute(
+		uses("table:LongVideosTable", "GetLongVideo, FinishLongVideo, the reread", "dynamodb:GetItem", "dynamodb:UpdateItem"),
+		uses(execution, "Workflow.Stop", "states:StopExecution"),
+		settle,
+		notify,
+		upstreamToken, // cancels the scenes' jobs upstream
+	),
+	"ModelsFunction":  nil, // the catalog and the price file only
+	"OpenApiFunction": nil, // the embedded description only
 	"SubmitSceneFunction": {
-		uses("secret:UpstreamTokenSecret", "the provider token", "secretsmanager:GetSecretValue"),
+		upstreamToken,
+		sceneStatus,
 	},
 	"CheckSceneFunction": {
-		uses("secret:UpstreamTokenSecret", "the provider token", "secretsmanager:GetSecretValue"),
+		upstreamToken,
 		uses("object:OutputBucket/"+sceneKey, "the scene's clip", putObject...),
+		sceneStatus,
 	},
 	"NarrateFunction": {
 		uses("object:OutputBucket/"+narrationKey, "the narration tracks", putObject...),
@@ -122,10 +191,12 @@ var usesOf = map[string][]use{
 	"FinalizeFunction": {
 		uses("table:LongVideosTable", "FinishLongVideo, GetLongVideo", "dynamodb:UpdateItem", "dynamodb:GetItem"),
 		settle,
+		notify,
 	},
 	"MarkFailedFunction": {
 		uses("table:LongVideosTable", "FinishLongVideo, GetLongVideo", "dynamodb:UpdateItem", "dynamodb:GetItem"),
 		settle,
+		notify,
 	},
 	"LongStoryStateMachine": {
 		uses("function:SubmitSceneFunction", "task SubmitScene", "lambda:InvokeFunction"),
@@ -163,13 +234,19 @@ var resourceVariable = map[string]string{
 	"table:RateLimitsTable": "RATE_LIMITS_TABLE", "table:CountersTable": "COUNTERS_TABLE",
 	"table:IdempotencyTable": "IDEMPOTENCY_TABLE",
 	"queue:PollQueue":        "POLL_QUEUE_URL", "bucket:OutputBucket": "OUTPUT_BUCKET",
+	"queue:WebhookQueue":         "WEBHOOK_QUEUE_URL",
 	"secret:UpstreamTokenSecret": "UPSTREAM_TOKEN_SECRET_ARN", "statemachine:LongStoryStateMachine": "STATE_MACHINE_ARN",
+	"secret:UpstreamWebhookSecret": "UPSTREAM_WEBHOOK_SECRET_ARN",
 }
 
 // namesOnly: a resource variable a function reads without calling the
 // resource, and why.
 var namesOnly = map[string]map[string]string{
 	"FinalizeFunction": {"OUTPUT_BUCKET": "Steps.Finalize only forms the final video's URL (Files.URL); it makes no S3 request"},
+	// prod.GenerationService requires the poll queue for every function it
+	// wires; these two never enqueue a poll.
+	"GenerationCancelFunction": {"POLL_QUEUE_URL": "Service.Cancel finishes the generation at once; it never enqueues a poll"},
+	"UpstreamWebhookFunction":  {"POLL_QUEUE_URL": "Service.Complete handles a final job only; it never enqueues a poll"},
 }
 
 // samPolicyTemplates are the SAM policy templates the test can expand
@@ -257,6 +334,9 @@ func statementTarget(tpl *Template, v any) (string, error) {
 		}
 	}
 	if text, vars, ok := sub(v); ok && vars == nil {
+		if m := executionARN.FindStringSubmatch(text); m != nil && tpl.Resources[m[1]].Type == "AWS::Serverless::StateMachine" {
+			return "execution:" + m[1] + "/" + m[2], nil
+		}
 		if m := regexp.MustCompile(`^\$\{([A-Za-z0-9]+)\.Arn\}/(.+)$`).FindStringSubmatch(text); m != nil {
 			switch tpl.Resources[m[1]].Type {
 			case "AWS::S3::Bucket":
@@ -268,8 +348,12 @@ func statementTarget(tpl *Template, v any) (string, error) {
 			}
 		}
 	}
-	return "", fmt.Errorf("cannot tell which resource %s names: write !GetAtt X.Arn, !Ref <secret or state machine>, !Sub ${Bucket.Arn}/<prefix>* or !Sub ${Table.Arn}/index/<name>, or \"*\"", show(v))
+	return "", fmt.Errorf("cannot tell which resource %s names: write !GetAtt X.Arn, !Ref <secret or state machine>, !Sub ${Bucket.Arn}/<prefix>*, !Sub ${Table.Arn}/index/<name>, !Sub arn:${AWS::Partition}:states:${AWS::Region}:${AWS::AccountId}:execution:${StateMachine.Name}:<name>, or \"*\"", show(v))
 }
+
+// executionARN is an execution of a state machine of the template: Step
+// Functions names it arn:...:execution:<state machine name>:<execution name>.
+var executionARN = regexp.MustCompile(`^arn:\$\{AWS::Partition\}:states:\$\{AWS::Region\}:\$\{AWS::AccountId\}:execution:\$\{([A-Za-z0-9]+)\.Name\}:(.+)$`)
 
 func stringList(v any) ([]string, bool) {
 	switch x := v.(type) {
@@ -430,6 +514,8 @@ func base(target string) string {
 		kind = "table"
 	case "object":
 		kind = "bucket"
+	case "execution":
+		kind = "statemachine"
 	}
 	return kind + ":" + strings.TrimSuffix(name, "*")
 }
@@ -600,5 +686,22 @@ func TestNoDataPlaneActionOnEveryResource(t *testing.T) {
 	}
 	for _, n := range names {
 		t.Errorf("%s has Policies that no test checks; add it to functions", n)
+	}
+}
+
+// TestIdempotencyKeysOnEveryGuardedPostAndNoGet: the Gate honours
+// Idempotency-Key on every POST route it guards and on no GET, so usesOf
+// (and with it the policies) must give exactly those functions the
+// idempotency table.
+func TestIdempotencyKeysOnEveryGuardedPostAndNoGet(t *testing.T) {
+	for _, rt := range routes {
+		key := rt.Method + " " + rt.Path
+		has := slices.ContainsFunc(usesOf[rt.Function], func(u use) bool { return base(u.target) == "table:IdempotencyTable" })
+		switch want := rt.Method == "POST" && !slices.Contains(publicRoutes, key); {
+		case want && !has:
+			t.Errorf("%s (%s): a POST behind the Gate keeps Idempotency-Keys; usesOf lacks the idempotency table (postRoute)", rt.Function, key)
+		case !want && has:
+			t.Errorf("%s (%s): a GET or a public route never reaches Gate.Idempotency; usesOf gives it the idempotency table", rt.Function, key)
+		}
 	}
 }

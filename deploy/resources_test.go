@@ -281,19 +281,23 @@ func TestEveryFunctionRunsAsTheGoRuntimeExpects(t *testing.T) {
 func TestTheOutputsNameWhatOperatorsNeed(t *testing.T) {
 	tpl := tmpl(t)
 	want := map[string]any{
-		"ApiUrl":                 map[string]any{"Fn::Sub": "https://${HttpApi}.execute-api.${AWS::Region}.${AWS::URLSuffix}"},
-		"MediaBaseUrl":           map[string]any{"Fn::Sub": "https://${MediaDistribution.DomainName}"},
-		"StateMachineArn":        map[string]any{"Ref": "LongStoryStateMachine"},
-		"UpstreamTokenSecretArn": map[string]any{"Ref": "UpstreamTokenSecret"},
-		"PollDeadLetterQueueUrl": map[string]any{"Ref": "PollDeadLetterQueue"},
-		"AccountsTableName":      map[string]any{"Ref": "AccountsTable"},
-		"ApiKeysTableName":       map[string]any{"Ref": "ApiKeysTable"},
-		"GenerationsTableName":   map[string]any{"Ref": "GenerationsTable"},
-		"LongVideosTableName":    map[string]any{"Ref": "LongVideosTable"},
-		"RateLimitsTableName":    map[string]any{"Ref": "RateLimitsTable"},
-		"CountersTableName":      map[string]any{"Ref": "CountersTable"},
-		"IdempotencyTableName":   map[string]any{"Ref": "IdempotencyTable"},
-		"TablePrefix":            map[string]any{"Ref": "AWS::StackName"},
+		"ApiUrl":                    map[string]any{"Fn::Sub": "https://${HttpApi}.execute-api.${AWS::Region}.${AWS::URLSuffix}"},
+		"MediaBaseUrl":              map[string]any{"Fn::Sub": "https://${MediaDistribution.DomainName}"},
+		"StateMachineArn":           map[string]any{"Ref": "LongStoryStateMachine"},
+		"UpstreamTokenSecretArn":    map[string]any{"Ref": "UpstreamTokenSecret"},
+		"PollDeadLetterQueueUrl":    map[string]any{"Ref": "PollDeadLetterQueue"},
+		"UpstreamWebhookSecretArn":  map[string]any{"Ref": "UpstreamWebhookSecret"},
+		"UpstreamWebhookUrl":        map[string]any{"Fn::Sub": "https://${HttpApi}.execute-api.${AWS::Region}.${AWS::URLSuffix}/api/upstream/webhook"},
+		"WebhookQueueUrl":           map[string]any{"Ref": "WebhookQueue"},
+		"WebhookDeadLetterQueueUrl": map[string]any{"Ref": "WebhookDeadLetterQueue"},
+		"AccountsTableName":         map[string]any{"Ref": "AccountsTable"},
+		"ApiKeysTableName":          map[string]any{"Ref": "ApiKeysTable"},
+		"GenerationsTableName":      map[string]any{"Ref": "GenerationsTable"},
+		"LongVideosTableName":       map[string]any{"Ref": "LongVideosTable"},
+		"RateLimitsTableName":       map[string]any{"Ref": "RateLimitsTable"},
+		"CountersTableName":         map[string]any{"Ref": "CountersTable"},
+		"IdempotencyTableName":      map[string]any{"Ref": "IdempotencyTable"},
+		"TablePrefix":               map[string]any{"Ref": "AWS::StackName"},
 	}
 	for name, w := range want {
 		o, ok := tpl.Outputs[name].(map[string]any)

@@ -37,6 +37,15 @@ var functions = []struct{ ID, Folder string }{
 	{"AssembleFunction", "longstory-assemble"},
 	{"FinalizeFunction", "longstory-finalize"},
 	{"MarkFailedFunction", "longstory-fail"},
+	{"GenerationsListFunction", "generations-list"},
+	{"GenerationEstimateFunction", "estimate"},
+	{"GenerationCancelFunction", "cancel"},
+	{"LongStoryListFunction", "longstory-list"},
+	{"LongStoryCancelFunction", "longstory-cancel"},
+	{"AccountFunction", "account"},
+	{"OpenApiFunction", "openapi"},
+	{"UpstreamWebhookFunction", "upstream-webhook"},
+	{"WebhooksFunction", "webhooks"},
 }
 
 // The routes of the spec (README "The API") and the function behind each.
@@ -47,10 +56,19 @@ var routes = []struct{ Method, Path, Function string }{
 	{"POST", "/api/long-story/videos", "LongStoryCreateFunction"},
 	{"GET", "/api/long-story/videos/{videoId}", "LongStoryStatusFunction"},
 	{"GET", "/api/models", "ModelsFunction"},
+	{"GET", "/api/generations", "GenerationsListFunction"},
+	{"POST", "/api/generations/estimate", "GenerationEstimateFunction"},
+	{"POST", "/api/generations/{id}/cancel", "GenerationCancelFunction"},
+	{"GET", "/api/long-story/videos", "LongStoryListFunction"},
+	{"POST", "/api/long-story/videos/{videoId}/cancel", "LongStoryCancelFunction"},
+	{"GET", "/api/account", "AccountFunction"},
+	{"GET", "/api/openapi.json", "OpenApiFunction"},
+	{"POST", "/api/upstream/webhook", "UpstreamWebhookFunction"},
 }
 
 // publicRoutes need no credentials: their events say Auth: {Authorizer: NONE}.
-var publicRoutes = []string{"GET /api/models"}
+// The provider's callback proves itself with its signature instead.
+var publicRoutes = []string{"GET /api/models", "GET /api/openapi.json", "POST /api/upstream/webhook"}
 
 var (
 	loadOnce sync.Once

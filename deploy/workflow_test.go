@@ -8,7 +8,9 @@ import (
 	"sort"
 	"strings"
 	"testing"
+	"time"
 
+	"github.com/mediagen-dev/mediagen/shared/webhook"
 	"github.com/mediagen-dev/mediagen/statemachines"
 )
 
@@ -154,7 +156,7 @@ func TestEveryWorkflowPlaceholderIsSubstitutedAndUsed(t *testing.T) {
 	}
 }
 
-func TestQueuesHaveDeadLettersAndFitThePoller(t *testing.T) {
+func TestQueuesHaveDeadLettersAndFitTheirConsumers(t *testing.T) {
 	tpl := tmpl(t)
 	const defaultRetention = 345600 // SQS's default, 4 days
 	retention := func(name string) int {
@@ -199,28 +201,30 @@ func TestQueuesHaveDeadLettersAndFitThePoller(t *testing.T) {
 		}
 	}
 
-	poll := resource(t, "PollQueue", "AWS::SQS::Queue").Properties
-	if rp, _ := poll["RedrivePolicy"].(map[string]any); rp == nil {
-		t.Errorf("PollQueue has no RedrivePolicy")
-	} else {
+	// Each queue's consumer, and why its batch fits its timeout.
+	consumerOf := map[string]string{"PollQueue": "PollerFunction", "WebhookQueue": "WebhooksFunction"}
+	for q := range consumerOf {
+		p := resource(t, q, "AWS::SQS::Queue").Properties
+		rp, _ := p["RedrivePolicy"].(map[string]any)
+		if rp == nil {
+			t.Errorf("%s has no RedrivePolicy", q)
+			continue
+		}
 		if n, _ := number(rp["maxReceiveCount"]); n != 5 {
-			t.Errorf("PollQueue: maxReceiveCount is %s, want 5 (README: DLQ after 5 receives)", show(rp["maxReceiveCount"]))
+			t.Errorf("%s: maxReceiveCount is %s, want 5 (README: DLQ after 5 receives)", q, show(rp["maxReceiveCount"]))
 		}
 		if dlq, _, _ := getAtt(rp["deadLetterTargetArn"]); retention(dlq) != 1209600 {
-			t.Errorf("PollQueue's dead-letter queue %s keeps messages %d s, want 14 days (1209600)", dlq, retention(dlq))
+			t.Errorf("%s's dead-letter queue %s keeps messages %d s, want 14 days (1209600)", q, dlq, retention(dlq))
 		}
 	}
-	poller := resource(t, "PollerFunction", "AWS::Serverless::Function").Properties
-	timeout, ok := number(poller["Timeout"])
-	if !ok {
-		t.Fatalf("PollerFunction: Timeout %s is not a number", show(poller["Timeout"]))
-	}
-	if vis, _ := number(poll["VisibilityTimeout"]); vis < 6*timeout {
-		t.Errorf("PollQueue: VisibilityTimeout %d s is under 6 x the poller's Timeout (%d s): Lambda advises 6x, or a slow batch is delivered twice", vis, timeout)
-	}
-	var consumers []string
+	consumers := map[string][]string{}
 	for _, f := range functions {
-		events, _ := tpl.Resources[f.ID].Properties["Events"].(map[string]any)
+		fp := tpl.Resources[f.ID].Properties
+		timeout, ok := number(fp["Timeout"])
+		if !ok {
+			t.Errorf("%s: Timeout %s is not a number", f.ID, show(fp["Timeout"]))
+		}
+		events, _ := fp["Events"].(map[string]any)
 		for ename, e := range events {
 			em, _ := e.(map[string]any)
 			if em["Type"] != "SQS" {
@@ -228,21 +232,41 @@ func TestQueuesHaveDeadLettersAndFitThePoller(t *testing.T) {
 			}
 			ep, _ := em["Properties"].(map[string]any)
 			q, attr, _ := getAtt(ep["Queue"])
-			if q != "PollQueue" || attr != "Arn" {
-				t.Errorf("%s.Events.%s: Queue is %s, want !GetAtt PollQueue.Arn", f.ID, ename, show(ep["Queue"]))
+			if _, known := consumerOf[q]; !known || attr != "Arn" {
+				t.Errorf("%s.Events.%s: Queue is %s, want !GetAtt <one of %v>.Arn", f.ID, ename, show(ep["Queue"]), sortedKeys(consumerOf))
 				continue
 			}
-			consumers = append(consumers, f.ID)
-			if n, ok := number(ep["BatchSize"]); !ok || n < 1 || n > 10 {
+			consumers[q] = append(consumers[q], f.ID)
+			batch, ok := number(ep["BatchSize"])
+			if !ok || batch < 1 || batch > 10 {
 				t.Errorf("%s.Events.%s: BatchSize is %s, want 1 to 10", f.ID, ename, show(ep["BatchSize"]))
 			}
 			frt, _ := ep["FunctionResponseTypes"].([]any)
 			if !slices.Contains(frt, any("ReportBatchItemFailures")) {
 				t.Errorf("%s.Events.%s: FunctionResponseTypes is %s; the handler answers partial batch failures, which Lambda ignores (and deletes the failed messages) without ReportBatchItemFailures", f.ID, ename, show(ep["FunctionResponseTypes"]))
 			}
+			if vis, _ := number(tpl.Resources[q].Properties["VisibilityTimeout"]); vis < 6*timeout {
+				t.Errorf("%s: VisibilityTimeout %d s is under 6 x %s's Timeout (%d s): Lambda advises 6x, or a slow batch is delivered twice", q, vis, f.ID, timeout)
+			}
+			// The deliverer handles a batch one message after another, each
+			// waiting up to webhook.Timeout for the receiver.
+			if q == "WebhookQueue" {
+				if worst := time.Duration(batch) * (webhook.Timeout + 2*time.Second); worst > time.Duration(timeout)*time.Second {
+					t.Errorf("%s: a batch of %d attempts may take %s (%s each for the receiver, plus the store and queue calls), over its Timeout of %d s", f.ID, batch, worst, webhook.Timeout, timeout)
+				}
+			}
 		}
 	}
-	if !slices.Equal(consumers, []string{"PollerFunction"}) {
-		t.Errorf("PollQueue is consumed by %v, want the poller alone", consumers)
+	for q, want := range consumerOf {
+		if !slices.Equal(consumers[q], []string{want}) {
+			t.Errorf("%s is consumed by %v, want %s alone", q, consumers[q], want)
+		}
+	}
+	// A retry is a new message delayed by the backoff, and SQS delays a
+	// message by 15 minutes at most.
+	for i, d := range webhook.DefaultBackoff {
+		if d > 15*time.Minute {
+			t.Errorf("webhook.DefaultBackoff[%d] is %s; SQS's DelaySeconds stops at 900 s", i, d)
+		}
 	}
 }

@@ -33,6 +33,7 @@ import (
 	"github.com/mediagen-dev/mediagen/shared/store/dynamostore"
 	"github.com/mediagen-dev/mediagen/shared/testsupport"
 	"github.com/mediagen-dev/mediagen/shared/upstream"
+	"github.com/mediagen-dev/mediagen/shared/webhook"
 )
 
 // awsCalls records the JSON-protocol calls (SQS, Step Functions) and the
@@ -40,6 +41,40 @@ import (
 type awsCalls struct {
 	mu    sync.Mutex
 	calls []string
+	sent  []sqsMessage
+	stops []string // the executions StopExecution named
+}
+
+// sqsMessage is one SendMessage call.
+type sqsMessage struct {
+	QueueURL     string `json:"QueueUrl"`
+	MessageBody  string
+	DelaySeconds int
+}
+
+// sentTo lists the messages sent to the queue whose URL ends in suffix.
+func (a *awsCalls) sentTo(suffix string) []sqsMessage {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	var out []sqsMessage
+	for _, m := range a.sent {
+		if strings.HasSuffix(m.QueueURL, suffix) {
+			out = append(out, m)
+		}
+	}
+	return out
+}
+
+// webhookMessages decodes the webhook queue's messages about one record.
+func (a *awsCalls) webhookMessages(id string) []webhook.Message {
+	var out []webhook.Message
+	for _, m := range a.sentTo("/mediagen-webhooks") {
+		var w webhook.Message
+		if json.Unmarshal([]byte(m.MessageBody), &w) == nil && w.ID == id {
+			out = append(out, w)
+		}
+	}
+	return out
 }
 
 func (a *awsCalls) count(target string) int {
@@ -68,13 +103,24 @@ func (a *awsCalls) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "audio/mpeg")
 		w.Write([]byte("ID3 not really mp3"))
 	case "AmazonSQS.SendMessage":
-		var in struct{ MessageBody string }
+		var in sqsMessage
 		json.Unmarshal(raw, &in)
+		a.mu.Lock()
+		a.sent = append(a.sent, in)
+		a.mu.Unlock()
 		w.Header().Set("Content-Type", "application/x-amz-json-1.0")
 		fmt.Fprintf(w, `{"MessageId":"5fea7756-0ea4-451a-a703-a558b933e274","MD5OfMessageBody":"%x"}`, md5.Sum([]byte(in.MessageBody)))
 	case "AWSStepFunctions.StartExecution":
 		w.Header().Set("Content-Type", "application/x-amz-json-1.0")
 		fmt.Fprint(w, `{"executionArn":"arn:aws:states:us-east-1:123456789012:execution:long-story:x","startDate":1795284000}`)
+	case "AWSStepFunctions.StopExecution":
+		var in struct{ ExecutionArn string }
+		json.Unmarshal(raw, &in)
+		a.mu.Lock()
+		a.stops = append(a.stops, in.ExecutionArn)
+		a.mu.Unlock()
+		w.Header().Set("Content-Type", "application/x-amz-json-1.0")
+		fmt.Fprint(w, `{"stopDate":1795284000}`)
 	default:
 		w.WriteHeader(http.StatusBadRequest)
 		fmt.Fprintf(w, `{"__type":"UnknownOperationException","message":"%s"}`, target)
@@ -88,6 +134,9 @@ type env struct {
 	objects  *objectstore.Store
 	upstream *upstream.Client
 	aws      *awsCalls
+	// hookSecret is the provider's webhook signing secret (the simulator
+	// signs its callbacks with it; the callback function checks them).
+	hookSecret string
 }
 
 func setup(t *testing.T) *env {
@@ -112,7 +161,8 @@ func setup(t *testing.T) *env {
 	for _, v := range catalog.All() {
 		models[v.UpstreamModel] = string(v.Kind)
 	}
-	sim, err := simulator.New(simulator.Config{Token: "local-token", Models: models})
+	hookSecret := webhook.NewSecret()
+	sim, err := simulator.New(simulator.Config{Token: "local-token", Models: models, WebhookSecret: hookSecret})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -129,7 +179,9 @@ func setup(t *testing.T) *env {
 		"AWS_ENDPOINT_URL_SQS": awsSrv.URL, "AWS_ENDPOINT_URL_SFN": awsSrv.URL, "AWS_ENDPOINT_URL_POLLY": awsSrv.URL,
 		"ACCOUNTS_TABLE": tables.Accounts, "API_KEYS_TABLE": tables.APIKeys, "GENERATIONS_TABLE": tables.Generations,
 		"LONG_VIDEOS_TABLE": tables.LongVideos, "RATE_LIMITS_TABLE": tables.RateLimits, "COUNTERS_TABLE": tables.Counters,
-		"POLL_QUEUE_URL": awsSrv.URL + "/123456789012/mediagen-poll", "OUTPUT_BUCKET": "mediagen-outputs",
+		"IDEMPOTENCY_TABLE": tables.Idempotency,
+		"POLL_QUEUE_URL":    awsSrv.URL + "/123456789012/mediagen-poll", "OUTPUT_BUCKET": "mediagen-outputs",
+		"WEBHOOK_QUEUE_URL": awsSrv.URL + "/123456789012/mediagen-webhooks", "UPSTREAM_WEBHOOK_SECRET": hookSecret,
 		"MEDIA_BASE_URL": objects.Endpoint + "/mediagen-outputs", "UPSTREAM_BASE_URL": simSrv.URL,
 		"UPSTREAM_TOKEN": "local-token", "UPSTREAM_OUTPUT_HOSTS": "127.0.0.1",
 		"STATE_MACHINE_ARN": "arn:aws:states:us-east-1:123456789012:stateMachine:long-story",
@@ -143,7 +195,7 @@ func setup(t *testing.T) *env {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return &env{key: created.APIKey, userID: created.UserID, store: st, objects: objects, aws: calls,
+	return &env{key: created.APIKey, userID: created.UserID, store: st, objects: objects, aws: calls, hookSecret: hookSecret,
 		upstream: &upstream.Client{BaseURL: simSrv.URL, Token: "local-token"}}
 }
 
@@ -358,4 +410,5 @@ func TestEveryFunctionAnswersItsSampleEvent(t *testing.T) {
 			}
 		}
 	})
+	routesAndWebhooks(t, e)
 }
