@@ -61,14 +61,15 @@ var expectedValue = map[string]any{
 	"WEBHOOK_QUEUE_URL":           map[string]any{"Ref": "WebhookQueue"},
 	// A parameter, not !Sub https://${HttpApi}...: the API's integrations
 	// name the route functions (TestNoCircularDependency).
-	"PUBLIC_BASE_URL":   map[string]any{"Ref": "PublicBaseUrl"},
-	"STATE_MACHINE_ARN": map[string]any{"Ref": "LongStoryStateMachine"},
-	"PRICE_FILE":        map[string]any{"Ref": "PriceFile"},
-	"JWT_ISSUER":        map[string]any{"Ref": "JwtIssuer"},
-	"JWT_AUDIENCE":      map[string]any{"Ref": "JwtAudience"},
-	"JWKS_URL":          map[string]any{"Ref": "JwksUrl"},
-	"FFMPEG_PATH":       "/opt/bin/ffmpeg",
-	"FFPROBE_PATH":      "/opt/bin/ffprobe",
+	"PUBLIC_BASE_URL":         map[string]any{"Ref": "PublicBaseUrl"},
+	"UPSTREAM_MAX_CONCURRENT": map[string]any{"Ref": "UpstreamMaxConcurrent"},
+	"STATE_MACHINE_ARN":       map[string]any{"Ref": "LongStoryStateMachine"},
+	"PRICE_FILE":              map[string]any{"Ref": "PriceFile"},
+	"JWT_ISSUER":              map[string]any{"Ref": "JwtIssuer"},
+	"JWT_AUDIENCE":            map[string]any{"Ref": "JwtAudience"},
+	"JWKS_URL":                map[string]any{"Ref": "JwksUrl"},
+	"FFMPEG_PATH":             "/opt/bin/ffmpeg",
+	"FFPROBE_PATH":            "/opt/bin/ffprobe",
 }
 
 func variables(props map[string]any) map[string]any {

@@ -87,6 +87,10 @@ var upstreamToken = uses("secret:UpstreamTokenSecret", "the provider token", "se
 // UpdateItem of the account, a consistent read when the condition fails).
 var settle = uses("table:AccountsTable", "Hold/Capture/Release", "dynamodb:UpdateItem", "dynamodb:GetItem")
 
+// slots is the providers' concurrency caps (store.Slots): one item of the
+// counters table per provider, read and then put on a version condition.
+var slots = uses("table:CountersTable", "AcquireSlot/ReleaseSlot: read, conditional put", "dynamodb:GetItem", "dynamodb:PutItem")
+
 var putObject = []string{"s3:PutObject", "s3:AbortMultipartUpload"} // the upload manager aborts a failed multipart upload
 
 // usesOf is every call each function makes, read from its use cases and
@@ -103,10 +107,12 @@ var usesOf = map[string][]use{
 		uses("table:GenerationsTable", "CreateGeneration, SetUpstreamID, FinishGeneration", "dynamodb:PutItem", "dynamodb:UpdateItem", "dynamodb:GetItem"),
 		uses("queue:PollQueue", "the first poll", "sqs:SendMessage"),
 		upstreamToken,
+		slots,
 	),
 	"StatusFunction": getRoute(
 		uses("table:GenerationsTable", "Lookup by UUID", "dynamodb:GetItem"),
 		uses("index:GenerationsTable/id-index", "Lookup by integer id", "dynamodb:Query"),
+		uses("table:CountersTable", "QueuePosition: the provider's slots", "dynamodb:GetItem"),
 	),
 	"GenerationsListFunction": getRoute(
 		uses("index:GenerationsTable/user-created-index", "ListGenerations (newest first)", "dynamodb:Query"),
@@ -118,6 +124,7 @@ var usesOf = map[string][]use{
 		settle,
 		notify,
 		upstreamToken, // cancels the job upstream
+		slots,
 	),
 	"PollerFunction": {
 		uses("table:GenerationsTable", "GetGeneration, FinishGeneration", "dynamodb:GetItem", "dynamodb:UpdateItem"),
@@ -126,6 +133,7 @@ var usesOf = map[string][]use{
 		notify,
 		uses("object:OutputBucket/"+generationKey, "the generation's outputs", putObject...),
 		upstreamToken,
+		slots,
 	},
 	"UpstreamWebhookFunction": { // no Gate: the provider's signature proves the call
 		uses("table:GenerationsTable", "Complete: GetGeneration, FinishGeneration", "dynamodb:GetItem", "dynamodb:UpdateItem"),
@@ -134,6 +142,7 @@ var usesOf = map[string][]use{
 		uses("object:OutputBucket/"+generationKey, "the generation's outputs", putObject...),
 		upstreamToken, // the generation service's client, built at init
 		uses("secret:UpstreamWebhookSecret", "the provider's signing secret", "secretsmanager:GetSecretValue"),
+		slots,
 	},
 	"WebhooksFunction": {
 		uses("table:GenerationsTable", "WebhookRecord: GetGeneration; AddWebhookAttempt", "dynamodb:GetItem", "dynamodb:UpdateItem"),
