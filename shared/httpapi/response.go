@@ -77,6 +77,9 @@ func classify(err error) *Error {
 		return &Error{Status: http.StatusBadRequest, Code: "invalid_request", Message: invalidMessage(err)}
 	case errors.Is(err, domain.ErrNotFound):
 		return &Error{Status: http.StatusNotFound, Code: "not_found", Message: "no such resource"}
+	case errors.Is(err, domain.ErrConflict):
+		// A cancel of a record already final, say.
+		return &Error{Status: http.StatusConflict, Code: "conflict", Message: conflictMessage(err)}
 	case errors.Is(err, longstory.ErrWorkflowUnavailable):
 		return &Error{Status: http.StatusBadGateway, Code: "workflow_unavailable",
 			Message: "the video workflow could not be started; no credits were charged, please retry"}
@@ -96,6 +99,16 @@ func invalidMessage(err error) string {
 		return msg[i+len(domain.ErrInvalid.Error())+2:]
 	}
 	return msg
+}
+
+// conflictMessage keeps the text after domain.ErrConflict in its chain
+// ("generation ... is already completed").
+func conflictMessage(err error) string {
+	msg := err.Error()
+	if i := strings.Index(msg, domain.ErrConflict.Error()+": "); i >= 0 {
+		return msg[i+len(domain.ErrConflict.Error())+2:]
+	}
+	return "the resource is not in a state that allows this"
 }
 
 // errorResponse renders err as the envelope and logs what a 5xx hides.
