@@ -7,7 +7,7 @@ package runtime_test
 import (
 	"bytes"
 	"context"
-	"fmt"
+	"encoding/json"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -15,11 +15,10 @@ import (
 	"testing"
 	"time"
 
-	"github.com/getkin/kin-openapi/openapi3filter"
-	"github.com/getkin/kin-openapi/routers"
-
 	"github.com/mediagen-dev/mediagen/api"
+	"github.com/mediagen-dev/mediagen/api/contracttest"
 	"github.com/mediagen-dev/mediagen/shared/domain"
+	"github.com/mediagen-dev/mediagen/shared/local/simulator"
 	"github.com/mediagen-dev/mediagen/shared/webhook"
 )
 
@@ -149,56 +148,63 @@ func TestUpstreamWebhookRefusesABadSignature(t *testing.T) {
 	}
 }
 
-// TestWebhooksMatchTheDocument receives a generation's webhook and checks
-// it against the document's webhooks section and the account's secret.
+// TestWebhooksMatchTheDocument receives a generation's webhook (completed)
+// and a long-form video's (canceled) and checks each against the document's
+// webhooks section and the account's signing secret.
 func TestWebhooksMatchTheDocument(t *testing.T) {
-	got := make(chan *http.Request, 8)
+	type delivery struct {
+		r    *http.Request
+		body []byte
+	}
+	got := make(chan delivery, 16)
 	receiver := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		body, _ := io.ReadAll(r.Body)
-		r.Body = io.NopCloser(bytes.NewReader(body))
-		got <- r
+		got <- delivery{r, body}
 		w.WriteHeader(http.StatusNoContent)
 	}))
 	defer receiver.Close()
-	cfg := runtimeConfig()
+	cfg := storyConfig()
 	cfg.WebhookBackoff = []time.Duration{10 * time.Millisecond}
 	rt := start(t, cfg)
-	owner := newAccount(t, rt, domain.PlanPro, 100)
-	body := gen("zeta", map[string]any{"prompt": "a fox"})
-	body["webhook_url"] = receiver.URL + "/hooks"
-	created := call(t, rt, http.MethodPost, "/api/generations/generate", owner.APIKey, body)
-	if created.status != http.StatusOK {
-		t.Fatalf("generate: HTTP %d %s", created.status, created.body)
-	}
-	var r *http.Request
-	select {
-	case r = <-got:
-	case <-time.After(2 * time.Minute):
-		t.Fatal("no webhook arrived")
-	}
-	raw, _ := io.ReadAll(r.Body)
-	secret := call(t, rt, http.MethodGet, "/api/account", owner.APIKey, nil).str("webhooks", "signing_secret")
-	if err := webhook.Verify(secret, r.Header, raw, time.Now()); err != nil {
-		t.Errorf("the webhook does not verify with the account's secret: %v", err)
-	}
-	if err := theContract.validateWebhook(context.Background(), "generationEvent", r, raw); err != nil {
-		t.Errorf("the webhook does not match openapi.yaml: %v\nbody: %s", err, raw)
-	}
-}
+	owner := newAccount(t, rt, domain.PlanEnterprise, 1000)
 
-// validateWebhook checks a received webhook request against the document's
-// webhooks entry name.
-func (c *contract) validateWebhook(ctx context.Context, name string, r *http.Request, body []byte) error {
-	item := c.doc.Webhooks[name]
-	if item == nil || item.Post == nil {
-		return fmt.Errorf("openapi.yaml has no webhook %q", name)
+	body := gen("zeta", map[string]any{"prompt": "a fox"})
+	body["webhook_url"] = receiver.URL + "/generationEvent"
+	if a := call(t, rt, http.MethodPost, "/api/generations/generate", owner.APIKey, body); a.status != http.StatusOK {
+		t.Fatalf("generate: HTTP %d %s", a.status, a.body)
 	}
-	req := r.Clone(ctx)
-	req.Body = io.NopCloser(bytes.NewReader(body))
-	route := &routers.Route{Spec: c.doc, Path: name, PathItem: item, Method: http.MethodPost, Operation: item.Post}
-	if err := openapi3filter.ValidateRequest(ctx, &openapi3filter.RequestValidationInput{Request: req, Route: route, Options: c.options()}); err != nil {
-		return err
+	story := storyBody("A walk", "en", false, "auto", []storyScene{{1, "a path " + simulator.MarkerSlow}})
+	story["webhook_url"] = receiver.URL + "/longVideoEvent"
+	story["webhook_events"] = []string{"long_video.canceled"}
+	video := call(t, rt, http.MethodPost, "/api/long-story/videos", owner.APIKey, story)
+	if video.status != http.StatusOK {
+		t.Fatalf("create video: HTTP %d %s", video.status, video.body)
 	}
-	c.record("WEBHOOK "+name, http.StatusOK)
-	return nil
+	if a := call(t, rt, http.MethodPost, "/api/long-story/videos/"+video.str("video_id")+"/cancel", owner.APIKey, nil); a.status != http.StatusOK {
+		t.Fatalf("cancel video: HTTP %d %s", a.status, a.body)
+	}
+
+	secret := call(t, rt, http.MethodGet, "/api/account", owner.APIKey, nil).str("webhooks", "signing_secret")
+	want := map[string]string{"generationEvent": "generation.completed", "longVideoEvent": "long_video.canceled"}
+	for len(want) > 0 {
+		var d delivery
+		select {
+		case d = <-got:
+		case <-time.After(2 * time.Minute):
+			t.Fatalf("webhooks %v did not arrive", want)
+		}
+		name := strings.TrimPrefix(d.r.URL.Path, "/")
+		var payload struct{ Type string }
+		_ = json.Unmarshal(d.body, &payload)
+		if want[name] != payload.Type {
+			t.Errorf("webhook %s: type %q, want %q", name, payload.Type, want[name])
+		}
+		delete(want, name)
+		if err := webhook.Verify(secret, d.r.Header, d.body, time.Now()); err != nil {
+			t.Errorf("webhook %s does not verify with the account's secret: %v", name, err)
+		}
+		if err := contracttest.Installed.ValidateWebhook(context.Background(), name, d.r, d.body); err != nil {
+			t.Errorf("webhook %s does not match openapi.yaml: %v\nbody: %s", name, err, d.body)
+		}
+	}
 }
