@@ -176,11 +176,14 @@ func (s *Service) Cancel(ctx context.Context, userID, id string) (domain.Generat
 		return domain.Generation{}, fmt.Errorf("%w: generation %s is already %s", domain.ErrConflict, g.UUID, g.Status)
 	}
 	log := s.log().With("user_id", g.UserID, "generation_id", g.UUID, "upstream_id", g.UpstreamID)
-	if g.UpstreamID != "" {
-		s.cancelUpstream(ctx, log, g.UpstreamID)
-	}
+	// The record is made final first: the provider's callback for the
+	// canceled job, which can arrive before the cancel call returns, then
+	// finds it canceled instead of failing it.
 	if err := s.finish(ctx, log, g, domain.Outcome{Status: domain.StatusCanceled, Error: "canceled by the caller"}); err != nil {
 		return domain.Generation{}, err
+	}
+	if g.UpstreamID != "" {
+		s.cancelUpstream(ctx, log, g.UpstreamID)
 	}
 	g, err = s.Store.GetGeneration(ctx, g.UUID)
 	if err != nil {

@@ -33,11 +33,12 @@ func (c *Copier) client() *http.Client {
 			}
 			return nil
 		}
-		t := http.DefaultTransport.(*http.Transport).Clone()
-		t.Proxy = nil
 		d := &net.Dialer{Timeout: 30 * time.Second, KeepAlive: 30 * time.Second,
 			Control: func(network, address string, _ syscall.RawConn) error { return c.dialable(address) }}
-		t.DialContext = d.DialContext
+		// A transport of its own, not a clone of http.DefaultTransport:
+		// that one may have been replaced, and it honours proxy settings.
+		t := &http.Transport{DialContext: d.DialContext, ForceAttemptHTTP2: true, MaxIdleConns: 100,
+			IdleConnTimeout: 90 * time.Second, TLSHandshakeTimeout: 10 * time.Second, ExpectContinueTimeout: time.Second}
 		cl.Transport = t
 		c.fetch = &cl
 	})

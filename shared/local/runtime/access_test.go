@@ -318,7 +318,7 @@ func TestURLInputsTakeOnlyHTTPSAndImageDataURIs(t *testing.T) {
 	before := account(t, rt, owner.UserID)
 	for _, f := range urlFields {
 		for _, bad := range refused {
-			a := call(t, rt, http.MethodPost, "/api/generations/generate", owner.APIKey, urlBody(f, bad))
+			a := call(t, rt, http.MethodPost, "/api/generations/generate", owner.APIKey, malformed(urlBody(f, bad)))
 			if checkEnvelope(t, a, http.StatusBadRequest); !strings.Contains(string(a.body), f.field) {
 				t.Errorf("%s = %q: the answer does not name the field: %s", f.field, bad, a.body)
 			}

@@ -89,7 +89,7 @@ func TestBadRequestsAnswer400WithEveryBadFieldAndChangeNothing(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			a := call(t, rt, http.MethodPost, "/api/generations/generate", owner.APIKey, tt.body)
+			a := call(t, rt, http.MethodPost, "/api/generations/generate", owner.APIKey, malformed(tt.body))
 			if code := checkEnvelope(t, a, http.StatusBadRequest); code != "invalid_request" {
 				t.Errorf("code %q, want invalid_request", code)
 			}
@@ -113,7 +113,7 @@ func TestBadRequestsAnswer400WithEveryBadFieldAndChangeNothing(t *testing.T) {
 	}
 	unchanged(t, rt, before, 0)
 	// Allowed values are named in the answer.
-	a := call(t, rt, http.MethodPost, "/api/generations/generate", owner.APIKey, gen("alpha-3.1-fast", map[string]any{"prompt": "x", "duration": "5"}))
+	a := call(t, rt, http.MethodPost, "/api/generations/generate", owner.APIKey, malformed(gen("alpha-3.1-fast", map[string]any{"prompt": "x", "duration": "5"})))
 	if !strings.Contains(string(a.body), `\"4\"`) && !strings.Contains(string(a.body), "4, 6, 8") {
 		t.Errorf("a bad enum's answer does not name the allowed values: %s", a.body)
 	}
@@ -148,7 +148,7 @@ func TestBadCredentialsAnswer401(t *testing.T) {
 					req.Header.Set("Authorization", tt.header)
 				}
 				req.Header.Set("Content-Type", "application/json")
-				resp, err := http.DefaultClient.Do(req)
+				resp, err := http.DefaultClient.Do(markMalformed(t, req))
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -159,7 +159,7 @@ func TestBadCredentialsAnswer401(t *testing.T) {
 			}
 		})
 	}
-	a := call(t, rt, http.MethodPost, "/api/generations/generate", "", body)
+	a := call(t, rt, http.MethodPost, "/api/generations/generate", "", malformed(body))
 	checkEnvelope(t, a, http.StatusUnauthorized)
 	unchanged(t, rt, account(t, rt, revoked.UserID), 0)
 }

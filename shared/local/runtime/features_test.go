@@ -21,9 +21,14 @@ import (
 	"github.com/mediagen-dev/mediagen/shared/webhook"
 )
 
-// callHeaders is call with extra request headers.
+// callHeaders is call with extra request headers; body may be wrapped in
+// malformed like call's.
 func callHeaders(t *testing.T, rt *runtime.Runtime, method, path, key string, body any, headers map[string]string) answer {
 	t.Helper()
+	m, isMalformed := body.(malformedBody)
+	if isMalformed {
+		body = m.body
+	}
 	raw, err := json.Marshal(body)
 	if err != nil {
 		t.Fatal(err)
@@ -37,16 +42,7 @@ func callHeaders(t *testing.T, rt *runtime.Runtime, method, path, key string, bo
 	for k, v := range headers {
 		req.Header.Set(k, v)
 	}
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Errorf("%s %s: %v", method, path, err)
-		return answer{}
-	}
-	defer resp.Body.Close()
-	b, _ := io.ReadAll(resp.Body)
-	a := answer{status: resp.StatusCode, header: resp.Header, body: b}
-	_ = json.Unmarshal(b, &a.decoded)
-	return a
+	return send(t, req, isMalformed)
 }
 
 func imageBody(prompt string) map[string]any {
@@ -113,7 +109,7 @@ func TestIdempotencyKeyReplaysTheFirstAnswerAndChargesOnce(t *testing.T) {
 		t.Errorf("another account with the same key: HTTP %d %s; want its own new generation", a.status, a.body)
 	}
 	// A bad key is refused.
-	if a := callHeaders(t, rt, http.MethodPost, "/api/generations/generate", owner.APIKey, body,
+	if a := callHeaders(t, rt, http.MethodPost, "/api/generations/generate", owner.APIKey, malformed(body),
 		map[string]string{"Idempotency-Key": strings.Repeat("k", 256)}); a.status != http.StatusBadRequest {
 		t.Errorf("256-character key: HTTP %d, want 400", a.status)
 	}
@@ -322,13 +318,8 @@ func TestUpstreamCallbackCompletesBeforeTheNextPoll(t *testing.T) {
 		req, _ := http.NewRequest(http.MethodPost, rt.BaseURL+"/api/upstream/webhook?generation="+g.UUID, bytes.NewReader(prediction))
 		req.Header.Set("Content-Type", "application/json")
 		sign(req.Header)
-		resp, err := http.DefaultClient.Do(req)
-		if err != nil {
-			t.Fatal(err)
-		}
-		resp.Body.Close()
-		if resp.StatusCode != http.StatusUnauthorized {
-			t.Errorf("%s callback: HTTP %d, want 401", name, resp.StatusCode)
+		if a := send(t, req, true); a.status != http.StatusUnauthorized {
+			t.Errorf("%s callback: HTTP %d, want 401", name, a.status)
 		}
 	}
 	if again := call(t, rt, http.MethodGet, "/api/generations/status/"+g.UUID, owner.APIKey, nil); again.str("status") != "completed" {
@@ -467,7 +458,7 @@ func TestListsPageThrough250RecordsWithoutDuplicatesOrGaps(t *testing.T) {
 		t.Errorf("failed filter listed %d, want %d", len(ids), failed)
 	}
 	for _, bad := range []string{"limit=0", "limit=101", "limit=x", "status=done", "cursor=nonsense", "sort=asc"} {
-		if a := call(t, rt, http.MethodGet, "/api/generations?"+bad, owner.APIKey, nil); a.status != http.StatusBadRequest {
+		if a := call(t, rt, http.MethodGet, "/api/generations?"+bad, owner.APIKey, malformed(nil)); a.status != http.StatusBadRequest {
 			t.Errorf("?%s: HTTP %d, want 400", bad, a.status)
 		}
 	}
@@ -491,7 +482,7 @@ func TestEstimateAndAccount(t *testing.T) {
 	if n, _ := rt.Store.CountGenerations(context.Background(), owner.UserID); n != 0 {
 		t.Errorf("the estimate recorded %d generations", n)
 	}
-	if bad := call(t, rt, http.MethodPost, "/api/generations/estimate", owner.APIKey, map[string]any{"model": "nope"}); bad.status != http.StatusBadRequest {
+	if bad := call(t, rt, http.MethodPost, "/api/generations/estimate", owner.APIKey, malformed(map[string]any{"model": "nope"})); bad.status != http.StatusBadRequest {
 		t.Errorf("bad estimate: HTTP %d", bad.status)
 	}
 	created := call(t, rt, http.MethodPost, "/api/generations/generate", owner.APIKey, body)

@@ -77,9 +77,14 @@ func (a answer) str(path ...string) string {
 }
 
 // call sends one request; body may be a string (sent as is) or a value
-// (sent as JSON).
+// (sent as JSON), wrapped in malformed() when the request is meant not to
+// match openapi.yaml (see contract_test.go).
 func call(t *testing.T, rt *runtime.Runtime, method, path, key string, body any) answer {
 	t.Helper()
+	m, isMalformed := body.(malformedBody)
+	if isMalformed {
+		body = m.body
+	}
 	var rd io.Reader
 	switch b := body.(type) {
 	case nil:
@@ -105,9 +110,15 @@ func call(t *testing.T, rt *runtime.Runtime, method, path, key string, body any)
 		req.Header.Set("Content-Type", "application/json")
 	}
 	req.Header.Set("accept", "application/json")
-	resp, err := http.DefaultClient.Do(req)
+	return send(t, req, isMalformed)
+}
+
+// send sends a request built by the test and reads the answer.
+func send(t *testing.T, req *http.Request, isMalformed bool) answer {
+	t.Helper()
+	resp, err := http.DefaultClient.Do(forContract(t, req, isMalformed))
 	if err != nil {
-		t.Fatalf("%s %s: %v", method, path, err)
+		t.Fatalf("%s %s: %v", req.Method, req.URL.Path, err)
 	}
 	defer resp.Body.Close()
 	raw, _ := io.ReadAll(resp.Body)

@@ -103,8 +103,8 @@ func TestNoSecretEverReachesTheLogs(t *testing.T) {
 	call(t, rt, http.MethodPost, "/api/long-story/videos/estimate", owner.APIKey, map[string]any{"model": "beta-2", "scene_count": 2})
 	call(t, rt, http.MethodGet, "/api/generations/status/1", unknown.Plain, nil)
 	call(t, rt, http.MethodGet, "/api/generations/status/1", forged, nil)
-	call(t, rt, http.MethodGet, "/api/generations/status/1", "mgk_"+strings.Repeat("x", 80), nil)
-	call(t, rt, http.MethodPost, "/api/generations/generate", token, gen("zeta", map[string]any{"prompt": "by token"}))
+	call(t, rt, http.MethodGet, "/api/generations/status/1", "mgk_"+strings.Repeat("x", 80), malformed(nil))
+	call(t, rt, http.MethodPost, "/api/generations/generate", token, malformed(gen("zeta", map[string]any{"prompt": "by token"})))
 	prefix, _, _ := apikey.Parse(second.APIKey)
 	if _, err := svc.RevokeKey(ctx, prefix); err != nil {
 		t.Fatal(err)

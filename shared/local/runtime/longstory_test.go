@@ -97,7 +97,7 @@ func TestEstimateMatchesTheSpecsSample(t *testing.T) {
 		t.Errorf("total %v required %v, want per_second %v × 15", total, credits["required"], per)
 	}
 	for _, body := range []map[string]any{{"model": "zeta", "scene_count": 3}, {"model": "beta-2", "scene_count": 0}, {"model": "beta-2", "scene_count": 21}} {
-		checkEnvelope(t, call(t, rt, http.MethodPost, "/api/long-story/videos/estimate", owner.APIKey, body), http.StatusBadRequest)
+		checkEnvelope(t, call(t, rt, http.MethodPost, "/api/long-story/videos/estimate", owner.APIKey, malformed(body)), http.StatusBadRequest)
 	}
 }
 
@@ -305,7 +305,7 @@ func TestBadLongVideoRequestsAnswer400AndChangeNothing(t *testing.T) {
 	delete(bodies["no scenes"], "scenes")
 	for name, body := range bodies {
 		t.Run(name, func(t *testing.T) {
-			checkEnvelope(t, call(t, rt, http.MethodPost, "/api/long-story/videos", owner.APIKey, body), http.StatusBadRequest)
+			checkEnvelope(t, call(t, rt, http.MethodPost, "/api/long-story/videos", owner.APIKey, malformed(body)), http.StatusBadRequest)
 		})
 	}
 	poor := newAccount(t, rt, domain.PlanPro, 1)

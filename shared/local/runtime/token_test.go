@@ -39,5 +39,5 @@ func TestStatusAcceptsIdentityProviderTokensOfItsOwner(t *testing.T) {
 	checkEnvelope(t, call(t, rt, http.MethodGet, path, is.SignRS256(expired, "rsa-1"), nil), http.StatusUnauthorized)
 	// Tokens are for reading status only.
 	checkEnvelope(t, call(t, rt, http.MethodPost, "/api/generations/generate", is.Token(owner.UserID),
-		gen("theta-4-fast", map[string]any{"prompt": "x"})), http.StatusUnauthorized)
+		malformed(gen("theta-4-fast", map[string]any{"prompt": "x"}))), http.StatusUnauthorized)
 }
