@@ -13,7 +13,9 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"path/filepath"
 	goruntime "runtime"
+	"runtime/pprof"
 	"sort"
 	"strconv"
 	"strings"
@@ -44,6 +46,7 @@ type benchConfig struct {
 	StatusReads  float64
 	JSONPath     string
 	SkipLongForm bool
+	ProfileDir   string `json:"-"`
 }
 
 // List prices used for the cost figures: AWS us-east-1, arm64, on-demand,
@@ -119,6 +122,7 @@ func bench(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fs.Float64Var(&c.StatusReads, "status-reads", 3, "status requests a client makes per generation, for the cost figure")
 	fs.StringVar(&c.JSONPath, "json", "", "also write the figures as JSON to this file")
 	fs.BoolVar(&c.SkipLongForm, "skip-long-form", false, "skip the long-form figures")
+	fs.StringVar(&c.ProfileDir, "profile-dir", "", "write a CPU profile of each load (status.pprof, generate.pprof) to this directory, for go tool pprof")
 	if err := parse(fs, args); errors.Is(err, errHelp) {
 		return exitOK
 	} else if err != nil {
@@ -201,7 +205,12 @@ func runBench(ctx context.Context, c benchConfig, log io.Writer) (*benchReport, 
 	bareRes := closedLoop(ctx, client, bareURL, key, c.Conns, c.Duration)
 	rss.reset()
 	before := rt.Costs.Snapshot()
+	stopProfile, err := startProfile(c.ProfileDir, "status")
+	if err != nil {
+		return nil, err
+	}
 	rtRes := closedLoop(ctx, client, statusURL, key, c.Conns, c.Duration)
+	stopProfile()
 	statusCost := rt.Costs.Snapshot().Sub(before).Per(float64(rtRes.ok))
 	_ = statusCost // re-measured unloaded below
 	rssStatus := rss.max()
@@ -220,7 +229,11 @@ func runBench(ctx context.Context, c benchConfig, log io.Writer) (*benchReport, 
 		return nil, err
 	}
 	rss.reset()
+	if stopProfile, err = startProfile(c.ProfileDir, "generate"); err != nil {
+		return nil, err
+	}
 	genRes := openLoop(ctx, client, rtGen.BaseURL+"/api/generations/generate", keyGen, imageBody, c.Rate, c.GenDuration)
+	stopProfile()
 	rssGen := rss.max()
 	stopGen()
 	rep.add("generate: p50", genRes.p50.Seconds()*1000, "ms", "", nil, fmt.Sprintf("%d req/s offered for %s, %d sent", c.Rate, c.GenDuration, genRes.ok+genRes.errors))
@@ -402,6 +415,26 @@ func benchLongForm(ctx context.Context, c benchConfig, client *http.Client, rep 
 	rep.add("cost per long-form minute", dollars(per)/minutes, "USD", "", nil,
 		fmt.Sprintf("%d transitions, %d invocations; narration (Polly) and upstream excluded", counts.StateTransitions, counts.LambdaInvocations))
 	return nil
+}
+
+// startProfile writes a CPU profile of the whole process to dir/name.pprof
+// until the returned function is called; no dir, no profile.
+func startProfile(dir, name string) (func(), error) {
+	if dir == "" {
+		return func() {}, nil
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return nil, err
+	}
+	f, err := os.Create(filepath.Join(dir, name+".pprof"))
+	if err != nil {
+		return nil, err
+	}
+	if err := pprof.StartCPUProfile(f); err != nil {
+		f.Close()
+		return nil, err
+	}
+	return func() { pprof.StopCPUProfile(); f.Close() }, nil
 }
 
 // ---- load ----
