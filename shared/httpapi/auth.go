@@ -25,6 +25,13 @@ type AuthStore interface {
 	CountRequest(ctx context.Context, userID string, at time.Time) (int, error)
 }
 
+// headerReader is a store that can read an account without its open holds
+// and usage, all that authentication needs (the embedded store then reads
+// one row, not one per generation in flight). Other stores are read whole.
+type headerReader interface {
+	GetAccountHeader(ctx context.Context, userID string) (domain.Account, error)
+}
+
 // TokenVerifier checks identity-provider tokens and names their subject.
 type TokenVerifier interface {
 	Verify(ctx context.Context, token string) (string, error)
@@ -49,10 +56,10 @@ func unauthorized(msg string) *Error {
 		Headers: map[string]string{"WWW-Authenticate": `Bearer realm="mediagen"`}}
 }
 
-// authenticate finds the account behind the Authorization header. Every
-// failure is the same 401 to the caller; the log says which it was (by key
-// prefix, never the key).
-func (g *Gate) authenticate(ctx context.Context, authorization string, allowToken bool) (domain.Account, error) {
+// authenticate finds the account behind the Authorization header, whole or
+// (header) without holds and usage. Every failure is the same 401 to the
+// caller; the log says which it was (by key prefix, never the key).
+func (g *Gate) authenticate(ctx context.Context, authorization string, allowToken, whole bool) (domain.Account, error) {
 	scheme, credential, ok := strings.Cut(strings.TrimSpace(authorization), " ")
 	credential = strings.TrimSpace(credential)
 	if !ok || !strings.EqualFold(scheme, "Bearer") || credential == "" {
@@ -87,13 +94,17 @@ func (g *Gate) authenticate(ctx context.Context, authorization string, allowToke
 	} else {
 		return domain.Account{}, unauthorized("invalid API key")
 	}
-	return g.accountOf(ctx, userID)
+	return g.accountOf(ctx, userID, whole)
 }
 
-// accountOf reads the authenticated account; a key or token whose account
-// is gone is invalid.
-func (g *Gate) accountOf(ctx context.Context, userID string) (domain.Account, error) {
-	a, err := g.Store.GetAccount(ctx, userID)
+// accountOf reads the authenticated account, whole or its header; a key or
+// token whose account is gone is invalid.
+func (g *Gate) accountOf(ctx context.Context, userID string, whole bool) (domain.Account, error) {
+	read := g.Store.GetAccount
+	if h, ok := g.Store.(headerReader); ok && !whole {
+		read = h.GetAccountHeader
+	}
+	a, err := read(ctx, userID)
 	if errors.Is(err, domain.ErrNotFound) {
 		return domain.Account{}, unauthorized("invalid credentials")
 	}
@@ -164,7 +175,7 @@ func (g *Gate) Authorize(ctx context.Context, req events.APIGatewayV2CustomAutho
 			authorization = v
 		}
 	}
-	a, err := g.authenticate(ctx, authorization, strings.HasPrefix(req.RouteKey, "GET "))
+	a, err := g.authenticate(ctx, authorization, strings.HasPrefix(req.RouteKey, "GET "), false)
 	var refused *Error
 	switch {
 	case errors.As(err, &refused):
@@ -196,10 +207,10 @@ func (g *Gate) account(ctx context.Context, req Request, allowToken, userOnly bo
 			if a := (domain.Account{UserID: userID, Plan: domain.Plan(plan), CustomRateLimit: limit}); userOnly && hasPlan && hasLimit && a.RateLimit() == limit {
 				return a, nil
 			}
-			return g.accountOf(ctx, userID)
+			return g.accountOf(ctx, userID, !userOnly)
 		}
 	}
-	return g.authenticate(ctx, header(req, "Authorization"), allowToken)
+	return g.authenticate(ctx, header(req, "Authorization"), allowToken, !userOnly)
 }
 
 // contextInt reads a number of the authorizer's context: an int in process,

@@ -53,6 +53,7 @@ CREATE TABLE IF NOT EXISTS holds (
 	created_at TEXT NOT NULL
 );
 CREATE INDEX IF NOT EXISTS holds_created ON holds(created_at);
+CREATE INDEX IF NOT EXISTS holds_user ON holds(user_id, created_at);
 CREATE TABLE IF NOT EXISTS grants (
 	user_id    TEXT NOT NULL REFERENCES accounts(user_id),
 	grant_id   TEXT NOT NULL,
@@ -259,6 +260,27 @@ func (s *Store) CreateAccount(ctx context.Context, a domain.Account) error {
 }
 
 func (s *Store) GetAccount(ctx context.Context, userID string) (domain.Account, error) {
+	a, err := s.GetAccountHeader(ctx, userID)
+	if err != nil {
+		return domain.Account{}, err
+	}
+	holds, err := s.queryHolds(ctx, `WHERE user_id = ? ORDER BY created_at`, userID)
+	if err != nil {
+		return domain.Account{}, err
+	}
+	for _, h := range holds {
+		a.Holds = append(a.Holds, h.Hold)
+	}
+	if a.Usage, err = s.usage(ctx, userID); err != nil {
+		return domain.Account{}, err
+	}
+	return a, nil
+}
+
+// GetAccountHeader reads an account without its open holds and monthly
+// usage: one row, however much work the account has in flight, which is all
+// authentication needs. ErrNotFound if absent.
+func (s *Store) GetAccountHeader(ctx context.Context, userID string) (domain.Account, error) {
 	a := domain.Account{UserID: userID}
 	var plan, created string
 	var balance, held, granted, captured int64
@@ -275,16 +297,6 @@ func (s *Store) GetAccount(ctx context.Context, userID string) (domain.Account, 
 	a.Balance, a.Held = domain.CentsToCredits(balance), domain.CentsToCredits(held)
 	a.Granted, a.Captured = domain.CentsToCredits(granted), domain.CentsToCredits(captured)
 	if a.CreatedAt, err = parseTime(created); err != nil {
-		return domain.Account{}, err
-	}
-	holds, err := s.queryHolds(ctx, `WHERE user_id = ? ORDER BY created_at`, userID)
-	if err != nil {
-		return domain.Account{}, err
-	}
-	for _, h := range holds {
-		a.Holds = append(a.Holds, h.Hold)
-	}
-	if a.Usage, err = s.usage(ctx, userID); err != nil {
 		return domain.Account{}, err
 	}
 	return a, nil
