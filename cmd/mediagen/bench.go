@@ -13,6 +13,7 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"os/exec"
 	"path/filepath"
 	goruntime "runtime"
 	"runtime/pprof"
@@ -408,13 +409,32 @@ func benchLongForm(ctx context.Context, c benchConfig, client *http.Client, rep 
 		fmt.Sprintf("wall %s, scene %s each (upstream latency %s) × %d = %s", wall.Round(time.Millisecond), sceneTime.Round(time.Millisecond), c.StoryLatency, c.Scenes, sum.Round(time.Millisecond)))
 	speed := duration / assembly.Seconds()
 	rep.add("long-form: video duration / assembly time", speed, "× real time", "≥ 30×", is(speed >= 30),
-		fmt.Sprintf("%.1f s of video assembled in %s", duration, assembly.Round(time.Millisecond)))
+		fmt.Sprintf("%.1f s of video assembled in %s; %s", duration, assembly.Round(time.Millisecond), ffmpegVersion(ctx)))
 	minutes := duration / 60
 	per := counts.Per(1)
 	rep.Costs["per long-form video"] = per
 	rep.add("cost per long-form minute", dollars(per)/minutes, "USD", "", nil,
 		fmt.Sprintf("%d transitions, %d invocations; narration (Polly) and upstream excluded", counts.StateTransitions, counts.LambdaInvocations))
 	return nil
+}
+
+// ffmpegVersion names the ffmpeg the runtime runs (FFMPEG_PATH, else from
+// PATH): each ffmpeg and ffprobe start costs ~100 ms with a dynamically
+// linked build, a few ms with a static one like the Lambda layer's.
+func ffmpegVersion(ctx context.Context) string {
+	bin := os.Getenv("FFMPEG_PATH")
+	if bin == "" {
+		bin = "ffmpeg"
+	}
+	out, err := exec.CommandContext(ctx, bin, "-version").Output()
+	if err != nil {
+		return bin + ": " + err.Error()
+	}
+	f := strings.Fields(string(out))
+	if len(f) < 3 {
+		return bin
+	}
+	return "ffmpeg " + f[2]
 }
 
 // startProfile writes a CPU profile of the whole process to dir/name.pprof
