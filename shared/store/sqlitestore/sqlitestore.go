@@ -13,7 +13,6 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
-	"sync/atomic"
 	"time"
 
 	"github.com/shopspring/decimal"
@@ -171,9 +170,9 @@ func addColumns(ctx context.Context, db *sql.DB) error {
 type Store struct {
 	w *sql.DB
 	r *sql.DB
-	// purged is the last minute window whose expired rate-limit counters
-	// were deleted (Unix seconds).
-	purged atomic.Int64
+	// purged marks the minute windows whose expired rate-limit counters
+	// were deleted.
+	purged minuteMark
 }
 
 // Open opens (creating if needed) the database under dir.
@@ -760,9 +759,9 @@ func (s *Store) CountRequest(ctx context.Context, userID string, at time.Time) (
 	window := store.MinuteWindow(at)
 	// Expired counters go here, as DynamoDB's TTL removes them there: once a
 	// minute is enough, since they expire by the minute.
-	if last := s.purged.Load(); window.Unix() > last && s.purged.CompareAndSwap(last, window.Unix()) {
+	if undo, ok := s.purged.claim(window.Unix()); ok {
 		if _, err := s.w.ExecContext(ctx, `DELETE FROM rate_limits WHERE expires_at < ?`, at.Unix()); err != nil {
-			s.purged.CompareAndSwap(window.Unix(), last)
+			undo()
 			return 0, fmt.Errorf("count request of %s: expire rate limits: %w", userID, err)
 		}
 	}
