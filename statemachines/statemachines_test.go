@@ -1,6 +1,7 @@
 package statemachines_test
 
 import (
+	"encoding/json"
 	"os"
 	"os/exec"
 	"regexp"
@@ -8,6 +9,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/mediagen-dev/mediagen/shared/longstory"
 	"github.com/mediagen-dev/mediagen/shared/testsupport"
 	"github.com/mediagen-dev/mediagen/statemachines"
 )
@@ -48,5 +50,40 @@ func TestEveryPlaceholderIsATask(t *testing.T) {
 		if !found[name] {
 			t.Errorf("LongStoryTasks names %s, which the definition does not use", name)
 		}
+	}
+}
+
+// TestEverySceneRunsAtOnce: the scene Map runs all scenes of the longest
+// video at once, so a video takes about one scene's time, not several.
+func TestEverySceneRunsAtOnce(t *testing.T) {
+	var def struct {
+		States map[string]struct {
+			Branches []struct {
+				States map[string]struct {
+					Type           string
+					MaxConcurrency int
+				}
+			}
+		}
+	}
+	if err := json.Unmarshal(statemachines.LongStory, &def); err != nil {
+		t.Fatal(err)
+	}
+	maps := 0
+	for _, st := range def.States {
+		for _, b := range st.Branches {
+			for name, s := range b.States {
+				if s.Type != "Map" {
+					continue
+				}
+				maps++
+				if s.MaxConcurrency != 0 && s.MaxConcurrency < longstory.MaxScenes {
+					t.Errorf("Map %s runs %d scenes at once, fewer than the %d a video may have", name, s.MaxConcurrency, longstory.MaxScenes)
+				}
+			}
+		}
+	}
+	if maps != 1 {
+		t.Errorf("found %d scene Maps, want 1", maps)
 	}
 }

@@ -13,7 +13,10 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"os/exec"
+	"path/filepath"
 	goruntime "runtime"
+	"runtime/pprof"
 	"sort"
 	"strconv"
 	"strings"
@@ -44,6 +47,7 @@ type benchConfig struct {
 	StatusReads  float64
 	JSONPath     string
 	SkipLongForm bool
+	ProfileDir   string `json:"-"`
 }
 
 // List prices used for the cost figures: AWS us-east-1, arm64, on-demand,
@@ -119,6 +123,7 @@ func bench(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fs.Float64Var(&c.StatusReads, "status-reads", 3, "status requests a client makes per generation, for the cost figure")
 	fs.StringVar(&c.JSONPath, "json", "", "also write the figures as JSON to this file")
 	fs.BoolVar(&c.SkipLongForm, "skip-long-form", false, "skip the long-form figures")
+	fs.StringVar(&c.ProfileDir, "profile-dir", "", "write a CPU profile of each load (status.pprof, generate.pprof) to this directory, for go tool pprof")
 	if err := parse(fs, args); errors.Is(err, errHelp) {
 		return exitOK
 	} else if err != nil {
@@ -201,7 +206,12 @@ func runBench(ctx context.Context, c benchConfig, log io.Writer) (*benchReport, 
 	bareRes := closedLoop(ctx, client, bareURL, key, c.Conns, c.Duration)
 	rss.reset()
 	before := rt.Costs.Snapshot()
+	stopProfile, err := startProfile(c.ProfileDir, "status")
+	if err != nil {
+		return nil, err
+	}
 	rtRes := closedLoop(ctx, client, statusURL, key, c.Conns, c.Duration)
+	stopProfile()
 	statusCost := rt.Costs.Snapshot().Sub(before).Per(float64(rtRes.ok))
 	_ = statusCost // re-measured unloaded below
 	rssStatus := rss.max()
@@ -220,7 +230,11 @@ func runBench(ctx context.Context, c benchConfig, log io.Writer) (*benchReport, 
 		return nil, err
 	}
 	rss.reset()
+	if stopProfile, err = startProfile(c.ProfileDir, "generate"); err != nil {
+		return nil, err
+	}
 	genRes := openLoop(ctx, client, rtGen.BaseURL+"/api/generations/generate", keyGen, imageBody, c.Rate, c.GenDuration)
+	stopProfile()
 	rssGen := rss.max()
 	stopGen()
 	rep.add("generate: p50", genRes.p50.Seconds()*1000, "ms", "", nil, fmt.Sprintf("%d req/s offered for %s, %d sent", c.Rate, c.GenDuration, genRes.ok+genRes.errors))
@@ -395,13 +409,52 @@ func benchLongForm(ctx context.Context, c benchConfig, client *http.Client, rep 
 		fmt.Sprintf("wall %s, scene %s each (upstream latency %s) × %d = %s", wall.Round(time.Millisecond), sceneTime.Round(time.Millisecond), c.StoryLatency, c.Scenes, sum.Round(time.Millisecond)))
 	speed := duration / assembly.Seconds()
 	rep.add("long-form: video duration / assembly time", speed, "× real time", "≥ 30×", is(speed >= 30),
-		fmt.Sprintf("%.1f s of video assembled in %s", duration, assembly.Round(time.Millisecond)))
+		fmt.Sprintf("%.1f s of video assembled in %s; %s", duration, assembly.Round(time.Millisecond), ffmpegVersion(ctx)))
 	minutes := duration / 60
 	per := counts.Per(1)
 	rep.Costs["per long-form video"] = per
 	rep.add("cost per long-form minute", dollars(per)/minutes, "USD", "", nil,
 		fmt.Sprintf("%d transitions, %d invocations; narration (Polly) and upstream excluded", counts.StateTransitions, counts.LambdaInvocations))
 	return nil
+}
+
+// ffmpegVersion names the ffmpeg the runtime runs (FFMPEG_PATH, else from
+// PATH): each ffmpeg and ffprobe start costs ~100 ms with a dynamically
+// linked build, a few ms with a static one like the Lambda layer's.
+func ffmpegVersion(ctx context.Context) string {
+	bin := os.Getenv("FFMPEG_PATH")
+	if bin == "" {
+		bin = "ffmpeg"
+	}
+	out, err := exec.CommandContext(ctx, bin, "-version").Output()
+	if err != nil {
+		return bin + ": " + err.Error()
+	}
+	f := strings.Fields(string(out))
+	if len(f) < 3 {
+		return bin
+	}
+	return "ffmpeg " + f[2]
+}
+
+// startProfile writes a CPU profile of the whole process to dir/name.pprof
+// until the returned function is called; no dir, no profile.
+func startProfile(dir, name string) (func(), error) {
+	if dir == "" {
+		return func() {}, nil
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return nil, err
+	}
+	f, err := os.Create(filepath.Join(dir, name+".pprof"))
+	if err != nil {
+		return nil, err
+	}
+	if err := pprof.StartCPUProfile(f); err != nil {
+		f.Close()
+		return nil, err
+	}
+	return func() { pprof.StopCPUProfile(); f.Close() }, nil
 }
 
 // ---- load ----

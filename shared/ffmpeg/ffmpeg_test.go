@@ -54,6 +54,10 @@ func TestProbeReportsStreamsOfAGeneratedClip(t *testing.T) {
 	if v.Codec != "h264" || v.Width != 320 || v.Height != 240 || v.FPS != 25 || math.Abs(v.Duration-1) > 0.1 {
 		t.Errorf("video stream = %+v, want h264 320x240 at 25 fps for about 1 s", v)
 	}
+	// ultrafast encodes no B-frames; the SPS/PPS hash names the encoding.
+	if v.PixFmt != "yuv420p" || v.HasBFrames != 0 || !strings.HasPrefix(v.ExtradataHash, "SHA256:") {
+		t.Errorf("video stream = %+v, want yuv420p, no B-frames and an extradata hash", v)
+	}
 	a, ok := info.Audio()
 	if !ok {
 		t.Fatalf("no audio stream in %+v", info)

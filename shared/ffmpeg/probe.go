@@ -32,6 +32,16 @@ type Stream struct {
 	Duration   float64
 	SampleRate int
 	Channels   int
+	// Profile and PixFmt are ffprobe's profile and pix_fmt, e.g. "High" and
+	// "yuv420p".
+	Profile, PixFmt string
+	// HasBFrames is ffprobe's has_b_frames: how many frames decoding runs
+	// ahead of display; 0 means packets come in display order.
+	HasBFrames int
+	// ExtradataHash is a SHA-256 of the codec's extradata (for H.264 the
+	// SPS and PPS), "" when there is none: two streams with the same hash
+	// and codec can be joined by stream copy.
+	ExtradataHash string
 }
 
 // Video returns the first video stream.
@@ -52,7 +62,7 @@ func (i Info) first(kind string) (Stream, bool) {
 // Probe reads the format and streams of the file at path.
 func (r Runner) Probe(ctx context.Context, path string) (Info, error) {
 	var out bytes.Buffer
-	args := []string{"-v", "error", "-print_format", "json", "-show_format", "-show_streams", path}
+	args := []string{"-v", "error", "-print_format", "json", "-show_format", "-show_streams", "-show_data_hash", "sha256", path}
 	if err := r.run(ctx, r.ffprobePath(), args, &out); err != nil {
 		return Info{}, fmt.Errorf("probe %s: %w", path, err)
 	}
@@ -78,6 +88,10 @@ type probeJSON struct {
 		Duration     string `json:"duration"`
 		SampleRate   string `json:"sample_rate"`
 		Channels     int    `json:"channels"`
+		Profile      string `json:"profile"`
+		PixFmt       string `json:"pix_fmt"`
+		HasBFrames   int    `json:"has_b_frames"`
+		Extradata    string `json:"extradata_hash"`
 	} `json:"streams"`
 }
 
@@ -95,6 +109,11 @@ func parseProbe(raw []byte) (Info, error) {
 			Height:   s.Height,
 			Duration: parseFloat(s.Duration),
 			Channels: s.Channels,
+			Profile:  s.Profile,
+			PixFmt:   s.PixFmt,
+
+			HasBFrames:    s.HasBFrames,
+			ExtradataHash: s.Extradata,
 		}
 		st.SampleRate, _ = strconv.Atoi(s.SampleRate)
 		if s.CodecType == "video" {

@@ -25,6 +25,13 @@ type AuthStore interface {
 	CountRequest(ctx context.Context, userID string, at time.Time) (int, error)
 }
 
+// headerReader is a store that can read an account without its open holds
+// and usage, all that authentication needs (the embedded store then reads
+// one row, not one per generation in flight). Other stores are read whole.
+type headerReader interface {
+	GetAccountHeader(ctx context.Context, userID string) (domain.Account, error)
+}
+
 // TokenVerifier checks identity-provider tokens and names their subject.
 type TokenVerifier interface {
 	Verify(ctx context.Context, token string) (string, error)
@@ -51,10 +58,10 @@ func unauthorized(msg string) *Error {
 		Headers: map[string]string{"WWW-Authenticate": `Bearer realm="mediagen"`}}
 }
 
-// authenticate finds the account behind the Authorization header. Every
-// failure is the same 401 to the caller; the log says which it was (by key
-// prefix, never the key).
-func (g *Gate) authenticate(ctx context.Context, authorization string, allowToken bool) (domain.Account, error) {
+// authenticate finds the account behind the Authorization header, whole or
+// (header) without holds and usage. Every failure is the same 401 to the
+// caller; the log says which it was (by key prefix, never the key).
+func (g *Gate) authenticate(ctx context.Context, authorization string, allowToken, whole bool) (domain.Account, error) {
 	scheme, credential, ok := strings.Cut(strings.TrimSpace(authorization), " ")
 	credential = strings.TrimSpace(credential)
 	if !ok || !strings.EqualFold(scheme, "Bearer") || credential == "" {
@@ -89,13 +96,17 @@ func (g *Gate) authenticate(ctx context.Context, authorization string, allowToke
 	} else {
 		return domain.Account{}, unauthorized("invalid API key")
 	}
-	return g.accountOf(ctx, userID)
+	return g.accountOf(ctx, userID, whole)
 }
 
-// accountOf reads the authenticated account; a key or token whose account
-// is gone is invalid.
-func (g *Gate) accountOf(ctx context.Context, userID string) (domain.Account, error) {
-	a, err := g.Store.GetAccount(ctx, userID)
+// accountOf reads the authenticated account, whole or its header; a key or
+// token whose account is gone is invalid.
+func (g *Gate) accountOf(ctx context.Context, userID string, whole bool) (domain.Account, error) {
+	read := g.Store.GetAccount
+	if h, ok := g.Store.(headerReader); ok && !whole {
+		read = h.GetAccountHeader
+	}
+	a, err := read(ctx, userID)
 	if errors.Is(err, domain.ErrNotFound) {
 		return domain.Account{}, unauthorized("invalid credentials")
 	}
@@ -140,10 +151,17 @@ func (g *Gate) rateLimit(ctx context.Context, a domain.Account) (map[string]stri
 // AuthedHandler is a route handler that runs for an authenticated account.
 type AuthedHandler func(ctx context.Context, req Request, a domain.Account) (Response, error)
 
-// Authorizer context keys the Lambda authorizer hands to the routes.
+// UserHandler is a route handler that needs only who the caller is.
+type UserHandler func(ctx context.Context, req Request, userID string) (Response, error)
+
+// Authorizer context keys the Lambda authorizer hands to the routes: the
+// account and its plan and per-minute limit, which is all a route needs for
+// the rate limit, or why the credentials failed.
 const (
-	authUserID = "user_id"
-	authError  = "auth_error"
+	authUserID    = "user_id"
+	authPlan      = "plan"
+	authRateLimit = "rate_limit"
+	authError     = "auth_error"
 )
 
 // Authorize is the HTTP API's Lambda authorizer (payload 2.0, simple
@@ -159,7 +177,7 @@ func (g *Gate) Authorize(ctx context.Context, req events.APIGatewayV2CustomAutho
 			authorization = v
 		}
 	}
-	a, err := g.authenticate(ctx, authorization, strings.HasPrefix(req.RouteKey, "GET "))
+	a, err := g.authenticate(ctx, authorization, strings.HasPrefix(req.RouteKey, "GET "), false)
 	var refused *Error
 	switch {
 	case errors.As(err, &refused):
@@ -170,29 +188,68 @@ func (g *Gate) Authorize(ctx context.Context, req events.APIGatewayV2CustomAutho
 		return events.APIGatewayV2CustomAuthorizerSimpleResponse{}, err
 	}
 	return events.APIGatewayV2CustomAuthorizerSimpleResponse{IsAuthorized: true,
-		Context: map[string]any{authUserID: a.UserID}}, nil
+		Context: map[string]any{authUserID: a.UserID, authPlan: string(a.Plan), authRateLimit: a.RateLimit()}}, nil
 }
 
 // account finds the caller: from the authorizer's context when the gateway
 // ran it, else by authenticating here (sam local invoke, direct calls).
-func (g *Gate) account(ctx context.Context, req Request, allowToken bool) (domain.Account, error) {
+// With userOnly, and the authorizer's plan and limit at hand, the account
+// is not read again: the result then has only UserID, Plan and the limit.
+func (g *Gate) account(ctx context.Context, req Request, allowToken, userOnly bool) (domain.Account, error) {
 	if auth := req.RequestContext.Authorizer; auth != nil && auth.Lambda != nil {
 		if msg, ok := auth.Lambda[authError].(string); ok {
 			return domain.Account{}, unauthorized(msg)
 		}
 		if userID, ok := auth.Lambda[authUserID].(string); ok && userID != "" {
-			return g.accountOf(ctx, userID)
+			plan, hasPlan := auth.Lambda[authPlan].(string)
+			limit, hasLimit := contextInt(auth.Lambda[authRateLimit])
+			// CustomRateLimit set to the authorizer's limit gives that limit
+			// back from RateLimit: the enterprise plan's own, the other
+			// plans' fixed one.
+			if a := (domain.Account{UserID: userID, Plan: domain.Plan(plan), CustomRateLimit: limit}); userOnly && hasPlan && hasLimit && a.RateLimit() == limit {
+				return a, nil
+			}
+			return g.accountOf(ctx, userID, !userOnly)
 		}
 	}
-	return g.authenticate(ctx, header(req, "Authorization"), allowToken)
+	return g.authenticate(ctx, header(req, "Authorization"), allowToken, !userOnly)
+}
+
+// contextInt reads a number of the authorizer's context: an int in process,
+// a JSON number (float64) or a string through API Gateway.
+func contextInt(v any) (int, bool) {
+	switch n := v.(type) {
+	case int:
+		return n, true
+	case float64:
+		return int(n), n == float64(int(n))
+	case string:
+		i, err := strconv.Atoi(n)
+		return i, err == nil
+	}
+	return 0, false
 }
 
 // Authed wraps a route with authentication, the rate limit and the error
 // envelope. allowToken admits identity-provider tokens besides API keys.
+// The route gets the whole account, read for this request.
 func (g *Gate) Authed(allowToken bool, h AuthedHandler) Handler {
+	return g.authed(allowToken, false, h)
+}
+
+// AuthedUser is Authed for a route that needs only the caller's user id:
+// behind the gateway's authorizer, which read the key and the account, it
+// reads neither again.
+func (g *Gate) AuthedUser(allowToken bool, h UserHandler) Handler {
+	return g.authed(allowToken, true, func(ctx context.Context, req Request, a domain.Account) (Response, error) {
+		return h(ctx, req, a.UserID)
+	})
+}
+
+func (g *Gate) authed(allowToken, userOnly bool, h AuthedHandler) Handler {
 	return func(ctx context.Context, req Request) (Response, error) {
 		log := g.log().With("request_id", requestID(req), "route", req.RouteKey)
-		a, err := g.account(ctx, req, allowToken)
+		a, err := g.account(ctx, req, allowToken, userOnly)
 		if err != nil {
 			return errorResponse(ctx, log, req, err), nil
 		}

@@ -119,12 +119,12 @@ type Generations struct {
 
 // Generate is POST /api/generations/generate.
 func (r *Generations) Generate() Handler {
-	return r.Gate.Authed(false, func(ctx context.Context, req Request, a domain.Account) (Response, error) {
+	return r.Gate.AuthedUser(false, func(ctx context.Context, req Request, userID string) (Response, error) {
 		body, err := jsonBody(req)
 		if err != nil {
 			return Response{}, err
 		}
-		g, err := r.Service.Create(ctx, a.UserID, body)
+		g, err := r.Service.Create(ctx, userID, body)
 		if err != nil {
 			return Response{}, err
 		}
@@ -135,8 +135,8 @@ func (r *Generations) Generate() Handler {
 // Status is GET /api/generations/status/{id}; identity-provider tokens are
 // accepted here as the spec says.
 func (r *Generations) Status() Handler {
-	return r.Gate.Authed(true, func(ctx context.Context, req Request, a domain.Account) (Response, error) {
-		g, err := r.Service.Lookup(ctx, a.UserID, req.PathParameters["id"])
+	return r.Gate.AuthedUser(true, func(ctx context.Context, req Request, userID string) (Response, error) {
+		g, err := r.Service.Lookup(ctx, userID, req.PathParameters["id"])
 		if err != nil {
 			return Response{}, err
 		}

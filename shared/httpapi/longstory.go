@@ -31,12 +31,12 @@ func (r *LongStories) Estimate() Handler {
 
 // Create is POST /api/long-story/videos.
 func (r *LongStories) Create() Handler {
-	return r.Gate.Authed(false, func(ctx context.Context, req Request, a domain.Account) (Response, error) {
+	return r.Gate.AuthedUser(false, func(ctx context.Context, req Request, userID string) (Response, error) {
 		body, err := jsonBody(req)
 		if err != nil {
 			return Response{}, err
 		}
-		created, err := r.Service.Create(ctx, a.UserID, body)
+		created, err := r.Service.Create(ctx, userID, body)
 		if err != nil {
 			return Response{}, err
 		}
@@ -47,8 +47,8 @@ func (r *LongStories) Create() Handler {
 // Status is GET /api/long-story/videos/{videoId}; like the generation status
 // route it also accepts identity-provider tokens.
 func (r *LongStories) Status() Handler {
-	return r.Gate.Authed(true, func(ctx context.Context, req Request, a domain.Account) (Response, error) {
-		v, err := r.Service.Lookup(ctx, a.UserID, req.PathParameters["videoId"])
+	return r.Gate.AuthedUser(true, func(ctx context.Context, req Request, userID string) (Response, error) {
+		v, err := r.Service.Lookup(ctx, userID, req.PathParameters["videoId"])
 		if err != nil {
 			return Response{}, err
 		}

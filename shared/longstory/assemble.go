@@ -9,15 +9,24 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"sync"
+
+	"github.com/mediagen-dev/mediagen/shared/ffmpeg"
 )
 
 // Output format of an assembled video: every scene segment is encoded with
-// the same parameters, so the segments join by stream copy.
+// the same parameters, so the segments join by stream copy. The sound is
+// one voice, so it is mono: half the encoding work of stereo for the same
+// result.
 const (
 	outputFPS        = 24
 	audioRate        = 44100
+	audioLayout      = "mono"
 	maxNarrationRate = 1.5
 )
+
+// audioCodec encodes the narration track.
+var audioCodec = []string{"-c:a", "aac", "-b:a", "96k", "-ar", strconv.Itoa(audioRate), "-ac", "1"}
 
 // AssembleTask is the workflow's result of both branches: the finished
 // scenes (Map output, in scene order) and the narration tracks.
@@ -28,8 +37,10 @@ type AssembleTask struct {
 }
 
 // Assemble joins the scene clips in scene_number order, each fitted to
-// SceneSeconds and normalised to the first clip's frame size and 24 fps,
-// lays each scene's narration under it, stores one mp4 and measures it.
+// SceneSeconds, lays each scene's narration under it, stores one mp4 and
+// measures it. When the clips allow it (see copyPlan) the picture is joined
+// by stream copy and only the narration is encoded; otherwise every scene is
+// re-encoded, normalised to the first clip's frame size and 24 fps.
 func (s *Steps) Assemble(ctx context.Context, in AssembleTask) (FinalizeTask, error) {
 	if len(in.Scenes) == 0 {
 		return FinalizeTask{}, &SceneFailedError{Msg: "assemble: no scenes"}
@@ -47,51 +58,19 @@ func (s *Steps) Assemble(ctx context.Context, in AssembleTask) (FinalizeTask, er
 	}
 	withAudio := len(tracks) > 0
 
-	var width, height int
-	var list strings.Builder
-	for i, sc := range scenes {
-		n := sc.Scene.SceneNumber
-		clip := filepath.Join(dir, fmt.Sprintf("clip-%03d.mp4", n))
-		if err := s.Files.GetFile(ctx, sc.Key, clip); err != nil {
-			return FinalizeTask{}, &TransientError{Msg: fmt.Sprintf("assemble: scene %d: %v", n, err)}
-		}
-		info, err := s.FFmpeg.Probe(ctx, clip)
-		if err != nil {
-			return FinalizeTask{}, &SceneFailedError{Msg: fmt.Sprintf("scene %d: the clip is not a readable video: %v", n, err)}
-		}
-		v, ok := info.Video()
-		if !ok || info.Duration <= 0 {
-			return FinalizeTask{}, &SceneFailedError{Msg: fmt.Sprintf("scene %d: the clip has no picture", n)}
-		}
-		if i == 0 {
-			width, height = v.Width, v.Height
-		}
-		speech, speechSeconds := "", 0.0
-		if key, ok := tracks[n]; ok {
-			speech = filepath.Join(dir, fmt.Sprintf("speech-%03d%s", n, filepath.Ext(key)))
-			if err := s.Files.GetFile(ctx, key, speech); err != nil {
-				return FinalizeTask{}, &TransientError{Msg: fmt.Sprintf("assemble: narration of scene %d: %v", n, err)}
-			}
-			a, err := s.FFmpeg.Probe(ctx, speech)
-			if err != nil {
-				return FinalizeTask{}, &TransientError{Msg: fmt.Sprintf("assemble: narration of scene %d: %v", n, err)}
-			}
-			speechSeconds = a.Duration
-		}
-		segment := filepath.Join(dir, fmt.Sprintf("segment-%03d.mp4", n))
-		args := segmentArgs(clip, info.Duration, speech, speechSeconds, withAudio, width, height, segment)
-		if err := s.FFmpeg.Run(ctx, args...); err != nil {
-			return FinalizeTask{}, &TransientError{Msg: fmt.Sprintf("assemble: scene %d: %v", n, err)}
-		}
-		fmt.Fprintf(&list, "file '%s'\n", filepath.Base(segment))
-	}
-	listPath := filepath.Join(dir, "segments.txt")
-	if err := os.WriteFile(listPath, []byte(list.String()), 0o600); err != nil {
-		return FinalizeTask{}, &TransientError{Msg: fmt.Sprintf("assemble: %v", err)}
+	sources, err := s.fetchScenes(ctx, dir, scenes, tracks)
+	if err != nil {
+		return FinalizeTask{}, err
 	}
 	final := filepath.Join(dir, "final.mp4")
-	if err := s.FFmpeg.Run(ctx, "-f", "concat", "-safe", "0", "-i", listPath, "-c", "copy", "-movflags", "+faststart", final); err != nil {
-		return FinalizeTask{}, &TransientError{Msg: fmt.Sprintf("assemble: join scenes: %v", err)}
+	plan, copied := copyPlan(sources)
+	if copied {
+		err = s.joinByCopy(ctx, dir, sources, plan, withAudio, final)
+	} else {
+		err = s.joinByEncoding(ctx, dir, sources, withAudio, final)
+	}
+	if err != nil {
+		return FinalizeTask{}, err
 	}
 	info, err := s.FFmpeg.Probe(ctx, final)
 	if err != nil {
@@ -102,8 +81,230 @@ func (s *Steps) Assemble(ctx context.Context, in AssembleTask) (FinalizeTask, er
 		return FinalizeTask{}, &TransientError{Msg: fmt.Sprintf("assemble: store: %v", err)}
 	}
 	duration := math.Round(info.Duration*1000) / 1000
-	s.log().InfoContext(ctx, "long video assembled", "video_id", in.VideoID, "scenes", len(scenes), "seconds", duration)
+	s.log().InfoContext(ctx, "long video assembled", "video_id", in.VideoID, "scenes", len(scenes), "seconds", duration, "stream_copy", copied)
 	return FinalizeTask{VideoID: in.VideoID, Key: key, Duration: duration}, nil
+}
+
+// sceneSource is one scene's clip and narration in the scratch directory.
+type sceneSource struct {
+	n           int
+	clip        string
+	clipSeconds float64
+	video       ffmpeg.Stream
+	// speech is "" for a scene without narration.
+	speech        string
+	speechSeconds float64
+}
+
+// fetchParallel bounds the downloads and probes running at once.
+const fetchParallel = 4
+
+// fetchScenes downloads and probes every clip and narration track, a few at
+// a time; the first failure in scene order is the error.
+func (s *Steps) fetchScenes(ctx context.Context, dir string, scenes []SceneTask, tracks map[int]string) ([]sceneSource, error) {
+	sources := make([]sceneSource, len(scenes))
+	errs := make([]error, len(scenes))
+	slots := make(chan struct{}, fetchParallel)
+	var wg sync.WaitGroup
+	for i, sc := range scenes {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			slots <- struct{}{}
+			defer func() { <-slots }()
+			sources[i], errs[i] = s.fetchScene(ctx, dir, sc, tracks[sc.Scene.SceneNumber])
+		}()
+	}
+	wg.Wait()
+	for _, err := range errs {
+		if err != nil {
+			return nil, err
+		}
+	}
+	return sources, nil
+}
+
+func (s *Steps) fetchScene(ctx context.Context, dir string, sc SceneTask, track string) (sceneSource, error) {
+	n := sc.Scene.SceneNumber
+	src := sceneSource{n: n, clip: filepath.Join(dir, fmt.Sprintf("clip-%03d.mp4", n))}
+	if err := s.Files.GetFile(ctx, sc.Key, src.clip); err != nil {
+		return src, &TransientError{Msg: fmt.Sprintf("assemble: scene %d: %v", n, err)}
+	}
+	info, err := s.FFmpeg.Probe(ctx, src.clip)
+	if err != nil {
+		return src, &SceneFailedError{Msg: fmt.Sprintf("scene %d: the clip is not a readable video: %v", n, err)}
+	}
+	v, ok := info.Video()
+	if !ok || info.Duration <= 0 {
+		return src, &SceneFailedError{Msg: fmt.Sprintf("scene %d: the clip has no picture", n)}
+	}
+	src.video, src.clipSeconds = v, info.Duration
+	if track == "" {
+		return src, nil
+	}
+	src.speech = filepath.Join(dir, fmt.Sprintf("speech-%03d%s", n, filepath.Ext(track)))
+	if err := s.Files.GetFile(ctx, track, src.speech); err != nil {
+		return src, &TransientError{Msg: fmt.Sprintf("assemble: narration of scene %d: %v", n, err)}
+	}
+	a, err := s.FFmpeg.Probe(ctx, src.speech)
+	if err != nil {
+		return src, &TransientError{Msg: fmt.Sprintf("assemble: narration of scene %d: %v", n, err)}
+	}
+	src.speechSeconds = a.Duration
+	return src, nil
+}
+
+// joinByEncoding encodes every scene into a segment with the same
+// parameters, then joins the segments by stream copy.
+func (s *Steps) joinByEncoding(ctx context.Context, dir string, sources []sceneSource, withAudio bool, final string) error {
+	width, height := sources[0].video.Width, sources[0].video.Height
+	var list strings.Builder
+	for _, src := range sources {
+		segment := filepath.Join(dir, fmt.Sprintf("segment-%03d.mp4", src.n))
+		args := segmentArgs(src.clip, src.clipSeconds, src.speech, src.speechSeconds, withAudio, width, height, segment)
+		if err := s.FFmpeg.Run(ctx, args...); err != nil {
+			return &TransientError{Msg: fmt.Sprintf("assemble: scene %d: %v", src.n, err)}
+		}
+		fmt.Fprintf(&list, "file '%s'\n", filepath.Base(segment))
+	}
+	listPath := filepath.Join(dir, "segments.txt")
+	if err := os.WriteFile(listPath, []byte(list.String()), 0o600); err != nil {
+		return &TransientError{Msg: fmt.Sprintf("assemble: %v", err)}
+	}
+	if err := s.FFmpeg.Run(ctx, "-f", "concat", "-safe", "0", "-i", listPath, "-c", "copy", "-movflags", "+faststart", final); err != nil {
+		return &TransientError{Msg: fmt.Sprintf("assemble: join scenes: %v", err)}
+	}
+	return nil
+}
+
+// copyJoin says how the clips join by stream copy: each clip's span (its
+// first span seconds, cut where the clip is longer than a scene) and one
+// timestamp scale for all, which fits every span to SceneSeconds.
+type copyJoin struct {
+	spans []float64
+	cut   []bool
+	scale float64
+}
+
+// copyPlan says whether the clips can be joined by stream copy, and how.
+// They can when every clip is H.264 with the same frame size, pixel format,
+// frame rate and SPS/PPS (the scenes of one video come from one model, so
+// they usually are), every scene lasts exactly SceneSeconds (a narration
+// longer than 1.5× the scene holds the last frame, which needs encoding),
+// and the clips' spans are equal to within half a frame, so that one
+// timestamp scale fits them all: a shorter clip is slowed down by stretching
+// its timestamps (as the encoding path does with setpts), a longer one is
+// cut at SceneSeconds — only when it has no B-frames, where the cut falls
+// exactly between frames.
+func copyPlan(sources []sceneSource) (copyJoin, bool) {
+	first := sources[0].video
+	if first.Codec != "h264" || first.ExtradataHash == "" || first.FPS <= 0 {
+		return copyJoin{}, false
+	}
+	scene := float64(SceneSeconds)
+	halfFrame := 0.5 / first.FPS
+	plan := copyJoin{}
+	lo, hi, total := math.Inf(1), math.Inf(-1), 0.0
+	for _, src := range sources {
+		v := src.video
+		if v.Codec != first.Codec || v.Width != first.Width || v.Height != first.Height || v.PixFmt != first.PixFmt ||
+			math.Abs(v.FPS-first.FPS) > 1e-6 || v.ExtradataHash != first.ExtradataHash {
+			return copyJoin{}, false
+		}
+		if _, length := fitNarration(src.speech, src.speechSeconds); length > scene {
+			return copyJoin{}, false
+		}
+		span := v.Duration
+		if span <= 0 {
+			span = src.clipSeconds
+		}
+		cut := span > scene+halfFrame
+		if cut {
+			if v.HasBFrames != 0 {
+				return copyJoin{}, false
+			}
+			span = scene
+		}
+		plan.spans, plan.cut = append(plan.spans, span), append(plan.cut, cut)
+		lo, hi, total = math.Min(lo, span), math.Max(hi, span), total+span
+	}
+	if hi-lo > halfFrame {
+		return copyJoin{}, false
+	}
+	plan.scale = scene * float64(len(sources)) / total
+	return plan, true
+}
+
+// joinByCopy joins the clips' pictures by stream copy through the concat
+// demuxer, stretched by one timestamp scale (-itsscale), and encodes only
+// the narration: every scene's track fitted to SceneSeconds, silence for a
+// scene without one. Options and filters all exist in ffmpeg 4.1.
+func (s *Steps) joinByCopy(ctx context.Context, dir string, sources []sceneSource, plan copyJoin, withAudio bool, final string) error {
+	f := func(x float64) string { return strconv.FormatFloat(x, 'f', 6, 64) }
+	var list strings.Builder
+	for i, src := range sources {
+		// duration places the next clip right after this one's span;
+		// outpoint drops the packets past a cut.
+		fmt.Fprintf(&list, "file '%s'\nduration %s\n", filepath.Base(src.clip), f(plan.spans[i]))
+		if plan.cut[i] {
+			fmt.Fprintf(&list, "outpoint %s\n", f(plan.spans[i]))
+		}
+	}
+	listPath := filepath.Join(dir, "clips.txt")
+	if err := os.WriteFile(listPath, []byte(list.String()), 0o600); err != nil {
+		return &TransientError{Msg: fmt.Sprintf("assemble: %v", err)}
+	}
+	args := []string{"-itsscale", f(plan.scale), "-f", "concat", "-safe", "0", "-i", listPath}
+	maps := []string{"-map", "0:v", "-c:v", "copy"}
+	if withAudio {
+		var graph []string
+		var labels strings.Builder
+		input := 1
+		for i, src := range sources {
+			label := fmt.Sprintf("[a%d]", i)
+			labels.WriteString(label)
+			if src.speech == "" {
+				graph = append(graph, fmt.Sprintf("anullsrc=r=%d:cl=%s,atrim=duration=%s", audioRate, audioLayout, f(SceneSeconds))+label)
+				continue
+			}
+			args = append(args, "-i", src.speech)
+			tempo, length := fitNarration(src.speech, src.speechSeconds)
+			graph = append(graph, fmt.Sprintf("[%d:a]", input)+strings.Join(narrationFilters(tempo, length), ",")+label)
+			input++
+		}
+		graph = append(graph, fmt.Sprintf("%sconcat=n=%d:v=0:a=1[a]", labels.String(), len(sources)))
+		args = append(args, "-filter_complex", strings.Join(graph, ";"))
+		maps = append(append(maps, "-map", "[a]"), audioCodec...)
+	}
+	args = append(append(args, maps...), "-movflags", "+faststart", final)
+	if err := s.FFmpeg.Run(ctx, args...); err != nil {
+		return &TransientError{Msg: fmt.Sprintf("assemble: join scenes: %v", err)}
+	}
+	return nil
+}
+
+// fitNarration is the narration's tempo and the scene's length: the speech
+// sped up to at most 1.5× when longer than the scene, and the scene made
+// longer than SceneSeconds when even that does not fit.
+func fitNarration(speech string, speechSeconds float64) (tempo, length float64) {
+	scene := float64(SceneSeconds)
+	tempo, length = 1.0, scene
+	if speech != "" && speechSeconds > scene {
+		tempo = math.Min(speechSeconds/scene, maxNarrationRate)
+		length = math.Max(scene, speechSeconds/tempo)
+	}
+	return tempo, length
+}
+
+// narrationFilters fit one narration track to length seconds at tempo.
+func narrationFilters(tempo, length float64) []string {
+	f := func(x float64) string { return strconv.FormatFloat(x, 'f', 3, 64) }
+	audio := []string{fmt.Sprintf("aformat=sample_rates=%d:channel_layouts=%s", audioRate, audioLayout)}
+	if tempo > 1.0001 {
+		audio = append(audio, "atempo="+f(tempo))
+	}
+	// apad pads without end; atrim bounds it, so the run always ends.
+	return append(audio, "apad", "atrim=duration="+f(length), "asetpts=PTS-STARTPTS")
 }
 
 // segmentArgs encodes one scene: the clip fitted to SceneSeconds (trimmed,
@@ -113,11 +314,7 @@ func (s *Steps) Assemble(ctx context.Context, in AssembleTask) (FinalizeTask, er
 // filters of ffmpeg 4.1, the static build the Lambda layer carries.
 func segmentArgs(clip string, clipSeconds float64, speech string, speechSeconds float64, withAudio bool, width, height int, out string) []string {
 	scene := float64(SceneSeconds)
-	tempo, length := 1.0, scene
-	if speech != "" && speechSeconds > scene {
-		tempo = math.Min(speechSeconds/scene, maxNarrationRate)
-		length = math.Max(scene, speechSeconds/tempo)
-	}
+	tempo, length := fitNarration(speech, speechSeconds)
 	f := func(x float64) string { return strconv.FormatFloat(x, 'f', 3, 64) }
 	video := []string{}
 	if clipSeconds < scene {
@@ -139,25 +336,19 @@ func segmentArgs(clip string, clipSeconds float64, speech string, speechSeconds 
 	switch {
 	case speech != "":
 		args = append(args, "-i", speech)
-		audio := []string{fmt.Sprintf("aformat=sample_rates=%d:channel_layouts=stereo", audioRate)}
-		if tempo > 1.0001 {
-			audio = append(audio, "atempo="+f(tempo))
-		}
-		// apad pads without end; atrim bounds it, so the run always ends.
-		audio = append(audio, "apad", "atrim=duration="+f(length), "asetpts=PTS-STARTPTS")
-		graph += ";[1:a]" + strings.Join(audio, ",") + "[a]"
+		graph += ";[1:a]" + strings.Join(narrationFilters(tempo, length), ",") + "[a]"
 		maps = append(maps, "-map", "[a]")
 	case withAudio:
 		// A scene without narration in a narrated video gets silence, so
 		// that every segment has the same streams.
-		args = append(args, "-f", "lavfi", "-t", f(length), "-i", fmt.Sprintf("anullsrc=r=%d:cl=stereo", audioRate))
+		args = append(args, "-f", "lavfi", "-t", f(length), "-i", fmt.Sprintf("anullsrc=r=%d:cl=%s", audioRate, audioLayout))
 		maps = append(maps, "-map", "1:a")
 	}
 	args = append(args, "-filter_complex", graph)
 	args = append(args, maps...)
 	args = append(args, "-c:v", "libx264", "-preset", "veryfast", "-pix_fmt", "yuv420p", "-r", strconv.Itoa(outputFPS))
 	if speech != "" || withAudio {
-		args = append(args, "-c:a", "aac", "-b:a", "128k", "-ar", strconv.Itoa(audioRate), "-ac", "2")
+		args = append(args, audioCodec...)
 	}
 	return append(args, "-t", f(length), out)
 }

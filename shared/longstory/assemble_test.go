@@ -4,7 +4,10 @@ import (
 	"context"
 	"fmt"
 	"math"
+	"os"
 	"path/filepath"
+	"slices"
+	"strings"
 	"testing"
 
 	"github.com/mediagen-dev/mediagen/shared/domain"
@@ -71,4 +74,120 @@ func TestAssembleFitsNarrationToItsScene(t *testing.T) {
 			}
 		})
 	}
+}
+
+// Clips that share codec, frame size and encoding are joined by stream copy:
+// every decoded frame of the video is, bit for bit, a frame of the clips, in
+// order. Clips that differ are re-encoded to the first clip's size, and the
+// frames are new ones.
+func TestAssembleCopiesTheClipsWhenTheyMatchAndEncodesThemWhenNot(t *testing.T) {
+	ctx := context.Background()
+	objects, err := objectstore.Start(ctx, "127.0.0.1:0", "", "outputs")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer objects.Close(ctx)
+	bucket := objects.MediaBucket()
+	ff := ffmpeg.Runner{}
+	type clip struct {
+		size    string
+		seconds float64
+		preset  string // veryfast encodes B-frames, ultrafast does not
+	}
+	plain := clip{"192x108", 4, "ultrafast"}
+	tests := []struct {
+		name   string
+		clips  []clip
+		copied bool
+		frames int // frames taken from each clip when copied
+	}{
+		{"same encoding, 4 s clips slowed to 5 s", []clip{plain, plain, plain}, true, 96},
+		{"same encoding with B-frames", []clip{{"192x108", 4, "veryfast"}, {"192x108", 4, "veryfast"}}, true, 96},
+		{"6 s clips without B-frames, cut at 5 s", []clip{{"192x108", 6, "ultrafast"}, {"192x108", 6, "ultrafast"}}, true, 120},
+		{"6 s clips with B-frames: a cut needs encoding", []clip{{"192x108", 6, "veryfast"}, {"192x108", 6, "veryfast"}}, false, 0},
+		{"frame sizes differ", []clip{plain, {"128x72", 4, "ultrafast"}}, false, 0},
+		{"clip lengths differ", []clip{plain, {"192x108", 3, "ultrafast"}}, false, 0},
+	}
+	for i, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			dir := t.TempDir()
+			vid := fmt.Sprintf("copy%d", i)
+			var scenes []longstory.SceneTask
+			var want []string
+			for j, c := range tt.clips {
+				n := j + 1
+				path := filepath.Join(dir, fmt.Sprintf("c%d.mp4", n))
+				src := []string{"testsrc2", "testsrc"}[j%2]
+				if err := ff.Run(ctx, "-f", "lavfi", "-i", fmt.Sprintf("%s=s=%s:r=24:d=%g", src, c.size, c.seconds),
+					"-c:v", "libx264", "-preset", c.preset, "-pix_fmt", "yuv420p", path); err != nil {
+					t.Fatal(err)
+				}
+				key := fmt.Sprintf("long-videos/%s/scenes/%03d.mp4", vid, n)
+				if err := bucket.PutFile(ctx, key, path, "video/mp4"); err != nil {
+					t.Fatal(err)
+				}
+				scenes = append(scenes, longstory.SceneTask{Scene: domain.Scene{SceneNumber: n}, Key: key, Done: true})
+				frames := frameHashes(t, ff, path)
+				want = append(want, frames[:min(tt.frames, len(frames))]...)
+			}
+			// Scene 1 is narrated, the others are silent.
+			wav := filepath.Join(dir, "n1.wav")
+			if err := ff.Run(ctx, "-f", "lavfi", "-i", "sine=d=3", wav); err != nil {
+				t.Fatal(err)
+			}
+			speech := fmt.Sprintf("long-videos/%s/narration/001.wav", vid)
+			if err := bucket.PutFile(ctx, speech, wav, "audio/wav"); err != nil {
+				t.Fatal(err)
+			}
+			steps := &longstory.Steps{Files: bucket, FFmpeg: ff, WorkDir: t.TempDir()}
+			out, err := steps.Assemble(ctx, longstory.AssembleTask{VideoID: vid, Scenes: scenes,
+				Narration: longstory.Narration{Tracks: []longstory.Track{{SceneNumber: 1, Key: speech}}}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			final := filepath.Join(dir, "final.mp4")
+			if err := bucket.GetFile(ctx, out.Key, final); err != nil {
+				t.Fatal(err)
+			}
+			seconds := 5 * float64(len(tt.clips))
+			info, err := ff.Probe(ctx, final)
+			if err != nil {
+				t.Fatal(err)
+			}
+			v, _ := info.Video()
+			a, hasAudio := info.Audio()
+			if math.Abs(out.Duration-seconds) > 0.15 || math.Abs(v.Duration-seconds) > 0.15 || !hasAudio || math.Abs(a.Duration-seconds) > 0.15 {
+				t.Errorf("video %.2f s (picture %.2f s, sound %v %.2f s), want %.0f s", out.Duration, v.Duration, hasAudio, a.Duration, seconds)
+			}
+			if v.Width != 192 || v.Height != 108 {
+				t.Errorf("frame %dx%d, want the first clip's 192x108", v.Width, v.Height)
+			}
+			got := frameHashes(t, ff, final)
+			if copied := slices.Equal(got, want); copied != tt.copied {
+				t.Errorf("frames are the clips' own: %v, want %v (%d frames, clips give %d)", copied, tt.copied, len(got), len(want))
+			}
+		})
+	}
+}
+
+// frameHashes is the MD5 of every decoded frame of the video at path.
+func frameHashes(t *testing.T, ff ffmpeg.Runner, path string) []string {
+	t.Helper()
+	out := path + ".framemd5"
+	if err := ff.Run(context.Background(), "-i", path, "-map", "0:v", "-f", "framemd5", out); err != nil {
+		t.Fatal(err)
+	}
+	raw, err := os.ReadFile(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var hashes []string
+	for _, line := range strings.Split(string(raw), "\n") {
+		if line == "" || strings.HasPrefix(line, "#") {
+			continue
+		}
+		fields := strings.Split(line, ",")
+		hashes = append(hashes, strings.TrimSpace(fields[len(fields)-1]))
+	}
+	return hashes
 }

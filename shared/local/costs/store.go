@@ -21,6 +21,7 @@ import (
 //	call                 DynamoDB requests                         units
 //	GetAPIKey            GetItem, consistent                       1 read
 //	GetAccount           GetItem, consistent                       ⌈account/4 KB⌉ reads
+//	GetAccountHeader     GetItem, consistent                       ⌈account/4 KB⌉ reads
 //	CountRequest         UpdateItem ADD                            1 write
 //	Hold                 UpdateItem, conditional (+ GetItem if     ⌈account/1 KB⌉ writes (+1 read)
 //	                     the balance is short)
@@ -109,6 +110,13 @@ func (s *Store) GetAccount(ctx context.Context, userID string) (domain.Account, 
 	}
 	s.Meter.read(readUnits(size))
 	return a, err
+}
+
+// GetAccountHeader is the account without holds and usage; DynamoDB still
+// bills the GetItem by the whole item's size.
+func (s *Store) GetAccountHeader(ctx context.Context, userID string) (domain.Account, error) {
+	s.Meter.read(readUnits(s.accountSize(userID)))
+	return s.Store.GetAccountHeader(ctx, userID)
 }
 
 func (s *Store) CountRequest(ctx context.Context, userID string, at time.Time) (int, error) {
