@@ -104,18 +104,27 @@ const fetchParallel = 4
 func (s *Steps) fetchScenes(ctx context.Context, dir string, scenes []SceneTask, tracks map[int]string) ([]sceneSource, error) {
 	sources := make([]sceneSource, len(scenes))
 	errs := make([]error, len(scenes))
+	panics := make([]any, len(scenes))
 	slots := make(chan struct{}, fetchParallel)
 	var wg sync.WaitGroup
 	for i, sc := range scenes {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
+			// A panic belongs to the step, not to this helper goroutine:
+			// it is raised again on the step's own goroutine below.
+			defer func() { panics[i] = recover() }()
 			slots <- struct{}{}
 			defer func() { <-slots }()
 			sources[i], errs[i] = s.fetchScene(ctx, dir, sc, tracks[sc.Scene.SceneNumber])
 		}()
 	}
 	wg.Wait()
+	for _, p := range panics {
+		if p != nil {
+			panic(p)
+		}
+	}
 	for _, err := range errs {
 		if err != nil {
 			return nil, err
