@@ -87,15 +87,15 @@ func (m *Meter) SQSSender(s Sender) Sender { return sqsSender{s, m} }
 
 // SQSConsumer counts a delivered batch as Lambda's event source mapping
 // makes it: one ReceiveMessage that returned it, one invocation of the
-// poller, and one DeleteMessageBatch for the messages that succeeded
+// consuming function (poller or webhooks), and one DeleteMessageBatch for the messages that succeeded
 // (failed ones are left to become visible again). The mapping's empty long
 // polls are a fixed cost per queue, not per message, and are not counted.
-func (m *Meter) SQSConsumer(h queue.BatchHandler) queue.BatchHandler {
+func (m *Meter) SQSConsumer(function string, h queue.BatchHandler) queue.BatchHandler {
 	return func(ctx context.Context, ev events.SQSEvent) (events.SQSEventResponse, error) {
 		m.sqs.Add(1)
 		start := time.Now()
 		resp, err := h(ctx, ev)
-		m.invocation("poller", time.Since(start))
+		m.invocation(function, time.Since(start))
 		if err == nil && len(resp.BatchItemFailures) < len(ev.Records) {
 			m.sqs.Add(1)
 		}

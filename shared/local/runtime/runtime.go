@@ -201,13 +201,13 @@ func Start(ctx context.Context, cfg Config) (*Runtime, error) {
 	if !cfg.NoUpstreamWebhooks {
 		svc.UpstreamWebhook = r.BaseURL + "/api/upstream/webhook"
 	}
-	r.Queue = queue.New(r.Costs.SQSConsumer(svc.HandleSQS), queue.Config{Visibility: cfg.QueueVisibility, Log: log.With("component", "queue")})
+	r.Queue = queue.New(r.Costs.SQSConsumer("poller", svc.HandleSQS), queue.Config{Visibility: cfg.QueueVisibility, Log: log.With("component", "queue")})
 	svc.Queue = r.Costs.SQSSender(r.Queue)
 	r.Generations = svc
 
 	deliverer := &webhook.Deliverer{Records: httpapi.WebhookRecords{Store: st}, Store: st,
 		Client: webhook.SafeClient(true), Backoff: cfg.WebhookBackoff, Log: log.With("component", "webhooks")}
-	r.WebhookQueue = queue.New(r.Costs.SQSConsumer(deliverer.HandleSQS), queue.Config{Visibility: cfg.QueueVisibility, Log: log.With("component", "webhook-queue")})
+	r.WebhookQueue = queue.New(r.Costs.SQSConsumer("webhooks", deliverer.HandleSQS), queue.Config{Visibility: cfg.QueueVisibility, Log: log.With("component", "webhook-queue")})
 	deliverer.Queue = r.Costs.SQSSender(r.WebhookQueue)
 	notifier := webhook.Notifier{Queue: deliverer.Queue}
 	svc.Notifier = notifier
