@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"log/slog"
 	"net/http"
 	"sort"
 	"time"
@@ -42,6 +43,7 @@ type Idempotency struct {
 	// DefaultIdempotencyWait.
 	Wait time.Duration
 	Now  func() time.Time
+	Log  *slog.Logger
 }
 
 // wrap runs h under the request's Idempotency-Key, if it has one.
@@ -101,7 +103,7 @@ func (i *Idempotency) wrap(ctx context.Context, req Request, a domain.Account, h
 func (i *Idempotency) run(ctx context.Context, req Request, a domain.Account, key string, h AuthedHandler) (Response, error) {
 	resp, err := h(ctx, req, a)
 	if err != nil {
-		resp = errorResponse(ctx, defaults.Log(nil), req, err)
+		resp = errorResponse(ctx, defaults.Log(i.Log), req, err)
 	}
 	if resp.StatusCode >= 500 {
 		if rerr := i.Store.ReleaseIdempotencyKey(context.WithoutCancel(ctx), a.UserID, key); rerr != nil {
@@ -109,10 +111,11 @@ func (i *Idempotency) run(ctx context.Context, req Request, a domain.Account, ke
 		}
 		return resp, nil
 	}
-	if ferr := i.Store.FinishIdempotencyKey(context.WithoutCancel(ctx), a.UserID, key, resp.StatusCode, []byte(resp.Body)); ferr != nil {
-		// The work is done and answered; a retry will wait, then 409, until
-		// the key expires, rather than run the work twice.
-		return resp, nil
+	// If the answer cannot be kept, the work is still done and answered: a
+	// retry then waits and gets 409 until the key expires, rather than run
+	// the work twice (releasing the key would allow that).
+	if err := i.Store.FinishIdempotencyKey(context.WithoutCancel(ctx), a.UserID, key, resp.StatusCode, []byte(resp.Body)); err != nil {
+		defaults.Log(i.Log).WarnContext(ctx, "could not keep the answer of an idempotency key", "user_id", a.UserID, "error", err)
 	}
 	return resp, nil
 }

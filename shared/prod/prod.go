@@ -87,7 +87,7 @@ func Store(cfg aws.Config) *dynamostore.Store {
 // identity provider is configured.
 func Gate(cfg aws.Config, log *slog.Logger) *httpapi.Gate {
 	st := Store(cfg)
-	g := &httpapi.Gate{Store: st, Log: log, Idempotency: &httpapi.Idempotency{Store: st}}
+	g := &httpapi.Gate{Store: st, Log: log, Idempotency: &httpapi.Idempotency{Store: st, Log: log}}
 	if iss := Getenv(EnvJWTIssuer); iss != "" {
 		g.Tokens = &jwtauth.Verifier{Issuer: iss, Audience: Getenv(EnvJWTAudience), JWKSURL: Getenv(EnvJWKSURL)}
 	}

@@ -212,7 +212,7 @@ func Start(ctx context.Context, cfg Config) (*Runtime, error) {
 	notifier := webhook.Notifier{Queue: deliverer.Queue}
 	svc.Notifier = notifier
 
-	gate := &httpapi.Gate{Store: st, Log: log, Idempotency: &httpapi.Idempotency{Store: st}}
+	gate := &httpapi.Gate{Store: st, Log: log, Idempotency: &httpapi.Idempotency{Store: st, Log: log}}
 	if cfg.JWTIssuer != "" {
 		gate.Tokens = &jwtauth.Verifier{Issuer: cfg.JWTIssuer, Audience: cfg.JWTAudience, JWKSURL: cfg.JWKSURL}
 	}
