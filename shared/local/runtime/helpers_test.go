@@ -5,7 +5,6 @@ import (
 	"context"
 	"encoding/json"
 	"io"
-	"log/slog"
 	"net/http"
 	"os"
 	"strings"
@@ -17,46 +16,18 @@ import (
 	"github.com/mediagen-dev/mediagen/shared/accounts"
 	"github.com/mediagen-dev/mediagen/shared/domain"
 	"github.com/mediagen-dev/mediagen/shared/local/runtime"
+	"github.com/mediagen-dev/mediagen/shared/local/runtime/runtimetest"
 )
 
-// start runs a local runtime on a free loopback port with fast polling.
+// start runs a local runtime on a free loopback port with fast polling
+// (runtimetest.Start), at the workflow's real waits unless cfg says
+// otherwise.
 func start(t *testing.T, cfg runtime.Config) *runtime.Runtime {
 	t.Helper()
-	if cfg.DataDir == "" {
-		cfg.DataDir = t.TempDir()
+	if cfg.WorkflowWaitScale == 0 {
+		cfg.WorkflowWaitScale = 1
 	}
-	if cfg.Addr == "" {
-		cfg.Addr = "127.0.0.1:0"
-	}
-	if cfg.PollInterval == 0 {
-		cfg.PollInterval = 100 * time.Millisecond
-	}
-	if cfg.QueueVisibility == 0 {
-		cfg.QueueVisibility = 200 * time.Millisecond
-	}
-	if cfg.Log == nil {
-		cfg.Log = testLogger(t)
-	}
-	rt, err := runtime.Start(context.Background(), cfg)
-	if err != nil {
-		t.Fatalf("start the local runtime: %v", err)
-	}
-	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-		defer cancel()
-		if err := rt.Close(ctx); err != nil {
-			t.Errorf("close the runtime: %v", err)
-		}
-	})
-	return rt
-}
-
-// testLogger keeps the runtime's logs out of the test output unless asked.
-func testLogger(t *testing.T) *slog.Logger {
-	if os.Getenv("MEDIAGEN_TEST_LOGS") != "" {
-		return slog.New(slog.NewJSONHandler(os.Stderr, nil))
-	}
-	return slog.New(slog.NewJSONHandler(io.Discard, nil))
+	return runtimetest.Start(t, cfg)
 }
 
 type answer struct {
