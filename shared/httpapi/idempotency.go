@@ -66,13 +66,13 @@ func (i *Idempotency) wrap(ctx context.Context, req Request, a domain.Account, h
 	deadline := time.Now().Add(wait)
 	for delay := 10 * time.Millisecond; ; delay = min(delay*2, 250*time.Millisecond) {
 		existing, claimed, err := i.Store.ClaimIdempotencyKey(ctx, rec)
-		if errors.Is(err, domain.ErrConflict) {
-			continue // released between the claim and the read: claim again
-		}
-		if err != nil {
+		switch {
+		case errors.Is(err, domain.ErrConflict):
+			// Released between the claim and the read: wait, then claim again.
+			existing = domain.IdempotencyRecord{Fingerprint: rec.Fingerprint}
+		case err != nil:
 			return Response{}, err
-		}
-		if claimed {
+		case claimed:
 			return i.run(ctx, req, a, key, h)
 		}
 		if existing.Fingerprint != rec.Fingerprint {

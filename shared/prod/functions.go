@@ -44,16 +44,21 @@ func Generate(ctx context.Context, log *slog.Logger) (any, error) {
 
 // Status is GET /api/generations/status/{id}.
 func Status(ctx context.Context, log *slog.Logger) (any, error) {
+	return lookupRoute(ctx, log, (*httpapi.Generations).Status)
+}
+
+// lookupRoute wires a route that only reads generations: the store, no
+// upstream token, queue or bucket.
+func lookupRoute(ctx context.Context, log *slog.Logger, route func(*httpapi.Generations) httpapi.Handler) (any, error) {
 	cfg, err := AWSConfig(ctx)
 	if err != nil {
 		return nil, err
 	}
-	// A lookup needs only the store: no upstream token, queue or bucket.
 	svc, err := lookupService(cfg, log)
 	if err != nil {
 		return nil, err
 	}
-	return (&httpapi.Generations{Service: svc, Gate: Gate(cfg, log)}).Status(), nil
+	return route(&httpapi.Generations{Service: svc, Gate: Gate(cfg, log)}), nil
 }
 
 // Poller consumes the poll queue; a generation it finishes sends its
@@ -71,15 +76,7 @@ func Poller(ctx context.Context, log *slog.Logger) (any, error) {
 
 // GenerationsList is GET /api/generations.
 func GenerationsList(ctx context.Context, log *slog.Logger) (any, error) {
-	cfg, err := AWSConfig(ctx)
-	if err != nil {
-		return nil, err
-	}
-	svc, err := lookupService(cfg, log)
-	if err != nil {
-		return nil, err
-	}
-	return (&httpapi.Generations{Service: svc, Gate: Gate(cfg, log)}).List(), nil
+	return lookupRoute(ctx, log, (*httpapi.Generations).List)
 }
 
 // GenerationEstimate is POST /api/generations/estimate: the catalog and
