@@ -214,8 +214,9 @@ func (s *Steps) createScene(ctx context.Context, log *slog.Logger, videoID strin
 			"cause", err.Error(), "action", "check the upstream's dashboard for a job of this scene that is still running or was billed")
 		return domain.UpstreamJob{}, &SceneFailedError{Msg: fmt.Sprintf("scene %d failed: the upstream's answer to the job was lost", n)}
 	case err != nil:
-		// Nothing started (or it was refused): the scene is back where it was.
-		if rerr := s.setScene(ctx, videoID, n, domain.SceneState{Status: domain.StatusProcessing}); rerr != nil {
+		// Nothing started (or it was refused): the scene is back where it
+		// was, even if the task is being stopped meanwhile.
+		if rerr := s.setScene(context.WithoutCancel(ctx), videoID, n, domain.SceneState{Status: domain.StatusProcessing}); rerr != nil {
 			log.WarnContext(ctx, "could not clear the scene's create mark", "error", rerr)
 		}
 		if errors.Is(err, upstream.ErrNotStarted) {
@@ -225,7 +226,8 @@ func (s *Steps) createScene(ctx context.Context, log *slog.Logger, videoID strin
 	}
 	state := domain.SceneState{Status: domain.StatusProcessing, UpstreamID: job.ID, Upstream: name, CancelURL: job.CancelURL,
 		StatusURL: job.StatusURL, ResponseURL: job.ResponseURL}
-	if err := s.setScene(ctx, videoID, n, state); err != nil {
+	// Recorded even if the task is being stopped: the job exists.
+	if err := s.setScene(context.WithoutCancel(ctx), videoID, n, state); err != nil {
 		// The job runs but is not recorded: stop it rather than pay for a
 		// clip nobody will fetch; the retry finds the create mark and fails.
 		if cerr := p.Cancel(ctx, job); cerr != nil {

@@ -344,6 +344,21 @@ func TestRestartRunsLongVideosInFlightAgain(t *testing.T) {
 	if a.status != http.StatusOK {
 		t.Fatalf("HTTP %d %s", a.status, a.body)
 	}
+	// Stop once the scenes' jobs are recorded upstream: the restarted
+	// workflow watches them again. (A stop that cuts a create off leaves
+	// its outcome unknown, and the scene fails rather than create twice.)
+	for deadline := time.Now().Add(time.Minute); ; time.Sleep(20 * time.Millisecond) {
+		v, err := rt.Store.GetLongVideo(context.Background(), a.str("id"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if v.SceneStatus[1].UpstreamID != "" && v.SceneStatus[2].UpstreamID != "" {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the scenes were never submitted")
+		}
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
 	if err := rt.Close(ctx); err != nil {
