@@ -15,7 +15,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 
-	"github.com/mediagen-dev/mediagen/shared/prod"
+	"github.com/mediagen-dev/mediagen/shared/lambdawiring"
 	"github.com/mediagen-dev/mediagen/shared/routing"
 	"github.com/mediagen-dev/mediagen/shared/store/dynamostore"
 )
@@ -27,7 +27,7 @@ import (
 // the provider token in particular is never in the template, only in
 // Secrets Manager.
 var localOnly = []string{
-	prod.EnvUpstreamTokens,
+	lambdawiring.EnvUpstreamTokens,
 	"AWS_ENDPOINT_URL_DYNAMODB", "AWS_ENDPOINT_URL_S3",
 	"AWS_REQUEST_CHECKSUM_CALCULATION", "AWS_RESPONSE_CHECKSUM_VALIDATION",
 }
@@ -95,7 +95,7 @@ func TestEveryVariableAFunctionReadsIsSet(t *testing.T) {
 		for _, v := range read {
 			readByAny[v] = true
 			if _, ok := vars[v]; !ok {
-				t.Errorf("%s reads %s (prod.ReadsEnvironment), which template.yaml does not set for it (Globals.Function or its Environment.Variables)", f.ID, v)
+				t.Errorf("%s reads %s (lambdawiring.ReadsEnvironment), which template.yaml does not set for it (Globals.Function or its Environment.Variables)", f.ID, v)
 			}
 		}
 		for v, val := range vars {
@@ -123,9 +123,9 @@ func TestEveryVariableAFunctionReadsIsSet(t *testing.T) {
 			}
 			t.Errorf("%s: Environment.Variables.%s is set but the function never reads it", f.ID, v)
 		}
-		if slices.Contains(read, prod.EnvUpstreamTokens) {
-			if _, ok := vars[prod.EnvUpstreamTokens]; !ok {
-				t.Errorf("%s reads %s: declare it empty (%s: \"\") so that env.json can set it under sam local invoke", f.ID, prod.EnvUpstreamTokens, prod.EnvUpstreamTokens)
+		if slices.Contains(read, lambdawiring.EnvUpstreamTokens) {
+			if _, ok := vars[lambdawiring.EnvUpstreamTokens]; !ok {
+				t.Errorf("%s reads %s: declare it empty (%s: \"\") so that env.json can set it under sam local invoke", f.ID, lambdawiring.EnvUpstreamTokens, lambdawiring.EnvUpstreamTokens)
 			}
 		}
 	}
@@ -134,7 +134,7 @@ func TestEveryVariableAFunctionReadsIsSet(t *testing.T) {
 			if val != "" {
 				t.Errorf("Globals.Function: %s is %s; it may only be declared empty, for sam local invoke", v, show(val))
 			}
-			if v == prod.EnvUpstreamTokens {
+			if v == lambdawiring.EnvUpstreamTokens {
 				t.Errorf("Globals.Function: %s is declared for every function; declare it (empty) only on the functions that read it", v)
 			}
 			continue
@@ -206,8 +206,8 @@ func TestEnvJSONReachesTheFunctions(t *testing.T) {
 		}
 	}
 	var tokens map[string]string
-	if raw, _ := local("GenerateFunction", prod.EnvUpstreamTokens); json.Unmarshal([]byte(raw), &tokens) != nil || len(tokens) == 0 {
-		t.Errorf("env.json: %s is %q; sam local invoke needs the tokens there as {\"<upstream>\": \"<token>\"} (there is no Secrets Manager locally)", prod.EnvUpstreamTokens, raw)
+	if raw, _ := local("GenerateFunction", lambdawiring.EnvUpstreamTokens); json.Unmarshal([]byte(raw), &tokens) != nil || len(tokens) == 0 {
+		t.Errorf("env.json: %s is %q; sam local invoke needs the tokens there as {\"<upstream>\": \"<token>\"} (there is no Secrets Manager locally)", lambdawiring.EnvUpstreamTokens, raw)
 	}
 	tables := dynamostore.TablesFromEnv(func(k string) string { return env["Parameters"][k] })
 	if tables != dynamostore.TablesWithPrefix("mediagen-local") {
@@ -232,7 +232,7 @@ func TestLocalOnlyVariablesAreInertInAWS(t *testing.T) {
 		t.Setenv(v, "")
 	}
 	ctx := context.Background()
-	cfg, err := prod.AWSConfig(ctx)
+	cfg, err := lambdawiring.AWSConfig(ctx)
 	if err != nil {
 		t.Fatalf("with the local-only variables empty the AWS configuration does not load: %v", err)
 	}
@@ -251,7 +251,7 @@ func TestLocalOnlyVariablesAreInertInAWS(t *testing.T) {
 	}
 	// The same variables with env.json's values do reach the clients.
 	t.Setenv("AWS_ENDPOINT_URL_DYNAMODB", "http://host.docker.internal:8000")
-	if cfg, err = prod.AWSConfig(ctx); err != nil {
+	if cfg, err = lambdawiring.AWSConfig(ctx); err != nil {
 		t.Fatal(err)
 	}
 	if ep := aws.ToString(dynamodb.NewFromConfig(cfg).Options().BaseEndpoint); ep != "http://host.docker.internal:8000" {
@@ -263,18 +263,18 @@ func TestLocalOnlyVariablesAreInertInAWS(t *testing.T) {
 	if err := os.WriteFile(routingFile, raw, 0o600); err != nil {
 		t.Fatal(err)
 	}
-	t.Setenv(prod.EnvRoutingFile, routingFile)
-	t.Setenv(prod.EnvUpstreamTokensSecret, "")
-	t.Setenv(prod.EnvUpstreamTokens, "")
-	_, err = prod.Handler(ctx, "longstory-submit-scene")
-	if err == nil || !strings.Contains(err.Error(), prod.EnvUpstreamTokensSecret) {
-		t.Errorf("with UPSTREAM_TOKENS empty the function must need the secret (%s); it built with error %v", prod.EnvUpstreamTokensSecret, err)
+	t.Setenv(lambdawiring.EnvRoutingFile, routingFile)
+	t.Setenv(lambdawiring.EnvUpstreamTokensSecret, "")
+	t.Setenv(lambdawiring.EnvUpstreamTokens, "")
+	_, err = lambdawiring.Handler(ctx, "longstory-submit-scene")
+	if err == nil || !strings.Contains(err.Error(), lambdawiring.EnvUpstreamTokensSecret) {
+		t.Errorf("with UPSTREAM_TOKENS empty the function must need the secret (%s); it built with error %v", lambdawiring.EnvUpstreamTokensSecret, err)
 	}
 	// Without a routing file, the embedded one (the local simulator) is refused.
-	t.Setenv(prod.EnvRoutingFile, "")
-	t.Setenv(prod.EnvUpstreamTokens, `{"rep":"x"}`)
-	if _, err = prod.Handler(ctx, "longstory-submit-scene"); err == nil || !strings.Contains(err.Error(), prod.EnvRoutingFile) {
-		t.Errorf("with no routing file the function must refuse to start naming %s; it built with error %v", prod.EnvRoutingFile, err)
+	t.Setenv(lambdawiring.EnvRoutingFile, "")
+	t.Setenv(lambdawiring.EnvUpstreamTokens, `{"rep":"x"}`)
+	if _, err = lambdawiring.Handler(ctx, "longstory-submit-scene"); err == nil || !strings.Contains(err.Error(), lambdawiring.EnvRoutingFile) {
+		t.Errorf("with no routing file the function must refuse to start naming %s; it built with error %v", lambdawiring.EnvRoutingFile, err)
 	}
 }
 

@@ -16,7 +16,7 @@ import (
 	"sync"
 	"testing"
 
-	"github.com/mediagen-dev/mediagen/shared/prod"
+	"github.com/mediagen-dev/mediagen/shared/lambdawiring"
 )
 
 // The functions of the service: logical ID in template.yaml and folder
@@ -113,7 +113,7 @@ func reads(t *testing.T, folder string) []string {
 		return vars
 	}
 	t.Setenv("AWS_REGION", "us-east-1")
-	vars, err := prod.ReadsEnvironment(context.Background(), folder)
+	vars, err := lambdawiring.ReadsEnvironment(context.Background(), folder)
 	if err != nil {
 		t.Fatalf("functions/%s does not build with a full environment: %v", folder, err)
 	}
@@ -384,13 +384,13 @@ func TestEveryFunctionFolderIsInTheTemplateAndBack(t *testing.T) {
 			t.Errorf("%s builds functions/%s, which does not exist", f.ID, f.Folder)
 		}
 	}
-	if !slices.Equal(sortedFolders(), prod.FunctionNames()) {
-		t.Errorf("the functions deployed %v are not the handlers of prod.Functions() %v", sortedFolders(), prod.FunctionNames())
+	if !slices.Equal(sortedFolders(), lambdawiring.FunctionNames()) {
+		t.Errorf("the functions deployed %v are not the handlers of lambdawiring.Functions() %v", sortedFolders(), lambdawiring.FunctionNames())
 	}
 }
 
 // constructorName is the name of a prod constructor, without its package.
-func constructorName(c prod.Constructor) string {
+func constructorName(c lambdawiring.Constructor) string {
 	if c == nil {
 		return "<none>"
 	}
@@ -433,9 +433,9 @@ func TestEveryFunctionBuildsFromItsFolder(t *testing.T) {
 			// that function's code), and it is the one the registry names.
 			m := regexp.MustCompile(`prod\.Build\("` + regexp.QuoteMeta(f.Folder) + `",\s*prod\.(\w+)\)`).FindSubmatch(main)
 			if m == nil {
-				t.Errorf("functions/%s/main.go does not run prod.Build(%q, prod.<Constructor>)", f.Folder, f.Folder)
-			} else if want := constructorName(prod.Functions()[f.Folder]); string(m[1]) != want {
-				t.Errorf("functions/%s/main.go builds prod.%s; prod.Functions() names prod.%s", f.Folder, m[1], want)
+				t.Errorf("functions/%s/main.go does not run lambdawiring.Build(%q, lambdawiring.<Constructor>)", f.Folder, f.Folder)
+			} else if want := constructorName(lambdawiring.Functions()[f.Folder]); string(m[1]) != want {
+				t.Errorf("functions/%s/main.go builds lambdawiring.%s; lambdawiring.Functions() names lambdawiring.%s", f.Folder, m[1], want)
 			}
 			artifacts := "/ARTIFACTS/" + f.ID
 			out, err := exec.Command(makeBin, "-s", "-n", "-C", "..", "build-"+f.ID, "ARTIFACTS_DIR="+artifacts).CombinedOutput()

@@ -27,9 +27,9 @@ import (
 	"github.com/mediagen-dev/mediagen/shared/catalog"
 	"github.com/mediagen-dev/mediagen/shared/domain"
 	"github.com/mediagen-dev/mediagen/shared/ffmpeg"
+	"github.com/mediagen-dev/mediagen/shared/lambdawiring"
 	"github.com/mediagen-dev/mediagen/shared/local/objectstore"
 	"github.com/mediagen-dev/mediagen/shared/local/runtime"
-	"github.com/mediagen-dev/mediagen/shared/prod"
 	"github.com/mediagen-dev/mediagen/shared/routing"
 	"github.com/mediagen-dev/mediagen/shared/store/dynamostore"
 	"github.com/mediagen-dev/mediagen/shared/testsupport"
@@ -255,7 +255,7 @@ func (e *env) event(t *testing.T, name string, replace ...string) []byte {
 // invoke runs the function's handler through aws-lambda-go, as Lambda does.
 func invoke(t *testing.T, function string, event []byte) map[string]any {
 	t.Helper()
-	h, err := prod.Handler(context.Background(), function)
+	h, err := lambdawiring.Handler(context.Background(), function)
 	if err != nil {
 		t.Fatalf("%s: build: %v", function, err)
 	}

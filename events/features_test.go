@@ -17,7 +17,7 @@ import (
 
 	"github.com/mediagen-dev/mediagen/api"
 	"github.com/mediagen-dev/mediagen/shared/domain"
-	"github.com/mediagen-dev/mediagen/shared/prod"
+	"github.com/mediagen-dev/mediagen/shared/lambdawiring"
 	"github.com/mediagen-dev/mediagen/shared/webhook"
 )
 
@@ -30,7 +30,7 @@ const (
 )
 
 func TestEveryFunctionHasASampleEvent(t *testing.T) {
-	for _, name := range prod.FunctionNames() {
+	for _, name := range lambdawiring.FunctionNames() {
 		if _, err := os.Stat(name + ".json"); err != nil {
 			t.Errorf("functions/%s has no sample event events/%s.json (sam local invoke -e)", name, name)
 		}

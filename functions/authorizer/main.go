@@ -7,9 +7,9 @@ package main
 import (
 	"github.com/aws/aws-lambda-go/lambda"
 
-	"github.com/mediagen-dev/mediagen/shared/prod"
+	"github.com/mediagen-dev/mediagen/shared/lambdawiring"
 )
 
 func main() {
-	lambda.Start(prod.Build("authorizer", prod.Authorizer))
+	lambda.Start(lambdawiring.Build("authorizer", lambdawiring.Authorizer))
 }

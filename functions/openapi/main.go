@@ -4,9 +4,9 @@ package main
 import (
 	"github.com/aws/aws-lambda-go/lambda"
 
-	"github.com/mediagen-dev/mediagen/shared/prod"
+	"github.com/mediagen-dev/mediagen/shared/lambdawiring"
 )
 
 func main() {
-	lambda.Start(prod.Build("openapi", prod.OpenAPI))
+	lambda.Start(lambdawiring.Build("openapi", lambdawiring.OpenAPI))
 }

@@ -5,9 +5,9 @@ package main
 import (
 	"github.com/aws/aws-lambda-go/lambda"
 
-	"github.com/mediagen-dev/mediagen/shared/prod"
+	"github.com/mediagen-dev/mediagen/shared/lambdawiring"
 )
 
 func main() {
-	lambda.Start(prod.Build("sweeper", prod.Sweeper))
+	lambda.Start(lambdawiring.Build("sweeper", lambdawiring.Sweeper))
 }

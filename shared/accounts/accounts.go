@@ -11,7 +11,6 @@ import (
 	"github.com/shopspring/decimal"
 
 	"github.com/mediagen-dev/mediagen/shared/apikey"
-	"github.com/mediagen-dev/mediagen/shared/defaults"
 	"github.com/mediagen-dev/mediagen/shared/domain"
 	"github.com/mediagen-dev/mediagen/shared/webhook"
 )
@@ -35,7 +34,7 @@ type Service struct {
 	Now   func() time.Time
 }
 
-func (s *Service) now() time.Time { return defaults.Now(s.Now) }
+func (s *Service) now() time.Time { return domain.Now(s.Now) }
 
 // NewAccount is what opening an account asks for.
 type NewAccount struct {

@@ -27,13 +27,13 @@ import (
 	"github.com/mediagen-dev/mediagen/shared/domain"
 	"github.com/mediagen-dev/mediagen/shared/faults"
 	"github.com/mediagen-dev/mediagen/shared/generation"
-	"github.com/mediagen-dev/mediagen/shared/ledger"
 	"github.com/mediagen-dev/mediagen/shared/local/objectstore"
 	"github.com/mediagen-dev/mediagen/shared/media"
 	"github.com/mediagen-dev/mediagen/shared/pricing"
 	"github.com/mediagen-dev/mediagen/shared/routing"
 	"github.com/mediagen-dev/mediagen/shared/store"
 	"github.com/mediagen-dev/mediagen/shared/store/sqlitestore"
+	"github.com/mediagen-dev/mediagen/shared/sweeper"
 	"github.com/mediagen-dev/mediagen/shared/upstream"
 )
 
@@ -231,7 +231,7 @@ type world struct {
 	mu      sync.Mutex
 	clock   time.Time
 	svc     *generation.Service
-	sweeper *ledger.Sweeper
+	sweeper *sweeper.Sweeper
 	bucket  *media.S3Bucket
 	user    string
 	granted decimal.Decimal
@@ -270,7 +270,7 @@ func newWorld(t *testing.T, sh *shared, inner store.Store) *world {
 		Now:       w.now,
 		Log:       quiet(),
 	}
-	w.sweeper = &ledger.Sweeper{Store: w.st, Now: w.now, Log: quiet()}
+	w.sweeper = &sweeper.Sweeper{Store: w.st, Now: w.now, Log: quiet()}
 	acct, err := (&accounts.Service{Store: inner}).CreateAccount(context.Background(),
 		accounts.NewAccount{Plan: domain.PlanPro, Credits: w.granted})
 	if err != nil {
@@ -356,7 +356,7 @@ func (w *world) drainUntil(stop <-chan struct{}) {
 // sweep runs the sweeper after the longest deadline and its grace, again
 // on its next schedule when a run crashed or failed.
 func (w *world) sweep() {
-	w.advanceTo(w.now().Add(generation.DefaultVideoDeadline + ledger.DefaultGrace + time.Minute))
+	w.advanceTo(w.now().Add(generation.DefaultVideoDeadline + sweeper.DefaultGrace + time.Minute))
 	for i := 0; i < 3; i++ {
 		crashed, err := faults.Run(func() error { _, err := w.sweeper.Sweep(context.Background()); return err })
 		if !crashed && err == nil {

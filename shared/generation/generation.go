@@ -15,7 +15,6 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/mediagen-dev/mediagen/shared/catalog"
-	"github.com/mediagen-dev/mediagen/shared/defaults"
 	"github.com/mediagen-dev/mediagen/shared/domain"
 	"github.com/mediagen-dev/mediagen/shared/pricing"
 	"github.com/mediagen-dev/mediagen/shared/routing"
@@ -157,9 +156,9 @@ type Service struct {
 	Log *slog.Logger
 }
 
-func (s *Service) now() time.Time { return defaults.Now(s.Now) }
+func (s *Service) now() time.Time { return domain.Now(s.Now) }
 
-func (s *Service) log() *slog.Logger { return defaults.Log(s.Log) }
+func (s *Service) log() *slog.Logger { return domain.Logger(s.Log) }
 
 func (s *Service) deadline(kind domain.MediaKind) time.Duration {
 	if kind == domain.MediaImage {

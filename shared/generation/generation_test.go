@@ -21,7 +21,6 @@ import (
 	"github.com/mediagen-dev/mediagen/shared/accounts"
 	"github.com/mediagen-dev/mediagen/shared/domain"
 	"github.com/mediagen-dev/mediagen/shared/generation"
-	"github.com/mediagen-dev/mediagen/shared/ledger"
 	"github.com/mediagen-dev/mediagen/shared/local/objectstore"
 	"github.com/mediagen-dev/mediagen/shared/media"
 	"github.com/mediagen-dev/mediagen/shared/pricing"
@@ -335,8 +334,8 @@ func TestPastItsDeadlineAGenerationTimesOutAndIsCanceledUpstream(t *testing.T) {
 		t.Fatal(err)
 	}
 	got, _ := f.store.GetGeneration(context.Background(), g.UUID)
-	if got.Status != domain.StatusFailed || got.Error != ledger.TimedOutError {
-		t.Errorf("generation %s %q, want failed %q", got.Status, got.Error, ledger.TimedOutError)
+	if got.Status != domain.StatusFailed || got.Error != domain.TimedOutError {
+		t.Errorf("generation %s %q, want failed %q", got.Status, got.Error, domain.TimedOutError)
 	}
 	if f.up.canceled.Load() != 1 {
 		t.Errorf("%d upstream cancels, want 1", f.up.canceled.Load())

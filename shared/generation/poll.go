@@ -12,7 +12,6 @@ import (
 	"time"
 
 	"github.com/mediagen-dev/mediagen/shared/domain"
-	"github.com/mediagen-dev/mediagen/shared/ledger"
 	"github.com/mediagen-dev/mediagen/shared/media"
 	"github.com/mediagen-dev/mediagen/shared/upstream"
 )
@@ -88,7 +87,7 @@ func (s *Service) Poll(ctx context.Context, m PollMessage) error {
 	}
 	if !s.now().Before(g.Deadline) {
 		s.cancelAll(ctx, log, g)
-		return s.finish(ctx, log, g, domain.Outcome{Status: domain.StatusFailed, Error: ledger.TimedOutError})
+		return s.finish(ctx, log, g, domain.Outcome{Status: domain.StatusFailed, Error: domain.TimedOutError})
 	}
 	if g.UpstreamID == "" {
 		return s.submitWaiting(ctx, log, g, m)

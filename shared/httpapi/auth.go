@@ -13,7 +13,6 @@ import (
 	"github.com/aws/aws-lambda-go/events"
 
 	"github.com/mediagen-dev/mediagen/shared/apikey"
-	"github.com/mediagen-dev/mediagen/shared/defaults"
 	"github.com/mediagen-dev/mediagen/shared/domain"
 	"github.com/mediagen-dev/mediagen/shared/store"
 )
@@ -52,9 +51,9 @@ type Gate struct {
 	Log         *slog.Logger
 }
 
-func (g *Gate) now() time.Time { return defaults.Now(g.Now) }
+func (g *Gate) now() time.Time { return domain.Now(g.Now) }
 
-func (g *Gate) log() *slog.Logger { return defaults.Log(g.Log) }
+func (g *Gate) log() *slog.Logger { return domain.Logger(g.Log) }
 
 func unauthorized(msg string) *Error {
 	return &Error{Status: http.StatusUnauthorized, Code: "unauthorized", Message: msg,

@@ -11,7 +11,6 @@ import (
 	"sort"
 	"time"
 
-	"github.com/mediagen-dev/mediagen/shared/defaults"
 	"github.com/mediagen-dev/mediagen/shared/domain"
 )
 
@@ -63,7 +62,7 @@ func (i *Idempotency) wrap(ctx context.Context, req Request, a domain.Account, h
 		return Response{}, &Error{Status: http.StatusBadRequest, Code: "invalid_request",
 			Message: fmt.Sprintf("Idempotency-Key must be 1 to %d printable ASCII characters", MaxIdempotencyKey)}
 	}
-	now := defaults.Now(i.Now)
+	now := domain.Now(i.Now)
 	rec := domain.IdempotencyRecord{UserID: a.UserID, Key: key, Fingerprint: fingerprint(req),
 		CreatedAt: now, ExpiresAt: now.Add(IdempotencyLifetime)}
 	wait := i.Wait
@@ -110,7 +109,7 @@ func (i *Idempotency) wrap(ctx context.Context, req Request, a domain.Account, h
 func (i *Idempotency) run(ctx context.Context, req Request, a domain.Account, key string, h AuthedHandler) (Response, error) {
 	resp, err := h(ctx, req, a)
 	if err != nil {
-		resp = errorResponse(ctx, defaults.Log(i.Log), req, err)
+		resp = errorResponse(ctx, domain.Logger(i.Log), req, err)
 	}
 	if resp.StatusCode >= 500 {
 		if rerr := i.Store.ReleaseIdempotencyKey(context.WithoutCancel(ctx), a.UserID, key); rerr != nil {
@@ -122,7 +121,7 @@ func (i *Idempotency) run(ctx context.Context, req Request, a domain.Account, ke
 	// retry then waits and gets 409 until the key expires, rather than run
 	// the work twice (releasing the key would allow that).
 	if err := i.Store.FinishIdempotencyKey(context.WithoutCancel(ctx), a.UserID, key, resp.StatusCode, []byte(resp.Body)); err != nil {
-		defaults.Log(i.Log).WarnContext(ctx, "could not keep the answer of an idempotency key", "user_id", a.UserID, "error", err)
+		domain.Logger(i.Log).WarnContext(ctx, "could not keep the answer of an idempotency key", "user_id", a.UserID, "error", err)
 	}
 	return resp, nil
 }

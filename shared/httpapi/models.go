@@ -9,7 +9,6 @@ import (
 	"github.com/shopspring/decimal"
 
 	"github.com/mediagen-dev/mediagen/shared/catalog"
-	"github.com/mediagen-dev/mediagen/shared/defaults"
 	"github.com/mediagen-dev/mediagen/shared/domain"
 	"github.com/mediagen-dev/mediagen/shared/pricing"
 )
@@ -95,7 +94,7 @@ func (m *Models) List() Handler {
 	return func(ctx context.Context, req Request) (Response, error) {
 		list, err := Catalog(m.Prices)
 		if err != nil {
-			return errorResponse(ctx, defaults.Log(m.Log).With("request_id", requestID(req), "route", req.RouteKey), req, err), nil
+			return errorResponse(ctx, domain.Logger(m.Log).With("request_id", requestID(req), "route", req.RouteKey), req, err), nil
 		}
 		resp := jsonResponse(http.StatusOK, list)
 		// The catalog changes only with a deployment.

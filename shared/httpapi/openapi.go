@@ -5,7 +5,7 @@ import (
 	"net/http"
 
 	"github.com/mediagen-dev/mediagen/api"
-	"github.com/mediagen-dev/mediagen/shared/defaults"
+	"github.com/mediagen-dev/mediagen/shared/domain"
 )
 
 // OpenAPI is GET /api/openapi.json: the contract, without authentication.
@@ -13,7 +13,7 @@ func OpenAPI() Handler {
 	doc, err := api.OpenAPIJSON()
 	return func(ctx context.Context, req Request) (Response, error) {
 		if err != nil {
-			return errorResponse(ctx, defaults.Log(nil), req, err), nil
+			return errorResponse(ctx, domain.Logger(nil), req, err), nil
 		}
 		resp := jsonResponse(http.StatusOK, nil)
 		resp.Body = string(doc)

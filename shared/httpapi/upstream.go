@@ -10,7 +10,6 @@ import (
 
 	"github.com/google/uuid"
 
-	"github.com/mediagen-dev/mediagen/shared/defaults"
 	"github.com/mediagen-dev/mediagen/shared/domain"
 	"github.com/mediagen-dev/mediagen/shared/generation"
 	"github.com/mediagen-dev/mediagen/shared/longstory"
@@ -33,7 +32,7 @@ type UpstreamWebhook struct {
 // refuse, 5xx for the provider to retry (the poll chain is there too).
 func (u *UpstreamWebhook) Handle() Handler {
 	return func(ctx context.Context, req Request) (Response, error) {
-		log := defaults.Log(u.Log).With("request_id", requestID(req), "route", req.RouteKey)
+		log := domain.Logger(u.Log).With("request_id", requestID(req), "route", req.RouteKey)
 		body, err := jsonBody(req)
 		if err != nil {
 			return errorResponse(ctx, log, req, err), nil
@@ -86,7 +85,7 @@ func (w WebhookRecords) WebhookRecord(ctx context.Context, kind domain.WorkKind,
 	if err != nil {
 		return webhook.Record{}, err
 	}
-	view := StatusAt(g, defaults.Now(w.Now))
+	view := StatusAt(g, domain.Now(w.Now))
 	view.Webhook = nil
 	return webhook.Record{UserID: g.UserID, Webhook: g.Webhook, Attempts: g.WebhookAttempts, Data: view}, nil
 }

@@ -12,7 +12,6 @@ import (
 	"time"
 
 	"github.com/mediagen-dev/mediagen/shared/catalog"
-	"github.com/mediagen-dev/mediagen/shared/defaults"
 	"github.com/mediagen-dev/mediagen/shared/domain"
 	"github.com/mediagen-dev/mediagen/shared/ffmpeg"
 	"github.com/mediagen-dev/mediagen/shared/routing"
@@ -101,9 +100,9 @@ type Steps struct {
 	Log     *slog.Logger
 }
 
-func (s *Steps) log() *slog.Logger { return defaults.Log(s.Log) }
+func (s *Steps) log() *slog.Logger { return domain.Logger(s.Log) }
 
-func (s *Steps) now() time.Time { return defaults.Now(s.Now) }
+func (s *Steps) now() time.Time { return domain.Now(s.Now) }
 
 // sceneInput is the upstream input of one scene: the model's clip length
 // nearest SceneSeconds, landscape framing, and defaults for the rest.

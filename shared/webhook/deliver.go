@@ -15,7 +15,6 @@ import (
 
 	"github.com/aws/aws-lambda-go/events"
 
-	"github.com/mediagen-dev/mediagen/shared/defaults"
 	"github.com/mediagen-dev/mediagen/shared/domain"
 )
 
@@ -144,11 +143,11 @@ func (d *Deliverer) HandleSQS(ctx context.Context, ev events.SQSEvent) (events.S
 		var m Message
 		err := json.Unmarshal([]byte(rec.Body), &m)
 		if err != nil || m.ID == "" || m.Event == "" {
-			defaults.Log(d.Log).WarnContext(ctx, "dropping malformed webhook message", "message_id", rec.MessageId)
+			domain.Logger(d.Log).WarnContext(ctx, "dropping malformed webhook message", "message_id", rec.MessageId)
 			continue
 		}
 		if err := d.Deliver(ctx, m); err != nil {
-			defaults.Log(d.Log).WarnContext(ctx, "webhook attempt failed", "message_id", rec.MessageId, "error", err)
+			domain.Logger(d.Log).WarnContext(ctx, "webhook attempt failed", "message_id", rec.MessageId, "error", err)
 			resp.BatchItemFailures = append(resp.BatchItemFailures, events.SQSBatchItemFailure{ItemIdentifier: rec.MessageId})
 		}
 	}
@@ -159,7 +158,7 @@ func (d *Deliverer) HandleSQS(ctx context.Context, ev events.SQSEvent) (events.S
 // next one when the receiver did not take it. It returns an error only when
 // the message should be delivered again.
 func (d *Deliverer) Deliver(ctx context.Context, m Message) error {
-	log := defaults.Log(d.Log).With("kind", m.Kind, "id", m.ID, "event", m.Event, "attempt", m.Attempt)
+	log := domain.Logger(d.Log).With("kind", m.Kind, "id", m.ID, "event", m.Event, "attempt", m.Attempt)
 	rec, err := d.Records.WebhookRecord(ctx, m.Kind, m.ID)
 	if errors.Is(err, domain.ErrNotFound) {
 		log.WarnContext(ctx, "webhook for a record that does not exist")
@@ -177,7 +176,7 @@ func (d *Deliverer) Deliver(ctx context.Context, m Message) error {
 			return nil // a repeated message: the receiver has it, or this attempt was made
 		}
 	}
-	now := defaults.Now(d.Now)
+	now := domain.Now(d.Now)
 	// The event can be enqueued more than once (the provider's callback and
 	// a poll may both see the generation end; SQS delivers at least once):
 	// only the delivery that claims the attempt makes it.

@@ -10,7 +10,7 @@ import (
 	"github.com/aws/aws-lambda-go/events"
 
 	"github.com/mediagen-dev/mediagen/shared/local/apigw"
-	"github.com/mediagen-dev/mediagen/shared/local/queue"
+	"github.com/mediagen-dev/mediagen/shared/local/localsqs"
 	"github.com/mediagen-dev/mediagen/shared/local/stepfunctions"
 )
 
@@ -90,7 +90,7 @@ func (m *Meter) SQSSender(s Sender) Sender { return sqsSender{s, m} }
 // consuming function (poller or webhooks), and one DeleteMessageBatch for the messages that succeeded
 // (failed ones are left to become visible again). The mapping's empty long
 // polls are a fixed cost per queue, not per message, and are not counted.
-func (m *Meter) SQSConsumer(function string, h queue.BatchHandler) queue.BatchHandler {
+func (m *Meter) SQSConsumer(function string, h localsqs.BatchHandler) localsqs.BatchHandler {
 	return func(ctx context.Context, ev events.SQSEvent) (events.SQSEventResponse, error) {
 		m.sqs.Add(1)
 		ctx, clock := startInvocation(ctx)

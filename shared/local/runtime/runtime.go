@@ -38,12 +38,11 @@ import (
 	"github.com/mediagen-dev/mediagen/shared/generation"
 	"github.com/mediagen-dev/mediagen/shared/httpapi"
 	"github.com/mediagen-dev/mediagen/shared/jwtauth"
-	"github.com/mediagen-dev/mediagen/shared/ledger"
 	"github.com/mediagen-dev/mediagen/shared/local/apigw"
 	"github.com/mediagen-dev/mediagen/shared/local/costs"
 	"github.com/mediagen-dev/mediagen/shared/local/espeak"
+	"github.com/mediagen-dev/mediagen/shared/local/localsqs"
 	"github.com/mediagen-dev/mediagen/shared/local/objectstore"
-	"github.com/mediagen-dev/mediagen/shared/local/queue"
 	"github.com/mediagen-dev/mediagen/shared/local/stepfunctions"
 	"github.com/mediagen-dev/mediagen/shared/longstory"
 	"github.com/mediagen-dev/mediagen/shared/media"
@@ -54,6 +53,7 @@ import (
 	"github.com/mediagen-dev/mediagen/shared/store"
 	"github.com/mediagen-dev/mediagen/shared/store/dynamostore"
 	"github.com/mediagen-dev/mediagen/shared/store/sqlitestore"
+	"github.com/mediagen-dev/mediagen/shared/sweeper"
 	"github.com/mediagen-dev/mediagen/shared/upstream"
 	"github.com/mediagen-dev/mediagen/shared/webhook"
 	"github.com/mediagen-dev/mediagen/statemachines"
@@ -158,9 +158,9 @@ type Runtime struct {
 	// DynamoDB).
 	Embedded *sqlitestore.Store
 	Objects  *objectstore.Store
-	Queue    *queue.Queue
+	Queue    *localsqs.Queue
 	// WebhookQueue holds webhook deliveries, as the WebhookQueue in SQS.
-	WebhookQueue *queue.Queue
+	WebhookQueue *localsqs.Queue
 	Generations  *generation.Service
 	LongStories  *longstory.Service
 	Workflow     *stepfunctions.Workflow
@@ -277,13 +277,13 @@ func Start(ctx context.Context, cfg Config) (*Runtime, error) {
 	case allOnLoopback(rc):
 		svc.UpstreamWebhook = r.BaseURL + "/api/upstream/webhook"
 	}
-	r.Queue = queue.New(r.Costs.SQSConsumer("poller", svc.HandleSQS), queue.Config{Visibility: cfg.QueueVisibility, Log: log.With("component", "queue")})
+	r.Queue = localsqs.New(r.Costs.SQSConsumer("poller", svc.HandleSQS), localsqs.Config{Visibility: cfg.QueueVisibility, Log: log.With("component", "queue")})
 	svc.Queue = r.Costs.SQSSender(r.Queue)
 	r.Generations = svc
 
 	deliverer := &webhook.Deliverer{Records: httpapi.WebhookRecords{Store: st}, Store: st,
 		Client: webhook.SafeClient(true), Backoff: cfg.WebhookBackoff, Log: log.With("component", "webhooks")}
-	r.WebhookQueue = queue.New(r.Costs.SQSConsumer("webhooks", deliverer.HandleSQS), queue.Config{Visibility: cfg.QueueVisibility, Log: log.With("component", "webhook-queue")})
+	r.WebhookQueue = localsqs.New(r.Costs.SQSConsumer("webhooks", deliverer.HandleSQS), localsqs.Config{Visibility: cfg.QueueVisibility, Log: log.With("component", "webhook-queue")})
 	deliverer.Queue = r.Costs.SQSSender(r.WebhookQueue)
 	notifier := webhook.Notifier{Queue: deliverer.Queue}
 	svc.Notifier = notifier
@@ -436,7 +436,7 @@ func (r *Runtime) resume(ctx context.Context) error {
 }
 
 func (r *Runtime) sweepLoop(ctx context.Context, every time.Duration) {
-	sw := &ledger.Sweeper{Store: r.Store, Log: r.log.With("component", "sweeper")}
+	sw := &sweeper.Sweeper{Store: r.Store, Log: r.log.With("component", "sweeper")}
 	t := time.NewTicker(every)
 	defer t.Stop()
 	for {

@@ -17,8 +17,8 @@ import (
 	"github.com/shopspring/decimal"
 
 	"github.com/mediagen-dev/mediagen/shared/domain"
-	"github.com/mediagen-dev/mediagen/shared/ledger"
 	"github.com/mediagen-dev/mediagen/shared/store"
+	"github.com/mediagen-dev/mediagen/shared/sweeper"
 )
 
 // Run checks every guarantee of store.Store on s.
@@ -377,7 +377,7 @@ func testSweeper(t *testing.T, s store.Store) {
 	}
 	checkAccount(t, s, id, "93", "7", "100", "0")
 
-	sw := &ledger.Sweeper{Store: s, Grace: 10 * time.Minute, Now: func() time.Time { return now }}
+	sw := &sweeper.Sweeper{Store: s, Grace: 10 * time.Minute, Now: func() time.Time { return now }}
 	report, err := sw.Sweep(ctx)
 	if err != nil {
 		t.Fatalf("Sweep: %v", err)
@@ -397,8 +397,8 @@ func testSweeper(t *testing.T, s store.Store) {
 		}
 	}
 	g, err := s.GetGeneration(ctx, overdue)
-	if err != nil || g.Status != domain.StatusFailed || g.Error != ledger.TimedOutError {
-		t.Errorf("overdue generation = %s %q, %v; want failed %q", g.Status, g.Error, err, ledger.TimedOutError)
+	if err != nil || g.Status != domain.StatusFailed || g.Error != domain.TimedOutError {
+		t.Errorf("overdue generation = %s %q, %v; want failed %q", g.Status, g.Error, err, domain.TimedOutError)
 	}
 	if report.Captured < 1 || report.Released < 4 || report.TimedOut < 1 {
 		t.Errorf("report = %+v, want at least 1 captured, 4 released, 1 timed out", report)

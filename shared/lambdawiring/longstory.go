@@ -1,4 +1,4 @@
-package prod
+package lambdawiring
 
 import (
 	"context"
@@ -16,7 +16,7 @@ import (
 	"github.com/mediagen-dev/mediagen/shared/longstory"
 	"github.com/mediagen-dev/mediagen/shared/media"
 	"github.com/mediagen-dev/mediagen/shared/narration"
-	"github.com/mediagen-dev/mediagen/shared/queue"
+	"github.com/mediagen-dev/mediagen/shared/sqsqueue"
 	"github.com/mediagen-dev/mediagen/shared/workflow"
 )
 
@@ -116,7 +116,7 @@ func withPollQueue(_ context.Context, cfg aws.Config, s *longstory.Steps) error 
 	if err != nil {
 		return err
 	}
-	s.Queue = &queue.SQSSender{Client: sqs.NewFromConfig(cfg), QueueURL: url}
+	s.Queue = &sqsqueue.SQSSender{Client: sqs.NewFromConfig(cfg), QueueURL: url}
 	return nil
 }
 

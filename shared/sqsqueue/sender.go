@@ -1,5 +1,5 @@
-// Package queue sends messages to the work queue that drives polling.
-package queue
+// Package sqsqueue sends messages to the work queue that drives polling.
+package sqsqueue
 
 import (
 	"context"

@@ -1,8 +1,8 @@
-// Package queue is the local runtime's stand-in for SQS: an in-process queue
+// Package localsqs is the local runtime's stand-in for SQS: an in-process queue
 // with per-message delay, batches delivered as events.SQSEvent to the same
 // handler the poller Lambda runs, partial batch failures redelivered after a
 // visibility timeout, and a dead-letter list after too many receives.
-package queue
+package localsqs
 
 import (
 	"context"

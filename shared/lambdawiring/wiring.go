@@ -1,7 +1,8 @@
-// Package prod wires the production adapters (DynamoDB, SQS, S3, Secrets
+// Package lambdawiring is the Lambda wiring: it builds each function's
+// handler from the production adapters (DynamoDB, SQS, S3, Secrets
 // Manager, the hosted provider) from the environment the template sets.
 // Each function builds only what its handler uses.
-package prod
+package lambdawiring
 
 import (
 	"context"
@@ -29,8 +30,8 @@ import (
 	"github.com/mediagen-dev/mediagen/shared/media"
 	"github.com/mediagen-dev/mediagen/shared/netguard"
 	"github.com/mediagen-dev/mediagen/shared/pricing"
-	"github.com/mediagen-dev/mediagen/shared/queue"
 	"github.com/mediagen-dev/mediagen/shared/routing"
+	"github.com/mediagen-dev/mediagen/shared/sqsqueue"
 	"github.com/mediagen-dev/mediagen/shared/store/dynamostore"
 	"github.com/mediagen-dev/mediagen/shared/upstream"
 	"github.com/mediagen-dev/mediagen/shared/webhook"
@@ -213,7 +214,7 @@ func GenerationService(ctx context.Context, log *slog.Logger, withCopier bool) (
 		Store:      st,
 		Slots:      st,
 		Upstreams:  ups,
-		Queue:      &queue.SQSSender{Client: sqs.NewFromConfig(cfg), QueueURL: queueURL},
+		Queue:      &sqsqueue.SQSSender{Client: sqs.NewFromConfig(cfg), QueueURL: queueURL},
 		Prices:     prices,
 		Validation: catalog.Options{},
 		Log:        log,
@@ -284,10 +285,10 @@ func Notifier(cfg aws.Config) (webhook.Notifier, error) {
 	return webhook.Notifier{Queue: q}, err
 }
 
-func webhookQueue(cfg aws.Config) (*queue.SQSSender, error) {
+func webhookQueue(cfg aws.Config) (*sqsqueue.SQSSender, error) {
 	url, err := required(EnvWebhookQueueURL)
 	if err != nil {
 		return nil, err
 	}
-	return &queue.SQSSender{Client: sqs.NewFromConfig(cfg), QueueURL: url}, nil
+	return &sqsqueue.SQSSender{Client: sqs.NewFromConfig(cfg), QueueURL: url}, nil
 }

@@ -1,4 +1,4 @@
-package prod
+package lambdawiring
 
 import (
 	"context"
@@ -13,9 +13,9 @@ import (
 
 	"github.com/mediagen-dev/mediagen/shared/generation"
 	"github.com/mediagen-dev/mediagen/shared/httpapi"
-	"github.com/mediagen-dev/mediagen/shared/ledger"
 	"github.com/mediagen-dev/mediagen/shared/longstory"
 	"github.com/mediagen-dev/mediagen/shared/routing"
+	"github.com/mediagen-dev/mediagen/shared/sweeper"
 	"github.com/mediagen-dev/mediagen/shared/webhook"
 )
 
@@ -172,9 +172,9 @@ func Sweeper(ctx context.Context, log *slog.Logger) (any, error) {
 	if err != nil {
 		return nil, err
 	}
-	sweeper := &ledger.Sweeper{Store: Store(cfg), Log: log}
-	return func(ctx context.Context, _ events.EventBridgeEvent) (ledger.SweepReport, error) {
-		return sweeper.Sweep(ctx)
+	sw := &sweeper.Sweeper{Store: Store(cfg), Log: log}
+	return func(ctx context.Context, _ events.EventBridgeEvent) (sweeper.SweepReport, error) {
+		return sw.Sweep(ctx)
 	}, nil
 }
 

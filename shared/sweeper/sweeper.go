@@ -1,6 +1,6 @@
-// Package ledger holds the billing rules that sit above the store's atomic
-// operations: the sweeper that settles holds left open by a crash.
-package ledger
+// Package sweeper settles, on a schedule, the credit holds that a crash left
+// open: work past its deadline is failed and its hold released.
+package sweeper
 
 import (
 	"context"
@@ -9,7 +9,6 @@ import (
 	"log/slog"
 	"time"
 
-	"github.com/mediagen-dev/mediagen/shared/defaults"
 	"github.com/mediagen-dev/mediagen/shared/domain"
 )
 
@@ -17,9 +16,6 @@ import (
 // it. It is longer than the longest Lambda run (15 minutes), so a request
 // that is still between its hold and its record write is never swept.
 const DefaultGrace = 20 * time.Minute
-
-// TimedOutError is the error text of work failed by its deadline.
-const TimedOutError = "timed out"
 
 // SweepStore is what the sweeper needs from the store.
 type SweepStore interface {
@@ -141,13 +137,13 @@ func (s *Sweeper) lookup(ctx context.Context, h domain.OpenHold) (work, error) {
 }
 
 func (s *Sweeper) finish(ctx context.Context, h domain.OpenHold, now time.Time) error {
-	o := domain.Outcome{Status: domain.StatusFailed, Error: TimedOutError}
+	o := domain.Outcome{Status: domain.StatusFailed, Error: domain.TimedOutError}
 	if h.Kind == domain.WorkLongVideo {
 		return s.Store.FinishLongVideo(ctx, h.WorkID, o, now)
 	}
 	return s.Store.FinishGeneration(ctx, h.WorkID, o, now)
 }
 
-func (s *Sweeper) now() time.Time { return defaults.Now(s.Now) }
+func (s *Sweeper) now() time.Time { return domain.Now(s.Now) }
 
-func (s *Sweeper) log() *slog.Logger { return defaults.Log(s.Log) }
+func (s *Sweeper) log() *slog.Logger { return domain.Logger(s.Log) }

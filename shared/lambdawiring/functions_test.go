@@ -1,4 +1,4 @@
-package prod
+package lambdawiring
 
 import (
 	"context"
