@@ -31,6 +31,8 @@ import (
 	"github.com/mediagen-dev/mediagen/shared/media"
 	"github.com/mediagen-dev/mediagen/shared/pricing"
 	"github.com/mediagen-dev/mediagen/shared/routing"
+	"github.com/mediagen-dev/mediagen/shared/s3bucket"
+	"github.com/mediagen-dev/mediagen/shared/sqsbatch"
 	"github.com/mediagen-dev/mediagen/shared/store"
 	"github.com/mediagen-dev/mediagen/shared/store/sqlitestore"
 	"github.com/mediagen-dev/mediagen/shared/sweeper"
@@ -205,7 +207,7 @@ var errRedeliver = errors.New("the handler reported a batch item failure")
 type shared struct {
 	provider *provider
 	objects  *objectstore.Store
-	bucket   *media.S3Bucket
+	bucket   *s3bucket.Bucket
 	host     string
 }
 
@@ -232,7 +234,7 @@ type world struct {
 	clock   time.Time
 	svc     *generation.Service
 	sweeper *sweeper.Sweeper
-	bucket  *media.S3Bucket
+	bucket  *s3bucket.Bucket
 	user    string
 	granted decimal.Decimal
 	dead    int
@@ -335,7 +337,7 @@ func (w *world) drainUntil(stop <-chan struct{}) {
 		w.advanceTo(m.visibleAt)
 		m.receives++
 		crashed, err := faults.Run(func() error {
-			resp, err := w.svc.HandleSQS(ctx, events.SQSEvent{Records: []events.SQSMessage{{MessageId: fmt.Sprint(m.id), Body: m.body}}})
+			resp, err := sqsbatch.Handler(w.svc.HandleBatch)(ctx, events.SQSEvent{Records: []events.SQSMessage{{MessageId: fmt.Sprint(m.id), Body: m.body}}})
 			if err == nil && len(resp.BatchItemFailures) > 0 {
 				err = errRedeliver
 			}

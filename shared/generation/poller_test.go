@@ -18,6 +18,7 @@ import (
 
 	"github.com/mediagen-dev/mediagen/shared/domain"
 	"github.com/mediagen-dev/mediagen/shared/generation"
+	"github.com/mediagen-dev/mediagen/shared/sqsbatch"
 	"github.com/mediagen-dev/mediagen/shared/upstream"
 	"github.com/mediagen-dev/mediagen/shared/webhook"
 )
@@ -121,9 +122,9 @@ func TestPollerRunsTheBatchInParallel(t *testing.T) {
 		}
 		waitAll(t, all, "the batch's polls")
 	}}
-	resp, err := f.svc.HandleSQS(context.Background(), ev)
+	resp, err := sqsbatch.Handler(f.svc.HandleBatch)(context.Background(), ev)
 	if err != nil || len(resp.BatchItemFailures) != 0 {
-		t.Fatalf("HandleSQS = %+v, %v", resp, err)
+		t.Fatalf("poller = %+v, %v", resp, err)
 	}
 	for _, g := range gs {
 		if got, _ := f.store.GetGeneration(context.Background(), g.UUID); got.Status != domain.StatusCompleted || len(got.OutputURLs) != 2 {
@@ -178,7 +179,7 @@ func TestPollerStartsNoMessageTooCloseToTheDeadline(t *testing.T) {
 				waitAll(t, all, "the first polls")
 			}}
 
-			resp, err := f.svc.HandleSQS(ctx, ev)
+			resp, err := sqsbatch.Handler(f.svc.HandleBatch)(ctx, ev)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -217,7 +218,7 @@ func TestPollerStartsNoMessageTooCloseToTheDeadline(t *testing.T) {
 			}
 			ctx2, cancel := context.WithDeadline(context.Background(), clk.Now().Add(5*time.Minute))
 			defer cancel()
-			if resp, err := f.svc.HandleSQS(ctx2, again); err != nil || len(resp.BatchItemFailures) != 0 {
+			if resp, err := sqsbatch.Handler(f.svc.HandleBatch)(ctx2, again); err != nil || len(resp.BatchItemFailures) != 0 {
 				t.Fatalf("redelivery: %+v, %v", resp, err)
 			}
 			for i, g := range gs {
@@ -357,8 +358,8 @@ func TestCallbackQueuesTheReportAndThePollerActsOnIt(t *testing.T) {
 			}
 			gets := f.up.gets.Load()
 			// Delivered in one batch, the duplicates run at once.
-			if resp, err := f.svc.HandleSQS(context.Background(), ev); err != nil || len(resp.BatchItemFailures) != 0 {
-				t.Fatalf("HandleSQS = %+v, %v", resp, err)
+			if resp, err := sqsbatch.Handler(f.svc.HandleBatch)(context.Background(), ev); err != nil || len(resp.BatchItemFailures) != 0 {
+				t.Fatalf("poller = %+v, %v", resp, err)
 			}
 			got, _ := f.store.GetGeneration(context.Background(), g.UUID)
 			if got.Status != tt.wantStatus {

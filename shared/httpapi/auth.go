@@ -10,8 +10,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/aws/aws-lambda-go/events"
-
 	"github.com/mediagen-dev/mediagen/shared/apikey"
 	"github.com/mediagen-dev/mediagen/shared/domain"
 	"github.com/mediagen-dev/mediagen/shared/store"
@@ -172,7 +170,7 @@ const (
 // a denial and cannot give it a body, while the spec wants 401 with the
 // error envelope, which the route then answers. Tokens are accepted on the
 // GET (status) routes only.
-func (g *Gate) Authorize(ctx context.Context, req events.APIGatewayV2CustomAuthorizerV2Request) (events.APIGatewayV2CustomAuthorizerSimpleResponse, error) {
+func (g *Gate) Authorize(ctx context.Context, req AuthorizerRequest) (AuthorizerResult, error) {
 	authorization := req.Headers["authorization"]
 	for k, v := range req.Headers {
 		if strings.EqualFold(k, "Authorization") {
@@ -183,13 +181,13 @@ func (g *Gate) Authorize(ctx context.Context, req events.APIGatewayV2CustomAutho
 	var refused *Error
 	switch {
 	case errors.As(err, &refused):
-		return events.APIGatewayV2CustomAuthorizerSimpleResponse{IsAuthorized: true,
+		return AuthorizerResult{IsAuthorized: true,
 			Context: map[string]any{authError: refused.Message}}, nil
 	case err != nil:
 		// A store outage: the gateway answers 500 and nothing runs.
-		return events.APIGatewayV2CustomAuthorizerSimpleResponse{}, err
+		return AuthorizerResult{}, err
 	}
-	return events.APIGatewayV2CustomAuthorizerSimpleResponse{IsAuthorized: true,
+	return AuthorizerResult{IsAuthorized: true,
 		Context: map[string]any{authUserID: a.UserID, authPlan: string(a.Plan), authRateLimit: a.RateLimit()}}, nil
 }
 
@@ -198,13 +196,13 @@ func (g *Gate) Authorize(ctx context.Context, req events.APIGatewayV2CustomAutho
 // With userOnly, and the authorizer's plan and limit at hand, the account
 // is not read again: the result then has only UserID, Plan and the limit.
 func (g *Gate) account(ctx context.Context, req Request, allowToken, userOnly bool) (domain.Account, error) {
-	if auth := req.RequestContext.Authorizer; auth != nil && auth.Lambda != nil {
-		if msg, ok := auth.Lambda[authError].(string); ok {
+	if auth := req.Authorizer; auth != nil {
+		if msg, ok := auth[authError].(string); ok {
 			return domain.Account{}, unauthorized(msg)
 		}
-		if userID, ok := auth.Lambda[authUserID].(string); ok && userID != "" {
-			plan, hasPlan := auth.Lambda[authPlan].(string)
-			limit, hasLimit := contextInt(auth.Lambda[authRateLimit])
+		if userID, ok := auth[authUserID].(string); ok && userID != "" {
+			plan, hasPlan := auth[authPlan].(string)
+			limit, hasLimit := contextInt(auth[authRateLimit])
 			// CustomRateLimit set to the authorizer's limit gives that limit
 			// back from RateLimit: the enterprise plan's own, the other
 			// plans' fixed one.

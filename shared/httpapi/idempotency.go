@@ -55,7 +55,7 @@ type Idempotency struct {
 // wrap runs h under the request's Idempotency-Key, if it has one.
 func (i *Idempotency) wrap(ctx context.Context, req Request, a domain.Account, h AuthedHandler) (Response, error) {
 	key := header(req, IdempotencyHeader)
-	if i == nil || req.RequestContext.HTTP.Method != http.MethodPost || key == "" {
+	if i == nil || req.Method != http.MethodPost || key == "" {
 		return h(ctx, req, a)
 	}
 	if len(key) > MaxIdempotencyKey || !printableASCII(key) {

@@ -1,7 +1,8 @@
-// Package httpapi turns API Gateway HTTP API (payload v2) events into use
-// case calls and back: authentication, rate limits, the error envelope and
-// the JSON views of the spec. The same handlers run in Lambda and in the
-// local runtime.
+// Package httpapi turns API requests into use case calls and back:
+// authentication, rate limits, the error envelope and the JSON views of the
+// spec. Its Request and Response are API Gateway's HTTP API event (payload
+// 2.0) cut to what the routes read; lambdahttp adapts them to the Lambda
+// event types, in Lambda and in the local runtime alike.
 package httpapi
 
 import (
@@ -16,21 +17,55 @@ import (
 	"strings"
 	"unicode/utf8"
 
-	"github.com/aws/aws-lambda-go/events"
-
 	"github.com/mediagen-dev/mediagen/shared/catalog"
 	"github.com/mediagen-dev/mediagen/shared/domain"
 	"github.com/mediagen-dev/mediagen/shared/generation"
 	"github.com/mediagen-dev/mediagen/shared/longstory"
 )
 
-// Request and Response are the API Gateway HTTP API event types.
-type (
-	Request  = events.APIGatewayV2HTTPRequest
-	Response = events.APIGatewayV2HTTPResponse
-	// Handler is one route's Lambda handler.
-	Handler = func(ctx context.Context, req Request) (Response, error)
-)
+// Request is one API request.
+type Request struct {
+	// RouteKey is the matched route, "METHOD /path/{param}".
+	RouteKey string
+	// Method is the request's HTTP method.
+	Method string
+	// RequestID is the gateway's id of the request, echoed in errors.
+	RequestID string
+	// Headers are the request's headers, names lowercased (as API Gateway
+	// sends them); read them with header.
+	Headers               map[string]string
+	PathParameters        map[string]string
+	QueryStringParameters map[string]string
+	Body                  string
+	IsBase64Encoded       bool
+	// Authorizer is the context the Lambda authorizer returned for this
+	// request; nil when none ran.
+	Authorizer map[string]any
+}
+
+// Response is a route's answer.
+type Response struct {
+	StatusCode      int
+	Headers         map[string]string
+	Body            string
+	IsBase64Encoded bool
+}
+
+// Handler is one route.
+type Handler = func(ctx context.Context, req Request) (Response, error)
+
+// AuthorizerRequest is what the authorizer reads of a request.
+type AuthorizerRequest struct {
+	RouteKey string
+	Headers  map[string]string
+}
+
+// AuthorizerResult is the authorizer's answer (API Gateway's simple
+// response): whether the request goes on, and the context the route gets.
+type AuthorizerResult struct {
+	IsAuthorized bool
+	Context      map[string]any
+}
 
 // MaxBodyBytes is Lambda's synchronous payload limit.
 const MaxBodyBytes = 6 << 20
@@ -137,7 +172,7 @@ func jsonResponse(status int, v any) Response {
 	}}
 }
 
-func requestID(req Request) string { return req.RequestContext.RequestID }
+func requestID(req Request) string { return req.RequestID }
 
 // header reads a header case-insensitively (API Gateway lowercases them).
 func header(req Request, name string) string {

@@ -13,8 +13,10 @@ import (
 
 	"github.com/mediagen-dev/mediagen/shared/generation"
 	"github.com/mediagen-dev/mediagen/shared/httpapi"
+	"github.com/mediagen-dev/mediagen/shared/lambdahttp"
 	"github.com/mediagen-dev/mediagen/shared/longstory"
 	"github.com/mediagen-dev/mediagen/shared/routing"
+	"github.com/mediagen-dev/mediagen/shared/sqsbatch"
 	"github.com/mediagen-dev/mediagen/shared/sweeper"
 	"github.com/mediagen-dev/mediagen/shared/webhook"
 )
@@ -42,7 +44,7 @@ func Generate(ctx context.Context, log *slog.Logger) (any, error) {
 	if err != nil {
 		return nil, err
 	}
-	return (&httpapi.Generations{Service: svc, Gate: PostGate(cfg, log)}).Generate(), nil
+	return lambdahttp.Route((&httpapi.Generations{Service: svc, Gate: PostGate(cfg, log)}).Generate()), nil
 }
 
 // Status is GET /api/generations/status/{id}.
@@ -61,7 +63,7 @@ func lookupRoute(ctx context.Context, log *slog.Logger, route func(*httpapi.Gene
 	if err != nil {
 		return nil, err
 	}
-	return route(&httpapi.Generations{Service: svc, Gate: Gate(cfg, log)}), nil
+	return lambdahttp.Route(route(&httpapi.Generations{Service: svc, Gate: Gate(cfg, log)})), nil
 }
 
 // Poller consumes the poll queue; a generation it finishes sends its
@@ -82,7 +84,7 @@ func Poller(ctx context.Context, log *slog.Logger) (any, error) {
 	}
 	scenes.Upstream, scenes.Copier = svc.Upstreams, svc.Copier
 	svc.Others = scenes
-	return svc.HandleSQS, nil
+	return sqsbatch.Handler(svc.HandleBatch), nil
 }
 
 // GenerationsList is GET /api/generations.
@@ -102,7 +104,7 @@ func GenerationEstimate(ctx context.Context, log *slog.Logger) (any, error) {
 		return nil, err
 	}
 	svc := &generation.Service{Prices: prices, Log: log}
-	return (&httpapi.Generations{Service: svc, Gate: PostGate(cfg, log)}).Estimate(), nil
+	return lambdahttp.Route((&httpapi.Generations{Service: svc, Gate: PostGate(cfg, log)}).Estimate()), nil
 }
 
 // GenerationCancel is POST /api/generations/{id}/cancel.
@@ -114,7 +116,7 @@ func GenerationCancel(ctx context.Context, log *slog.Logger) (any, error) {
 	if svc.Notifier, err = Notifier(cfg); err != nil {
 		return nil, err
 	}
-	return (&httpapi.Generations{Service: svc, Gate: PostGate(cfg, log)}).Cancel(), nil
+	return lambdahttp.Route((&httpapi.Generations{Service: svc, Gate: PostGate(cfg, log)}).Cancel()), nil
 }
 
 // Account is GET /api/account.
@@ -123,11 +125,13 @@ func Account(ctx context.Context, log *slog.Logger) (any, error) {
 	if err != nil {
 		return nil, err
 	}
-	return (&httpapi.Account{Secrets: Store(cfg), Gate: Gate(cfg, log)}).Get(), nil
+	return lambdahttp.Route((&httpapi.Account{Secrets: Store(cfg), Gate: Gate(cfg, log)}).Get()), nil
 }
 
 // OpenAPI is GET /api/openapi.json.
-func OpenAPI(context.Context, *slog.Logger) (any, error) { return httpapi.OpenAPI(), nil }
+func OpenAPI(context.Context, *slog.Logger) (any, error) {
+	return lambdahttp.Route(httpapi.OpenAPI()), nil
+}
 
 // UpstreamWebhook is POST /api/upstream/webhook, the provider's callback:
 // it completes a generation as the poller would.
@@ -138,7 +142,7 @@ func UpstreamWebhook(ctx context.Context, log *slog.Logger) (any, error) {
 	if err != nil {
 		return nil, err
 	}
-	return (&httpapi.UpstreamWebhook{Service: svc, Log: log}).Handle(), nil
+	return lambdahttp.Route((&httpapi.UpstreamWebhook{Service: svc, Log: log}).Handle()), nil
 }
 
 // Webhooks consumes the webhook queue: one delivery attempt per message.
@@ -154,7 +158,7 @@ func Webhooks(ctx context.Context, log *slog.Logger) (any, error) {
 	st := Store(cfg)
 	d := &webhook.Deliverer{Records: httpapi.WebhookRecords{Store: st}, Store: st, Queue: q,
 		Client: webhook.SafeClient(false), Log: log}
-	return d.HandleSQS, nil
+	return sqsbatch.Handler(d.HandleBatch), nil
 }
 
 // Authorizer is the HTTP API's Lambda authorizer.
@@ -163,7 +167,7 @@ func Authorizer(ctx context.Context, log *slog.Logger) (any, error) {
 	if err != nil {
 		return nil, err
 	}
-	return Gate(cfg, log).Authorize, nil
+	return lambdahttp.Authorizer(Gate(cfg, log).Authorize), nil
 }
 
 // Sweeper settles holds left open, on a schedule.
@@ -210,7 +214,7 @@ func LongStoryCancel(ctx context.Context, log *slog.Logger) (any, error) {
 	if svc.Notifier, err = Notifier(cfg); err != nil {
 		return nil, err
 	}
-	return (&httpapi.LongStories{Service: svc, Gate: PostGate(cfg, log)}).Cancel(), nil
+	return lambdahttp.Route((&httpapi.LongStories{Service: svc, Gate: PostGate(cfg, log)}).Cancel()), nil
 }
 
 func SubmitScene(ctx context.Context, log *slog.Logger) (any, error) {
@@ -270,7 +274,7 @@ func Models(ctx context.Context, log *slog.Logger) (any, error) {
 	if err != nil {
 		return nil, err
 	}
-	return (&httpapi.Models{Prices: prices, Log: log}).List(), nil
+	return lambdahttp.Route((&httpapi.Models{Prices: prices, Log: log}).List()), nil
 }
 
 // Build is a function's main: it builds the handler with the function's
@@ -309,7 +313,7 @@ func longStoryRoute(ctx context.Context, log *slog.Logger, withWorkflow bool, ga
 	if err != nil {
 		return nil, err
 	}
-	return route(&httpapi.LongStories{Service: svc, Gate: gate(cfg, log)}), nil
+	return lambdahttp.Route(route(&httpapi.LongStories{Service: svc, Gate: gate(cfg, log)})), nil
 }
 
 func step(ctx context.Context, log *slog.Logger, parts []stepPart, pick func(stepsT) any) (any, error) {

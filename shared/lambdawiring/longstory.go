@@ -14,8 +14,8 @@ import (
 
 	"github.com/mediagen-dev/mediagen/shared/ffmpeg"
 	"github.com/mediagen-dev/mediagen/shared/longstory"
-	"github.com/mediagen-dev/mediagen/shared/media"
 	"github.com/mediagen-dev/mediagen/shared/narration"
+	"github.com/mediagen-dev/mediagen/shared/s3bucket"
 	"github.com/mediagen-dev/mediagen/shared/sqsqueue"
 	"github.com/mediagen-dev/mediagen/shared/workflow"
 )
@@ -61,7 +61,7 @@ func Steps(ctx context.Context, log *slog.Logger, parts ...stepPart) (*longstory
 	return s, nil
 }
 
-func stepBucket(cfg aws.Config) (*media.S3Bucket, error) {
+func stepBucket(cfg aws.Config) (*s3bucket.Bucket, error) {
 	name, err := required(EnvOutputBucket)
 	if err != nil {
 		return nil, err
@@ -70,7 +70,7 @@ func stepBucket(cfg aws.Config) (*media.S3Bucket, error) {
 	if err != nil {
 		return nil, err
 	}
-	return media.NewS3Bucket(s3.NewFromConfig(cfg), name, base), nil
+	return s3bucket.New(s3.NewFromConfig(cfg), name, base), nil
 }
 
 // withFiles: the output bucket, for steps that read and write files.

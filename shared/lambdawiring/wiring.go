@@ -31,6 +31,7 @@ import (
 	"github.com/mediagen-dev/mediagen/shared/netguard"
 	"github.com/mediagen-dev/mediagen/shared/pricing"
 	"github.com/mediagen-dev/mediagen/shared/routing"
+	"github.com/mediagen-dev/mediagen/shared/s3bucket"
 	"github.com/mediagen-dev/mediagen/shared/sqsqueue"
 	"github.com/mediagen-dev/mediagen/shared/store/dynamostore"
 	"github.com/mediagen-dev/mediagen/shared/upstream"
@@ -231,14 +232,14 @@ func GenerationService(ctx context.Context, log *slog.Logger, withCopier bool) (
 		if err != nil {
 			return nil, aws.Config{}, err
 		}
-		svc.Copier = copier(media.NewS3Bucket(s3.NewFromConfig(cfg), bucket, mediaBase), ups.Routing.OutputHosts())
+		svc.Copier = copier(s3bucket.New(s3.NewFromConfig(cfg), bucket, mediaBase), ups.Routing.OutputHosts())
 	}
 	return svc, cfg, nil
 }
 
 // copier keeps upstream outputs in the bucket, fetching them only from the
 // upstreams' output hosts (the routing file's output_hosts).
-func copier(bucket *media.S3Bucket, hosts []string) *media.Copier {
+func copier(bucket *s3bucket.Bucket, hosts []string) *media.Copier {
 	return &media.Copier{Bucket: bucket, HTTP: &http.Client{Timeout: 5 * time.Minute}, AllowedHosts: hosts, MaxBytes: 512 << 20,
 		AllowLoopback: allLoopback(hosts)}
 }

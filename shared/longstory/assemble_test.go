@@ -13,7 +13,7 @@ import (
 	"github.com/mediagen-dev/mediagen/shared/ffmpeg"
 	"github.com/mediagen-dev/mediagen/shared/local/objectstore"
 	"github.com/mediagen-dev/mediagen/shared/longstory"
-	"github.com/mediagen-dev/mediagen/shared/media"
+	"github.com/mediagen-dev/mediagen/shared/s3bucket"
 )
 
 // Narration longer than its scene is sped up to 1.5x at most; what still
@@ -117,7 +117,7 @@ func TestAssembleLastsFiveSecondsPerScene(t *testing.T) {
 
 // wantLength checks the reported duration, the file's, its picture's and its
 // sound's against seconds, to within one frame (1/24 s).
-func wantLength(t *testing.T, ctx context.Context, ff ffmpeg.Runner, bucket *media.S3Bucket, out longstory.FinalizeTask, seconds float64) {
+func wantLength(t *testing.T, ctx context.Context, ff ffmpeg.Runner, bucket *s3bucket.Bucket, out longstory.FinalizeTask, seconds float64) {
 	t.Helper()
 	final := filepath.Join(t.TempDir(), "final.mp4")
 	if err := bucket.GetFile(ctx, out.Key, final); err != nil {

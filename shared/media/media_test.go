@@ -18,6 +18,7 @@ import (
 	"github.com/mediagen-dev/mediagen/shared/domain"
 	"github.com/mediagen-dev/mediagen/shared/local/objectstore"
 	"github.com/mediagen-dev/mediagen/shared/media"
+	"github.com/mediagen-dev/mediagen/shared/s3bucket"
 )
 
 // fakeMP4 starts with an ftyp box, which is how mp4 files are recognised.
@@ -31,7 +32,7 @@ func pngBytes(t *testing.T) []byte {
 	return buf.Bytes()
 }
 
-func setup(t *testing.T, files map[string][]byte) (*media.Copier, *media.S3Bucket, *httptest.Server) {
+func setup(t *testing.T, files map[string][]byte) (*media.Copier, *s3bucket.Bucket, *httptest.Server) {
 	t.Helper()
 	ctx := context.Background()
 	s3srv, err := objectstore.Start(ctx, "127.0.0.1:0", "", "outputs")

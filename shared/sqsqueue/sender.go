@@ -8,6 +8,17 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
+
+	"github.com/mediagen-dev/mediagen/shared/generation"
+	"github.com/mediagen-dev/mediagen/shared/longstory"
+	"github.com/mediagen-dev/mediagen/shared/webhook"
+)
+
+// The SQS sender is the poll queue and the webhook queue of the use cases.
+var (
+	_ generation.Queue = (*SQSSender)(nil)
+	_ longstory.Queue  = (*SQSSender)(nil)
+	_ webhook.Queue    = (*SQSSender)(nil)
 )
 
 // MaxDelay is the longest delay SQS accepts on one message.

@@ -9,6 +9,11 @@ import (
 	"github.com/mediagen-dev/mediagen/shared/routing"
 )
 
+var (
+	_ Provider = (*Replicate)(nil)
+	_ Provider = (*Fal)(nil)
+)
+
 // Router holds one provider per upstream of a routing file.
 type Router struct {
 	Routing   *routing.Config

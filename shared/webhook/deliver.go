@@ -13,8 +13,6 @@ import (
 	"net/http"
 	"time"
 
-	"github.com/aws/aws-lambda-go/events"
-
 	"github.com/mediagen-dev/mediagen/shared/domain"
 )
 
@@ -135,23 +133,23 @@ func (d *Deliverer) backoff() []time.Duration {
 	return DefaultBackoff
 }
 
-// HandleSQS is the webhook function's handler: one attempt per message,
-// failed messages (the store or queue unreachable) reported for redelivery.
-func (d *Deliverer) HandleSQS(ctx context.Context, ev events.SQSEvent) (events.SQSEventResponse, error) {
-	var resp events.SQSEventResponse
-	for _, rec := range ev.Records {
+// HandleBatch is the webhook function's work on a batch: one attempt per
+// message, failed messages (the store or queue unreachable) returned for
+// redelivery.
+func (d *Deliverer) HandleBatch(ctx context.Context, batch []domain.QueueMessage) (retry []string) {
+	for _, msg := range batch {
 		var m Message
-		err := json.Unmarshal([]byte(rec.Body), &m)
+		err := json.Unmarshal([]byte(msg.Body), &m)
 		if err != nil || m.ID == "" || m.Event == "" {
-			domain.Logger(d.Log).WarnContext(ctx, "dropping malformed webhook message", "message_id", rec.MessageId)
+			domain.Logger(d.Log).WarnContext(ctx, "dropping malformed webhook message", "message_id", msg.ID)
 			continue
 		}
 		if err := d.Deliver(ctx, m); err != nil {
-			domain.Logger(d.Log).WarnContext(ctx, "webhook attempt failed", "message_id", rec.MessageId, "error", err)
-			resp.BatchItemFailures = append(resp.BatchItemFailures, events.SQSBatchItemFailure{ItemIdentifier: rec.MessageId})
+			domain.Logger(d.Log).WarnContext(ctx, "webhook attempt failed", "message_id", msg.ID, "error", err)
+			retry = append(retry, msg.ID)
 		}
 	}
-	return resp, nil
+	return retry
 }
 
 // Deliver makes one attempt, records it on the record and schedules the

@@ -12,6 +12,12 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/sfn/types"
 
 	"github.com/mediagen-dev/mediagen/shared/domain"
+	"github.com/mediagen-dev/mediagen/shared/longstory"
+)
+
+var (
+	_ longstory.Workflow   = (*StepFunctions)(nil)
+	_ longstory.TaskTokens = (*TaskTokens)(nil)
 )
 
 // SFNAPI is the part of the Step Functions client the starter uses.

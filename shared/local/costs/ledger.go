@@ -7,7 +7,6 @@ import (
 	"strconv"
 	"time"
 
-	"github.com/aws/aws-lambda-go/events"
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
@@ -97,7 +96,7 @@ func MeasureLedger(ctx context.Context, api SeedClient, tables dynamostore.Table
 
 	before = meter.Snapshot()
 	gate := &httpapi.Gate{Store: metered}
-	resp, err := gate.Authorize(ctx, events.APIGatewayV2CustomAuthorizerV2Request{
+	resp, err := gate.Authorize(ctx, httpapi.AuthorizerRequest{
 		RouteKey: "GET /api/generations/status/{id}", Headers: map[string]string{"authorization": "Bearer " + created.APIKey}})
 	if err != nil || resp.Context["user_id"] != user {
 		return LedgerUnits{}, fmt.Errorf("authorize: %v, context %v", err, resp.Context)

@@ -16,6 +16,17 @@ import (
 	"time"
 
 	"github.com/aws/aws-lambda-go/events"
+
+	"github.com/mediagen-dev/mediagen/shared/generation"
+	"github.com/mediagen-dev/mediagen/shared/longstory"
+	"github.com/mediagen-dev/mediagen/shared/webhook"
+)
+
+// The local queue stands in for SQS as the use cases' queues.
+var (
+	_ generation.Queue = (*Queue)(nil)
+	_ longstory.Queue  = (*Queue)(nil)
+	_ webhook.Queue    = (*Queue)(nil)
 )
 
 // BatchHandler is the poller's Lambda handler.

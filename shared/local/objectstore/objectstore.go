@@ -36,6 +36,7 @@ import (
 
 	"github.com/mediagen-dev/mediagen/shared/media"
 	"github.com/mediagen-dev/mediagen/shared/netguard"
+	"github.com/mediagen-dev/mediagen/shared/s3bucket"
 )
 
 // AccessKey and SecretKey are the local S3 API's credentials (any signed
@@ -312,8 +313,8 @@ func (s *Store) Client() *s3.Client {
 
 // MediaBucket is the media adapter on this store: it writes through the S3
 // API, and its URLs are on the file origin.
-func (s *Store) MediaBucket() *media.S3Bucket {
-	return media.NewS3Bucket(s.Client(), s.Bucket, s.FilesURL)
+func (s *Store) MediaBucket() *s3bucket.Bucket {
+	return s3bucket.New(s.Client(), s.Bucket, s.FilesURL)
 }
 
 // Close stops both listeners.

@@ -38,6 +38,7 @@ import (
 	"github.com/mediagen-dev/mediagen/shared/generation"
 	"github.com/mediagen-dev/mediagen/shared/httpapi"
 	"github.com/mediagen-dev/mediagen/shared/jwtauth"
+	"github.com/mediagen-dev/mediagen/shared/lambdahttp"
 	"github.com/mediagen-dev/mediagen/shared/local/apigw"
 	"github.com/mediagen-dev/mediagen/shared/local/costs"
 	"github.com/mediagen-dev/mediagen/shared/local/espeak"
@@ -50,6 +51,7 @@ import (
 	"github.com/mediagen-dev/mediagen/shared/playground"
 	"github.com/mediagen-dev/mediagen/shared/pricing"
 	"github.com/mediagen-dev/mediagen/shared/routing"
+	"github.com/mediagen-dev/mediagen/shared/sqsbatch"
 	"github.com/mediagen-dev/mediagen/shared/store"
 	"github.com/mediagen-dev/mediagen/shared/store/dynamostore"
 	"github.com/mediagen-dev/mediagen/shared/store/sqlitestore"
@@ -277,13 +279,13 @@ func Start(ctx context.Context, cfg Config) (*Runtime, error) {
 	case allOnLoopback(rc):
 		svc.UpstreamWebhook = r.BaseURL + "/api/upstream/webhook"
 	}
-	r.Queue = localsqs.New(r.Costs.SQSConsumer("poller", svc.HandleSQS), localsqs.Config{Visibility: cfg.QueueVisibility, Log: log.With("component", "queue")})
+	r.Queue = localsqs.New(r.Costs.SQSConsumer("poller", sqsbatch.Handler(svc.HandleBatch)), localsqs.Config{Visibility: cfg.QueueVisibility, Log: log.With("component", "queue")})
 	svc.Queue = r.Costs.SQSSender(r.Queue)
 	r.Generations = svc
 
 	deliverer := &webhook.Deliverer{Records: httpapi.WebhookRecords{Store: st}, Store: st,
 		Client: webhook.SafeClient(true), Backoff: cfg.WebhookBackoff, Log: log.With("component", "webhooks")}
-	r.WebhookQueue = localsqs.New(r.Costs.SQSConsumer("webhooks", deliverer.HandleSQS), localsqs.Config{Visibility: cfg.QueueVisibility, Log: log.With("component", "webhook-queue")})
+	r.WebhookQueue = localsqs.New(r.Costs.SQSConsumer("webhooks", sqsbatch.Handler(deliverer.HandleBatch)), localsqs.Config{Visibility: cfg.QueueVisibility, Log: log.With("component", "webhook-queue")})
 	deliverer.Queue = r.Costs.SQSSender(r.WebhookQueue)
 	notifier := webhook.Notifier{Queue: deliverer.Queue}
 	svc.Notifier = notifier
@@ -310,23 +312,23 @@ func Start(ctx context.Context, cfg Config) (*Runtime, error) {
 	gens := &httpapi.Generations{Service: svc, Gate: gate}
 	stories := &httpapi.LongStories{Service: r.LongStories, Gate: gate}
 	apigw.Mount(mux, r.Costs.Routes([]apigw.Route{
-		{Method: http.MethodPost, Path: "/api/generations/generate", Handler: gens.Generate()},
-		{Method: http.MethodGet, Path: "/api/generations/status/{id}", Handler: gens.Status()},
-		{Method: http.MethodGet, Path: "/api/generations", Handler: gens.List()},
-		{Method: http.MethodPost, Path: "/api/generations/estimate", Handler: gens.Estimate()},
-		{Method: http.MethodPost, Path: "/api/generations/{id}/cancel", Handler: gens.Cancel()},
-		{Method: http.MethodGet, Path: "/api/long-story/videos", Handler: stories.List()},
-		{Method: http.MethodPost, Path: "/api/long-story/videos/{videoId}/cancel", Handler: stories.Cancel()},
-		{Method: http.MethodGet, Path: "/api/account", Handler: (&httpapi.Account{Secrets: st, Gate: gate}).Get()},
-		{Method: http.MethodPost, Path: "/api/long-story/videos/estimate", Handler: stories.Estimate()},
-		{Method: http.MethodPost, Path: "/api/long-story/videos", Handler: stories.Create()},
-		{Method: http.MethodGet, Path: "/api/long-story/videos/{videoId}", Handler: stories.Status()},
-	}), r.Costs.Authorizer(gate.Authorize), cfg.Timeouts, log)
+		{Method: http.MethodPost, Path: "/api/generations/generate", Handler: lambdahttp.Route(gens.Generate())},
+		{Method: http.MethodGet, Path: "/api/generations/status/{id}", Handler: lambdahttp.Route(gens.Status())},
+		{Method: http.MethodGet, Path: "/api/generations", Handler: lambdahttp.Route(gens.List())},
+		{Method: http.MethodPost, Path: "/api/generations/estimate", Handler: lambdahttp.Route(gens.Estimate())},
+		{Method: http.MethodPost, Path: "/api/generations/{id}/cancel", Handler: lambdahttp.Route(gens.Cancel())},
+		{Method: http.MethodGet, Path: "/api/long-story/videos", Handler: lambdahttp.Route(stories.List())},
+		{Method: http.MethodPost, Path: "/api/long-story/videos/{videoId}/cancel", Handler: lambdahttp.Route(stories.Cancel())},
+		{Method: http.MethodGet, Path: "/api/account", Handler: lambdahttp.Route((&httpapi.Account{Secrets: st, Gate: gate}).Get())},
+		{Method: http.MethodPost, Path: "/api/long-story/videos/estimate", Handler: lambdahttp.Route(stories.Estimate())},
+		{Method: http.MethodPost, Path: "/api/long-story/videos", Handler: lambdahttp.Route(stories.Create())},
+		{Method: http.MethodGet, Path: "/api/long-story/videos/{videoId}", Handler: lambdahttp.Route(stories.Status())},
+	}), r.Costs.Authorizer(lambdahttp.Authorizer(gate.Authorize)), cfg.Timeouts, log)
 	// Public routes: no authorizer, as in template.yaml.
 	apigw.Mount(mux, r.Costs.Routes([]apigw.Route{
-		{Method: http.MethodGet, Path: "/api/models", Handler: (&httpapi.Models{Prices: prices, Log: log}).List()},
-		{Method: http.MethodGet, Path: "/api/openapi.json", Handler: httpapi.OpenAPI()},
-		{Method: http.MethodPost, Path: "/api/upstream/webhook", Handler: (&httpapi.UpstreamWebhook{Service: svc, Log: log}).Handle()},
+		{Method: http.MethodGet, Path: "/api/models", Handler: lambdahttp.Route((&httpapi.Models{Prices: prices, Log: log}).List())},
+		{Method: http.MethodGet, Path: "/api/openapi.json", Handler: lambdahttp.Route(httpapi.OpenAPI())},
+		{Method: http.MethodPost, Path: "/api/upstream/webhook", Handler: lambdahttp.Route((&httpapi.UpstreamWebhook{Service: svc, Log: log}).Handle())},
 	}), nil, cfg.Timeouts, log)
 	playground.Mount(mux)
 	mux.HandleFunc("/", notFound)

@@ -6,6 +6,12 @@ import (
 	"fmt"
 
 	"github.com/mediagen-dev/mediagen/shared/domain"
+	"github.com/mediagen-dev/mediagen/shared/longstory"
+)
+
+var (
+	_ longstory.Workflow   = (*Workflow)(nil)
+	_ longstory.TaskTokens = TaskTokens{}
 )
 
 // TaskTokens is the service's port for resuming waiting tasks

@@ -7,10 +7,10 @@ import (
 	"sync"
 	"time"
 
-	"github.com/aws/aws-lambda-go/events"
+	"github.com/mediagen-dev/mediagen/shared/domain"
 )
 
-// HandleSQS is the poller's Lambda handler. It works on the messages of a
+// HandleBatch is the poller's work on one batch of the poll queue. It works on the messages of a
 // batch in parallel (PollParallelism at once) and reports the messages to
 // deliver again as partial batch failures, so one slow or failing message
 // never holds back the others. A message is not started once less than
@@ -18,11 +18,11 @@ import (
 // failure and runs in a later invocation, which is safe because a message
 // not started has done nothing, and Poll is idempotent anyway (every write
 // conditional, the poll chain claimed).
-func (s *Service) HandleSQS(ctx context.Context, ev events.SQSEvent) (events.SQSEventResponse, error) {
-	failed := make([]bool, len(ev.Records))
+func (s *Service) HandleBatch(ctx context.Context, batch []domain.QueueMessage) (retry []string) {
+	failed := make([]bool, len(batch))
 	slots := make(chan struct{}, s.pollParallelism())
 	var wg sync.WaitGroup
-	for i, rec := range ev.Records {
+	for i, msg := range batch {
 		slots <- struct{}{} // a message waits for a running one to end
 		if left, ok := s.timeLeft(ctx); ctx.Err() != nil || ok && left < s.startMargin() {
 			<-slots
@@ -35,41 +35,40 @@ func (s *Service) HandleSQS(ctx context.Context, ev events.SQSEvent) (events.SQS
 		}
 		wg.Go(func() {
 			defer func() { <-slots }()
-			if err := s.handleMessage(ctx, rec); err != nil {
+			if err := s.handleMessage(ctx, msg); err != nil {
 				// Redelivered after the visibility timeout; after
 				// maxReceiveCount SQS moves it to the dead-letter queue, and
 				// the sweeper settles its hold at the generation's deadline.
-				s.log().WarnContext(ctx, "poll failed", "message_id", rec.MessageId, "error", err)
+				s.log().WarnContext(ctx, "poll failed", "message_id", msg.ID, "error", err)
 				failed[i] = true // each goroutine writes its own element
 			}
 		})
 	}
 	wg.Wait()
-	var resp events.SQSEventResponse
-	for i, rec := range ev.Records {
+	for i, msg := range batch {
 		if failed[i] {
-			resp.BatchItemFailures = append(resp.BatchItemFailures, events.SQSBatchItemFailure{ItemIdentifier: rec.MessageId})
+			retry = append(retry, msg.ID)
 		}
 	}
-	return resp, nil
+	return retry
 }
 
 // handleMessage does one message's work; it is the one place that reads a
 // message, so another kind of message on the queue is dispatched here.
-func (s *Service) handleMessage(ctx context.Context, rec events.SQSMessage) (err error) {
+func (s *Service) handleMessage(ctx context.Context, msg domain.QueueMessage) (err error) {
 	// A panic fails this message only, not the batch it runs beside.
 	defer func() {
 		if r := recover(); r != nil {
-			s.log().ErrorContext(ctx, "poll panicked", "message_id", rec.MessageId, "panic", r, "stack", string(debug.Stack()))
-			err = fmt.Errorf("message %s: panic: %v", rec.MessageId, r)
+			s.log().ErrorContext(ctx, "poll panicked", "message_id", msg.ID, "panic", r, "stack", string(debug.Stack()))
+			err = fmt.Errorf("message %s: panic: %v", msg.ID, r)
 		}
 	}()
 	if s.Others != nil {
-		if handled, err := s.Others.HandleMessage(ctx, rec.Body); handled {
+		if handled, err := s.Others.HandleMessage(ctx, msg.Body); handled {
 			return err
 		}
 	}
-	m, err := ParsePollMessage(rec.Body)
+	m, err := ParsePollMessage(msg.Body)
 	if err != nil {
 		return err
 	}

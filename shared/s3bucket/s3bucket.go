@@ -1,4 +1,6 @@
-package media
+// Package s3bucket is the S3 adapter of media.Bucket: where outputs and
+// long-form clips are stored and served from.
+package s3bucket
 
 import (
 	"context"
@@ -13,30 +15,32 @@ import (
 	"github.com/aws/aws-sdk-go-v2/feature/s3/manager"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 	"github.com/aws/aws-sdk-go-v2/service/s3/types"
+
+	"github.com/mediagen-dev/mediagen/shared/media"
 )
 
-// S3Bucket is the bucket adapter. Objects are uploaded in streamed parts (so
+// Bucket is the bucket adapter. Objects are uploaded in streamed parts (so
 // no output is held in memory whole) and served from PublicBaseURL, the
 // CloudFront distribution in front of the private bucket (locally: the
 // S3-compatible server's bucket URL).
-type S3Bucket struct {
+type Bucket struct {
 	Client        *s3.Client
 	Name          string
 	PublicBaseURL string
 	uploader      *manager.Uploader
 }
 
-var _ Bucket = (*S3Bucket)(nil)
+var _ media.Bucket = (*Bucket)(nil)
 
-// NewS3Bucket wires the adapter. Encryption at rest is the bucket's default
+// New wires the adapter. Encryption at rest is the bucket's default
 // (set in the template), so uploads carry no encryption headers.
-func NewS3Bucket(client *s3.Client, bucket, publicBaseURL string) *S3Bucket {
-	return &S3Bucket{Client: client, Name: bucket, PublicBaseURL: strings.TrimRight(publicBaseURL, "/"),
+func New(client *s3.Client, bucket, publicBaseURL string) *Bucket {
+	return &Bucket{Client: client, Name: bucket, PublicBaseURL: strings.TrimRight(publicBaseURL, "/"),
 		uploader: manager.NewUploader(client, func(u *manager.Uploader) { u.Concurrency = 2 })}
 }
 
 // Put uploads body under key.
-func (b *S3Bucket) Put(ctx context.Context, key string, body io.Reader, contentType string) error {
+func (b *Bucket) Put(ctx context.Context, key string, body io.Reader, contentType string) error {
 	_, err := b.uploader.Upload(ctx, &s3.PutObjectInput{
 		Bucket: aws.String(b.Name), Key: aws.String(key), Body: body, ContentType: aws.String(contentType),
 	})
@@ -47,7 +51,7 @@ func (b *S3Bucket) Put(ctx context.Context, key string, body io.Reader, contentT
 }
 
 // URL is the public URL of key.
-func (b *S3Bucket) URL(key string) string {
+func (b *Bucket) URL(key string) string {
 	parts := strings.Split(key, "/")
 	for i, p := range parts {
 		parts[i] = url.PathEscape(p)
@@ -56,7 +60,7 @@ func (b *S3Bucket) URL(key string) string {
 }
 
 // Exists reports whether key is in the bucket.
-func (b *S3Bucket) Exists(ctx context.Context, key string) (bool, error) {
+func (b *Bucket) Exists(ctx context.Context, key string) (bool, error) {
 	_, err := b.Client.HeadObject(ctx, &s3.HeadObjectInput{Bucket: aws.String(b.Name), Key: aws.String(key)})
 	if err == nil {
 		return true, nil
@@ -69,7 +73,7 @@ func (b *S3Bucket) Exists(ctx context.Context, key string) (bool, error) {
 }
 
 // PutFile uploads a local file under key.
-func (b *S3Bucket) PutFile(ctx context.Context, key, path, contentType string) error {
+func (b *Bucket) PutFile(ctx context.Context, key, path, contentType string) error {
 	f, err := os.Open(path)
 	if err != nil {
 		return fmt.Errorf("upload %s: %w", path, err)
@@ -79,7 +83,7 @@ func (b *S3Bucket) PutFile(ctx context.Context, key, path, contentType string) e
 }
 
 // GetFile downloads key into a local file.
-func (b *S3Bucket) GetFile(ctx context.Context, key, path string) error {
+func (b *Bucket) GetFile(ctx context.Context, key, path string) error {
 	f, err := os.Create(path)
 	if err != nil {
 		return fmt.Errorf("download s3://%s/%s: %w", b.Name, key, err)
