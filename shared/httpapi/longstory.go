@@ -4,6 +4,7 @@ import (
 	"context"
 	"net/http"
 
+	"github.com/mediagen-dev/mediagen/shared/apiview"
 	"github.com/mediagen-dev/mediagen/shared/domain"
 	"github.com/mediagen-dev/mediagen/shared/longstory"
 )
@@ -36,11 +37,11 @@ func (r *LongStories) Create() Handler {
 		if err != nil {
 			return Response{}, err
 		}
-		created, err := r.Service.Create(ctx, userID, body)
+		v, err := r.Service.Create(ctx, userID, body)
 		if err != nil {
 			return Response{}, err
 		}
-		return jsonResponse(http.StatusOK, created), nil
+		return jsonResponse(http.StatusOK, apiview.LongVideoCreatedOf(v, longstory.SceneSeconds)), nil
 	})
 }
 
@@ -52,7 +53,7 @@ func (r *LongStories) Status() Handler {
 		if err != nil {
 			return Response{}, err
 		}
-		return jsonResponse(http.StatusOK, v), nil
+		return jsonResponse(http.StatusOK, apiview.LongVideoStatusOf(v)), nil
 	})
 }
 
@@ -63,7 +64,7 @@ func (r *LongStories) Cancel() Handler {
 		if err != nil {
 			return Response{}, err
 		}
-		return jsonResponse(http.StatusOK, v), nil
+		return jsonResponse(http.StatusOK, apiview.LongVideoStatusOf(v)), nil
 	})
 }
 
@@ -74,10 +75,14 @@ func (r *LongStories) List() Handler {
 		if err != nil {
 			return Response{}, err
 		}
-		views, next, err := r.Service.List(ctx, q)
+		page, err := r.Service.List(ctx, q)
 		if err != nil {
 			return Response{}, err
 		}
-		return jsonResponse(http.StatusOK, listOf(views, next)), nil
+		views := make([]apiview.LongVideoStatus, len(page.Items))
+		for i, v := range page.Items {
+			views[i] = apiview.LongVideoStatusOf(v)
+		}
+		return jsonResponse(http.StatusOK, listOf(views, page.Next)), nil
 	})
 }

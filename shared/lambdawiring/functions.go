@@ -11,6 +11,7 @@ import (
 	"github.com/aws/aws-lambda-go/events"
 	"github.com/aws/aws-sdk-go-v2/aws"
 
+	"github.com/mediagen-dev/mediagen/shared/apiview"
 	"github.com/mediagen-dev/mediagen/shared/generation"
 	"github.com/mediagen-dev/mediagen/shared/httpapi"
 	"github.com/mediagen-dev/mediagen/shared/lambdahttp"
@@ -156,7 +157,7 @@ func Webhooks(ctx context.Context, log *slog.Logger) (any, error) {
 		return nil, err
 	}
 	st := Store(cfg)
-	d := &webhook.Deliverer{Records: httpapi.WebhookRecords{Store: st}, Store: st, Queue: q,
+	d := &webhook.Deliverer{Records: apiview.WebhookRecords{Store: st}, Store: st, Queue: q,
 		Client: webhook.SafeClient(false), Log: log}
 	return sqsbatch.Handler(d.HandleBatch), nil
 }

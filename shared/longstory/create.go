@@ -123,25 +123,17 @@ func InputOf(v domain.LongVideo) ([]byte, error) {
 	return raw, nil
 }
 
-// Created is the spec's creation result.
-type Created struct {
-	ID      string `json:"id"`
-	VideoID string `json:"video_id"`
-	Status  string `json:"status"`
-	Message string `json:"message"`
-}
-
 // Create validates a request, holds its estimated credits, records the video
 // and starts its workflow. A workflow that does not start fails the record
 // and releases the hold.
-func (s *Service) Create(ctx context.Context, userID string, body []byte) (Created, error) {
+func (s *Service) Create(ctx context.Context, userID string, body []byte) (domain.LongVideo, error) {
 	req, err := ParseCreate(body, s.Validation)
 	if err != nil {
-		return Created{}, err
+		return domain.LongVideo{}, err
 	}
 	q, err := Price(s.Prices, req.Model, len(req.Scenes))
 	if err != nil {
-		return Created{}, fmt.Errorf("price long video: %w", err)
+		return domain.LongVideo{}, fmt.Errorf("price long video: %w", err)
 	}
 	now := s.now()
 	v := domain.LongVideo{
@@ -152,13 +144,13 @@ func (s *Service) Create(ctx context.Context, userID string, body []byte) (Creat
 	}
 	log := s.log().With("user_id", userID, "video_id", v.ID)
 	if err := s.Store.Hold(ctx, userID, domain.Hold{WorkID: v.ID, Kind: domain.WorkLongVideo, Amount: q.Credits, CreatedAt: now}); err != nil {
-		return Created{}, fmt.Errorf("hold credits for %s: %w", v.ID, err)
+		return domain.LongVideo{}, fmt.Errorf("hold credits for %s: %w", v.ID, err)
 	}
 	if err := s.Store.CreateLongVideo(ctx, v); err != nil {
 		// The write may have landed although its answer was lost: fail the
 		// record too, or nothing would ever look at it again.
 		s.abandon(ctx, log, v, "the video could not be recorded")
-		return Created{}, fmt.Errorf("record long video: %w", err)
+		return domain.LongVideo{}, fmt.Errorf("record long video: %w", err)
 	}
 	input, err := InputOf(v)
 	if err == nil {
@@ -167,12 +159,10 @@ func (s *Service) Create(ctx context.Context, userID string, body []byte) (Creat
 	if err != nil {
 		log.WarnContext(ctx, "workflow did not start", "error", err)
 		s.abandon(ctx, log, v, "the workflow could not be started")
-		return Created{}, fmt.Errorf("%w: %v", ErrWorkflowUnavailable, err)
+		return domain.LongVideo{}, fmt.Errorf("%w: %v", ErrWorkflowUnavailable, err)
 	}
 	log.InfoContext(ctx, "long video started", "scenes", len(v.Scenes), "credits", domain.FormatCredits(q.Credits))
-	return Created{ID: v.ID, VideoID: v.ID, Status: string(domain.StatusProcessing),
-		Message: fmt.Sprintf("Long-form video generation started: %d scenes, about %d seconds; %s credits are held until it finishes.",
-			len(v.Scenes), len(v.Scenes)*SceneSeconds, domain.FormatCredits(q.Credits))}, nil
+	return v, nil
 }
 
 // abandon fails a video that never got going and releases its hold. When
@@ -193,85 +183,6 @@ func (s *Service) release(ctx context.Context, log *slog.Logger, userID, workID 
 	}
 }
 
-// StatusView is the spec's long-form status view, with progress, each
-// scene's state and the webhook's delivery attempts.
-type StatusView struct {
-	ID            string  `json:"id"`
-	Status        string  `json:"status"`
-	FinalVideoURL string  `json:"final_video_url"`
-	TotalDuration float64 `json:"total_duration"`
-	Error         *string `json:"error"`
-	// Progress is 0-100: the scenes are most of the work, then assembly.
-	Progress int           `json:"progress"`
-	Scenes   []SceneStatus `json:"scenes"`
-	Model    string        `json:"model"`
-	// CreatedAt is RFC 3339 UTC.
-	CreatedAt string       `json:"created_at"`
-	Webhook   *WebhookView `json:"webhook,omitempty"`
-}
-
-// SceneStatus is one scene's state in the status view: pending until the
-// workflow submits it.
-type SceneStatus struct {
-	SceneNumber int    `json:"scene_number"`
-	Status      string `json:"status"`
-}
-
-// WebhookView shows a record's webhook and its delivery attempts.
-type WebhookView struct {
-	URL      string                  `json:"url"`
-	Events   []string                `json:"events"`
-	Attempts []domain.WebhookAttempt `json:"attempts"`
-}
-
-// WebhookViewOf renders a record's webhook; nil when none was asked for.
-func WebhookViewOf(w domain.Webhook, attempts []domain.WebhookAttempt, all []string) *WebhookView {
-	if w.URL == "" {
-		return nil
-	}
-	events := w.Events
-	if len(events) == 0 {
-		events = all
-	}
-	if attempts == nil {
-		attempts = []domain.WebhookAttempt{}
-	}
-	return &WebhookView{URL: w.URL, Events: events, Attempts: attempts}
-}
-
-// ScenePending is the status of a scene not yet submitted.
-const ScenePending = "pending"
-
-// ViewOf renders a video as its status view.
-func ViewOf(v domain.LongVideo) StatusView {
-	view := StatusView{ID: v.ID, Status: string(v.Status), FinalVideoURL: v.FinalVideoURL, TotalDuration: v.TotalDuration,
-		Model: v.Model, CreatedAt: v.CreatedAt.UTC().Format(time.RFC3339Nano), Scenes: make([]SceneStatus, 0, len(v.Scenes)),
-		Webhook: WebhookViewOf(v.Webhook, v.WebhookAttempts, catalog.LongVideoEvents)}
-	if v.Status != domain.StatusCompleted && v.Error != "" {
-		e := v.Error
-		view.Error = &e
-	}
-	done := 0
-	for _, sc := range v.Scenes {
-		st := ScenePending
-		if state, ok := v.SceneStatus[sc.SceneNumber]; ok {
-			st = string(state.Status)
-			if state.Status == domain.StatusCompleted {
-				done++
-			}
-		}
-		view.Scenes = append(view.Scenes, SceneStatus{SceneNumber: sc.SceneNumber, Status: st})
-	}
-	switch {
-	case v.Status.Terminal():
-		view.Progress = 100
-	case len(v.Scenes) > 0:
-		// Scenes are 90 %: assembly and narration the rest.
-		view.Progress = 90 * done / len(v.Scenes)
-	}
-	return view
-}
-
 // find reads a caller's video; another owner's is not found.
 func (s *Service) find(ctx context.Context, userID, id string) (domain.LongVideo, error) {
 	if _, err := uuid.Parse(id); err != nil || len(id) != 36 {
@@ -287,38 +198,26 @@ func (s *Service) find(ctx context.Context, userID, id string) (domain.LongVideo
 	return v, nil
 }
 
-// Lookup is a caller's video's status view.
-func (s *Service) Lookup(ctx context.Context, userID, id string) (StatusView, error) {
-	v, err := s.find(ctx, userID, id)
-	if err != nil {
-		return StatusView{}, err
-	}
-	return ViewOf(v), nil
+// Lookup finds a caller's video.
+func (s *Service) Lookup(ctx context.Context, userID, id string) (domain.LongVideo, error) {
+	return s.find(ctx, userID, id)
 }
 
 // List pages through a caller's videos, newest first.
-func (s *Service) List(ctx context.Context, q store.ListQuery) ([]StatusView, string, error) {
-	page, err := s.Store.ListLongVideos(ctx, q)
-	if err != nil {
-		return nil, "", err
-	}
-	views := make([]StatusView, len(page.Items))
-	for i, v := range page.Items {
-		views[i] = ViewOf(v)
-	}
-	return views, page.Next, nil
+func (s *Service) List(ctx context.Context, q store.ListQuery) (store.Page[domain.LongVideo], error) {
+	return s.Store.ListLongVideos(ctx, q)
 }
 
 // Cancel stops a caller's video: the execution is stopped, the scenes'
 // jobs upstream are canceled, the record ends canceled and the hold is
 // released. A video already final is a conflict.
-func (s *Service) Cancel(ctx context.Context, userID, id string) (StatusView, error) {
+func (s *Service) Cancel(ctx context.Context, userID, id string) (domain.LongVideo, error) {
 	v, err := s.find(ctx, userID, id)
 	if err != nil {
-		return StatusView{}, err
+		return domain.LongVideo{}, err
 	}
 	if v.Status.Terminal() {
-		return StatusView{}, fmt.Errorf("%w: video %s is already %s", domain.ErrConflict, v.ID, v.Status)
+		return domain.LongVideo{}, fmt.Errorf("%w: video %s is already %s", domain.ErrConflict, v.ID, v.Status)
 	}
 	log := s.log().With("user_id", userID, "video_id", v.ID)
 	err = s.Store.FinishLongVideo(ctx, v.ID, domain.Outcome{Status: domain.StatusCanceled, Error: "canceled by the caller"}, s.now())
@@ -326,10 +225,10 @@ func (s *Service) Cancel(ctx context.Context, userID, id string) (StatusView, er
 		if v, err = s.Store.GetLongVideo(ctx, v.ID); err == nil {
 			err = fmt.Errorf("%w: video %s is already %s", domain.ErrConflict, v.ID, v.Status)
 		}
-		return StatusView{}, err
+		return domain.LongVideo{}, err
 	}
 	if err != nil {
-		return StatusView{}, fmt.Errorf("cancel %s: %w", v.ID, err)
+		return domain.LongVideo{}, fmt.Errorf("cancel %s: %w", v.ID, err)
 	}
 	// The record is final now: every step after this finds it so and stops.
 	if err := s.Workflow.Stop(ctx, v.ID, "canceled by the caller"); err != nil {
@@ -338,12 +237,12 @@ func (s *Service) Cancel(ctx context.Context, userID, id string) (StatusView, er
 	stopScenes(ctx, log, s.Upstream, s.Slots, v)
 	s.release(ctx, log, userID, v.ID)
 	if v, err = s.Store.GetLongVideo(ctx, v.ID); err != nil {
-		return StatusView{}, fmt.Errorf("reread %s: %w", v.ID, err)
+		return domain.LongVideo{}, fmt.Errorf("reread %s: %w", v.ID, err)
 	}
 	if err := notify(ctx, s.Notifier, v); err != nil {
 		log.WarnContext(ctx, "could not enqueue the webhook", "error", err)
 	}
-	return ViewOf(v), nil
+	return v, nil
 }
 
 // notify enqueues the webhook event of a final video, if asked for.

@@ -242,7 +242,7 @@ poll:
 	t.Logf("execution %s: max_payload_bytes %d (limit %d), history_events %d (limit %d), %d polls over %s of provider time",
 		end.Status, end.MaxPayloadBytes, stepfunctions.MaxPayloadBytes, end.HistoryEvents, stepfunctions.MaxHistoryEvents,
 		polls, clock.Now().Sub(time.Date(2026, 11, 24, 12, 0, 0, 0, time.UTC)))
-	v, err := st.GetLongVideo(ctx, created.VideoID)
+	v, err := st.GetLongVideo(ctx, created.ID)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -332,7 +332,7 @@ func TestAStoppedVideosSceneIsCanceledUpstreamAndFreed(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if view.Status != "failed" || view.Error == nil || *view.Error != "scene 2 failed: upstream: no" {
+	if view.Status != "failed" || view.Error != "scene 2 failed: upstream: no" {
 		t.Errorf("view %+v, want failed with the Lambda error's message", view)
 	}
 	if len(r.provider.cancels) != 2 {

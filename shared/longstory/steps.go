@@ -202,9 +202,27 @@ type FinalizeTask struct {
 	Duration float64 `json:"duration"`
 }
 
+// Ended is the output of the workflow's last task, and so of the
+// execution: which video ended, how, and where its video is. It stays small:
+// it passes between states under Step Functions' payload limit.
+type Ended struct {
+	VideoID       string `json:"video_id"`
+	Status        string `json:"status"`
+	FinalVideoURL string `json:"final_video_url,omitempty"`
+	Error         string `json:"error,omitempty"`
+}
+
+func endedOf(v domain.LongVideo) Ended {
+	e := Ended{VideoID: v.ID, Status: string(v.Status), FinalVideoURL: v.FinalVideoURL}
+	if v.Status != domain.StatusCompleted {
+		e.Error = v.Error
+	}
+	return e
+}
+
 // Finalize marks the video completed with its URL and measured length and
 // captures its hold. A repeat changes nothing.
-func (s *Steps) Finalize(ctx context.Context, in FinalizeTask) (StatusView, error) {
+func (s *Steps) Finalize(ctx context.Context, in FinalizeTask) (Ended, error) {
 	return s.finish(ctx, in.VideoID, domain.Outcome{Status: domain.StatusCompleted,
 		OutputURLs: []string{s.Files.URL(in.Key)}, TotalDuration: in.Duration})
 }
@@ -240,12 +258,12 @@ type Failure struct {
 // MarkFailed marks the video failed with a readable error, releases its
 // hold in full and stops every scene job that may still run, freeing its
 // slot. A repeat, or an event for a video already final, changes nothing.
-func (s *Steps) MarkFailed(ctx context.Context, in FailTask) (StatusView, error) {
+func (s *Steps) MarkFailed(ctx context.Context, in FailTask) (Ended, error) {
 	if in.Detail != nil {
 		in = failTaskOf(*in.Detail)
 		if _, err := s.Store.GetLongVideo(ctx, in.VideoID); errors.Is(err, domain.ErrNotFound) {
 			s.log().WarnContext(ctx, "execution event for no video of ours", "execution", in.VideoID)
-			return StatusView{}, nil
+			return Ended{}, nil
 		}
 	}
 	view, err := s.finish(ctx, in.VideoID, domain.Outcome{Status: domain.StatusFailed, Error: readable(in.Failure)})
@@ -298,14 +316,14 @@ func readable(f Failure) string {
 	return "the video could not be made (" + f.Error + ")"
 }
 
-func (s *Steps) finish(ctx context.Context, videoID string, o domain.Outcome) (StatusView, error) {
+func (s *Steps) finish(ctx context.Context, videoID string, o domain.Outcome) (Ended, error) {
 	err := s.Store.FinishLongVideo(ctx, videoID, o, s.now())
 	if err != nil && !errors.Is(err, domain.ErrConflict) {
-		return StatusView{}, &TransientError{Msg: fmt.Sprintf("finish %s: %v", videoID, err)}
+		return Ended{}, &TransientError{Msg: fmt.Sprintf("finish %s: %v", videoID, err)}
 	}
 	v, err := s.Store.GetLongVideo(ctx, videoID)
 	if err != nil {
-		return StatusView{}, &TransientError{Msg: fmt.Sprintf("read %s: %v", videoID, err)}
+		return Ended{}, &TransientError{Msg: fmt.Sprintf("read %s: %v", videoID, err)}
 	}
 	settle, what := s.Store.Release, "released"
 	if v.Status == domain.StatusCompleted {
@@ -313,7 +331,7 @@ func (s *Steps) finish(ctx context.Context, videoID string, o domain.Outcome) (S
 	}
 	settled, err := settle(ctx, v.UserID, v.ID)
 	if err != nil {
-		return StatusView{}, &TransientError{Msg: fmt.Sprintf("settle %s: %v", videoID, err)}
+		return Ended{}, &TransientError{Msg: fmt.Sprintf("settle %s: %v", videoID, err)}
 	}
 	if settled {
 		s.log().InfoContext(ctx, "long video finished; hold "+what, "video_id", v.ID, "user_id", v.UserID,
@@ -323,5 +341,5 @@ func (s *Steps) finish(ctx context.Context, videoID string, o domain.Outcome) (S
 			s.log().WarnContext(ctx, "could not enqueue the webhook", "video_id", v.ID, "error", err)
 		}
 	}
-	return ViewOf(v), nil
+	return endedOf(v), nil
 }

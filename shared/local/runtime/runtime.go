@@ -32,6 +32,7 @@ import (
 	"github.com/shopspring/decimal"
 
 	"github.com/mediagen-dev/mediagen/shared/accounts"
+	"github.com/mediagen-dev/mediagen/shared/apiview"
 	"github.com/mediagen-dev/mediagen/shared/catalog"
 	"github.com/mediagen-dev/mediagen/shared/domain"
 	"github.com/mediagen-dev/mediagen/shared/ffmpeg"
@@ -283,7 +284,7 @@ func Start(ctx context.Context, cfg Config) (*Runtime, error) {
 	svc.Queue = r.Costs.SQSSender(r.Queue)
 	r.Generations = svc
 
-	deliverer := &webhook.Deliverer{Records: httpapi.WebhookRecords{Store: st}, Store: st,
+	deliverer := &webhook.Deliverer{Records: apiview.WebhookRecords{Store: st}, Store: st,
 		Client: webhook.SafeClient(true), Backoff: cfg.WebhookBackoff, Log: log.With("component", "webhooks")}
 	r.WebhookQueue = localsqs.New(r.Costs.SQSConsumer("webhooks", sqsbatch.Handler(deliverer.HandleBatch)), localsqs.Config{Visibility: cfg.QueueVisibility, Log: log.With("component", "webhook-queue")})
 	deliverer.Queue = r.Costs.SQSSender(r.WebhookQueue)
