@@ -1,7 +1,7 @@
 // Command authorizer is the HTTP API's Lambda authorizer: it checks the API
 // key (or, on the status routes, the identity-provider token) once per
 // request and hands the route the account or the reason it was refused.
-// prod.Authorizer says what it wires.
+// lambdawiring.Authorizer says what it wires.
 package main
 
 import (

@@ -1,5 +1,5 @@
 // Command generate is the Lambda function of POST /api/generations/generate: validate, price, hold, record, submit, enqueue the first poll.
-// prod.Generate says what it wires.
+// lambdawiring.Generate says what it wires.
 package main
 
 import (

@@ -1,5 +1,5 @@
 // Command longstory-assemble is the Lambda function of a workflow task: joins scenes and narration into one mp4 with ffmpeg.
-// prod.Assemble says what it wires.
+// lambdawiring.Assemble says what it wires.
 package main
 
 import (

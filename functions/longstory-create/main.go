@@ -1,5 +1,5 @@
 // Command longstory-create is the Lambda function of POST /api/long-story/videos: hold, record, start the workflow.
-// prod.LongStoryCreate says what it wires.
+// lambdawiring.LongStoryCreate says what it wires.
 package main
 
 import (

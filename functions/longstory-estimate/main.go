@@ -1,5 +1,5 @@
 // Command longstory-estimate is the Lambda function of POST /api/long-story/videos/estimate.
-// prod.LongStoryEstimate says what it wires.
+// lambdawiring.LongStoryEstimate says what it wires.
 package main
 
 import (

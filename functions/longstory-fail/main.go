@@ -1,5 +1,5 @@
 // Command longstory-fail is the Lambda function of a workflow task: marks the video failed and releases its credits.
-// prod.MarkFailed says what it wires.
+// lambdawiring.MarkFailed says what it wires.
 package main
 
 import (

@@ -1,5 +1,5 @@
 // Command longstory-finalize is the Lambda function of a workflow task: marks the video completed and captures its credits.
-// prod.Finalize says what it wires.
+// lambdawiring.Finalize says what it wires.
 package main
 
 import (

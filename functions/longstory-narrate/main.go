@@ -1,5 +1,5 @@
 // Command longstory-narrate is the Lambda function of a workflow task: speaks each scene's narration with Amazon Polly.
-// prod.Narrate says what it wires.
+// lambdawiring.Narrate says what it wires.
 package main
 
 import (

@@ -1,5 +1,5 @@
 // Command longstory-status is the Lambda function of GET /api/long-story/videos/{videoId}.
-// prod.LongStoryStatus says what it wires.
+// lambdawiring.LongStoryStatus says what it wires.
 package main
 
 import (

@@ -1,5 +1,5 @@
 // Command longstory-submit-scene is the Lambda function of a workflow task: starts one scene's clip upstream.
-// prod.SubmitScene says what it wires.
+// lambdawiring.SubmitScene says what it wires.
 package main
 
 import (

@@ -1,5 +1,5 @@
 // Command poller is the Lambda function of behind the poll queue: reads upstream jobs, keeps finished outputs, settles holds.
-// prod.Poller says what it wires.
+// lambdawiring.Poller says what it wires.
 package main
 
 import (

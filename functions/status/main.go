@@ -1,5 +1,5 @@
 // Command status is the Lambda function of GET /api/generations/status/{id}: the generation status view.
-// prod.Status says what it wires.
+// lambdawiring.Status says what it wires.
 package main
 
 import (

@@ -1,5 +1,5 @@
 // Command sweeper is the Lambda function of on a schedule: settles holds left open by crashes.
-// prod.Sweeper says what it wires.
+// lambdawiring.Sweeper says what it wires.
 package main
 
 import (

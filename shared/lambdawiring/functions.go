@@ -37,7 +37,7 @@ type Constructor func(ctx context.Context, log *slog.Logger) (any, error)
 // Each function under functions/ has a named constructor its main.go calls
 // directly, so a binary links only its own handler's code. A new function is
 // one constructor here, one line in Functions, and
-// `lambda.Start(prod.Build("<folder>", prod.<Constructor>))` in its main.go.
+// `lambda.Start(lambdawiring.Build("<folder>", lambdawiring.<Constructor>))` in its main.go.
 
 // Generate is POST /api/generations/generate.
 func Generate(ctx context.Context, log *slog.Logger) (any, error) {
