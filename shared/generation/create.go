@@ -7,14 +7,12 @@ import (
 	"fmt"
 	"log/slog"
 	"net/url"
-	"slices"
 	"time"
 
 	"github.com/google/uuid"
 
 	"github.com/mediagen-dev/mediagen/shared/catalog"
 	"github.com/mediagen-dev/mediagen/shared/domain"
-	"github.com/mediagen-dev/mediagen/shared/pricing"
 	"github.com/mediagen-dev/mediagen/shared/routing"
 	"github.com/mediagen-dev/mediagen/shared/upstream"
 )
@@ -161,34 +159,6 @@ func (s *Service) releaseSlot(ctx context.Context, log *slog.Logger, name, holde
 	}
 }
 
-// QueuePosition is a waiting generation's place in the line of its first
-// route's upstream (from 1); 0 when it is not waiting.
-func (s *Service) QueuePosition(ctx context.Context, g domain.Generation) (int, error) {
-	if s.Slots == nil || s.Upstreams == nil || g.Status != domain.StatusProcessing || g.UpstreamID != "" {
-		return 0, nil
-	}
-	for _, name := range s.routeUpstreams(g) {
-		if s.Upstreams.Limit(name) <= 0 {
-			continue
-		}
-		if n, err := s.Slots.SlotQueuePosition(ctx, name, g.UUID); err != nil || n > 0 {
-			return n, err
-		}
-	}
-	return 0, nil
-}
-
-// routeUpstreams names the upstreams of a generation's routes, in order.
-func (s *Service) routeUpstreams(g domain.Generation) []string {
-	var out []string
-	for _, r := range s.Upstreams.Routes(g.Model, g.ModelVersion) {
-		if !slices.Contains(out, r.Upstream) {
-			out = append(out, r.Upstream)
-		}
-	}
-	return out
-}
-
 // submit sends a generation that holds a slot of plan's upstream: one job,
 // or one per image. It records the jobs and schedules the first poll. An
 // error wrapping upstream.ErrNotStarted left nothing behind, and the caller
@@ -304,20 +274,6 @@ func (s *Service) upstreamWebhook(generationID string) string {
 	return s.UpstreamWebhook + "?" + url.Values{"generation": {generationID}}.Encode()
 }
 
-// Estimate validates and prices a generate request without holding,
-// recording or submitting anything.
-func (s *Service) Estimate(body []byte) (catalog.Request, pricing.Quote, error) {
-	req, err := catalog.ParseGenerate(body, s.Validation)
-	if err != nil {
-		return catalog.Request{}, pricing.Quote{}, err
-	}
-	quote, err := s.Prices.Quote(req)
-	if err != nil {
-		return catalog.Request{}, pricing.Quote{}, fmt.Errorf("price %s: %w", req.Variant.Version, err)
-	}
-	return req, quote, nil
-}
-
 func (s *Service) enqueue(ctx context.Context, m PollMessage, delay time.Duration) error {
 	body, err := json.Marshal(m)
 	if err != nil {
@@ -330,25 +286,4 @@ func (s *Service) enqueue(ctx context.Context, m PollMessage, delay time.Duratio
 		}
 	}
 	return fmt.Errorf("enqueue poll of %s: %w", m.GenerationID, lastErr)
-}
-
-// abandon fails a generation that never got going, frees its slot at the
-// named upstream and releases its hold.
-func (s *Service) abandon(ctx context.Context, log *slog.Logger, g domain.Generation, upstreamName, reason string) {
-	err := s.Store.FinishGeneration(ctx, g.UUID, domain.Outcome{Status: domain.StatusFailed, Error: reason}, s.now())
-	if err != nil && !errors.Is(err, domain.ErrConflict) && !errors.Is(err, domain.ErrNotFound) {
-		// The hold stays open, so the sweeper finds it, fails the record at
-		// its deadline and releases the hold then.
-		log.WarnContext(ctx, "could not fail abandoned generation; the sweeper will", "error", err)
-		return
-	}
-	s.releaseSlot(ctx, log, upstreamName, g.UUID)
-	s.release(ctx, log, g.UserID, g.UUID)
-}
-
-func (s *Service) release(ctx context.Context, log *slog.Logger, userID, workID string) {
-	if _, err := s.Store.Release(ctx, userID, workID); err != nil {
-		// The sweeper releases it after its grace period.
-		log.WarnContext(ctx, "could not release hold", "work_id", workID, "error", err)
-	}
 }

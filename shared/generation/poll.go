@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"net/http"
 	"slices"
 	"strings"
 	"time"
@@ -333,40 +332,6 @@ func (s *Service) report(ctx context.Context, g domain.Generation, r upstream.Re
 	return nil
 }
 
-// Cancel stops a caller's generation: the upstream jobs are canceled, the
-// record ends canceled and the hold is released. A generation already
-// final is a conflict.
-func (s *Service) Cancel(ctx context.Context, userID, id string) (domain.Generation, error) {
-	g, err := s.Lookup(ctx, userID, id)
-	if err != nil {
-		return domain.Generation{}, err
-	}
-	if g.Status.Terminal() {
-		return domain.Generation{}, fmt.Errorf("%w: generation %s is already %s", domain.ErrConflict, g.UUID, g.Status)
-	}
-	log := s.log().With("user_id", g.UserID, "generation_id", g.UUID, "upstream", g.Upstream, "upstream_id", g.UpstreamID)
-	// The record is made final first: the provider's callback for the
-	// canceled job, which can arrive before the cancel call returns, then
-	// finds it canceled instead of failing it. Only the call whose write
-	// made it final answers the cancel; one that lost the race (to another
-	// cancel, the poller or the callback) is a conflict.
-	wrote, err := s.finishOnce(ctx, log, g, domain.Outcome{Status: domain.StatusCanceled, Error: "canceled by the caller"})
-	if err != nil {
-		return domain.Generation{}, err
-	}
-	if wrote {
-		s.cancelAll(ctx, log, g)
-	}
-	uuid := g.UUID
-	if g, err = s.Store.GetGeneration(ctx, uuid); err != nil {
-		return domain.Generation{}, fmt.Errorf("reread %s: %w", uuid, err)
-	}
-	if !wrote {
-		return domain.Generation{}, fmt.Errorf("%w: generation %s is already %s", domain.ErrConflict, g.UUID, g.Status)
-	}
-	return g, nil
-}
-
 // ErrPollBusy is a poll whose attempt another delivery is running: the
 // message comes back after the visibility timeout, when that delivery has
 // handed the chain on (and this one is dropped) or died (and this one takes
@@ -474,133 +439,6 @@ func (s *Service) pollFailed(ctx context.Context, log *slog.Logger, g domain.Gen
 	return s.next(ctx, log, PollMessage{GenerationID: g.UUID, Attempt: m.Attempt + 1, Errors: m.Errors + 1})
 }
 
-// finish writes the outcome once and settles the hold. If another delivery
-// finished the record first, its outcome is the one settled.
-func (s *Service) finish(ctx context.Context, log *slog.Logger, g domain.Generation, o domain.Outcome) error {
-	_, err := s.finishOnce(ctx, log, g, o)
-	return err
-}
-
-// finishOnce is finish that also says whether this call's write made the
-// generation final (false: it already was, and o was not written).
-func (s *Service) finishOnce(ctx context.Context, log *slog.Logger, g domain.Generation, o domain.Outcome) (wrote bool, err error) {
-	err = s.Store.FinishGeneration(ctx, g.UUID, o, s.now())
-	if err == nil || errors.Is(err, domain.ErrConflict) {
-		s.releaseSlots(ctx, log, g)
-	}
-	switch {
-	case err == nil:
-		wrote = true
-		g.Status, g.OutputURLs, g.Error = o.Status, o.OutputURLs, o.Error
-		log.InfoContext(ctx, "generation finished", "status", o.Status, "error", o.Error)
-		if err := s.notify(ctx, g); err != nil {
-			// Delivered again, the message finds the generation final and
-			// enqueues the event then (settleAndNotify).
-			return wrote, err
-		}
-	case errors.Is(err, domain.ErrConflict):
-		if g, err = s.Store.GetGeneration(ctx, g.UUID); err != nil {
-			return false, fmt.Errorf("reread %s: %w", g.UUID, err)
-		}
-	default:
-		return false, fmt.Errorf("finish %s: %w", g.UUID, err)
-	}
-	return wrote, s.settle(ctx, log, g)
-}
-
-// settleAndNotify is a poll of a generation already final: it settles the
-// hold if that was left undone, and enqueues the webhook event if no
-// attempt was made yet (a repeat is harmless: the deliverer skips an event
-// already delivered, and receivers see the same webhook-id).
-func (s *Service) settleAndNotify(ctx context.Context, log *slog.Logger, g domain.Generation) error {
-	s.releaseSlots(ctx, log, g)
-	if len(g.WebhookAttempts) == 0 {
-		if err := s.notify(ctx, g); err != nil {
-			return err
-		}
-	}
-	return s.settle(ctx, log, g)
-}
-
-// notify enqueues the webhook event of a final generation, if asked for.
-func (s *Service) notify(ctx context.Context, g domain.Generation) error {
-	event := "generation." + string(g.Status)
-	if s.Notifier == nil || !g.Webhook.Wants(event) {
-		return nil
-	}
-	if err := s.Notifier.Notify(ctx, domain.WorkGeneration, g.UUID, event); err != nil {
-		return fmt.Errorf("webhook of %s: %w", g.UUID, err)
-	}
-	return nil
-}
-
-// releaseSlots frees a generation's slot at its upstream, or its place in
-// line at its routes' upstreams while it waited.
-func (s *Service) releaseSlots(ctx context.Context, log *slog.Logger, g domain.Generation) {
-	if s.Upstreams == nil {
-		return
-	}
-	if g.Upstream != "" {
-		s.releaseSlot(ctx, log, g.Upstream, g.UUID)
-		return
-	}
-	for _, name := range s.routeUpstreams(g) {
-		s.releaseSlot(ctx, log, name, g.UUID)
-	}
-}
-
-// settle captures the hold of a completed generation and releases that of a
-// failed one; a hold already settled is left alone.
-func (s *Service) settle(ctx context.Context, log *slog.Logger, g domain.Generation) error {
-	op, what := s.Store.Release, "released"
-	if g.Status == domain.StatusCompleted {
-		op, what = s.Store.Capture, "captured"
-	}
-	settled, err := op(ctx, g.UserID, g.UUID)
-	if err != nil {
-		return fmt.Errorf("settle hold of %s: %w", g.UUID, err)
-	}
-	if settled {
-		log.InfoContext(ctx, "hold "+what, "credits", domain.FormatCredits(g.CreditsUsed))
-	}
-	return nil
-}
-
 // ErrBadCallback is a provider callback whose signature is missing, wrong
 // or stale, or that names no generation of ours.
 var ErrBadCallback = errors.New("the callback's signature is missing, wrong or stale")
-
-// Callback verifies a provider's callback for a generation with the
-// protocol of the upstream the generation runs on (Replicate's signing
-// secret, fal's ED25519 keys) and, when the job is final, queues the poll
-// that acts on the report (see report). It never downloads an output.
-func (s *Service) Callback(ctx context.Context, generationID string, h http.Header, body []byte) error {
-	g, err := s.Store.GetGeneration(ctx, generationID)
-	if errors.Is(err, domain.ErrNotFound) {
-		return ErrBadCallback // no key to check it with: refused like a forgery
-	}
-	if err != nil {
-		return fmt.Errorf("upstream callback for %s: %w", generationID, err)
-	}
-	p, err := s.provider(g)
-	if err != nil {
-		return fmt.Errorf("upstream callback for %s: %w", generationID, err)
-	}
-	if err := p.VerifyWebhook(ctx, h, body, s.now()); err != nil {
-		var ue *upstream.Error
-		if errors.As(err, &ue) || errors.Is(err, upstream.ErrMalformed) {
-			// The keys could not be read: the provider should retry.
-			return fmt.Errorf("upstream callback for %s: verify: %w", generationID, err)
-		}
-		s.log().WarnContext(ctx, "upstream callback refused", "generation_id", generationID, "reason", err.Error())
-		return ErrBadCallback
-	}
-	r, err := p.DecodeWebhook(body)
-	if err != nil {
-		return fmt.Errorf("%w: %v", domain.ErrInvalid, err)
-	}
-	if !r.Final() {
-		return nil
-	}
-	return s.report(ctx, g, r)
-}

@@ -1,0 +1,42 @@
+package generation
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/mediagen-dev/mediagen/shared/domain"
+)
+
+// Cancel stops a caller's generation: the upstream jobs are canceled, the
+// record ends canceled and the hold is released. A generation already
+// final is a conflict.
+func (s *Service) Cancel(ctx context.Context, userID, id string) (domain.Generation, error) {
+	g, err := s.Lookup(ctx, userID, id)
+	if err != nil {
+		return domain.Generation{}, err
+	}
+	if g.Status.Terminal() {
+		return domain.Generation{}, fmt.Errorf("%w: generation %s is already %s", domain.ErrConflict, g.UUID, g.Status)
+	}
+	log := s.log().With("user_id", g.UserID, "generation_id", g.UUID, "upstream", g.Upstream, "upstream_id", g.UpstreamID)
+	// The record is made final first: the provider's callback for the
+	// canceled job, which can arrive before the cancel call returns, then
+	// finds it canceled instead of failing it. Only the call whose write
+	// made it final answers the cancel; one that lost the race (to another
+	// cancel, the poller or the callback) is a conflict.
+	wrote, err := s.finishOnce(ctx, log, g, domain.Outcome{Status: domain.StatusCanceled, Error: "canceled by the caller"})
+	if err != nil {
+		return domain.Generation{}, err
+	}
+	if wrote {
+		s.cancelAll(ctx, log, g)
+	}
+	uuid := g.UUID
+	if g, err = s.Store.GetGeneration(ctx, uuid); err != nil {
+		return domain.Generation{}, fmt.Errorf("reread %s: %w", uuid, err)
+	}
+	if !wrote {
+		return domain.Generation{}, fmt.Errorf("%w: generation %s is already %s", domain.ErrConflict, g.UUID, g.Status)
+	}
+	return g, nil
+}

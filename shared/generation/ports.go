@@ -1,0 +1,77 @@
+package generation
+
+import (
+	"context"
+	"errors"
+	"time"
+
+	"github.com/mediagen-dev/mediagen/shared/catalog"
+	"github.com/mediagen-dev/mediagen/shared/domain"
+	"github.com/mediagen-dev/mediagen/shared/routing"
+	"github.com/mediagen-dev/mediagen/shared/store"
+	"github.com/mediagen-dev/mediagen/shared/upstream"
+)
+
+// Store is what the use cases need from the store.
+type Store interface {
+	Hold(ctx context.Context, userID string, h domain.Hold) error
+	Capture(ctx context.Context, userID, workID string) (bool, error)
+	Release(ctx context.Context, userID, workID string) (bool, error)
+	CreateGeneration(ctx context.Context, g *domain.Generation) error
+	GetGeneration(ctx context.Context, uuid string) (domain.Generation, error)
+	GetGenerationByID(ctx context.Context, userID string, id int64) (domain.Generation, error)
+	SetUpstreamJobs(ctx context.Context, uuid string, run domain.UpstreamRun, at time.Time) error
+	FinishGeneration(ctx context.Context, uuid string, o domain.Outcome, at time.Time) error
+	ListGenerations(ctx context.Context, q store.ListQuery) (store.Page[domain.Generation], error)
+	ClaimPoll(ctx context.Context, uuid string, attempt int, now, until time.Time) (claimed bool, holder int, err error)
+}
+
+// Upstreams are the routes of each variant and the clients of their
+// upstreams (*upstream.Router).
+type Upstreams interface {
+	Plans(ctx context.Context, v catalog.Variant, resolved map[string]any, imageCount int) ([]routing.Plan, error)
+	Routes(model, version string) []routing.Route
+	Provider(name string) (upstream.Provider, error)
+	// Limit is an upstream's cap on jobs at once; 0 is none.
+	Limit(name string) int
+}
+
+// Queue delays poll messages.
+type Queue interface {
+	Send(ctx context.Context, body []byte, delay time.Duration) error
+}
+
+// Slots caps the jobs running at once at each upstream, keyed by the
+// routing file's upstream name.
+type Slots interface {
+	AcquireSlot(ctx context.Context, provider, holder string, limit int, at time.Time) (bool, error)
+	ReleaseSlot(ctx context.Context, provider, holder string) error
+	SlotQueuePosition(ctx context.Context, provider, holder string) (int, error)
+}
+
+// Notifier enqueues a webhook event; nil means no webhooks.
+type Notifier interface {
+	Notify(ctx context.Context, kind domain.WorkKind, id, event string) error
+}
+
+// MessageHandler handles the poll queue's messages that are not a
+// generation's (the long-form scenes' polls): handled is false for a
+// message it does not know.
+type MessageHandler interface {
+	HandleMessage(ctx context.Context, body string) (handled bool, err error)
+}
+
+// Copier keeps the service's own copy of an output and returns its URL.
+type Copier interface {
+	Copy(ctx context.Context, src, keyBase string, kind domain.MediaKind) (string, error)
+}
+
+// ErrUpstreamUnavailable is a submission no upstream accepted, or whose
+// outcome was lost; the hold is released and the generation failed before
+// the caller hears of it.
+var ErrUpstreamUnavailable = errors.New("upstream provider unavailable")
+
+// ErrUpstreamRefused is a submission the upstream refused for good (a 4xx
+// such as 422 about the input): it is not tried elsewhere; the hold is
+// released and the generation failed with the provider's reason.
+var ErrUpstreamRefused = errors.New("upstream provider refused the job")

@@ -1,0 +1,137 @@
+// Package generation holds the single-generation use cases, a file each:
+// create (validate, price, hold, record, submit, enqueue), estimate, look
+// up, cancel, poll the upstream job to its end, complete (copy outputs,
+// finish the record, settle the hold) and the provider's callback.
+package generation
+
+import (
+	"log/slog"
+	"time"
+
+	"github.com/mediagen-dev/mediagen/shared/catalog"
+	"github.com/mediagen-dev/mediagen/shared/domain"
+	"github.com/mediagen-dev/mediagen/shared/pricing"
+)
+
+// Defaults of the tuning knobs.
+const (
+	DefaultImageDeadline = 10 * time.Minute
+	DefaultVideoDeadline = 30 * time.Minute
+	DefaultPollInterval  = 2 * time.Second
+	MaxPollInterval      = 30 * time.Second
+	// MaxConsecutiveErrors bounds the polls in a row that may fail to reach
+	// the provider before the generation fails.
+	MaxConsecutiveErrors = 5
+	// DefaultPollLease is how long one poll holds its generation's poll
+	// chain: the poller's Lambda timeout, shorter than the queue's
+	// visibility timeout, so a redelivery after a crash takes over.
+	DefaultPollLease = 5 * time.Minute
+	// DefaultPollParallelism is how many messages of a batch are polled at
+	// once: the poll queue's BatchSize in template.yaml, so a whole batch
+	// runs together.
+	DefaultPollParallelism = 5
+	// DefaultStartMargin is the least time before the Lambda's deadline at
+	// which a message is still started: one large output copy (512 MB at
+	// about 10 MB/s, provider to S3) plus the record margin. A message not
+	// started comes back as a batch item failure and runs again in a fresh
+	// invocation, instead of starting a copy it cannot finish.
+	DefaultStartMargin = 60 * time.Second
+	// DefaultRecordMargin is the time kept after the copies' deadline to
+	// write what happened: the outcome, the hold's settlement, the webhook
+	// event and the next poll are a few DynamoDB and SQS requests of tens
+	// of milliseconds, with room for the SDKs' retries.
+	DefaultRecordMargin = 10 * time.Second
+)
+
+// Service runs the use cases.
+type Service struct {
+	Store     Store
+	Upstreams Upstreams
+	Queue     Queue
+	Copier    Copier
+	Notifier  Notifier
+	// Slots caps the jobs at once per upstream (its max_concurrent); work
+	// beyond a cap waits in the queue. Nil Slots means no caps.
+	Slots Slots
+	// UpstreamWebhook, when set, is the URL the provider calls on
+	// completion; the generation's UUID is added as ?generation=, which
+	// also finds a job whose create outcome was lost (FindJob).
+	UpstreamWebhook string
+	Prices          *pricing.Table
+	Validation      catalog.Options
+	// ImageDeadline and VideoDeadline bound a generation's processing time.
+	ImageDeadline, VideoDeadline time.Duration
+	// PollInterval is the first delay between polls; it grows by half each
+	// poll up to MaxPollInterval.
+	PollInterval time.Duration
+	// PollLease is how long a poll holds the generation's poll chain
+	// (default DefaultPollLease); it must not exceed the queue's visibility
+	// timeout.
+	PollLease time.Duration
+	// PollParallelism bounds the messages of one batch polled at once
+	// (default DefaultPollParallelism).
+	PollParallelism int
+	// StartMargin and RecordMargin bound the poller's work by the Lambda's
+	// deadline (ctx.Deadline()): no message starts with less than
+	// StartMargin left, and output copies end RecordMargin before it.
+	// Without a deadline (the local runtime) they do nothing.
+	StartMargin, RecordMargin time.Duration
+	// Others takes the queue's other messages; nil: there are none.
+	Others MessageHandler
+	// Now is the clock; the Lambda's deadline is compared with it too.
+	Now func() time.Time
+	Log *slog.Logger
+}
+
+func (s *Service) now() time.Time { return domain.Now(s.Now) }
+
+func (s *Service) log() *slog.Logger { return domain.Logger(s.Log) }
+
+func (s *Service) deadline(kind domain.MediaKind) time.Duration {
+	if kind == domain.MediaImage {
+		if s.ImageDeadline > 0 {
+			return s.ImageDeadline
+		}
+		return DefaultImageDeadline
+	}
+	if s.VideoDeadline > 0 {
+		return s.VideoDeadline
+	}
+	return DefaultVideoDeadline
+}
+
+func (s *Service) pollParallelism() int {
+	if s.PollParallelism > 0 {
+		return s.PollParallelism
+	}
+	return DefaultPollParallelism
+}
+
+func (s *Service) startMargin() time.Duration {
+	if s.StartMargin > 0 {
+		return s.StartMargin
+	}
+	return DefaultStartMargin
+}
+
+func (s *Service) recordMargin() time.Duration {
+	if s.RecordMargin > 0 {
+		return s.RecordMargin
+	}
+	return DefaultRecordMargin
+}
+
+// pollDelay is the wait before poll number attempt (0-based).
+func (s *Service) pollDelay(attempt int) time.Duration {
+	d := s.PollInterval
+	if d <= 0 {
+		d = DefaultPollInterval
+	}
+	for i := 0; i < attempt && d < MaxPollInterval; i++ {
+		d += d / 2
+	}
+	if d > MaxPollInterval {
+		d = MaxPollInterval
+	}
+	return d
+}
