@@ -32,7 +32,7 @@ var localOnly = []string{
 	"AWS_REQUEST_CHECKSUM_CALCULATION", "AWS_RESPONSE_CHECKSUM_VALIDATION",
 }
 
-// setButNotRead are variables a function gets that prod.ReadsEnvironment
+// setButNotRead are variables a function gets that lambdawiring.ReadsEnvironment
 // cannot see, and who reads them.
 var setButNotRead = map[string]map[string]string{
 	"AssembleFunction": {

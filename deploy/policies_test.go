@@ -180,7 +180,7 @@ var resourceVariable = map[string]string{
 // resource, and why.
 var namesOnly = map[string]map[string]string{
 	"FinalizeFunction": {"OUTPUT_BUCKET": "Steps.Finalize only forms the final video's URL (Files.URL); it makes no S3 request"},
-	// prod.GenerationService requires the poll queue for every function it
+	// lambdawiring.GenerationService requires the poll queue for every function it
 	// wires; these two never enqueue a poll.
 	"GenerationCancelFunction": {"POLL_QUEUE_URL": "Service.Cancel finishes the generation at once; it never enqueues a poll"},
 }
@@ -479,7 +479,7 @@ func TestEveryFunctionsPoliciesCoverWhatItTouches(t *testing.T) {
 	}
 
 	// What a function touches follows from what it reads: the variables
-	// that name a resource (prod.ReadsEnvironment) and the calls above
+	// that name a resource (lambdawiring.ReadsEnvironment) and the calls above
 	// must agree, or the table above is stale.
 	varResource := map[string]string{}
 	for res, v := range resourceVariable {
@@ -635,7 +635,7 @@ func TestIdempotencyKeysOnEveryGuardedPostAndNoGet(t *testing.T) {
 		has := slices.ContainsFunc(allUses(t)[rt.Function], func(u use) bool { return base(u.target) == "table:IdempotencyTable" })
 		switch want := rt.Method == "POST" && !slices.Contains(publicRoutes, key); {
 		case want && !has:
-			t.Errorf("%s (%s): a POST behind the Gate keeps Idempotency-Keys; its code does not call the idempotency table (prod.PostGate)", rt.Function, key)
+			t.Errorf("%s (%s): a POST behind the Gate keeps Idempotency-Keys; its code does not call the idempotency table (lambdawiring.PostGate)", rt.Function, key)
 		case !want && has:
 			t.Errorf("%s (%s): a GET or a public route never reaches Gate.Idempotency, but its code calls the idempotency table", rt.Function, key)
 		}

@@ -20,7 +20,7 @@ import (
 )
 
 // The functions of the service: logical ID in template.yaml and folder
-// under functions/ (each main.go runs prod.Build("<folder>", prod.<Constructor>)).
+// under functions/ (each main.go runs lambdawiring.Build("<folder>", lambdawiring.<Constructor>)).
 var functions = []struct{ ID, Folder string }{
 	{"GenerateFunction", "generate"},
 	{"StatusFunction", "status"},
@@ -103,7 +103,7 @@ var (
 	readsOf = map[string][]string{}
 )
 
-// reads is what prod.ReadsEnvironment learns the function reads, computed
+// reads is what lambdawiring.ReadsEnvironment learns the function reads, computed
 // once per folder.
 func reads(t *testing.T, folder string) []string {
 	t.Helper()
@@ -389,7 +389,7 @@ func TestEveryFunctionFolderIsInTheTemplateAndBack(t *testing.T) {
 	}
 }
 
-// constructorName is the name of a prod constructor, without its package.
+// constructorName is the name of a lambdawiring constructor, without its package.
 func constructorName(c lambdawiring.Constructor) string {
 	if c == nil {
 		return "<none>"
@@ -431,7 +431,7 @@ func TestEveryFunctionBuildsFromItsFolder(t *testing.T) {
 			}
 			// main.go calls its constructor by name (so the binary links only
 			// that function's code), and it is the one the registry names.
-			m := regexp.MustCompile(`prod\.Build\("` + regexp.QuoteMeta(f.Folder) + `",\s*prod\.(\w+)\)`).FindSubmatch(main)
+			m := regexp.MustCompile(`lambdawiring\.Build\("` + regexp.QuoteMeta(f.Folder) + `",\s*lambdawiring\.(\w+)\)`).FindSubmatch(main)
 			if m == nil {
 				t.Errorf("functions/%s/main.go does not run lambdawiring.Build(%q, lambdawiring.<Constructor>)", f.Folder, f.Folder)
 			} else if want := constructorName(lambdawiring.Functions()[f.Folder]); string(m[1]) != want {

@@ -1,6 +1,6 @@
 // Package events_test runs every function's handler on its sample event, as
 // `sam local invoke -e events/<name>.json` would: the production wiring
-// (prod.Handler) with its AWS endpoints pointed at local servers: moto's
+// (lambdawiring.Handler) with its AWS endpoints pointed at local servers: moto's
 // server for DynamoDB, the S3-compatible store, the upstream simulator, and a
 // recording stand-in for the thin SQS, Step Functions and Polly calls.
 package events_test

@@ -273,17 +273,3 @@ func (s *Service) upstreamWebhook(generationID string) string {
 	}
 	return s.UpstreamWebhook + "?" + url.Values{"generation": {generationID}}.Encode()
 }
-
-func (s *Service) enqueue(ctx context.Context, m PollMessage, delay time.Duration) error {
-	body, err := json.Marshal(m)
-	if err != nil {
-		return fmt.Errorf("encode poll message: %w", err)
-	}
-	var lastErr error
-	for i := 0; i < enqueueAttempts; i++ {
-		if lastErr = s.Queue.Send(ctx, body, delay); lastErr == nil {
-			return nil
-		}
-	}
-	return fmt.Errorf("enqueue poll of %s: %w", m.GenerationID, lastErr)
-}

@@ -442,3 +442,17 @@ func (s *Service) pollFailed(ctx context.Context, log *slog.Logger, g domain.Gen
 // ErrBadCallback is a provider callback whose signature is missing, wrong
 // or stale, or that names no generation of ours.
 var ErrBadCallback = errors.New("the callback's signature is missing, wrong or stale")
+
+func (s *Service) enqueue(ctx context.Context, m PollMessage, delay time.Duration) error {
+	body, err := json.Marshal(m)
+	if err != nil {
+		return fmt.Errorf("encode poll message: %w", err)
+	}
+	var lastErr error
+	for i := 0; i < enqueueAttempts; i++ {
+		if lastErr = s.Queue.Send(ctx, body, delay); lastErr == nil {
+			return nil
+		}
+	}
+	return fmt.Errorf("enqueue poll of %s: %w", m.GenerationID, lastErr)
+}

@@ -6,11 +6,11 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/shopspring/decimal"
-
 	"github.com/mediagen-dev/mediagen/shared/catalog"
 	"github.com/mediagen-dev/mediagen/shared/domain"
 	"github.com/mediagen-dev/mediagen/shared/pricing"
+
+	"github.com/shopspring/decimal"
 )
 
 // Scene limits and length.

@@ -64,26 +64,6 @@ func ParseScenePoll(body string) (m ScenePoll, ok bool, err error) {
 	return m, true, nil
 }
 
-// TaskTokens resumes the workflow's waiting tasks (Step Functions'
-// SendTask* calls). A token no task waits on any more is domain.ErrTaskGone.
-type TaskTokens interface {
-	SendTaskSuccess(ctx context.Context, token string, output []byte) error
-	SendTaskFailure(ctx context.Context, token, errorName, cause string) error
-	SendTaskHeartbeat(ctx context.Context, token string) error
-}
-
-// Queue delays poll messages (the poller's queue).
-type Queue interface {
-	Send(ctx context.Context, body []byte, delay time.Duration) error
-}
-
-// Slots caps the jobs running at once at each upstream: scenes wait in the
-// same lines as single generations.
-type Slots interface {
-	AcquireSlot(ctx context.Context, provider, holder string, limit int, at time.Time) (bool, error)
-	ReleaseSlot(ctx context.Context, provider, holder string) error
-}
-
 // SlotsFullError is a scene whose upstreams are all at their caps: the
 // workflow's Retry asks again later, and the scene keeps its place in line.
 type SlotsFullError struct{ Msg string }

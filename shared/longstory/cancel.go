@@ -1,0 +1,46 @@
+package longstory
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/mediagen-dev/mediagen/shared/domain"
+)
+
+// Cancel stops a caller's video: the execution is stopped, the scenes'
+// jobs upstream are canceled, the record ends canceled and the hold is
+// released. A video already final is a conflict.
+func (s *Service) Cancel(ctx context.Context, userID, id string) (domain.LongVideo, error) {
+	v, err := s.find(ctx, userID, id)
+	if err != nil {
+		return domain.LongVideo{}, err
+	}
+	if v.Status.Terminal() {
+		return domain.LongVideo{}, fmt.Errorf("%w: video %s is already %s", domain.ErrConflict, v.ID, v.Status)
+	}
+	log := s.log().With("user_id", userID, "video_id", v.ID)
+	err = s.Store.FinishLongVideo(ctx, v.ID, domain.Outcome{Status: domain.StatusCanceled, Error: "canceled by the caller"}, s.now())
+	if errors.Is(err, domain.ErrConflict) {
+		if v, err = s.Store.GetLongVideo(ctx, v.ID); err == nil {
+			err = fmt.Errorf("%w: video %s is already %s", domain.ErrConflict, v.ID, v.Status)
+		}
+		return domain.LongVideo{}, err
+	}
+	if err != nil {
+		return domain.LongVideo{}, fmt.Errorf("cancel %s: %w", v.ID, err)
+	}
+	// The record is final now: every step after this finds it so and stops.
+	if err := s.Workflow.Stop(ctx, v.ID, "canceled by the caller"); err != nil {
+		log.WarnContext(ctx, "could not stop the workflow; its next step stops on the canceled record", "error", err)
+	}
+	stopScenes(ctx, log, s.Upstream, s.Slots, v)
+	s.release(ctx, log, userID, v.ID)
+	if v, err = s.Store.GetLongVideo(ctx, v.ID); err != nil {
+		return domain.LongVideo{}, fmt.Errorf("reread %s: %w", v.ID, err)
+	}
+	if err := notify(ctx, s.Notifier, v); err != nil {
+		log.WarnContext(ctx, "could not enqueue the webhook", "error", err)
+	}
+	return v, nil
+}

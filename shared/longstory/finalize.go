@@ -1,0 +1,81 @@
+package longstory
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/mediagen-dev/mediagen/shared/domain"
+)
+
+// notify enqueues the webhook event of a final video, if asked for.
+func notify(ctx context.Context, n Notifier, v domain.LongVideo) error {
+	event := "long_video." + string(v.Status)
+	if n == nil || !v.Webhook.Wants(event) {
+		return nil
+	}
+	if err := n.Notify(ctx, domain.WorkLongVideo, v.ID, event); err != nil {
+		return fmt.Errorf("webhook of %s: %w", v.ID, err)
+	}
+	return nil
+}
+
+// FinalizeTask names the assembled video.
+type FinalizeTask struct {
+	VideoID  string  `json:"video_id"`
+	Key      string  `json:"key"`
+	Duration float64 `json:"duration"`
+}
+
+// Ended is the output of the workflow's last task, and so of the
+// execution: which video ended, how, and where its video is. It stays small:
+// it passes between states under Step Functions' payload limit.
+type Ended struct {
+	VideoID       string `json:"video_id"`
+	Status        string `json:"status"`
+	FinalVideoURL string `json:"final_video_url,omitempty"`
+	Error         string `json:"error,omitempty"`
+}
+
+func endedOf(v domain.LongVideo) Ended {
+	e := Ended{VideoID: v.ID, Status: string(v.Status), FinalVideoURL: v.FinalVideoURL}
+	if v.Status != domain.StatusCompleted {
+		e.Error = v.Error
+	}
+	return e
+}
+
+// Finalize marks the video completed with its URL and measured length and
+// captures its hold. A repeat changes nothing.
+func (s *Steps) Finalize(ctx context.Context, in FinalizeTask) (Ended, error) {
+	return s.finish(ctx, in.VideoID, domain.Outcome{Status: domain.StatusCompleted,
+		OutputURLs: []string{s.Files.URL(in.Key)}, TotalDuration: in.Duration})
+}
+
+func (s *Steps) finish(ctx context.Context, videoID string, o domain.Outcome) (Ended, error) {
+	err := s.Store.FinishLongVideo(ctx, videoID, o, s.now())
+	if err != nil && !errors.Is(err, domain.ErrConflict) {
+		return Ended{}, &TransientError{Msg: fmt.Sprintf("finish %s: %v", videoID, err)}
+	}
+	v, err := s.Store.GetLongVideo(ctx, videoID)
+	if err != nil {
+		return Ended{}, &TransientError{Msg: fmt.Sprintf("read %s: %v", videoID, err)}
+	}
+	settle, what := s.Store.Release, "released"
+	if v.Status == domain.StatusCompleted {
+		settle, what = s.Store.Capture, "captured"
+	}
+	settled, err := settle(ctx, v.UserID, v.ID)
+	if err != nil {
+		return Ended{}, &TransientError{Msg: fmt.Sprintf("settle %s: %v", videoID, err)}
+	}
+	if settled {
+		s.log().InfoContext(ctx, "long video finished; hold "+what, "video_id", v.ID, "user_id", v.UserID,
+			"status", v.Status, "credits", domain.FormatCredits(v.CreditsHeld))
+		// Once, with the settlement: a retried step finds the hold settled.
+		if err := notify(ctx, s.Notifier, v); err != nil {
+			s.log().WarnContext(ctx, "could not enqueue the webhook", "video_id", v.ID, "error", err)
+		}
+	}
+	return endedOf(v), nil
+}

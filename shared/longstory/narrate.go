@@ -1,0 +1,63 @@
+package longstory
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+)
+
+// NarrateTask asks for every scene's narration; the scripts are read from
+// the store.
+type NarrateTask struct {
+	VideoID string `json:"video_id"`
+}
+
+// Narration lists the narration track of each scene.
+type Narration struct {
+	Tracks []Track `json:"tracks"`
+}
+
+// Track is one scene's narration in the bucket.
+type Track struct {
+	SceneNumber int    `json:"scene_number"`
+	Key         string `json:"key"`
+}
+
+// Narrate speaks each scene's script (its narration, else its prompt) and
+// keeps the audio in the bucket.
+func (s *Steps) Narrate(ctx context.Context, in NarrateTask) (Narration, error) {
+	out := Narration{Tracks: []Track{}}
+	v, err := s.Store.GetLongVideo(ctx, in.VideoID)
+	if err != nil {
+		return out, &TransientError{Msg: fmt.Sprintf("narration: read video: %v", err)}
+	}
+	if !v.EnableNarration {
+		return out, nil
+	}
+	lang, ok := LookupLanguage(v.LanguageCode)
+	if !ok {
+		return out, &SceneFailedError{Msg: fmt.Sprintf("narration: unsupported language %q", v.LanguageCode)}
+	}
+	dir, err := os.MkdirTemp(s.WorkDir, "narrate-")
+	if err != nil {
+		return out, &TransientError{Msg: fmt.Sprintf("narration: scratch dir: %v", err)}
+	}
+	defer os.RemoveAll(dir)
+	for _, sc := range v.Scenes {
+		script := sc.Narration
+		if script == "" {
+			script = sc.Prompt
+		}
+		path, ctype, err := s.Narrator.Speak(ctx, lang, script, dir)
+		if err != nil {
+			return out, &TransientError{Msg: fmt.Sprintf("narration of scene %d: %v", sc.SceneNumber, err)}
+		}
+		key := fmt.Sprintf("long-videos/%s/narration/%03d%s", in.VideoID, sc.SceneNumber, filepath.Ext(path))
+		if err := s.Files.PutFile(ctx, key, path, ctype); err != nil {
+			return out, &TransientError{Msg: fmt.Sprintf("narration of scene %d: %v", sc.SceneNumber, err)}
+		}
+		out.Tracks = append(out.Tracks, Track{SceneNumber: sc.SceneNumber, Key: key})
+	}
+	return out, nil
+}
