@@ -107,10 +107,6 @@ func (s *Store) FinishGeneration(ctx context.Context, uuid string, o domain.Outc
 	return call0(s.In, "store.FinishGeneration", func() error { return s.Inner.FinishGeneration(ctx, uuid, o, at) })
 }
 
-func (s *Store) ProcessingGenerations(ctx context.Context, limit int) ([]domain.Generation, error) {
-	return call(s.In, "store.ProcessingGenerations", func() ([]domain.Generation, error) { return s.Inner.ProcessingGenerations(ctx, limit) })
-}
-
 func (s *Store) CreateLongVideo(ctx context.Context, v domain.LongVideo) error {
 	return call0(s.In, "store.CreateLongVideo", func() error { return s.Inner.CreateLongVideo(ctx, v) })
 }

@@ -24,9 +24,6 @@ type Generations interface {
 	// FinishGeneration writes a terminal outcome once: ErrConflict if the
 	// generation is no longer processing.
 	FinishGeneration(ctx context.Context, uuid string, o domain.Outcome, at time.Time) error
-	// ProcessingGenerations lists up to limit generations still processing,
-	// oldest first, so a restarted runtime can resume polling them.
-	ProcessingGenerations(ctx context.Context, limit int) ([]domain.Generation, error)
 	// ListGenerations pages through an account's generations, newest first.
 	ListGenerations(ctx context.Context, q ListQuery) (Page[domain.Generation], error)
 }

@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"sort"
 	"strconv"
 	"time"
 
@@ -172,41 +171,6 @@ func (s *Store) GetGenerationByID(ctx context.Context, userID string, id int64) 
 		return domain.Generation{}, fmt.Errorf("generation %d: index entry has no uuid", id)
 	}
 	return s.GetGeneration(ctx, u.Value)
-}
-
-// ProcessingGenerations scans for generations still processing. Only the
-// local runtime's restart uses it; production polls through the queue.
-func (s *Store) ProcessingGenerations(ctx context.Context, limit int) ([]domain.Generation, error) {
-	p := dynamodb.NewScanPaginator(s.db, &dynamodb.ScanInput{
-		TableName:                 aws.String(s.tables.Generations),
-		FilterExpression:          aws.String("#s = :p"),
-		ExpressionAttributeNames:  map[string]string{"#s": "status"},
-		ExpressionAttributeValues: map[string]types.AttributeValue{":p": strAV(string(domain.StatusProcessing))},
-		ConsistentRead:            aws.Bool(true),
-	})
-	var out []domain.Generation
-	for p.HasMorePages() && len(out) < limit {
-		page, err := p.NextPage(ctx)
-		if err != nil {
-			return nil, fmt.Errorf("scan processing generations: %w", err)
-		}
-		for _, raw := range page.Items {
-			var it generationItem
-			if err := attributevalue.UnmarshalMap(raw, &it); err != nil {
-				return nil, fmt.Errorf("decode generation: %w", err)
-			}
-			g, err := it.generation()
-			if err != nil {
-				return nil, err
-			}
-			out = append(out, g)
-		}
-	}
-	sort.Slice(out, func(i, j int) bool { return out[i].CreatedAt.Before(out[j].CreatedAt) })
-	if len(out) > limit {
-		out = out[:limit]
-	}
-	return out, nil
 }
 
 func (s *Store) SetUpstreamJobs(ctx context.Context, uuid string, run domain.UpstreamRun, at time.Time) error {

@@ -68,10 +68,6 @@ func (s *Store) getGeneration(ctx context.Context, where string, args ...any) (d
 	return gs[0], nil
 }
 
-func (s *Store) ProcessingGenerations(ctx context.Context, limit int) ([]domain.Generation, error) {
-	return s.queryGenerations(ctx, `WHERE status = ? ORDER BY created_at LIMIT ?`, string(domain.StatusProcessing), limit)
-}
-
 func (s *Store) queryGenerations(ctx context.Context, where string, args ...any) ([]domain.Generation, error) {
 	rows, err := s.r.QueryContext(ctx, `SELECT `+generationColumns+` FROM generations `+where, args...)
 	if err != nil {

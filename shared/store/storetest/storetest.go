@@ -41,6 +41,7 @@ func Run(t *testing.T, s store.Store) {
 		{"CaptureCountsThisMonthsUsage", testUsage},
 		{"SlotsNeverExceedTheLimitAndServeWaitersInOrder", testSlots},
 		{"UpstreamJobIsRecordedOnce", testUpstreamIDOnce},
+		{"RestartListsGenerationsInFlight", testRestartListsGenerations},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) { tt.fn(t, s) })
