@@ -119,10 +119,6 @@ func (s *Store) FinishLongVideo(ctx context.Context, id string, o domain.Outcome
 	return call0(s.In, "store.FinishLongVideo", func() error { return s.Inner.FinishLongVideo(ctx, id, o, at) })
 }
 
-func (s *Store) ProcessingLongVideos(ctx context.Context, limit int) ([]domain.LongVideo, error) {
-	return call(s.In, "store.ProcessingLongVideos", func() ([]domain.LongVideo, error) { return s.Inner.ProcessingLongVideos(ctx, limit) })
-}
-
 func (s *Store) ClaimPoll(ctx context.Context, uuid string, attempt int, now, until time.Time) (bool, int, error) {
 	type r struct {
 		ok     bool

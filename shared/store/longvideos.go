@@ -14,9 +14,6 @@ type LongVideos interface {
 	// FinishLongVideo writes a terminal outcome once: ErrConflict if the
 	// video is no longer processing.
 	FinishLongVideo(ctx context.Context, id string, o domain.Outcome, at time.Time) error
-	// ProcessingLongVideos lists up to limit videos still processing, oldest
-	// first, so a restarted local runtime can run their workflows again.
-	ProcessingLongVideos(ctx context.Context, limit int) ([]domain.LongVideo, error)
 	// ListLongVideos pages through an account's long videos, newest first.
 	ListLongVideos(ctx context.Context, q ListQuery) (Page[domain.LongVideo], error)
 	// SetSceneStatus records a scene's state while the video is processing

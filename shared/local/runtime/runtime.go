@@ -404,6 +404,7 @@ func withDefaults(cfg Config) Config {
 // makes; each adapter the runtime runs on has it (its restart.go).
 type inFlightLister interface {
 	ProcessingGenerations(ctx context.Context, limit int) ([]domain.Generation, error)
+	ProcessingLongVideos(ctx context.Context, limit int) ([]domain.LongVideo, error)
 }
 
 var (
@@ -432,7 +433,7 @@ func (r *Runtime) resume(ctx context.Context) error {
 	}
 	// Step Functions would have kept running; the local runner starts the
 	// workflows cut off by the stop again (every step is idempotent).
-	vs, err := r.Store.ProcessingLongVideos(ctx, 10000)
+	vs, err := inFlight.ProcessingLongVideos(ctx, 10000)
 	if err != nil {
 		return fmt.Errorf("resume long videos: %w", err)
 	}

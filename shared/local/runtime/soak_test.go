@@ -152,7 +152,7 @@ func TestSoak(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		vs, err := rt.Store.ProcessingLongVideos(ctx, 1)
+		vs, err := rt.Embedded.ProcessingLongVideos(ctx, 1)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -50,7 +50,7 @@ var Accesses = map[string][]Access{
 	"CreateLongVideo":      {put("LongVideos")},
 	"GetLongVideo":         {get("LongVideos")},
 	"FinishLongVideo":      {update("LongVideos"), get("LongVideos")},
-	"ProcessingLongVideos": {{"Scan", "LongVideos", ""}},
+	"ProcessingLongVideos": {{"Scan", "LongVideos", ""}}, // local runtime only (restart.go)
 	"ListLongVideos":       {query("LongVideos", IndexUserCreatedAt)},
 	"SetSceneStatus":       {update("LongVideos"), get("LongVideos")},
 

@@ -3,7 +3,6 @@ package dynamostore
 import (
 	"context"
 	"fmt"
-	"sort"
 	"strconv"
 	"time"
 
@@ -131,41 +130,6 @@ func (it longVideoItem) longVideo() (domain.LongVideo, error) {
 		}
 	}
 	return v, nil
-}
-
-// ProcessingLongVideos scans for videos still processing; only the local
-// runtime's restart uses it (Step Functions keeps its own executions).
-func (s *Store) ProcessingLongVideos(ctx context.Context, limit int) ([]domain.LongVideo, error) {
-	p := dynamodb.NewScanPaginator(s.db, &dynamodb.ScanInput{
-		TableName:                 aws.String(s.tables.LongVideos),
-		FilterExpression:          aws.String("#s = :p"),
-		ExpressionAttributeNames:  map[string]string{"#s": "status"},
-		ExpressionAttributeValues: map[string]types.AttributeValue{":p": strAV(string(domain.StatusProcessing))},
-		ConsistentRead:            aws.Bool(true),
-	})
-	var out []domain.LongVideo
-	for p.HasMorePages() && len(out) < limit {
-		page, err := p.NextPage(ctx)
-		if err != nil {
-			return nil, fmt.Errorf("scan processing long videos: %w", err)
-		}
-		for _, raw := range page.Items {
-			var it longVideoItem
-			if err := attributevalue.UnmarshalMap(raw, &it); err != nil {
-				return nil, fmt.Errorf("decode long video: %w", err)
-			}
-			v, err := it.longVideo()
-			if err != nil {
-				return nil, err
-			}
-			out = append(out, v)
-		}
-	}
-	sort.Slice(out, func(i, j int) bool { return out[i].CreatedAt.Before(out[j].CreatedAt) })
-	if len(out) > limit {
-		out = out[:limit]
-	}
-	return out, nil
 }
 
 func (s *Store) FinishLongVideo(ctx context.Context, id string, o domain.Outcome, at time.Time) error {

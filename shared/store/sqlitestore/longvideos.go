@@ -51,10 +51,6 @@ func (s *Store) GetLongVideo(ctx context.Context, id string) (domain.LongVideo, 
 	return vs[0], nil
 }
 
-func (s *Store) ProcessingLongVideos(ctx context.Context, limit int) ([]domain.LongVideo, error) {
-	return s.queryLongVideos(ctx, `WHERE status = ? ORDER BY created_at LIMIT ?`, string(domain.StatusProcessing), limit)
-}
-
 func (s *Store) queryLongVideos(ctx context.Context, where string, args ...any) ([]domain.LongVideo, error) {
 	rows, err := s.r.QueryContext(ctx, `SELECT id, user_id, prompt, model, language_code, enable_narration, video_style,
 		scenes, status, final_video_url, total_duration, error, credits_held, created_at, updated_at, deadline,

@@ -16,3 +16,9 @@ import (
 func (s *Store) ProcessingGenerations(ctx context.Context, limit int) ([]domain.Generation, error) {
 	return s.queryGenerations(ctx, `WHERE status = ? ORDER BY created_at LIMIT ?`, string(domain.StatusProcessing), limit)
 }
+
+// ProcessingLongVideos lists up to limit long videos still processing,
+// oldest first.
+func (s *Store) ProcessingLongVideos(ctx context.Context, limit int) ([]domain.LongVideo, error) {
+	return s.queryLongVideos(ctx, `WHERE status = ? ORDER BY created_at LIMIT ?`, string(domain.StatusProcessing), limit)
+}

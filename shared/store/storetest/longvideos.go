@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"reflect"
-	"slices"
 	"testing"
 	"time"
 
@@ -51,19 +50,9 @@ func testLongVideos(t *testing.T, s store.Store) {
 	if _, err := s.GetLongVideo(ctx, uuid.NewString()); !errors.Is(err, domain.ErrNotFound) {
 		t.Errorf("GetLongVideo(missing) = %v, want ErrNotFound", err)
 	}
-	processing, err := s.ProcessingLongVideos(ctx, 1000)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if i := slices.IndexFunc(processing, func(p domain.LongVideo) bool { return p.ID == v.ID }); i < 0 || len(processing[i].Scenes) != 2 {
-		t.Errorf("ProcessingLongVideos does not list the processing video with its scenes")
-	}
 	done := domain.Outcome{Status: domain.StatusCompleted, OutputURLs: []string{"https://cdn.example/v.mp4"}, TotalDuration: 10.04}
 	if err := s.FinishLongVideo(ctx, v.ID, done, now.Add(time.Minute)); err != nil {
 		t.Fatal(err)
-	}
-	if after, _ := s.ProcessingLongVideos(ctx, 1000); slices.ContainsFunc(after, func(p domain.LongVideo) bool { return p.ID == v.ID }) {
-		t.Error("ProcessingLongVideos lists a completed video")
 	}
 	if err := s.FinishLongVideo(ctx, v.ID, domain.Outcome{Status: domain.StatusFailed, Error: "x"}, now); !errors.Is(err, domain.ErrConflict) {
 		t.Errorf("second FinishLongVideo = %v, want ErrConflict", err)

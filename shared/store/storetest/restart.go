@@ -2,6 +2,7 @@ package storetest
 
 import (
 	"context"
+	"slices"
 	"testing"
 	"time"
 
@@ -15,6 +16,7 @@ import (
 // ask for it, so it is no part of store.Store.
 type restartLister interface {
 	ProcessingGenerations(ctx context.Context, limit int) ([]domain.Generation, error)
+	ProcessingLongVideos(ctx context.Context, limit int) ([]domain.LongVideo, error)
 }
 
 // listerOf is s's restart listing; an adapter without one is not one the
@@ -48,5 +50,26 @@ func testRestartListsGenerations(t *testing.T, s store.Store) {
 	}
 	if seenDone || !seenInFlight {
 		t.Errorf("ProcessingGenerations saw completed %v, processing %v; want only the processing one", seenDone, seenInFlight)
+	}
+}
+
+func testRestartListsLongVideos(t *testing.T, s store.Store) {
+	l := listerOf(t, s)
+	ctx := context.Background()
+	user := newAccount(t, s, domain.PlanFree, "0")
+	v := newLongVideo(t, s, user, "beta-2", now, domain.Webhook{})
+	processing, err := l.ProcessingLongVideos(ctx, 1000)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if i := slices.IndexFunc(processing, func(p domain.LongVideo) bool { return p.ID == v.ID }); i < 0 || len(processing[i].Scenes) != 2 {
+		t.Errorf("ProcessingLongVideos does not list the processing video with its scenes")
+	}
+	done := domain.Outcome{Status: domain.StatusCompleted, OutputURLs: []string{"https://cdn.example/v.mp4"}, TotalDuration: 10.04}
+	if err := s.FinishLongVideo(ctx, v.ID, done, now.Add(time.Minute)); err != nil {
+		t.Fatal(err)
+	}
+	if after, _ := l.ProcessingLongVideos(ctx, 1000); slices.ContainsFunc(after, func(p domain.LongVideo) bool { return p.ID == v.ID }) {
+		t.Error("ProcessingLongVideos lists a completed video")
 	}
 }

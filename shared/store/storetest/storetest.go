@@ -42,6 +42,7 @@ func Run(t *testing.T, s store.Store) {
 		{"SlotsNeverExceedTheLimitAndServeWaitersInOrder", testSlots},
 		{"UpstreamJobIsRecordedOnce", testUpstreamIDOnce},
 		{"RestartListsGenerationsInFlight", testRestartListsGenerations},
+		{"RestartListsLongVideosInFlight", testRestartListsLongVideos},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) { tt.fn(t, s) })
