@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"sort"
+	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/feature/dynamodb/attributevalue"
@@ -23,68 +24,58 @@ import (
 // polling them. Only the local runtime uses it; production polls through
 // the queue.
 func (s *Store) ProcessingGenerations(ctx context.Context, limit int) ([]domain.Generation, error) {
-	p := dynamodb.NewScanPaginator(s.db, &dynamodb.ScanInput{
-		TableName:                 aws.String(s.tables.Generations),
-		FilterExpression:          aws.String("#s = :p"),
-		ExpressionAttributeNames:  map[string]string{"#s": "status"},
-		ExpressionAttributeValues: map[string]types.AttributeValue{":p": strAV(string(domain.StatusProcessing))},
-		ConsistentRead:            aws.Bool(true),
-	})
-	var out []domain.Generation
-	for p.HasMorePages() && len(out) < limit {
-		page, err := p.NextPage(ctx)
-		if err != nil {
-			return nil, fmt.Errorf("scan processing generations: %w", err)
-		}
-		for _, raw := range page.Items {
+	return scanProcessing(ctx, s, s.tables.Generations, "generations", limit,
+		func(raw map[string]types.AttributeValue) (domain.Generation, error) {
 			var it generationItem
 			if err := attributevalue.UnmarshalMap(raw, &it); err != nil {
-				return nil, fmt.Errorf("decode generation: %w", err)
+				return domain.Generation{}, fmt.Errorf("decode generation: %w", err)
 			}
-			g, err := it.generation()
-			if err != nil {
-				return nil, err
-			}
-			out = append(out, g)
-		}
-	}
-	sort.Slice(out, func(i, j int) bool { return out[i].CreatedAt.Before(out[j].CreatedAt) })
-	if len(out) > limit {
-		out = out[:limit]
-	}
-	return out, nil
+			return it.generation()
+		},
+		func(g domain.Generation) time.Time { return g.CreatedAt })
 }
 
 // ProcessingLongVideos scans for videos still processing, oldest first, so
 // that a restarted local runtime can run their workflows again. Only the
 // local runtime uses it; Step Functions keeps its own executions.
 func (s *Store) ProcessingLongVideos(ctx context.Context, limit int) ([]domain.LongVideo, error) {
+	return scanProcessing(ctx, s, s.tables.LongVideos, "long videos", limit,
+		func(raw map[string]types.AttributeValue) (domain.LongVideo, error) {
+			var it longVideoItem
+			if err := attributevalue.UnmarshalMap(raw, &it); err != nil {
+				return domain.LongVideo{}, fmt.Errorf("decode long video: %w", err)
+			}
+			return it.longVideo()
+		},
+		func(v domain.LongVideo) time.Time { return v.CreatedAt })
+}
+
+// scanProcessing scans table for the records still processing until it has
+// limit of them or the table ends, and returns the oldest limit.
+func scanProcessing[T any](ctx context.Context, s *Store, table, what string, limit int,
+	decode func(map[string]types.AttributeValue) (T, error), createdAt func(T) time.Time) ([]T, error) {
 	p := dynamodb.NewScanPaginator(s.db, &dynamodb.ScanInput{
-		TableName:                 aws.String(s.tables.LongVideos),
+		TableName:                 aws.String(table),
 		FilterExpression:          aws.String("#s = :p"),
 		ExpressionAttributeNames:  map[string]string{"#s": "status"},
 		ExpressionAttributeValues: map[string]types.AttributeValue{":p": strAV(string(domain.StatusProcessing))},
 		ConsistentRead:            aws.Bool(true),
 	})
-	var out []domain.LongVideo
+	var out []T
 	for p.HasMorePages() && len(out) < limit {
 		page, err := p.NextPage(ctx)
 		if err != nil {
-			return nil, fmt.Errorf("scan processing long videos: %w", err)
+			return nil, fmt.Errorf("scan processing %s: %w", what, err)
 		}
 		for _, raw := range page.Items {
-			var it longVideoItem
-			if err := attributevalue.UnmarshalMap(raw, &it); err != nil {
-				return nil, fmt.Errorf("decode long video: %w", err)
-			}
-			v, err := it.longVideo()
+			rec, err := decode(raw)
 			if err != nil {
 				return nil, err
 			}
-			out = append(out, v)
+			out = append(out, rec)
 		}
 	}
-	sort.Slice(out, func(i, j int) bool { return out[i].CreatedAt.Before(out[j].CreatedAt) })
+	sort.Slice(out, func(i, j int) bool { return createdAt(out[i]).Before(createdAt(out[j])) })
 	if len(out) > limit {
 		out = out[:limit]
 	}
