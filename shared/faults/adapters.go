@@ -107,10 +107,6 @@ func (s *Store) FinishGeneration(ctx context.Context, uuid string, o domain.Outc
 	return call0(s.In, "store.FinishGeneration", func() error { return s.Inner.FinishGeneration(ctx, uuid, o, at) })
 }
 
-func (s *Store) ProcessingGenerations(ctx context.Context, limit int) ([]domain.Generation, error) {
-	return call(s.In, "store.ProcessingGenerations", func() ([]domain.Generation, error) { return s.Inner.ProcessingGenerations(ctx, limit) })
-}
-
 func (s *Store) CreateLongVideo(ctx context.Context, v domain.LongVideo) error {
 	return call0(s.In, "store.CreateLongVideo", func() error { return s.Inner.CreateLongVideo(ctx, v) })
 }
@@ -121,10 +117,6 @@ func (s *Store) GetLongVideo(ctx context.Context, id string) (domain.LongVideo, 
 
 func (s *Store) FinishLongVideo(ctx context.Context, id string, o domain.Outcome, at time.Time) error {
 	return call0(s.In, "store.FinishLongVideo", func() error { return s.Inner.FinishLongVideo(ctx, id, o, at) })
-}
-
-func (s *Store) ProcessingLongVideos(ctx context.Context, limit int) ([]domain.LongVideo, error) {
-	return call(s.In, "store.ProcessingLongVideos", func() ([]domain.LongVideo, error) { return s.Inner.ProcessingLongVideos(ctx, limit) })
 }
 
 func (s *Store) ClaimPoll(ctx context.Context, uuid string, attempt int, now, until time.Time) (bool, int, error) {

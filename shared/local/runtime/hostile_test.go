@@ -203,7 +203,7 @@ func TestMalformedRequestsAnswer4xxAndChangeNothing(t *testing.T) {
 	owner := newAccount(t, rt, domain.PlanEnterprise, 1000)
 	ctx := context.Background()
 	videos := func() int {
-		vs, err := rt.Store.ProcessingLongVideos(ctx, 1000)
+		vs, err := rt.Embedded.ProcessingLongVideos(ctx, 1000)
 		if err != nil {
 			t.Fatal(err)
 		}

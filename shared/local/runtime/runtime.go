@@ -402,9 +402,26 @@ func withDefaults(cfg Config) Config {
 	return cfg
 }
 
+// inFlightLister lists the work a stopped runtime left in flight. It is no
+// part of store.Store: on DynamoDB it is a Scan, which no Lambda function
+// makes; each adapter the runtime runs on has it (its restart.go).
+type inFlightLister interface {
+	ProcessingGenerations(ctx context.Context, limit int) ([]domain.Generation, error)
+	ProcessingLongVideos(ctx context.Context, limit int) ([]domain.LongVideo, error)
+}
+
+var (
+	_ inFlightLister = (*sqlitestore.Store)(nil)
+	_ inFlightLister = (*dynamostore.Store)(nil)
+)
+
 // resume polls again whatever was in flight when the runtime last stopped.
 func (r *Runtime) resume(ctx context.Context) error {
-	gs, err := r.Store.ProcessingGenerations(ctx, 10000)
+	inFlight, ok := r.Store.(inFlightLister)
+	if !ok {
+		return fmt.Errorf("resume: the store %T cannot list the work in flight", r.Store)
+	}
+	gs, err := inFlight.ProcessingGenerations(ctx, 10000)
 	if err != nil {
 		return fmt.Errorf("resume polling: %w", err)
 	}
@@ -419,7 +436,7 @@ func (r *Runtime) resume(ctx context.Context) error {
 	}
 	// Step Functions would have kept running; the local runner starts the
 	// workflows cut off by the stop again (every step is idempotent).
-	vs, err := r.Store.ProcessingLongVideos(ctx, 10000)
+	vs, err := inFlight.ProcessingLongVideos(ctx, 10000)
 	if err != nil {
 		return fmt.Errorf("resume long videos: %w", err)
 	}

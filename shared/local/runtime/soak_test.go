@@ -148,11 +148,11 @@ func TestSoak(t *testing.T) {
 	ctx := context.Background()
 	settle := time.Now().Add(3*time.Minute + length)
 	for {
-		gs, err := rt.Store.ProcessingGenerations(ctx, 1)
+		gs, err := rt.Embedded.ProcessingGenerations(ctx, 1)
 		if err != nil {
 			t.Fatal(err)
 		}
-		vs, err := rt.Store.ProcessingLongVideos(ctx, 1)
+		vs, err := rt.Embedded.ProcessingLongVideos(ctx, 1)
 		if err != nil {
 			t.Fatal(err)
 		}

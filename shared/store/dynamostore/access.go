@@ -43,14 +43,14 @@ var Accesses = map[string][]Access{
 	"GetGenerationByID":     {query("Generations", IndexUserGenerationID), get("Generations")},
 	"SetUpstreamJobs":       {update("Generations"), get("Generations")},
 	"FinishGeneration":      {update("Generations"), get("Generations")},
-	"ProcessingGenerations": {{"Scan", "Generations", ""}},
+	"ProcessingGenerations": {{"Scan", "Generations", ""}}, // local runtime only (restart.go)
 	"ListGenerations":       {query("Generations", IndexUserCreatedAt)},
 	"ClaimPoll":             {update("Generations"), get("Generations")},
 
 	"CreateLongVideo":      {put("LongVideos")},
 	"GetLongVideo":         {get("LongVideos")},
 	"FinishLongVideo":      {update("LongVideos"), get("LongVideos")},
-	"ProcessingLongVideos": {{"Scan", "LongVideos", ""}},
+	"ProcessingLongVideos": {{"Scan", "LongVideos", ""}}, // local runtime only (restart.go)
 	"ListLongVideos":       {query("LongVideos", IndexUserCreatedAt)},
 	"SetSceneStatus":       {update("LongVideos"), get("LongVideos")},
 

@@ -10,15 +10,6 @@ import (
 	"github.com/mediagen-dev/mediagen/shared/domain"
 )
 
-// pollClaims is its own table, so databases made before it need no migration.
-const pollClaimsSchema = `
-CREATE TABLE IF NOT EXISTS poll_claims (
-	uuid        TEXT PRIMARY KEY,
-	attempt     INTEGER NOT NULL,
-	lease_until TEXT NOT NULL
-);
-`
-
 func (s *Store) ClaimPoll(ctx context.Context, uuid string, attempt int, now, until time.Time) (bool, int, error) {
 	var exists int
 	err := s.w.QueryRowContext(ctx, `SELECT 1 FROM generations WHERE uuid = ?`, uuid).Scan(&exists)

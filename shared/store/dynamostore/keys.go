@@ -1,0 +1,133 @@
+package dynamostore
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/feature/dynamodb/attributevalue"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+
+	"github.com/mediagen-dev/mediagen/shared/domain"
+)
+
+type apiKeyItem struct {
+	Hash      string `dynamodbav:"key_hash"`
+	Prefix    string `dynamodbav:"prefix"`
+	UserID    string `dynamodbav:"user_id"`
+	CreatedAt string `dynamodbav:"created_at"`
+	RevokedAt string `dynamodbav:"revoked_at,omitempty"`
+}
+
+func (it apiKeyItem) apiKey() (domain.APIKey, error) {
+	k := domain.APIKey{Hash: it.Hash, Prefix: it.Prefix, UserID: it.UserID}
+	var err error
+	if k.CreatedAt, err = parseTime(it.CreatedAt); err != nil {
+		return domain.APIKey{}, err
+	}
+	if k.RevokedAt, err = parseTime(it.RevokedAt); err != nil {
+		return domain.APIKey{}, err
+	}
+	return k, nil
+}
+
+func (s *Store) PutAPIKey(ctx context.Context, k domain.APIKey) error {
+	item, err := attributevalue.MarshalMap(apiKeyItem{Hash: k.Hash, Prefix: k.Prefix, UserID: k.UserID, CreatedAt: formatTime(k.CreatedAt)})
+	if err != nil {
+		return fmt.Errorf("store api key %s: %w", k.Prefix, err)
+	}
+	_, err = s.db.PutItem(ctx, &dynamodb.PutItemInput{
+		TableName: aws.String(s.tables.APIKeys), Item: item,
+		ConditionExpression: aws.String("attribute_not_exists(key_hash)"),
+	})
+	if isConditionFailed(err) {
+		return fmt.Errorf("store api key %s: %w", k.Prefix, domain.ErrAlreadyExists)
+	}
+	if err != nil {
+		return fmt.Errorf("store api key %s: %w", k.Prefix, err)
+	}
+	return nil
+}
+
+func (s *Store) GetAPIKey(ctx context.Context, hash string) (domain.APIKey, error) {
+	// A consistent read, so that a revocation takes effect at once.
+	out, err := s.db.GetItem(ctx, &dynamodb.GetItemInput{
+		TableName: aws.String(s.tables.APIKeys), Key: key("key_hash", hash), ConsistentRead: aws.Bool(true),
+	})
+	if err != nil {
+		return domain.APIKey{}, fmt.Errorf("read api key: %w", err)
+	}
+	if out.Item == nil {
+		return domain.APIKey{}, fmt.Errorf("api key: %w", domain.ErrNotFound)
+	}
+	var it apiKeyItem
+	if err := attributevalue.UnmarshalMap(out.Item, &it); err != nil {
+		return domain.APIKey{}, fmt.Errorf("decode api key: %w", err)
+	}
+	return it.apiKey()
+}
+
+func (s *Store) RevokeAPIKey(ctx context.Context, prefix string, at time.Time) error {
+	out, err := s.db.Query(ctx, &dynamodb.QueryInput{
+		TableName: aws.String(s.tables.APIKeys), IndexName: aws.String(IndexKeyPrefix),
+		KeyConditionExpression:    aws.String("prefix = :p"),
+		ExpressionAttributeValues: map[string]types.AttributeValue{":p": strAV(prefix)},
+	})
+	if err != nil {
+		return fmt.Errorf("find api key %s: %w", prefix, err)
+	}
+	if len(out.Items) == 0 {
+		return fmt.Errorf("api key %s: %w", prefix, domain.ErrNotFound)
+	}
+	for _, raw := range out.Items {
+		var it apiKeyItem
+		if err := attributevalue.UnmarshalMap(raw, &it); err != nil {
+			return fmt.Errorf("decode api key %s: %w", prefix, err)
+		}
+		_, err := s.db.UpdateItem(ctx, &dynamodb.UpdateItemInput{
+			TableName:                 aws.String(s.tables.APIKeys),
+			Key:                       key("key_hash", it.Hash),
+			UpdateExpression:          aws.String("SET revoked_at = if_not_exists(revoked_at, :at)"),
+			ConditionExpression:       aws.String("attribute_exists(key_hash)"),
+			ExpressionAttributeValues: map[string]types.AttributeValue{":at": strAV(formatTime(at))},
+		})
+		if err != nil {
+			return fmt.Errorf("revoke api key %s: %w", prefix, err)
+		}
+	}
+	return nil
+}
+
+func (s *Store) ListAPIKeys(ctx context.Context, userID string) ([]domain.APIKey, error) {
+	p := dynamodb.NewQueryPaginator(s.db, &dynamodb.QueryInput{
+		TableName: aws.String(s.tables.APIKeys), IndexName: aws.String(IndexKeyUser),
+		KeyConditionExpression:    aws.String("user_id = :u"),
+		ExpressionAttributeValues: map[string]types.AttributeValue{":u": strAV(userID)},
+	})
+	var keys []domain.APIKey
+	for p.HasMorePages() {
+		page, err := p.NextPage(ctx)
+		if err != nil {
+			return nil, fmt.Errorf("list api keys of %s: %w", userID, err)
+		}
+		var items []apiKeyItem
+		if err := attributevalue.UnmarshalListOfMaps(page.Items, &items); err != nil {
+			return nil, fmt.Errorf("decode api keys of %s: %w", userID, err)
+		}
+		for _, it := range items {
+			k, err := it.apiKey()
+			if err != nil {
+				return nil, err
+			}
+			keys = append(keys, k)
+		}
+	}
+	for i := 1; i < len(keys); i++ {
+		for j := i; j > 0 && keys[j].CreatedAt.Before(keys[j-1].CreatedAt); j-- {
+			keys[j], keys[j-1] = keys[j-1], keys[j]
+		}
+	}
+	return keys, nil
+}

@@ -1,0 +1,185 @@
+package dynamostore
+
+import (
+	"context"
+	"fmt"
+	"strconv"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/feature/dynamodb/attributevalue"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+
+	"github.com/mediagen-dev/mediagen/shared/domain"
+	"github.com/mediagen-dev/mediagen/shared/store"
+)
+
+type sceneItem struct {
+	SceneNumber int    `dynamodbav:"scene_number"`
+	Prompt      string `dynamodbav:"prompt"`
+	Narration   string `dynamodbav:"narration,omitempty"`
+}
+
+type longVideoItem struct {
+	ID              string                `dynamodbav:"id"`
+	UserID          string                `dynamodbav:"user_id"`
+	Prompt          string                `dynamodbav:"prompt"`
+	Model           string                `dynamodbav:"model"`
+	LanguageCode    string                `dynamodbav:"language_code"`
+	EnableNarration bool                  `dynamodbav:"enable_narration"`
+	VideoStyle      string                `dynamodbav:"video_style,omitempty"`
+	Scenes          []sceneItem           `dynamodbav:"scenes"`
+	Status          string                `dynamodbav:"status"`
+	FinalVideoURL   string                `dynamodbav:"final_video_url,omitempty"`
+	TotalDuration   float64               `dynamodbav:"total_duration"`
+	Error           string                `dynamodbav:"error,omitempty"`
+	CreditsHeld     attributevalue.Number `dynamodbav:"credits_held"`
+	CreatedAt       string                `dynamodbav:"created_at"`
+	UpdatedAt       string                `dynamodbav:"updated_at"`
+	Deadline        string                `dynamodbav:"deadline"`
+	// SceneStatus maps scene numbers to states; created empty so that
+	// SetSceneStatus can set one entry.
+	SceneStatus map[string]sceneStateItem `dynamodbav:"scene_status"`
+	webhookFields
+}
+
+func (s *Store) CreateLongVideo(ctx context.Context, v domain.LongVideo) error {
+	if err := domain.CheckCredits(v.CreditsHeld); err != nil {
+		return fmt.Errorf("create long video %s: %w", v.ID, err)
+	}
+	scenes := make([]sceneItem, len(v.Scenes))
+	for i, sc := range v.Scenes {
+		scenes[i] = sceneItem(sc)
+	}
+	item, err := attributevalue.MarshalMap(longVideoItem{
+		ID: v.ID, UserID: v.UserID, Prompt: v.Prompt, Model: v.Model, LanguageCode: v.LanguageCode,
+		EnableNarration: v.EnableNarration, VideoStyle: v.VideoStyle, Scenes: scenes, Status: string(v.Status),
+		FinalVideoURL: v.FinalVideoURL, TotalDuration: v.TotalDuration, Error: v.Error, CreditsHeld: num(v.CreditsHeld),
+		CreatedAt: formatTime(v.CreatedAt), UpdatedAt: formatTime(v.UpdatedAt), Deadline: formatTime(v.Deadline),
+		SceneStatus: map[string]sceneStateItem{}, webhookFields: webhookFieldsOf(v.Webhook),
+	})
+	if err != nil {
+		return fmt.Errorf("create long video %s: %w", v.ID, err)
+	}
+	_, err = s.db.PutItem(ctx, &dynamodb.PutItemInput{
+		TableName: aws.String(s.tables.LongVideos), Item: item,
+		ConditionExpression: aws.String("attribute_not_exists(id)"),
+	})
+	if isConditionFailed(err) {
+		return fmt.Errorf("create long video %s: %w", v.ID, domain.ErrAlreadyExists)
+	}
+	if err != nil {
+		return fmt.Errorf("create long video %s: %w", v.ID, err)
+	}
+	return nil
+}
+
+func (s *Store) GetLongVideo(ctx context.Context, id string) (domain.LongVideo, error) {
+	out, err := s.db.GetItem(ctx, &dynamodb.GetItemInput{
+		TableName: aws.String(s.tables.LongVideos), Key: key("id", id), ConsistentRead: aws.Bool(true),
+	})
+	if err != nil {
+		return domain.LongVideo{}, fmt.Errorf("read long video %s: %w", id, err)
+	}
+	if out.Item == nil {
+		return domain.LongVideo{}, fmt.Errorf("long video %s: %w", id, domain.ErrNotFound)
+	}
+	var it longVideoItem
+	if err := attributevalue.UnmarshalMap(out.Item, &it); err != nil {
+		return domain.LongVideo{}, fmt.Errorf("decode long video %s: %w", id, err)
+	}
+	return it.longVideo()
+}
+
+func (it longVideoItem) longVideo() (domain.LongVideo, error) {
+	v := domain.LongVideo{
+		ID: it.ID, UserID: it.UserID, Prompt: it.Prompt, Model: it.Model, LanguageCode: it.LanguageCode,
+		EnableNarration: it.EnableNarration, VideoStyle: it.VideoStyle,
+		Status: domain.Status(it.Status), FinalVideoURL: it.FinalVideoURL, TotalDuration: it.TotalDuration,
+		Error: it.Error, Webhook: it.webhook(),
+	}
+	for n, st := range it.SceneStatus {
+		scene, err := strconv.Atoi(n)
+		if err != nil {
+			return domain.LongVideo{}, fmt.Errorf("long video %s: scene status key %q", it.ID, n)
+		}
+		if v.SceneStatus == nil {
+			v.SceneStatus = map[int]domain.SceneState{}
+		}
+		v.SceneStatus[scene] = domain.SceneState{Status: domain.Status(st.Status), UpstreamID: st.UpstreamID,
+			Upstream: st.Upstream, CancelURL: st.CancelURL, StatusURL: st.StatusURL, ResponseURL: st.ResponseURL,
+			Submitting: st.Submitting}
+	}
+	for _, sc := range it.Scenes {
+		v.Scenes = append(v.Scenes, domain.Scene(sc))
+	}
+	var err error
+	if v.CreditsHeld, err = dec(it.CreditsHeld); err != nil {
+		return domain.LongVideo{}, fmt.Errorf("long video %s: %w", it.ID, err)
+	}
+	if v.WebhookAttempts, err = it.attempts(); err != nil {
+		return domain.LongVideo{}, fmt.Errorf("long video %s: %w", it.ID, err)
+	}
+	for _, p := range []struct {
+		dst *time.Time
+		src string
+	}{{&v.CreatedAt, it.CreatedAt}, {&v.UpdatedAt, it.UpdatedAt}, {&v.Deadline, it.Deadline}} {
+		if *p.dst, err = parseTime(p.src); err != nil {
+			return domain.LongVideo{}, fmt.Errorf("long video %s: %w", it.ID, err)
+		}
+	}
+	return v, nil
+}
+
+func (s *Store) FinishLongVideo(ctx context.Context, id string, o domain.Outcome, at time.Time) error {
+	set := "SET #s = :status, total_duration = :dur, updated_at = :at"
+	values := map[string]types.AttributeValue{
+		":status": strAV(string(o.Status)), ":at": strAV(formatTime(at)),
+		":dur": &types.AttributeValueMemberN{Value: strconv.FormatFloat(o.TotalDuration, 'f', -1, 64)},
+	}
+	if len(o.OutputURLs) > 0 {
+		set += ", final_video_url = :url"
+		values[":url"] = strAV(o.OutputURLs[0])
+	}
+	if o.Error != "" {
+		set += ", #e = :err"
+		values[":err"] = strAV(o.Error)
+	}
+	return s.updateProcessing(ctx, s.tables.LongVideos, "id", id, set, values)
+}
+
+func (s *Store) ListLongVideos(ctx context.Context, q store.ListQuery) (store.Page[domain.LongVideo], error) {
+	return queryPage(ctx, s, s.tables.LongVideos, "id", []string{"model"}, q,
+		func(raw map[string]types.AttributeValue) (domain.LongVideo, error) {
+			var it longVideoItem
+			if err := attributevalue.UnmarshalMap(raw, &it); err != nil {
+				return domain.LongVideo{}, fmt.Errorf("decode long video: %w", err)
+			}
+			return it.longVideo()
+		},
+		func(v domain.LongVideo) store.Cursor { return store.Cursor{CreatedAt: v.CreatedAt, ID: v.ID} })
+}
+
+type sceneStateItem struct {
+	Status      string `dynamodbav:"status"`
+	UpstreamID  string `dynamodbav:"upstream_id,omitempty"`
+	Upstream    string `dynamodbav:"upstream,omitempty"`
+	CancelURL   string `dynamodbav:"cancel_url,omitempty"`
+	StatusURL   string `dynamodbav:"status_url,omitempty"`
+	ResponseURL string `dynamodbav:"response_url,omitempty"`
+	Submitting  bool   `dynamodbav:"submitting,omitempty"`
+}
+
+func (s *Store) SetSceneStatus(ctx context.Context, videoID string, scene int, state domain.SceneState, at time.Time) error {
+	av, err := attributevalue.Marshal(sceneStateItem{Status: string(state.Status), UpstreamID: state.UpstreamID,
+		Upstream: state.Upstream, CancelURL: state.CancelURL, StatusURL: state.StatusURL, ResponseURL: state.ResponseURL,
+		Submitting: state.Submitting})
+	if err != nil {
+		return fmt.Errorf("scene %d of %s: %w", scene, videoID, err)
+	}
+	return s.updateProcessing(ctx, s.tables.LongVideos, "id", videoID,
+		"SET scene_status.#n = :scene, updated_at = :at", map[string]types.AttributeValue{
+			":scene": av, ":at": strAV(formatTime(at)),
+		}, "#n", strconv.Itoa(scene))
+}

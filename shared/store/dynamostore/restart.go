@@ -1,0 +1,83 @@
+package dynamostore
+
+import (
+	"context"
+	"fmt"
+	"sort"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/feature/dynamodb/attributevalue"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+
+	"github.com/mediagen-dev/mediagen/shared/domain"
+)
+
+// The local runtime (mediagen serve) can keep its records in DynamoDB. When
+// it restarts it lists the work it left in flight, with Scans: the methods
+// here are not part of store.Store, which the Lambda functions use, and no
+// function's code reaches them (deploy's TestNoLambdaScansATable).
+
+// ProcessingGenerations scans for generations still processing, oldest
+// first, so that a restarted local runtime (serve --dynamodb) can resume
+// polling them. Only the local runtime uses it; production polls through
+// the queue.
+func (s *Store) ProcessingGenerations(ctx context.Context, limit int) ([]domain.Generation, error) {
+	return scanProcessing(ctx, s, s.tables.Generations, "generations", limit,
+		func(raw map[string]types.AttributeValue) (domain.Generation, error) {
+			var it generationItem
+			if err := attributevalue.UnmarshalMap(raw, &it); err != nil {
+				return domain.Generation{}, fmt.Errorf("decode generation: %w", err)
+			}
+			return it.generation()
+		},
+		func(g domain.Generation) time.Time { return g.CreatedAt })
+}
+
+// ProcessingLongVideos scans for videos still processing, oldest first, so
+// that a restarted local runtime can run their workflows again. Only the
+// local runtime uses it; Step Functions keeps its own executions.
+func (s *Store) ProcessingLongVideos(ctx context.Context, limit int) ([]domain.LongVideo, error) {
+	return scanProcessing(ctx, s, s.tables.LongVideos, "long videos", limit,
+		func(raw map[string]types.AttributeValue) (domain.LongVideo, error) {
+			var it longVideoItem
+			if err := attributevalue.UnmarshalMap(raw, &it); err != nil {
+				return domain.LongVideo{}, fmt.Errorf("decode long video: %w", err)
+			}
+			return it.longVideo()
+		},
+		func(v domain.LongVideo) time.Time { return v.CreatedAt })
+}
+
+// scanProcessing scans table for the records still processing until it has
+// limit of them or the table ends, and returns the oldest limit.
+func scanProcessing[T any](ctx context.Context, s *Store, table, what string, limit int,
+	decode func(map[string]types.AttributeValue) (T, error), createdAt func(T) time.Time) ([]T, error) {
+	p := dynamodb.NewScanPaginator(s.db, &dynamodb.ScanInput{
+		TableName:                 aws.String(table),
+		FilterExpression:          aws.String("#s = :p"),
+		ExpressionAttributeNames:  map[string]string{"#s": "status"},
+		ExpressionAttributeValues: map[string]types.AttributeValue{":p": strAV(string(domain.StatusProcessing))},
+		ConsistentRead:            aws.Bool(true),
+	})
+	var out []T
+	for p.HasMorePages() && len(out) < limit {
+		page, err := p.NextPage(ctx)
+		if err != nil {
+			return nil, fmt.Errorf("scan processing %s: %w", what, err)
+		}
+		for _, raw := range page.Items {
+			rec, err := decode(raw)
+			if err != nil {
+				return nil, err
+			}
+			out = append(out, rec)
+		}
+	}
+	sort.Slice(out, func(i, j int) bool { return createdAt(out[i]).Before(createdAt(out[j])) })
+	if len(out) > limit {
+		out = out[:limit]
+	}
+	return out, nil
+}

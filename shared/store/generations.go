@@ -1,0 +1,29 @@
+package store
+
+import (
+	"context"
+	"time"
+
+	"github.com/mediagen-dev/mediagen/shared/domain"
+)
+
+// Generations keeps single generations.
+type Generations interface {
+	// CreateGeneration assigns g.ID from the account's own sequence (its
+	// first generation is 1, so an id says nothing of other accounts) and
+	// stores the record; ErrAlreadyExists if g.UUID is taken.
+	CreateGeneration(ctx context.Context, g *domain.Generation) error
+	GetGeneration(ctx context.Context, uuid string) (domain.Generation, error)
+	// GetGenerationByID finds the account's generation numbered id;
+	// ErrNotFound if it has none (whatever other accounts have).
+	GetGenerationByID(ctx context.Context, userID string, id int64) (domain.Generation, error)
+	// SetUpstreamJobs records where a generation still processing runs
+	// (upstream, model, jobs; upstream_id is the first job's id), once:
+	// ErrConflict if it is final or has another first job.
+	SetUpstreamJobs(ctx context.Context, uuid string, run domain.UpstreamRun, at time.Time) error
+	// FinishGeneration writes a terminal outcome once: ErrConflict if the
+	// generation is no longer processing.
+	FinishGeneration(ctx context.Context, uuid string, o domain.Outcome, at time.Time) error
+	// ListGenerations pages through an account's generations, newest first.
+	ListGenerations(ctx context.Context, q ListQuery) (Page[domain.Generation], error)
+}

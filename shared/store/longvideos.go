@@ -1,0 +1,22 @@
+package store
+
+import (
+	"context"
+	"time"
+
+	"github.com/mediagen-dev/mediagen/shared/domain"
+)
+
+// LongVideos keeps long-form videos.
+type LongVideos interface {
+	CreateLongVideo(ctx context.Context, v domain.LongVideo) error
+	GetLongVideo(ctx context.Context, id string) (domain.LongVideo, error)
+	// FinishLongVideo writes a terminal outcome once: ErrConflict if the
+	// video is no longer processing.
+	FinishLongVideo(ctx context.Context, id string, o domain.Outcome, at time.Time) error
+	// ListLongVideos pages through an account's long videos, newest first.
+	ListLongVideos(ctx context.Context, q ListQuery) (Page[domain.LongVideo], error)
+	// SetSceneStatus records a scene's state while the video is processing
+	// (ErrConflict once it is final, ErrNotFound if it is missing).
+	SetSceneStatus(ctx context.Context, videoID string, scene int, state domain.SceneState, at time.Time) error
+}

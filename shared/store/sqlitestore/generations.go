@@ -1,0 +1,165 @@
+package sqlitestore
+
+import (
+	"context"
+	"database/sql"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/mediagen-dev/mediagen/shared/domain"
+	"github.com/mediagen-dev/mediagen/shared/store"
+)
+
+func (s *Store) CreateGeneration(ctx context.Context, g *domain.Generation) error {
+	credits, err := domain.CreditsToCents(g.CreditsUsed)
+	if err != nil {
+		return fmt.Errorf("create generation %s: %w", g.UUID, err)
+	}
+	urls, err := json.Marshal(nonNil(g.OutputURLs))
+	if err != nil {
+		return fmt.Errorf("create generation %s: %w", g.UUID, err)
+	}
+	events, err := json.Marshal(nonNil(g.Webhook.Events))
+	if err != nil {
+		return fmt.Errorf("create generation %s: %w", g.UUID, err)
+	}
+	// The account's next number is taken in the insert itself: one
+	// statement, under SQLite's write lock.
+	err = s.w.QueryRowContext(ctx, `INSERT INTO generations
+		(uuid, user_id, upstream_id, model, model_version, kind, input, image_count, output_urls, status, error,
+		 credits_used, created_at, updated_at, deadline, webhook_url, webhook_events, seq)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?,
+		        (SELECT COALESCE(MAX(seq), 0) + 1 FROM generations WHERE user_id = ?))
+		ON CONFLICT(uuid) DO NOTHING RETURNING seq`,
+		g.UUID, g.UserID, g.UpstreamID, g.Model, g.ModelVersion, string(g.Kind), string(g.Input), g.ImageCount,
+		string(urls), string(g.Status), g.Error, credits, formatTime(g.CreatedAt), formatTime(g.UpdatedAt),
+		formatTime(g.Deadline), g.Webhook.URL, string(events), g.UserID).Scan(&g.ID)
+	if errors.Is(err, sql.ErrNoRows) {
+		return fmt.Errorf("create generation %s: %w", g.UUID, domain.ErrAlreadyExists)
+	}
+	if err != nil {
+		return fmt.Errorf("create generation %s: %w", g.UUID, err)
+	}
+	return nil
+}
+
+const generationColumns = `seq, uuid, user_id, upstream_id, model, model_version, kind, input, image_count,
+	output_urls, status, error, credits_used, created_at, updated_at, deadline, webhook_url, webhook_events,
+	webhook_attempts, upstream, upstream_model, upstream_jobs`
+
+func (s *Store) GetGeneration(ctx context.Context, uuid string) (domain.Generation, error) {
+	return s.getGeneration(ctx, `uuid = ?`, uuid)
+}
+
+func (s *Store) GetGenerationByID(ctx context.Context, userID string, id int64) (domain.Generation, error) {
+	return s.getGeneration(ctx, `user_id = ? AND seq = ?`, userID, id)
+}
+
+func (s *Store) getGeneration(ctx context.Context, where string, args ...any) (domain.Generation, error) {
+	gs, err := s.queryGenerations(ctx, `WHERE `+where, args...)
+	if err != nil {
+		return domain.Generation{}, err
+	}
+	if len(gs) == 0 {
+		return domain.Generation{}, fmt.Errorf("generation %v: %w", args[len(args)-1], domain.ErrNotFound)
+	}
+	return gs[0], nil
+}
+
+func (s *Store) queryGenerations(ctx context.Context, where string, args ...any) ([]domain.Generation, error) {
+	rows, err := s.r.QueryContext(ctx, `SELECT `+generationColumns+` FROM generations `+where, args...)
+	if err != nil {
+		return nil, fmt.Errorf("read generations: %w", err)
+	}
+	defer rows.Close()
+	var out []domain.Generation
+	for rows.Next() {
+		var g domain.Generation
+		var kind, input, urls, status, created, updated, deadline, events, attempts, jobs string
+		var credits int64
+		if err := rows.Scan(&g.ID, &g.UUID, &g.UserID, &g.UpstreamID, &g.Model, &g.ModelVersion, &kind, &input,
+			&g.ImageCount, &urls, &status, &g.Error, &credits, &created, &updated, &deadline, &g.Webhook.URL,
+			&events, &attempts, &g.Upstream, &g.UpstreamModel, &jobs); err != nil {
+			return nil, fmt.Errorf("read generations: %w", err)
+		}
+		g.Kind, g.Status, g.Input = domain.MediaKind(kind), domain.Status(status), json.RawMessage(input)
+		g.CreditsUsed = domain.CentsToCredits(credits)
+		if err := unmarshalColumns(g.UUID, []any{&g.OutputURLs, &g.Webhook.Events, &g.WebhookAttempts, &g.UpstreamJobs},
+			urls, events, attempts, jobs); err != nil {
+			return nil, err
+		}
+		for _, p := range []struct {
+			dst *time.Time
+			src string
+		}{{&g.CreatedAt, created}, {&g.UpdatedAt, updated}, {&g.Deadline, deadline}} {
+			if *p.dst, err = parseTime(p.src); err != nil {
+				return nil, err
+			}
+		}
+		out = append(out, g)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("read generations: %w", err)
+	}
+	return out, nil
+}
+
+func (s *Store) SetUpstreamJobs(ctx context.Context, uuid string, run domain.UpstreamRun, at time.Time) error {
+	if len(run.Jobs) == 0 {
+		return fmt.Errorf("set upstream jobs of %s: no job", uuid)
+	}
+	jobs, err := json.Marshal(run.Jobs)
+	if err != nil {
+		return fmt.Errorf("set upstream jobs of %s: %w", uuid, err)
+	}
+	first := run.Jobs[0].ID
+	res, err := s.w.ExecContext(ctx, `UPDATE generations SET upstream_id = ?, upstream = ?, upstream_model = ?,
+		upstream_jobs = ?, updated_at = ? WHERE uuid = ? AND status = ? AND upstream_id IN ('', ?)`,
+		first, run.Upstream, run.Model, string(jobs), formatTime(at), uuid, string(domain.StatusProcessing), first)
+	if err != nil {
+		return fmt.Errorf("set upstream jobs of %s: %w", uuid, err)
+	}
+	if n, _ := res.RowsAffected(); n > 0 {
+		return nil
+	}
+	g, err := s.GetGeneration(ctx, uuid)
+	if err != nil {
+		return err
+	}
+	return fmt.Errorf("set upstream jobs of %s: status %s, job %q: %w", uuid, g.Status, g.UpstreamID, domain.ErrConflict)
+}
+
+func (s *Store) FinishGeneration(ctx context.Context, uuid string, o domain.Outcome, at time.Time) error {
+	urls, err := json.Marshal(nonNil(o.OutputURLs))
+	if err != nil {
+		return fmt.Errorf("finish generation %s: %w", uuid, err)
+	}
+	return s.updateProcessing(ctx, "generations", "uuid", uuid, `status = ?, output_urls = ?, error = ?, updated_at = ?`,
+		string(o.Status), string(urls), o.Error, formatTime(at))
+}
+
+func (s *Store) ListGenerations(ctx context.Context, q store.ListQuery) (store.Page[domain.Generation], error) {
+	where, args, err := listWhere(q, "uuid", "model", "model_version")
+	if err != nil {
+		return store.Page[domain.Generation]{}, err
+	}
+	gs, err := s.queryGenerations(ctx, where, args...)
+	if err != nil {
+		return store.Page[domain.Generation]{}, err
+	}
+	return page(gs, q.Limit, func(g domain.Generation) store.Cursor {
+		return store.Cursor{CreatedAt: g.CreatedAt, ID: g.UUID}
+	}), nil
+}
+
+// CountGenerations counts an account's generations; tests use it to prove
+// that a refused request wrote nothing.
+func (s *Store) CountGenerations(ctx context.Context, userID string) (int, error) {
+	var n int
+	if err := s.r.QueryRowContext(ctx, `SELECT COUNT(*) FROM generations WHERE user_id = ?`, userID).Scan(&n); err != nil {
+		return 0, fmt.Errorf("count generations of %s: %w", userID, err)
+	}
+	return n, nil
+}

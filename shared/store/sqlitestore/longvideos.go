@@ -1,0 +1,126 @@
+package sqlitestore
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"strconv"
+	"time"
+
+	"github.com/mediagen-dev/mediagen/shared/domain"
+	"github.com/mediagen-dev/mediagen/shared/store"
+)
+
+func (s *Store) CreateLongVideo(ctx context.Context, v domain.LongVideo) error {
+	credits, err := domain.CreditsToCents(v.CreditsHeld)
+	if err != nil {
+		return fmt.Errorf("create long video %s: %w", v.ID, err)
+	}
+	scenes, err := json.Marshal(v.Scenes)
+	if err != nil {
+		return fmt.Errorf("create long video %s: %w", v.ID, err)
+	}
+	events, err := json.Marshal(nonNil(v.Webhook.Events))
+	if err != nil {
+		return fmt.Errorf("create long video %s: %w", v.ID, err)
+	}
+	res, err := s.w.ExecContext(ctx, `INSERT INTO long_videos
+		(id, user_id, prompt, model, language_code, enable_narration, video_style, scenes, status, final_video_url,
+		 total_duration, error, credits_held, created_at, updated_at, deadline, webhook_url, webhook_events)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT(id) DO NOTHING`,
+		v.ID, v.UserID, v.Prompt, v.Model, v.LanguageCode, v.EnableNarration, v.VideoStyle, string(scenes),
+		string(v.Status), v.FinalVideoURL, v.TotalDuration, v.Error, credits, formatTime(v.CreatedAt),
+		formatTime(v.UpdatedAt), formatTime(v.Deadline), v.Webhook.URL, string(events))
+	if err != nil {
+		return fmt.Errorf("create long video %s: %w", v.ID, err)
+	}
+	if n, _ := res.RowsAffected(); n == 0 {
+		return fmt.Errorf("create long video %s: %w", v.ID, domain.ErrAlreadyExists)
+	}
+	return nil
+}
+
+func (s *Store) GetLongVideo(ctx context.Context, id string) (domain.LongVideo, error) {
+	vs, err := s.queryLongVideos(ctx, `WHERE id = ?`, id)
+	if err != nil {
+		return domain.LongVideo{}, err
+	}
+	if len(vs) == 0 {
+		return domain.LongVideo{}, fmt.Errorf("long video %s: %w", id, domain.ErrNotFound)
+	}
+	return vs[0], nil
+}
+
+func (s *Store) queryLongVideos(ctx context.Context, where string, args ...any) ([]domain.LongVideo, error) {
+	rows, err := s.r.QueryContext(ctx, `SELECT id, user_id, prompt, model, language_code, enable_narration, video_style,
+		scenes, status, final_video_url, total_duration, error, credits_held, created_at, updated_at, deadline,
+		webhook_url, webhook_events, webhook_attempts, scene_status
+		FROM long_videos `+where, args...)
+	if err != nil {
+		return nil, fmt.Errorf("read long videos: %w", err)
+	}
+	defer rows.Close()
+	var out []domain.LongVideo
+	for rows.Next() {
+		var v domain.LongVideo
+		var scenes, status, created, updated, deadline, events, attempts, sceneStatus string
+		var credits int64
+		if err := rows.Scan(&v.ID, &v.UserID, &v.Prompt, &v.Model, &v.LanguageCode, &v.EnableNarration, &v.VideoStyle,
+			&scenes, &status, &v.FinalVideoURL, &v.TotalDuration, &v.Error, &credits, &created, &updated, &deadline,
+			&v.Webhook.URL, &events, &attempts, &sceneStatus); err != nil {
+			return nil, fmt.Errorf("read long videos: %w", err)
+		}
+		v.Status, v.CreditsHeld = domain.Status(status), domain.CentsToCredits(credits)
+		if err := unmarshalColumns(v.ID, []any{&v.Scenes, &v.Webhook.Events, &v.WebhookAttempts, &v.SceneStatus},
+			scenes, events, attempts, sceneStatus); err != nil {
+			return nil, err
+		}
+		for _, p := range []struct {
+			dst *time.Time
+			src string
+		}{{&v.CreatedAt, created}, {&v.UpdatedAt, updated}, {&v.Deadline, deadline}} {
+			if *p.dst, err = parseTime(p.src); err != nil {
+				return nil, err
+			}
+		}
+		out = append(out, v)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("read long videos: %w", err)
+	}
+	return out, nil
+}
+
+func (s *Store) FinishLongVideo(ctx context.Context, id string, o domain.Outcome, at time.Time) error {
+	url := ""
+	if len(o.OutputURLs) > 0 {
+		url = o.OutputURLs[0]
+	}
+	return s.updateProcessing(ctx, "long_videos", "id", id,
+		`status = ?, final_video_url = ?, total_duration = ?, error = ?, updated_at = ?`,
+		string(o.Status), url, o.TotalDuration, o.Error, formatTime(at))
+}
+
+func (s *Store) ListLongVideos(ctx context.Context, q store.ListQuery) (store.Page[domain.LongVideo], error) {
+	where, args, err := listWhere(q, "id", "model")
+	if err != nil {
+		return store.Page[domain.LongVideo]{}, err
+	}
+	vs, err := s.queryLongVideos(ctx, where, args...)
+	if err != nil {
+		return store.Page[domain.LongVideo]{}, err
+	}
+	return page(vs, q.Limit, func(v domain.LongVideo) store.Cursor {
+		return store.Cursor{CreatedAt: v.CreatedAt, ID: v.ID}
+	}), nil
+}
+
+func (s *Store) SetSceneStatus(ctx context.Context, videoID string, scene int, state domain.SceneState, at time.Time) error {
+	b, err := json.Marshal(state)
+	if err != nil {
+		return fmt.Errorf("scene %d of %s: %w", scene, videoID, err)
+	}
+	return s.updateProcessing(ctx, "long_videos", "id", videoID,
+		`scene_status = json_set(scene_status, ?, json(?)), updated_at = ?`,
+		`$."`+strconv.Itoa(scene)+`"`, string(b), formatTime(at))
+}

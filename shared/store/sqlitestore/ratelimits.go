@@ -1,0 +1,48 @@
+package sqlitestore
+
+import (
+	"context"
+	"fmt"
+	"sync/atomic"
+	"time"
+
+	"github.com/mediagen-dev/mediagen/shared/store"
+)
+
+// rateLimitTTL keeps a minute's counter a little past its minute.
+const rateLimitTTL = 2 * time.Minute
+
+func (s *Store) CountRequest(ctx context.Context, userID string, at time.Time) (int, error) {
+	window := store.MinuteWindow(at)
+	// Expired counters go here, as DynamoDB's TTL removes them there: once a
+	// minute is enough, since they expire by the minute.
+	if undo, ok := s.purged.claim(window.Unix()); ok {
+		if _, err := s.w.ExecContext(ctx, `DELETE FROM rate_limits WHERE expires_at < ?`, at.Unix()); err != nil {
+			undo()
+			return 0, fmt.Errorf("count request of %s: expire rate limits: %w", userID, err)
+		}
+	}
+	// One statement, atomic on its own: no BEGIN and COMMIT around it.
+	var n int
+	err := s.w.QueryRowContext(ctx, `INSERT INTO rate_limits (user_id, window, count, expires_at) VALUES (?, ?, 1, ?)
+		ON CONFLICT(user_id, window) DO UPDATE SET count = count + 1 RETURNING count`,
+		userID, formatTime(window), window.Add(rateLimitTTL).Unix()).Scan(&n)
+	if err != nil {
+		return 0, fmt.Errorf("count request of %s: %w", userID, err)
+	}
+	return n, nil
+}
+
+// minuteMark remembers the last minute window in which a chore ran, so that
+// it runs once per window however many requests come.
+type minuteMark struct{ last atomic.Int64 }
+
+// claim reports whether window (Unix seconds) is later than the last one
+// claimed, and claims it; undo gives it back when the chore failed.
+func (m *minuteMark) claim(window int64) (undo func(), ok bool) {
+	last := m.last.Load()
+	if window <= last || !m.last.CompareAndSwap(last, window) {
+		return nil, false
+	}
+	return func() { m.last.CompareAndSwap(window, last) }, true
+}
