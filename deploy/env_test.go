@@ -266,14 +266,14 @@ func TestLocalOnlyVariablesAreInertInAWS(t *testing.T) {
 	t.Setenv(prod.EnvRoutingFile, routingFile)
 	t.Setenv(prod.EnvUpstreamTokensSecret, "")
 	t.Setenv(prod.EnvUpstreamTokens, "")
-	_, err = prod.Handler(ctx, "longstory-submit-scene")
+	_, err = prod.Handler(ctx, "submit-scene")
 	if err == nil || !strings.Contains(err.Error(), prod.EnvUpstreamTokensSecret) {
 		t.Errorf("with UPSTREAM_TOKENS empty the function must need the secret (%s); it built with error %v", prod.EnvUpstreamTokensSecret, err)
 	}
 	// Without a routing file, the embedded one (the local simulator) is refused.
 	t.Setenv(prod.EnvRoutingFile, "")
 	t.Setenv(prod.EnvUpstreamTokens, `{"rep":"x"}`)
-	if _, err = prod.Handler(ctx, "longstory-submit-scene"); err == nil || !strings.Contains(err.Error(), prod.EnvRoutingFile) {
+	if _, err = prod.Handler(ctx, "submit-scene"); err == nil || !strings.Contains(err.Error(), prod.EnvRoutingFile) {
 		t.Errorf("with no routing file the function must refuse to start naming %s; it built with error %v", prod.EnvRoutingFile, err)
 	}
 }
