@@ -67,40 +67,15 @@ bench: mediagen
 LAMBDA_GOFLAGS = GOOS=linux GOARCH=arm64 CGO_ENABLED=0
 LAMBDA_BUILD = $(LAMBDA_GOFLAGS) $(GO) build -tags lambda.norpc -trimpath -ldflags='-s -w'
 
-# Every function gets routing.json from the repository root, when there is
-# one (the RoutingFile parameter names it; README "Routing").
-# LogicalId=folder under functions/
-FUNCTIONS = \
-	GenerateFunction=generate \
-	StatusFunction=status \
-	PollerFunction=poller \
-	SweeperFunction=sweeper \
-	AuthorizerFunction=authorizer \
-	LongStoryEstimateFunction=longstory-estimate \
-	LongStoryCreateFunction=longstory-create \
-	LongStoryStatusFunction=longstory-status \
-	ModelsFunction=models \
-	SubmitSceneFunction=longstory-submit-scene \
-	NarrateFunction=longstory-narrate \
-	AssembleFunction=longstory-assemble \
-	FinalizeFunction=longstory-finalize \
-	MarkFailedFunction=longstory-fail \
-	GenerationsListFunction=generations-list \
-	GenerationEstimateFunction=estimate \
-	GenerationCancelFunction=cancel \
-	LongStoryListFunction=longstory-list \
-	LongStoryCancelFunction=longstory-cancel \
-	AccountFunction=account \
-	OpenApiFunction=openapi \
-	UpstreamWebhookFunction=upstream-webhook \
-	WebhooksFunction=webhooks
-
-define sam_target
-build-$(1):
-	$$(LAMBDA_BUILD) -o $$(ARTIFACTS_DIR)/bootstrap ./functions/$(2)
-	@if [ -f routing.json ]; then cp routing.json $$(ARTIFACTS_DIR)/routing.json; fi
-endef
-$(foreach f,$(FUNCTIONS),$(eval $(call sam_target,$(word 1,$(subst =, ,$(f))),$(word 2,$(subst =, ,$(f))))))
+# A function's folder is its logical ID without "Function", in kebab case
+# (build-GenerationEstimateFunction builds ./functions/generation-estimate;
+# the deploy tests check it for every function of template.yaml). Every
+# function gets routing.json from the repository root, when there is one
+# (the RoutingFile parameter names it; README "Routing").
+function_folder = $(shell printf '%s' '$(1)' | sed -E 's/([a-z0-9])([A-Z])/\1-\2/g' | tr '[:upper:]' '[:lower:]')
+build-%Function:
+	$(LAMBDA_BUILD) -o $(ARTIFACTS_DIR)/bootstrap ./functions/$(call function_folder,$*)
+	@if [ -f routing.json ]; then cp routing.json $(ARTIFACTS_DIR)/routing.json; fi
 
 # The assemble function's ffmpeg layer: static linux/arm64 ffmpeg and ffprobe
 # as the npm registry ships them inside these packages (GPLv3 builds from

@@ -65,6 +65,16 @@ type GenerationStatus struct {
 	Progress *float64 `json:"progress,omitempty"`
 }
 
+// GenerationEstimate is the answer of POST /api/generations/estimate.
+type GenerationEstimate struct {
+	Model        string `json:"model"`
+	ModelVersion string `json:"model_version"`
+	Kind         string `json:"kind"`
+	ImageCount   int    `json:"image_count"`
+	// Credits keeps the service's decimal text ("12.35").
+	Credits string `json:"credits"`
+}
+
 // Scene is one scene of a long-form video.
 type Scene struct {
 	SceneNumber int    `json:"scene_number"`
@@ -158,6 +168,21 @@ func (c *Client) Generation(ctx context.Context, id string) (GenerationStatus, e
 	return s, err
 }
 
+// EstimateGeneration prices a generate request without starting it.
+func (c *Client) EstimateGeneration(ctx context.Context, req GenerateRequest) (GenerationEstimate, error) {
+	var e GenerationEstimate
+	err := c.Do(ctx, http.MethodPost, "/api/generations/estimate", req, &e)
+	return e, err
+}
+
+// CancelGeneration stops a generation and returns its credits; a finished
+// one is an *APIError with status 409.
+func (c *Client) CancelGeneration(ctx context.Context, id string) (GenerationStatus, error) {
+	var s GenerationStatus
+	err := c.Do(ctx, http.MethodPost, "/api/generations/"+pathEscape(id)+"/cancel", nil, &s)
+	return s, err
+}
+
 // EstimateLongVideo prices a long-form video of sceneCount scenes.
 func (c *Client) EstimateLongVideo(ctx context.Context, req EstimateRequest) (LongVideoEstimate, error) {
 	var e LongVideoEstimate
@@ -176,6 +201,13 @@ func (c *Client) CreateLongVideo(ctx context.Context, req LongVideoRequest) (Lon
 func (c *Client) LongVideo(ctx context.Context, id string) (LongVideoStatus, error) {
 	var s LongVideoStatus
 	err := c.Do(ctx, http.MethodGet, "/api/long-story/videos/"+pathEscape(id), nil, &s)
+	return s, err
+}
+
+// CancelLongVideo stops a long-form video and returns its credits.
+func (c *Client) CancelLongVideo(ctx context.Context, id string) (LongVideoStatus, error) {
+	var s LongVideoStatus
+	err := c.Do(ctx, http.MethodPost, "/api/long-story/videos/"+pathEscape(id)+"/cancel", nil, &s)
 	return s, err
 }
 

@@ -266,14 +266,14 @@ func TestLocalOnlyVariablesAreInertInAWS(t *testing.T) {
 	t.Setenv(lambdawiring.EnvRoutingFile, routingFile)
 	t.Setenv(lambdawiring.EnvUpstreamTokensSecret, "")
 	t.Setenv(lambdawiring.EnvUpstreamTokens, "")
-	_, err = lambdawiring.Handler(ctx, "longstory-submit-scene")
+	_, err = lambdawiring.Handler(ctx, "submit-scene")
 	if err == nil || !strings.Contains(err.Error(), lambdawiring.EnvUpstreamTokensSecret) {
 		t.Errorf("with UPSTREAM_TOKENS empty the function must need the secret (%s); it built with error %v", lambdawiring.EnvUpstreamTokensSecret, err)
 	}
 	// Without a routing file, the embedded one (the local simulator) is refused.
 	t.Setenv(lambdawiring.EnvRoutingFile, "")
 	t.Setenv(lambdawiring.EnvUpstreamTokens, `{"rep":"x"}`)
-	if _, err = lambdawiring.Handler(ctx, "longstory-submit-scene"); err == nil || !strings.Contains(err.Error(), lambdawiring.EnvRoutingFile) {
+	if _, err = lambdawiring.Handler(ctx, "submit-scene"); err == nil || !strings.Contains(err.Error(), lambdawiring.EnvRoutingFile) {
 		t.Errorf("with no routing file the function must refuse to start naming %s; it built with error %v", lambdawiring.EnvRoutingFile, err)
 	}
 }

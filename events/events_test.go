@@ -1,5 +1,5 @@
 // Package events_test runs every function's handler on its sample event, as
-// `sam local invoke -e events/<name>.json` would: the production wiring
+// `sam local invoke -e events/<folder>.json` would: the production wiring
 // (lambdawiring.Handler) with its AWS endpoints pointed at local servers: moto's
 // server for DynamoDB, the S3-compatible store, the upstream simulator, and a
 // recording stand-in for the thin SQS, Step Functions and Polly calls.
@@ -355,14 +355,14 @@ func TestEveryFunctionAnswersItsSampleEvent(t *testing.T) {
 			t.Errorf("answered %v, want a sweep report", got)
 		}
 	})
-	t.Run("longstory-estimate", func(t *testing.T) {
-		got := invoke(t, "longstory-estimate", e.event(t, "longstory-estimate"))
+	t.Run("long-story-estimate", func(t *testing.T) {
+		got := invoke(t, "long-story-estimate", e.event(t, "long-story-estimate"))
 		if b := body(t, got); got["statusCode"] != 200.0 || b["duration"] != 15.0 {
 			t.Errorf("answered %v", got)
 		}
 	})
-	t.Run("longstory-create", func(t *testing.T) {
-		got := invoke(t, "longstory-create", e.event(t, "longstory-create"))
+	t.Run("long-story-create", func(t *testing.T) {
+		got := invoke(t, "long-story-create", e.event(t, "long-story-create"))
 		if b := body(t, got); got["statusCode"] != 200.0 || b["status"] != "processing" {
 			t.Errorf("answered %v", got)
 		}
@@ -370,8 +370,8 @@ func TestEveryFunctionAnswersItsSampleEvent(t *testing.T) {
 			t.Error("the workflow was not started")
 		}
 	})
-	t.Run("longstory-status", func(t *testing.T) {
-		got := invoke(t, "longstory-status", e.event(t, "longstory-status"))
+	t.Run("long-story-status", func(t *testing.T) {
+		got := invoke(t, "long-story-status", e.event(t, "long-story-status"))
 		if b := body(t, got); got["statusCode"] != 200.0 || b["id"] != sampleVideo || b["status"] != "processing" {
 			t.Errorf("answered %v", got)
 		}
@@ -383,9 +383,9 @@ func TestEveryFunctionAnswersItsSampleEvent(t *testing.T) {
 			t.Errorf("answered %v", got)
 		}
 	})
-	t.Run("longstory-submit-scene", func(t *testing.T) {
+	t.Run("submit-scene", func(t *testing.T) {
 		sent := len(e.aws.sentTo("/mediagen-poll"))
-		got := invoke(t, "longstory-submit-scene", e.event(t, "longstory-submit-scene"))
+		got := invoke(t, "submit-scene", e.event(t, "submit-scene"))
 		v, err := e.store.GetLongVideo(ctx, sampleVideo)
 		if err != nil {
 			t.Fatal(err)
@@ -419,13 +419,13 @@ func TestEveryFunctionAnswersItsSampleEvent(t *testing.T) {
 			t.Errorf("scene 1 is %+v, want completed", v.SceneStatus[1])
 		}
 	})
-	t.Run("longstory-narrate", func(t *testing.T) {
-		got := invoke(t, "longstory-narrate", e.event(t, "longstory-narrate"))
+	t.Run("narrate", func(t *testing.T) {
+		got := invoke(t, "narrate", e.event(t, "narrate"))
 		if tracks, _ := got["tracks"].([]any); len(tracks) != 2 || e.aws.count("Polly.SynthesizeSpeech") != 2 {
 			t.Errorf("answered %v after %d Polly calls, want 2 tracks", got, e.aws.count("Polly.SynthesizeSpeech"))
 		}
 	})
-	t.Run("longstory-assemble", func(t *testing.T) {
+	t.Run("assemble", func(t *testing.T) {
 		// The event's scene clips and narration, made here.
 		dir := t.TempDir()
 		ff := ffmpeg.Runner{}
@@ -442,28 +442,30 @@ func TestEveryFunctionAnswersItsSampleEvent(t *testing.T) {
 			bucket.PutFile(ctx, fmt.Sprintf("long-videos/%s/scenes/%03d.mp4", sampleVideo, n), clip, "video/mp4")
 			bucket.PutFile(ctx, fmt.Sprintf("long-videos/%s/narration/%03d.wav", sampleVideo, n), wav, "audio/wav")
 		}
-		got := invoke(t, "longstory-assemble", e.event(t, "longstory-assemble"))
+		got := invoke(t, "assemble", e.event(t, "assemble"))
 		if d, _ := got["duration"].(float64); got["key"] != "long-videos/"+sampleVideo+"/final.mp4" || d < 9.5 || d > 10.5 {
 			t.Errorf("answered %v, want a 10 s final video", got)
 		}
 	})
-	t.Run("longstory-finalize", func(t *testing.T) {
-		got := invoke(t, "longstory-finalize", e.event(t, "longstory-finalize"))
+	t.Run("finalize", func(t *testing.T) {
+		got := invoke(t, "finalize", e.event(t, "finalize"))
 		if got["status"] != "completed" || !strings.HasSuffix(got["final_video_url"].(string), "/final.mp4") {
 			t.Errorf("answered %v", got)
 		}
 	})
-	// MarkFailed takes the workflow's caught error and, as the safety
-	// net's target, an execution that ended outside the workflow's Catch.
+	// MarkFailed is the safety net's target, invoked by the template's
+	// EventBridge rule with an execution that ended outside the workflow's
+	// Catch (mark-failed.json), and the workflow's MarkFailed state, invoked
+	// with the caught error (mark-failed.workflow-catch.json).
 	for _, tc := range []struct {
 		name, event, video, wantError string
 	}{
-		{"longstory-fail", "longstory-fail", "0b8f6a52-8f0e-4d8e-9d37-2f6c7a0e9b11", "scene 2"},
-		{"longstory-fail: execution event", "longstory-fail-execution-event", "8d2e4c71-5b3a-4f09-a6e2-1c9b7d5e3f20", "too long"},
+		{"mark-failed", "mark-failed", "8d2e4c71-5b3a-4f09-a6e2-1c9b7d5e3f20", "too long"},
+		{"mark-failed: workflow catch", "mark-failed.workflow-catch", "0b8f6a52-8f0e-4d8e-9d37-2f6c7a0e9b11", "scene 2"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			newVideo(tc.video)
-			got := invoke(t, "longstory-fail", e.event(t, tc.event, sampleVideo, tc.video))
+			got := invoke(t, "mark-failed", e.event(t, tc.event, sampleVideo, tc.video))
 			if got["status"] != "failed" || !strings.Contains(fmt.Sprint(got["error"]), tc.wantError) {
 				t.Errorf("answered %v, want failed with %q", got, tc.wantError)
 			}

@@ -13,9 +13,12 @@ max_bytes=$(( ${MAX_MB:-10} * 1048576 ))
 printf '%-26s %10s\n' function size
 for dir in functions/*/; do
   name=$(basename "$dir")
-  logical=$(grep -oE "[A-Za-z]+Function=$name( |\\\\|$)" Makefile | head -n1 | cut -d= -f1)
-  if [ -z "$logical" ]; then
-    echo "functions/$name has no build target in the Makefile's FUNCTIONS list" >&2
+  # The logical ID is the folder in PascalCase plus "Function"
+  # (generation-estimate: GenerationEstimateFunction), as the Makefile's
+  # build-%Function rule reads it back.
+  logical=$(printf '%s' "$name" | sed -E 's/(^|-)([a-z0-9])/\U\2/g')Function
+  if ! grep -qE "^  $logical:\s*$" template.yaml; then
+    echo "functions/$name has no function $logical in template.yaml" >&2
     status=1
     continue
   fi

@@ -406,7 +406,7 @@ func benchLongForm(ctx context.Context, c benchConfig, client *http.Client, rep 
 	body, _ := json.Marshal(map[string]any{"prompt": "A day at the seaside", "scenes": scenes, "language_code": "en",
 		"model": "beta-2", "enable_narration": true, "video_style": "documentary"})
 	before := rt.Costs.Snapshot()
-	assembleBefore := rt.Costs.Seconds("longstory-assemble")
+	assembleBefore := rt.Costs.Seconds("assemble")
 	start := time.Now()
 	rec, err = postJSON(ctx, client, rt.BaseURL+"/api/long-story/videos", key, body)
 	if err != nil {
@@ -438,7 +438,7 @@ func benchLongForm(ctx context.Context, c benchConfig, client *http.Client, rep 
 	}
 	waitQueueIdle(rt)
 	counts := rt.Costs.Snapshot().Sub(before)
-	assembly := time.Duration((rt.Costs.Seconds("longstory-assemble") - assembleBefore) * float64(time.Second))
+	assembly := time.Duration((rt.Costs.Seconds("assemble") - assembleBefore) * float64(time.Second))
 	duration, _ := final["total_duration"].(float64)
 	sum := sceneTime * time.Duration(c.Scenes)
 	wallRatio := wall.Seconds() / sum.Seconds()
@@ -456,7 +456,7 @@ func benchLongForm(ctx context.Context, c benchConfig, client *http.Client, rep 
 	rep.add("capacity plan: state transitions per video", float64(counts.StateTransitions), "transitions",
 		fmt.Sprintf("plan: %d (scenes + 5)", planTransitions), is(int(counts.StateTransitions) <= planTransitions), "")
 	tasks := 0
-	for _, f := range []string{"longstory-submit-scene", "longstory-narrate", "longstory-assemble", "longstory-finalize"} {
+	for _, f := range []string{"submit-scene", "narrate", "assemble", "finalize"} {
 		tasks += int(counts.ByFunction[f])
 	}
 	rep.add("capacity plan: workflow task invocations per video", float64(tasks), "invocations",

@@ -19,17 +19,17 @@ import (
 var routeFunctions = map[string]string{
 	"POST /api/generations/generate":               "generate",
 	"GET /api/generations/status/{id}":             "status",
-	"POST /api/long-story/videos/estimate":         "longstory-estimate",
-	"POST /api/long-story/videos":                  "longstory-create",
-	"GET /api/long-story/videos/{videoId}":         "longstory-status",
+	"POST /api/long-story/videos/estimate":         "long-story-estimate",
+	"POST /api/long-story/videos":                  "long-story-create",
+	"GET /api/long-story/videos/{videoId}":         "long-story-status",
 	"GET /api/models":                              "models",
-	"GET /api/openapi.json":                        "openapi",
+	"GET /api/openapi.json":                        "open-api",
 	"POST /api/upstream/webhook":                   "upstream-webhook",
 	"GET /api/generations":                         "generations-list",
-	"POST /api/generations/estimate":               "estimate",
-	"POST /api/generations/{id}/cancel":            "cancel",
-	"GET /api/long-story/videos":                   "longstory-list",
-	"POST /api/long-story/videos/{videoId}/cancel": "longstory-cancel",
+	"POST /api/generations/estimate":               "generation-estimate",
+	"POST /api/generations/{id}/cancel":            "generation-cancel",
+	"GET /api/long-story/videos":                   "long-story-list",
+	"POST /api/long-story/videos/{videoId}/cancel": "long-story-cancel",
 	"GET /api/account":                             "account",
 }
 
@@ -106,7 +106,7 @@ func (m *Meter) SQSConsumer(function string, h localsqs.BatchHandler) localsqs.B
 // Task counts each call of a workflow task as one invocation of its
 // function (the ARN's function name).
 func (m *Meter) Task(arn string, fn stepfunctions.TaskFunc) stepfunctions.TaskFunc {
-	name := "longstory-" + taskFunctions[arn[strings.LastIndex(arn, ":")+1:]]
+	name := taskFunctions[arn[strings.LastIndex(arn, ":")+1:]]
 	return func(ctx context.Context, input json.RawMessage) (json.RawMessage, error) {
 		ctx, clock := startInvocation(ctx)
 		out, err := fn(ctx, input)
@@ -118,7 +118,7 @@ func (m *Meter) Task(arn string, fn stepfunctions.TaskFunc) stepfunctions.TaskFu
 // taskFunctions maps the template's task function names to their folders.
 var taskFunctions = map[string]string{
 	"SubmitScene": "submit-scene", "Narrate": "narrate",
-	"Assemble": "assemble", "Finalize": "finalize", "MarkFailed": "fail",
+	"Assemble": "assemble", "Finalize": "finalize", "MarkFailed": "mark-failed",
 }
 
 // S3 counts the requests the object store answers, by S3's price classes:

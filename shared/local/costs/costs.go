@@ -162,9 +162,9 @@ func (m *Meter) invocation(function string, took time.Duration) {
 // the template says otherwise).
 func MemoryMB(function string) int {
 	switch function {
-	case "poller", "upstream-webhook", "longstory-narrate":
+	case "poller", "upstream-webhook", "narrate":
 		return 512
-	case "longstory-assemble":
+	case "assemble":
 		return 3008
 	}
 	return 256

@@ -170,3 +170,33 @@ func download(t *testing.T, url, dir, name string) (string, bool) {
 	}
 	return path, true
 }
+
+// callHeaders is call with extra request headers; body may be wrapped in
+// malformed like call's.
+func callHeaders(t *testing.T, rt *runtime.Runtime, method, path, key string, body any, headers map[string]string) answer {
+	t.Helper()
+	m, isMalformed := body.(malformedBody)
+	if isMalformed {
+		body = m.body
+	}
+	raw, err := json.Marshal(body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	req, err := http.NewRequest(method, rt.BaseURL+path, bytes.NewReader(raw))
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set("Authorization", "Bearer "+key)
+	req.Header.Set("Content-Type", "application/json")
+	for k, v := range headers {
+		req.Header.Set(k, v)
+	}
+	return send(t, req, isMalformed)
+}
+
+func imageBody(prompt string) map[string]any {
+	return map[string]any{"model": "provider-a", "model_version": "theta-4-fast", "input": map[string]any{"prompt": prompt}}
+}
+
+func credits(s string) decimal.Decimal { return decimal.RequireFromString(s) }

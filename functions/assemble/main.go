@@ -1,0 +1,13 @@
+// Command assemble is the Lambda function of a workflow task: joins scenes and narration into one mp4 with ffmpeg.
+// lambdawiring.Assemble says what it wires.
+package main
+
+import (
+	"github.com/aws/aws-lambda-go/lambda"
+
+	"github.com/mediagen-dev/mediagen/shared/lambdawiring"
+)
+
+func main() {
+	lambda.Start(lambdawiring.Build("assemble", lambdawiring.Assemble))
+}

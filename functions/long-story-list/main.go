@@ -1,0 +1,12 @@
+// Command long-story-list is the Lambda function of GET /api/long-story/videos, the caller's long videos.
+package main
+
+import (
+	"github.com/aws/aws-lambda-go/lambda"
+
+	"github.com/mediagen-dev/mediagen/shared/lambdawiring"
+)
+
+func main() {
+	lambda.Start(lambdawiring.Build("long-story-list", lambdawiring.LongStoryList))
+}

@@ -1,0 +1,12 @@
+// Command open-api is the Lambda function of GET /api/openapi.json, the contract.
+package main
+
+import (
+	"github.com/aws/aws-lambda-go/lambda"
+
+	"github.com/mediagen-dev/mediagen/shared/lambdawiring"
+)
+
+func main() {
+	lambda.Start(lambdawiring.Build("open-api", lambdawiring.OpenAPI))
+}
