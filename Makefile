@@ -42,7 +42,7 @@ mediagen:
 
 # The local runtime on its embedded defaults: prints the base URL and the dev
 # account's API key. ADDR and DATA override the address and data directory;
-# ROUTING names a routing file (README "Routing"; default: every variant on
+# ROUTING names a routing file (docs/routing.md; default: every variant on
 # the built-in simulator).
 ADDR ?= 127.0.0.1:8080
 DATA ?= .mediagen
@@ -52,8 +52,8 @@ run: mediagen
 	bin/mediagen serve --addr $(ADDR) --data $(DATA) $(if $(ROUTING),--routing $(ROUTING))
 
 # The local runtime beside a bare net/http server under the same loopback
-# load, the cost counts in dollars, and the long-form timings (README
-# "Performance"). BENCH_FLAGS adds flags (mediagen bench -h lists them).
+# load, the cost counts in dollars, and the long-form timings
+# (docs/performance.md). BENCH_FLAGS adds flags (mediagen bench -h lists them).
 BENCH_FLAGS ?=
 bench: mediagen
 	@scripts/install-deps.sh runtime
@@ -71,7 +71,7 @@ LAMBDA_BUILD = $(LAMBDA_GOFLAGS) $(GO) build -tags lambda.norpc -trimpath -ldfla
 # (build-GenerationEstimateFunction builds ./functions/generation-estimate;
 # the deploy tests check it for every function of template.yaml). Every
 # function gets routing.json from the repository root, when there is one
-# (the RoutingFile parameter names it; README "Routing").
+# (the RoutingFile parameter names it; docs/routing.md).
 function_folder = $(shell printf '%s' '$(1)' | sed -E 's/([a-z0-9])([A-Z])/\1-\2/g' | tr '[:upper:]' '[:lower:]')
 build-%Function:
 	$(LAMBDA_BUILD) -o $(ARTIFACTS_DIR)/bootstrap ./functions/$(call function_folder,$*)

@@ -47,7 +47,7 @@ var functions = []struct{ ID, Folder string }{
 	{"WebhooksFunction", "webhooks"},
 }
 
-// The routes of the spec (README "The API") and the function behind each.
+// The routes of the spec (docs/spec.md) and the function behind each.
 var routes = []struct{ Method, Path, Function string }{
 	{"POST", "/api/generations/generate", "GenerateFunction"},
 	{"GET", "/api/generations/status/{id}", "StatusFunction"},

@@ -236,7 +236,7 @@ func TestQueuesHaveDeadLettersAndFitTheirConsumers(t *testing.T) {
 			continue
 		}
 		if n, _ := number(rp["maxReceiveCount"]); n != 5 {
-			t.Errorf("%s: maxReceiveCount is %s, want 5 (README: DLQ after 5 receives)", q, show(rp["maxReceiveCount"]))
+			t.Errorf("%s: maxReceiveCount is %s, want 5 (docs/deploy.md: DLQ after 5 receives)", q, show(rp["maxReceiveCount"]))
 		}
 		if dlq, _, _ := getAtt(rp["deadLetterTargetArn"]); retention(dlq) != 1209600 {
 			t.Errorf("%s's dead-letter queue %s keeps messages %d s, want 14 days (1209600)", q, dlq, retention(dlq))

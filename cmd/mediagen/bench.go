@@ -107,8 +107,8 @@ func (r *benchReport) add(name string, value float64, unit, target string, met *
 
 func is(b bool) *bool { return &b }
 
-// bench measures the local runtime beside a bare server; see README
-// "Performance".
+// bench measures the local runtime beside a bare server; see
+// docs/performance.md.
 func bench(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("bench", flag.ContinueOnError)
 	var c benchConfig

@@ -123,7 +123,7 @@ func TestServeRefusesABadRoutingFileWithOneLine(t *testing.T) {
 
 // TestServeOnDynamoDBCompletesEveryKindOfWork runs `mediagen tables create`
 // and `mediagen serve --dynamodb --endpoint-url … --table-prefix …` against
-// moto's server, as the README shows, and takes an image, a video and a
+// moto's server, as docs/cli.md shows, and takes an image, a video and a
 // long-form video to completed through the HTTP API; the records are then
 // DynamoDB items of those tables.
 func TestServeOnDynamoDBCompletesEveryKindOfWork(t *testing.T) {

@@ -22,7 +22,7 @@ type Language struct {
 	// bilingual voice (Kajal: en-IN and hi-IN) speaks its default language
 	// without it.
 	PollyLanguage string
-	// Coverage says what the local voice reads, for the README.
+	// Coverage says what the local voice reads, for docs/long-form.md.
 	Coverage string
 	// EspeakRate is the characters per second espeak-ng speaks at the
 	// narrator's -s 165, measured on sample prose and rounded down
@@ -31,7 +31,7 @@ type Language struct {
 	// PollyRate is a conservative characters per second for the Polly
 	// voice: Polly publishes no speaking rate ("there is no standard speed
 	// available for Amazon Polly voices"), so it is set below ordinary read
-	// speech (see the README's long-form section).
+	// speech (see docs/long-form.md, "Narration length").
 	PollyRate float64
 }
 

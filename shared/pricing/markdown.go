@@ -13,7 +13,7 @@ import (
 	"github.com/mediagen-dev/mediagen/shared/domain"
 )
 
-// MarkdownTable renders the price of every variant for the README: the
+// MarkdownTable renders the price of every variant for docs/api.md: the
 // conversion to credits, then one row per variant with its rule in words and
 // the credits of typical requests.
 func MarkdownTable(t *Table) string {

@@ -86,7 +86,7 @@ func SetHeaders(h http.Header, secret, id string, ts time.Time, body []byte) err
 
 // Verify checks a received webhook: its timestamp within Tolerance of now,
 // and one of the space-separated signatures made with secret. This is what
-// a receiver runs; the README shows it.
+// a receiver runs; docs/webhooks.md shows it.
 func Verify(secret string, h http.Header, body []byte, now time.Time) error {
 	id, tsText, sigs := h.Get(HeaderID), h.Get(HeaderTimestamp), h.Get(HeaderSignature)
 	if id == "" || tsText == "" || sigs == "" {

@@ -21,8 +21,11 @@ func TestREADMEQuickstartGivesAVideoURL(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	quick := string(raw)
-	quick = quick[strings.Index(quick, "## Quickstart"):strings.Index(quick, "## The API")]
+	_, quick, ok := strings.Cut(string(raw), "\n## Quickstart\n")
+	if !ok {
+		t.Fatal(`the README has no "## Quickstart" section`)
+	}
+	quick, _, _ = strings.Cut(quick, "\n## ")
 	var commands []string
 	for _, block := range regexp.MustCompile("(?s)```sh\n(.*?)```").FindAllStringSubmatch(quick, -1) {
 		if strings.Contains(block[1], "curl") {

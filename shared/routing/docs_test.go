@@ -9,26 +9,26 @@ import (
 	"github.com/mediagen-dev/mediagen/shared/domain"
 )
 
-// TestTheREADMERoutingExampleIsAValidRoutingFile parses the README's
-// routing example as serve would: it must be accepted, and route an image
+// TestTheDocsRoutingExampleIsAValidRoutingFile parses the example of
+// docs/routing.md as serve would: it must be accepted, and route an image
 // and a video variant to Replicate and a variant to a fal app.
-func TestTheREADMERoutingExampleIsAValidRoutingFile(t *testing.T) {
-	raw, err := os.ReadFile("../../README.md")
+func TestTheDocsRoutingExampleIsAValidRoutingFile(t *testing.T) {
+	raw, err := os.ReadFile("../../docs/routing.md")
 	if err != nil {
 		t.Fatal(err)
 	}
-	_, chapter, ok := strings.Cut(string(raw), "\n## Routing")
+	_, section, ok := strings.Cut(string(raw), "\n## An example routing file\n")
 	if !ok {
-		t.Fatal(`the README has no "## Routing" chapter`)
+		t.Fatal(`docs/routing.md has no "## An example routing file" section`)
 	}
-	_, block, ok := strings.Cut(chapter, "```json\n")
+	_, block, ok := strings.Cut(section, "```json\n")
 	if !ok {
-		t.Fatal("the Routing chapter has no ```json example")
+		t.Fatal("the example section of docs/routing.md has no ```json block")
 	}
 	block, _, _ = strings.Cut(block, "```")
 	c, err := Parse([]byte(block))
 	if err != nil {
-		t.Fatalf("the README's routing example is refused: %v", err)
+		t.Fatalf("the routing example of docs/routing.md is refused: %v", err)
 	}
 	var replicateImage, replicateVideo, fal, failover bool
 	for _, v := range catalog.All() {
