@@ -22,7 +22,7 @@ import (
 // Grants use the same form with IAM's wildcards (* and ?).
 
 // Object keys the code writes and reads (shared/media/keys.go for the
-// published ones, shared/longstory/steps.go for the scratch); keyLayouts
+// published ones, shared/longstory/{scenes,narrate}.go for the scratch); keyLayouts
 // checks that the code still builds them so.
 const (
 	generationKey = "generations/3348f3aa-5fd0-4758-860a-3ebaf4cfbcc7/0.png"
@@ -40,7 +40,7 @@ const execution = "execution:LongStoryStateMachine/6f1c2a8e-3b7d-4e2f-9a51-0c8d7
 var keyLayouts = []struct{ file, layout string }{
 	{"../shared/media/keys.go", `"generations/%s/%d"`},
 	{"../shared/longstory/scenes.go", `"long-videos/%s/scenes/%03d"`},
-	{"../shared/longstory/steps.go", `"long-videos/%s/narration/%03d%s"`},
+	{"../shared/longstory/narrate.go", `"long-videos/%s/narration/%03d%s"`},
 	{"../shared/media/keys.go", `"long-videos/" + videoID + "/final.mp4"`},
 }
 
