@@ -26,7 +26,7 @@ const enqueueAttempts = 3
 // its first poll. On any failure after the hold, the hold is released and
 // the record (if written) is failed, so nothing is left half-made.
 func (s *Service) Create(ctx context.Context, userID string, body []byte) (domain.Generation, error) {
-	req, quote, err := s.Estimate(body)
+	req, quote, err := NewEstimator(s.Prices, s.Validation).Estimate(body)
 	if err != nil {
 		return domain.Generation{}, err
 	}

@@ -87,15 +87,15 @@ type GenerationEstimate struct {
 	Credits      string `json:"credits"`
 }
 
-// Estimate is POST /api/generations/estimate: the price of a generate body,
-// with nothing held, recorded or submitted.
-func (r *Generations) Estimate() Handler {
-	return r.Gate.Authed(false, func(ctx context.Context, req Request, a domain.Account) (Response, error) {
+// GenerationEstimateRoute is POST /api/generations/estimate: the price of a
+// generate body, with nothing held, recorded or submitted.
+func GenerationEstimateRoute(est *generation.Estimator, gate *Gate) Handler {
+	return gate.Authed(false, func(ctx context.Context, req Request, a domain.Account) (Response, error) {
 		body, err := jsonBody(req)
 		if err != nil {
 			return Response{}, err
 		}
-		parsed, quote, err := r.Service.Estimate(body)
+		parsed, quote, err := est.Estimate(body)
 		if err != nil {
 			return Response{}, err
 		}

@@ -7,6 +7,7 @@ import (
 	"github.com/mediagen-dev/mediagen/shared/apiview"
 	"github.com/mediagen-dev/mediagen/shared/domain"
 	"github.com/mediagen-dev/mediagen/shared/longstory"
+	"github.com/mediagen-dev/mediagen/shared/pricing"
 )
 
 // LongStories are the long-form video routes.
@@ -15,14 +16,15 @@ type LongStories struct {
 	Gate    *Gate
 }
 
-// Estimate is POST /api/long-story/videos/estimate.
-func (r *LongStories) Estimate() Handler {
-	return r.Gate.Authed(false, func(ctx context.Context, req Request, a domain.Account) (Response, error) {
+// LongVideoEstimateRoute is POST /api/long-story/videos/estimate: it needs
+// the prices and nothing else.
+func LongVideoEstimateRoute(prices *pricing.Table, gate *Gate) Handler {
+	return gate.Authed(false, func(ctx context.Context, req Request, a domain.Account) (Response, error) {
 		body, err := jsonBody(req)
 		if err != nil {
 			return Response{}, err
 		}
-		e, err := longstory.ParseEstimate(r.Service.Prices, body)
+		e, err := longstory.ParseEstimate(prices, body)
 		if err != nil {
 			return Response{}, err
 		}

@@ -12,6 +12,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 
 	"github.com/mediagen-dev/mediagen/shared/apiview"
+	"github.com/mediagen-dev/mediagen/shared/catalog"
 	"github.com/mediagen-dev/mediagen/shared/generation"
 	"github.com/mediagen-dev/mediagen/shared/httpapi"
 	"github.com/mediagen-dev/mediagen/shared/lambdahttp"
@@ -104,8 +105,7 @@ func GenerationEstimate(ctx context.Context, log *slog.Logger) (any, error) {
 	if err != nil {
 		return nil, err
 	}
-	svc := &generation.Service{Prices: prices, Log: log}
-	return lambdahttp.Route((&httpapi.Generations{Service: svc, Gate: PostGate(cfg, log)}).Estimate()), nil
+	return lambdahttp.Route(httpapi.GenerationEstimateRoute(generation.NewEstimator(prices, catalog.Options{}), PostGate(cfg, log))), nil
 }
 
 // GenerationCancel is POST /api/generations/{id}/cancel.
@@ -185,7 +185,15 @@ func Sweeper(ctx context.Context, log *slog.Logger) (any, error) {
 
 // The long-form routes and the workflow's task steps.
 func LongStoryEstimate(ctx context.Context, log *slog.Logger) (any, error) {
-	return longStoryRoute(ctx, log, false, PostGate, (*httpapi.LongStories).Estimate)
+	cfg, err := AWSConfig(ctx)
+	if err != nil {
+		return nil, err
+	}
+	prices, err := Prices()
+	if err != nil {
+		return nil, err
+	}
+	return lambdahttp.Route(httpapi.LongVideoEstimateRoute(prices, PostGate(cfg, log))), nil
 }
 func LongStoryCreate(ctx context.Context, log *slog.Logger) (any, error) {
 	return longStoryRoute(ctx, log, true, PostGate, (*httpapi.LongStories).Create)
