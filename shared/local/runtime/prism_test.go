@@ -17,6 +17,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"net/http/httptest"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -29,6 +30,7 @@ import (
 
 	"github.com/mediagen-dev/mediagen/shared/apikey"
 	"github.com/mediagen-dev/mediagen/shared/domain"
+	"github.com/mediagen-dev/mediagen/shared/local/simulator"
 	"github.com/mediagen-dev/mediagen/shared/testsupport"
 )
 
@@ -205,6 +207,23 @@ func (p *prismProxy) valid(t *testing.T, r prismRequest, want int) answer {
 	return a
 }
 
+// waitFinal polls a generation's status through the proxy, each answer
+// checked, until it is no longer processing, and returns its status.
+func (p *prismProxy) waitFinal(t *testing.T, key, ref string) string {
+	t.Helper()
+	for deadline := time.Now().Add(2 * time.Minute); ; {
+		a := p.valid(t, prismRequest{method: http.MethodGet, path: "/api/generations/status/" + ref, key: key}, http.StatusOK)
+		if s := a.str("status"); s != "processing" || a.status != http.StatusOK {
+			return s
+		}
+		if time.Now().After(deadline) {
+			t.Errorf("generation %s still processing after 2 minutes", ref)
+			return "processing"
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+}
+
 // flags reports whether Prism's problem+json answer lists a violation at
 // a location that begins with path (such as "body", "language_code").
 func flags(a answer, path ...string) bool {
@@ -248,13 +267,13 @@ func contractPath(t *testing.T) string {
 // the document itself, so Prism refuses it first; the contract transport's
 // tests check the service's answers to those.
 func TestPrismProxyFindsNoViolation(t *testing.T) {
-	cfg := storyConfig()
-	cfg.SimulatorLatency = 30 * time.Second // jobs stay in flight until canceled
-	rt := start(t, cfg)
+	rt := start(t, storyConfig())
 	p := startPrism(t, contractPath(t), rt.BaseURL)
 	owner := newAccount(t, rt, domain.PlanEnterprise, 1000)
 	key := owner.APIKey
 	const unknownID = "00000000-0000-4000-8000-000000000000"
+	// The jobs canceled below are slow ones, still in flight when canceled.
+	slow := " " + simulator.MarkerSlow
 
 	t.Run("public routes", func(t *testing.T) {
 		p.valid(t, prismRequest{method: http.MethodGet, path: "/api/models"}, http.StatusOK)
@@ -264,34 +283,71 @@ func TestPrismProxyFindsNoViolation(t *testing.T) {
 		p.valid(t, prismRequest{method: http.MethodGet, path: "/api/account", key: key}, http.StatusOK)
 	})
 
-	var imageUUID, imageID, videoUUID string
+	var imageUUID, videoUUID string
 	t.Run("generations", func(t *testing.T) {
+		delivered := make(chan struct{}, 4)
+		receiver := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			select {
+			case delivered <- struct{}{}:
+			default:
+			}
+			w.WriteHeader(http.StatusNoContent)
+		}))
+		defer receiver.Close()
 		image := gen("zeta", map[string]any{"prompt": "a fox in the snow"})
-		video := gen("beta-2", map[string]any{"prompt": "a slow pan over hills", "seconds": "4", "aspect_ratio": "landscape"})
+		image["webhook_url"] = receiver.URL + "/hook"
+		image["webhook_events"] = []string{"generation.completed"}
+		video := gen("beta-2", map[string]any{"prompt": "a pan over hills" + slow, "seconds": "4", "aspect_ratio": "landscape"})
+		failing := gen("theta-4-fast", map[string]any{"prompt": "a storm " + simulator.MarkerFail})
 		p.valid(t, prismRequest{method: http.MethodPost, path: "/api/generations/estimate", key: key, body: image}, http.StatusOK)
 		p.valid(t, prismRequest{method: http.MethodPost, path: "/api/generations/estimate", key: key, body: video}, http.StatusOK)
-		img := p.valid(t, prismRequest{method: http.MethodPost, path: "/api/generations/generate", key: key, body: image}, http.StatusOK)
 		vid := p.valid(t, prismRequest{method: http.MethodPost, path: "/api/generations/generate", key: key, body: video}, http.StatusOK)
-		imageUUID, videoUUID = img.str("uuid"), vid.str("uuid")
-		if n, ok := img.decoded["id"].(float64); ok {
-			imageID = strconv.Itoa(int(n))
+		videoUUID = vid.str("uuid")
+		if videoUUID == "" {
+			t.Fatalf("generate answered no uuid: %s", vid.body)
 		}
-		if imageUUID == "" || videoUUID == "" || imageID == "" {
-			t.Fatalf("generate did not answer ids: %s / %s", img.body, vid.body)
+		p.valid(t, prismRequest{method: http.MethodPost, path: "/api/generations/" + videoUUID + "/cancel", key: key}, http.StatusOK)
+		img := p.valid(t, prismRequest{method: http.MethodPost, path: "/api/generations/generate", key: key, body: image}, http.StatusOK)
+		bad := p.valid(t, prismRequest{method: http.MethodPost, path: "/api/generations/generate", key: key, body: failing}, http.StatusOK)
+		imageUUID = img.str("uuid")
+		imageID, _ := img.decoded["id"].(float64)
+		if imageUUID == "" || imageID == 0 || bad.str("uuid") == "" {
+			t.Fatalf("generate did not answer ids: %s / %s", img.body, bad.body)
 		}
-		// The status route takes the uuid or the record's integer id.
-		for _, ref := range []string{imageUUID, imageID, videoUUID} {
-			p.valid(t, prismRequest{method: http.MethodGet, path: "/api/generations/status/" + ref, key: key}, http.StatusOK)
+		// The status route takes the uuid or the record's integer id; each
+		// view on the way to the end is checked: processing, then
+		// completed (with its webhook's attempts) or failed.
+		for ref, want := range map[string]string{imageUUID: "completed", strconv.Itoa(int(imageID)): "completed", bad.str("uuid"): "failed"} {
+			if got := p.waitFinal(t, key, ref); got != want {
+				t.Errorf("generation %s ended %s, want %s", ref, got, want)
+			}
+		}
+		select {
+		case <-delivered:
+		case <-time.After(time.Minute):
+			t.Errorf("the completed webhook did not arrive")
+		}
+		// The status view with the delivery recorded.
+		for deadline := time.Now().Add(time.Minute); ; {
+			a := p.valid(t, prismRequest{method: http.MethodGet, path: "/api/generations/status/" + imageUUID, key: key}, http.StatusOK)
+			hook, _ := a.decoded["webhook"].(map[string]any)
+			if attempts, _ := hook["attempts"].([]any); len(attempts) > 0 {
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Errorf("the status view lists no webhook attempt: %s", a.body)
+				break
+			}
+			time.Sleep(100 * time.Millisecond)
 		}
 		p.valid(t, prismRequest{method: http.MethodGet, path: "/api/generations?limit=5", key: key}, http.StatusOK)
-		p.valid(t, prismRequest{method: http.MethodGet, path: "/api/generations?limit=1&status=processing&model=provider-a", key: key}, http.StatusOK)
-		p.valid(t, prismRequest{method: http.MethodPost, path: "/api/generations/" + videoUUID + "/cancel", key: key}, http.StatusOK)
+		p.valid(t, prismRequest{method: http.MethodGet, path: "/api/generations?limit=1&status=completed&model=provider-a", key: key}, http.StatusOK)
 	})
 
 	t.Run("long-form videos", func(t *testing.T) {
 		p.valid(t, prismRequest{method: http.MethodPost, path: "/api/long-story/videos/estimate", key: key,
 			body: map[string]any{"model": "beta-2", "scene_count": 3}}, http.StatusOK)
-		story := storyBody("A walk in the woods", "fr", true, "cinematic", []storyScene{{1, "a path"}, {2, "a gate"}})
+		story := storyBody("A walk in the woods", "fr", true, "cinematic", []storyScene{{1, "a path" + slow}, {2, "a gate" + slow}})
 		p.valid(t, prismRequest{method: http.MethodPost, path: "/api/long-story/videos/estimate", key: key,
 			body: map[string]any{"model": "beta-2", "scenes": story["scenes"], "language_code": "fr"}}, http.StatusOK)
 		created := p.valid(t, prismRequest{method: http.MethodPost, path: "/api/long-story/videos", key: key, body: story}, http.StatusOK)
