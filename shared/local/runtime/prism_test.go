@@ -23,7 +23,6 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -34,28 +33,10 @@ import (
 	"github.com/mediagen-dev/mediagen/shared/testsupport"
 )
 
-// lockedBuffer collects a process's output while it runs.
-type lockedBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *lockedBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *lockedBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
-}
-
 // prismProxy is a running `prism proxy --errors`.
 type prismProxy struct {
 	URL    string
-	log    *lockedBuffer
+	log    *logBuffer
 	client *http.Client
 }
 
@@ -77,7 +58,7 @@ func startPrism(t *testing.T, spec, target string) *prismProxy {
 		l.Close()
 		p := &prismProxy{
 			URL: "http://127.0.0.1:" + strconv.Itoa(port),
-			log: &lockedBuffer{},
+			log: &logBuffer{},
 			// Not http.DefaultClient: its contract transport would judge
 			// Prism's own refusals; here Prism is the judge.
 			client: &http.Client{Transport: &http.Transport{}, Timeout: time.Minute},
