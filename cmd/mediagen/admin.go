@@ -202,14 +202,20 @@ func creditsGrant(ctx context.Context, args []string, stdout, stderr io.Writer) 
 		fs.StringVar(&grantID, "grant-id", "", "idempotency id: a retried grant with the same id applies once")
 		return []string{"user", "credits"}
 	}, func(ctx context.Context, svc *accounts.Service) (any, error) {
-		a, applied, err := svc.Grant(ctx, user, grantID, credits.v)
+		_, applied, err := svc.Grant(ctx, user, grantID, credits.v)
+		if err != nil {
+			return nil, err
+		}
+		// The account as accounts show prints it, keys included: the
+		// grant's own read has the totals but not the keys.
+		shown, err := svc.Show(ctx, user)
 		if err != nil {
 			return nil, err
 		}
 		return struct {
 			accounts.AccountView
 			Applied bool `json:"applied"`
-		}{accounts.View(a), applied}, nil
+		}{shown, applied}, nil
 	})
 }
 

@@ -71,6 +71,10 @@ func TestAdminCommandsManageAnAccount(t *testing.T) {
 	if code != 0 || !strings.Contains(out, `"balance":"260.50"`) || !strings.Contains(out, `"applied":true`) {
 		t.Errorf("credits grant = %d %s", code, out)
 	}
+	// The grant prints the account as accounts show does: its keys too.
+	if granted := decode[accounts.AccountView](t, out); len(granted.Keys) != 1 || granted.Keys[0].Prefix != prefix {
+		t.Errorf("credits grant lists the keys %+v, want the one with prefix %s: %s", granted.Keys, prefix, out)
+	}
 	code, out, _ = mediagen(t, "credits", "grant", "--user", created.UserID, "--credits", "10", "--grant-id", "topup-1", "--data", data)
 	if code != 0 || !strings.Contains(out, `"balance":"260.50"`) || !strings.Contains(out, `"applied":false`) {
 		t.Errorf("repeated credits grant with the same id = %d %s, want balance unchanged", code, out)

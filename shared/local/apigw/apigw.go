@@ -82,6 +82,10 @@ func Mount(mux *http.ServeMux, routes []Route, authorizer Authorizer, timeouts T
 }
 
 func serve(w http.ResponseWriter, r *http.Request, rt Route, authorizer Authorizer, timeouts Timeouts, log *slog.Logger) {
+	// Every answer names its request, the gateway's own ({"message"}) too;
+	// the route gets the same id as requestContext.requestId.
+	id := NewRequestID()
+	w.Header().Set(RequestIDHeader, id)
 	if timeouts.Read > 0 {
 		// Not every server supports deadlines (httptest's recorder does
 		// not); the server's own ReadTimeout still holds there.
@@ -104,7 +108,7 @@ func serve(w http.ResponseWriter, r *http.Request, rt Route, authorizer Authoriz
 		writeGatewayError(w, http.StatusRequestEntityTooLarge, "Request Entity Too Large")
 		return
 	}
-	ev := Event(r, rt, body)
+	ev := event(r, rt, body, id)
 	if authorizer != nil {
 		auth, err := authorizer(r.Context(), events.APIGatewayV2CustomAuthorizerV2Request{
 			Version: "2.0", Type: "REQUEST", RouteArn: "arn:aws:execute-api:local:000000000000:local/$default/" + rt.Method + rt.Path,
@@ -133,8 +137,12 @@ func serve(w http.ResponseWriter, r *http.Request, rt Route, authorizer Authoriz
 	Write(w, resp)
 }
 
-// Event builds the API Gateway v2 event for r.
+// Event builds the API Gateway v2 event for r, with a new request id.
 func Event(r *http.Request, rt Route, body []byte) events.APIGatewayV2HTTPRequest {
+	return event(r, rt, body, NewRequestID())
+}
+
+func event(r *http.Request, rt Route, body []byte, requestID string) events.APIGatewayV2HTTPRequest {
 	headers := map[string]string{}
 	var cookies []string
 	for k, vs := range r.Header {
@@ -159,7 +167,7 @@ func Event(r *http.Request, rt Route, body []byte) events.APIGatewayV2HTTPReques
 		RawQueryString: r.URL.RawQuery, Cookies: cookies, Headers: headers,
 		RequestContext: events.APIGatewayV2HTTPRequestContext{
 			AccountID: "000000000000", APIID: "local", Stage: "$default", DomainName: r.Host,
-			RequestID: newRequestID(), RouteKey: rt.Method + " " + rt.Path,
+			RequestID: requestID, RouteKey: rt.Method + " " + rt.Path,
 			Time: now.UTC().Format("02/Jan/2006:15:04:05 -0700"), TimeEpoch: now.UnixMilli(),
 			HTTP: events.APIGatewayV2HTTPRequestContextHTTPDescription{
 				Method: r.Method, Path: r.URL.Path, Protocol: r.Proto, SourceIP: sourceIP, UserAgent: r.UserAgent(),
@@ -226,7 +234,14 @@ func pathParams(pattern string) []string {
 	return names
 }
 
-func newRequestID() string {
+// RequestIDHeader is the header in which API Gateway's HTTP API names the
+// request on every answer, its own and the routes'; its value is the
+// route's requestContext.requestId, which the service's error envelope
+// carries as request_id.
+const RequestIDHeader = "Apigw-Requestid"
+
+// NewRequestID mints a request id, one per request as the gateway does.
+func NewRequestID() string {
 	b := make([]byte, 16)
 	if _, err := rand.Read(b); err != nil {
 		return fmt.Sprintf("local-%d", time.Now().UnixNano())

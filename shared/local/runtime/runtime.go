@@ -573,11 +573,16 @@ func ensureDevAccount(ctx context.Context, st store.Store, dir string, credits d
 	return dev, nil
 }
 
+// notFound answers a request no route takes (an unknown path, or a known
+// one with another method) with the error envelope, whose request_id every
+// error carries, and the gateway's request id header.
 func notFound(w http.ResponseWriter, r *http.Request) {
+	id := apigw.NewRequestID()
+	w.Header().Set(apigw.RequestIDHeader, id)
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(http.StatusNotFound)
 	json.NewEncoder(w).Encode(map[string]any{"error": map[string]string{
-		"code": "not_found", "message": "no route " + r.Method + " " + r.URL.Path}})
+		"code": "not_found", "message": "no route " + r.Method + " " + r.URL.Path}, "request_id": id})
 }
 
 // allOnLoopback reports whether every upstream is on this machine, so that
