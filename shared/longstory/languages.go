@@ -7,7 +7,6 @@ package longstory
 import (
 	"math"
 	"slices"
-	"strings"
 )
 
 // Language is a narration language: its code in requests, the espeak-ng
@@ -81,9 +80,10 @@ func LanguageCodes() []string {
 	return codes
 }
 
-// LookupLanguage finds a supported language by its two-letter code.
+// LookupLanguage finds a supported language by its code, as the contract
+// lists it: lowercase, so "FR" is not "fr".
 func LookupLanguage(code string) (Language, bool) {
-	i := slices.IndexFunc(Languages, func(l Language) bool { return l.Code == strings.ToLower(code) })
+	i := slices.IndexFunc(Languages, func(l Language) bool { return l.Code == code })
 	if i < 0 {
 		return Language{}, false
 	}

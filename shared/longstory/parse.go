@@ -116,7 +116,11 @@ func language(obj map[string]any, p *catalog.Problems) (Language, bool) {
 	}
 	l, ok := LookupLanguage(code)
 	if !ok {
-		p.Add("language_code", fmt.Sprintf("%q is not a supported narration language (supported: %s)", truncate(code, 16), strings.Join(LanguageCodes(), ", ")))
+		msg := fmt.Sprintf("%q is not a supported narration language (supported: %s)", truncate(code, 16), strings.Join(LanguageCodes(), ", "))
+		if lower, known := LookupLanguage(strings.ToLower(code)); known {
+			msg = fmt.Sprintf("%q is not a supported narration language: the codes are lowercase (%q)", truncate(code, 16), lower.Code)
+		}
+		p.Add("language_code", msg)
 	}
 	return l, ok
 }
