@@ -74,17 +74,8 @@ func (r *Generations) List() Handler {
 		for i, g := range page.Items {
 			views[i] = apiview.GenerationStatusAt(g, now)
 		}
-		return jsonResponse(http.StatusOK, listOf(views, page.Next)), nil
+		return jsonResponse(http.StatusOK, apiview.ListOf(views, page.Next)), nil
 	})
-}
-
-// GenerationEstimate is the answer of POST /api/generations/estimate.
-type GenerationEstimate struct {
-	Model        string `json:"model"`
-	ModelVersion string `json:"model_version"`
-	Kind         string `json:"kind"`
-	ImageCount   int    `json:"image_count"`
-	Credits      string `json:"credits"`
 }
 
 // Estimate is POST /api/generations/estimate: the price of a generate body,
@@ -99,7 +90,7 @@ func (r *Generations) Estimate() Handler {
 		if err != nil {
 			return Response{}, err
 		}
-		return jsonResponse(http.StatusOK, GenerationEstimate{Model: parsed.Variant.Model, ModelVersion: parsed.Variant.Version,
+		return jsonResponse(http.StatusOK, apiview.GenerationEstimate{Model: parsed.Variant.Model, ModelVersion: parsed.Variant.Version,
 			Kind: string(parsed.Variant.Kind), ImageCount: parsed.ImageCount, Credits: domain.FormatCredits(quote.Credits)}), nil
 	})
 }

@@ -21,25 +21,6 @@ const (
 
 var listStatuses = []string{string(domain.StatusProcessing), string(domain.StatusCompleted), string(domain.StatusFailed), string(domain.StatusCanceled)}
 
-// ListPage is the answer of the list routes.
-type ListPage[T any] struct {
-	Data []T `json:"data"`
-	// NextCursor fetches the next page (as ?cursor=); null on the last.
-	NextCursor *string `json:"next_cursor"`
-	HasMore    bool    `json:"has_more"`
-}
-
-func listOf[T any](items []T, next string) ListPage[T] {
-	p := ListPage[T]{Data: items}
-	if p.Data == nil {
-		p.Data = []T{}
-	}
-	if next != "" {
-		p.NextCursor, p.HasMore = &next, true
-	}
-	return p
-}
-
 // listQuery reads limit, cursor, status and model from the query string;
 // any other parameter is refused, so a typo does not silently list all.
 func listQuery(req Request, userID string) (store.ListQuery, error) {

@@ -83,6 +83,6 @@ func (r *LongStories) List() Handler {
 		for i, v := range page.Items {
 			views[i] = apiview.LongVideoStatusOf(v)
 		}
-		return jsonResponse(http.StatusOK, listOf(views, page.Next)), nil
+		return jsonResponse(http.StatusOK, apiview.ListOf(views, page.Next)), nil
 	})
 }
