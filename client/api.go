@@ -4,6 +4,8 @@ import (
 	"context"
 	"encoding/json"
 	"net/http"
+
+	"github.com/mediagen-dev/mediagen/shared/apiview"
 )
 
 // Statuses a generation or long-form video can have. Only processing is not
@@ -33,47 +35,20 @@ type GenerateRequest struct {
 	WebhookEvents []string `json:"webhook_events,omitempty"`
 }
 
+// The views below are the service's own (shared/apiview): the client reads
+// what the routes render, so the two cannot drift apart.
+
 // Generation is the record POST /api/generations/generate answers.
-type Generation struct {
-	ID              int64           `json:"id"`
-	UUID            string          `json:"uuid"`
-	UserID          string          `json:"user_id"`
-	UpstreamID      string          `json:"upstream_id"`
-	Model           string          `json:"model"`
-	ModelVersion    string          `json:"model_version"`
-	InputParameters json.RawMessage `json:"input_parameters"`
-	OutputData      struct {
-		URLs []string `json:"urls"`
-	} `json:"output_data"`
-	Status      string `json:"status"`
-	CreditsUsed string `json:"credits_used"`
-	CreatedAt   string `json:"created_at"`
-	UpdatedAt   string `json:"updated_at"`
-}
+type Generation = apiview.GenerationRecord
 
-// GenerationStatus is the status view of a generation.
-type GenerationStatus struct {
-	ID     string   `json:"id"`
-	Status string   `json:"status"`
-	Output []string `json:"output"`
-	Error  string   `json:"error,omitempty"`
-	// CreatedAt is UTC without a zone, as the spec shows it.
-	CreatedAt string `json:"created_at"`
-	// Model is "model/model_version".
-	Model string `json:"model"`
-	// Progress is 0–100 when the service reports it, else nil.
-	Progress *float64 `json:"progress,omitempty"`
-}
+// GenerationStatus is the status view of a generation: its outputs once
+// completed, its progress (0–100), its place in line while the provider is
+// busy, and its webhook's delivery attempts.
+type GenerationStatus = apiview.GenerationStatus
 
-// GenerationEstimate is the answer of POST /api/generations/estimate.
-type GenerationEstimate struct {
-	Model        string `json:"model"`
-	ModelVersion string `json:"model_version"`
-	Kind         string `json:"kind"`
-	ImageCount   int    `json:"image_count"`
-	// Credits keeps the service's decimal text ("12.35").
-	Credits string `json:"credits"`
-}
+// GenerationEstimate is the answer of POST /api/generations/estimate;
+// Credits keeps the service's decimal text ("12.35").
+type GenerationEstimate = apiview.GenerationEstimate
 
 // Scene is one scene of a long-form video.
 type Scene struct {
@@ -98,31 +73,14 @@ type LongVideoRequest struct {
 }
 
 // LongVideoCreated is the answer of POST /api/long-story/videos.
-type LongVideoCreated struct {
-	ID      string `json:"id"`
-	VideoID string `json:"video_id"`
-	Status  string `json:"status"`
-	Message string `json:"message"`
-}
+type LongVideoCreated = apiview.LongVideoCreated
 
-// LongVideoStatus is the status view of a long-form video.
-type LongVideoStatus struct {
-	ID            string  `json:"id"`
-	Status        string  `json:"status"`
-	FinalVideoURL string  `json:"final_video_url"`
-	TotalDuration float64 `json:"total_duration"`
-	Error         *string `json:"error"`
-	// Progress is 0–100 when the service reports it, else nil.
-	Progress *float64 `json:"progress,omitempty"`
-	// Scenes lists each scene's status when the service reports them.
-	Scenes []SceneStatus `json:"scenes,omitempty"`
-}
+// LongVideoStatus is the status view of a long-form video, with its progress
+// (0–100) and each scene's status.
+type LongVideoStatus = apiview.LongVideoStatus
 
 // SceneStatus is one scene in a long-form status view.
-type SceneStatus struct {
-	SceneNumber int    `json:"scene_number"`
-	Status      string `json:"status"`
-}
+type SceneStatus = apiview.SceneStatus
 
 // EstimateRequest is the body of POST /api/long-story/videos/estimate.
 type EstimateRequest struct {

@@ -5,6 +5,8 @@ import (
 	"net/http"
 	"net/url"
 	"strconv"
+
+	"github.com/mediagen-dev/mediagen/shared/apiview"
 )
 
 // ListOptions selects a page of a list; zero values take the defaults.
@@ -31,12 +33,9 @@ func (o ListOptions) query() string {
 	return "?" + q.Encode()
 }
 
-// Page is one page of a list; NextCursor is empty on the last.
-type Page[T any] struct {
-	Data       []T     `json:"data"`
-	NextCursor *string `json:"next_cursor"`
-	HasMore    bool    `json:"has_more"`
-}
+// Page is one page of a list, the service's view (apiview.ListPage);
+// NextCursor is nil on the last.
+type Page[T any] apiview.ListPage[T]
 
 // Next is the options of the page after p.
 func (p Page[T]) Next(o ListOptions) (ListOptions, bool) {
