@@ -12,7 +12,5 @@ type Account = apiview.Account
 
 // Account reads the caller's account.
 func (c *Client) Account(ctx context.Context) (Account, error) {
-	var a Account
-	err := c.Do(ctx, http.MethodGet, "/api/account", nil, &a)
-	return a, err
+	return do[Account](ctx, c, http.MethodGet, "/api/account", nil)
 }

@@ -114,59 +114,43 @@ type LongVideoEstimate struct {
 
 // Generate starts an image or video generation.
 func (c *Client) Generate(ctx context.Context, req GenerateRequest) (Generation, error) {
-	var g Generation
-	err := c.Do(ctx, http.MethodPost, "/api/generations/generate", req, &g)
-	return g, err
+	return do[Generation](ctx, c, http.MethodPost, "/api/generations/generate", req)
 }
 
 // Generation reads a generation's status by its UUID or integer id.
 func (c *Client) Generation(ctx context.Context, id string) (GenerationStatus, error) {
-	var s GenerationStatus
-	err := c.Do(ctx, http.MethodGet, "/api/generations/status/"+pathEscape(id), nil, &s)
-	return s, err
+	return do[GenerationStatus](ctx, c, http.MethodGet, "/api/generations/status/"+pathEscape(id), nil)
 }
 
 // EstimateGeneration prices a generate request without starting it.
 func (c *Client) EstimateGeneration(ctx context.Context, req GenerateRequest) (GenerationEstimate, error) {
-	var e GenerationEstimate
-	err := c.Do(ctx, http.MethodPost, "/api/generations/estimate", req, &e)
-	return e, err
+	return do[GenerationEstimate](ctx, c, http.MethodPost, "/api/generations/estimate", req)
 }
 
 // CancelGeneration stops a generation and returns its credits; a finished
 // one is an *APIError with status 409.
 func (c *Client) CancelGeneration(ctx context.Context, id string) (GenerationStatus, error) {
-	var s GenerationStatus
-	err := c.Do(ctx, http.MethodPost, "/api/generations/"+pathEscape(id)+"/cancel", nil, &s)
-	return s, err
+	return do[GenerationStatus](ctx, c, http.MethodPost, "/api/generations/"+pathEscape(id)+"/cancel", nil)
 }
 
 // EstimateLongVideo prices a long-form video of sceneCount scenes.
 func (c *Client) EstimateLongVideo(ctx context.Context, req EstimateRequest) (LongVideoEstimate, error) {
-	var e LongVideoEstimate
-	err := c.Do(ctx, http.MethodPost, "/api/long-story/videos/estimate", req, &e)
-	return e, err
+	return do[LongVideoEstimate](ctx, c, http.MethodPost, "/api/long-story/videos/estimate", req)
 }
 
 // CreateLongVideo starts a long-form video.
 func (c *Client) CreateLongVideo(ctx context.Context, req LongVideoRequest) (LongVideoCreated, error) {
-	var v LongVideoCreated
-	err := c.Do(ctx, http.MethodPost, "/api/long-story/videos", req, &v)
-	return v, err
+	return do[LongVideoCreated](ctx, c, http.MethodPost, "/api/long-story/videos", req)
 }
 
 // LongVideo reads a long-form video's status.
 func (c *Client) LongVideo(ctx context.Context, id string) (LongVideoStatus, error) {
-	var s LongVideoStatus
-	err := c.Do(ctx, http.MethodGet, "/api/long-story/videos/"+pathEscape(id), nil, &s)
-	return s, err
+	return do[LongVideoStatus](ctx, c, http.MethodGet, "/api/long-story/videos/"+pathEscape(id), nil)
 }
 
 // CancelLongVideo stops a long-form video and returns its credits.
 func (c *Client) CancelLongVideo(ctx context.Context, id string) (LongVideoStatus, error) {
-	var s LongVideoStatus
-	err := c.Do(ctx, http.MethodPost, "/api/long-story/videos/"+pathEscape(id)+"/cancel", nil, &s)
-	return s, err
+	return do[LongVideoStatus](ctx, c, http.MethodPost, "/api/long-story/videos/"+pathEscape(id)+"/cancel", nil)
 }
 
 // Models lists every variant of the public catalog; it needs no API key.

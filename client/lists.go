@@ -48,14 +48,10 @@ func (p Page[T]) Next(o ListOptions) (ListOptions, bool) {
 
 // Generations lists the caller's generations, newest first.
 func (c *Client) Generations(ctx context.Context, o ListOptions) (Page[GenerationStatus], error) {
-	var p Page[GenerationStatus]
-	err := c.Do(ctx, http.MethodGet, "/api/generations"+o.query(), nil, &p)
-	return p, err
+	return do[Page[GenerationStatus]](ctx, c, http.MethodGet, "/api/generations"+o.query(), nil)
 }
 
 // LongVideos lists the caller's long-form videos, newest first.
 func (c *Client) LongVideos(ctx context.Context, o ListOptions) (Page[LongVideoStatus], error) {
-	var p Page[LongVideoStatus]
-	err := c.Do(ctx, http.MethodGet, "/api/long-story/videos"+o.query(), nil, &p)
-	return p, err
+	return do[Page[LongVideoStatus]](ctx, c, http.MethodGet, "/api/long-story/videos"+o.query(), nil)
 }
