@@ -60,21 +60,8 @@ func (r *Generations) Cancel() Handler {
 
 // List is GET /api/generations: the caller's generations, newest first.
 func (r *Generations) List() Handler {
-	return r.Gate.Authed(true, func(ctx context.Context, req Request, a domain.Account) (Response, error) {
-		q, err := listQuery(req, a.UserID)
-		if err != nil {
-			return Response{}, err
-		}
-		page, err := r.Service.List(ctx, q)
-		if err != nil {
-			return Response{}, err
-		}
-		views := make([]apiview.GenerationStatus, len(page.Items))
-		now := time.Now()
-		for i, g := range page.Items {
-			views[i] = apiview.GenerationStatusAt(g, now)
-		}
-		return jsonResponse(http.StatusOK, apiview.ListOf(views, page.Next)), nil
+	return listRoute(r.Gate, r.Service.List, func(g domain.Generation, now time.Time) apiview.GenerationStatus {
+		return apiview.GenerationStatusAt(g, now)
 	})
 }
 

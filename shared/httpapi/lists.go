@@ -1,13 +1,16 @@
 package httpapi
 
 import (
+	"context"
 	"fmt"
 	"net/http"
 	"slices"
 	"sort"
 	"strconv"
 	"strings"
+	"time"
 
+	"github.com/mediagen-dev/mediagen/shared/apiview"
 	"github.com/mediagen-dev/mediagen/shared/domain"
 	"github.com/mediagen-dev/mediagen/shared/store"
 )
@@ -20,6 +23,28 @@ const (
 )
 
 var listStatuses = []string{string(domain.StatusProcessing), string(domain.StatusCompleted), string(domain.StatusFailed), string(domain.StatusCanceled)}
+
+// listRoute is a list route: the page of the caller's records that the
+// query string asks for, each rendered by view at the time of the request.
+func listRoute[T, V any](gate *Gate, list func(context.Context, store.ListQuery) (store.Page[T], error),
+	view func(T, time.Time) V) Handler {
+	return gate.Authed(true, func(ctx context.Context, req Request, a domain.Account) (Response, error) {
+		q, err := listQuery(req, a.UserID)
+		if err != nil {
+			return Response{}, err
+		}
+		page, err := list(ctx, q)
+		if err != nil {
+			return Response{}, err
+		}
+		views := make([]V, len(page.Items))
+		now := time.Now()
+		for i, item := range page.Items {
+			views[i] = view(item, now)
+		}
+		return jsonResponse(http.StatusOK, apiview.ListOf(views, page.Next)), nil
+	})
+}
 
 // listQuery reads limit, cursor, status and model from the query string;
 // any other parameter is refused, so a typo does not silently list all.
