@@ -34,9 +34,7 @@ type generationItem struct {
 	Status       string                `dynamodbav:"status"`
 	Error        string                `dynamodbav:"error,omitempty"`
 	CreditsUsed  attributevalue.Number `dynamodbav:"credits_used"`
-	CreatedAt    string                `dynamodbav:"created_at"`
-	UpdatedAt    string                `dynamodbav:"updated_at"`
-	Deadline     string                `dynamodbav:"deadline"`
+	recordTimes
 	// Upstream, UpstreamModel and UpstreamJobs (JSON) say where it runs.
 	Upstream      string `dynamodbav:"upstream,omitempty"`
 	UpstreamModel string `dynamodbav:"upstream_model,omitempty"`
@@ -63,13 +61,8 @@ func (it generationItem) generation() (domain.Generation, error) {
 	if g.WebhookAttempts, err = it.attempts(); err != nil {
 		return domain.Generation{}, fmt.Errorf("generation %s: %w", it.UUID, err)
 	}
-	for _, p := range []struct {
-		dst *time.Time
-		src string
-	}{{&g.CreatedAt, it.CreatedAt}, {&g.UpdatedAt, it.UpdatedAt}, {&g.Deadline, it.Deadline}} {
-		if *p.dst, err = parseTime(p.src); err != nil {
-			return domain.Generation{}, fmt.Errorf("generation %s: %w", it.UUID, err)
-		}
+	if g.CreatedAt, g.UpdatedAt, g.Deadline, err = it.parse(); err != nil {
+		return domain.Generation{}, fmt.Errorf("generation %s: %w", it.UUID, err)
 	}
 	return g, nil
 }
@@ -115,8 +108,7 @@ func (s *Store) CreateGeneration(ctx context.Context, g *domain.Generation) erro
 		UUID: g.UUID, ID: id, UserID: g.UserID, UpstreamID: g.UpstreamID, Model: g.Model,
 		ModelVersion: g.ModelVersion, Kind: string(g.Kind), Input: string(g.Input), ImageCount: g.ImageCount,
 		OutputURLs: urls, Status: string(g.Status), Error: g.Error, CreditsUsed: num(g.CreditsUsed),
-		CreatedAt: formatTime(g.CreatedAt), UpdatedAt: formatTime(g.UpdatedAt), Deadline: formatTime(g.Deadline),
-		webhookFields: webhookFieldsOf(g.Webhook),
+		recordTimes: recordTimesOf(g.CreatedAt, g.UpdatedAt, g.Deadline), webhookFields: webhookFieldsOf(g.Webhook),
 	}, "create generation "+g.UUID)
 	if err != nil {
 		return err
@@ -151,14 +143,10 @@ func (s *Store) GetGenerationByID(ctx context.Context, userID string, id int64) 
 }
 
 func (s *Store) SetUpstreamJobs(ctx context.Context, uuid string, run domain.UpstreamRun, at time.Time) error {
-	if len(run.Jobs) == 0 {
-		return fmt.Errorf("set upstream jobs of %s: no job", uuid)
-	}
-	jobs, err := json.Marshal(run.Jobs)
+	first, jobs, err := store.UpstreamJobsOf(run)
 	if err != nil {
 		return fmt.Errorf("set upstream jobs of %s: %w", uuid, err)
 	}
-	first := run.Jobs[0].ID
 	_, err = s.db.UpdateItem(ctx, &dynamodb.UpdateItemInput{
 		TableName:                aws.String(s.tables.Generations),
 		Key:                      key("uuid", uuid),

@@ -3,6 +3,7 @@ package dynamostore
 import (
 	"context"
 	"fmt"
+	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/feature/dynamodb/attributevalue"
@@ -67,4 +68,27 @@ func (s *Store) putNew(ctx context.Context, table, keyName string, item any, wha
 		return fmt.Errorf("%s: %w", what, err)
 	}
 	return nil
+}
+
+// recordTimes are the times every generation and long-video item keeps.
+type recordTimes struct {
+	CreatedAt string `dynamodbav:"created_at"`
+	UpdatedAt string `dynamodbav:"updated_at"`
+	Deadline  string `dynamodbav:"deadline"`
+}
+
+func recordTimesOf(created, updated, deadline time.Time) recordTimes {
+	return recordTimes{CreatedAt: formatTime(created), UpdatedAt: formatTime(updated), Deadline: formatTime(deadline)}
+}
+
+// parse reads the three times back.
+func (t recordTimes) parse() (created, updated, deadline time.Time, err error) {
+	if created, err = parseTime(t.CreatedAt); err != nil {
+		return
+	}
+	if updated, err = parseTime(t.UpdatedAt); err != nil {
+		return
+	}
+	deadline, err = parseTime(t.Deadline)
+	return
 }

@@ -33,9 +33,7 @@ type longVideoItem struct {
 	TotalDuration   float64               `dynamodbav:"total_duration"`
 	Error           string                `dynamodbav:"error,omitempty"`
 	CreditsHeld     attributevalue.Number `dynamodbav:"credits_held"`
-	CreatedAt       string                `dynamodbav:"created_at"`
-	UpdatedAt       string                `dynamodbav:"updated_at"`
-	Deadline        string                `dynamodbav:"deadline"`
+	recordTimes
 	// SceneStatus maps scene numbers to states; created empty so that
 	// SetSceneStatus can set one entry.
 	SceneStatus map[string]sceneStateItem `dynamodbav:"scene_status"`
@@ -54,7 +52,7 @@ func (s *Store) CreateLongVideo(ctx context.Context, v domain.LongVideo) error {
 		ID: v.ID, UserID: v.UserID, Prompt: v.Prompt, Model: v.Model, LanguageCode: v.LanguageCode,
 		EnableNarration: v.EnableNarration, VideoStyle: v.VideoStyle, Scenes: scenes, Status: string(v.Status),
 		FinalVideoURL: v.FinalVideoURL, TotalDuration: v.TotalDuration, Error: v.Error, CreditsHeld: num(v.CreditsHeld),
-		CreatedAt: formatTime(v.CreatedAt), UpdatedAt: formatTime(v.UpdatedAt), Deadline: formatTime(v.Deadline),
+		recordTimes: recordTimesOf(v.CreatedAt, v.UpdatedAt, v.Deadline),
 		SceneStatus: map[string]sceneStateItem{}, webhookFields: webhookFieldsOf(v.Webhook),
 	}, "create long video "+v.ID)
 }
@@ -93,13 +91,8 @@ func (it longVideoItem) longVideo() (domain.LongVideo, error) {
 	if v.WebhookAttempts, err = it.attempts(); err != nil {
 		return domain.LongVideo{}, fmt.Errorf("long video %s: %w", it.ID, err)
 	}
-	for _, p := range []struct {
-		dst *time.Time
-		src string
-	}{{&v.CreatedAt, it.CreatedAt}, {&v.UpdatedAt, it.UpdatedAt}, {&v.Deadline, it.Deadline}} {
-		if *p.dst, err = parseTime(p.src); err != nil {
-			return domain.LongVideo{}, fmt.Errorf("long video %s: %w", it.ID, err)
-		}
+	if v.CreatedAt, v.UpdatedAt, v.Deadline, err = it.parse(); err != nil {
+		return domain.LongVideo{}, fmt.Errorf("long video %s: %w", it.ID, err)
 	}
 	return v, nil
 }

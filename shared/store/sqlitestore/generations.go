@@ -86,14 +86,10 @@ func (s *Store) queryGenerations(ctx context.Context, where string, args ...any)
 }
 
 func (s *Store) SetUpstreamJobs(ctx context.Context, uuid string, run domain.UpstreamRun, at time.Time) error {
-	if len(run.Jobs) == 0 {
-		return fmt.Errorf("set upstream jobs of %s: no job", uuid)
-	}
-	jobs, err := json.Marshal(run.Jobs)
+	first, jobs, err := store.UpstreamJobsOf(run)
 	if err != nil {
 		return fmt.Errorf("set upstream jobs of %s: %w", uuid, err)
 	}
-	first := run.Jobs[0].ID
 	res, err := s.w.ExecContext(ctx, `UPDATE generations SET upstream_id = ?, upstream = ?, upstream_model = ?,
 		upstream_jobs = ?, updated_at = ? WHERE uuid = ? AND status = ? AND upstream_id IN ('', ?)`,
 		first, run.Upstream, run.Model, string(jobs), formatTime(at), uuid, string(domain.StatusProcessing), first)
