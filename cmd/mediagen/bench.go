@@ -663,20 +663,16 @@ func get(ctx context.Context, client *http.Client, url, key string) error {
 }
 
 func getJSON(ctx context.Context, client *http.Client, url, key string) (map[string]any, error) {
-	req, err := request(ctx, http.MethodGet, url, key, nil)
-	if err != nil {
-		return nil, err
-	}
-	raw, err := do(client, req)
-	if err != nil {
-		return nil, err
-	}
-	var m map[string]any
-	return m, json.Unmarshal(raw, &m)
+	return sendJSON(ctx, client, http.MethodGet, url, key, nil)
 }
 
 func postJSON(ctx context.Context, client *http.Client, url, key string, body []byte) (map[string]any, error) {
-	req, err := request(ctx, http.MethodPost, url, key, body)
+	return sendJSON(ctx, client, http.MethodPost, url, key, body)
+}
+
+// sendJSON sends a request and decodes its JSON object answer.
+func sendJSON(ctx context.Context, client *http.Client, method, url, key string, body []byte) (map[string]any, error) {
+	req, err := request(ctx, method, url, key, body)
 	if err != nil {
 		return nil, err
 	}
