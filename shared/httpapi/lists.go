@@ -3,9 +3,9 @@ package httpapi
 import (
 	"context"
 	"fmt"
+	"maps"
 	"net/http"
 	"slices"
-	"sort"
 	"strconv"
 	"strings"
 	"time"
@@ -51,12 +51,7 @@ func listRoute[T, V any](gate *Gate, list func(context.Context, store.ListQuery)
 func listQuery(req Request, userID string) (store.ListQuery, error) {
 	q := store.ListQuery{UserID: userID, Limit: DefaultListLimit}
 	var problems []string
-	keys := make([]string, 0, len(req.QueryStringParameters))
-	for k := range req.QueryStringParameters {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	for _, k := range keys {
+	for _, k := range slices.Sorted(maps.Keys(req.QueryStringParameters)) {
 		v := req.QueryStringParameters[k]
 		switch k {
 		case "limit":
