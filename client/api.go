@@ -4,6 +4,8 @@ import (
 	"context"
 	"encoding/json"
 	"net/http"
+
+	"github.com/mediagen-dev/mediagen/shared/apiview"
 )
 
 // Statuses a generation or long-form video can have. Only processing is not
@@ -33,47 +35,20 @@ type GenerateRequest struct {
 	WebhookEvents []string `json:"webhook_events,omitempty"`
 }
 
+// The views below are the service's own (shared/apiview): the client reads
+// what the routes render, so the two cannot drift apart.
+
 // Generation is the record POST /api/generations/generate answers.
-type Generation struct {
-	ID              int64           `json:"id"`
-	UUID            string          `json:"uuid"`
-	UserID          string          `json:"user_id"`
-	UpstreamID      string          `json:"upstream_id"`
-	Model           string          `json:"model"`
-	ModelVersion    string          `json:"model_version"`
-	InputParameters json.RawMessage `json:"input_parameters"`
-	OutputData      struct {
-		URLs []string `json:"urls"`
-	} `json:"output_data"`
-	Status      string `json:"status"`
-	CreditsUsed string `json:"credits_used"`
-	CreatedAt   string `json:"created_at"`
-	UpdatedAt   string `json:"updated_at"`
-}
+type Generation = apiview.GenerationRecord
 
-// GenerationStatus is the status view of a generation.
-type GenerationStatus struct {
-	ID     string   `json:"id"`
-	Status string   `json:"status"`
-	Output []string `json:"output"`
-	Error  string   `json:"error,omitempty"`
-	// CreatedAt is UTC without a zone, as the spec shows it.
-	CreatedAt string `json:"created_at"`
-	// Model is "model/model_version".
-	Model string `json:"model"`
-	// Progress is 0–100 when the service reports it, else nil.
-	Progress *float64 `json:"progress,omitempty"`
-}
+// GenerationStatus is the status view of a generation: its outputs once
+// completed, its progress (0–100), its place in line while the provider is
+// busy, and its webhook's delivery attempts.
+type GenerationStatus = apiview.GenerationStatus
 
-// GenerationEstimate is the answer of POST /api/generations/estimate.
-type GenerationEstimate struct {
-	Model        string `json:"model"`
-	ModelVersion string `json:"model_version"`
-	Kind         string `json:"kind"`
-	ImageCount   int    `json:"image_count"`
-	// Credits keeps the service's decimal text ("12.35").
-	Credits string `json:"credits"`
-}
+// GenerationEstimate is the answer of POST /api/generations/estimate;
+// Credits keeps the service's decimal text ("12.35").
+type GenerationEstimate = apiview.GenerationEstimate
 
 // Scene is one scene of a long-form video.
 type Scene struct {
@@ -98,31 +73,14 @@ type LongVideoRequest struct {
 }
 
 // LongVideoCreated is the answer of POST /api/long-story/videos.
-type LongVideoCreated struct {
-	ID      string `json:"id"`
-	VideoID string `json:"video_id"`
-	Status  string `json:"status"`
-	Message string `json:"message"`
-}
+type LongVideoCreated = apiview.LongVideoCreated
 
-// LongVideoStatus is the status view of a long-form video.
-type LongVideoStatus struct {
-	ID            string  `json:"id"`
-	Status        string  `json:"status"`
-	FinalVideoURL string  `json:"final_video_url"`
-	TotalDuration float64 `json:"total_duration"`
-	Error         *string `json:"error"`
-	// Progress is 0–100 when the service reports it, else nil.
-	Progress *float64 `json:"progress,omitempty"`
-	// Scenes lists each scene's status when the service reports them.
-	Scenes []SceneStatus `json:"scenes,omitempty"`
-}
+// LongVideoStatus is the status view of a long-form video, with its progress
+// (0–100) and each scene's status.
+type LongVideoStatus = apiview.LongVideoStatus
 
 // SceneStatus is one scene in a long-form status view.
-type SceneStatus struct {
-	SceneNumber int    `json:"scene_number"`
-	Status      string `json:"status"`
-}
+type SceneStatus = apiview.SceneStatus
 
 // EstimateRequest is the body of POST /api/long-story/videos/estimate.
 type EstimateRequest struct {
@@ -156,59 +114,43 @@ type LongVideoEstimate struct {
 
 // Generate starts an image or video generation.
 func (c *Client) Generate(ctx context.Context, req GenerateRequest) (Generation, error) {
-	var g Generation
-	err := c.Do(ctx, http.MethodPost, "/api/generations/generate", req, &g)
-	return g, err
+	return do[Generation](ctx, c, http.MethodPost, "/api/generations/generate", req)
 }
 
 // Generation reads a generation's status by its UUID or integer id.
 func (c *Client) Generation(ctx context.Context, id string) (GenerationStatus, error) {
-	var s GenerationStatus
-	err := c.Do(ctx, http.MethodGet, "/api/generations/status/"+pathEscape(id), nil, &s)
-	return s, err
+	return do[GenerationStatus](ctx, c, http.MethodGet, "/api/generations/status/"+pathEscape(id), nil)
 }
 
 // EstimateGeneration prices a generate request without starting it.
 func (c *Client) EstimateGeneration(ctx context.Context, req GenerateRequest) (GenerationEstimate, error) {
-	var e GenerationEstimate
-	err := c.Do(ctx, http.MethodPost, "/api/generations/estimate", req, &e)
-	return e, err
+	return do[GenerationEstimate](ctx, c, http.MethodPost, "/api/generations/estimate", req)
 }
 
 // CancelGeneration stops a generation and returns its credits; a finished
 // one is an *APIError with status 409.
 func (c *Client) CancelGeneration(ctx context.Context, id string) (GenerationStatus, error) {
-	var s GenerationStatus
-	err := c.Do(ctx, http.MethodPost, "/api/generations/"+pathEscape(id)+"/cancel", nil, &s)
-	return s, err
+	return do[GenerationStatus](ctx, c, http.MethodPost, "/api/generations/"+pathEscape(id)+"/cancel", nil)
 }
 
 // EstimateLongVideo prices a long-form video of sceneCount scenes.
 func (c *Client) EstimateLongVideo(ctx context.Context, req EstimateRequest) (LongVideoEstimate, error) {
-	var e LongVideoEstimate
-	err := c.Do(ctx, http.MethodPost, "/api/long-story/videos/estimate", req, &e)
-	return e, err
+	return do[LongVideoEstimate](ctx, c, http.MethodPost, "/api/long-story/videos/estimate", req)
 }
 
 // CreateLongVideo starts a long-form video.
 func (c *Client) CreateLongVideo(ctx context.Context, req LongVideoRequest) (LongVideoCreated, error) {
-	var v LongVideoCreated
-	err := c.Do(ctx, http.MethodPost, "/api/long-story/videos", req, &v)
-	return v, err
+	return do[LongVideoCreated](ctx, c, http.MethodPost, "/api/long-story/videos", req)
 }
 
 // LongVideo reads a long-form video's status.
 func (c *Client) LongVideo(ctx context.Context, id string) (LongVideoStatus, error) {
-	var s LongVideoStatus
-	err := c.Do(ctx, http.MethodGet, "/api/long-story/videos/"+pathEscape(id), nil, &s)
-	return s, err
+	return do[LongVideoStatus](ctx, c, http.MethodGet, "/api/long-story/videos/"+pathEscape(id), nil)
 }
 
 // CancelLongVideo stops a long-form video and returns its credits.
 func (c *Client) CancelLongVideo(ctx context.Context, id string) (LongVideoStatus, error) {
-	var s LongVideoStatus
-	err := c.Do(ctx, http.MethodPost, "/api/long-story/videos/"+pathEscape(id)+"/cancel", nil, &s)
-	return s, err
+	return do[LongVideoStatus](ctx, c, http.MethodPost, "/api/long-story/videos/"+pathEscape(id)+"/cancel", nil)
 }
 
 // Models lists every variant of the public catalog; it needs no API key.

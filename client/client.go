@@ -307,3 +307,10 @@ func pathEscape(id string) string { return url.PathEscape(id) }
 
 // errNoOutput is returned by downloads of a status without outputs.
 var errNoOutput = errors.New("no output to download")
+
+// do sends a request with Do and decodes the answer into a T.
+func do[T any](ctx context.Context, c *Client, method, path string, body any) (T, error) {
+	var out T
+	err := c.Do(ctx, method, path, body, &out)
+	return out, err
+}

@@ -5,6 +5,8 @@ import (
 	"net/http"
 	"net/url"
 	"strconv"
+
+	"github.com/mediagen-dev/mediagen/shared/apiview"
 )
 
 // ListOptions selects a page of a list; zero values take the defaults.
@@ -31,12 +33,9 @@ func (o ListOptions) query() string {
 	return "?" + q.Encode()
 }
 
-// Page is one page of a list; NextCursor is empty on the last.
-type Page[T any] struct {
-	Data       []T     `json:"data"`
-	NextCursor *string `json:"next_cursor"`
-	HasMore    bool    `json:"has_more"`
-}
+// Page is one page of a list, the service's view (apiview.ListPage);
+// NextCursor is nil on the last.
+type Page[T any] apiview.ListPage[T]
 
 // Next is the options of the page after p.
 func (p Page[T]) Next(o ListOptions) (ListOptions, bool) {
@@ -49,14 +48,10 @@ func (p Page[T]) Next(o ListOptions) (ListOptions, bool) {
 
 // Generations lists the caller's generations, newest first.
 func (c *Client) Generations(ctx context.Context, o ListOptions) (Page[GenerationStatus], error) {
-	var p Page[GenerationStatus]
-	err := c.Do(ctx, http.MethodGet, "/api/generations"+o.query(), nil, &p)
-	return p, err
+	return do[Page[GenerationStatus]](ctx, c, http.MethodGet, "/api/generations"+o.query(), nil)
 }
 
 // LongVideos lists the caller's long-form videos, newest first.
 func (c *Client) LongVideos(ctx context.Context, o ListOptions) (Page[LongVideoStatus], error) {
-	var p Page[LongVideoStatus]
-	err := c.Do(ctx, http.MethodGet, "/api/long-story/videos"+o.query(), nil, &p)
-	return p, err
+	return do[Page[LongVideoStatus]](ctx, c, http.MethodGet, "/api/long-story/videos"+o.query(), nil)
 }

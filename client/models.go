@@ -5,37 +5,21 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+
+	"github.com/mediagen-dev/mediagen/shared/apiview"
 )
 
-// Model is one variant of GET /api/models.
-type Model struct {
-	Model   string `json:"model"`
-	Version string `json:"version"`
-	// Kind is "image" or "video".
-	Kind string `json:"kind"`
-	// InputSchema is the JSON Schema (2020-12) of the input object.
-	InputSchema json.RawMessage `json:"input_schema"`
-	Price       Price           `json:"price"`
-}
+// Model is one variant of GET /api/models: the service's view
+// (apiview.Model), with Fields to read its input schema.
+type Model apiview.Model
 
 // Price is a variant's price rule in credits: CreditsPerUnit of the first
 // case whose every When field has the request's value (defaults included),
 // else the rule's own, times the units, rounded up to 0.01.
-type Price struct {
-	Basis          string      `json:"basis"`
-	Unit           string      `json:"unit"`
-	CreditsPerUnit string      `json:"credits_per_unit"`
-	Cases          []PriceCase `json:"cases,omitempty"`
-	// CreditsAtDefaults is one video or image at default options; empty
-	// when a required option has no default.
-	CreditsAtDefaults string `json:"credits_at_defaults,omitempty"`
-}
+type Price = apiview.Price
 
 // PriceCase is one conditional price.
-type PriceCase struct {
-	When           map[string]string `json:"when"`
-	CreditsPerUnit string            `json:"credits_per_unit"`
-}
+type PriceCase = apiview.PriceCase
 
 // Field is one input field, read from a Model's InputSchema.
 type Field struct {

@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"maps"
 	"math"
 	"net"
 	"net/http"
@@ -17,6 +18,7 @@ import (
 	"path/filepath"
 	goruntime "runtime"
 	"runtime/pprof"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -663,20 +665,16 @@ func get(ctx context.Context, client *http.Client, url, key string) error {
 }
 
 func getJSON(ctx context.Context, client *http.Client, url, key string) (map[string]any, error) {
-	req, err := request(ctx, http.MethodGet, url, key, nil)
-	if err != nil {
-		return nil, err
-	}
-	raw, err := do(client, req)
-	if err != nil {
-		return nil, err
-	}
-	var m map[string]any
-	return m, json.Unmarshal(raw, &m)
+	return sendJSON(ctx, client, http.MethodGet, url, key, nil)
 }
 
 func postJSON(ctx context.Context, client *http.Client, url, key string, body []byte) (map[string]any, error) {
-	req, err := request(ctx, http.MethodPost, url, key, body)
+	return sendJSON(ctx, client, http.MethodPost, url, key, body)
+}
+
+// sendJSON sends a request and decodes its JSON object answer.
+func sendJSON(ctx context.Context, client *http.Client, method, url, key string, body []byte) (map[string]any, error) {
+	req, err := request(ctx, method, url, key, body)
 	if err != nil {
 		return nil, err
 	}
@@ -826,12 +824,7 @@ func printBench(w io.Writer, rep *benchReport) {
 	fmt.Fprintf(w, "\ncounts (prices %s; Lambda compute adds %s per AWS request at 256 MB):\n", rep.PricesDate, networkAllowance)
 	tw = tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(tw, "per\tAPI req\tLambda inv\tLambda GB-s\tDDB RRU\tDDB WRU\tSQS req\tSFN trans\tS3 PUT\tS3 GET\tUSD per 1,000")
-	names := make([]string, 0, len(rep.Costs))
-	for k := range rep.Costs {
-		names = append(names, k)
-	}
-	sort.Strings(names)
-	for _, k := range names {
+	for _, k := range slices.Sorted(maps.Keys(rep.Costs)) {
 		p := rep.Costs[k]
 		fmt.Fprintf(tw, "%s\t%.2f\t%.2f\t%.4f\t%.2f\t%.2f\t%.2f\t%.1f\t%.2f\t%.2f\t%.4f\n", k, p.APIRequests, p.LambdaInvocations,
 			p.LambdaGBSeconds, p.DynamoDBReadUnits, p.DynamoDBWriteUnits, p.SQSRequests, p.StateTransitions, p.S3PutRequests, p.S3GetRequests, dollars(p)*1000)

@@ -194,13 +194,7 @@ func waitGeneration(ctx context.Context, c *client.Client, af apiFlags, id, out 
 	}
 	p := newProgress(stderr, "processing")
 	st, err := c.WaitGeneration(ctx, id, client.WaitOptions{Interval: 500 * time.Millisecond, MaxInterval: 5 * time.Second},
-		func(s client.GenerationStatus) {
-			pct := -1.0
-			if s.Progress != nil {
-				pct = *s.Progress
-			}
-			p.Update(s.Status, pct)
-		})
+		func(s client.GenerationStatus) { p.Update(s.Status, float64(s.Progress)) })
 	if err != nil {
 		p.Done("stopped waiting; the generation goes on: mediagen status " + id)
 		return apiFail(stderr, "generate", err)
@@ -314,10 +308,7 @@ func statusCmd(ctx context.Context, args []string, stdout, stderr io.Writer) int
 		return exitOK
 	}
 	tw := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
-	fmt.Fprintf(tw, "id\t%s\nstatus\t%s\nmodel\t%s\ncreated_at\t%s\n", st.ID, st.Status, st.Model, st.CreatedAt)
-	if st.Progress != nil {
-		fmt.Fprintf(tw, "progress\t%.0f%%\n", *st.Progress)
-	}
+	fmt.Fprintf(tw, "id\t%s\nstatus\t%s\nmodel\t%s\ncreated_at\t%s\nprogress\t%d%%\n", st.ID, st.Status, st.Model, st.CreatedAt, st.Progress)
 	for _, u := range st.Output {
 		fmt.Fprintf(tw, "output\t%s\n", u)
 	}
@@ -334,10 +325,7 @@ func printLongVideo(stdout io.Writer, af apiFlags, v client.LongVideoStatus) int
 		return exitOK
 	}
 	tw := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
-	fmt.Fprintf(tw, "id\t%s\nstatus\t%s\n", v.ID, v.Status)
-	if v.Progress != nil {
-		fmt.Fprintf(tw, "progress\t%.0f%%\n", *v.Progress)
-	}
+	fmt.Fprintf(tw, "id\t%s\nstatus\t%s\nprogress\t%d%%\n", v.ID, v.Status, v.Progress)
 	for _, s := range v.Scenes {
 		fmt.Fprintf(tw, "scene %d\t%s\n", s.SceneNumber, s.Status)
 	}
@@ -444,13 +432,7 @@ func waitStory(ctx context.Context, c *client.Client, af apiFlags, id string, sc
 	}
 	p := newProgress(stderr, fmt.Sprintf("%d scenes processing", scenes))
 	st, err := c.WaitLongVideo(ctx, id, client.WaitOptions{Interval: time.Second, MaxInterval: 5 * time.Second},
-		func(v client.LongVideoStatus) {
-			pct := -1.0
-			if v.Progress != nil {
-				pct = *v.Progress
-			}
-			p.Update(sceneSummary(v, scenes), pct)
-		})
+		func(v client.LongVideoStatus) { p.Update(sceneSummary(v, scenes), float64(v.Progress)) })
 	if err != nil {
 		p.Done("stopped waiting; the video goes on: mediagen story status " + id)
 		return apiFail(stderr, "story create", err)

@@ -42,6 +42,16 @@ type OutputData struct {
 	URLs []string `json:"urls"`
 }
 
+// GenerationEstimate is the answer of POST /api/generations/estimate.
+type GenerationEstimate struct {
+	Model        string `json:"model"`
+	ModelVersion string `json:"model_version"`
+	Kind         string `json:"kind"`
+	ImageCount   int    `json:"image_count"`
+	// Credits is decimal text with two places ("12.35").
+	Credits string `json:"credits"`
+}
+
 // GenerationStatus is the spec's generation status view, with progress and the
 // webhook's delivery attempts.
 type GenerationStatus struct {

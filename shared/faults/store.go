@@ -42,18 +42,19 @@ func (s *Store) Hold(ctx context.Context, userID string, h domain.Hold) error {
 }
 
 func (s *Store) Capture(ctx context.Context, userID, workID string) (bool, error) {
-	return call(s.In, "store.Capture", func() (bool, error) {
-		ok, err := s.Inner.Capture(ctx, userID, workID)
-		if ok {
-			s.In.noteSettled(workID)
-		}
-		return ok, err
-	})
+	return s.settle(ctx, "store.Capture", s.Inner.Capture, userID, workID)
 }
 
 func (s *Store) Release(ctx context.Context, userID, workID string) (bool, error) {
-	return call(s.In, "store.Release", func() (bool, error) {
-		ok, err := s.Inner.Release(ctx, userID, workID)
+	return s.settle(ctx, "store.Release", s.Inner.Release, userID, workID)
+}
+
+// settle runs a settlement of the inner store (Capture or Release) at the
+// point op, and counts it when it took effect.
+func (s *Store) settle(ctx context.Context, op string, settle func(ctx context.Context, userID, workID string) (bool, error),
+	userID, workID string) (bool, error) {
+	return call(s.In, op, func() (bool, error) {
+		ok, err := settle(ctx, userID, workID)
 		if ok {
 			s.In.noteSettled(workID)
 		}

@@ -60,31 +60,9 @@ func (r *Generations) Cancel() Handler {
 
 // List is GET /api/generations: the caller's generations, newest first.
 func (r *Generations) List() Handler {
-	return r.Gate.Authed(true, func(ctx context.Context, req Request, a domain.Account) (Response, error) {
-		q, err := listQuery(req, a.UserID)
-		if err != nil {
-			return Response{}, err
-		}
-		page, err := r.Service.List(ctx, q)
-		if err != nil {
-			return Response{}, err
-		}
-		views := make([]apiview.GenerationStatus, len(page.Items))
-		now := time.Now()
-		for i, g := range page.Items {
-			views[i] = apiview.GenerationStatusAt(g, now)
-		}
-		return jsonResponse(http.StatusOK, listOf(views, page.Next)), nil
+	return listRoute(r.Gate, r.Service.List, func(g domain.Generation, now time.Time) apiview.GenerationStatus {
+		return apiview.GenerationStatusAt(g, now)
 	})
-}
-
-// GenerationEstimate is the answer of POST /api/generations/estimate.
-type GenerationEstimate struct {
-	Model        string `json:"model"`
-	ModelVersion string `json:"model_version"`
-	Kind         string `json:"kind"`
-	ImageCount   int    `json:"image_count"`
-	Credits      string `json:"credits"`
 }
 
 // GenerationEstimateRoute is POST /api/generations/estimate: the price of a
@@ -99,7 +77,7 @@ func GenerationEstimateRoute(est *generation.Estimator, gate *Gate) Handler {
 		if err != nil {
 			return Response{}, err
 		}
-		return jsonResponse(http.StatusOK, GenerationEstimate{Model: parsed.Variant.Model, ModelVersion: parsed.Variant.Version,
+		return jsonResponse(http.StatusOK, apiview.GenerationEstimate{Model: parsed.Variant.Model, ModelVersion: parsed.Variant.Version,
 			Kind: string(parsed.Variant.Kind), ImageCount: parsed.ImageCount, Credits: domain.FormatCredits(quote.Credits)}), nil
 	})
 }

@@ -1,13 +1,16 @@
 package httpapi
 
 import (
+	"context"
 	"fmt"
+	"maps"
 	"net/http"
 	"slices"
-	"sort"
 	"strconv"
 	"strings"
+	"time"
 
+	"github.com/mediagen-dev/mediagen/shared/apiview"
 	"github.com/mediagen-dev/mediagen/shared/domain"
 	"github.com/mediagen-dev/mediagen/shared/store"
 )
@@ -21,23 +24,26 @@ const (
 
 var listStatuses = []string{string(domain.StatusProcessing), string(domain.StatusCompleted), string(domain.StatusFailed), string(domain.StatusCanceled)}
 
-// ListPage is the answer of the list routes.
-type ListPage[T any] struct {
-	Data []T `json:"data"`
-	// NextCursor fetches the next page (as ?cursor=); null on the last.
-	NextCursor *string `json:"next_cursor"`
-	HasMore    bool    `json:"has_more"`
-}
-
-func listOf[T any](items []T, next string) ListPage[T] {
-	p := ListPage[T]{Data: items}
-	if p.Data == nil {
-		p.Data = []T{}
-	}
-	if next != "" {
-		p.NextCursor, p.HasMore = &next, true
-	}
-	return p
+// listRoute is a list route: the page of the caller's records that the
+// query string asks for, each rendered by view at the time of the request.
+func listRoute[T, V any](gate *Gate, list func(context.Context, store.ListQuery) (store.Page[T], error),
+	view func(T, time.Time) V) Handler {
+	return gate.Authed(true, func(ctx context.Context, req Request, a domain.Account) (Response, error) {
+		q, err := listQuery(req, a.UserID)
+		if err != nil {
+			return Response{}, err
+		}
+		page, err := list(ctx, q)
+		if err != nil {
+			return Response{}, err
+		}
+		views := make([]V, len(page.Items))
+		now := time.Now()
+		for i, item := range page.Items {
+			views[i] = view(item, now)
+		}
+		return jsonResponse(http.StatusOK, apiview.ListOf(views, page.Next)), nil
+	})
 }
 
 // listQuery reads limit, cursor, status and model from the query string;
@@ -45,12 +51,7 @@ func listOf[T any](items []T, next string) ListPage[T] {
 func listQuery(req Request, userID string) (store.ListQuery, error) {
 	q := store.ListQuery{UserID: userID, Limit: DefaultListLimit}
 	var problems []string
-	keys := make([]string, 0, len(req.QueryStringParameters))
-	for k := range req.QueryStringParameters {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	for _, k := range keys {
+	for _, k := range slices.Sorted(maps.Keys(req.QueryStringParameters)) {
 		v := req.QueryStringParameters[k]
 		switch k {
 		case "limit":

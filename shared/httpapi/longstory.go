@@ -3,6 +3,7 @@ package httpapi
 import (
 	"context"
 	"net/http"
+	"time"
 
 	"github.com/mediagen-dev/mediagen/shared/apiview"
 	"github.com/mediagen-dev/mediagen/shared/domain"
@@ -72,19 +73,7 @@ func (r *LongStories) Cancel() Handler {
 
 // List is GET /api/long-story/videos: the caller's videos, newest first.
 func (r *LongStories) List() Handler {
-	return r.Gate.Authed(true, func(ctx context.Context, req Request, a domain.Account) (Response, error) {
-		q, err := listQuery(req, a.UserID)
-		if err != nil {
-			return Response{}, err
-		}
-		page, err := r.Service.List(ctx, q)
-		if err != nil {
-			return Response{}, err
-		}
-		views := make([]apiview.LongVideoStatus, len(page.Items))
-		for i, v := range page.Items {
-			views[i] = apiview.LongVideoStatusOf(v)
-		}
-		return jsonResponse(http.StatusOK, listOf(views, page.Next)), nil
+	return listRoute(r.Gate, r.Service.List, func(v domain.LongVideo, _ time.Time) apiview.LongVideoStatus {
+		return apiview.LongVideoStatusOf(v)
 	})
 }

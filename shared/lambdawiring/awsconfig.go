@@ -45,25 +45,32 @@ func AWSConfig(ctx context.Context) (aws.Config, error) {
 	if ep := os.Getenv("AWS_ENDPOINT_URL"); ep != "" {
 		cfg.BaseEndpoint = aws.String(ep)
 	}
-	switch v := strings.ToLower(os.Getenv("AWS_REQUEST_CHECKSUM_CALCULATION")); v {
-	case "":
-	case "when_supported":
-		cfg.RequestChecksumCalculation = aws.RequestChecksumCalculationWhenSupported
-	case "when_required":
-		cfg.RequestChecksumCalculation = aws.RequestChecksumCalculationWhenRequired
-	default:
-		return aws.Config{}, fmt.Errorf("load AWS configuration: AWS_REQUEST_CHECKSUM_CALCULATION is %q, not when_supported or when_required", v)
+	var err error
+	if cfg.RequestChecksumCalculation, err = checksumMode("AWS_REQUEST_CHECKSUM_CALCULATION", cfg.RequestChecksumCalculation,
+		aws.RequestChecksumCalculationWhenSupported, aws.RequestChecksumCalculationWhenRequired); err != nil {
+		return aws.Config{}, err
 	}
-	switch v := strings.ToLower(os.Getenv("AWS_RESPONSE_CHECKSUM_VALIDATION")); v {
-	case "":
-	case "when_supported":
-		cfg.ResponseChecksumValidation = aws.ResponseChecksumValidationWhenSupported
-	case "when_required":
-		cfg.ResponseChecksumValidation = aws.ResponseChecksumValidationWhenRequired
-	default:
-		return aws.Config{}, fmt.Errorf("load AWS configuration: AWS_RESPONSE_CHECKSUM_VALIDATION is %q, not when_supported or when_required", v)
+	if cfg.ResponseChecksumValidation, err = checksumMode("AWS_RESPONSE_CHECKSUM_VALIDATION", cfg.ResponseChecksumValidation,
+		aws.ResponseChecksumValidationWhenSupported, aws.ResponseChecksumValidationWhenRequired); err != nil {
+		return aws.Config{}, err
 	}
 	return cfg, nil
+}
+
+// checksumMode reads a checksum setting of the environment, name:
+// when_supported or when_required (any case) picks that mode, and unset
+// keeps current (the SDK's default).
+func checksumMode[M any](name string, current, supported, required M) (M, error) {
+	switch v := strings.ToLower(os.Getenv(name)); v {
+	case "":
+		return current, nil
+	case "when_supported":
+		return supported, nil
+	case "when_required":
+		return required, nil
+	default:
+		return current, fmt.Errorf("load AWS configuration: %s is %q, not when_supported or when_required", name, v)
+	}
 }
 
 // envEndpoints answers the service clients' question for a configured

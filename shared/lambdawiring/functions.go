@@ -71,11 +71,8 @@ func lookupRoute(ctx context.Context, log *slog.Logger, route func(*httpapi.Gene
 // Poller consumes the poll queue; a generation it finishes sends its
 // webhook.
 func Poller(ctx context.Context, log *slog.Logger) (any, error) {
-	svc, cfg, err := GenerationService(ctx, log, true)
+	svc, _, err := notifyingGenerationService(ctx, log, true)
 	if err != nil {
-		return nil, err
-	}
-	if svc.Notifier, err = Notifier(cfg); err != nil {
 		return nil, err
 	}
 	// The same queue carries the long-form scenes' polls, which use the
@@ -110,11 +107,8 @@ func GenerationEstimate(ctx context.Context, log *slog.Logger) (any, error) {
 
 // GenerationCancel is POST /api/generations/{id}/cancel.
 func GenerationCancel(ctx context.Context, log *slog.Logger) (any, error) {
-	svc, cfg, err := GenerationService(ctx, log, false)
+	svc, cfg, err := notifyingGenerationService(ctx, log, false)
 	if err != nil {
-		return nil, err
-	}
-	if svc.Notifier, err = Notifier(cfg); err != nil {
 		return nil, err
 	}
 	return lambdahttp.Route((&httpapi.Generations{Service: svc, Gate: PostGate(cfg, log)}).Cancel()), nil

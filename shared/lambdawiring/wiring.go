@@ -237,6 +237,20 @@ func GenerationService(ctx context.Context, log *slog.Logger, withCopier bool) (
 	return svc, cfg, nil
 }
 
+// notifyingGenerationService is GenerationService with the webhook
+// notifier, for the functions that can end a generation and so send its
+// webhook: the poller and the cancel route.
+func notifyingGenerationService(ctx context.Context, log *slog.Logger, withCopier bool) (*generation.Service, aws.Config, error) {
+	svc, cfg, err := GenerationService(ctx, log, withCopier)
+	if err != nil {
+		return nil, aws.Config{}, err
+	}
+	if svc.Notifier, err = Notifier(cfg); err != nil {
+		return nil, aws.Config{}, err
+	}
+	return svc, cfg, nil
+}
+
 // copier keeps upstream outputs in the bucket, fetching them only from the
 // upstreams' output hosts (the routing file's output_hosts).
 func copier(bucket *s3bucket.Bucket, hosts []string) *media.Copier {

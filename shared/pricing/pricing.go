@@ -10,9 +10,9 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"os"
 	"slices"
-	"sort"
 	"strconv"
 	"strings"
 	"sync"
@@ -167,7 +167,7 @@ func Load(r io.Reader) (*Table, error) {
 			bad("variants: no price for %s (%s)", v.Version, v.Model)
 		}
 	}
-	for _, version := range sortedKeys(f.Variants) {
+	for _, version := range slices.Sorted(maps.Keys(f.Variants)) {
 		vp := f.Variants[version]
 		where := "variants." + version
 		v, err := catalog.LookupVersion(version)
@@ -189,7 +189,7 @@ func Load(r io.Reader) (*Table, error) {
 			if len(c.When) == 0 {
 				bad("%s.when: must name at least one field", cw)
 			}
-			for _, name := range sortedKeys(c.When) {
+			for _, name := range slices.Sorted(maps.Keys(c.When)) {
 				if msg := conditionProblem(v, name, c.When[name]); msg != "" {
 					bad("%s.when.%s: %s", cw, name, msg)
 				}
@@ -224,15 +224,6 @@ func conditionProblem(v catalog.Variant, name, value string) string {
 		return fmt.Sprintf("a %s field cannot set a price", f.Type)
 	}
 	return ""
-}
-
-func sortedKeys[V any](m map[string]V) []string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	return keys
 }
 
 // CreditsPerUSD is how many credits one USD buys.

@@ -12,12 +12,12 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"net"
 	"net/url"
 	"os"
 	"regexp"
 	"slices"
-	"sort"
 	"strconv"
 	"strings"
 
@@ -137,7 +137,7 @@ func Parse(raw []byte) (*Config, error) {
 	if len(c.Upstreams) == 0 {
 		return nil, errors.New("no upstreams")
 	}
-	for _, name := range sortedKeys(c.Upstreams) {
+	for _, name := range slices.Sorted(maps.Keys(c.Upstreams)) {
 		u := c.Upstreams[name]
 		if u == nil {
 			return nil, fmt.Errorf("upstream %q is null", name)
@@ -147,7 +147,7 @@ func Parse(raw []byte) (*Config, error) {
 			return nil, fmt.Errorf("upstream %q: %w", name, err)
 		}
 	}
-	for _, key := range sortedKeys(c.Variants) {
+	for _, key := range slices.Sorted(maps.Keys(c.Variants)) {
 		if _, err := lookupVariant(key); err != nil {
 			return nil, fmt.Errorf("variant %q is not in the catalog", key)
 		}
@@ -208,7 +208,7 @@ func (u *Upstream) check() error {
 func (c *Config) checkRoute(r Route) error {
 	u, ok := c.Upstreams[r.Upstream]
 	if !ok {
-		return fmt.Errorf("unknown upstream %q (known: %s)", r.Upstream, strings.Join(sortedKeys(c.Upstreams), ", "))
+		return fmt.Errorf("unknown upstream %q (known: %s)", r.Upstream, strings.Join(slices.Sorted(maps.Keys(c.Upstreams)), ", "))
 	}
 	switch u.Protocol {
 	case ProtocolReplicate:
@@ -245,7 +245,7 @@ func (c *Config) Upstream(name string) (*Upstream, bool) {
 }
 
 // Names lists the upstreams, sorted.
-func (c *Config) Names() []string { return sortedKeys(c.Upstreams) }
+func (c *Config) Names() []string { return slices.Sorted(maps.Keys(c.Upstreams)) }
 
 // OutputHosts lists every upstream's output hosts.
 func (c *Config) OutputHosts() []string {
@@ -314,15 +314,6 @@ func lookupVariant(key string) (catalog.Variant, error) {
 		return catalog.Variant{}, catalog.ErrUnknownVariant
 	}
 	return catalog.Lookup(model, version)
-}
-
-func sortedKeys[V any](m map[string]V) []string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	return keys
 }
 
 // Single routes every variant to one upstream, under the model name

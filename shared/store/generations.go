@@ -2,6 +2,8 @@ package store
 
 import (
 	"context"
+	"encoding/json"
+	"errors"
 	"time"
 
 	"github.com/mediagen-dev/mediagen/shared/domain"
@@ -26,4 +28,17 @@ type Generations interface {
 	FinishGeneration(ctx context.Context, uuid string, o domain.Outcome, at time.Time) error
 	// ListGenerations pages through an account's generations, newest first.
 	ListGenerations(ctx context.Context, q ListQuery) (Page[domain.Generation], error)
+}
+
+// UpstreamJobsOf is what an adapter's SetUpstreamJobs stores of run: the
+// first job's id (the generation's upstream_id) and the jobs as JSON. A run
+// without a job is an error.
+func UpstreamJobsOf(run domain.UpstreamRun) (first string, jobs []byte, err error) {
+	if len(run.Jobs) == 0 {
+		return "", nil, errors.New("no job")
+	}
+	if jobs, err = json.Marshal(run.Jobs); err != nil {
+		return "", nil, err
+	}
+	return run.Jobs[0].ID, jobs, nil
 }

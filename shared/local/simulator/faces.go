@@ -11,10 +11,10 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"math"
 	"net/http"
 	"slices"
-	"sort"
 	"strconv"
 	"strings"
 	"time"
@@ -162,7 +162,7 @@ func (r *refusal) writeFal(w http.ResponseWriter) {
 // typeErrors checks input values against the published types.
 func typeErrors(types map[string]string, input map[string]any) []fieldError {
 	var out []fieldError
-	for _, field := range sortedFields(types) {
+	for _, field := range slices.Sorted(maps.Keys(types)) {
 		v, ok := input[field]
 		if !ok || v == nil {
 			continue
@@ -213,20 +213,11 @@ func jsonType(v any) string {
 	return "object"
 }
 
-func sortedFields(m map[string]string) []string {
-	out := make([]string, 0, len(m))
-	for k := range m {
-		out = append(out, k)
-	}
-	sort.Strings(out)
-	return out
-}
-
 // openAPISchema is a model version's schema as the provider publishes it:
 // components.schemas.Input with each field's type.
 func openAPISchema(types map[string]string) map[string]any {
 	props := map[string]any{}
-	for _, f := range sortedFields(types) {
+	for _, f := range slices.Sorted(maps.Keys(types)) {
 		p := map[string]any{"type": types[f], "title": f}
 		if types[f] == "array" {
 			p["items"] = map[string]any{"type": "string", "format": "uri"}

@@ -165,7 +165,7 @@ func (s *Simulator) finish(id string, log *slog.Logger, files []outputFile, err 
 	if !ok || err != nil {
 		s.removeFiles(id)
 	}
-	view, _ := s.snapshot(id)
+	view, _ := s.Lookup(id)
 	log.Info("prediction finished", "status", view.Status)
 	if view.Status == StatusSucceeded {
 		s.sendWebhook(id, EventOutput)

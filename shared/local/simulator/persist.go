@@ -4,9 +4,10 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
-	"sort"
+	"slices"
 	"strings"
 )
 
@@ -32,16 +33,6 @@ type persistedJob struct {
 	Image  imageSpec `json:"image"`
 }
 
-// sortedNames lists output file names in output order (0.png, 1.png, ...).
-func sortedNames(files map[string]string) []string {
-	names := make([]string, 0, len(files))
-	for n := range files {
-		names = append(names, n)
-	}
-	sort.Strings(names)
-	return names
-}
-
 func (s *Simulator) recordsDir() string { return filepath.Join(s.cfg.WorkDir, "predictions") }
 
 // save writes a prediction's record; the caller holds s.mu.
@@ -50,7 +41,7 @@ func (s *Simulator) save(id string, p *prediction) {
 		return
 	}
 	raw, err := json.Marshal(persisted{View: p.view, BaseURL: p.baseURL, Webhook: p.webhook, Files: p.files,
-		Events: p.events, Fal: p.fal, App: p.app, Names: sortedNames(p.files),
+		Events: p.events, Fal: p.fal, App: p.app, Names: slices.Sorted(maps.Keys(p.files)), // output order: 0.png, 1.png, …
 		Job: persistedJob{Model: p.job.model, Kind: p.job.kind, Prompt: p.job.prompt, Video: p.job.video, Image: p.job.image}})
 	if err == nil {
 		tmp := filepath.Join(s.recordsDir(), id+".json.tmp")

@@ -243,8 +243,8 @@ func New(cfg Config) (*Simulator, error) {
 	s.mux.HandleFunc("POST /v1/models/{owner}/{name}/predictions", s.authed(s.handleCreateForModel))
 	s.mux.HandleFunc("POST /v1/predictions", s.authed(s.handleCreateForVersion))
 	s.mux.HandleFunc("GET /v1/predictions", s.authed(s.handleList))
-	s.mux.HandleFunc("GET /v1/predictions/{id}", s.authed(s.handleGet))
-	s.mux.HandleFunc("POST /v1/predictions/{id}/cancel", s.authed(s.handleCancel))
+	s.mux.HandleFunc("GET /v1/predictions/{id}", s.authed(handlePrediction(s.Lookup)))
+	s.mux.HandleFunc("POST /v1/predictions/{id}/cancel", s.authed(handlePrediction(s.cancelPrediction)))
 	s.mux.HandleFunc("GET /v1/models/{owner}/{name}", s.authed(s.handleModel))
 	s.mux.HandleFunc("GET /v1/models/{owner}/{name}/versions/{version}", s.authed(s.handleModel))
 	s.mux.HandleFunc("GET /v1/webhooks/default/secret", s.authed(s.handleWebhookSecret))
@@ -390,7 +390,7 @@ func (s *Simulator) create(w http.ResponseWriter, r *http.Request, model string,
 		case <-r.Context().Done():
 		}
 		t.Stop()
-		view, _ = s.snapshot(created.ID)
+		view, _ = s.Lookup(created.ID)
 	}
 	writeJSON(w, http.StatusCreated, view)
 }
@@ -550,22 +550,17 @@ func (s *Simulator) handleWebhookSecret(w http.ResponseWriter, r *http.Request) 
 	writeJSON(w, http.StatusOK, map[string]string{"key": s.cfg.WebhookSecret})
 }
 
-func (s *Simulator) handleGet(w http.ResponseWriter, r *http.Request) {
-	view, ok := s.snapshot(r.PathValue("id"))
-	if !ok {
-		writeDetail(w, http.StatusNotFound, "prediction not found")
-		return
+// handlePrediction answers a route of one prediction ({id}) with what do
+// returns of it: its view, or 404 when there is no such prediction.
+func handlePrediction(do func(id string) (Prediction, bool)) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		view, ok := do(r.PathValue("id"))
+		if !ok {
+			writeDetail(w, http.StatusNotFound, "prediction not found")
+			return
+		}
+		writeJSON(w, http.StatusOK, view)
 	}
-	writeJSON(w, http.StatusOK, view)
-}
-
-func (s *Simulator) handleCancel(w http.ResponseWriter, r *http.Request) {
-	view, ok := s.cancelPrediction(r.PathValue("id"))
-	if !ok {
-		writeDetail(w, http.StatusNotFound, "prediction not found")
-		return
-	}
-	writeJSON(w, http.StatusOK, view)
 }
 
 // cancelPrediction cancels a prediction not final yet; false when there is
@@ -625,16 +620,6 @@ func (s *Simulator) handleFile(w http.ResponseWriter, r *http.Request) {
 	}
 	w.Header().Set("Content-Type", contentTypes[filepath.Ext(name)])
 	http.ServeContent(w, r, name, st.ModTime(), f)
-}
-
-func (s *Simulator) snapshot(id string) (Prediction, bool) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	p, ok := s.predictions[id]
-	if !ok {
-		return Prediction{}, false
-	}
-	return p.view, true
 }
 
 // newID makes an id shaped like the provider's: 26 lowercase base32 chars.

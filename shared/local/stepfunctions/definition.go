@@ -13,6 +13,7 @@ package stepfunctions
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"slices"
 	"sort"
@@ -360,29 +361,32 @@ func bracketNames(p string) string {
 }
 
 func checkPath(raw json.RawMessage) error {
-	if len(raw) == 0 || string(raw) == "null" {
-		return nil
-	}
-	var p string
-	if err := json.Unmarshal(raw, &p); err != nil {
-		return fmt.Errorf("a path must be a string or null")
-	}
-	_, err := compilePath(p)
-	return err
+	return checkOptionalString(raw, "a path must be a string or null", func(p string) error {
+		_, err := compilePath(p)
+		return err
+	})
 }
 
 // checkReference accepts the reference paths ResultPath allows: $ or
 // $.a.b with plain names.
 func checkReference(raw json.RawMessage) error {
+	return checkOptionalString(raw, "must be a string or null", func(p string) error {
+		_, err := referenceKeys(p)
+		return err
+	})
+}
+
+// checkOptionalString accepts a field that is absent or null, or a string
+// that check accepts; anything else is notString.
+func checkOptionalString(raw json.RawMessage, notString string, check func(string) error) error {
 	if len(raw) == 0 || string(raw) == "null" {
 		return nil
 	}
 	var p string
 	if err := json.Unmarshal(raw, &p); err != nil {
-		return fmt.Errorf("must be a string or null")
+		return errors.New(notString)
 	}
-	_, err := referenceKeys(p)
-	return err
+	return check(p)
 }
 
 func referenceKeys(p string) ([]string, error) {

@@ -554,32 +554,30 @@ func (x *run) task(ctx context.Context, st *state, eff any) (any, error) {
 		beat = time.NewTimer(x.m.scaled(float64(st.HeartbeatSeconds)))
 		defer beat.Stop()
 	}
-	timedOut := func() bool { return callCtx.Err() == context.DeadlineExceeded && ctx.Err() == nil }
+	// stopped ends an attempt whose call or wait failed: aborted with the
+	// execution, timed out by TimeoutSeconds, or else outcome with failure.
+	stopped := func(outcome string, failure error) error {
+		switch {
+		case ctx.Err() != nil:
+			return &stateError{name: "States.Aborted", cause: ctx.Err().Error()}
+		case callCtx.Err() == context.DeadlineExceeded:
+			return ended("TimedOut", &stateError{name: "States.Timeout", cause: fmt.Sprintf("task %q timed out", st.name)})
+		}
+		return ended(outcome, failure)
+	}
 	out, err := x.invoke(callCtx, fn, raw)
-	switch {
-	case err == nil:
-	case ctx.Err() != nil:
-		return nil, &stateError{name: "States.Aborted", cause: ctx.Err().Error()}
-	case timedOut():
-		return nil, ended("TimedOut", &stateError{name: "States.Timeout", cause: fmt.Sprintf("task %q timed out", st.name)})
-	default:
-		return nil, ended("Failed", taskError(err))
+	if err != nil {
+		return nil, stopped("Failed", taskError(err))
 	}
 	if pending != nil {
 		if err := x.events("TaskSubmitted"); err != nil {
 			return nil, err
 		}
-		out, err = x.awaitToken(callCtx, st, pending, beat)
-		switch {
-		case err == nil:
-		case ctx.Err() != nil:
-			return nil, &stateError{name: "States.Aborted", cause: ctx.Err().Error()}
-		case timedOut():
-			return nil, ended("TimedOut", &stateError{name: "States.Timeout", cause: fmt.Sprintf("task %q timed out", st.name)})
-		case asStateError(err).name == "States.HeartbeatTimeout":
-			return nil, ended("TimedOut", err)
-		default:
-			return nil, ended("Failed", err)
+		if out, err = x.awaitToken(callCtx, st, pending, beat); err != nil {
+			if asStateError(err).name == "States.HeartbeatTimeout" {
+				return nil, stopped("TimedOut", err)
+			}
+			return nil, stopped("Failed", err)
 		}
 	}
 	if len(out) == 0 {

@@ -6,9 +6,7 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/feature/dynamodb/attributevalue"
-	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
 	"github.com/mediagen-dev/mediagen/shared/domain"
@@ -48,24 +46,10 @@ func (it accountItem) account() (domain.Account, error) {
 }
 
 func (s *Store) CreateAccount(ctx context.Context, a domain.Account) error {
-	item, err := attributevalue.MarshalMap(accountItem{
+	return s.putNew(ctx, s.tables.Accounts, "user_id", accountItem{
 		UserID: a.UserID, Plan: string(a.Plan), RateLimit: a.CustomRateLimit,
 		CreatedAt: formatTime(a.CreatedAt),
-	})
-	if err != nil {
-		return fmt.Errorf("create account %s: %w", a.UserID, err)
-	}
-	_, err = s.db.PutItem(ctx, &dynamodb.PutItemInput{
-		TableName: aws.String(s.tables.Accounts), Item: item,
-		ConditionExpression: aws.String("attribute_not_exists(user_id)"),
-	})
-	if isConditionFailed(err) {
-		return fmt.Errorf("create account %s: %w", a.UserID, domain.ErrAlreadyExists)
-	}
-	if err != nil {
-		return fmt.Errorf("create account %s: %w", a.UserID, err)
-	}
-	return nil
+	}, "create account "+a.UserID)
 }
 
 func decodeAccount(userID string, raw map[string]types.AttributeValue) (domain.Account, error) {
@@ -83,16 +67,8 @@ func decodeAccount(userID string, raw map[string]types.AttributeValue) (domain.A
 // GetAccount is one consistent GetItem of the account item, whose size does
 // not depend on the holds open.
 func (s *Store) GetAccount(ctx context.Context, userID string) (domain.Account, error) {
-	out, err := s.db.GetItem(ctx, &dynamodb.GetItemInput{
-		TableName: aws.String(s.tables.Accounts), Key: key("user_id", userID), ConsistentRead: aws.Bool(true),
-	})
-	if err != nil {
-		return domain.Account{}, fmt.Errorf("read account %s: %w", userID, err)
-	}
-	if out.Item == nil {
-		return domain.Account{}, fmt.Errorf("account %s: %w", userID, domain.ErrNotFound)
-	}
-	return decodeAccount(userID, out.Item)
+	return getItem(ctx, s, s.tables.Accounts, "user_id", userID, "account "+userID,
+		func(raw map[string]types.AttributeValue) (domain.Account, error) { return decodeAccount(userID, raw) })
 }
 
 // Capture adds to these per-month attributes of the account item, so that

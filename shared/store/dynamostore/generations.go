@@ -34,9 +34,7 @@ type generationItem struct {
 	Status       string                `dynamodbav:"status"`
 	Error        string                `dynamodbav:"error,omitempty"`
 	CreditsUsed  attributevalue.Number `dynamodbav:"credits_used"`
-	CreatedAt    string                `dynamodbav:"created_at"`
-	UpdatedAt    string                `dynamodbav:"updated_at"`
-	Deadline     string                `dynamodbav:"deadline"`
+	recordTimes
 	// Upstream, UpstreamModel and UpstreamJobs (JSON) say where it runs.
 	Upstream      string `dynamodbav:"upstream,omitempty"`
 	UpstreamModel string `dynamodbav:"upstream_model,omitempty"`
@@ -63,13 +61,8 @@ func (it generationItem) generation() (domain.Generation, error) {
 	if g.WebhookAttempts, err = it.attempts(); err != nil {
 		return domain.Generation{}, fmt.Errorf("generation %s: %w", it.UUID, err)
 	}
-	for _, p := range []struct {
-		dst *time.Time
-		src string
-	}{{&g.CreatedAt, it.CreatedAt}, {&g.UpdatedAt, it.UpdatedAt}, {&g.Deadline, it.Deadline}} {
-		if *p.dst, err = parseTime(p.src); err != nil {
-			return domain.Generation{}, fmt.Errorf("generation %s: %w", it.UUID, err)
-		}
+	if g.CreatedAt, g.UpdatedAt, g.Deadline, err = it.parse(); err != nil {
+		return domain.Generation{}, fmt.Errorf("generation %s: %w", it.UUID, err)
 	}
 	return g, nil
 }
@@ -111,46 +104,22 @@ func (s *Store) CreateGeneration(ctx context.Context, g *domain.Generation) erro
 	if urls == nil {
 		urls = []string{}
 	}
-	item, err := attributevalue.MarshalMap(generationItem{
+	err = s.putNew(ctx, s.tables.Generations, "uuid", generationItem{
 		UUID: g.UUID, ID: id, UserID: g.UserID, UpstreamID: g.UpstreamID, Model: g.Model,
 		ModelVersion: g.ModelVersion, Kind: string(g.Kind), Input: string(g.Input), ImageCount: g.ImageCount,
 		OutputURLs: urls, Status: string(g.Status), Error: g.Error, CreditsUsed: num(g.CreditsUsed),
-		CreatedAt: formatTime(g.CreatedAt), UpdatedAt: formatTime(g.UpdatedAt), Deadline: formatTime(g.Deadline),
-		webhookFields: webhookFieldsOf(g.Webhook),
-	})
+		recordTimes: recordTimesOf(g.CreatedAt, g.UpdatedAt, g.Deadline), webhookFields: webhookFieldsOf(g.Webhook),
+	}, "create generation "+g.UUID)
 	if err != nil {
-		return fmt.Errorf("create generation %s: %w", g.UUID, err)
-	}
-	_, err = s.db.PutItem(ctx, &dynamodb.PutItemInput{
-		TableName: aws.String(s.tables.Generations), Item: item,
-		ConditionExpression:      aws.String("attribute_not_exists(#u)"),
-		ExpressionAttributeNames: map[string]string{"#u": "uuid"},
-	})
-	if isConditionFailed(err) {
-		return fmt.Errorf("create generation %s: %w", g.UUID, domain.ErrAlreadyExists)
-	}
-	if err != nil {
-		return fmt.Errorf("create generation %s: %w", g.UUID, err)
+		return err
 	}
 	g.ID = id
 	return nil
 }
 
 func (s *Store) GetGeneration(ctx context.Context, uuid string) (domain.Generation, error) {
-	out, err := s.db.GetItem(ctx, &dynamodb.GetItemInput{
-		TableName: aws.String(s.tables.Generations), Key: key("uuid", uuid), ConsistentRead: aws.Bool(true),
-	})
-	if err != nil {
-		return domain.Generation{}, fmt.Errorf("read generation %s: %w", uuid, err)
-	}
-	if out.Item == nil {
-		return domain.Generation{}, fmt.Errorf("generation %s: %w", uuid, domain.ErrNotFound)
-	}
-	var it generationItem
-	if err := attributevalue.UnmarshalMap(out.Item, &it); err != nil {
-		return domain.Generation{}, fmt.Errorf("decode generation %s: %w", uuid, err)
-	}
-	return it.generation()
+	what := "generation " + uuid
+	return getItem(ctx, s, s.tables.Generations, "uuid", uuid, what, decoder(what, generationItem.generation))
 }
 
 func (s *Store) GetGenerationByID(ctx context.Context, userID string, id int64) (domain.Generation, error) {
@@ -174,14 +143,10 @@ func (s *Store) GetGenerationByID(ctx context.Context, userID string, id int64) 
 }
 
 func (s *Store) SetUpstreamJobs(ctx context.Context, uuid string, run domain.UpstreamRun, at time.Time) error {
-	if len(run.Jobs) == 0 {
-		return fmt.Errorf("set upstream jobs of %s: no job", uuid)
-	}
-	jobs, err := json.Marshal(run.Jobs)
+	first, jobs, err := store.UpstreamJobsOf(run)
 	if err != nil {
 		return fmt.Errorf("set upstream jobs of %s: %w", uuid, err)
 	}
-	first := run.Jobs[0].ID
 	_, err = s.db.UpdateItem(ctx, &dynamodb.UpdateItemInput{
 		TableName:                aws.String(s.tables.Generations),
 		Key:                      key("uuid", uuid),
@@ -225,12 +190,6 @@ func (s *Store) FinishGeneration(ctx context.Context, uuid string, o domain.Outc
 
 func (s *Store) ListGenerations(ctx context.Context, q store.ListQuery) (store.Page[domain.Generation], error) {
 	return queryPage(ctx, s, s.tables.Generations, "uuid", []string{"model", "model_version"}, q,
-		func(raw map[string]types.AttributeValue) (domain.Generation, error) {
-			var it generationItem
-			if err := attributevalue.UnmarshalMap(raw, &it); err != nil {
-				return domain.Generation{}, fmt.Errorf("decode generation: %w", err)
-			}
-			return it.generation()
-		},
+		decoder("generation", generationItem.generation),
 		func(g domain.Generation) store.Cursor { return store.Cursor{CreatedAt: g.CreatedAt, ID: g.UUID} })
 }

@@ -34,39 +34,15 @@ func (it apiKeyItem) apiKey() (domain.APIKey, error) {
 }
 
 func (s *Store) PutAPIKey(ctx context.Context, k domain.APIKey) error {
-	item, err := attributevalue.MarshalMap(apiKeyItem{Hash: k.Hash, Prefix: k.Prefix, UserID: k.UserID, CreatedAt: formatTime(k.CreatedAt)})
-	if err != nil {
-		return fmt.Errorf("store api key %s: %w", k.Prefix, err)
-	}
-	_, err = s.db.PutItem(ctx, &dynamodb.PutItemInput{
-		TableName: aws.String(s.tables.APIKeys), Item: item,
-		ConditionExpression: aws.String("attribute_not_exists(key_hash)"),
-	})
-	if isConditionFailed(err) {
-		return fmt.Errorf("store api key %s: %w", k.Prefix, domain.ErrAlreadyExists)
-	}
-	if err != nil {
-		return fmt.Errorf("store api key %s: %w", k.Prefix, err)
-	}
-	return nil
+	return s.putNew(ctx, s.tables.APIKeys, "key_hash",
+		apiKeyItem{Hash: k.Hash, Prefix: k.Prefix, UserID: k.UserID, CreatedAt: formatTime(k.CreatedAt)},
+		"store api key "+k.Prefix)
 }
 
 func (s *Store) GetAPIKey(ctx context.Context, hash string) (domain.APIKey, error) {
 	// A consistent read, so that a revocation takes effect at once.
-	out, err := s.db.GetItem(ctx, &dynamodb.GetItemInput{
-		TableName: aws.String(s.tables.APIKeys), Key: key("key_hash", hash), ConsistentRead: aws.Bool(true),
-	})
-	if err != nil {
-		return domain.APIKey{}, fmt.Errorf("read api key: %w", err)
-	}
-	if out.Item == nil {
-		return domain.APIKey{}, fmt.Errorf("api key: %w", domain.ErrNotFound)
-	}
-	var it apiKeyItem
-	if err := attributevalue.UnmarshalMap(out.Item, &it); err != nil {
-		return domain.APIKey{}, fmt.Errorf("decode api key: %w", err)
-	}
-	return it.apiKey()
+	// The hash is not named in errors.
+	return getItem(ctx, s, s.tables.APIKeys, "key_hash", hash, "api key", decoder("api key", apiKeyItem.apiKey))
 }
 
 func (s *Store) RevokeAPIKey(ctx context.Context, prefix string, at time.Time) error {

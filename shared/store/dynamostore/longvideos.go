@@ -6,9 +6,7 @@ import (
 	"strconv"
 	"time"
 
-	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/feature/dynamodb/attributevalue"
-	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
 	"github.com/mediagen-dev/mediagen/shared/domain"
@@ -35,9 +33,7 @@ type longVideoItem struct {
 	TotalDuration   float64               `dynamodbav:"total_duration"`
 	Error           string                `dynamodbav:"error,omitempty"`
 	CreditsHeld     attributevalue.Number `dynamodbav:"credits_held"`
-	CreatedAt       string                `dynamodbav:"created_at"`
-	UpdatedAt       string                `dynamodbav:"updated_at"`
-	Deadline        string                `dynamodbav:"deadline"`
+	recordTimes
 	// SceneStatus maps scene numbers to states; created empty so that
 	// SetSceneStatus can set one entry.
 	SceneStatus map[string]sceneStateItem `dynamodbav:"scene_status"`
@@ -52,44 +48,18 @@ func (s *Store) CreateLongVideo(ctx context.Context, v domain.LongVideo) error {
 	for i, sc := range v.Scenes {
 		scenes[i] = sceneItem(sc)
 	}
-	item, err := attributevalue.MarshalMap(longVideoItem{
+	return s.putNew(ctx, s.tables.LongVideos, "id", longVideoItem{
 		ID: v.ID, UserID: v.UserID, Prompt: v.Prompt, Model: v.Model, LanguageCode: v.LanguageCode,
 		EnableNarration: v.EnableNarration, VideoStyle: v.VideoStyle, Scenes: scenes, Status: string(v.Status),
 		FinalVideoURL: v.FinalVideoURL, TotalDuration: v.TotalDuration, Error: v.Error, CreditsHeld: num(v.CreditsHeld),
-		CreatedAt: formatTime(v.CreatedAt), UpdatedAt: formatTime(v.UpdatedAt), Deadline: formatTime(v.Deadline),
+		recordTimes: recordTimesOf(v.CreatedAt, v.UpdatedAt, v.Deadline),
 		SceneStatus: map[string]sceneStateItem{}, webhookFields: webhookFieldsOf(v.Webhook),
-	})
-	if err != nil {
-		return fmt.Errorf("create long video %s: %w", v.ID, err)
-	}
-	_, err = s.db.PutItem(ctx, &dynamodb.PutItemInput{
-		TableName: aws.String(s.tables.LongVideos), Item: item,
-		ConditionExpression: aws.String("attribute_not_exists(id)"),
-	})
-	if isConditionFailed(err) {
-		return fmt.Errorf("create long video %s: %w", v.ID, domain.ErrAlreadyExists)
-	}
-	if err != nil {
-		return fmt.Errorf("create long video %s: %w", v.ID, err)
-	}
-	return nil
+	}, "create long video "+v.ID)
 }
 
 func (s *Store) GetLongVideo(ctx context.Context, id string) (domain.LongVideo, error) {
-	out, err := s.db.GetItem(ctx, &dynamodb.GetItemInput{
-		TableName: aws.String(s.tables.LongVideos), Key: key("id", id), ConsistentRead: aws.Bool(true),
-	})
-	if err != nil {
-		return domain.LongVideo{}, fmt.Errorf("read long video %s: %w", id, err)
-	}
-	if out.Item == nil {
-		return domain.LongVideo{}, fmt.Errorf("long video %s: %w", id, domain.ErrNotFound)
-	}
-	var it longVideoItem
-	if err := attributevalue.UnmarshalMap(out.Item, &it); err != nil {
-		return domain.LongVideo{}, fmt.Errorf("decode long video %s: %w", id, err)
-	}
-	return it.longVideo()
+	what := "long video " + id
+	return getItem(ctx, s, s.tables.LongVideos, "id", id, what, decoder(what, longVideoItem.longVideo))
 }
 
 func (it longVideoItem) longVideo() (domain.LongVideo, error) {
@@ -121,13 +91,8 @@ func (it longVideoItem) longVideo() (domain.LongVideo, error) {
 	if v.WebhookAttempts, err = it.attempts(); err != nil {
 		return domain.LongVideo{}, fmt.Errorf("long video %s: %w", it.ID, err)
 	}
-	for _, p := range []struct {
-		dst *time.Time
-		src string
-	}{{&v.CreatedAt, it.CreatedAt}, {&v.UpdatedAt, it.UpdatedAt}, {&v.Deadline, it.Deadline}} {
-		if *p.dst, err = parseTime(p.src); err != nil {
-			return domain.LongVideo{}, fmt.Errorf("long video %s: %w", it.ID, err)
-		}
+	if v.CreatedAt, v.UpdatedAt, v.Deadline, err = it.parse(); err != nil {
+		return domain.LongVideo{}, fmt.Errorf("long video %s: %w", it.ID, err)
 	}
 	return v, nil
 }
@@ -151,13 +116,7 @@ func (s *Store) FinishLongVideo(ctx context.Context, id string, o domain.Outcome
 
 func (s *Store) ListLongVideos(ctx context.Context, q store.ListQuery) (store.Page[domain.LongVideo], error) {
 	return queryPage(ctx, s, s.tables.LongVideos, "id", []string{"model"}, q,
-		func(raw map[string]types.AttributeValue) (domain.LongVideo, error) {
-			var it longVideoItem
-			if err := attributevalue.UnmarshalMap(raw, &it); err != nil {
-				return domain.LongVideo{}, fmt.Errorf("decode long video: %w", err)
-			}
-			return it.longVideo()
-		},
+		decoder("long video", longVideoItem.longVideo),
 		func(v domain.LongVideo) store.Cursor { return store.Cursor{CreatedAt: v.CreatedAt, ID: v.ID} })
 }
 

@@ -7,7 +7,6 @@ import (
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
-	"github.com/aws/aws-sdk-go-v2/feature/dynamodb/attributevalue"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
@@ -25,13 +24,7 @@ import (
 // the queue.
 func (s *Store) ProcessingGenerations(ctx context.Context, limit int) ([]domain.Generation, error) {
 	return scanProcessing(ctx, s, s.tables.Generations, "generations", limit,
-		func(raw map[string]types.AttributeValue) (domain.Generation, error) {
-			var it generationItem
-			if err := attributevalue.UnmarshalMap(raw, &it); err != nil {
-				return domain.Generation{}, fmt.Errorf("decode generation: %w", err)
-			}
-			return it.generation()
-		},
+		decoder("generation", generationItem.generation),
 		func(g domain.Generation) time.Time { return g.CreatedAt })
 }
 
@@ -40,13 +33,7 @@ func (s *Store) ProcessingGenerations(ctx context.Context, limit int) ([]domain.
 // local runtime uses it; Step Functions keeps its own executions.
 func (s *Store) ProcessingLongVideos(ctx context.Context, limit int) ([]domain.LongVideo, error) {
 	return scanProcessing(ctx, s, s.tables.LongVideos, "long videos", limit,
-		func(raw map[string]types.AttributeValue) (domain.LongVideo, error) {
-			var it longVideoItem
-			if err := attributevalue.UnmarshalMap(raw, &it); err != nil {
-				return domain.LongVideo{}, fmt.Errorf("decode long video: %w", err)
-			}
-			return it.longVideo()
-		},
+		decoder("long video", longVideoItem.longVideo),
 		func(v domain.LongVideo) time.Time { return v.CreatedAt })
 }
 

@@ -10,17 +10,10 @@ import (
 )
 
 func (s *Store) CreateAccount(ctx context.Context, a domain.Account) error {
-	res, err := s.w.ExecContext(ctx,
+	return s.insertNew(ctx, "create account "+a.UserID,
 		`INSERT INTO accounts (user_id, plan, rate_limit, created_at) VALUES (?, ?, ?, ?)
 		 ON CONFLICT(user_id) DO NOTHING`,
 		a.UserID, string(a.Plan), a.CustomRateLimit, formatTime(a.CreatedAt))
-	if err != nil {
-		return fmt.Errorf("create account %s: %w", a.UserID, err)
-	}
-	if n, _ := res.RowsAffected(); n == 0 {
-		return fmt.Errorf("create account %s: %w", a.UserID, domain.ErrAlreadyExists)
-	}
-	return nil
 }
 
 func (s *Store) GetAccount(ctx context.Context, userID string) (domain.Account, error) {

@@ -59,62 +59,37 @@ func (s *Store) GetGenerationByID(ctx context.Context, userID string, id int64) 
 
 func (s *Store) getGeneration(ctx context.Context, where string, args ...any) (domain.Generation, error) {
 	gs, err := s.queryGenerations(ctx, `WHERE `+where, args...)
-	if err != nil {
-		return domain.Generation{}, err
-	}
-	if len(gs) == 0 {
-		return domain.Generation{}, fmt.Errorf("generation %v: %w", args[len(args)-1], domain.ErrNotFound)
-	}
-	return gs[0], nil
+	return firstOf(gs, err, fmt.Sprintf("generation %v", args[len(args)-1]))
 }
 
 func (s *Store) queryGenerations(ctx context.Context, where string, args ...any) ([]domain.Generation, error) {
-	rows, err := s.r.QueryContext(ctx, `SELECT `+generationColumns+` FROM generations `+where, args...)
-	if err != nil {
-		return nil, fmt.Errorf("read generations: %w", err)
-	}
-	defer rows.Close()
-	var out []domain.Generation
-	for rows.Next() {
-		var g domain.Generation
-		var kind, input, urls, status, created, updated, deadline, events, attempts, jobs string
-		var credits int64
-		if err := rows.Scan(&g.ID, &g.UUID, &g.UserID, &g.UpstreamID, &g.Model, &g.ModelVersion, &kind, &input,
-			&g.ImageCount, &urls, &status, &g.Error, &credits, &created, &updated, &deadline, &g.Webhook.URL,
-			&events, &attempts, &g.Upstream, &g.UpstreamModel, &jobs); err != nil {
-			return nil, fmt.Errorf("read generations: %w", err)
-		}
-		g.Kind, g.Status, g.Input = domain.MediaKind(kind), domain.Status(status), json.RawMessage(input)
-		g.CreditsUsed = domain.CentsToCredits(credits)
-		if err := unmarshalColumns(g.UUID, []any{&g.OutputURLs, &g.Webhook.Events, &g.WebhookAttempts, &g.UpstreamJobs},
-			urls, events, attempts, jobs); err != nil {
-			return nil, err
-		}
-		for _, p := range []struct {
-			dst *time.Time
-			src string
-		}{{&g.CreatedAt, created}, {&g.UpdatedAt, updated}, {&g.Deadline, deadline}} {
-			if *p.dst, err = parseTime(p.src); err != nil {
-				return nil, err
+	return queryRows(ctx, s, "read generations", `SELECT `+generationColumns+` FROM generations `+where, args,
+		func(rows *sql.Rows) (domain.Generation, error) {
+			var g domain.Generation
+			var kind, input, urls, status, created, updated, deadline, events, attempts, jobs string
+			var credits int64
+			err := rows.Scan(&g.ID, &g.UUID, &g.UserID, &g.UpstreamID, &g.Model, &g.ModelVersion, &kind, &input,
+				&g.ImageCount, &urls, &status, &g.Error, &credits, &created, &updated, &deadline, &g.Webhook.URL,
+				&events, &attempts, &g.Upstream, &g.UpstreamModel, &jobs)
+			if err != nil {
+				return domain.Generation{}, fmt.Errorf("read generations: %w", err)
 			}
-		}
-		out = append(out, g)
-	}
-	if err := rows.Err(); err != nil {
-		return nil, fmt.Errorf("read generations: %w", err)
-	}
-	return out, nil
+			g.Kind, g.Status, g.Input = domain.MediaKind(kind), domain.Status(status), json.RawMessage(input)
+			g.CreditsUsed = domain.CentsToCredits(credits)
+			if err := unmarshalColumns(g.UUID, []any{&g.OutputURLs, &g.Webhook.Events, &g.WebhookAttempts, &g.UpstreamJobs},
+				urls, events, attempts, jobs); err != nil {
+				return domain.Generation{}, err
+			}
+			g.CreatedAt, g.UpdatedAt, g.Deadline, err = parseRecordTimes(created, updated, deadline)
+			return g, err
+		})
 }
 
 func (s *Store) SetUpstreamJobs(ctx context.Context, uuid string, run domain.UpstreamRun, at time.Time) error {
-	if len(run.Jobs) == 0 {
-		return fmt.Errorf("set upstream jobs of %s: no job", uuid)
-	}
-	jobs, err := json.Marshal(run.Jobs)
+	first, jobs, err := store.UpstreamJobsOf(run)
 	if err != nil {
 		return fmt.Errorf("set upstream jobs of %s: %w", uuid, err)
 	}
-	first := run.Jobs[0].ID
 	res, err := s.w.ExecContext(ctx, `UPDATE generations SET upstream_id = ?, upstream = ?, upstream_model = ?,
 		upstream_jobs = ?, updated_at = ? WHERE uuid = ? AND status = ? AND upstream_id IN ('', ?)`,
 		first, run.Upstream, run.Model, string(jobs), formatTime(at), uuid, string(domain.StatusProcessing), first)

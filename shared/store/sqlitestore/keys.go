@@ -20,13 +20,7 @@ func (s *Store) PutAPIKey(ctx context.Context, k domain.APIKey) error {
 
 func (s *Store) GetAPIKey(ctx context.Context, hash string) (domain.APIKey, error) {
 	keys, err := s.queryKeys(ctx, `WHERE key_hash = ?`, hash)
-	if err != nil {
-		return domain.APIKey{}, err
-	}
-	if len(keys) == 0 {
-		return domain.APIKey{}, fmt.Errorf("api key: %w", domain.ErrNotFound)
-	}
-	return keys[0], nil
+	return firstOf(keys, err, "api key")
 }
 
 func (s *Store) ListAPIKeys(ctx context.Context, userID string) ([]domain.APIKey, error) {
@@ -46,31 +40,23 @@ func (s *Store) RevokeAPIKey(ctx context.Context, prefix string, at time.Time) e
 }
 
 func (s *Store) queryKeys(ctx context.Context, where string, args ...any) ([]domain.APIKey, error) {
-	rows, err := s.r.QueryContext(ctx, `SELECT key_hash, prefix, user_id, created_at, revoked_at FROM api_keys `+where, args...)
-	if err != nil {
-		return nil, fmt.Errorf("read api keys: %w", err)
-	}
-	defer rows.Close()
-	var out []domain.APIKey
-	for rows.Next() {
-		var k domain.APIKey
-		var created string
-		var revoked sql.NullString
-		if err := rows.Scan(&k.Hash, &k.Prefix, &k.UserID, &created, &revoked); err != nil {
-			return nil, fmt.Errorf("read api keys: %w", err)
-		}
-		if k.CreatedAt, err = parseTime(created); err != nil {
-			return nil, err
-		}
-		if revoked.Valid {
-			if k.RevokedAt, err = parseTime(revoked.String); err != nil {
-				return nil, err
+	return queryRows(ctx, s, "read api keys", `SELECT key_hash, prefix, user_id, created_at, revoked_at FROM api_keys `+where, args,
+		func(rows *sql.Rows) (domain.APIKey, error) {
+			var k domain.APIKey
+			var created string
+			var revoked sql.NullString
+			err := rows.Scan(&k.Hash, &k.Prefix, &k.UserID, &created, &revoked)
+			if err != nil {
+				return domain.APIKey{}, fmt.Errorf("read api keys: %w", err)
 			}
-		}
-		out = append(out, k)
-	}
-	if err := rows.Err(); err != nil {
-		return nil, fmt.Errorf("read api keys: %w", err)
-	}
-	return out, nil
+			if k.CreatedAt, err = parseTime(created); err != nil {
+				return domain.APIKey{}, err
+			}
+			if revoked.Valid {
+				if k.RevokedAt, err = parseTime(revoked.String); err != nil {
+					return domain.APIKey{}, err
+				}
+			}
+			return k, nil
+		})
 }

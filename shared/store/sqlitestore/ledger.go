@@ -155,27 +155,17 @@ func (s *Store) AccountHolds(ctx context.Context, userID string) ([]domain.Hold,
 }
 
 func (s *Store) queryHolds(ctx context.Context, where string, args ...any) ([]domain.OpenHold, error) {
-	rows, err := s.r.QueryContext(ctx, `SELECT user_id, work_id, kind, amount, created_at FROM holds `+where, args...)
-	if err != nil {
-		return nil, fmt.Errorf("list holds: %w", err)
-	}
-	defer rows.Close()
-	var out []domain.OpenHold
-	for rows.Next() {
-		var h domain.OpenHold
-		var kind, created string
-		var cents int64
-		if err := rows.Scan(&h.UserID, &h.WorkID, &kind, &cents, &created); err != nil {
-			return nil, fmt.Errorf("list holds: %w", err)
-		}
-		h.Kind, h.Amount = domain.WorkKind(kind), domain.CentsToCredits(cents)
-		if h.CreatedAt, err = parseTime(created); err != nil {
-			return nil, err
-		}
-		out = append(out, h)
-	}
-	if err := rows.Err(); err != nil {
-		return nil, fmt.Errorf("list holds: %w", err)
-	}
-	return out, nil
+	return queryRows(ctx, s, "list holds", `SELECT user_id, work_id, kind, amount, created_at FROM holds `+where, args,
+		func(rows *sql.Rows) (domain.OpenHold, error) {
+			var h domain.OpenHold
+			var kind, created string
+			var cents int64
+			err := rows.Scan(&h.UserID, &h.WorkID, &kind, &cents, &created)
+			if err != nil {
+				return domain.OpenHold{}, fmt.Errorf("list holds: %w", err)
+			}
+			h.Kind, h.Amount = domain.WorkKind(kind), domain.CentsToCredits(cents)
+			h.CreatedAt, err = parseTime(created)
+			return h, err
+		})
 }

@@ -2,6 +2,7 @@ package sqlitestore
 
 import (
 	"context"
+	"database/sql"
 	"encoding/json"
 	"fmt"
 	"strconv"
@@ -24,71 +25,43 @@ func (s *Store) CreateLongVideo(ctx context.Context, v domain.LongVideo) error {
 	if err != nil {
 		return fmt.Errorf("create long video %s: %w", v.ID, err)
 	}
-	res, err := s.w.ExecContext(ctx, `INSERT INTO long_videos
+	return s.insertNew(ctx, "create long video "+v.ID, `INSERT INTO long_videos
 		(id, user_id, prompt, model, language_code, enable_narration, video_style, scenes, status, final_video_url,
 		 total_duration, error, credits_held, created_at, updated_at, deadline, webhook_url, webhook_events)
 		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT(id) DO NOTHING`,
 		v.ID, v.UserID, v.Prompt, v.Model, v.LanguageCode, v.EnableNarration, v.VideoStyle, string(scenes),
 		string(v.Status), v.FinalVideoURL, v.TotalDuration, v.Error, credits, formatTime(v.CreatedAt),
 		formatTime(v.UpdatedAt), formatTime(v.Deadline), v.Webhook.URL, string(events))
-	if err != nil {
-		return fmt.Errorf("create long video %s: %w", v.ID, err)
-	}
-	if n, _ := res.RowsAffected(); n == 0 {
-		return fmt.Errorf("create long video %s: %w", v.ID, domain.ErrAlreadyExists)
-	}
-	return nil
 }
 
 func (s *Store) GetLongVideo(ctx context.Context, id string) (domain.LongVideo, error) {
 	vs, err := s.queryLongVideos(ctx, `WHERE id = ?`, id)
-	if err != nil {
-		return domain.LongVideo{}, err
-	}
-	if len(vs) == 0 {
-		return domain.LongVideo{}, fmt.Errorf("long video %s: %w", id, domain.ErrNotFound)
-	}
-	return vs[0], nil
+	return firstOf(vs, err, "long video "+id)
 }
 
 func (s *Store) queryLongVideos(ctx context.Context, where string, args ...any) ([]domain.LongVideo, error) {
-	rows, err := s.r.QueryContext(ctx, `SELECT id, user_id, prompt, model, language_code, enable_narration, video_style,
-		scenes, status, final_video_url, total_duration, error, credits_held, created_at, updated_at, deadline,
-		webhook_url, webhook_events, webhook_attempts, scene_status
-		FROM long_videos `+where, args...)
-	if err != nil {
-		return nil, fmt.Errorf("read long videos: %w", err)
-	}
-	defer rows.Close()
-	var out []domain.LongVideo
-	for rows.Next() {
-		var v domain.LongVideo
-		var scenes, status, created, updated, deadline, events, attempts, sceneStatus string
-		var credits int64
-		if err := rows.Scan(&v.ID, &v.UserID, &v.Prompt, &v.Model, &v.LanguageCode, &v.EnableNarration, &v.VideoStyle,
-			&scenes, &status, &v.FinalVideoURL, &v.TotalDuration, &v.Error, &credits, &created, &updated, &deadline,
-			&v.Webhook.URL, &events, &attempts, &sceneStatus); err != nil {
-			return nil, fmt.Errorf("read long videos: %w", err)
-		}
-		v.Status, v.CreditsHeld = domain.Status(status), domain.CentsToCredits(credits)
-		if err := unmarshalColumns(v.ID, []any{&v.Scenes, &v.Webhook.Events, &v.WebhookAttempts, &v.SceneStatus},
-			scenes, events, attempts, sceneStatus); err != nil {
-			return nil, err
-		}
-		for _, p := range []struct {
-			dst *time.Time
-			src string
-		}{{&v.CreatedAt, created}, {&v.UpdatedAt, updated}, {&v.Deadline, deadline}} {
-			if *p.dst, err = parseTime(p.src); err != nil {
-				return nil, err
+	return queryRows(ctx, s, "read long videos", `SELECT id, user_id, prompt, model, language_code, enable_narration,
+		video_style, scenes, status, final_video_url, total_duration, error, credits_held, created_at, updated_at,
+		deadline, webhook_url, webhook_events, webhook_attempts, scene_status
+		FROM long_videos `+where, args,
+		func(rows *sql.Rows) (domain.LongVideo, error) {
+			var v domain.LongVideo
+			var scenes, status, created, updated, deadline, events, attempts, sceneStatus string
+			var credits int64
+			err := rows.Scan(&v.ID, &v.UserID, &v.Prompt, &v.Model, &v.LanguageCode, &v.EnableNarration, &v.VideoStyle,
+				&scenes, &status, &v.FinalVideoURL, &v.TotalDuration, &v.Error, &credits, &created, &updated, &deadline,
+				&v.Webhook.URL, &events, &attempts, &sceneStatus)
+			if err != nil {
+				return domain.LongVideo{}, fmt.Errorf("read long videos: %w", err)
 			}
-		}
-		out = append(out, v)
-	}
-	if err := rows.Err(); err != nil {
-		return nil, fmt.Errorf("read long videos: %w", err)
-	}
-	return out, nil
+			v.Status, v.CreditsHeld = domain.Status(status), domain.CentsToCredits(credits)
+			if err := unmarshalColumns(v.ID, []any{&v.Scenes, &v.Webhook.Events, &v.WebhookAttempts, &v.SceneStatus},
+				scenes, events, attempts, sceneStatus); err != nil {
+				return domain.LongVideo{}, err
+			}
+			v.CreatedAt, v.UpdatedAt, v.Deadline, err = parseRecordTimes(created, updated, deadline)
+			return v, err
+		})
 }
 
 func (s *Store) FinishLongVideo(ctx context.Context, id string, o domain.Outcome, at time.Time) error {
