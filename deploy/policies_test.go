@@ -180,9 +180,6 @@ var resourceVariable = map[string]string{
 // resource, and why.
 var namesOnly = map[string]map[string]string{
 	"FinalizeFunction": {"OUTPUT_BUCKET": "Steps.Finalize only forms the final video's URL (Files.URL); it makes no S3 request"},
-	// lambdawiring.GenerationService requires the poll queue for every function it
-	// wires; these two never enqueue a poll.
-	"GenerationCancelFunction": {"POLL_QUEUE_URL": "Service.Cancel finishes the generation at once; it never enqueues a poll"},
 }
 
 // samPolicyTemplates are the SAM policy templates the test can expand

@@ -9,6 +9,7 @@ import (
 
 	"github.com/mediagen-dev/mediagen/shared/domain"
 	"github.com/mediagen-dev/mediagen/shared/faults"
+	"github.com/mediagen-dev/mediagen/shared/generation"
 	"github.com/mediagen-dev/mediagen/shared/store"
 	"github.com/mediagen-dev/mediagen/shared/testsupport"
 )
@@ -38,7 +39,10 @@ func runGenerations(w *world, before func()) {
 	}
 	w.in.Phase("create")
 	for _, body := range generateBodies {
-		faults.Run(func() error { _, err := w.svc.Create(ctx, w.user, []byte(body)); return err })
+		faults.Run(func() error {
+			_, err := generation.NewCreator(w.svc.Store, w.svc.Upstreams, w.svc.Queue, w.svc.Slots, w.svc.Prices, w.svc.Settings).Create(ctx, w.user, []byte(body))
+			return err
+		})
 	}
 	w.in.Phase("poll")
 	w.drain()

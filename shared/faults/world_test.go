@@ -267,10 +267,8 @@ func newWorld(t *testing.T, sh *shared, inner store.Store) *world {
 		Queue:     &faults.Queue{Inner: w.q, In: w.in},
 		Copier: &media.Copier{Bucket: &faults.Bucket{Inner: sh.bucket, In: w.in}, HTTP: http.DefaultClient,
 			AllowedHosts: []string{sh.host}, MaxBytes: 1 << 20, AllowLoopback: true},
-		Prices:    pricing.Default(),
-		PollLease: pollLease,
-		Now:       w.now,
-		Log:       quiet(),
+		Prices:   pricing.Default(),
+		Settings: generation.Settings{PollLease: pollLease, Now: w.now, Log: quiet()},
 	}
 	w.sweeper = &sweeper.Sweeper{Store: w.st, Now: w.now, Log: quiet()}
 	acct, err := (&accounts.Service{Store: inner}).CreateAccount(context.Background(),

@@ -10,11 +10,26 @@ import (
 	"github.com/mediagen-dev/mediagen/shared/upstream"
 )
 
-// Callback verifies a provider's callback for a generation with the
+// Callbacks take the providers' completion calls: the upstream webhook
+// route's use case. They verify and queue, and download nothing.
+type Callbacks struct{ s *Service }
+
+// NewCallbacks verifies with the upstreams' protocols and queues the job's
+// report on queue for the poller.
+func NewCallbacks(store Store, upstreams Upstreams, queue Queue, settings Settings) *Callbacks {
+	return &Callbacks{s: &Service{Store: store, Upstreams: upstreams, Queue: queue, Settings: settings}}
+}
+
+// Callback takes one provider call (see Service.callback).
+func (c *Callbacks) Callback(ctx context.Context, generationID string, h http.Header, body []byte) error {
+	return c.s.callback(ctx, generationID, h, body)
+}
+
+// callback verifies a provider's callback for a generation with the
 // protocol of the upstream the generation runs on (Replicate's signing
 // secret, fal's ED25519 keys) and, when the job is final, queues the poll
 // that acts on the report (see report). It never downloads an output.
-func (s *Service) Callback(ctx context.Context, generationID string, h http.Header, body []byte) error {
+func (s *Service) callback(ctx context.Context, generationID string, h http.Header, body []byte) error {
 	g, err := s.Store.GetGeneration(ctx, generationID)
 	if errors.Is(err, domain.ErrNotFound) {
 		return ErrBadCallback // no key to check it with: refused like a forgery

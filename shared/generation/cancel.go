@@ -7,11 +7,25 @@ import (
 	"github.com/mediagen-dev/mediagen/shared/domain"
 )
 
-// Cancel stops a caller's generation: the upstream jobs are canceled, the
+// Canceler stops generations: the cancel route's use case.
+type Canceler struct{ s *Service }
+
+// NewCanceler cancels the upstream jobs, ends the record, frees the slot,
+// releases the hold and sends the webhook; slots and notifier may be nil.
+func NewCanceler(store Store, upstreams Upstreams, slots Slots, notifier Notifier, settings Settings) *Canceler {
+	return &Canceler{s: &Service{Store: store, Upstreams: upstreams, Slots: slots, Notifier: notifier, Settings: settings}}
+}
+
+// Cancel stops a caller's generation (see Service.cancel).
+func (c *Canceler) Cancel(ctx context.Context, userID, id string) (domain.Generation, error) {
+	return c.s.cancel(ctx, userID, id)
+}
+
+// cancel stops a caller's generation: the upstream jobs are canceled, the
 // record ends canceled and the hold is released. A generation already
 // final is a conflict.
-func (s *Service) Cancel(ctx context.Context, userID, id string) (domain.Generation, error) {
-	g, err := s.Lookup(ctx, userID, id)
+func (s *Service) cancel(ctx context.Context, userID, id string) (domain.Generation, error) {
+	g, err := s.reader().Lookup(ctx, userID, id)
 	if err != nil {
 		return domain.Generation{}, err
 	}

@@ -100,7 +100,7 @@ func (s *Service) releaseSlots(ctx context.Context, log *slog.Logger, g domain.G
 		s.releaseSlot(ctx, log, g.Upstream, g.UUID)
 		return
 	}
-	for _, name := range s.routeUpstreams(g) {
+	for _, name := range routeUpstreams(s.Upstreams, g) {
 		s.releaseSlot(ctx, log, name, g.UUID)
 	}
 }

@@ -13,19 +13,34 @@ import (
 
 	"github.com/mediagen-dev/mediagen/shared/catalog"
 	"github.com/mediagen-dev/mediagen/shared/domain"
+	"github.com/mediagen-dev/mediagen/shared/pricing"
 	"github.com/mediagen-dev/mediagen/shared/routing"
 	"github.com/mediagen-dev/mediagen/shared/upstream"
 )
 
+// Creator starts generations: the generate route's use case.
+type Creator struct{ s *Service }
+
+// NewCreator validates, prices, holds, records, submits and enqueues the
+// first poll; slots may be nil (no caps).
+func NewCreator(store Store, upstreams Upstreams, queue Queue, slots Slots, prices *pricing.Table, settings Settings) *Creator {
+	return &Creator{s: &Service{Store: store, Upstreams: upstreams, Queue: queue, Slots: slots, Prices: prices, Settings: settings}}
+}
+
+// Create starts a generation (see Service.create).
+func (c *Creator) Create(ctx context.Context, userID string, body []byte) (domain.Generation, error) {
+	return c.s.create(ctx, userID, body)
+}
+
 // enqueueAttempts bounds the tries to enqueue the first poll.
 const enqueueAttempts = 3
 
-// Create validates and prices a generate request, maps it onto its
+// create validates and prices a generate request, maps it onto its
 // variant's routes (a value no route can type is a 400 before any credit
 // moves), holds its credits, records it, submits it upstream and enqueues
 // its first poll. On any failure after the hold, the hold is released and
 // the record (if written) is failed, so nothing is left half-made.
-func (s *Service) Create(ctx context.Context, userID string, body []byte) (domain.Generation, error) {
+func (s *Service) create(ctx context.Context, userID string, body []byte) (domain.Generation, error) {
 	req, quote, err := NewEstimator(s.Prices, s.Validation).Estimate(body)
 	if err != nil {
 		return domain.Generation{}, err

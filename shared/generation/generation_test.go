@@ -156,7 +156,7 @@ func setup(t *testing.T) *fixture {
 		Queue:     f.queue,
 		Copier:    &media.Copier{Bucket: objects.MediaBucket(), HTTP: http.DefaultClient, AllowedHosts: []string{u.Host}, MaxBytes: 1 << 20, AllowLoopback: true},
 		Prices:    pricing.Default(),
-		Now:       func() time.Time { return *f.now },
+		Settings:  generation.Settings{Now: func() time.Time { return *f.now }},
 	}
 	acct, err := (&accounts.Service{Store: st}).CreateAccount(ctx, accounts.NewAccount{Plan: domain.PlanPro, Credits: decimal.NewFromInt(100)})
 	if err != nil {
@@ -167,6 +167,20 @@ func setup(t *testing.T) *fixture {
 }
 
 const imageBody = `{"model":"provider-a","model_version":"theta-4-fast","input":{"prompt":"a cat"},"image_count":2}`
+
+// creator, reader and callbacks are the routes' use cases over the
+// fixture's adapters, built as the wirings build them.
+func (f *fixture) creator() *generation.Creator {
+	return generation.NewCreator(f.svc.Store, f.svc.Upstreams, f.svc.Queue, f.svc.Slots, f.svc.Prices, f.svc.Settings)
+}
+
+func (f *fixture) reader() *generation.Reader {
+	return generation.NewReader(f.svc.Store, f.svc.Slots, f.svc.Upstreams)
+}
+
+func (f *fixture) callbacks() *generation.Callbacks {
+	return generation.NewCallbacks(f.svc.Store, f.svc.Upstreams, f.svc.Queue, f.svc.Settings)
+}
 
 func (f *fixture) account(t *testing.T) domain.Account {
 	t.Helper()
@@ -179,7 +193,7 @@ func (f *fixture) account(t *testing.T) domain.Account {
 
 func (f *fixture) create(t *testing.T) domain.Generation {
 	t.Helper()
-	g, err := f.svc.Create(context.Background(), f.user, []byte(imageBody))
+	g, err := f.creator().Create(context.Background(), f.user, []byte(imageBody))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -189,7 +203,7 @@ func (f *fixture) create(t *testing.T) domain.Generation {
 func TestSubmissionFailureReleasesTheHoldAndLeavesNothingRunning(t *testing.T) {
 	f := setup(t)
 	f.up.createErr = http.StatusServiceUnavailable
-	_, err := f.svc.Create(context.Background(), f.user, []byte(imageBody))
+	_, err := f.creator().Create(context.Background(), f.user, []byte(imageBody))
 	if !errors.Is(err, generation.ErrUpstreamUnavailable) {
 		t.Fatalf("Create = %v, want ErrUpstreamUnavailable", err)
 	}
@@ -402,17 +416,17 @@ func TestLookupFindsByUUIDOrIntegerAndHidesOthers(t *testing.T) {
 	g := f.create(t)
 	ctx := context.Background()
 	for _, id := range []string{g.UUID, strings.ToUpper(g.UUID), "1"} {
-		if got, err := f.svc.Lookup(ctx, f.user, id); err != nil || got.UUID != g.UUID {
+		if got, err := f.reader().Lookup(ctx, f.user, id); err != nil || got.UUID != g.UUID {
 			t.Errorf("Lookup(%s) = %s, %v", id, got.UUID, err)
 		}
 	}
 	for _, id := range []string{g.UUID, "1"} {
-		if _, err := f.svc.Lookup(ctx, "usr_other", id); !errors.Is(err, domain.ErrNotFound) {
+		if _, err := f.reader().Lookup(ctx, "usr_other", id); !errors.Is(err, domain.ErrNotFound) {
 			t.Errorf("another owner's Lookup(%s) = %v, want ErrNotFound", id, err)
 		}
 	}
 	for _, id := range []string{"abc", "0", "-1", "01", "1.5", "' OR 1=1 --", "$..*", strings.Repeat("9", 30)} {
-		if _, err := f.svc.Lookup(ctx, f.user, id); !errors.Is(err, domain.ErrInvalid) {
+		if _, err := f.reader().Lookup(ctx, f.user, id); !errors.Is(err, domain.ErrInvalid) {
 			t.Errorf("Lookup(%q) = %v, want ErrInvalid", id, err)
 		}
 	}

@@ -209,14 +209,13 @@ func runMisbehaviour(t *testing.T, tc misbehaviour, srvURL string, hits *atomic.
 		Queue:     q,
 		Copier:    &media.Copier{Bucket: objects.MediaBucket(), HTTP: &http.Client{Timeout: time.Second}, AllowedHosts: []string{u.Host}, MaxBytes: 1 << 20, AllowLoopback: true},
 		Prices:    pricing.Default(),
-		Now:       func() time.Time { return now },
-		Log:       quiet(),
+		Settings:  generation.Settings{Now: func() time.Time { return now }, Log: quiet()},
 	}
 	acct, err := (&accounts.Service{Store: st}).CreateAccount(ctx, accounts.NewAccount{Plan: domain.PlanPro, Credits: decimal.NewFromInt(100)})
 	if err != nil {
 		t.Fatal(err)
 	}
-	g, err := svc.Create(ctx, acct.UserID, []byte(`{"model":"provider-a","model_version":"zeta","input":{"prompt":"a cat"}}`))
+	g, err := generation.NewCreator(svc.Store, svc.Upstreams, svc.Queue, svc.Slots, svc.Prices, svc.Settings).Create(ctx, acct.UserID, []byte(`{"model":"provider-a","model_version":"zeta","input":{"prompt":"a cat"}}`))
 	if tc.createRefused {
 		want := tc.refusedWith
 		if want == nil {

@@ -251,7 +251,7 @@ func (s *Service) cancelAll(ctx context.Context, log *slog.Logger, g domain.Gene
 // create may have started).
 func (s *Service) submitWaiting(ctx context.Context, log *slog.Logger, g domain.Generation, m PollMessage) error {
 	capped := false
-	for _, name := range s.routeUpstreams(g) {
+	for _, name := range routeUpstreams(s.Upstreams, g) {
 		capped = capped || (s.Slots != nil && s.Upstreams.Limit(name) > 0)
 	}
 	if !capped {
@@ -288,7 +288,7 @@ func (s *Service) findLost(ctx context.Context, log *slog.Logger, g domain.Gener
 	if s.UpstreamWebhook == "" {
 		return
 	}
-	for _, name := range s.routeUpstreams(g) {
+	for _, name := range routeUpstreams(s.Upstreams, g) {
 		p, err := s.Upstreams.Provider(name)
 		if err != nil {
 			continue

@@ -294,7 +294,7 @@ func (f *fixture) callback(t *testing.T, g domain.Generation, prediction string)
 	if err := webhook.SetHeaders(h, f.up.secret, "msg_"+strconv.Itoa(len(f.queue.msgs)), time.Now(), []byte(prediction)); err != nil {
 		t.Fatal(err)
 	}
-	return f.svc.Callback(context.Background(), g.UUID, h, []byte(prediction))
+	return f.callbacks().Callback(context.Background(), g.UUID, h, []byte(prediction))
 }
 
 func TestCallbackQueuesTheReportAndThePollerActsOnIt(t *testing.T) {
@@ -411,7 +411,7 @@ func TestCallbackRefusesAnotherJobAndAForgery(t *testing.T) {
 	}
 	h := http.Header{}
 	webhook.SetHeaders(h, webhook.NewSecret(), "msg_x", time.Now(), []byte(`{"id":"p1","status":"failed"}`))
-	if err := f.svc.Callback(context.Background(), g.UUID, h, []byte(`{"id":"p1","status":"failed"}`)); !errors.Is(err, generation.ErrBadCallback) {
+	if err := f.callbacks().Callback(context.Background(), g.UUID, h, []byte(`{"id":"p1","status":"failed"}`)); !errors.Is(err, generation.ErrBadCallback) {
 		t.Errorf("forged report = %v, want ErrBadCallback", err)
 	}
 	if len(f.queue.msgs) != 1 {

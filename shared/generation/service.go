@@ -43,21 +43,12 @@ const (
 	DefaultRecordMargin = 10 * time.Second
 )
 
-// Service runs the use cases.
-type Service struct {
-	Store     Store
-	Upstreams Upstreams
-	Queue     Queue
-	Copier    Copier
-	Notifier  Notifier
-	// Slots caps the jobs at once per upstream (its max_concurrent); work
-	// beyond a cap waits in the queue. Nil Slots means no caps.
-	Slots Slots
+// Settings are the knobs of the use cases, each with a default when zero.
+type Settings struct {
 	// UpstreamWebhook, when set, is the URL the provider calls on
 	// completion; the generation's UUID is added as ?generation=, which
 	// also finds a job whose create outcome was lost (FindJob).
 	UpstreamWebhook string
-	Prices          *pricing.Table
 	Validation      catalog.Options
 	// ImageDeadline and VideoDeadline bound a generation's processing time.
 	ImageDeadline, VideoDeadline time.Duration
@@ -76,11 +67,39 @@ type Service struct {
 	// StartMargin left, and output copies end RecordMargin before it.
 	// Without a deadline (the local runtime) they do nothing.
 	StartMargin, RecordMargin time.Duration
-	// Others takes the queue's other messages; nil: there are none.
-	Others MessageHandler
 	// Now is the clock; the Lambda's deadline is compared with it too.
 	Now func() time.Time
 	Log *slog.Logger
+}
+
+// Service is the poller: a poll may submit a waiting generation, complete
+// or fail one, cancel its jobs and send its webhook, so it holds every
+// port. Each route has a use case of its own that takes only what it uses
+// (NewCreator, NewReader, NewCanceler, NewCallbacks, NewEstimator); the
+// poller is built by NewPoller.
+type Service struct {
+	Store     Store
+	Upstreams Upstreams
+	Queue     Queue
+	Copier    Copier
+	// Notifier sends webhook events; nil means no webhooks.
+	Notifier Notifier
+	// Slots caps the jobs at once per upstream (its max_concurrent); work
+	// beyond a cap waits in the queue. Nil Slots means no caps.
+	Slots  Slots
+	Prices *pricing.Table
+	// Others takes the queue's other messages; nil: there are none.
+	Others MessageHandler
+	Settings
+}
+
+// NewPoller is the poll queue's consumer. others takes the queue's
+// messages that are not a generation's (the long-form scenes' polls); nil
+// when there are none, like notifier (no webhooks) and slots (no caps).
+func NewPoller(store Store, upstreams Upstreams, queue Queue, slots Slots, copier Copier, notifier Notifier,
+	prices *pricing.Table, others MessageHandler, settings Settings) *Service {
+	return &Service{Store: store, Upstreams: upstreams, Queue: queue, Slots: slots, Copier: copier, Notifier: notifier,
+		Prices: prices, Others: others, Settings: settings}
 }
 
 func (s *Service) now() time.Time { return domain.Now(s.Now) }

@@ -10,20 +10,17 @@ import (
 	"github.com/mediagen-dev/mediagen/shared/generation"
 )
 
-// Generations are the single-generation routes.
-type Generations struct {
-	Service *generation.Service
-	Gate    *Gate
-}
+// The single-generation routes: each is a function of exactly the use case
+// it runs and the gate, so a route wired without one does not compile.
 
-// Generate is POST /api/generations/generate.
-func (r *Generations) Generate() Handler {
-	return r.Gate.AuthedUser(false, func(ctx context.Context, req Request, userID string) (Response, error) {
+// GenerateRoute is POST /api/generations/generate.
+func GenerateRoute(c *generation.Creator, gate *Gate) Handler {
+	return gate.AuthedUser(false, func(ctx context.Context, req Request, userID string) (Response, error) {
 		body, err := jsonBody(req)
 		if err != nil {
 			return Response{}, err
 		}
-		g, err := r.Service.Create(ctx, userID, body)
+		g, err := c.Create(ctx, userID, body)
 		if err != nil {
 			return Response{}, err
 		}
@@ -31,26 +28,26 @@ func (r *Generations) Generate() Handler {
 	})
 }
 
-// Status is GET /api/generations/status/{id}; identity-provider tokens are
-// accepted here as the spec says.
-func (r *Generations) Status() Handler {
-	return r.Gate.AuthedUser(true, func(ctx context.Context, req Request, userID string) (Response, error) {
-		g, err := r.Service.Lookup(ctx, userID, req.PathParameters["id"])
+// GenerationStatusRoute is GET /api/generations/status/{id};
+// identity-provider tokens are accepted here as the spec says.
+func GenerationStatusRoute(r *generation.Reader, gate *Gate) Handler {
+	return gate.AuthedUser(true, func(ctx context.Context, req Request, userID string) (Response, error) {
+		g, err := r.Lookup(ctx, userID, req.PathParameters["id"])
 		if err != nil {
 			return Response{}, err
 		}
 		view := apiview.GenerationStatusAt(g, time.Now())
-		if view.QueuePosition, err = r.Service.QueuePosition(ctx, g); err != nil {
+		if view.QueuePosition, err = r.QueuePosition(ctx, g); err != nil {
 			return Response{}, err
 		}
 		return jsonResponse(http.StatusOK, view), nil
 	})
 }
 
-// Cancel is POST /api/generations/{id}/cancel.
-func (r *Generations) Cancel() Handler {
-	return r.Gate.Authed(false, func(ctx context.Context, req Request, a domain.Account) (Response, error) {
-		g, err := r.Service.Cancel(ctx, a.UserID, req.PathParameters["id"])
+// GenerationCancelRoute is POST /api/generations/{id}/cancel.
+func GenerationCancelRoute(c *generation.Canceler, gate *Gate) Handler {
+	return gate.Authed(false, func(ctx context.Context, req Request, a domain.Account) (Response, error) {
+		g, err := c.Cancel(ctx, a.UserID, req.PathParameters["id"])
 		if err != nil {
 			return Response{}, err
 		}
@@ -58,9 +55,10 @@ func (r *Generations) Cancel() Handler {
 	})
 }
 
-// List is GET /api/generations: the caller's generations, newest first.
-func (r *Generations) List() Handler {
-	return listRoute(r.Gate, r.Service.List, func(g domain.Generation, now time.Time) apiview.GenerationStatus {
+// GenerationsListRoute is GET /api/generations: the caller's generations,
+// newest first.
+func GenerationsListRoute(r *generation.Reader, gate *Gate) Handler {
+	return listRoute(gate, r.List, func(g domain.Generation, now time.Time) apiview.GenerationStatus {
 		return apiview.GenerationStatusAt(g, now)
 	})
 }

@@ -13,23 +13,19 @@ import (
 	"github.com/mediagen-dev/mediagen/shared/generation"
 )
 
-// UpstreamWebhook is POST /api/upstream/webhook?generation=<uuid>, which
-// the provider calls when a job ends. It needs no API key: the signature
-// of the upstream the generation runs on proves the call (Replicate's
-// Standard Webhooks secret, fal's ED25519 keys), and a call unsigned,
-// tampered with or stale is refused.
-type UpstreamWebhook struct {
-	Service *generation.Service
-	Log     *slog.Logger
-}
-
-// Handle answers the provider: 204 once a final job's report is queued
-// for the poller (which copies the outputs; nothing is downloaded here, so
-// the answer comes well within API Gateway's 29 s), 4xx for calls to
-// refuse, 5xx for the provider to retry (the poll chain is there too).
-func (u *UpstreamWebhook) Handle() Handler {
+// UpstreamWebhookRoute is POST /api/upstream/webhook?generation=<uuid>,
+// which the provider calls when a job ends. It needs no API key: the
+// signature of the upstream the generation runs on proves the call
+// (Replicate's Standard Webhooks secret, fal's ED25519 keys), and a call
+// unsigned, tampered with or stale is refused.
+//
+// It answers 204 once a final job's report is queued for the poller (which
+// copies the outputs; nothing is downloaded here, so the answer comes well
+// within API Gateway's 29 s), 4xx for calls to refuse, 5xx for the
+// provider to retry (the poll chain is there too).
+func UpstreamWebhookRoute(cb *generation.Callbacks, logger *slog.Logger) Handler {
 	return func(ctx context.Context, req Request) (Response, error) {
-		log := domain.Logger(u.Log).With("request_id", requestID(req), "route", req.RouteKey)
+		log := domain.Logger(logger).With("request_id", requestID(req), "route", req.RouteKey)
 		body, err := jsonBody(req)
 		if err != nil {
 			return errorResponse(ctx, log, req, err), nil
@@ -42,7 +38,7 @@ func (u *UpstreamWebhook) Handle() Handler {
 		for k, v := range req.Headers {
 			headers.Set(k, v)
 		}
-		err = u.Service.Callback(ctx, strings.ToLower(id), headers, body)
+		err = cb.Callback(ctx, strings.ToLower(id), headers, body)
 		switch {
 		case errors.Is(err, generation.ErrBadCallback):
 			return errorResponse(ctx, log, req, &Error{Status: http.StatusUnauthorized, Code: "unauthorized", Message: "the webhook signature is missing, wrong or stale"}), nil

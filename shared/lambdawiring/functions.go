@@ -25,12 +25,6 @@ import (
 
 type stepsT = *longstory.Steps
 
-func lookupService(cfg aws.Config, log *slog.Logger) (*generation.Service, error) {
-	st := Store(cfg)
-	ups, err := routesOnly()
-	return &generation.Service{Store: st, Slots: st, Upstreams: ups, Log: log}, err
-}
-
 // Constructor builds one function's handler. Each builds only what its
 // handler uses.
 type Constructor func(ctx context.Context, log *slog.Logger) (any, error)
@@ -42,36 +36,63 @@ type Constructor func(ctx context.Context, log *slog.Logger) (any, error)
 
 // Generate is POST /api/generations/generate.
 func Generate(ctx context.Context, log *slog.Logger) (any, error) {
-	svc, cfg, err := GenerationService(ctx, log, false)
+	p, err := generationWiring(ctx, log)
 	if err != nil {
 		return nil, err
 	}
-	return lambdahttp.Route((&httpapi.Generations{Service: svc, Gate: PostGate(cfg, log)}).Generate()), nil
+	q, err := pollQueue(p.cfg)
+	if err != nil {
+		return nil, err
+	}
+	prices, err := Prices()
+	if err != nil {
+		return nil, err
+	}
+	creator := generation.NewCreator(p.store, p.ups, q, p.store, prices, p.settings)
+	return lambdahttp.Route(httpapi.GenerateRoute(creator, PostGate(p.cfg, log))), nil
 }
 
 // Status is GET /api/generations/status/{id}.
 func Status(ctx context.Context, log *slog.Logger) (any, error) {
-	return lookupRoute(ctx, log, (*httpapi.Generations).Status)
+	return readRoute(ctx, log, httpapi.GenerationStatusRoute)
 }
 
-// lookupRoute wires a route that only reads generations: the store, no
-// upstream token, queue or bucket.
-func lookupRoute(ctx context.Context, log *slog.Logger, route func(*httpapi.Generations) httpapi.Handler) (any, error) {
+// readRoute wires a route that only reads generations: the store and the
+// routes (for a waiting generation's place in line); no upstream token,
+// queue or bucket.
+func readRoute(ctx context.Context, log *slog.Logger, route func(*generation.Reader, *httpapi.Gate) httpapi.Handler) (any, error) {
 	cfg, err := AWSConfig(ctx)
 	if err != nil {
 		return nil, err
 	}
-	svc, err := lookupService(cfg, log)
+	ups, err := routesOnly()
 	if err != nil {
 		return nil, err
 	}
-	return lambdahttp.Route(route(&httpapi.Generations{Service: svc, Gate: Gate(cfg, log)})), nil
+	st := Store(cfg)
+	return lambdahttp.Route(route(generation.NewReader(st, st, ups), Gate(cfg, log))), nil
 }
 
 // Poller consumes the poll queue; a generation it finishes sends its
 // webhook.
 func Poller(ctx context.Context, log *slog.Logger) (any, error) {
-	svc, _, err := notifyingGenerationService(ctx, log, true)
+	p, err := generationWiring(ctx, log)
+	if err != nil {
+		return nil, err
+	}
+	q, err := pollQueue(p.cfg)
+	if err != nil {
+		return nil, err
+	}
+	prices, err := Prices()
+	if err != nil {
+		return nil, err
+	}
+	notifier, err := Notifier(p.cfg)
+	if err != nil {
+		return nil, err
+	}
+	cp, err := outputCopier(p.cfg, p.ups)
 	if err != nil {
 		return nil, err
 	}
@@ -81,14 +102,14 @@ func Poller(ctx context.Context, log *slog.Logger) (any, error) {
 	if err != nil {
 		return nil, err
 	}
-	scenes.Upstream, scenes.Copier = svc.Upstreams, svc.Copier
-	svc.Others = scenes
-	return sqsbatch.Handler(svc.HandleBatch), nil
+	scenes.Upstream, scenes.Copier = p.ups, cp
+	poller := generation.NewPoller(p.store, p.ups, q, p.store, cp, notifier, prices, scenes, p.settings)
+	return sqsbatch.Handler(poller.HandleBatch), nil
 }
 
 // GenerationsList is GET /api/generations.
 func GenerationsList(ctx context.Context, log *slog.Logger) (any, error) {
-	return lookupRoute(ctx, log, (*httpapi.Generations).List)
+	return readRoute(ctx, log, httpapi.GenerationsListRoute)
 }
 
 // GenerationEstimate is POST /api/generations/estimate: the catalog and
@@ -107,11 +128,16 @@ func GenerationEstimate(ctx context.Context, log *slog.Logger) (any, error) {
 
 // GenerationCancel is POST /api/generations/{id}/cancel.
 func GenerationCancel(ctx context.Context, log *slog.Logger) (any, error) {
-	svc, cfg, err := notifyingGenerationService(ctx, log, false)
+	p, err := generationWiring(ctx, log)
 	if err != nil {
 		return nil, err
 	}
-	return lambdahttp.Route((&httpapi.Generations{Service: svc, Gate: PostGate(cfg, log)}).Cancel()), nil
+	notifier, err := Notifier(p.cfg)
+	if err != nil {
+		return nil, err
+	}
+	canceler := generation.NewCanceler(p.store, p.ups, p.store, notifier, p.settings)
+	return lambdahttp.Route(httpapi.GenerationCancelRoute(canceler, PostGate(p.cfg, log))), nil
 }
 
 // Account is GET /api/account.
@@ -133,11 +159,15 @@ func OpenAPI(context.Context, *slog.Logger) (any, error) {
 func UpstreamWebhook(ctx context.Context, log *slog.Logger) (any, error) {
 	// No copier and no notifier: the callback queues the job's report and
 	// the poller does the rest.
-	svc, _, err := GenerationService(ctx, log, false)
+	p, err := generationWiring(ctx, log)
 	if err != nil {
 		return nil, err
 	}
-	return lambdahttp.Route((&httpapi.UpstreamWebhook{Service: svc, Log: log}).Handle()), nil
+	q, err := pollQueue(p.cfg)
+	if err != nil {
+		return nil, err
+	}
+	return lambdahttp.Route(httpapi.UpstreamWebhookRoute(generation.NewCallbacks(p.store, p.ups, q, p.settings), log)), nil
 }
 
 // Webhooks consumes the webhook queue: one delivery attempt per message.

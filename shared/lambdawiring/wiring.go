@@ -23,7 +23,6 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/secretsmanager"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 
-	"github.com/mediagen-dev/mediagen/shared/catalog"
 	"github.com/mediagen-dev/mediagen/shared/generation"
 	"github.com/mediagen-dev/mediagen/shared/httpapi"
 	"github.com/mediagen-dev/mediagen/shared/jwtauth"
@@ -191,64 +190,53 @@ func secretValue(ctx context.Context, cfg aws.Config, valueEnv, arnEnv, what str
 	return v, nil
 }
 
-// GenerationService wires the single-generation use cases. withCopier is
-// true for the poller, the only function that stores outputs.
-func GenerationService(ctx context.Context, log *slog.Logger, withCopier bool) (*generation.Service, aws.Config, error) {
+// generationParts are the adapters every generation use case but the
+// estimate and the reads shares: the store, the upstreams' clients (their
+// tokens from the secret) and the settings.
+type generationParts struct {
+	cfg      aws.Config
+	store    *dynamostore.Store
+	ups      *upstream.Router
+	settings generation.Settings
+}
+
+func generationWiring(ctx context.Context, log *slog.Logger) (generationParts, error) {
 	cfg, err := AWSConfig(ctx)
 	if err != nil {
-		return nil, aws.Config{}, err
+		return generationParts{}, err
 	}
 	ups, err := Upstreams(ctx, cfg)
 	if err != nil {
-		return nil, aws.Config{}, err
+		return generationParts{}, err
 	}
-	queueURL, err := required(EnvPollQueueURL)
-	if err != nil {
-		return nil, aws.Config{}, err
-	}
-	prices, err := Prices()
-	if err != nil {
-		return nil, aws.Config{}, err
-	}
-	st := Store(cfg)
-	svc := &generation.Service{
-		Store:      st,
-		Slots:      st,
-		Upstreams:  ups,
-		Queue:      &sqsqueue.SQSSender{Client: sqs.NewFromConfig(cfg), QueueURL: queueURL},
-		Prices:     prices,
-		Validation: catalog.Options{},
-		Log:        log,
-	}
+	p := generationParts{cfg: cfg, store: Store(cfg), ups: ups, settings: generation.Settings{Log: log}}
 	if base := Getenv(EnvPublicBaseURL); base != "" {
-		svc.UpstreamWebhook = strings.TrimSuffix(base, "/") + "/api/upstream/webhook"
+		p.settings.UpstreamWebhook = strings.TrimSuffix(base, "/") + "/api/upstream/webhook"
 	}
-	if withCopier {
-		bucket, err := required(EnvOutputBucket)
-		if err != nil {
-			return nil, aws.Config{}, err
-		}
-		mediaBase, err := required(EnvMediaBaseURL)
-		if err != nil {
-			return nil, aws.Config{}, err
-		}
-		svc.Copier = copier(s3bucket.New(s3.NewFromConfig(cfg), bucket, mediaBase), ups.Routing.OutputHosts())
-	}
-	return svc, cfg, nil
+	return p, nil
 }
 
-// notifyingGenerationService is GenerationService with the webhook
-// notifier, for the functions that can end a generation and so send its
-// webhook: the poller and the cancel route.
-func notifyingGenerationService(ctx context.Context, log *slog.Logger, withCopier bool) (*generation.Service, aws.Config, error) {
-	svc, cfg, err := GenerationService(ctx, log, withCopier)
+// pollQueue is the queue of the generations' polls (and the scenes').
+func pollQueue(cfg aws.Config) (*sqsqueue.SQSSender, error) {
+	queueURL, err := required(EnvPollQueueURL)
 	if err != nil {
-		return nil, aws.Config{}, err
+		return nil, err
 	}
-	if svc.Notifier, err = Notifier(cfg); err != nil {
-		return nil, aws.Config{}, err
+	return &sqsqueue.SQSSender{Client: sqs.NewFromConfig(cfg), QueueURL: queueURL}, nil
+}
+
+// outputCopier keeps the upstreams' outputs in the output bucket: only the
+// poller stores outputs.
+func outputCopier(cfg aws.Config, ups *upstream.Router) (*media.Copier, error) {
+	bucket, err := required(EnvOutputBucket)
+	if err != nil {
+		return nil, err
 	}
-	return svc, cfg, nil
+	mediaBase, err := required(EnvMediaBaseURL)
+	if err != nil {
+		return nil, err
+	}
+	return copier(s3bucket.New(s3.NewFromConfig(cfg), bucket, mediaBase), ups.Routing.OutputHosts()), nil
 }
 
 // copier keeps upstream outputs in the bucket, fetching them only from the

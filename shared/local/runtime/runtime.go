@@ -262,24 +262,22 @@ func Start(ctx context.Context, cfg Config) (*Runtime, error) {
 	}
 	copier := &media.Copier{Bucket: r.Objects.MediaBucket(), HTTP: &http.Client{Timeout: 5 * time.Minute},
 		AllowedHosts: rc.OutputHosts(), MaxBytes: 512 << 20, AllowLoopback: true}
-	svc := &generation.Service{
-		Store:        st,
-		Upstreams:    r.Upstreams,
-		Copier:       copier,
-		Prices:       prices,
+	settings := generation.Settings{
 		Validation:   catalog.Options{AllowLoopbackURLs: true},
 		PollInterval: cfg.PollInterval,
-		Slots:        st,
 		PollLease:    cfg.QueueVisibility,
 		Log:          log,
 	}
 	switch {
 	case cfg.NoUpstreamWebhooks:
 	case cfg.PublicBaseURL != "":
-		svc.UpstreamWebhook = strings.TrimSuffix(cfg.PublicBaseURL, "/") + "/api/upstream/webhook"
+		settings.UpstreamWebhook = strings.TrimSuffix(cfg.PublicBaseURL, "/") + "/api/upstream/webhook"
 	case allOnLoopback(rc):
-		svc.UpstreamWebhook = r.BaseURL + "/api/upstream/webhook"
+		settings.UpstreamWebhook = r.BaseURL + "/api/upstream/webhook"
 	}
+	// The poller; its queue, notifier and the scenes' polls are set below,
+	// once they exist (each needs the other).
+	svc := generation.NewPoller(st, r.Upstreams, nil, st, copier, nil, prices, nil, settings)
 	r.Queue = localsqs.New(r.Costs.SQSConsumer("poller", sqsbatch.Handler(svc.HandleBatch)), localsqs.Config{Visibility: cfg.QueueVisibility, Log: log.With("component", "queue")})
 	svc.Queue = r.Costs.SQSSender(r.Queue)
 	r.Generations = svc
@@ -310,14 +308,14 @@ func Start(ctx context.Context, cfg Config) (*Runtime, error) {
 	r.LongStories = &longstory.Service{Store: st, Workflow: r.Workflow, Prices: prices, Log: log, Upstream: r.Upstreams,
 		Slots: st, Notifier: notifier, Validation: catalog.Options{AllowLoopbackURLs: true}}
 
-	gens := &httpapi.Generations{Service: svc, Gate: gate}
+	reader := generation.NewReader(st, st, r.Upstreams)
 	stories := &httpapi.LongStories{Service: r.LongStories, Gate: gate}
 	apigw.Mount(mux, r.Costs.Routes([]apigw.Route{
-		{Method: http.MethodPost, Path: "/api/generations/generate", Handler: lambdahttp.Route(gens.Generate())},
-		{Method: http.MethodGet, Path: "/api/generations/status/{id}", Handler: lambdahttp.Route(gens.Status())},
-		{Method: http.MethodGet, Path: "/api/generations", Handler: lambdahttp.Route(gens.List())},
-		{Method: http.MethodPost, Path: "/api/generations/estimate", Handler: lambdahttp.Route(httpapi.GenerationEstimateRoute(generation.NewEstimator(prices, svc.Validation), gate))},
-		{Method: http.MethodPost, Path: "/api/generations/{id}/cancel", Handler: lambdahttp.Route(gens.Cancel())},
+		{Method: http.MethodPost, Path: "/api/generations/generate", Handler: lambdahttp.Route(httpapi.GenerateRoute(generation.NewCreator(st, r.Upstreams, svc.Queue, st, prices, settings), gate))},
+		{Method: http.MethodGet, Path: "/api/generations/status/{id}", Handler: lambdahttp.Route(httpapi.GenerationStatusRoute(reader, gate))},
+		{Method: http.MethodGet, Path: "/api/generations", Handler: lambdahttp.Route(httpapi.GenerationsListRoute(reader, gate))},
+		{Method: http.MethodPost, Path: "/api/generations/estimate", Handler: lambdahttp.Route(httpapi.GenerationEstimateRoute(generation.NewEstimator(prices, settings.Validation), gate))},
+		{Method: http.MethodPost, Path: "/api/generations/{id}/cancel", Handler: lambdahttp.Route(httpapi.GenerationCancelRoute(generation.NewCanceler(st, r.Upstreams, st, notifier, settings), gate))},
 		{Method: http.MethodGet, Path: "/api/long-story/videos", Handler: lambdahttp.Route(stories.List())},
 		{Method: http.MethodPost, Path: "/api/long-story/videos/{videoId}/cancel", Handler: lambdahttp.Route(stories.Cancel())},
 		{Method: http.MethodGet, Path: "/api/account", Handler: lambdahttp.Route((&httpapi.Account{Secrets: st, Gate: gate}).Get())},
@@ -329,7 +327,7 @@ func Start(ctx context.Context, cfg Config) (*Runtime, error) {
 	apigw.Mount(mux, r.Costs.Routes([]apigw.Route{
 		{Method: http.MethodGet, Path: "/api/models", Handler: lambdahttp.Route((&httpapi.Models{Prices: prices, Log: log}).List())},
 		{Method: http.MethodGet, Path: "/api/openapi.json", Handler: lambdahttp.Route(httpapi.OpenAPI())},
-		{Method: http.MethodPost, Path: "/api/upstream/webhook", Handler: lambdahttp.Route((&httpapi.UpstreamWebhook{Service: svc, Log: log}).Handle())},
+		{Method: http.MethodPost, Path: "/api/upstream/webhook", Handler: lambdahttp.Route(httpapi.UpstreamWebhookRoute(generation.NewCallbacks(st, r.Upstreams, svc.Queue, settings), log))},
 	}), nil, cfg.Timeouts, log)
 	playground.Mount(mux)
 	mux.HandleFunc("/", notFound)
