@@ -88,7 +88,7 @@ func (e *executions) wait() []string {
 // storyWorld adds the long-form service and the workflow to a world: the
 // real statemachines file run by the local ASL runner, each task bound to
 // the step its Lambda function runs, every adapter wrapped.
-func newStoryWorld(t *testing.T, sh *shared, wav string) (*world, *longstory.Service, *executions) {
+func newStoryWorld(t *testing.T, sh *shared, wav string) (*world, *longstory.Creator, *executions) {
 	w := newWorld(t, sh, openSQLite(t))
 	bucket := &faults.Bucket{Inner: sh.bucket, In: w.in}
 	steps := &longstory.Steps{
@@ -122,8 +122,8 @@ func newStoryWorld(t *testing.T, sh *shared, wav string) (*world, *longstory.Ser
 	}
 	steps.Tokens = stepfunctions.TaskTokens{Workflow: &stepfunctions.Workflow{Machine: m}}
 	ex := &executions{m: m}
-	svc := &longstory.Service{Store: w.st, Workflow: &faults.Workflow{Inner: ex, In: w.in}, Prices: pricing.Default(),
-		Now: w.now, Log: quiet()}
+	svc := longstory.NewCreator(w.st, &faults.Workflow{Inner: ex, In: w.in}, pricing.Default(),
+		longstory.Settings{Now: w.now, Log: quiet()})
 	return w, svc, ex
 }
 
@@ -135,7 +135,7 @@ const storyRequest = `{"prompt":"A day at the sea","language_code":"en","model":
 // handler, so a phase switch after it would race with the first step.
 var createOps = map[string]bool{"store.Hold": true, "store.CreateLongVideo": true, "workflow.Start": true}
 
-func runStory(w *world, svc *longstory.Service, ex *executions) {
+func runStory(w *world, svc *longstory.Creator, ex *executions) {
 	w.in.Phase("story")
 	ended := make(chan struct{})
 	polled := make(chan struct{})

@@ -11,11 +11,8 @@ import (
 	"github.com/mediagen-dev/mediagen/shared/pricing"
 )
 
-// LongStories are the long-form video routes.
-type LongStories struct {
-	Service *longstory.Service
-	Gate    *Gate
-}
+// The long-form video routes: each is a function of exactly the use case
+// it runs and the gate.
 
 // LongVideoEstimateRoute is POST /api/long-story/videos/estimate: it needs
 // the prices and nothing else.
@@ -33,14 +30,14 @@ func LongVideoEstimateRoute(prices *pricing.Table, gate *Gate) Handler {
 	})
 }
 
-// Create is POST /api/long-story/videos.
-func (r *LongStories) Create() Handler {
-	return r.Gate.AuthedUser(false, func(ctx context.Context, req Request, userID string) (Response, error) {
+// LongVideoCreateRoute is POST /api/long-story/videos.
+func LongVideoCreateRoute(c *longstory.Creator, gate *Gate) Handler {
+	return gate.AuthedUser(false, func(ctx context.Context, req Request, userID string) (Response, error) {
 		body, err := jsonBody(req)
 		if err != nil {
 			return Response{}, err
 		}
-		v, err := r.Service.Create(ctx, userID, body)
+		v, err := c.Create(ctx, userID, body)
 		if err != nil {
 			return Response{}, err
 		}
@@ -48,11 +45,11 @@ func (r *LongStories) Create() Handler {
 	})
 }
 
-// Status is GET /api/long-story/videos/{videoId}; like the generation status
-// route it also accepts identity-provider tokens.
-func (r *LongStories) Status() Handler {
-	return r.Gate.AuthedUser(true, func(ctx context.Context, req Request, userID string) (Response, error) {
-		v, err := r.Service.Lookup(ctx, userID, req.PathParameters["videoId"])
+// LongVideoStatusRoute is GET /api/long-story/videos/{videoId}; like the
+// generation status route it also accepts identity-provider tokens.
+func LongVideoStatusRoute(r *longstory.Reader, gate *Gate) Handler {
+	return gate.AuthedUser(true, func(ctx context.Context, req Request, userID string) (Response, error) {
+		v, err := r.Lookup(ctx, userID, req.PathParameters["videoId"])
 		if err != nil {
 			return Response{}, err
 		}
@@ -60,10 +57,10 @@ func (r *LongStories) Status() Handler {
 	})
 }
 
-// Cancel is POST /api/long-story/videos/{videoId}/cancel.
-func (r *LongStories) Cancel() Handler {
-	return r.Gate.Authed(false, func(ctx context.Context, req Request, a domain.Account) (Response, error) {
-		v, err := r.Service.Cancel(ctx, a.UserID, req.PathParameters["videoId"])
+// LongVideoCancelRoute is POST /api/long-story/videos/{videoId}/cancel.
+func LongVideoCancelRoute(c *longstory.Canceler, gate *Gate) Handler {
+	return gate.Authed(false, func(ctx context.Context, req Request, a domain.Account) (Response, error) {
+		v, err := c.Cancel(ctx, a.UserID, req.PathParameters["videoId"])
 		if err != nil {
 			return Response{}, err
 		}
@@ -71,9 +68,10 @@ func (r *LongStories) Cancel() Handler {
 	})
 }
 
-// List is GET /api/long-story/videos: the caller's videos, newest first.
-func (r *LongStories) List() Handler {
-	return listRoute(r.Gate, r.Service.List, func(v domain.LongVideo, _ time.Time) apiview.LongVideoStatus {
+// LongVideosListRoute is GET /api/long-story/videos: the caller's videos,
+// newest first.
+func LongVideosListRoute(r *longstory.Reader, gate *Gate) Handler {
+	return listRoute(gate, r.List, func(v domain.LongVideo, _ time.Time) apiview.LongVideoStatus {
 		return apiview.LongVideoStatusOf(v)
 	})
 }

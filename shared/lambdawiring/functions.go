@@ -9,7 +9,6 @@ import (
 	"sort"
 
 	"github.com/aws/aws-lambda-go/events"
-	"github.com/aws/aws-sdk-go-v2/aws"
 
 	"github.com/mediagen-dev/mediagen/shared/apiview"
 	"github.com/mediagen-dev/mediagen/shared/catalog"
@@ -220,13 +219,26 @@ func LongStoryEstimate(ctx context.Context, log *slog.Logger) (any, error) {
 	return lambdahttp.Route(httpapi.LongVideoEstimateRoute(prices, PostGate(cfg, log))), nil
 }
 func LongStoryCreate(ctx context.Context, log *slog.Logger) (any, error) {
-	return longStoryRoute(ctx, log, true, PostGate, (*httpapi.LongStories).Create)
+	cfg, err := AWSConfig(ctx)
+	if err != nil {
+		return nil, err
+	}
+	prices, err := Prices()
+	if err != nil {
+		return nil, err
+	}
+	wf, err := longStoryWorkflow(cfg)
+	if err != nil {
+		return nil, err
+	}
+	creator := longstory.NewCreator(Store(cfg), wf, prices, longstory.Settings{Log: log})
+	return lambdahttp.Route(httpapi.LongVideoCreateRoute(creator, PostGate(cfg, log))), nil
 }
 func LongStoryStatus(ctx context.Context, log *slog.Logger) (any, error) {
-	return longStoryRoute(ctx, log, false, Gate, (*httpapi.LongStories).Status)
+	return longVideoReadRoute(ctx, log, httpapi.LongVideoStatusRoute)
 }
 func LongStoryList(ctx context.Context, log *slog.Logger) (any, error) {
-	return longStoryRoute(ctx, log, false, Gate, (*httpapi.LongStories).List)
+	return longVideoReadRoute(ctx, log, httpapi.LongVideosListRoute)
 }
 
 // LongStoryCancel is POST /api/long-story/videos/{videoId}/cancel: it
@@ -236,18 +248,21 @@ func LongStoryCancel(ctx context.Context, log *slog.Logger) (any, error) {
 	if err != nil {
 		return nil, err
 	}
-	svc, err := LongStoryService(cfg, log, true)
+	wf, err := longStoryWorkflow(cfg)
 	if err != nil {
 		return nil, err
 	}
-	if svc.Upstream, err = Upstreams(ctx, cfg); err != nil {
+	ups, err := Upstreams(ctx, cfg)
+	if err != nil {
 		return nil, err
 	}
-	svc.Slots = Store(cfg)
-	if svc.Notifier, err = Notifier(cfg); err != nil {
+	notifier, err := Notifier(cfg)
+	if err != nil {
 		return nil, err
 	}
-	return lambdahttp.Route((&httpapi.LongStories{Service: svc, Gate: PostGate(cfg, log)}).Cancel()), nil
+	st := Store(cfg)
+	canceler := longstory.NewCanceler(st, wf, ups, st, notifier, longstory.Settings{Log: log})
+	return lambdahttp.Route(httpapi.LongVideoCancelRoute(canceler, PostGate(cfg, log))), nil
 }
 
 func SubmitScene(ctx context.Context, log *slog.Logger) (any, error) {
@@ -336,17 +351,13 @@ func FunctionNames() []string {
 	return names
 }
 
-func longStoryRoute(ctx context.Context, log *slog.Logger, withWorkflow bool, gate func(aws.Config, *slog.Logger) *httpapi.Gate,
-	route func(*httpapi.LongStories) httpapi.Handler) (any, error) {
+// longVideoReadRoute wires a route that only reads videos: the store.
+func longVideoReadRoute(ctx context.Context, log *slog.Logger, route func(*longstory.Reader, *httpapi.Gate) httpapi.Handler) (any, error) {
 	cfg, err := AWSConfig(ctx)
 	if err != nil {
 		return nil, err
 	}
-	svc, err := LongStoryService(cfg, log, withWorkflow)
-	if err != nil {
-		return nil, err
-	}
-	return lambdahttp.Route(route(&httpapi.LongStories{Service: svc, Gate: gate(cfg, log)})), nil
+	return lambdahttp.Route(route(longstory.NewReader(Store(cfg)), Gate(cfg, log))), nil
 }
 
 func step(ctx context.Context, log *slog.Logger, parts []stepPart, pick func(stepsT) any) (any, error) {

@@ -23,22 +23,14 @@ import (
 // EnvStateMachineARN names the long-form state machine.
 const EnvStateMachineARN = "STATE_MACHINE_ARN"
 
-// LongStoryService wires the long-form routes; withWorkflow is true for the
-// create function, the only one that starts executions.
-func LongStoryService(cfg aws.Config, log *slog.Logger, withWorkflow bool) (*longstory.Service, error) {
-	prices, err := Prices()
+// longStoryWorkflow is the long-form state machine, for the routes that
+// start and stop its executions.
+func longStoryWorkflow(cfg aws.Config) (*workflow.StepFunctions, error) {
+	arn, err := required(EnvStateMachineARN)
 	if err != nil {
 		return nil, err
 	}
-	svc := &longstory.Service{Store: Store(cfg), Prices: prices, Log: log}
-	if withWorkflow {
-		arn, err := required(EnvStateMachineARN)
-		if err != nil {
-			return nil, err
-		}
-		svc.Workflow = &workflow.StepFunctions{Client: sfn.NewFromConfig(cfg), StateMachineARN: arn}
-	}
-	return svc, nil
+	return &workflow.StepFunctions{Client: sfn.NewFromConfig(cfg), StateMachineARN: arn}, nil
 }
 
 // stepPart wires one adapter of the workflow's task steps.

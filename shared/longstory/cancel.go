@@ -8,11 +8,26 @@ import (
 	"github.com/mediagen-dev/mediagen/shared/domain"
 )
 
-// Cancel stops a caller's video: the execution is stopped, the scenes'
+// Canceler stops videos: the cancel route's use case.
+type Canceler struct{ s *Service }
+
+// NewCanceler stops the execution and the scenes' jobs, frees their slots,
+// ends the record, releases the hold and sends the webhook; slots and
+// notifier may be nil.
+func NewCanceler(store Store, workflow Workflow, upstream Providers, slots Slots, notifier Notifier, settings Settings) *Canceler {
+	return &Canceler{s: &Service{Store: store, Workflow: workflow, Upstream: upstream, Slots: slots, Notifier: notifier, Settings: settings}}
+}
+
+// Cancel stops a caller's video (see Service.cancel).
+func (c *Canceler) Cancel(ctx context.Context, userID, id string) (domain.LongVideo, error) {
+	return c.s.cancel(ctx, userID, id)
+}
+
+// cancel stops a caller's video: the execution is stopped, the scenes'
 // jobs upstream are canceled, the record ends canceled and the hold is
 // released. A video already final is a conflict.
-func (s *Service) Cancel(ctx context.Context, userID, id string) (domain.LongVideo, error) {
-	v, err := s.find(ctx, userID, id)
+func (s *Service) cancel(ctx context.Context, userID, id string) (domain.LongVideo, error) {
+	v, err := NewReader(s.Store).find(ctx, userID, id)
 	if err != nil {
 		return domain.LongVideo{}, err
 	}

@@ -11,6 +11,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/mediagen-dev/mediagen/shared/domain"
+	"github.com/mediagen-dev/mediagen/shared/pricing"
 )
 
 // Limits of a create request. A scene's narration is limited per language
@@ -54,10 +55,23 @@ func InputOf(v domain.LongVideo) ([]byte, error) {
 	return raw, nil
 }
 
-// Create validates a request, holds its estimated credits, records the video
+// Creator starts long-form videos: the create route's use case.
+type Creator struct{ s *Service }
+
+// NewCreator validates, prices, holds, records and starts the workflow.
+func NewCreator(store Store, workflow Workflow, prices *pricing.Table, settings Settings) *Creator {
+	return &Creator{s: &Service{Store: store, Workflow: workflow, Prices: prices, Settings: settings}}
+}
+
+// Create starts a video (see Service.create).
+func (c *Creator) Create(ctx context.Context, userID string, body []byte) (domain.LongVideo, error) {
+	return c.s.create(ctx, userID, body)
+}
+
+// create validates a request, holds its estimated credits, records the video
 // and starts its workflow. A workflow that does not start fails the record
 // and releases the hold.
-func (s *Service) Create(ctx context.Context, userID string, body []byte) (domain.LongVideo, error) {
+func (s *Service) create(ctx context.Context, userID string, body []byte) (domain.LongVideo, error) {
 	req, err := ParseCreate(body, s.Validation)
 	if err != nil {
 		return domain.LongVideo{}, err

@@ -18,7 +18,6 @@ import (
 	"github.com/shopspring/decimal"
 
 	"github.com/mediagen-dev/mediagen/shared/accounts"
-	"github.com/mediagen-dev/mediagen/shared/catalog"
 	"github.com/mediagen-dev/mediagen/shared/domain"
 	"github.com/mediagen-dev/mediagen/shared/ffmpeg"
 	"github.com/mediagen-dev/mediagen/shared/local/objectstore"
@@ -206,8 +205,7 @@ func TestTheLongestVideoFitsStepFunctionsLimits(t *testing.T) {
 	}
 	req["scenes"] = scenes
 	body, _ := json.Marshal(req)
-	svc := &longstory.Service{Store: st, Workflow: wf, Prices: pricing.Default(), Upstream: router, Slots: st, Log: quiet,
-		Validation: catalog.Options{}}
+	svc := longstory.NewCreator(st, wf, pricing.Default(), longstory.Settings{Log: quiet})
 	created, err := svc.Create(ctx, acct.UserID, body)
 	if err != nil {
 		t.Fatalf("the largest valid request was refused: %v", err)

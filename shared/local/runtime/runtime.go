@@ -165,7 +165,6 @@ type Runtime struct {
 	// WebhookQueue holds webhook deliveries, as the WebhookQueue in SQS.
 	WebhookQueue *localsqs.Queue
 	Generations  *generation.Service
-	LongStories  *longstory.Service
 	Workflow     *stepfunctions.Workflow
 	// Simulator is the built-in simulator, on addresses of its own (nil
 	// when the routing file does not use it).
@@ -305,23 +304,22 @@ func Start(ctx context.Context, cfg Config) (*Runtime, error) {
 		return nil, err
 	}
 	steps.Tokens = stepfunctions.TaskTokens{Workflow: r.Workflow}
-	r.LongStories = &longstory.Service{Store: st, Workflow: r.Workflow, Prices: prices, Log: log, Upstream: r.Upstreams,
-		Slots: st, Notifier: notifier, Validation: catalog.Options{AllowLoopbackURLs: true}}
+	storySettings := longstory.Settings{Validation: catalog.Options{AllowLoopbackURLs: true}, Log: log}
+	videos := longstory.NewReader(st)
 
 	reader := generation.NewReader(st, st, r.Upstreams)
-	stories := &httpapi.LongStories{Service: r.LongStories, Gate: gate}
 	apigw.Mount(mux, r.Costs.Routes([]apigw.Route{
 		{Method: http.MethodPost, Path: "/api/generations/generate", Handler: lambdahttp.Route(httpapi.GenerateRoute(generation.NewCreator(st, r.Upstreams, svc.Queue, st, prices, settings), gate))},
 		{Method: http.MethodGet, Path: "/api/generations/status/{id}", Handler: lambdahttp.Route(httpapi.GenerationStatusRoute(reader, gate))},
 		{Method: http.MethodGet, Path: "/api/generations", Handler: lambdahttp.Route(httpapi.GenerationsListRoute(reader, gate))},
 		{Method: http.MethodPost, Path: "/api/generations/estimate", Handler: lambdahttp.Route(httpapi.GenerationEstimateRoute(generation.NewEstimator(prices, settings.Validation), gate))},
 		{Method: http.MethodPost, Path: "/api/generations/{id}/cancel", Handler: lambdahttp.Route(httpapi.GenerationCancelRoute(generation.NewCanceler(st, r.Upstreams, st, notifier, settings), gate))},
-		{Method: http.MethodGet, Path: "/api/long-story/videos", Handler: lambdahttp.Route(stories.List())},
-		{Method: http.MethodPost, Path: "/api/long-story/videos/{videoId}/cancel", Handler: lambdahttp.Route(stories.Cancel())},
+		{Method: http.MethodGet, Path: "/api/long-story/videos", Handler: lambdahttp.Route(httpapi.LongVideosListRoute(videos, gate))},
+		{Method: http.MethodPost, Path: "/api/long-story/videos/{videoId}/cancel", Handler: lambdahttp.Route(httpapi.LongVideoCancelRoute(longstory.NewCanceler(st, r.Workflow, r.Upstreams, st, notifier, storySettings), gate))},
 		{Method: http.MethodGet, Path: "/api/account", Handler: lambdahttp.Route((&httpapi.Account{Secrets: st, Gate: gate}).Get())},
 		{Method: http.MethodPost, Path: "/api/long-story/videos/estimate", Handler: lambdahttp.Route(httpapi.LongVideoEstimateRoute(prices, gate))},
-		{Method: http.MethodPost, Path: "/api/long-story/videos", Handler: lambdahttp.Route(stories.Create())},
-		{Method: http.MethodGet, Path: "/api/long-story/videos/{videoId}", Handler: lambdahttp.Route(stories.Status())},
+		{Method: http.MethodPost, Path: "/api/long-story/videos", Handler: lambdahttp.Route(httpapi.LongVideoCreateRoute(longstory.NewCreator(st, r.Workflow, prices, storySettings), gate))},
+		{Method: http.MethodGet, Path: "/api/long-story/videos/{videoId}", Handler: lambdahttp.Route(httpapi.LongVideoStatusRoute(videos, gate))},
 	}), r.Costs.Authorizer(lambdahttp.Authorizer(gate.Authorize)), cfg.Timeouts, log)
 	// Public routes: no authorizer, as in template.yaml.
 	apigw.Mount(mux, r.Costs.Routes([]apigw.Route{
