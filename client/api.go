@@ -2,7 +2,6 @@ package client
 
 import (
 	"context"
-	"encoding/json"
 	"net/http"
 
 	"github.com/mediagen-dev/mediagen/shared/apiview"
@@ -90,27 +89,7 @@ type EstimateRequest struct {
 
 // LongVideoEstimate is the cost estimate of a long-form video. Amounts keep
 // the service's decimal text.
-type LongVideoEstimate struct {
-	Success        bool   `json:"success"`
-	Model          string `json:"model"`
-	Duration       int    `json:"duration"`
-	SceneCountMode bool   `json:"scene_count_mode"`
-	SceneInfo      struct {
-		TotalScenes       int    `json:"total_scenes"`
-		DurationPerScene  int    `json:"duration_per_scene"`
-		SceneDurationNote string `json:"scene_duration_note"`
-	} `json:"scene_info"`
-	Credits struct {
-		Required  json.Number `json:"required"`
-		PerSecond json.Number `json:"per_second"`
-		Total     json.Number `json:"total"`
-	} `json:"credits"`
-	Pricing struct {
-		BaseCostUSDPerSecond json.Number `json:"base_cost_usd_per_second"`
-		TotalBaseCostUSD     json.Number `json:"total_base_cost_usd"`
-		ProfitMargin         string      `json:"profit_margin"`
-	} `json:"pricing"`
-}
+type LongVideoEstimate = apiview.LongVideoEstimate
 
 // Generate starts an image or video generation.
 func (c *Client) Generate(ctx context.Context, req GenerateRequest) (Generation, error) {

@@ -1,6 +1,7 @@
 package apiview
 
 import (
+	"encoding/json"
 	"fmt"
 	"time"
 
@@ -78,4 +79,36 @@ func LongVideoStatusOf(v domain.LongVideo) LongVideoStatus {
 		view.Progress = 90 * done / len(v.Scenes)
 	}
 	return view
+}
+
+// LongVideoEstimate is the spec's long-form cost estimate.
+type LongVideoEstimate struct {
+	Success        bool            `json:"success"`
+	Model          string          `json:"model"`
+	Duration       int             `json:"duration"`
+	SceneCountMode bool            `json:"scene_count_mode"`
+	SceneInfo      SceneInfo       `json:"scene_info"`
+	Credits        EstimateCredits `json:"credits"`
+	Pricing        EstimatePricing `json:"pricing"`
+}
+
+// SceneInfo describes the scenes of an estimate.
+type SceneInfo struct {
+	TotalScenes       int    `json:"total_scenes"`
+	DurationPerScene  int    `json:"duration_per_scene"`
+	SceneDurationNote string `json:"scene_duration_note"`
+}
+
+// EstimateCredits are numbers in the spec; they carry two decimal places.
+type EstimateCredits struct {
+	Required  json.Number `json:"required"`
+	PerSecond json.Number `json:"per_second"`
+	Total     json.Number `json:"total"`
+}
+
+// EstimatePricing shows the base USD cost behind the credits.
+type EstimatePricing struct {
+	BaseCostUSDPerSecond json.Number `json:"base_cost_usd_per_second"`
+	TotalBaseCostUSD     json.Number `json:"total_base_cost_usd"`
+	ProfitMargin         string      `json:"profit_margin"`
 }

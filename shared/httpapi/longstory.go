@@ -2,6 +2,8 @@ package httpapi
 
 import (
 	"context"
+	"encoding/json"
+	"fmt"
 	"net/http"
 	"time"
 
@@ -9,6 +11,8 @@ import (
 	"github.com/mediagen-dev/mediagen/shared/domain"
 	"github.com/mediagen-dev/mediagen/shared/longstory"
 	"github.com/mediagen-dev/mediagen/shared/pricing"
+
+	"github.com/shopspring/decimal"
 )
 
 // The long-form video routes: each is a function of exactly the use case
@@ -22,11 +26,11 @@ func LongVideoEstimateRoute(prices *pricing.Table, gate *Gate) Handler {
 		if err != nil {
 			return Response{}, err
 		}
-		e, err := longstory.ParseEstimate(prices, body)
+		q, err := longstory.ParseEstimate(prices, body)
 		if err != nil {
 			return Response{}, err
 		}
-		return jsonResponse(http.StatusOK, e), nil
+		return jsonResponse(http.StatusOK, longVideoEstimateOf(q)), nil
 	})
 }
 
@@ -74,4 +78,24 @@ func LongVideosListRoute(r *longstory.Reader, gate *Gate) Handler {
 	return listRoute(gate, r.List, func(v domain.LongVideo, _ time.Time) apiview.LongVideoStatus {
 		return apiview.LongVideoStatusOf(v)
 	})
+}
+
+// sceneNoteFormat explains the scenes' length in an estimate.
+const sceneNoteFormat = "Each scene is about %d seconds: it is generated at the model's clip length nearest to %d s and fitted to exactly %d s."
+
+// longVideoEstimateOf renders a quote: total = per_second × duration, as
+// the spec's sample shows.
+func longVideoEstimateOf(q longstory.Quote) apiview.LongVideoEstimate {
+	num := func(d decimal.Decimal) json.Number { return json.Number(d.String()) }
+	return apiview.LongVideoEstimate{
+		Success: true, Model: q.Model, Duration: q.Duration, SceneCountMode: true,
+		SceneInfo: apiview.SceneInfo{TotalScenes: q.SceneCount, DurationPerScene: longstory.SceneSeconds,
+			SceneDurationNote: fmt.Sprintf(sceneNoteFormat, longstory.SceneSeconds, longstory.SceneSeconds, longstory.SceneSeconds)},
+		Credits: apiview.EstimateCredits{Required: num(q.Credits), PerSecond: num(q.CreditsPerSecond), Total: num(q.Credits)},
+		Pricing: apiview.EstimatePricing{
+			BaseCostUSDPerSecond: num(q.USDPerSecond),
+			TotalBaseCostUSD:     num(q.USDPerSecond.Mul(decimal.NewFromInt(int64(q.Duration)))),
+			ProfitMargin:         q.ProfitMarginPercent.String() + "%",
+		},
+	}
 }

@@ -15,49 +15,24 @@ import (
 
 // Scene limits and length.
 const (
-	MinScenes       = 1
-	MaxScenes       = 20
-	SceneSeconds    = 5
-	DefaultModel    = "beta-2"
-	sceneNoteFormat = "Each scene is about %d seconds: it is generated at the model's clip length nearest to %d s and fitted to exactly %d s."
+	MinScenes    = 1
+	MaxScenes    = 20
+	SceneSeconds = 5
+	DefaultModel = "beta-2"
 )
 
-// Estimate is the spec's cost estimate.
-type Estimate struct {
-	Success        bool            `json:"success"`
-	Model          string          `json:"model"`
-	Duration       int             `json:"duration"`
-	SceneCountMode bool            `json:"scene_count_mode"`
-	SceneInfo      SceneInfo       `json:"scene_info"`
-	Credits        EstimateCredits `json:"credits"`
-	Pricing        EstimatePricing `json:"pricing"`
-}
-
-// SceneInfo describes the scenes of an estimate.
-type SceneInfo struct {
-	TotalScenes       int    `json:"total_scenes"`
-	DurationPerScene  int    `json:"duration_per_scene"`
-	SceneDurationNote string `json:"scene_duration_note"`
-}
-
-// EstimateCredits are numbers in the spec; they carry two decimal places.
-type EstimateCredits struct {
-	Required  json.Number `json:"required"`
-	PerSecond json.Number `json:"per_second"`
-	Total     json.Number `json:"total"`
-}
-
-// EstimatePricing shows the base USD cost behind the credits.
-type EstimatePricing struct {
-	BaseCostUSDPerSecond json.Number `json:"base_cost_usd_per_second"`
-	TotalBaseCostUSD     json.Number `json:"total_base_cost_usd"`
-	ProfitMargin         string      `json:"profit_margin"`
-}
-
-// Quote is what a long-form video costs.
+// Quote is what a long-form video costs, and how the price is made.
 type Quote struct {
-	Estimate Estimate
-	Credits  decimal.Decimal
+	Model      string
+	SceneCount int
+	// Duration is the video's length in seconds.
+	Duration int
+	// USDPerSecond is the provider's base price; CreditsPerSecond adds the
+	// margin (ProfitMarginPercent) and converts it; Credits is the total.
+	USDPerSecond        decimal.Decimal
+	CreditsPerSecond    decimal.Decimal
+	Credits             decimal.Decimal
+	ProfitMarginPercent decimal.Decimal
 }
 
 // Models lists the video model_versions a long-form video can use: those
@@ -107,18 +82,8 @@ func Price(prices *pricing.Table, model string, sceneCount int) (Quote, error) {
 	duration := sceneCount * SceneSeconds
 	perSecond := pricing.RoundCredits(prices.CreditsFromUSD(usdPerSecond))
 	total := perSecond.Mul(decimal.NewFromInt(int64(duration)))
-	num := func(d decimal.Decimal) json.Number { return json.Number(d.String()) }
-	return Quote{Credits: total, Estimate: Estimate{
-		Success: true, Model: v.Version, Duration: duration, SceneCountMode: true,
-		SceneInfo: SceneInfo{TotalScenes: sceneCount, DurationPerScene: SceneSeconds,
-			SceneDurationNote: fmt.Sprintf(sceneNoteFormat, SceneSeconds, SceneSeconds, SceneSeconds)},
-		Credits: EstimateCredits{Required: num(total), PerSecond: num(perSecond), Total: num(total)},
-		Pricing: EstimatePricing{
-			BaseCostUSDPerSecond: num(usdPerSecond),
-			TotalBaseCostUSD:     num(usdPerSecond.Mul(decimal.NewFromInt(int64(duration)))),
-			ProfitMargin:         prices.ProfitMarginPercent().String() + "%",
-		},
-	}}, nil
+	return Quote{Model: v.Version, SceneCount: sceneCount, Duration: duration, USDPerSecond: usdPerSecond,
+		CreditsPerSecond: perSecond, Credits: total, ProfitMarginPercent: prices.ProfitMarginPercent()}, nil
 }
 
 // estimateFields are the fields of an estimate body: the spec's model and
@@ -130,10 +95,10 @@ var estimateFields = []string{"model", "scene_count", "scenes", "language_code",
 
 // ParseEstimate validates an estimate body {model, scene_count} (or
 // {model, scenes, language_code[, enable_narration]}) and prices it.
-func ParseEstimate(prices *pricing.Table, body []byte) (Estimate, error) {
+func ParseEstimate(prices *pricing.Table, body []byte) (Quote, error) {
 	obj, err := catalog.DecodeObject(body)
 	if err != nil {
-		return Estimate{}, err
+		return Quote{}, err
 	}
 	var p catalog.Problems
 	for k := range obj {
@@ -174,13 +139,9 @@ func ParseEstimate(prices *pricing.Table, body []byte) (Estimate, error) {
 		}
 	}
 	if err := p.Err(); err != nil {
-		return Estimate{}, err
+		return Quote{}, err
 	}
-	q, err := Price(prices, model, count)
-	if err != nil {
-		return Estimate{}, err
-	}
-	return q.Estimate, nil
+	return Price(prices, model, count)
 }
 
 func sceneCount(v any) (int, string) {

@@ -79,7 +79,7 @@ func FuzzParseEstimate(f *testing.F) {
 			}
 			return
 		}
-		if e.Duration != e.SceneInfo.TotalScenes*SceneSeconds || e.SceneInfo.TotalScenes < MinScenes || e.SceneInfo.TotalScenes > MaxScenes {
+		if e.Duration != e.SceneCount*SceneSeconds || e.SceneCount < MinScenes || e.SceneCount > MaxScenes {
 			t.Fatalf("estimate %+v", e)
 		}
 	})
