@@ -35,19 +35,11 @@ type Constructor func(ctx context.Context, log *slog.Logger) (any, error)
 
 // Generate is POST /api/generations/generate.
 func Generate(ctx context.Context, log *slog.Logger) (any, error) {
-	p, err := generationWiring(ctx, log)
+	p, err := generationWiring(ctx, log, withGenerationPolls, withPrices)
 	if err != nil {
 		return nil, err
 	}
-	q, err := pollQueue(p.cfg)
-	if err != nil {
-		return nil, err
-	}
-	prices, err := Prices()
-	if err != nil {
-		return nil, err
-	}
-	creator := generation.NewCreator(p.store, p.ups, q, p.store, prices, p.settings)
+	creator := generation.NewCreator(p.store, p.ups, p.queue, p.store, p.prices, p.settings)
 	return lambdahttp.Route(httpapi.GenerateRoute(creator, PostGate(p.cfg, log))), nil
 }
 
@@ -75,23 +67,7 @@ func readRoute(ctx context.Context, log *slog.Logger, route func(*generation.Rea
 // Poller consumes the poll queue; a generation it finishes sends its
 // webhook.
 func Poller(ctx context.Context, log *slog.Logger) (any, error) {
-	p, err := generationWiring(ctx, log)
-	if err != nil {
-		return nil, err
-	}
-	q, err := pollQueue(p.cfg)
-	if err != nil {
-		return nil, err
-	}
-	prices, err := Prices()
-	if err != nil {
-		return nil, err
-	}
-	notifier, err := Notifier(p.cfg)
-	if err != nil {
-		return nil, err
-	}
-	cp, err := outputCopier(p.cfg, p.ups)
+	p, err := generationWiring(ctx, log, withGenerationPolls, withPrices, withWebhooks, withOutputCopier)
 	if err != nil {
 		return nil, err
 	}
@@ -101,8 +77,8 @@ func Poller(ctx context.Context, log *slog.Logger) (any, error) {
 	if err != nil {
 		return nil, err
 	}
-	scenes.Upstream, scenes.Copier = p.ups, cp
-	poller := generation.NewPoller(p.store, p.ups, q, p.store, cp, notifier, prices, scenes, p.settings)
+	scenes.Upstream, scenes.Copier = p.ups, p.copier
+	poller := generation.NewPoller(p.store, p.ups, p.queue, p.store, p.copier, p.notifier, p.prices, scenes, p.settings)
 	return sqsbatch.Handler(poller.HandleBatch), nil
 }
 
@@ -127,15 +103,11 @@ func GenerationEstimate(ctx context.Context, log *slog.Logger) (any, error) {
 
 // GenerationCancel is POST /api/generations/{id}/cancel.
 func GenerationCancel(ctx context.Context, log *slog.Logger) (any, error) {
-	p, err := generationWiring(ctx, log)
+	p, err := generationWiring(ctx, log, withWebhooks)
 	if err != nil {
 		return nil, err
 	}
-	notifier, err := Notifier(p.cfg)
-	if err != nil {
-		return nil, err
-	}
-	canceler := generation.NewCanceler(p.store, p.ups, p.store, notifier, p.settings)
+	canceler := generation.NewCanceler(p.store, p.ups, p.store, p.notifier, p.settings)
 	return lambdahttp.Route(httpapi.GenerationCancelRoute(canceler, PostGate(p.cfg, log))), nil
 }
 
@@ -158,15 +130,11 @@ func OpenAPI(context.Context, *slog.Logger) (any, error) {
 func UpstreamWebhook(ctx context.Context, log *slog.Logger) (any, error) {
 	// No copier and no notifier: the callback queues the job's report and
 	// the poller does the rest.
-	p, err := generationWiring(ctx, log)
+	p, err := generationWiring(ctx, log, withGenerationPolls)
 	if err != nil {
 		return nil, err
 	}
-	q, err := pollQueue(p.cfg)
-	if err != nil {
-		return nil, err
-	}
-	return lambdahttp.Route(httpapi.UpstreamWebhookRoute(generation.NewCallbacks(p.store, p.ups, q, p.settings), log)), nil
+	return lambdahttp.Route(httpapi.UpstreamWebhookRoute(generation.NewCallbacks(p.store, p.ups, p.queue, p.settings), log)), nil
 }
 
 // Webhooks consumes the webhook queue: one delivery attempt per message.

@@ -10,13 +10,11 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/polly"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 	"github.com/aws/aws-sdk-go-v2/service/sfn"
-	"github.com/aws/aws-sdk-go-v2/service/sqs"
 
 	"github.com/mediagen-dev/mediagen/shared/ffmpeg"
 	"github.com/mediagen-dev/mediagen/shared/longstory"
 	"github.com/mediagen-dev/mediagen/shared/narration"
 	"github.com/mediagen-dev/mediagen/shared/s3bucket"
-	"github.com/mediagen-dev/mediagen/shared/sqsqueue"
 	"github.com/mediagen-dev/mediagen/shared/workflow"
 )
 
@@ -104,12 +102,9 @@ func withSlots(_ context.Context, cfg aws.Config, s *longstory.Steps) error {
 
 // withPollQueue: the poller's queue, which watches each scene's job.
 func withPollQueue(_ context.Context, cfg aws.Config, s *longstory.Steps) error {
-	url, err := required(EnvPollQueueURL)
-	if err != nil {
-		return err
-	}
-	s.Queue = &sqsqueue.SQSSender{Client: sqs.NewFromConfig(cfg), QueueURL: url}
-	return nil
+	q, err := pollQueue(cfg)
+	s.Queue = q
+	return err
 }
 
 // withTaskTokens: Step Functions, to resume a scene's waiting task.

@@ -190,17 +190,26 @@ func secretValue(ctx context.Context, cfg aws.Config, valueEnv, arnEnv, what str
 	return v, nil
 }
 
-// generationParts are the adapters every generation use case but the
-// estimate and the reads shares: the store, the upstreams' clients (their
-// tokens from the secret) and the settings.
+// generationParts are the adapters of the generation use cases but the
+// estimate and the reads: always the store, the upstreams' clients (their
+// tokens from the secret) and the settings; the rest only when a
+// generationPart asks for it, so a function reads no variable it does not
+// use.
 type generationParts struct {
 	cfg      aws.Config
 	store    *dynamostore.Store
 	ups      *upstream.Router
 	settings generation.Settings
+	queue    *sqsqueue.SQSSender
+	prices   *pricing.Table
+	notifier webhook.Notifier
+	copier   *media.Copier
 }
 
-func generationWiring(ctx context.Context, log *slog.Logger) (generationParts, error) {
+// generationPart wires one optional adapter of generationParts.
+type generationPart func(p *generationParts) error
+
+func generationWiring(ctx context.Context, log *slog.Logger, parts ...generationPart) (generationParts, error) {
 	cfg, err := AWSConfig(ctx)
 	if err != nil {
 		return generationParts{}, err
@@ -213,7 +222,44 @@ func generationWiring(ctx context.Context, log *slog.Logger) (generationParts, e
 	if base := Getenv(EnvPublicBaseURL); base != "" {
 		p.settings.UpstreamWebhook = strings.TrimSuffix(base, "/") + "/api/upstream/webhook"
 	}
+	for _, part := range parts {
+		if err := part(&p); err != nil {
+			return generationParts{}, err
+		}
+	}
 	return p, nil
+}
+
+// withGenerationPolls is the queue of the generations' polls (and the
+// scenes').
+func withGenerationPolls(p *generationParts) (err error) {
+	p.queue, err = pollQueue(p.cfg)
+	return err
+}
+
+func withPrices(p *generationParts) (err error) {
+	p.prices, err = Prices()
+	return err
+}
+
+func withWebhooks(p *generationParts) (err error) {
+	p.notifier, err = Notifier(p.cfg)
+	return err
+}
+
+// withOutputCopier keeps the upstreams' outputs in the output bucket: only
+// the poller stores outputs.
+func withOutputCopier(p *generationParts) error {
+	bucket, err := required(EnvOutputBucket)
+	if err != nil {
+		return err
+	}
+	mediaBase, err := required(EnvMediaBaseURL)
+	if err != nil {
+		return err
+	}
+	p.copier = copier(s3bucket.New(s3.NewFromConfig(p.cfg), bucket, mediaBase), p.ups.Routing.OutputHosts())
+	return nil
 }
 
 // pollQueue is the queue of the generations' polls (and the scenes').
@@ -223,20 +269,6 @@ func pollQueue(cfg aws.Config) (*sqsqueue.SQSSender, error) {
 		return nil, err
 	}
 	return &sqsqueue.SQSSender{Client: sqs.NewFromConfig(cfg), QueueURL: queueURL}, nil
-}
-
-// outputCopier keeps the upstreams' outputs in the output bucket: only the
-// poller stores outputs.
-func outputCopier(cfg aws.Config, ups *upstream.Router) (*media.Copier, error) {
-	bucket, err := required(EnvOutputBucket)
-	if err != nil {
-		return nil, err
-	}
-	mediaBase, err := required(EnvMediaBaseURL)
-	if err != nil {
-		return nil, err
-	}
-	return copier(s3bucket.New(s3.NewFromConfig(cfg), bucket, mediaBase), ups.Routing.OutputHosts()), nil
 }
 
 // copier keeps upstream outputs in the bucket, fetching them only from the
