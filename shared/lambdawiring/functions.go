@@ -9,6 +9,7 @@ import (
 	"sort"
 
 	"github.com/aws/aws-lambda-go/events"
+	"github.com/aws/aws-sdk-go-v2/aws"
 
 	"github.com/mediagen-dev/mediagen/shared/apiview"
 	"github.com/mediagen-dev/mediagen/shared/catalog"
@@ -16,6 +17,7 @@ import (
 	"github.com/mediagen-dev/mediagen/shared/httpapi"
 	"github.com/mediagen-dev/mediagen/shared/lambdahttp"
 	"github.com/mediagen-dev/mediagen/shared/longstory"
+	"github.com/mediagen-dev/mediagen/shared/pricing"
 	"github.com/mediagen-dev/mediagen/shared/routing"
 	"github.com/mediagen-dev/mediagen/shared/sqsbatch"
 	"github.com/mediagen-dev/mediagen/shared/sweeper"
@@ -90,11 +92,7 @@ func GenerationsList(ctx context.Context, log *slog.Logger) (any, error) {
 // GenerationEstimate is POST /api/generations/estimate: the catalog and
 // the prices, no upstream, queue or bucket.
 func GenerationEstimate(ctx context.Context, log *slog.Logger) (any, error) {
-	cfg, err := AWSConfig(ctx)
-	if err != nil {
-		return nil, err
-	}
-	prices, err := Prices()
+	cfg, prices, err := configAndPrices(ctx)
 	if err != nil {
 		return nil, err
 	}
@@ -176,22 +174,14 @@ func Sweeper(ctx context.Context, log *slog.Logger) (any, error) {
 
 // The long-form routes and the workflow's task steps.
 func LongStoryEstimate(ctx context.Context, log *slog.Logger) (any, error) {
-	cfg, err := AWSConfig(ctx)
-	if err != nil {
-		return nil, err
-	}
-	prices, err := Prices()
+	cfg, prices, err := configAndPrices(ctx)
 	if err != nil {
 		return nil, err
 	}
 	return lambdahttp.Route(httpapi.LongVideoEstimateRoute(prices, PostGate(cfg, log))), nil
 }
 func LongStoryCreate(ctx context.Context, log *slog.Logger) (any, error) {
-	cfg, err := AWSConfig(ctx)
-	if err != nil {
-		return nil, err
-	}
-	prices, err := Prices()
+	cfg, prices, err := configAndPrices(ctx)
 	if err != nil {
 		return nil, err
 	}
@@ -385,4 +375,14 @@ func ReadsEnvironment(ctx context.Context, name string) ([]string, error) {
 	}
 	sort.Strings(names)
 	return names, nil
+}
+
+// configAndPrices are what every route that prices a request starts from.
+func configAndPrices(ctx context.Context) (aws.Config, *pricing.Table, error) {
+	cfg, err := AWSConfig(ctx)
+	if err != nil {
+		return aws.Config{}, nil, err
+	}
+	prices, err := Prices()
+	return cfg, prices, err
 }
