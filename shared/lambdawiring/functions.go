@@ -10,6 +10,7 @@ import (
 
 	"github.com/aws/aws-lambda-go/events"
 	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/sfn"
 
 	"github.com/mediagen-dev/mediagen/shared/apiview"
 	"github.com/mediagen-dev/mediagen/shared/catalog"
@@ -22,9 +23,8 @@ import (
 	"github.com/mediagen-dev/mediagen/shared/sqsbatch"
 	"github.com/mediagen-dev/mediagen/shared/sweeper"
 	"github.com/mediagen-dev/mediagen/shared/webhook"
+	"github.com/mediagen-dev/mediagen/shared/workflow"
 )
-
-type stepsT = *longstory.Steps
 
 // Constructor builds one function's handler. Each builds only what its
 // handler uses.
@@ -75,11 +75,8 @@ func Poller(ctx context.Context, log *slog.Logger) (any, error) {
 	}
 	// The same queue carries the long-form scenes' polls, which use the
 	// generations' upstream clients and copier.
-	scenes, err := Steps(ctx, log, withStore, withSlots, withPollQueue, withTaskTokens)
-	if err != nil {
-		return nil, err
-	}
-	scenes.Upstream, scenes.Copier = p.ups, p.copier
+	scenes := longstory.ScenePoller(p.store, p.ups, p.store, p.queue, &workflow.TaskTokens{Client: sfn.NewFromConfig(p.cfg)},
+		p.copier, stepSettings(log))
 	poller := generation.NewPoller(p.store, p.ups, p.queue, p.store, p.copier, p.notifier, p.prices, scenes, p.settings)
 	return sqsbatch.Handler(poller.HandleBatch), nil
 }
@@ -223,25 +220,6 @@ func LongStoryCancel(ctx context.Context, log *slog.Logger) (any, error) {
 	return lambdahttp.Route(httpapi.LongVideoCancelRoute(canceler, PostGate(cfg, log))), nil
 }
 
-func SubmitScene(ctx context.Context, log *slog.Logger) (any, error) {
-	return step(ctx, log, []stepPart{withUpstream, withStore, withSlots, withPollQueue}, func(s stepsT) any { return s.SubmitScene })
-}
-func Narrate(ctx context.Context, log *slog.Logger) (any, error) {
-	return step(ctx, log, []stepPart{withFiles, withNarrator, withStore}, func(s stepsT) any { return s.Narrate })
-}
-func Assemble(ctx context.Context, log *slog.Logger) (any, error) {
-	return step(ctx, log, []stepPart{withFiles}, func(s stepsT) any { return s.Assemble })
-}
-func Finalize(ctx context.Context, log *slog.Logger) (any, error) {
-	return step(ctx, log, []stepPart{withFiles, withStore, withNotifier}, func(s stepsT) any { return s.Finalize })
-}
-
-// MarkFailed is the workflow's Catch and the safety-net rule's target: it
-// also stops the scenes' jobs and frees their slots.
-func MarkFailed(ctx context.Context, log *slog.Logger) (any, error) {
-	return step(ctx, log, []stepPart{withStore, withNotifier, withUpstream, withSlots}, func(s stepsT) any { return s.MarkFailed })
-}
-
 // Functions is the registry of the functions under functions/, by folder
 // name, for tests, sample events and tools. It is a function, not a
 // variable, so a Lambda binary that never calls it links none of the other
@@ -316,14 +294,6 @@ func longVideoReadRoute(ctx context.Context, log *slog.Logger, route func(*longs
 		return nil, err
 	}
 	return lambdahttp.Route(route(longstory.NewReader(Store(cfg)), Gate(cfg, log))), nil
-}
-
-func step(ctx context.Context, log *slog.Logger, parts []stepPart, pick func(stepsT) any) (any, error) {
-	s, err := Steps(ctx, log, parts...)
-	if err != nil {
-		return nil, err
-	}
-	return pick(s), nil
 }
 
 // exampleRouting writes a routing file that sends every variant to one

@@ -31,24 +31,10 @@ func longStoryWorkflow(cfg aws.Config) (*workflow.StepFunctions, error) {
 	return &workflow.StepFunctions{Client: sfn.NewFromConfig(cfg), StateMachineARN: arn}, nil
 }
 
-// stepPart wires one adapter of the workflow's task steps.
-type stepPart func(ctx context.Context, cfg aws.Config, s *longstory.Steps) error
-
-// Steps wires the workflow's task steps with only the adapters a function
-// needs. Each part is a function of its own, so a step's binary links only
-// the clients of the parts it names.
-func Steps(ctx context.Context, log *slog.Logger, parts ...stepPart) (*longstory.Steps, error) {
-	cfg, err := AWSConfig(ctx)
-	if err != nil {
-		return nil, err
-	}
-	s := &longstory.Steps{FFmpeg: ffmpeg.Runner{Timeout: 10 * time.Minute}, WorkDir: os.TempDir(), Log: log}
-	for _, part := range parts {
-		if err := part(ctx, cfg, s); err != nil {
-			return nil, err
-		}
-	}
-	return s, nil
+// stepSettings are the task steps' settings in Lambda: scratch files in
+// /tmp.
+func stepSettings(log *slog.Logger) longstory.StepSettings {
+	return longstory.StepSettings{WorkDir: os.TempDir(), Log: log}
 }
 
 func stepBucket(cfg aws.Config) (*s3bucket.Bucket, error) {
@@ -63,52 +49,80 @@ func stepBucket(cfg aws.Config) (*s3bucket.Bucket, error) {
 	return s3bucket.New(s3.NewFromConfig(cfg), name, base), nil
 }
 
-// withFiles: the output bucket, for steps that read and write files.
-func withFiles(_ context.Context, cfg aws.Config, s *longstory.Steps) (err error) {
-	s.Files, err = stepBucket(cfg)
-	return err
-}
-
-// withUpstream: the upstreams' clients.
-func withUpstream(ctx context.Context, cfg aws.Config, s *longstory.Steps) (err error) {
-	s.Upstream, err = Upstreams(ctx, cfg)
-	return err
-}
-
-// withNotifier: the webhook queue, for the steps that end a video.
-func withNotifier(_ context.Context, cfg aws.Config, s *longstory.Steps) error {
-	n, err := Notifier(cfg)
-	s.Notifier = n
-	return err
-}
-
-// withNarrator: Amazon Polly.
-func withNarrator(_ context.Context, cfg aws.Config, s *longstory.Steps) error {
-	s.Narrator = narration.Polly{Client: polly.NewFromConfig(cfg)}
-	return nil
-}
-
-// withStore: the records.
-func withStore(_ context.Context, cfg aws.Config, s *longstory.Steps) error {
-	s.Store = Store(cfg)
-	return nil
-}
-
-// withSlots: the upstreams' caps, which scenes share with generations.
-func withSlots(_ context.Context, cfg aws.Config, s *longstory.Steps) error {
-	s.Slots = Store(cfg)
-	return nil
-}
-
-// withPollQueue: the poller's queue, which watches each scene's job.
-func withPollQueue(_ context.Context, cfg aws.Config, s *longstory.Steps) error {
+// SubmitScene is the workflow's Scene task: it creates a scene's job.
+func SubmitScene(ctx context.Context, log *slog.Logger) (any, error) {
+	cfg, err := AWSConfig(ctx)
+	if err != nil {
+		return nil, err
+	}
+	ups, err := Upstreams(ctx, cfg)
+	if err != nil {
+		return nil, err
+	}
 	q, err := pollQueue(cfg)
-	s.Queue = q
-	return err
+	if err != nil {
+		return nil, err
+	}
+	st := Store(cfg)
+	return longstory.SubmitSceneStep(st, ups, st, q, stepSettings(log)), nil
 }
 
-// withTaskTokens: Step Functions, to resume a scene's waiting task.
-func withTaskTokens(_ context.Context, cfg aws.Config, s *longstory.Steps) error {
-	s.Tokens = &workflow.TaskTokens{Client: sfn.NewFromConfig(cfg)}
-	return nil
+// Narrate speaks the narration with Amazon Polly.
+func Narrate(ctx context.Context, log *slog.Logger) (any, error) {
+	cfg, files, err := configAndBucket(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return longstory.NarrateStep(files, narration.Polly{Client: polly.NewFromConfig(cfg)}, Store(cfg), stepSettings(log)), nil
+}
+
+// Assemble joins the clips and narration with the ffmpeg layer.
+func Assemble(ctx context.Context, log *slog.Logger) (any, error) {
+	_, files, err := configAndBucket(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return longstory.AssembleStep(files, ffmpeg.Runner{Timeout: 10 * time.Minute}, stepSettings(log)), nil
+}
+
+// Finalize completes the video and sends its webhook.
+func Finalize(ctx context.Context, log *slog.Logger) (any, error) {
+	cfg, files, err := configAndBucket(ctx)
+	if err != nil {
+		return nil, err
+	}
+	notifier, err := Notifier(cfg)
+	if err != nil {
+		return nil, err
+	}
+	return longstory.FinalizeStep(files, Store(cfg), notifier, stepSettings(log)), nil
+}
+
+// MarkFailed is the workflow's Catch and the safety-net rule's target: it
+// also stops the scenes' jobs and frees their slots.
+func MarkFailed(ctx context.Context, log *slog.Logger) (any, error) {
+	cfg, err := AWSConfig(ctx)
+	if err != nil {
+		return nil, err
+	}
+	notifier, err := Notifier(cfg)
+	if err != nil {
+		return nil, err
+	}
+	ups, err := Upstreams(ctx, cfg)
+	if err != nil {
+		return nil, err
+	}
+	st := Store(cfg)
+	return longstory.MarkFailedStep(st, notifier, ups, st, stepSettings(log)), nil
+}
+
+// configAndBucket are what the steps that read and write files start from.
+func configAndBucket(ctx context.Context) (aws.Config, *s3bucket.Bucket, error) {
+	cfg, err := AWSConfig(ctx)
+	if err != nil {
+		return aws.Config{}, nil, err
+	}
+	files, err := stepBucket(cfg)
+	return cfg, files, err
 }

@@ -15,6 +15,13 @@ import (
 	"github.com/mediagen-dev/mediagen/shared/media"
 )
 
+// AssembleStep joins the clips and the narration into the final video.
+func AssembleStep(files Files, ff ffmpeg.Runner, settings StepSettings) func(context.Context, AssembleTask) (FinalizeTask, error) {
+	s := settings.steps()
+	s.Files, s.FFmpeg = files, ff
+	return s.Assemble
+}
+
 // Output format of an assembled video: every scene segment is encoded with
 // the same parameters, so the segments join by stream copy. The sound is
 // one voice, so it is mono: half the encoding work of stereo for the same

@@ -8,6 +8,13 @@ import (
 	"github.com/mediagen-dev/mediagen/shared/domain"
 )
 
+// FinalizeStep completes the video and captures its hold.
+func FinalizeStep(files Files, store Store, notifier Notifier, settings StepSettings) func(context.Context, FinalizeTask) (Ended, error) {
+	s := settings.steps()
+	s.Files, s.Store, s.Notifier = files, store, notifier
+	return s.Finalize
+}
+
 // notify enqueues the webhook event of a final video, if asked for.
 func notify(ctx context.Context, n Notifier, v domain.LongVideo) error {
 	event := "long_video." + string(v.Status)

@@ -9,6 +9,14 @@ import (
 	"github.com/mediagen-dev/mediagen/shared/domain"
 )
 
+// MarkFailedStep fails the video, releases its hold and stops its scenes'
+// jobs: the workflow's Catch and the safety net's target.
+func MarkFailedStep(store Store, notifier Notifier, ups Upstreams, slots Slots, settings StepSettings) func(context.Context, FailTask) (Ended, error) {
+	s := settings.steps()
+	s.Store, s.Notifier, s.Upstream, s.Slots = store, notifier, ups, slots
+	return s.MarkFailed
+}
+
 // FailTask carries the error the workflow caught. The same function takes
 // EventBridge's event of an execution that failed, timed out or was aborted
 // outside the workflow's own Catch (the safety-net rule): then DetailType

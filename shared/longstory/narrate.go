@@ -7,6 +7,13 @@ import (
 	"path/filepath"
 )
 
+// NarrateStep speaks each scene's narration into the bucket.
+func NarrateStep(files Files, narrator Narrator, store Store, settings StepSettings) func(context.Context, NarrateTask) (Narration, error) {
+	s := settings.steps()
+	s.Files, s.Narrator, s.Store = files, narrator, store
+	return s.Narrate
+}
+
 // NarrateTask asks for every scene's narration; the scripts are read from
 // the store.
 type NarrateTask struct {

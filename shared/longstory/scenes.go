@@ -16,6 +16,23 @@ import (
 	"github.com/mediagen-dev/mediagen/shared/upstream"
 )
 
+// SubmitSceneStep is the Scene task: it takes an upstream slot, creates the
+// scene's job and queues its first poll.
+func SubmitSceneStep(store Store, ups Upstreams, slots Slots, queue Queue, settings StepSettings) func(context.Context, SceneTask) (SceneTask, error) {
+	s := settings.steps()
+	s.Store, s.Upstream, s.Slots, s.Queue = store, ups, slots, queue
+	return s.SubmitScene
+}
+
+// ScenePoller takes the poll queue's scene messages (HandleMessage) for the
+// poller: it watches each scene's job, keeps its clip and resumes the
+// waiting task.
+func ScenePoller(store Store, ups Upstreams, slots Slots, queue Queue, tokens TaskTokens, copier Copier, settings StepSettings) *Steps {
+	s := settings.steps()
+	s.Store, s.Upstream, s.Slots, s.Queue, s.Tokens, s.Copier = store, ups, slots, queue, tokens, copier
+	return s
+}
+
 // A scene runs as one workflow task that waits on a task token: the task
 // submits the scene's job (SubmitScene) and the poller resumes the workflow
 // when the job ends (PollScene). So the workflow carries only ids, and a

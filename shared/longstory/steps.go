@@ -48,7 +48,11 @@ func cancelScene(ctx context.Context, ups Providers, model string, sc domain.Sce
 	return p.Cancel(ctx, sc.Job())
 }
 
-// Steps are the workflow's tasks; each is one Lambda function.
+// Steps are the workflow's tasks; each is one Lambda function, built by its
+// constructor (SubmitSceneStep, NarrateStep, AssembleStep, FinalizeStep,
+// MarkFailedStep) with only the ports it uses, and the poller's share of
+// the scenes by ScenePoller. The local runtime and the tests, which run
+// every step in one process, fill one Steps with every port.
 type Steps struct {
 	Store    Store
 	Upstream Upstreams
@@ -69,6 +73,21 @@ type Steps struct {
 	WorkDir string
 	Now     func() time.Time
 	Log     *slog.Logger
+}
+
+// StepSettings are the task steps' knobs; zero values take defaults.
+type StepSettings struct {
+	PollInterval time.Duration
+	WorkDir      string
+	Now          func() time.Time
+	Log          *slog.Logger
+}
+
+// steps is a Steps with settings applied: the step constructors (one per
+// Lambda function, each taking exactly the ports its step uses) fill the
+// ports.
+func (st StepSettings) steps() *Steps {
+	return &Steps{PollInterval: st.PollInterval, WorkDir: st.WorkDir, Now: st.Now, Log: st.Log}
 }
 
 func (s *Steps) log() *slog.Logger { return domain.Logger(s.Log) }
