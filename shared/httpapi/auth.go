@@ -29,6 +29,13 @@ type headerReader interface {
 	GetAccountHeader(ctx context.Context, userID string) (domain.Account, error)
 }
 
+// keyAccountReader is a store that reads a key and its account's header in
+// one request (the embedded store: one statement, where a key and then its
+// account were two on the status path's every request).
+type keyAccountReader interface {
+	GetAPIKeyAccount(ctx context.Context, hash string) (domain.APIKey, domain.Account, error)
+}
+
 // TokenVerifier checks identity-provider tokens and names their subject.
 type TokenVerifier interface {
 	Verify(ctx context.Context, token string) (string, error)
@@ -73,7 +80,14 @@ func (g *Gate) authenticate(ctx context.Context, authorization string, allowToke
 		if err != nil {
 			return domain.Account{}, unauthorized("invalid API key")
 		}
-		k, err := g.Store.GetAPIKey(ctx, hash)
+		var k domain.APIKey
+		var a domain.Account
+		r, joined := g.Store.(keyAccountReader)
+		if joined && !whole {
+			k, a, err = r.GetAPIKeyAccount(ctx, hash)
+		} else {
+			k, err = g.Store.GetAPIKey(ctx, hash)
+		}
 		if errors.Is(err, domain.ErrNotFound) {
 			g.log().InfoContext(ctx, "unknown api key", "key_prefix", prefix)
 			return domain.Account{}, unauthorized("invalid API key")
@@ -84,6 +98,9 @@ func (g *Gate) authenticate(ctx context.Context, authorization string, allowToke
 		if k.Revoked() {
 			g.log().InfoContext(ctx, "revoked api key", "key_prefix", prefix)
 			return domain.Account{}, unauthorized("invalid API key")
+		}
+		if joined && !whole {
+			return a, nil
 		}
 		userID = k.UserID
 	} else if allowToken && g.Tokens != nil && strings.Count(credential, ".") == 2 {

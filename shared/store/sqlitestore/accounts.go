@@ -30,22 +30,37 @@ func (s *Store) GetAccount(ctx context.Context, userID string) (domain.Account, 
 // GetAccountHeader reads an account without its monthly usage: one row,
 // which is all authentication needs. ErrNotFound if absent.
 func (s *Store) GetAccountHeader(ctx context.Context, userID string) (domain.Account, error) {
-	a := domain.Account{UserID: userID}
-	var plan, created string
-	var balance, held, granted, captured int64
-	err := s.r.QueryRowContext(ctx,
-		`SELECT plan, rate_limit, balance, held, granted, captured, created_at, webhook_secret FROM accounts WHERE user_id = ?`, userID).
-		Scan(&plan, &a.CustomRateLimit, &balance, &held, &granted, &captured, &created, &a.WebhookSecret)
+	var row accountRow
+	err := s.rs.queryRow(ctx, `SELECT `+accountHeaderColumns+` FROM accounts WHERE user_id = ?`, userID).Scan(row.dest()...)
 	if errors.Is(err, sql.ErrNoRows) {
 		return domain.Account{}, fmt.Errorf("account %s: %w", userID, domain.ErrNotFound)
 	}
 	if err != nil {
 		return domain.Account{}, fmt.Errorf("read account %s: %w", userID, err)
 	}
-	a.Plan = domain.Plan(plan)
-	a.Balance, a.Held = domain.CentsToCredits(balance), domain.CentsToCredits(held)
-	a.Granted, a.Captured = domain.CentsToCredits(granted), domain.CentsToCredits(captured)
-	if a.CreatedAt, err = parseTime(created); err != nil {
+	return row.account(userID)
+}
+
+// accountHeaderColumns are an account's row without its usage.
+const accountHeaderColumns = `plan, rate_limit, balance, held, granted, captured, created_at, webhook_secret`
+
+// accountRow scans accountHeaderColumns.
+type accountRow struct {
+	plan, created, secret            string
+	rateLimit                        int
+	balance, held, granted, captured int64
+}
+
+func (r *accountRow) dest() []any {
+	return []any{&r.plan, &r.rateLimit, &r.balance, &r.held, &r.granted, &r.captured, &r.created, &r.secret}
+}
+
+func (r *accountRow) account(userID string) (domain.Account, error) {
+	a := domain.Account{UserID: userID, Plan: domain.Plan(r.plan), CustomRateLimit: r.rateLimit, WebhookSecret: r.secret,
+		Balance: domain.CentsToCredits(r.balance), Held: domain.CentsToCredits(r.held),
+		Granted: domain.CentsToCredits(r.granted), Captured: domain.CentsToCredits(r.captured)}
+	var err error
+	if a.CreatedAt, err = parseTime(r.created); err != nil {
 		return domain.Account{}, err
 	}
 	return a, nil

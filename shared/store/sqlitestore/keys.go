@@ -3,7 +3,9 @@ package sqlitestore
 import (
 	"context"
 	"database/sql"
+	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/mediagen-dev/mediagen/shared/domain"
@@ -40,23 +42,69 @@ func (s *Store) RevokeAPIKey(ctx context.Context, prefix string, at time.Time) e
 }
 
 func (s *Store) queryKeys(ctx context.Context, where string, args ...any) ([]domain.APIKey, error) {
-	return queryRows(ctx, s, "read api keys", `SELECT key_hash, prefix, user_id, created_at, revoked_at FROM api_keys `+where, args,
+	return queryRows(ctx, s, "read api keys", `SELECT `+keyColumns+` FROM api_keys `+where, args,
 		func(rows *sql.Rows) (domain.APIKey, error) {
-			var k domain.APIKey
-			var created string
-			var revoked sql.NullString
-			err := rows.Scan(&k.Hash, &k.Prefix, &k.UserID, &created, &revoked)
-			if err != nil {
+			var row keyRow
+			if err := rows.Scan(row.dest()...); err != nil {
 				return domain.APIKey{}, fmt.Errorf("read api keys: %w", err)
 			}
-			if k.CreatedAt, err = parseTime(created); err != nil {
-				return domain.APIKey{}, err
-			}
-			if revoked.Valid {
-				if k.RevokedAt, err = parseTime(revoked.String); err != nil {
-					return domain.APIKey{}, err
-				}
-			}
-			return k, nil
+			return row.key()
 		})
+}
+
+// GetAPIKeyAccount reads a key and its account's header in one statement:
+// authentication's whole read (the status path's hot one). A key whose
+// account is gone is ErrNotFound too.
+func (s *Store) GetAPIKeyAccount(ctx context.Context, hash string) (domain.APIKey, domain.Account, error) {
+	var k keyRow
+	var a accountRow
+	err := s.rs.queryRow(ctx, `SELECT `+qualified("k", keyColumns)+`, `+qualified("a", accountHeaderColumns)+
+		` FROM api_keys k JOIN accounts a ON a.user_id = k.user_id WHERE k.key_hash = ?`, hash).
+		Scan(append(k.dest(), a.dest()...)...)
+	if errors.Is(err, sql.ErrNoRows) {
+		return domain.APIKey{}, domain.Account{}, fmt.Errorf("api key: %w", domain.ErrNotFound)
+	}
+	if err != nil {
+		return domain.APIKey{}, domain.Account{}, fmt.Errorf("read api key: %w", err)
+	}
+	key, err := k.key()
+	if err != nil {
+		return domain.APIKey{}, domain.Account{}, err
+	}
+	acct, err := a.account(key.UserID)
+	return key, acct, err
+}
+
+// qualified is columns (a comma-separated list) of the table aliased as.
+func qualified(as, columns string) string {
+	cols := strings.Split(columns, ", ")
+	for i, c := range cols {
+		cols[i] = as + "." + c
+	}
+	return strings.Join(cols, ", ")
+}
+
+// keyColumns are an API key's row.
+const keyColumns = `key_hash, prefix, user_id, created_at, revoked_at`
+
+// keyRow scans keyColumns.
+type keyRow struct {
+	hash, prefix, userID, created string
+	revoked                       sql.NullString
+}
+
+func (r *keyRow) dest() []any { return []any{&r.hash, &r.prefix, &r.userID, &r.created, &r.revoked} }
+
+func (r *keyRow) key() (domain.APIKey, error) {
+	k := domain.APIKey{Hash: r.hash, Prefix: r.prefix, UserID: r.userID}
+	var err error
+	if k.CreatedAt, err = parseTime(r.created); err != nil {
+		return domain.APIKey{}, err
+	}
+	if r.revoked.Valid {
+		if k.RevokedAt, err = parseTime(r.revoked.String); err != nil {
+			return domain.APIKey{}, err
+		}
+	}
+	return k, nil
 }

@@ -3,9 +3,12 @@ package sqlitestore_test
 import (
 	"context"
 	"database/sql"
+	"errors"
 	"os"
 	"path/filepath"
+	"reflect"
 	"testing"
+	"time"
 
 	"github.com/shopspring/decimal"
 
@@ -89,5 +92,61 @@ func TestOldDataDirsGetGenerationIDsPerAccount(t *testing.T) {
 		Input: []byte(`{}`), ImageCount: 1, Status: domain.StatusProcessing, CreditsUsed: decimal.RequireFromString("5.07")}
 	if err := s.CreateGeneration(ctx, next); err != nil || next.ID != 2 {
 		t.Errorf("the next generation of usr_b: id %d, %v; want 2", next.ID, err)
+	}
+}
+
+// The one-statement read of a key and its account answers what the two
+// reads it replaces answer: the key (revoked or not) with its account's
+// header, and ErrNotFound for an unknown key (a key cannot outlive its
+// account: the schema's foreign key).
+func TestGetAPIKeyAccountAnswersAsTheTwoReads(t *testing.T) {
+	ctx := context.Background()
+	s, err := sqlitestore.Open(ctx, t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	now := time.Date(2026, 11, 24, 12, 0, 0, 0, time.UTC)
+	if err := s.CreateAccount(ctx, domain.Account{UserID: "u1", Plan: domain.PlanEnterprise, CustomRateLimit: 500, CreatedAt: now}); err != nil {
+		t.Fatal(err)
+	}
+	for _, k := range []domain.APIKey{
+		{Hash: "h-live", Prefix: "p-live", UserID: "u1", CreatedAt: now},
+		{Hash: "h-revoked", Prefix: "p-revoked", UserID: "u1", CreatedAt: now},
+	} {
+		if err := s.PutAPIKey(ctx, k); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := s.RevokeAPIKey(ctx, "p-revoked", now.Add(time.Minute)); err != nil {
+		t.Fatal(err)
+	}
+	tests := []struct {
+		hash    string
+		found   bool
+		revoked bool
+	}{
+		{"h-live", true, false},
+		{"h-revoked", true, true},
+		{"h-unknown", false, false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.hash, func(t *testing.T) {
+			k, a, err := s.GetAPIKeyAccount(ctx, tt.hash)
+			if !tt.found {
+				if !errors.Is(err, domain.ErrNotFound) {
+					t.Fatalf("err %v, want ErrNotFound", err)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			wantKey, _ := s.GetAPIKey(ctx, tt.hash)
+			wantAcct, _ := s.GetAccountHeader(ctx, "u1")
+			if k.Revoked() != tt.revoked || !reflect.DeepEqual(k, wantKey) || !reflect.DeepEqual(a, wantAcct) {
+				t.Errorf("got %+v %+v, want %+v %+v", k, a, wantKey, wantAcct)
+			}
+		})
 	}
 }
