@@ -58,7 +58,7 @@ func (s *Store) queryKeys(ctx context.Context, where string, args ...any) ([]dom
 func (s *Store) GetAPIKeyAccount(ctx context.Context, hash string) (domain.APIKey, domain.Account, error) {
 	var k keyRow
 	var a accountRow
-	err := s.rs.queryRow(ctx, `SELECT `+qualified("k", keyColumns)+`, `+qualified("a", accountHeaderColumns)+
+	err := s.r.QueryRowContext(ctx, `SELECT `+qualified("k", keyColumns)+`, `+qualified("a", accountHeaderColumns)+
 		` FROM api_keys k JOIN accounts a ON a.user_id = k.user_id WHERE k.key_hash = ?`, hash).
 		Scan(append(k.dest(), a.dest()...)...)
 	if errors.Is(err, sql.ErrNoRows) {
