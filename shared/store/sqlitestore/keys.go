@@ -38,6 +38,10 @@ func (s *Store) RevokeAPIKey(ctx context.Context, prefix string, at time.Time) e
 	if n, _ := res.RowsAffected(); n == 0 {
 		return fmt.Errorf("api key %s: %w", prefix, domain.ErrNotFound)
 	}
+	// After the commit: every process's cached authentication starts again.
+	if err := s.auth.bump(); err != nil {
+		return fmt.Errorf("revoke api key %s: %w", prefix, err)
+	}
 	return nil
 }
 
@@ -52,10 +56,24 @@ func (s *Store) queryKeys(ctx context.Context, where string, args ...any) ([]dom
 		})
 }
 
-// GetAPIKeyAccount reads a key and its account's header in one statement:
-// authentication's whole read (the status path's hot one). A key whose
-// account is gone is ErrNotFound too.
+// GetAPIKeyAccount reads a key and its account's header in one statement,
+// or from the auth cache when no key was revoked since: authentication's
+// whole read, the status path's hot one. A cached account's balances may be
+// older than the request; its plan and limit, all authentication uses,
+// never change.
 func (s *Store) GetAPIKeyAccount(ctx context.Context, hash string) (domain.APIKey, domain.Account, error) {
+	epoch := s.auth.currentEpoch()
+	if v, ok := s.auth.get(epoch, hash); ok {
+		return v.key, v.acct, nil
+	}
+	key, acct, err := s.readAPIKeyAccount(ctx, hash)
+	if err == nil {
+		s.auth.put(epoch, hash, keyAccount{key: key, acct: acct})
+	}
+	return key, acct, err
+}
+
+func (s *Store) readAPIKeyAccount(ctx context.Context, hash string) (domain.APIKey, domain.Account, error) {
 	var k keyRow
 	var a accountRow
 	err := s.r.QueryRowContext(ctx, `SELECT `+qualified("k", keyColumns)+`, `+qualified("a", accountHeaderColumns)+

@@ -37,6 +37,8 @@ const timeLayout = "2006-01-02T15:04:05.000000000Z"
 type Store struct {
 	w *sql.DB
 	r *sql.DB
+	// auth caches authentication's reads across requests.
+	auth *authCache
 	// purged marks the minute windows whose expired rate-limit counters
 	// were deleted.
 	purged minuteMark
@@ -79,7 +81,14 @@ func Open(ctx context.Context, dir string) (*Store, error) {
 	// Keep them all open: opening one (and its pragmas) cost more than a
 	// status request's reads when the default two idle ones were exceeded.
 	r.SetMaxIdleConns(4)
-	return &Store{w: w, r: r}, nil
+		s := &Store{w: w, r: r, auth: newAuthCache(dir)}
+	if s.auth.currentEpoch() == "" {
+		if err := s.auth.bump(); err != nil {
+			s.Close()
+			return nil, err
+		}
+	}
+	return s, nil
 }
 
 // uriPath escapes what a file: URI would read as syntax ('?' starts the

@@ -150,3 +150,46 @@ func TestGetAPIKeyAccountAnswersAsTheTwoReads(t *testing.T) {
 		})
 	}
 }
+
+// A revocation made by another process on the same data directory (the
+// admin command beside the server) reaches the server's cached
+// authentication on its next read, as an uncached read would.
+func TestARevocationElsewhereReachesTheCachedKeyAtOnce(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	server, err := sqlitestore.Open(ctx, dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { server.Close() })
+	admin, err := sqlitestore.Open(ctx, dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { admin.Close() })
+	now := time.Date(2026, 11, 24, 12, 0, 0, 0, time.UTC)
+	if err := admin.CreateAccount(ctx, domain.Account{UserID: "u1", Plan: domain.PlanPro, CreatedAt: now}); err != nil {
+		t.Fatal(err)
+	}
+	for _, k := range []domain.APIKey{{Hash: "h1", Prefix: "p1", UserID: "u1", CreatedAt: now}, {Hash: "h2", Prefix: "p2", UserID: "u1", CreatedAt: now}} {
+		if err := admin.PutAPIKey(ctx, k); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for i := 0; i < 3; i++ { // cached after the first read
+		for _, h := range []string{"h1", "h2"} {
+			if k, _, err := server.GetAPIKeyAccount(ctx, h); err != nil || k.Revoked() {
+				t.Fatalf("read %d of %s: %+v, %v", i, h, k, err)
+			}
+		}
+	}
+	if err := admin.RevokeAPIKey(ctx, "p1", now); err != nil {
+		t.Fatal(err)
+	}
+	if k, _, err := server.GetAPIKeyAccount(ctx, "h1"); err != nil || !k.Revoked() {
+		t.Errorf("after the revocation elsewhere the server read %+v, %v; want it revoked", k, err)
+	}
+	if k, _, err := server.GetAPIKeyAccount(ctx, "h2"); err != nil || k.Revoked() {
+		t.Errorf("the other key reads %+v, %v; want it live", k, err)
+	}
+}

@@ -1,0 +1,102 @@
+package sqlitestore
+
+import (
+	"crypto/rand"
+	"encoding/hex"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sync"
+
+	"github.com/mediagen-dev/mediagen/shared/domain"
+)
+
+// epochFile names the data directory's auth epoch: a file that every
+// change of what authentication reads (today: a key's revocation) replaces,
+// from whichever process made it (the server, or the admin command beside
+// it).
+const epochFile = "auth-epoch"
+
+// maxCachedKeys bounds the cache; past it, it starts again empty.
+const maxCachedKeys = 10_000
+
+// authCache keeps what GetAPIKeyAccount read, so the status path's
+// authentication costs a small file read instead of a statement. A key and
+// its account's plan and limit change only when the key is revoked, and a
+// revocation replaces the epoch file after its commit: a request that
+// reads the epoch before its lookup sees every revocation committed before
+// it, as an uncached read would.
+type authCache struct {
+	path  string
+	mu    sync.Mutex
+	epoch string
+	keys  map[string]keyAccount
+}
+
+type keyAccount struct {
+	key  domain.APIKey
+	acct domain.Account
+}
+
+func newAuthCache(dir string) *authCache {
+	return &authCache{path: filepath.Join(dir, epochFile), keys: map[string]keyAccount{}}
+}
+
+// currentEpoch reads the epoch; "" (unreadable) means nothing is cached.
+func (c *authCache) currentEpoch() string {
+	raw, err := os.ReadFile(c.path)
+	if err != nil {
+		return ""
+	}
+	return string(raw)
+}
+
+// get is the cached answer for hash under epoch.
+func (c *authCache) get(epoch, hash string) (keyAccount, bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if epoch == "" || epoch != c.epoch {
+		c.epoch, c.keys = epoch, map[string]keyAccount{}
+		return keyAccount{}, false
+	}
+	v, ok := c.keys[hash]
+	return v, ok
+}
+
+// put caches an answer read under epoch, unless the epoch moved meanwhile.
+func (c *authCache) put(epoch, hash string, v keyAccount) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if epoch == "" || epoch != c.epoch {
+		return
+	}
+	if len(c.keys) >= maxCachedKeys {
+		c.keys = map[string]keyAccount{}
+	}
+	c.keys[hash] = v
+}
+
+// bump replaces the epoch (a new random value, renamed into place so a
+// reader sees the old file or the new one whole).
+func (c *authCache) bump() error {
+	b := make([]byte, 16)
+	if _, err := rand.Read(b); err != nil {
+		return err
+	}
+	tmp, err := os.CreateTemp(filepath.Dir(c.path), epochFile+".*")
+	if err != nil {
+		return fmt.Errorf("auth epoch: %w", err)
+	}
+	_, werr := tmp.WriteString(hex.EncodeToString(b))
+	if err := tmp.Close(); werr == nil {
+		werr = err
+	}
+	if werr == nil {
+		werr = os.Rename(tmp.Name(), c.path)
+	}
+	if werr != nil {
+		os.Remove(tmp.Name())
+		return fmt.Errorf("auth epoch: %w", werr)
+	}
+	return nil
+}
