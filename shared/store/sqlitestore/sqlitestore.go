@@ -81,7 +81,7 @@ func Open(ctx context.Context, dir string) (*Store, error) {
 	// Keep them all open: opening one (and its pragmas) cost more than a
 	// status request's reads when the default two idle ones were exceeded.
 	r.SetMaxIdleConns(4)
-		s := &Store{w: w, r: r, auth: newAuthCache(dir)}
+	s := &Store{w: w, r: r, auth: newAuthCache(dir)}
 	if s.auth.currentEpoch() == "" {
 		if err := s.auth.bump(); err != nil {
 			s.Close()
