@@ -56,6 +56,14 @@ func (m *Meter) Routes(routes []apigw.Route) []apigw.Route {
 	return out
 }
 
+// AuthorizerCacheTTL is how long API Gateway reuses the authorizer's answer
+// for the same Authorization header in a stack deployed with
+// template.yaml's defaults (its AuthorizerCacheTtl parameter; a deploy test
+// keeps the two equal). The bench's cost runtimes run with it
+// (runtime.Config.AuthCacheTTL), so their meters count the authorizer
+// invocations that stack would bill.
+const AuthorizerCacheTTL = 60 * time.Second
+
 // Authorizer counts each call of the Lambda authorizer as one invocation.
 // Wrap the function the gateway invokes on a cache miss
 // (apigw.LambdaAuthorizer.Func): a request answered from the gateway's
