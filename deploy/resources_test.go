@@ -7,6 +7,9 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
+
+	"github.com/mediagen-dev/mediagen/shared/local/costs"
 )
 
 // stringsOf reads a list of strings (nil when it is not one).
@@ -166,15 +169,7 @@ func TestTheHttpApiAuthorizesThrottlesLogsAndAllowsCORS(t *testing.T) {
 	if a["EnableFunctionDefaultPermissions"] != true && a["FunctionInvokeRole"] == nil {
 		t.Errorf("HttpApi: authorizer %s: the API may not invoke it (EnableFunctionDefaultPermissions: true or a FunctionInvokeRole)", def)
 	}
-	identity, _ := a["Identity"].(map[string]any)
-	if ttl, ok := number(identity["ReauthorizeEvery"]); !ok || ttl != 0 {
-		t.Errorf("HttpApi: authorizer %s caches its answers (Identity.ReauthorizeEvery %s); want 0, so a revoked key fails at once", def, show(identity["ReauthorizeEvery"]))
-	}
-	for _, k := range []string{"Headers", "QueryStrings", "StageVariables", "Context"} {
-		if v, ok := identity[k]; ok {
-			t.Errorf("HttpApi: authorizer %s has identity source %s %s: the gateway would answer a request without it with its own 401 {\"message\":\"Unauthorized\"}, not the spec's envelope; with no identity source (caching off) the authorizer sees every request and the route answers the 401", def, k, show(v))
-		}
-	}
+	checkAuthorizerIdentity(t, tpl, def, a)
 	cors, _ := api["CorsConfiguration"].(map[string]any)
 	headers := strings.ToLower(strings.Join(stringsOf(cors["AllowHeaders"]), ","))
 	for _, h := range []string{"authorization", "content-type", "idempotency-key"} {
@@ -410,5 +405,68 @@ func TestSamconfigDeploysTheTemplate(t *testing.T) {
 		if overrides["Stage"] != want.stage {
 			t.Errorf("samconfig.toml: [%s] deploys Stage=%q, want %s", env, overrides["Stage"], want.stage)
 		}
+	}
+}
+
+// checkAuthorizerIdentity: the authorizer's identity source is the
+// Authorization header and nothing else, and its answers are cached for the
+// AuthorizerCacheTtl parameter (a number, 0–3600, default
+// costs.AuthorizerCacheTTL). The local gateway emulates exactly that
+// (apigw.LambdaAuthorizer: cache key the header's value, refused without
+// it), and Gate.Authorize answers the same on every route, which a cache
+// shared by all routes needs; a second identity source (a query string,
+// $context.routeKey) would make the local emulation and the docs wrong.
+func checkAuthorizerIdentity(t *testing.T, tpl *Template, def string, a map[string]any) {
+	t.Helper()
+	identity, _ := a["Identity"].(map[string]any)
+	if h := stringsOf(identity["Headers"]); len(h) != 1 || !strings.EqualFold(h[0], "Authorization") {
+		t.Errorf("HttpApi: authorizer %s: Identity.Headers %s, want [Authorization] (the identity source and cache key)", def, show(identity["Headers"]))
+	}
+	for _, k := range []string{"QueryStrings", "StageVariables", "Context"} {
+		if v, ok := identity[k]; ok {
+			t.Errorf("HttpApi: authorizer %s has identity source %s %s: the cache key must be the Authorization header alone, as the local gateway keys it", def, k, show(v))
+		}
+	}
+	if ref, _ := identity["ReauthorizeEvery"].(map[string]any); len(ref) != 1 || ref["Ref"] != "AuthorizerCacheTtl" {
+		t.Errorf("HttpApi: authorizer %s: Identity.ReauthorizeEvery %s, want !Ref AuthorizerCacheTtl", def, show(identity["ReauthorizeEvery"]))
+	}
+	p, _ := tpl.Parameters["AuthorizerCacheTtl"].(map[string]any)
+	def60, _ := number(p["Default"])
+	lo, hasLo := number(p["MinValue"])
+	hi, hasHi := number(p["MaxValue"])
+	if p["Type"] != "Number" || def60 != int(costs.AuthorizerCacheTTL/time.Second) || !hasLo || lo != 0 || !hasHi || hi != 3600 {
+		t.Errorf("parameter AuthorizerCacheTtl is %s; want Type Number, Default %d (costs.AuthorizerCacheTTL, what make bench prices), MinValue 0 (no cache), MaxValue 3600 (API Gateway's most)",
+			show(p), int(costs.AuthorizerCacheTTL/time.Second))
+	}
+}
+
+// TestSAMGivesTheAuthorizerItsIdentitySourceAndTTL: as aws-sam-translator
+// expands the template, the HTTP API's authorizer has the identity source
+// $request.header.Authorization and its result TTL is the parameter.
+func TestSAMGivesTheAuthorizerItsIdentitySourceAndTTL(t *testing.T) {
+	doc := expanded(t)
+	resources, _ := doc["Resources"].(map[string]any)
+	api, _ := resources["HttpApi"].(map[string]any)
+	props, _ := api["Properties"].(map[string]any)
+	body, _ := props["Body"].(map[string]any)
+	components, _ := body["components"].(map[string]any)
+	schemes, _ := components["securitySchemes"].(map[string]any)
+	found := 0
+	for name, v := range schemes {
+		scheme, _ := v.(map[string]any)
+		a, ok := scheme["x-amazon-apigateway-authorizer"].(map[string]any)
+		if !ok || a["type"] != "request" {
+			continue
+		}
+		found++
+		if src := stringsOf(a["identitySource"]); !slices.Equal(src, []string{"$request.header.Authorization"}) {
+			t.Errorf("expanded HttpApi: authorizer %s: identitySource %s, want [$request.header.Authorization]", name, show(a["identitySource"]))
+		}
+		if ref, _ := a["authorizerResultTtlInSeconds"].(map[string]any); len(ref) != 1 || ref["Ref"] != "AuthorizerCacheTtl" {
+			t.Errorf("expanded HttpApi: authorizer %s: authorizerResultTtlInSeconds %s, want {Ref: AuthorizerCacheTtl}", name, show(a["authorizerResultTtlInSeconds"]))
+		}
+	}
+	if found != 1 {
+		t.Errorf("expanded HttpApi: %d Lambda authorizers in the body's securitySchemes, want 1: %s", found, show(schemes))
 	}
 }

@@ -293,7 +293,11 @@ func runBench(ctx context.Context, c benchConfig, log io.Writer) (*benchReport, 
 	if err != nil {
 		return nil, err
 	}
-	rtCost, keyCost, stopCost, err := benchRuntime(ctx, runtime.Config{SimulatorLatency: c.SimLatency, PollInterval: c.PollInterval, NoUpstreamWebhooks: true, DynamoDB: db})
+	// The gateway caches the authorizer's answers as the deployed stack does
+	// (AuthorizerCacheTtl's default): a client sending requests at least
+	// once a minute with its key invokes the authorizer once a minute.
+	rtCost, keyCost, stopCost, err := benchRuntime(ctx, runtime.Config{SimulatorLatency: c.SimLatency, PollInterval: c.PollInterval, NoUpstreamWebhooks: true, DynamoDB: db,
+		AuthCacheTTL: costs.AuthorizerCacheTTL})
 	if err != nil {
 		return nil, err
 	}
@@ -339,6 +343,30 @@ func runBench(ctx context.Context, c benchConfig, log io.Writer) (*benchReport, 
 	}
 	statusCost = rtCost.Costs.Snapshot().Sub(before).Per(quiet)
 	rep.Costs["per status request"] = statusCost
+	// The same with the authorizer's answer not cached (a key's first
+	// request, or its first after a minute unused): each with a key of its
+	// own.
+	acct, err := getJSON(ctx, client, rtCost.BaseURL+"/api/account", keyCost)
+	if err != nil {
+		return nil, err
+	}
+	const misses = 10
+	var missKeys []string
+	for i := 0; i < misses; i++ {
+		k, err := (&accounts.Service{Store: rtCost.Store}).CreateKey(ctx, fmt.Sprint(acct["user_id"]))
+		if err != nil {
+			return nil, err
+		}
+		missKeys = append(missKeys, k.APIKey)
+	}
+	before = rtCost.Costs.Snapshot()
+	for _, k := range missKeys {
+		if err := get(ctx, client, costStatusURL, k); err != nil {
+			return nil, err
+		}
+	}
+	missCost := rtCost.Costs.Snapshot().Sub(before).Per(misses)
+	rep.Costs["per status request, authorizer not cached"] = missCost
 	rep.Costs["per generation, 1 status read"] = oneRead
 	perGen := oneRead.Add(statusCost.Scale(c.StatusReads - 1))
 	rep.Costs[fmt.Sprintf("per generation, %g status reads", c.StatusReads)] = perGen
@@ -346,7 +374,8 @@ func runBench(ctx context.Context, c benchConfig, log io.Writer) (*benchReport, 
 	rep.add(fmt.Sprintf("cost per 1,000 generations (%g status reads each)", c.StatusReads), d, "USD", "≤ $0.01", is(d <= 0.01), "AWS only, upstream excluded; prices "+pricesDate)
 	d1 := dollars(oneRead) * 1000
 	rep.add("cost per 1,000 generations (1 status read each)", d1, "USD", "≤ $0.01", is(d1 <= 0.01), "")
-	rep.add("  of which each status request", dollars(statusCost)*1000, "USD per 1,000", "", nil, "")
+	rep.add("  of which each status request", dollars(statusCost)*1000, "USD per 1,000", "", nil,
+		fmt.Sprintf("authorizer answers cached %s (AuthorizerCacheTtl); %.4f USD per 1,000 when not cached", costs.AuthorizerCacheTTL, dollars(missCost)*1000))
 
 	// 5. The ledger's units with no hold open and with 2,000 on the account.
 	fmt.Fprintln(log, "bench: ledger units with 0 and 2,000 holds open…")
@@ -373,7 +402,8 @@ func runBench(ctx context.Context, c benchConfig, log io.Writer) (*benchReport, 
 
 // benchLongForm times one long-form video against its scenes done one by one.
 func benchLongForm(ctx context.Context, c benchConfig, client *http.Client, rep *benchReport, db *runtime.DynamoDBConfig) error {
-	rt, key, stop, err := benchRuntime(ctx, runtime.Config{SimulatorLatency: c.StoryLatency, PollInterval: c.PollInterval, DynamoDB: db})
+	rt, key, stop, err := benchRuntime(ctx, runtime.Config{SimulatorLatency: c.StoryLatency, PollInterval: c.PollInterval, DynamoDB: db,
+		AuthCacheTTL: costs.AuthorizerCacheTTL})
 	if err != nil {
 		return err
 	}

@@ -39,6 +39,7 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fs.StringVar(&cfg.RoutingFile, "routing", os.Getenv("ROUTING_FILE"), "routing file: which upstream runs each variant (default: the embedded one, every variant on the built-in simulator)")
 	fs.StringVar(&cfg.PublicBaseURL, "public-url", os.Getenv("PUBLIC_BASE_URL"), "where an upstream off this machine can call back (a tunnel to --addr); without it they complete by polling")
 	fs.StringVar(&cfg.SimulatorAddr, "sim-addr", "127.0.0.1:8090", "the built-in simulator's API address (loopback unless --allow-remote)")
+	fs.DurationVar(&cfg.AuthCacheTTL, "auth-cache-ttl", 0, "reuse the authorizer's answer for the same Authorization header this long, as API Gateway does (the template's AuthorizerCacheTtl, 60s); a revoked key is then accepted until its answer expires (0: no cache, revocation at once)")
 	logLevel := fs.String("log-level", "info", "debug, info, warn or error")
 	var df dynamoFlags
 	df.register(fs)
@@ -47,6 +48,9 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		return exitOK
 	} else if err != nil {
 		return fail(stderr, exitUsage, fmt.Errorf("serve: %w", err))
+	}
+	if cfg.AuthCacheTTL < 0 {
+		return fail(stderr, exitUsage, fmt.Errorf("serve: --auth-cache-ttl %s: want 0 (no cache) or more", cfg.AuthCacheTTL))
 	}
 	if cfg.Routing, err = routing.Load(cfg.RoutingFile); err != nil {
 		return fail(stderr, exitUsage, fmt.Errorf("serve: %w", err))

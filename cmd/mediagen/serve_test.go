@@ -50,6 +50,19 @@ func TestServeRefusesAddressesBeyondThisMachine(t *testing.T) {
 	}
 }
 
+// TestServeRefusesANegativeAuthCacheTTL: --auth-cache-ttl is 0 (no cache)
+// or more; a negative one is a usage error and starts nothing.
+func TestServeRefusesANegativeAuthCacheTTL(t *testing.T) {
+	data := filepath.Join(t.TempDir(), "data")
+	code, out, errOut := mediagen(t, "serve", "--data", data, "--addr", "127.0.0.1:0", "--auth-cache-ttl", "-1s")
+	if code != exitUsage || !strings.Contains(errOut, "--auth-cache-ttl") || out != "" {
+		t.Errorf("serve --auth-cache-ttl -1s: exit %d, stdout %q, stderr %q; want exit 2 naming the flag", code, out, errOut)
+	}
+	if _, err := os.Stat(data); err == nil {
+		t.Errorf("serve --auth-cache-ttl -1s made its data directory: it started")
+	}
+}
+
 // TestServeAllowRemoteWarnsWhatBecomesReachable: --allow-remote starts the
 // runtime and says on stderr which addresses then serve what. (The test
 // listens on loopback: what it checks is the warning.)

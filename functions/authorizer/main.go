@@ -1,7 +1,9 @@
 // Command authorizer is the HTTP API's Lambda authorizer: it checks the API
-// key (or, on the status routes, the identity-provider token) once per
-// request and hands the route the account or the reason it was refused.
-// lambdawiring.Authorizer says what it wires.
+// key (or the identity-provider token, which only the status routes then
+// take) and hands the route the account or the reason it was refused. API
+// Gateway invokes it for an Authorization header whose answer it has not
+// cached (template.yaml's AuthorizerCacheTtl), and the answer serves every
+// route. lambdawiring.Authorizer says what it wires.
 package main
 
 import (

@@ -41,6 +41,21 @@ type TokenVerifier interface {
 	Verify(ctx context.Context, token string) (string, error)
 }
 
+// expiringVerifier is a TokenVerifier that also says until when a token
+// holds (jwtauth.Verifier). The authorizer hands that instant to the route,
+// which refuses the token from then on even when API Gateway answers from
+// its authorizer cache instead of asking again.
+type expiringVerifier interface {
+	VerifyUntil(ctx context.Context, token string) (string, time.Time, error)
+}
+
+// credential is what authenticated a request: an API key, or a token and
+// until when it holds (zero: its verifier does not say).
+type credential struct {
+	token bool
+	until time.Time
+}
+
 // Gate authenticates a request and counts it against its account's limit.
 type Gate struct {
 	Store AuthStore
@@ -66,19 +81,22 @@ func unauthorized(msg string) *Error {
 }
 
 // authenticate finds the account behind the Authorization header, whole or
-// (header) without holds and usage. Every failure is the same 401 to the
-// caller; the log says which it was (by key prefix, never the key).
-func (g *Gate) authenticate(ctx context.Context, authorization string, allowToken, whole bool) (domain.Account, error) {
-	scheme, credential, ok := strings.Cut(strings.TrimSpace(authorization), " ")
-	credential = strings.TrimSpace(credential)
-	if !ok || !strings.EqualFold(scheme, "Bearer") || credential == "" {
-		return domain.Account{}, unauthorized("send Authorization: Bearer <API key>")
+// (header) without holds and usage, and says what authenticated it (a key
+// or a token: the latter also on failure, once the credential was taken for
+// a token). Every failure is the same 401 to the caller; the log says which
+// it was (by key prefix, never the key).
+func (g *Gate) authenticate(ctx context.Context, authorization string, allowToken, whole bool) (domain.Account, credential, error) {
+	scheme, secret, ok := strings.Cut(strings.TrimSpace(authorization), " ")
+	secret = strings.TrimSpace(secret)
+	if !ok || !strings.EqualFold(scheme, "Bearer") || secret == "" {
+		return domain.Account{}, credential{}, unauthorized("send Authorization: Bearer <API key>")
 	}
 	var userID string
-	if strings.HasPrefix(credential, "mgk_") {
-		prefix, hash, err := apikey.Parse(credential)
+	var cred credential
+	if strings.HasPrefix(secret, "mgk_") {
+		prefix, hash, err := apikey.Parse(secret)
 		if err != nil {
-			return domain.Account{}, unauthorized("invalid API key")
+			return domain.Account{}, cred, unauthorized("invalid API key")
 		}
 		var k domain.APIKey
 		var a domain.Account
@@ -90,30 +108,38 @@ func (g *Gate) authenticate(ctx context.Context, authorization string, allowToke
 		}
 		if errors.Is(err, domain.ErrNotFound) {
 			g.log().InfoContext(ctx, "unknown api key", "key_prefix", prefix)
-			return domain.Account{}, unauthorized("invalid API key")
+			return domain.Account{}, cred, unauthorized("invalid API key")
 		}
 		if err != nil {
-			return domain.Account{}, fmt.Errorf("authenticate: %w", err)
+			return domain.Account{}, cred, fmt.Errorf("authenticate: %w", err)
 		}
 		if k.Revoked() {
 			g.log().InfoContext(ctx, "revoked api key", "key_prefix", prefix)
-			return domain.Account{}, unauthorized("invalid API key")
+			return domain.Account{}, cred, unauthorized("invalid API key")
 		}
 		if joined && !whole {
 			return a, nil
 		}
 		userID = k.UserID
-	} else if allowToken && g.Tokens != nil && strings.Count(credential, ".") == 2 {
-		sub, err := g.Tokens.Verify(ctx, credential)
+	} else if allowToken && g.Tokens != nil && strings.Count(secret, ".") == 2 {
+		cred.token = true
+		var sub string
+		var err error
+		if v, ok := g.Tokens.(expiringVerifier); ok {
+			sub, cred.until, err = v.VerifyUntil(ctx, secret)
+		} else {
+			sub, err = g.Tokens.Verify(ctx, secret)
+		}
 		if err != nil {
 			g.log().InfoContext(ctx, "token refused", "reason", err.Error())
-			return domain.Account{}, unauthorized("invalid token")
+			return domain.Account{}, cred, unauthorized("invalid token")
 		}
 		userID = sub
 	} else {
-		return domain.Account{}, unauthorized("invalid API key")
+		return domain.Account{}, cred, unauthorized("invalid API key")
 	}
-	return g.accountOf(ctx, userID, whole)
+	a, err := g.accountOf(ctx, userID, whole)
+	return a, cred, err
 }
 
 // accountOf reads the authenticated account, whole or its header; a key or
@@ -173,20 +199,33 @@ type UserHandler func(ctx context.Context, req Request, userID string) (Response
 
 // Authorizer context keys the Lambda authorizer hands to the routes: the
 // account and its plan and per-minute limit, which is all a route needs for
-// the rate limit, or why the credentials failed.
+// the rate limit, or why the credentials failed; and, for a token, that it
+// was one and until when it holds.
 const (
-	authUserID    = "user_id"
-	authPlan      = "plan"
-	authRateLimit = "rate_limit"
-	authError     = "auth_error"
+	authUserID     = "user_id"
+	authPlan       = "plan"
+	authRateLimit  = "rate_limit"
+	authError      = "auth_error"
+	authCredential = "credential"  // "token" for an identity-provider token; absent for an API key
+	authTokenUntil = "token_until" // Unix seconds from which the token no longer holds
 )
+
+const credentialToken = "token"
 
 // Authorize is the HTTP API's Lambda authorizer (payload 2.0, simple
 // responses). It lets every request through and tells the route either the
 // account or why the credentials failed: an HTTP API can only answer 403 to
 // a denial and cannot give it a body, while the spec wants 401 with the
-// error envelope, which the route then answers. Tokens are accepted on the
-// GET (status) routes only.
+// error envelope, which the route then answers.
+//
+// API Gateway caches the answer for the authorizer's TTL, keyed by the
+// Authorization header alone, and hands it to every route of the API (the
+// template's identity source; docs/deploy.md). So the answer must not
+// depend on the route: tokens are checked on every route, and the context
+// says a token was used and until when it holds; the route (Gate.account)
+// refuses a token where tokens are not accepted (the POST routes) and one
+// past its expiry. Nothing is counted here: the rate limit is counted by
+// the route, on every request, cached or not.
 func (g *Gate) Authorize(ctx context.Context, req AuthorizerRequest) (AuthorizerResult, error) {
 	authorization := req.Headers["authorization"]
 	for k, v := range req.Headers {
@@ -194,26 +233,44 @@ func (g *Gate) Authorize(ctx context.Context, req AuthorizerRequest) (Authorizer
 			authorization = v
 		}
 	}
-	a, err := g.authenticate(ctx, authorization, strings.HasPrefix(req.RouteKey, "GET "), false)
+	a, cred, err := g.authenticate(ctx, authorization, true, false)
+	out := map[string]any{}
+	if cred.token {
+		out[authCredential] = credentialToken
+		if !cred.until.IsZero() {
+			out[authTokenUntil] = cred.until.Unix()
+		}
+	}
 	var refused *Error
 	switch {
 	case errors.As(err, &refused):
-		return AuthorizerResult{IsAuthorized: true,
-			Context: map[string]any{authError: refused.Message}}, nil
+		out[authError] = refused.Message
+		return AuthorizerResult{IsAuthorized: true, Context: out}, nil
 	case err != nil:
 		// A store outage: the gateway answers 500 and nothing runs.
 		return AuthorizerResult{}, err
 	}
-	return AuthorizerResult{IsAuthorized: true,
-		Context: map[string]any{authUserID: a.UserID, authPlan: string(a.Plan), authRateLimit: a.RateLimit()}}, nil
+	out[authUserID], out[authPlan], out[authRateLimit] = a.UserID, string(a.Plan), a.RateLimit()
+	return AuthorizerResult{IsAuthorized: true, Context: out}, nil
 }
 
 // account finds the caller: from the authorizer's context when the gateway
 // ran it, else by authenticating here (sam local invoke, direct calls).
 // With userOnly, and the authorizer's plan and limit at hand, the account
 // is not read again: the result then has only UserID, Plan and the limit.
+// The context may be the gateway's cached answer for this Authorization
+// header, given first on another route and up to the TTL ago: a token is
+// refused here on a route that does not take tokens, and once it expired.
 func (g *Gate) account(ctx context.Context, req Request, allowToken, userOnly bool) (domain.Account, error) {
 	if auth := req.Authorizer; auth != nil {
+		if kind, _ := auth[authCredential].(string); kind == credentialToken {
+			if !allowToken {
+				return domain.Account{}, unauthorized("invalid API key")
+			}
+			if until, ok := contextInt(auth[authTokenUntil]); ok && !g.now().Before(time.Unix(int64(until), 0)) {
+				return domain.Account{}, unauthorized("invalid token")
+			}
+		}
 		if msg, ok := auth[authError].(string); ok {
 			return domain.Account{}, unauthorized(msg)
 		}
@@ -229,7 +286,8 @@ func (g *Gate) account(ctx context.Context, req Request, allowToken, userOnly bo
 			return g.accountOf(ctx, userID, !userOnly)
 		}
 	}
-	return g.authenticate(ctx, header(req, "Authorization"), allowToken, !userOnly)
+	a, _, err := g.authenticate(ctx, header(req, "Authorization"), allowToken, !userOnly)
+	return a, err
 }
 
 // contextInt reads a number of the authorizer's context: an int in process,
@@ -238,6 +296,8 @@ func contextInt(v any) (int, bool) {
 	switch n := v.(type) {
 	case int:
 		return n, true
+	case int64:
+		return int(n), true
 	case float64:
 		return int(n), n == float64(int(n))
 	case string:

@@ -45,6 +45,15 @@ type Verifier struct {
 
 // Verify checks the token and returns its subject.
 func (v *Verifier) Verify(ctx context.Context, token string) (string, error) {
+	sub, _, err := v.VerifyUntil(ctx, token)
+	return sub, err
+}
+
+// VerifyUntil is Verify that also says until when the token holds: its
+// expiry plus the leeway, the instant from which Verify refuses it. A
+// caller that keeps the result (API Gateway's authorizer cache) refuses the
+// token from then on without asking again.
+func (v *Verifier) VerifyUntil(ctx context.Context, token string) (string, time.Time, error) {
 	opts := []jwt.ParserOption{
 		jwt.WithValidMethods([]string{"RS256", "ES256"}),
 		jwt.WithIssuer(v.Issuer),
@@ -63,13 +72,17 @@ func (v *Verifier) Verify(ctx context.Context, token string) (string, error) {
 		return v.key(ctx, kid, t.Method.Alg())
 	}, opts...)
 	if err != nil {
-		return "", fmt.Errorf("%w: %v", ErrInvalidToken, err)
+		return "", time.Time{}, fmt.Errorf("%w: %v", ErrInvalidToken, err)
 	}
 	sub, err := parsed.Claims.GetSubject()
 	if err != nil || sub == "" {
-		return "", fmt.Errorf("%w: no subject", ErrInvalidToken)
+		return "", time.Time{}, fmt.Errorf("%w: no subject", ErrInvalidToken)
 	}
-	return sub, nil
+	exp, err := parsed.Claims.GetExpirationTime()
+	if err != nil || exp == nil { // WithExpirationRequired makes this unreachable
+		return "", time.Time{}, fmt.Errorf("%w: no expiry", ErrInvalidToken)
+	}
+	return sub, exp.Add(v.leeway()), nil
 }
 
 func (v *Verifier) leeway() time.Duration {

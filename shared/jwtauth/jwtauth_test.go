@@ -37,6 +37,25 @@ func TestValidTokensNameTheirSubject(t *testing.T) {
 	}
 }
 
+// VerifyUntil says when the token stops holding: its expiry plus the
+// leeway, the instant from which Verify refuses it.
+func TestVerifyUntilIsTheExpiryPlusTheLeeway(t *testing.T) {
+	is, v := setup(t)
+	v.Leeway = 10 * time.Second
+	c := is.Claims("usr_1")
+	exp := time.Now().Add(5 * time.Minute).Truncate(time.Second)
+	c.ExpiresAt = jwt.NewNumericDate(exp)
+	tok := is.SignRS256(c, "rsa-1")
+	sub, until, err := v.VerifyUntil(context.Background(), tok)
+	if err != nil || sub != "usr_1" || !until.Equal(exp.Add(10*time.Second)) {
+		t.Fatalf("VerifyUntil = %q, %v, %v; want usr_1 until %v", sub, until, err, exp.Add(10*time.Second))
+	}
+	v.Now = func() time.Time { return until.Add(time.Second) }
+	if _, err := v.Verify(context.Background(), tok); err == nil {
+		t.Errorf("Verify accepts the token after VerifyUntil's instant")
+	}
+}
+
 func TestInvalidTokensAreRefused(t *testing.T) {
 	is, v := setup(t)
 	claims := func(edit func(*jwt.RegisteredClaims)) jwt.RegisteredClaims {

@@ -14,9 +14,11 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"maps"
 	"net"
 	"net/http"
 	"strings"
+	"sync"
 	"time"
 	"unicode/utf8"
 
@@ -68,11 +70,88 @@ func (t Timeouts) Server(h http.Handler) *http.Server {
 // responses).
 type Authorizer = func(ctx context.Context, req events.APIGatewayV2CustomAuthorizerV2Request) (events.APIGatewayV2CustomAuthorizerSimpleResponse, error)
 
+// LambdaAuthorizer is the HTTP API's Lambda authorizer as template.yaml
+// configures it: its identity source is the Authorization header
+// ($request.header.Authorization), and its answers are cached for CacheTTL
+// (the template's ReauthorizeEvery, AuthorizerCacheTtl).
+//
+// As API Gateway does for an HTTP API: a request without the identity
+// source (no Authorization header, or an empty one) is answered 401
+// {"message":"Unauthorized"} by the gateway itself, invoking neither the
+// authorizer nor the route; and while caching is on, the cache key is the
+// identity source's value alone, so one answer serves every route of the
+// API for CacheTTL, allowing or denying alike, and the authorizer is not
+// invoked for it (an error is not cached). Use one LambdaAuthorizer for all
+// the routes of an API, as the gateway has one cache per authorizer.
+type LambdaAuthorizer struct {
+	Func Authorizer
+	// CacheTTL is how long an answer is reused for the same Authorization
+	// value; 0 invokes the authorizer for every request.
+	CacheTTL time.Duration
+	// Now is the cache's clock (default time.Now).
+	Now func() time.Time
+
+	mu    sync.Mutex
+	cache map[string]cachedAnswer
+}
+
+type cachedAnswer struct {
+	resp    events.APIGatewayV2CustomAuthorizerSimpleResponse
+	expires time.Time
+}
+
+// maxCachedAnswers bounds the local cache: past it the expired answers
+// are dropped, and if none had expired, all of them.
+const maxCachedAnswers = 10000
+
+func (a *LambdaAuthorizer) now() time.Time {
+	if a.Now != nil {
+		return a.Now()
+	}
+	return time.Now()
+}
+
+// authorize answers from the cache for identity, or invokes the
+// authorizer (and caches its answer when caching is on).
+func (a *LambdaAuthorizer) authorize(ctx context.Context, identity string, req events.APIGatewayV2CustomAuthorizerV2Request) (events.APIGatewayV2CustomAuthorizerSimpleResponse, error) {
+	if a.CacheTTL > 0 {
+		a.mu.Lock()
+		c, ok := a.cache[identity]
+		a.mu.Unlock()
+		if ok && a.now().Before(c.expires) {
+			return c.resp, nil
+		}
+	}
+	resp, err := a.Func(ctx, req)
+	if err != nil || a.CacheTTL <= 0 {
+		return resp, err
+	}
+	now := a.now()
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if a.cache == nil {
+		a.cache = map[string]cachedAnswer{}
+	}
+	if len(a.cache) >= maxCachedAnswers {
+		for k, c := range a.cache {
+			if !now.Before(c.expires) {
+				delete(a.cache, k)
+			}
+		}
+		if len(a.cache) >= maxCachedAnswers {
+			clear(a.cache)
+		}
+	}
+	a.cache[identity] = cachedAnswer{resp: resp, expires: now.Add(a.CacheTTL)}
+	return resp, nil
+}
+
 // Mount registers every route on mux. authorizer, when not nil, runs before
-// each route as the gateway runs it: a denial answers 403, an error 500, and
-// its context reaches the route's event. A body must arrive within
+// each route as the gateway runs it (see LambdaAuthorizer): a request
+// without an Authorization header answers 401, a denial 403, an error 500,
+// and its context reaches the route's event. A body must arrive within
 // timeouts.Read of the handler's start (408 otherwise).
-func Mount(mux *http.ServeMux, routes []Route, authorizer Authorizer, timeouts Timeouts, log *slog.Logger) {
+func Mount(mux *http.ServeMux, routes []Route, authorizer *LambdaAuthorizer, timeouts Timeouts, log *slog.Logger) {
 	for _, rt := range routes {
 		rt := rt
 		mux.HandleFunc(rt.Method+" "+rt.Path, func(w http.ResponseWriter, r *http.Request) {
@@ -81,7 +160,7 @@ func Mount(mux *http.ServeMux, routes []Route, authorizer Authorizer, timeouts T
 	}
 }
 
-func serve(w http.ResponseWriter, r *http.Request, rt Route, authorizer Authorizer, timeouts Timeouts, log *slog.Logger) {
+func serve(w http.ResponseWriter, r *http.Request, rt Route, authorizer *LambdaAuthorizer, timeouts Timeouts, log *slog.Logger) {
 	// Every answer names its request, the gateway's own ({"message"}) too;
 	// the route gets the same id as requestContext.requestId.
 	id := NewRequestID()
@@ -110,9 +189,15 @@ func serve(w http.ResponseWriter, r *http.Request, rt Route, authorizer Authoriz
 	}
 	ev := event(r, rt, body, id)
 	if authorizer != nil {
-		auth, err := authorizer(r.Context(), events.APIGatewayV2CustomAuthorizerV2Request{
+		identity := ev.Headers["authorization"]
+		if identity == "" {
+			// The identity source is missing: the gateway answers itself.
+			writeGatewayError(w, http.StatusUnauthorized, "Unauthorized")
+			return
+		}
+		auth, err := authorizer.authorize(r.Context(), identity, events.APIGatewayV2CustomAuthorizerV2Request{
 			Version: "2.0", Type: "REQUEST", RouteArn: "arn:aws:execute-api:local:000000000000:local/$default/" + rt.Method + rt.Path,
-			IdentitySource: []string{ev.Headers["authorization"]}, RouteKey: ev.RouteKey, RawPath: ev.RawPath,
+			IdentitySource: []string{identity}, RouteKey: ev.RouteKey, RawPath: ev.RawPath,
 			RawQueryString: ev.RawQueryString, Headers: ev.Headers, QueryStringParameters: ev.QueryStringParameters,
 			PathParameters: ev.PathParameters, RequestContext: ev.RequestContext,
 		})
@@ -125,7 +210,8 @@ func serve(w http.ResponseWriter, r *http.Request, rt Route, authorizer Authoriz
 			writeGatewayError(w, http.StatusForbidden, "Forbidden")
 			return
 		}
-		ev.RequestContext.Authorizer = &events.APIGatewayV2HTTPRequestContextAuthorizerDescription{Lambda: auth.Context}
+		// Each request gets its own copy of a (possibly cached) context.
+		ev.RequestContext.Authorizer = &events.APIGatewayV2HTTPRequestContextAuthorizerDescription{Lambda: maps.Clone(auth.Context)}
 	}
 	resp, err := rt.Handler(r.Context(), ev)
 	if err != nil {

@@ -11,6 +11,7 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"reflect"
 	"strings"
 	"testing"
 	"time"
@@ -47,7 +48,7 @@ func TestEveryAnswerNamesItsRequest(t *testing.T) {
 	apigw.Mount(mux, []apigw.Route{
 		{Method: http.MethodPost, Path: "/echo/{id}", Handler: echoID},
 		{Method: http.MethodPost, Path: "/fail", Handler: failing},
-	}, authorizer, timeouts, log)
+	}, &apigw.LambdaAuthorizer{Func: authorizer}, timeouts, log)
 	srv := httptest.NewUnstartedServer(mux)
 	srv.Config = timeouts.Server(mux)
 	srv.Start()
@@ -59,11 +60,12 @@ func TestEveryAnswerNamesItsRequest(t *testing.T) {
 		status                    int
 		gateway                   bool // the gateway's own {"message"} answer
 	}{
-		{"the route's answer", "/echo/1", "", "{}", http.StatusBadRequest, false},
+		{"the route's answer", "/echo/1", "ok", "{}", http.StatusBadRequest, false},
 		{"a body over 10 MB", "/echo/1", "", strings.Repeat(" ", 10<<20+1), http.StatusRequestEntityTooLarge, true},
+		{"no Authorization header", "/echo/1", "", "{}", http.StatusUnauthorized, true},
 		{"the authorizer denies", "/echo/1", "deny", "{}", http.StatusForbidden, true},
 		{"the authorizer fails", "/echo/1", "fail", "{}", http.StatusInternalServerError, true},
-		{"the handler fails", "/fail", "", "{}", http.StatusInternalServerError, true},
+		{"the handler fails", "/fail", "ok", "{}", http.StatusInternalServerError, true},
 	}
 	seen := map[string]bool{}
 	for _, tt := range tests {
@@ -122,4 +124,127 @@ func TestEveryAnswerNamesItsRequest(t *testing.T) {
 			t.Errorf("HTTP %d with %s %q, want 408 with an id", resp.StatusCode, apigw.RequestIDHeader, resp.Header.Get(apigw.RequestIDHeader))
 		}
 	})
+}
+
+// TestAMissingIdentitySourceIsTheGatewaysOwn401: without an Authorization
+// header (or with an empty one) the gateway answers 401
+// {"message":"Unauthorized"} itself, as API Gateway does for an authorizer
+// with an identity source: neither the authorizer nor the route runs.
+func TestAMissingIdentitySourceIsTheGatewaysOwn401(t *testing.T) {
+	ran := 0
+	route := func(context.Context, events.APIGatewayV2HTTPRequest) (events.APIGatewayV2HTTPResponse, error) {
+		ran++
+		return events.APIGatewayV2HTTPResponse{StatusCode: http.StatusOK}, nil
+	}
+	authorizer := func(context.Context, events.APIGatewayV2CustomAuthorizerV2Request) (events.APIGatewayV2CustomAuthorizerSimpleResponse, error) {
+		ran++
+		return events.APIGatewayV2CustomAuthorizerSimpleResponse{IsAuthorized: true}, nil
+	}
+	mux := http.NewServeMux()
+	apigw.Mount(mux, []apigw.Route{{Method: http.MethodGet, Path: "/x", Handler: route}},
+		&apigw.LambdaAuthorizer{Func: authorizer, CacheTTL: time.Minute}, apigw.DefaultTimeouts, slog.New(slog.NewTextHandler(io.Discard, nil)))
+	srv := httptest.NewServer(mux)
+	defer srv.Close()
+	for name, header := range map[string][]string{"no header": nil, "an empty header": {""}} {
+		req, _ := http.NewRequest(http.MethodGet, srv.URL+"/x", nil)
+		for _, v := range header {
+			req.Header.Add("Authorization", v)
+		}
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		body, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusUnauthorized || string(body) != `{"message":"Unauthorized"}`+"\n" ||
+			resp.Header.Get("Content-Type") != "application/json" || resp.Header.Get(apigw.RequestIDHeader) == "" {
+			t.Errorf("%s: HTTP %d %q, Content-Type %q, %s %q; want the gateway's 401 {\"message\":\"Unauthorized\"} with its request id",
+				name, resp.StatusCode, body, resp.Header.Get("Content-Type"), apigw.RequestIDHeader, resp.Header.Get(apigw.RequestIDHeader))
+		}
+	}
+	if ran != 0 {
+		t.Errorf("the authorizer or the route ran %d times", ran)
+	}
+}
+
+// TestTheAuthorizersAnswersAreCachedByTheIdentitySourceForTheTTL: with a
+// TTL, one answer per Authorization value serves every route until it
+// expires, allowing and denying alike; errors are not cached; with no TTL
+// every request invokes the authorizer.
+func TestTheAuthorizersAnswersAreCachedByTheIdentitySourceForTheTTL(t *testing.T) {
+	now := time.Date(2026, 11, 1, 12, 0, 0, 0, time.UTC)
+	calls := map[string]int{}
+	authorizer := func(_ context.Context, req events.APIGatewayV2CustomAuthorizerV2Request) (events.APIGatewayV2CustomAuthorizerSimpleResponse, error) {
+		id := req.IdentitySource[0]
+		calls[id]++
+		switch id {
+		case "fail":
+			return events.APIGatewayV2CustomAuthorizerSimpleResponse{}, errors.New("authorizer down")
+		case "deny":
+			return events.APIGatewayV2CustomAuthorizerSimpleResponse{IsAuthorized: false}, nil
+		}
+		return events.APIGatewayV2CustomAuthorizerSimpleResponse{IsAuthorized: true,
+			Context: map[string]any{"who": id, "call": calls[id]}}, nil
+	}
+	route := func(_ context.Context, req events.APIGatewayV2HTTPRequest) (events.APIGatewayV2HTTPResponse, error) {
+		c := req.RequestContext.Authorizer.Lambda
+		return events.APIGatewayV2HTTPResponse{StatusCode: http.StatusOK, Body: fmt.Sprintf("%v/%v", c["who"], c["call"])}, nil
+	}
+	for _, ttl := range []time.Duration{0, time.Minute} {
+		t.Run(fmt.Sprint("TTL ", ttl), func(t *testing.T) {
+			clear(calls)
+			mux := http.NewServeMux()
+			apigw.Mount(mux, []apigw.Route{
+				{Method: http.MethodGet, Path: "/a", Handler: route},
+				{Method: http.MethodPost, Path: "/b", Handler: route},
+			}, &apigw.LambdaAuthorizer{Func: authorizer, CacheTTL: ttl, Now: func() time.Time { return now }},
+				apigw.DefaultTimeouts, slog.New(slog.NewTextHandler(io.Discard, nil)))
+			srv := httptest.NewServer(mux)
+			defer srv.Close()
+			do := func(method, path, authorization string) (int, string) {
+				t.Helper()
+				req, _ := http.NewRequest(method, srv.URL+path, nil)
+				req.Header.Set("Authorization", authorization)
+				resp, err := http.DefaultClient.Do(req)
+				if err != nil {
+					t.Fatal(err)
+				}
+				defer resp.Body.Close()
+				body, _ := io.ReadAll(resp.Body)
+				return resp.StatusCode, string(body)
+			}
+			do(http.MethodGet, "/a", "k1")
+			_, second := do(http.MethodPost, "/b", "k1") // another route, the same identity
+			do(http.MethodGet, "/a", "k2")
+			do(http.MethodGet, "/a", "deny")
+			if code, _ := do(http.MethodGet, "/a", "deny"); code != http.StatusForbidden {
+				t.Errorf("a denial answered from the cache: HTTP %d, want 403", code)
+			}
+			do(http.MethodGet, "/a", "fail")
+			if code, _ := do(http.MethodGet, "/a", "fail"); code != http.StatusInternalServerError {
+				t.Errorf("a failing authorizer: HTTP %d, want 500", code)
+			}
+			want := map[string]int{"k1": 2, "k2": 1, "deny": 2, "fail": 2}
+			wantSecond := "k1/2"
+			if ttl > 0 {
+				want = map[string]int{"k1": 1, "k2": 1, "deny": 1, "fail": 2}
+				wantSecond = "k1/1" // the first route's answer, from the cache
+			}
+			if !reflect.DeepEqual(calls, want) || second != wantSecond {
+				t.Errorf("authorizer calls %v, the second route saw %q; want %v and %q", calls, second, want, wantSecond)
+			}
+			if ttl == 0 {
+				return
+			}
+			now = now.Add(ttl - time.Millisecond)
+			do(http.MethodGet, "/a", "k1")
+			if calls["k1"] != 1 {
+				t.Errorf("an answer was not reused until its TTL: %d calls", calls["k1"])
+			}
+			now = now.Add(time.Millisecond)
+			if _, body := do(http.MethodGet, "/a", "k1"); calls["k1"] != 2 || body != "k1/2" {
+				t.Errorf("an answer was reused past its TTL: %d calls, the route saw %q", calls["k1"], body)
+			}
+		})
+	}
 }

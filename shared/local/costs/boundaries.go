@@ -56,8 +56,19 @@ func (m *Meter) Routes(routes []apigw.Route) []apigw.Route {
 	return out
 }
 
-// Authorizer counts each call of the Lambda authorizer: its results are not
-// cached (it has no identity source), so every request invokes it.
+// AuthorizerCacheTTL is how long API Gateway reuses the authorizer's answer
+// for the same Authorization header in a stack deployed with
+// template.yaml's defaults (its AuthorizerCacheTtl parameter; a deploy test
+// keeps the two equal). The bench's cost runtimes run with it
+// (runtime.Config.AuthCacheTTL), so their meters count the authorizer
+// invocations that stack would bill.
+const AuthorizerCacheTTL = 60 * time.Second
+
+// Authorizer counts each call of the Lambda authorizer as one invocation.
+// Wrap the function the gateway invokes on a cache miss
+// (apigw.LambdaAuthorizer.Func): a request answered from the gateway's
+// authorizer cache invokes no authorizer and is not counted, nor is one
+// without an Authorization header, which the gateway refuses itself.
 func (m *Meter) Authorizer(a apigw.Authorizer) apigw.Authorizer {
 	return func(ctx context.Context, req events.APIGatewayV2CustomAuthorizerV2Request) (events.APIGatewayV2CustomAuthorizerSimpleResponse, error) {
 		ctx, clock := startInvocation(ctx)

@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/golang-jwt/jwt/v5"
 	"github.com/google/uuid"
@@ -161,6 +162,78 @@ func TestRevokedKeyFailsAtOnce(t *testing.T) {
 	unchanged(t, rt, before, 0)
 	if a := call(t, rt, http.MethodGet, "/api/generations/status/1", second.APIKey, nil); a.status != http.StatusNotFound {
 		t.Errorf("the account's other key: HTTP %d %s", a.status, a.body)
+	}
+}
+
+// TestRevokedKeyFailsOnceItsCachedAnswerExpires: with the authorizer's
+// answers cached (AuthCacheTTL, as AuthorizerCacheTtl in AWS), a key
+// revoked after its answer was cached is still let through until that
+// answer expires, without invoking the authorizer, and every such request
+// is still counted against the rate limit; from then on it is refused.
+func TestRevokedKeyFailsOnceItsCachedAnswerExpires(t *testing.T) {
+	const ttl = 500 * time.Millisecond
+	cfg := runtimeConfig()
+	cfg.AuthCacheTTL = ttl
+	rt := start(t, cfg)
+	owner := newAccount(t, rt, domain.PlanPro, 100)
+	authorizerCalls := func() int64 { return rt.Costs.Snapshot().ByFunction["authorizer"] }
+	const path = "/api/generations/status/1"
+
+	cachedFrom := time.Now() // the answer expires no earlier than TTL after this
+	first := call(t, rt, http.MethodGet, path, owner.APIKey, nil)
+	if first.status != http.StatusNotFound || authorizerCalls() != 1 {
+		t.Fatalf("before revoking: HTTP %d %s, %d authorizer calls", first.status, first.body, authorizerCalls())
+	}
+	prefix, _, _ := apikey.Parse(owner.APIKey)
+	if _, err := (&accounts.Service{Store: rt.Store}).RevokeKey(context.Background(), prefix); err != nil {
+		t.Fatal(err)
+	}
+	second := call(t, rt, http.MethodGet, path, owner.APIKey, nil)
+	if time.Since(cachedFrom) < ttl {
+		// Answered within the TTL: from the cache, so still let through.
+		if second.status != http.StatusNotFound || authorizerCalls() != 1 {
+			t.Errorf("revoked, within the TTL: HTTP %d %s, %d authorizer calls; want the cached answer (404) and no call", second.status, second.body, authorizerCalls())
+		}
+		// ...and counted: one more request in the minute (or a new minute).
+		r1, _ := strconv.Atoi(first.header.Get("X-RateLimit-Remaining"))
+		r2, err := strconv.Atoi(second.header.Get("X-RateLimit-Remaining"))
+		if err != nil || second.header.Get("X-RateLimit-Reset") == first.header.Get("X-RateLimit-Reset") && r2 != r1-1 {
+			t.Errorf("a request on the cached answer was not counted: remaining %d then %q", r1, second.header.Get("X-RateLimit-Remaining"))
+		}
+	} else {
+		t.Logf("the machine took %s over two requests; the within-TTL check is skipped", time.Since(cachedFrom))
+	}
+	time.Sleep(time.Until(cachedFrom.Add(ttl + 50*time.Millisecond)))
+	if code := checkEnvelope(t, call(t, rt, http.MethodGet, path, owner.APIKey, nil), http.StatusUnauthorized); code != "unauthorized" {
+		t.Errorf("once the cached answer expired: code %q", code)
+	}
+	if n := authorizerCalls(); n != 2 {
+		t.Errorf("%d authorizer calls, want 2 (the first request and the one after the TTL)", n)
+	}
+}
+
+// TestACachedTokenAnswerIsRefusedWhereTokensAreNotTaken: the gateway's
+// cached answer for a token, given on a status route, reaches a POST route
+// too (the cache key is the Authorization header alone); the POST route
+// refuses it as it refuses a token it sees afresh.
+func TestACachedTokenAnswerIsRefusedWhereTokensAreNotTaken(t *testing.T) {
+	is, err := jwttest.New()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer is.Close()
+	rt := start(t, runtime.Config{JWTIssuer: is.Issuer, JWTAudience: is.Audience, JWKSURL: is.JWKSURL(), AuthCacheTTL: time.Minute})
+	owner := newAccount(t, rt, domain.PlanPro, 100)
+	tok := is.Token(owner.UserID)
+	if a := call(t, rt, http.MethodGet, "/api/generations/status/1", tok, nil); a.status != http.StatusNotFound {
+		t.Fatalf("the token on the status route: HTTP %d %s", a.status, a.body)
+	}
+	before := account(t, rt, owner.UserID)
+	checkEnvelope(t, call(t, rt, http.MethodPost, "/api/generations/generate", tok,
+		malformed(gen("theta-4-fast", map[string]any{"prompt": "x"}))), http.StatusUnauthorized)
+	unchanged(t, rt, before, 0)
+	if n := rt.Costs.Snapshot().ByFunction["authorizer"]; n != 1 {
+		t.Errorf("%d authorizer calls, want 1: the POST was answered from the cache", n)
 	}
 }
 

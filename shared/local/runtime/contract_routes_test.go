@@ -48,7 +48,7 @@ func TestAccountListsEstimateAndCancelAnswerAsDocumented(t *testing.T) {
 	if acct.status != http.StatusOK || acct.str("plan") != "enterprise" || acct.str("balance") != "1000.00" {
 		t.Errorf("GET /api/account: HTTP %d %s", acct.status, acct.body)
 	}
-	checkEnvelope(t, call(t, rt, http.MethodGet, "/api/account", "", malformed(nil)), http.StatusUnauthorized)
+	checkEnvelope(t, call(t, rt, http.MethodGet, "/api/account", "mgk_short", nil), http.StatusUnauthorized)
 
 	body := gen("zeta", map[string]any{"prompt": "a fox"})
 	est := call(t, rt, http.MethodPost, "/api/generations/estimate", key, body)

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/mediagen-dev/mediagen/shared/domain"
+	"github.com/mediagen-dev/mediagen/shared/local/costs"
 	"github.com/mediagen-dev/mediagen/shared/local/runtime"
 	"github.com/mediagen-dev/mediagen/shared/local/runtime/runtimetest"
 )
@@ -13,7 +14,8 @@ import (
 // TestCostMeterCountsWhatOneGenerationWouldBill runs one image generation
 // to its end and checks the meter counted the requests the deployed system
 // would make for it: every route call is an API request and two Lambda
-// invocations (authorizer and route), the output is one S3 PUT, each poll
+// invocations (authorizer and route: no authorizer cache, the runtime's
+// default), the output is one S3 PUT, each poll
 // is a SendMessage, a ReceiveMessage and a DeleteMessageBatch; on DynamoDB
 // the meter counts the units of the store's requests.
 func TestCostMeterCountsWhatOneGenerationWouldBill(t *testing.T) {
@@ -84,5 +86,32 @@ func waitQueueEmpty(t *testing.T, rt *runtime.Runtime) {
 		if time.Now().After(deadline) {
 			t.Fatalf("the queue still holds %d messages", rt.Queue.Len())
 		}
+	}
+}
+
+// TestCostMeterCountsOneAuthorizerInvocationPerCacheMiss: with the
+// gateway's authorizer cache on (the deployed default TTL), the meter
+// counts an authorizer invocation only when the gateway invokes it, once
+// per Authorization value per TTL; every request is still an API request
+// and a route invocation, and a request without a key is neither.
+func TestCostMeterCountsOneAuthorizerInvocationPerCacheMiss(t *testing.T) {
+	rt := start(t, runtime.Config{AuthCacheTTL: costs.AuthorizerCacheTTL})
+	a := newAccount(t, rt, domain.PlanEnterprise, 1000)
+	b := newAccount(t, rt, domain.PlanEnterprise, 1000)
+	before := rt.Costs.Snapshot()
+	for _, key := range []string{a.APIKey, a.APIKey, b.APIKey, a.APIKey, b.APIKey} {
+		if r := call(t, rt, http.MethodGet, "/api/generations/status/1", key, nil); r.status != http.StatusNotFound {
+			t.Fatalf("HTTP %d %s", r.status, r.body)
+		}
+	}
+	if r := call(t, rt, http.MethodPost, "/api/generations/estimate", a.APIKey, map[string]any{
+		"model": "provider-a", "model_version": "theta-4-fast", "input": map[string]any{"prompt": "a red kite"}}); r.status != http.StatusOK {
+		t.Fatalf("estimate: HTTP %d %s", r.status, r.body)
+	}
+	call(t, rt, http.MethodGet, "/api/account", "", malformed(nil)) // the gateway's own 401
+	c := rt.Costs.Snapshot().Sub(before)
+	if c.APIRequests != 6 || c.ByFunction["authorizer"] != 2 || c.ByFunction["status"] != 5 || c.ByFunction["generation-estimate"] != 1 || c.LambdaInvocations != 8 {
+		t.Errorf("API requests %d, invocations %d %v; want 6 requests, 8 invocations: 2 authorizer (one per key), 5 status, 1 estimate",
+			c.APIRequests, c.LambdaInvocations, c.ByFunction)
 	}
 }

@@ -24,7 +24,7 @@ func TestEveryErrorCarriesItsRequestID(t *testing.T) {
 		{"a route's path with another method", http.MethodPost, "/api/account", owner.APIKey, http.StatusNotFound, true},
 		{"a route's path without its id", http.MethodGet, "/api/generations/status/", owner.APIKey, http.StatusNotFound, true},
 		{"a route's 404", http.MethodGet, "/api/generations/status/00000000-0000-4000-8000-000000000000", owner.APIKey, http.StatusNotFound, false},
-		{"a route's 401", http.MethodGet, "/api/account", "", http.StatusUnauthorized, true},
+		{"a route's 401", http.MethodGet, "/api/account", "mgk_short", http.StatusUnauthorized, false},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -38,5 +38,34 @@ func TestEveryErrorCarriesItsRequestID(t *testing.T) {
 				t.Errorf("%s %q, request_id %q: want the same id in both", apigw.RequestIDHeader, id, a.str("request_id"))
 			}
 		})
+	}
+}
+
+// TestAMissingKeyIsTheGatewaysOwn401: a request to an authenticated route
+// without an Authorization header is refused by the gateway itself, as
+// API Gateway refuses a request without the authorizer's identity source:
+// 401 {"message":"Unauthorized"} with the gateway's request id, no
+// envelope and no WWW-Authenticate, and neither the authorizer nor the
+// route runs (nothing is counted). A key that is present but wrong is
+// still the route's envelope (TestBadCredentialsAnswer401).
+func TestAMissingKeyIsTheGatewaysOwn401(t *testing.T) {
+	rt := start(t, runtimeConfig())
+	before := rt.Costs.Snapshot()
+	for _, r := range []struct{ method, path string }{
+		{http.MethodGet, "/api/account"},
+		{http.MethodGet, "/api/generations/status/1"},
+		{http.MethodPost, "/api/generations/generate"},
+		{http.MethodPost, "/api/long-story/videos/estimate"},
+	} {
+		a := call(t, rt, r.method, r.path, "", malformed(nil))
+		if a.status != http.StatusUnauthorized || string(a.body) != `{"message":"Unauthorized"}`+"\n" {
+			t.Errorf("%s %s: HTTP %d %q, want the gateway's 401 {\"message\":\"Unauthorized\"}", r.method, r.path, a.status, a.body)
+		}
+		if a.header.Get(apigw.RequestIDHeader) == "" || a.header.Get("Content-Type") != "application/json" || a.header.Get("WWW-Authenticate") != "" {
+			t.Errorf("%s %s: headers %v, want Content-Type application/json and %s, and no WWW-Authenticate", r.method, r.path, a.header, apigw.RequestIDHeader)
+		}
+	}
+	if d := rt.Costs.Snapshot().Sub(before); d.LambdaInvocations != 0 || d.APIRequests != 0 {
+		t.Errorf("the gateway's 401s counted %d invocations (%v) and %d routed requests, want none", d.LambdaInvocations, d.ByFunction, d.APIRequests)
 	}
 }

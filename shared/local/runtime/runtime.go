@@ -116,6 +116,13 @@ type Config struct {
 	// apigw.DefaultTimeouts'); tests shorten Read to see a slow body cut
 	// off.
 	Timeouts apigw.Timeouts
+	// AuthCacheTTL is how long the gateway reuses the Lambda authorizer's
+	// answer for the same Authorization header, as API Gateway does with
+	// the template's AuthorizerCacheTtl (60 s there): within it a revoked
+	// key is still let through, and the authorizer is not invoked (nor
+	// counted by Costs). Default 0: every request is authorized afresh, so
+	// revocation takes effect at once.
+	AuthCacheTTL time.Duration
 	// JWT, when its issuer is set, admits identity-provider tokens on the
 	// status route.
 	JWTIssuer, JWTAudience, JWKSURL string
@@ -320,7 +327,7 @@ func Start(ctx context.Context, cfg Config) (*Runtime, error) {
 		{Method: http.MethodPost, Path: "/api/long-story/videos/estimate", Handler: lambdahttp.Route(httpapi.LongVideoEstimateRoute(prices, gate))},
 		{Method: http.MethodPost, Path: "/api/long-story/videos", Handler: lambdahttp.Route(httpapi.LongVideoCreateRoute(longstory.NewCreator(st, r.Workflow, prices, storySettings), gate))},
 		{Method: http.MethodGet, Path: "/api/long-story/videos/{videoId}", Handler: lambdahttp.Route(httpapi.LongVideoStatusRoute(videos, gate))},
-	}), r.Costs.Authorizer(lambdahttp.Authorizer(gate.Authorize)), cfg.Timeouts, log)
+	}), &apigw.LambdaAuthorizer{Func: r.Costs.Authorizer(lambdahttp.Authorizer(gate.Authorize)), CacheTTL: cfg.AuthCacheTTL}, cfg.Timeouts, log)
 	// Public routes: no authorizer, as in template.yaml.
 	apigw.Mount(mux, r.Costs.Routes([]apigw.Route{
 		{Method: http.MethodGet, Path: "/api/models", Handler: lambdahttp.Route((&httpapi.Models{Prices: prices, Log: log}).List())},
