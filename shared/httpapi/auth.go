@@ -118,7 +118,7 @@ func (g *Gate) authenticate(ctx context.Context, authorization string, allowToke
 			return domain.Account{}, cred, unauthorized("invalid API key")
 		}
 		if joined && !whole {
-			return a, nil
+			return a, cred, nil
 		}
 		userID = k.UserID
 	} else if allowToken && g.Tokens != nil && strings.Count(secret, ".") == 2 {
