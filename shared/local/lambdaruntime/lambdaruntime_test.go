@@ -60,6 +60,7 @@ func testHandler(ctx context.Context, ev testEvent) (map[string]string, error) {
 		"own_var":     os.Getenv("OWN_VAR"),
 		"home":        os.Getenv("HOME"),
 		"wd":          wd,
+		"pid":         strconv.Itoa(os.Getpid()),
 	}, nil
 }
 
@@ -78,7 +79,7 @@ func testFunction(t *testing.T, mode string) Function {
 // what it answered with the times it recorded.
 func TestAFunctionProcessGetsItsEventAndAnswers(t *testing.T) {
 	fn := testFunction(t, "echo")
-	cs, err := RunColdStart(context.Background(), fn, []byte(`{"name":"world"}`))
+	cs, err := RunColdStart(context.Background(), fn, []byte(`{"name":"world"}`), []byte(`{"name":"again"}`))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -105,6 +106,14 @@ func TestAFunctionProcessGetsItsEventAndAnswers(t *testing.T) {
 	}
 	if !(inv.Queued.Before(inv.Delivered) || inv.Queued.Equal(inv.Delivered)) || inv.Answered.Before(inv.Delivered) {
 		t.Errorf("times out of order: queued %v, delivered %v, answered %v", inv.Queued, inv.Delivered, inv.Answered)
+	}
+	if len(cs.Later) != 1 || len(cs.Warm) != 1 {
+		t.Fatalf("warm events %+v, want the one sent", cs.Later)
+	}
+	var warm map[string]string
+	json.Unmarshal(cs.Later[0].Response, &warm)
+	if warm["hello"] != "again" || warm["pid"] != got["pid"] || cs.Later[0].RequestID == inv.RequestID {
+		t.Errorf("the warm event's answer %s, want one from the same process (pid %s) under a new request id", cs.Later[0].Response, got["pid"])
 	}
 	if cs.Init <= 0 || cs.FirstEvent < 0 || cs.Total < cs.Init+cs.FirstEvent {
 		t.Errorf("timings do not add up: init %v, first event %v, total %v", cs.Init, cs.FirstEvent, cs.Total)

@@ -112,15 +112,20 @@ type ColdStart struct {
 	Total time.Duration
 	// Invocation is the first event and its answer.
 	Invocation *Invocation
+	// Warm are the times from delivery to answer of the events after the
+	// first, in the same process; Later are those events.
+	Warm  []time.Duration
+	Later []*Invocation
 }
 
 // RunColdStart starts fn's process against a Runtime API of its own, as
 // Lambda starts a new execution environment, hands it event, and times it
-// until the answer; then it ends the process. An error is returned when
+// until the answer; then it hands it each of warm in turn (the same
+// environment, now warm), and ends the process. An error is returned when
 // the process exits or reports an init error first, when the init takes
-// over InitTimeout or the event over fn.Timeout, or when ctx ends; a
+// over InitTimeout or an event over fn.Timeout, or when ctx ends; a
 // function error (/error) is not one: it is in the invocation's Err.
-func RunColdStart(ctx context.Context, fn Function, event []byte) (ColdStart, error) {
+func RunColdStart(ctx context.Context, fn Function, event []byte, warm ...[]byte) (ColdStart, error) {
 	timeout := fn.Timeout
 	if timeout <= 0 {
 		timeout = 3 * time.Second
@@ -172,26 +177,41 @@ func RunColdStart(ctx context.Context, fn Function, event []byte) (ColdStart, er
 		stop()
 		return ColdStart{}, ctx.Err()
 	}
-	// The first event.
-	eventLimit := time.NewTimer(timeout)
-	defer eventLimit.Stop()
-	select {
-	case <-inv.Done():
-	case err := <-exited:
-		return ColdStart{}, fmt.Errorf("%s: %w during its first event (%v); its output:\n%s", fn.Name, errProcessExited, err, logs.String())
-	case <-eventLimit.C:
-		return failed(fmt.Sprintf("did not answer its first event in %s (its timeout)", timeout))
-	case <-ctx.Done():
-		stop()
-		return ColdStart{}, ctx.Err()
+	// The events, one at a time.
+	var later []*Invocation
+	for i := 0; i <= len(warm); i++ {
+		cur := inv
+		if i > 0 {
+			cur = srv.Enqueue(warm[i-1])
+			later = append(later, cur)
+		}
+		eventLimit := time.NewTimer(timeout)
+		select {
+		case <-cur.Done():
+			eventLimit.Stop()
+		case err := <-exited:
+			eventLimit.Stop()
+			return ColdStart{}, fmt.Errorf("%s: %w during event %d (%v); its output:\n%s", fn.Name, errProcessExited, i+1, err, logs.String())
+		case <-eventLimit.C:
+			return failed(fmt.Sprintf("did not answer event %d in %s (its timeout)", i+1, timeout))
+		case <-ctx.Done():
+			eventLimit.Stop()
+			stop()
+			return ColdStart{}, ctx.Err()
+		}
 	}
 	stop()
-	return ColdStart{
+	cs := ColdStart{
 		Init:       srv.FirstNext().Sub(start),
 		FirstEvent: inv.Answered.Sub(inv.Delivered),
 		Total:      inv.Answered.Sub(start),
 		Invocation: inv,
-	}, nil
+		Later:      later,
+	}
+	for _, l := range later {
+		cs.Warm = append(cs.Warm, l.Answered.Sub(l.Delivered))
+	}
+	return cs, nil
 }
 
 // tail keeps the last max bytes written to it.
