@@ -169,8 +169,7 @@ func benchColdStarts(ctx context.Context, runs int, dynamo *testsupport.DynamoDB
 
 // coldStartFunction builds one function's bootstrap into dir/<name> with
 // the Makefile's Lambda build (its flags, for this machine's OS and
-// architecture) and reads its environment, memory and timeout from the
-// template, each resource it names replaced by its local stand-in.
+// architecture) and configures it as the template does (templateFunction).
 func coldStartFunction(ctx context.Context, root, dir string, tmpl *deploy.Template, name string, resources, local map[string]string) (lambdaruntime.Function, error) {
 	logical := logicalID(name)
 	out := filepath.Join(dir, name)
@@ -179,6 +178,17 @@ func coldStartFunction(ctx context.Context, root, dir string, tmpl *deploy.Templ
 	if raw, err := build.CombinedOutput(); err != nil {
 		return lambdaruntime.Function{}, fmt.Errorf("build %s: %w\n%s", logical, err, raw)
 	}
+	fn, err := templateFunction(tmpl, name, resources, local)
+	fn.Bootstrap, fn.TaskRoot = filepath.Join(out, "bootstrap"), out
+	return fn, err
+}
+
+// templateFunction is the function's environment, memory and timeout as
+// the template sets them, each resource it names (!Ref) replaced by its
+// local stand-in in resources, and each variable in local set to that
+// value when the template declares it.
+func templateFunction(tmpl *deploy.Template, name string, resources, local map[string]string) (lambdaruntime.Function, error) {
+	logical := logicalID(name)
 	res, ok := tmpl.Resources[logical]
 	if !ok {
 		return lambdaruntime.Function{}, fmt.Errorf("template.yaml has no %s", logical)
@@ -209,10 +219,8 @@ func coldStartFunction(ctx context.Context, root, dir string, tmpl *deploy.Templ
 			env[k] = l
 		}
 	}
-	fn := lambdaruntime.Function{Name: "mediagen-bench-" + name, Bootstrap: filepath.Join(out, "bootstrap"), TaskRoot: out,
-		MemoryMB: intProp(props["MemorySize"], 128), Timeout: time.Duration(intProp(props["Timeout"], 3)) * time.Second,
-		Region: "us-east-1", Env: env}
-	return fn, nil
+	return lambdaruntime.Function{Name: "mediagen-bench-" + name, MemoryMB: intProp(props["MemorySize"], 128),
+		Timeout: time.Duration(intProp(props["Timeout"], 3)) * time.Second, Region: "us-east-1", Env: env}, nil
 }
 
 // logicalID is a function folder's logical ID (generation-estimate:
