@@ -632,7 +632,7 @@ func TestIdempotencyKeysOnEveryGuardedPostAndNoGet(t *testing.T) {
 		has := slices.ContainsFunc(allUses(t)[rt.Function], func(u use) bool { return base(u.target) == "table:IdempotencyTable" })
 		switch want := rt.Method == "POST" && !slices.Contains(publicRoutes, key); {
 		case want && !has:
-			t.Errorf("%s (%s): a POST behind the Gate keeps Idempotency-Keys; its code does not call the idempotency table (lambdawiring.PostGate)", rt.Function, key)
+			t.Errorf("%s (%s): a POST behind the Gate keeps Idempotency-Keys; its code does not call the idempotency table (storewiring.PostGate)", rt.Function, key)
 		case !want && has:
 			t.Errorf("%s (%s): a GET or a public route never reaches Gate.Idempotency, but its code calls the idempotency table", rt.Function, key)
 		}

@@ -389,13 +389,15 @@ func TestEveryFunctionFolderIsInTheTemplateAndBack(t *testing.T) {
 	}
 }
 
-// constructorName is the name of a lambdawiring constructor, without its package.
-func constructorName(c lambdawiring.Constructor) string {
+// constructorName is the package name (lambdawiring or storewiring) and
+// the name of a constructor.
+func constructorName(c lambdawiring.Constructor) (pkg, name string) {
 	if c == nil {
-		return "<none>"
+		return "lambdawiring", "<none>"
 	}
-	name := runtime.FuncForPC(reflect.ValueOf(c).Pointer()).Name()
-	return name[strings.LastIndex(name, ".")+1:]
+	full := runtime.FuncForPC(reflect.ValueOf(c).Pointer()).Name()
+	dot := strings.LastIndex(full, ".")
+	return full[strings.LastIndex(full[:dot], "/")+1 : dot], full[dot+1:]
 }
 
 func sortedFolders() []string {
@@ -430,12 +432,15 @@ func TestEveryFunctionBuildsFromItsFolder(t *testing.T) {
 				t.Fatalf("%s: functions/%s has no main.go: %v", f.ID, f.Folder, err)
 			}
 			// main.go calls its constructor by name (so the binary links only
-			// that function's code), and it is the one the registry names.
-			m := regexp.MustCompile(`lambdawiring\.Build\("` + regexp.QuoteMeta(f.Folder) + `",\s*lambdawiring\.(\w+)\)`).FindSubmatch(main)
-			if m == nil {
-				t.Errorf("functions/%s/main.go does not run lambdawiring.Build(%q, lambdawiring.<Constructor>)", f.Folder, f.Folder)
-			} else if want := constructorName(lambdawiring.Functions()[f.Folder]); string(m[1]) != want {
-				t.Errorf("functions/%s/main.go builds lambdawiring.%s; lambdawiring.Functions() names lambdawiring.%s", f.Folder, m[1], want)
+			// that function's code), from the package that defines it
+			// (storewiring for the functions that use only DynamoDB, so they
+			// link no other AWS client), and it is the one the registry names.
+			m := regexp.MustCompile(`(\w+)\.Build\("` + regexp.QuoteMeta(f.Folder) + `",\s*(\w+)\.(\w+)\)`).FindSubmatch(main)
+			pkg, want := constructorName(lambdawiring.Functions()[f.Folder])
+			if m == nil || string(m[1]) != string(m[2]) {
+				t.Errorf("functions/%s/main.go does not run %s.Build(%q, %s.<Constructor>)", f.Folder, pkg, f.Folder, pkg)
+			} else if got := string(m[2]) + "." + string(m[3]); got != pkg+"."+want {
+				t.Errorf("functions/%s/main.go builds %s; lambdawiring.Functions() names %s.%s", f.Folder, got, pkg, want)
 			}
 			artifacts := "/ARTIFACTS/" + f.ID
 			out, err := exec.Command(makeBin, "-s", "-n", "-C", "..", "build-"+f.ID, "ARTIFACTS_DIR="+artifacts).CombinedOutput()

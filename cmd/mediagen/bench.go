@@ -50,6 +50,7 @@ type benchConfig struct {
 	StatusReads  float64
 	JSONPath     string
 	SkipLongForm bool
+	ColdStarts   int
 	ProfileDir   string `json:"-"`
 }
 
@@ -126,6 +127,7 @@ func bench(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fs.Float64Var(&c.StatusReads, "status-reads", 3, "status requests a client makes per generation, for the cost figure")
 	fs.StringVar(&c.JSONPath, "json", "", "also write the figures as JSON to this file")
 	fs.BoolVar(&c.SkipLongForm, "skip-long-form", false, "skip the long-form figures")
+	fs.IntVar(&c.ColdStarts, "cold-starts", 5, "cold starts timed per Lambda function (authorizer, generate, status; 0 skips them)")
 	fs.StringVar(&c.ProfileDir, "profile-dir", "", "write a CPU profile of each load (status.pprof, generate.pprof) to this directory, for go tool pprof")
 	if err := parse(fs, args); errors.Is(err, errHelp) {
 		return exitOK
@@ -381,6 +383,15 @@ func runBench(ctx context.Context, c benchConfig, log io.Writer) (*benchReport, 
 	fmt.Fprintln(log, "bench: ledger units with 0 and 2,000 holds open…")
 	if err := benchLedger(ctx, dynamo, rep); err != nil {
 		return nil, err
+	}
+
+	// Cold starts of the authorizer, generate and status Lambda binaries,
+	// each started as Lambda would (coldstart.go).
+	if c.ColdStarts > 0 {
+		fmt.Fprintln(log, "bench: cold starts…")
+		if err := benchColdStarts(ctx, c.ColdStarts, dynamo, rep); err != nil {
+			return nil, err
+		}
 	}
 
 	// 6. Long-form.

@@ -3,15 +3,15 @@
 // take) and hands the route the account or the reason it was refused. API
 // Gateway invokes it for an Authorization header whose answer it has not
 // cached (template.yaml's AuthorizerCacheTtl), and the answer serves every
-// route. lambdawiring.Authorizer says what it wires.
+// route. storewiring.Authorizer says what it wires.
 package main
 
 import (
 	"github.com/aws/aws-lambda-go/lambda"
 
-	"github.com/mediagen-dev/mediagen/shared/lambdawiring"
+	"github.com/mediagen-dev/mediagen/shared/lambdawiring/storewiring"
 )
 
 func main() {
-	lambda.Start(lambdawiring.Build("authorizer", lambdawiring.Authorizer))
+	lambda.Start(storewiring.Build("authorizer", storewiring.Authorizer))
 }

@@ -4,9 +4,9 @@ package main
 import (
 	"github.com/aws/aws-lambda-go/lambda"
 
-	"github.com/mediagen-dev/mediagen/shared/lambdawiring"
+	"github.com/mediagen-dev/mediagen/shared/lambdawiring/storewiring"
 )
 
 func main() {
-	lambda.Start(lambdawiring.Build("generation-estimate", lambdawiring.GenerationEstimate))
+	lambda.Start(storewiring.Build("generation-estimate", storewiring.GenerationEstimate))
 }

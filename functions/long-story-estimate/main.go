@@ -1,13 +1,13 @@
 // Command long-story-estimate is the Lambda function of POST /api/long-story/videos/estimate.
-// lambdawiring.LongStoryEstimate says what it wires.
+// storewiring.LongStoryEstimate says what it wires.
 package main
 
 import (
 	"github.com/aws/aws-lambda-go/lambda"
 
-	"github.com/mediagen-dev/mediagen/shared/lambdawiring"
+	"github.com/mediagen-dev/mediagen/shared/lambdawiring/storewiring"
 )
 
 func main() {
-	lambda.Start(lambdawiring.Build("long-story-estimate", lambdawiring.LongStoryEstimate))
+	lambda.Start(storewiring.Build("long-story-estimate", storewiring.LongStoryEstimate))
 }

@@ -1,13 +1,13 @@
 // Command long-story-status is the Lambda function of GET /api/long-story/videos/{videoId}.
-// lambdawiring.LongStoryStatus says what it wires.
+// storewiring.LongStoryStatus says what it wires.
 package main
 
 import (
 	"github.com/aws/aws-lambda-go/lambda"
 
-	"github.com/mediagen-dev/mediagen/shared/lambdawiring"
+	"github.com/mediagen-dev/mediagen/shared/lambdawiring/storewiring"
 )
 
 func main() {
-	lambda.Start(lambdawiring.Build("long-story-status", lambdawiring.LongStoryStatus))
+	lambda.Start(storewiring.Build("long-story-status", storewiring.LongStoryStatus))
 }

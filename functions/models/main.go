@@ -5,9 +5,9 @@ package main
 import (
 	"github.com/aws/aws-lambda-go/lambda"
 
-	"github.com/mediagen-dev/mediagen/shared/lambdawiring"
+	"github.com/mediagen-dev/mediagen/shared/lambdawiring/storewiring"
 )
 
 func main() {
-	lambda.Start(lambdawiring.Build("models", lambdawiring.Models))
+	lambda.Start(storewiring.Build("models", storewiring.Models))
 }

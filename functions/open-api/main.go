@@ -4,9 +4,9 @@ package main
 import (
 	"github.com/aws/aws-lambda-go/lambda"
 
-	"github.com/mediagen-dev/mediagen/shared/lambdawiring"
+	"github.com/mediagen-dev/mediagen/shared/lambdawiring/storewiring"
 )
 
 func main() {
-	lambda.Start(lambdawiring.Build("open-api", lambdawiring.OpenAPI))
+	lambda.Start(storewiring.Build("open-api", storewiring.OpenAPI))
 }

@@ -1,13 +1,13 @@
 // Command status is the Lambda function of GET /api/generations/status/{id}: the generation status view.
-// lambdawiring.Status says what it wires.
+// storewiring.Status says what it wires.
 package main
 
 import (
 	"github.com/aws/aws-lambda-go/lambda"
 
-	"github.com/mediagen-dev/mediagen/shared/lambdawiring"
+	"github.com/mediagen-dev/mediagen/shared/lambdawiring/storewiring"
 )
 
 func main() {
-	lambda.Start(lambdawiring.Build("status", lambdawiring.Status))
+	lambda.Start(storewiring.Build("status", storewiring.Status))
 }

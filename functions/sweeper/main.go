@@ -1,13 +1,13 @@
 // Command sweeper is the Lambda function of on a schedule: settles holds left open by crashes.
-// lambdawiring.Sweeper says what it wires.
+// storewiring.Sweeper says what it wires.
 package main
 
 import (
 	"github.com/aws/aws-lambda-go/lambda"
 
-	"github.com/mediagen-dev/mediagen/shared/lambdawiring"
+	"github.com/mediagen-dev/mediagen/shared/lambdawiring/storewiring"
 )
 
 func main() {
-	lambda.Start(lambdawiring.Build("sweeper", lambdawiring.Sweeper))
+	lambda.Start(storewiring.Build("sweeper", storewiring.Sweeper))
 }

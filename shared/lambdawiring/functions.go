@@ -8,32 +8,39 @@ import (
 	"os"
 	"sort"
 
-	"github.com/aws/aws-lambda-go/events"
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/sfn"
 
 	"github.com/mediagen-dev/mediagen/shared/apiview"
-	"github.com/mediagen-dev/mediagen/shared/catalog"
 	"github.com/mediagen-dev/mediagen/shared/generation"
 	"github.com/mediagen-dev/mediagen/shared/httpapi"
 	"github.com/mediagen-dev/mediagen/shared/lambdahttp"
+	"github.com/mediagen-dev/mediagen/shared/lambdawiring/storewiring"
 	"github.com/mediagen-dev/mediagen/shared/longstory"
-	"github.com/mediagen-dev/mediagen/shared/pricing"
 	"github.com/mediagen-dev/mediagen/shared/routing"
 	"github.com/mediagen-dev/mediagen/shared/sqsbatch"
-	"github.com/mediagen-dev/mediagen/shared/sweeper"
 	"github.com/mediagen-dev/mediagen/shared/webhook"
 	"github.com/mediagen-dev/mediagen/shared/workflow"
 )
 
 // Constructor builds one function's handler. Each builds only what its
 // handler uses.
-type Constructor func(ctx context.Context, log *slog.Logger) (any, error)
+type Constructor = storewiring.Constructor
 
 // Each function under functions/ has a named constructor its main.go calls
-// directly, so a binary links only its own handler's code. A new function is
-// one constructor here, one line in Functions, and
-// `lambda.Start(lambdawiring.Build("<folder>", lambdawiring.<Constructor>))` in its main.go.
+// directly, so a binary links only its own handler's code. The functions
+// that use no AWS service but DynamoDB are in storewiring, whose binaries
+// do not link this package (and so none of the SQS, S3, Step Functions,
+// Secrets Manager and Polly clients); the others are here. A new function
+// is one constructor in one of the two, one line in Functions, and
+// `lambda.Start(<package>.Build("<folder>", <package>.<Constructor>))` in its
+// main.go.
+
+// Build is a function's main (storewiring.Build).
+func Build(name string, c Constructor) any { return storewiring.Build(name, c) }
+
+// AWSConfig is the function's AWS configuration (storewiring.AWSConfig).
+func AWSConfig(ctx context.Context) (aws.Config, error) { return storewiring.AWSConfig(ctx) }
 
 // Generate is POST /api/generations/generate.
 func Generate(ctx context.Context, log *slog.Logger) (any, error) {
@@ -42,28 +49,7 @@ func Generate(ctx context.Context, log *slog.Logger) (any, error) {
 		return nil, err
 	}
 	creator := generation.NewCreator(p.store, p.ups, p.queue, p.store, p.prices, p.settings)
-	return lambdahttp.Route(httpapi.GenerateRoute(creator, PostGate(p.cfg, log))), nil
-}
-
-// Status is GET /api/generations/status/{id}.
-func Status(ctx context.Context, log *slog.Logger) (any, error) {
-	return readRoute(ctx, log, httpapi.GenerationStatusRoute)
-}
-
-// readRoute wires a route that only reads generations: the store and the
-// routes (for a waiting generation's place in line); no upstream token,
-// queue or bucket.
-func readRoute(ctx context.Context, log *slog.Logger, route func(*generation.Reader, *httpapi.Gate) httpapi.Handler) (any, error) {
-	cfg, err := AWSConfig(ctx)
-	if err != nil {
-		return nil, err
-	}
-	ups, err := routesOnly()
-	if err != nil {
-		return nil, err
-	}
-	st := Store(cfg)
-	return lambdahttp.Route(route(generation.NewReader(st, st, ups), Gate(cfg, log))), nil
+	return lambdahttp.Route(httpapi.GenerateRoute(creator, storewiring.PostGate(p.cfg, log))), nil
 }
 
 // Poller consumes the poll queue; a generation it finishes sends its
@@ -81,21 +67,6 @@ func Poller(ctx context.Context, log *slog.Logger) (any, error) {
 	return sqsbatch.Handler(poller.HandleBatch), nil
 }
 
-// GenerationsList is GET /api/generations.
-func GenerationsList(ctx context.Context, log *slog.Logger) (any, error) {
-	return readRoute(ctx, log, httpapi.GenerationsListRoute)
-}
-
-// GenerationEstimate is POST /api/generations/estimate: the catalog and
-// the prices, no upstream, queue or bucket.
-func GenerationEstimate(ctx context.Context, log *slog.Logger) (any, error) {
-	cfg, prices, err := configAndPrices(ctx)
-	if err != nil {
-		return nil, err
-	}
-	return lambdahttp.Route(httpapi.GenerationEstimateRoute(generation.NewEstimator(prices, catalog.Options{}), PostGate(cfg, log))), nil
-}
-
 // GenerationCancel is POST /api/generations/{id}/cancel.
 func GenerationCancel(ctx context.Context, log *slog.Logger) (any, error) {
 	p, err := generationWiring(ctx, log, withWebhooks)
@@ -103,21 +74,7 @@ func GenerationCancel(ctx context.Context, log *slog.Logger) (any, error) {
 		return nil, err
 	}
 	canceler := generation.NewCanceler(p.store, p.ups, p.store, p.notifier, p.settings)
-	return lambdahttp.Route(httpapi.GenerationCancelRoute(canceler, PostGate(p.cfg, log))), nil
-}
-
-// Account is GET /api/account.
-func Account(ctx context.Context, log *slog.Logger) (any, error) {
-	cfg, err := AWSConfig(ctx)
-	if err != nil {
-		return nil, err
-	}
-	return lambdahttp.Route((&httpapi.Account{Secrets: Store(cfg), Gate: Gate(cfg, log)}).Get()), nil
-}
-
-// OpenAPI is GET /api/openapi.json.
-func OpenAPI(context.Context, *slog.Logger) (any, error) {
-	return lambdahttp.Route(httpapi.OpenAPI()), nil
+	return lambdahttp.Route(httpapi.GenerationCancelRoute(canceler, storewiring.PostGate(p.cfg, log))), nil
 }
 
 // UpstreamWebhook is POST /api/upstream/webhook, the provider's callback:
@@ -134,7 +91,7 @@ func UpstreamWebhook(ctx context.Context, log *slog.Logger) (any, error) {
 
 // Webhooks consumes the webhook queue: one delivery attempt per message.
 func Webhooks(ctx context.Context, log *slog.Logger) (any, error) {
-	cfg, err := AWSConfig(ctx)
+	cfg, err := storewiring.AWSConfig(ctx)
 	if err != nil {
 		return nil, err
 	}
@@ -142,43 +99,14 @@ func Webhooks(ctx context.Context, log *slog.Logger) (any, error) {
 	if err != nil {
 		return nil, err
 	}
-	st := Store(cfg)
+	st := storewiring.Store(cfg)
 	d := &webhook.Deliverer{Records: apiview.WebhookRecords{Store: st}, Store: st, Queue: q,
 		Client: webhook.SafeClient(false), Log: log}
 	return sqsbatch.Handler(d.HandleBatch), nil
 }
 
-// Authorizer is the HTTP API's Lambda authorizer.
-func Authorizer(ctx context.Context, log *slog.Logger) (any, error) {
-	cfg, err := AWSConfig(ctx)
-	if err != nil {
-		return nil, err
-	}
-	return lambdahttp.Authorizer(Gate(cfg, log).Authorize), nil
-}
-
-// Sweeper settles holds left open, on a schedule.
-func Sweeper(ctx context.Context, log *slog.Logger) (any, error) {
-	cfg, err := AWSConfig(ctx)
-	if err != nil {
-		return nil, err
-	}
-	sw := &sweeper.Sweeper{Store: Store(cfg), Log: log}
-	return func(ctx context.Context, _ events.EventBridgeEvent) (sweeper.SweepReport, error) {
-		return sw.Sweep(ctx)
-	}, nil
-}
-
-// The long-form routes and the workflow's task steps.
-func LongStoryEstimate(ctx context.Context, log *slog.Logger) (any, error) {
-	cfg, prices, err := configAndPrices(ctx)
-	if err != nil {
-		return nil, err
-	}
-	return lambdahttp.Route(httpapi.LongVideoEstimateRoute(prices, PostGate(cfg, log))), nil
-}
 func LongStoryCreate(ctx context.Context, log *slog.Logger) (any, error) {
-	cfg, prices, err := configAndPrices(ctx)
+	cfg, prices, err := storewiring.ConfigAndPrices(ctx)
 	if err != nil {
 		return nil, err
 	}
@@ -186,20 +114,14 @@ func LongStoryCreate(ctx context.Context, log *slog.Logger) (any, error) {
 	if err != nil {
 		return nil, err
 	}
-	creator := longstory.NewCreator(Store(cfg), wf, prices, longstory.Settings{Log: log})
-	return lambdahttp.Route(httpapi.LongVideoCreateRoute(creator, PostGate(cfg, log))), nil
-}
-func LongStoryStatus(ctx context.Context, log *slog.Logger) (any, error) {
-	return longVideoReadRoute(ctx, log, httpapi.LongVideoStatusRoute)
-}
-func LongStoryList(ctx context.Context, log *slog.Logger) (any, error) {
-	return longVideoReadRoute(ctx, log, httpapi.LongVideosListRoute)
+	creator := longstory.NewCreator(storewiring.Store(cfg), wf, prices, longstory.Settings{Log: log})
+	return lambdahttp.Route(httpapi.LongVideoCreateRoute(creator, storewiring.PostGate(cfg, log))), nil
 }
 
 // LongStoryCancel is POST /api/long-story/videos/{videoId}/cancel: it
 // stops the execution and the scenes' jobs, and sends the webhook.
 func LongStoryCancel(ctx context.Context, log *slog.Logger) (any, error) {
-	cfg, err := AWSConfig(ctx)
+	cfg, err := storewiring.AWSConfig(ctx)
 	if err != nil {
 		return nil, err
 	}
@@ -215,9 +137,9 @@ func LongStoryCancel(ctx context.Context, log *slog.Logger) (any, error) {
 	if err != nil {
 		return nil, err
 	}
-	st := Store(cfg)
+	st := storewiring.Store(cfg)
 	canceler := longstory.NewCanceler(st, wf, ups, st, notifier, longstory.Settings{Log: log})
-	return lambdahttp.Route(httpapi.LongVideoCancelRoute(canceler, PostGate(cfg, log))), nil
+	return lambdahttp.Route(httpapi.LongVideoCancelRoute(canceler, storewiring.PostGate(cfg, log))), nil
 }
 
 // Functions is the registry of the functions under functions/, by folder
@@ -227,44 +149,29 @@ func LongStoryCancel(ctx context.Context, log *slog.Logger) (any, error) {
 func Functions() map[string]Constructor {
 	return map[string]Constructor{
 		"generate":            Generate,
-		"status":              Status,
+		"status":              storewiring.Status,
 		"poller":              Poller,
-		"authorizer":          Authorizer,
-		"sweeper":             Sweeper,
-		"long-story-estimate": LongStoryEstimate,
+		"authorizer":          storewiring.Authorizer,
+		"sweeper":             storewiring.Sweeper,
+		"long-story-estimate": storewiring.LongStoryEstimate,
 		"long-story-create":   LongStoryCreate,
-		"long-story-status":   LongStoryStatus,
+		"long-story-status":   storewiring.LongStoryStatus,
 		"submit-scene":        SubmitScene,
 		"narrate":             Narrate,
 		"assemble":            Assemble,
-		"models":              Models,
-		"open-api":            OpenAPI,
-		"generations-list":    GenerationsList,
-		"generation-estimate": GenerationEstimate,
+		"models":              storewiring.Models,
+		"open-api":            storewiring.OpenAPI,
+		"generations-list":    storewiring.GenerationsList,
+		"generation-estimate": storewiring.GenerationEstimate,
 		"generation-cancel":   GenerationCancel,
-		"long-story-list":     LongStoryList,
+		"long-story-list":     storewiring.LongStoryList,
 		"long-story-cancel":   LongStoryCancel,
-		"account":             Account,
+		"account":             storewiring.Account,
 		"upstream-webhook":    UpstreamWebhook,
 		"webhooks":            Webhooks,
 		"finalize":            Finalize,
 		"mark-failed":         MarkFailed,
 	}
-}
-
-// Models is GET /api/models: the public catalog needs no AWS configuration.
-func Models(ctx context.Context, log *slog.Logger) (any, error) {
-	prices, err := Prices()
-	if err != nil {
-		return nil, err
-	}
-	return lambdahttp.Route((&httpapi.Models{Prices: prices, Log: log}).List()), nil
-}
-
-// Build is a function's main: it builds the handler with the function's
-// logger, or ends the init with a logged error.
-func Build(name string, c Constructor) any {
-	return Must(c(context.Background(), Logger().With("function", name)))
 }
 
 // Handler builds the named function's handler.
@@ -273,7 +180,7 @@ func Handler(ctx context.Context, name string) (any, error) {
 	if !ok {
 		return nil, fmt.Errorf("no function %q", name)
 	}
-	return build(ctx, Logger().With("function", name))
+	return build(ctx, storewiring.Logger().With("function", name))
 }
 
 // FunctionNames lists the registry, sorted.
@@ -285,15 +192,6 @@ func FunctionNames() []string {
 	}
 	sort.Strings(names)
 	return names
-}
-
-// longVideoReadRoute wires a route that only reads videos: the store.
-func longVideoReadRoute(ctx context.Context, log *slog.Logger, route func(*longstory.Reader, *httpapi.Gate) httpapi.Handler) (any, error) {
-	cfg, err := AWSConfig(ctx)
-	if err != nil {
-		return nil, err
-	}
-	return lambdahttp.Route(route(longstory.NewReader(Store(cfg)), Gate(cfg, log))), nil
 }
 
 // exampleRouting writes a routing file that sends every variant to one
@@ -317,13 +215,13 @@ func exampleRouting() (string, error) {
 // Getenv, so it is for tests and tools, one at a time.
 func ReadsEnvironment(ctx context.Context, name string) ([]string, error) {
 	read := map[string]bool{}
-	saved := Getenv
+	saved := storewiring.Getenv
 	routingFile, err := exampleRouting()
 	if err != nil {
 		return nil, err
 	}
 	defer os.Remove(routingFile)
-	Getenv = func(k string) string {
+	storewiring.Getenv = func(k string) string {
 		read[k] = true
 		switch k {
 		case EnvPriceFile:
@@ -335,7 +233,7 @@ func ReadsEnvironment(ctx context.Context, name string) ([]string, error) {
 		}
 		return "https://example.invalid/" + k
 	}
-	defer func() { Getenv = saved }()
+	defer func() { storewiring.Getenv = saved }()
 	if _, err := Handler(ctx, name); err != nil {
 		return nil, err
 	}
@@ -345,14 +243,4 @@ func ReadsEnvironment(ctx context.Context, name string) ([]string, error) {
 	}
 	sort.Strings(names)
 	return names, nil
-}
-
-// configAndPrices are what every route that prices a request starts from.
-func configAndPrices(ctx context.Context) (aws.Config, *pricing.Table, error) {
-	cfg, err := AWSConfig(ctx)
-	if err != nil {
-		return aws.Config{}, nil, err
-	}
-	prices, err := Prices()
-	return cfg, prices, err
 }

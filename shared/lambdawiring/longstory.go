@@ -12,6 +12,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/sfn"
 
 	"github.com/mediagen-dev/mediagen/shared/ffmpeg"
+	"github.com/mediagen-dev/mediagen/shared/lambdawiring/storewiring"
 	"github.com/mediagen-dev/mediagen/shared/longstory"
 	"github.com/mediagen-dev/mediagen/shared/narration"
 	"github.com/mediagen-dev/mediagen/shared/s3bucket"
@@ -24,7 +25,7 @@ const EnvStateMachineARN = "STATE_MACHINE_ARN"
 // longStoryWorkflow is the long-form state machine, for the routes that
 // start and stop its executions.
 func longStoryWorkflow(cfg aws.Config) (*workflow.StepFunctions, error) {
-	arn, err := required(EnvStateMachineARN)
+	arn, err := storewiring.Required(EnvStateMachineARN)
 	if err != nil {
 		return nil, err
 	}
@@ -38,11 +39,11 @@ func stepSettings(log *slog.Logger) longstory.StepSettings {
 }
 
 func stepBucket(cfg aws.Config) (*s3bucket.Bucket, error) {
-	name, err := required(EnvOutputBucket)
+	name, err := storewiring.Required(EnvOutputBucket)
 	if err != nil {
 		return nil, err
 	}
-	base, err := required(EnvMediaBaseURL)
+	base, err := storewiring.Required(EnvMediaBaseURL)
 	if err != nil {
 		return nil, err
 	}
@@ -51,7 +52,7 @@ func stepBucket(cfg aws.Config) (*s3bucket.Bucket, error) {
 
 // SubmitScene is the workflow's Scene task: it creates a scene's job.
 func SubmitScene(ctx context.Context, log *slog.Logger) (any, error) {
-	cfg, err := AWSConfig(ctx)
+	cfg, err := storewiring.AWSConfig(ctx)
 	if err != nil {
 		return nil, err
 	}
@@ -63,7 +64,7 @@ func SubmitScene(ctx context.Context, log *slog.Logger) (any, error) {
 	if err != nil {
 		return nil, err
 	}
-	st := Store(cfg)
+	st := storewiring.Store(cfg)
 	return longstory.SubmitSceneStep(st, ups, st, q, stepSettings(log)), nil
 }
 
@@ -73,7 +74,7 @@ func Narrate(ctx context.Context, log *slog.Logger) (any, error) {
 	if err != nil {
 		return nil, err
 	}
-	return longstory.NarrateStep(files, narration.Polly{Client: polly.NewFromConfig(cfg)}, Store(cfg), stepSettings(log)), nil
+	return longstory.NarrateStep(files, narration.Polly{Client: polly.NewFromConfig(cfg)}, storewiring.Store(cfg), stepSettings(log)), nil
 }
 
 // Assemble joins the clips and narration with the ffmpeg layer.
@@ -95,13 +96,13 @@ func Finalize(ctx context.Context, log *slog.Logger) (any, error) {
 	if err != nil {
 		return nil, err
 	}
-	return longstory.FinalizeStep(files, Store(cfg), notifier, stepSettings(log)), nil
+	return longstory.FinalizeStep(files, storewiring.Store(cfg), notifier, stepSettings(log)), nil
 }
 
 // MarkFailed is the workflow's Catch and the safety-net rule's target: it
 // also stops the scenes' jobs and frees their slots.
 func MarkFailed(ctx context.Context, log *slog.Logger) (any, error) {
-	cfg, err := AWSConfig(ctx)
+	cfg, err := storewiring.AWSConfig(ctx)
 	if err != nil {
 		return nil, err
 	}
@@ -113,13 +114,13 @@ func MarkFailed(ctx context.Context, log *slog.Logger) (any, error) {
 	if err != nil {
 		return nil, err
 	}
-	st := Store(cfg)
+	st := storewiring.Store(cfg)
 	return longstory.MarkFailedStep(st, notifier, ups, st, stepSettings(log)), nil
 }
 
 // configAndBucket are what the steps that read and write files start from.
 func configAndBucket(ctx context.Context) (aws.Config, *s3bucket.Bucket, error) {
-	cfg, err := AWSConfig(ctx)
+	cfg, err := storewiring.AWSConfig(ctx)
 	if err != nil {
 		return aws.Config{}, nil, err
 	}

@@ -1,7 +1,10 @@
 // Package lambdawiring is the Lambda wiring: it builds each function's
 // handler from the production adapters (DynamoDB, SQS, S3, Secrets
-// Manager, the hosted provider) from the environment the template sets.
-// Each function builds only what its handler uses.
+// Manager, Step Functions, Polly, the hosted provider) from the
+// environment the template sets. Each function builds only what its
+// handler uses. The functions that use no AWS service but DynamoDB are
+// wired in storewiring, which this package builds on, so that their
+// binaries link none of the other clients; Functions lists them all.
 package lambdawiring
 
 import (
@@ -13,19 +16,16 @@ import (
 	"net"
 	"net/http"
 	"net/netip"
-	"os"
 	"strings"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
-	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 	"github.com/aws/aws-sdk-go-v2/service/secretsmanager"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 
 	"github.com/mediagen-dev/mediagen/shared/generation"
-	"github.com/mediagen-dev/mediagen/shared/httpapi"
-	"github.com/mediagen-dev/mediagen/shared/jwtauth"
+	"github.com/mediagen-dev/mediagen/shared/lambdawiring/storewiring"
 	"github.com/mediagen-dev/mediagen/shared/media"
 	"github.com/mediagen-dev/mediagen/shared/netguard"
 	"github.com/mediagen-dev/mediagen/shared/pricing"
@@ -42,18 +42,18 @@ const (
 	EnvPollQueueURL = "POLL_QUEUE_URL"
 	EnvOutputBucket = "OUTPUT_BUCKET"
 	EnvMediaBaseURL = "MEDIA_BASE_URL"
-	// EnvRoutingFile is the routing file's path in the package; empty is
-	// the embedded default, which names the local simulator and is refused.
-	EnvRoutingFile = "ROUTING_FILE"
+	// EnvRoutingFile, EnvPriceFile and the JWT variables are read in
+	// storewiring.
+	EnvRoutingFile = storewiring.EnvRoutingFile
 	// EnvUpstreamTokensSecret names the Secrets Manager secret holding
 	// {"<upstream name>": "<token>"}; EnvUpstreamTokens gives that JSON
 	// directly (sam local invoke only).
 	EnvUpstreamTokensSecret = "UPSTREAM_TOKENS_SECRET_ARN"
 	EnvUpstreamTokens       = "UPSTREAM_TOKENS"
-	EnvPriceFile            = "PRICE_FILE"
-	EnvJWTIssuer            = "JWT_ISSUER"
-	EnvJWTAudience          = "JWT_AUDIENCE"
-	EnvJWKSURL              = "JWKS_URL"
+	EnvPriceFile            = storewiring.EnvPriceFile
+	EnvJWTIssuer            = storewiring.EnvJWTIssuer
+	EnvJWTAudience          = storewiring.EnvJWTAudience
+	EnvJWKSURL              = storewiring.EnvJWKSURL
 	// EnvWebhookQueueURL is the queue of webhook deliveries.
 	EnvWebhookQueueURL = "WEBHOOK_QUEUE_URL"
 	// EnvPublicBaseURL is the API's own URL, where the provider calls back
@@ -61,70 +61,11 @@ const (
 	EnvPublicBaseURL = "PUBLIC_BASE_URL"
 )
 
-// Getenv is how the wiring reads its environment. Tests replace it to learn
-// which variables each function reads.
-var Getenv = os.Getenv
-
-// Logger is the JSON logger every function uses.
-func Logger() *slog.Logger {
-	return slog.New(slog.NewJSONHandler(os.Stdout, nil))
-}
-
-func required(name string) (string, error) {
-	v := Getenv(name)
-	if v == "" {
-		return "", fmt.Errorf("environment variable %s is not set", name)
-	}
-	return v, nil
-}
-
-// Store is the DynamoDB store on the template's tables.
-func Store(cfg aws.Config) *dynamostore.Store {
-	return dynamostore.New(dynamodb.NewFromConfig(cfg), dynamostore.TablesFromEnv(Getenv))
-}
-
-// Gate authenticates requests against the store, and tokens when the
-// identity provider is configured. A GET route's gate stops there.
-func Gate(cfg aws.Config, log *slog.Logger) *httpapi.Gate { return gateOn(Store(cfg), log) }
-
-func gateOn(st *dynamostore.Store, log *slog.Logger) *httpapi.Gate {
-	g := &httpapi.Gate{Store: st, Log: log}
-	if iss := Getenv(EnvJWTIssuer); iss != "" {
-		g.Tokens = &jwtauth.Verifier{Issuer: iss, Audience: Getenv(EnvJWTAudience), JWKSURL: Getenv(EnvJWKSURL)}
-	}
-	return g
-}
-
-// PostGate is Gate for a POST route: it also honours Idempotency-Key.
-func PostGate(cfg aws.Config, log *slog.Logger) *httpapi.Gate {
-	st := Store(cfg)
-	g := gateOn(st, log)
-	g.Idempotency = &httpapi.Idempotency{Store: st, Log: log}
-	return g
-}
-
-// Prices is the price file named by PRICE_FILE, or the embedded one.
-func Prices() (*pricing.Table, error) {
-	if path := Getenv(EnvPriceFile); path != "" {
-		return pricing.LoadFile(path)
-	}
-	return pricing.Default(), nil
-}
-
-// Routing reads the routing file ROUTING_FILE names.
-func Routing() (*routing.Config, error) {
-	path := Getenv(EnvRoutingFile)
-	if path == "" {
-		return nil, fmt.Errorf("environment variable %s is not set (the embedded routing file runs only on the local simulator)", EnvRoutingFile)
-	}
-	return routing.Load(path)
-}
-
 // Upstreams builds each upstream's client of the routing file, with the
 // tokens from the secret UPSTREAM_TOKENS_SECRET_ARN names ({"<upstream>":
 // "<token>"}) or, for local invokes, from each upstream's token_env.
 func Upstreams(ctx context.Context, cfg aws.Config) (*upstream.Router, error) {
-	rc, err := Routing()
+	rc, err := storewiring.Routing()
 	if err != nil {
 		return nil, err
 	}
@@ -141,18 +82,8 @@ func Upstreams(ctx context.Context, cfg aws.Config) (*upstream.Router, error) {
 		if u.WebhookSecretEnv == "" {
 			return ""
 		}
-		return Getenv(u.WebhookSecretEnv)
+		return storewiring.Getenv(u.WebhookSecretEnv)
 	}, upstream.Tuning{HTTP: &http.Client{Timeout: 20 * time.Second}})
-}
-
-// routesOnly is the routing file without tokens, for the functions that
-// only read routes and caps (status, lists).
-func routesOnly() (*upstream.Router, error) {
-	rc, err := Routing()
-	if err != nil {
-		return nil, err
-	}
-	return upstream.NewRouter(rc, func(*routing.Upstream) (string, error) { return "", nil }, nil, upstream.Tuning{})
 }
 
 // tokenSecret reads the upstreams' tokens: one JSON object in one secret
@@ -172,8 +103,8 @@ func tokenSecret(ctx context.Context, cfg aws.Config) (map[string]string, error)
 // secretValue reads a secret from the variable valueEnv (local runs) or
 // from the Secrets Manager secret whose ARN arnEnv names.
 func secretValue(ctx context.Context, cfg aws.Config, valueEnv, arnEnv, what string) (string, error) {
-	arn := Getenv(arnEnv)
-	if v := Getenv(valueEnv); v != "" {
+	arn := storewiring.Getenv(arnEnv)
+	if v := storewiring.Getenv(valueEnv); v != "" {
 		return v, nil
 	}
 	if arn == "" {
@@ -210,7 +141,7 @@ type generationParts struct {
 type generationPart func(p *generationParts) error
 
 func generationWiring(ctx context.Context, log *slog.Logger, parts ...generationPart) (generationParts, error) {
-	cfg, err := AWSConfig(ctx)
+	cfg, err := storewiring.AWSConfig(ctx)
 	if err != nil {
 		return generationParts{}, err
 	}
@@ -218,8 +149,8 @@ func generationWiring(ctx context.Context, log *slog.Logger, parts ...generation
 	if err != nil {
 		return generationParts{}, err
 	}
-	p := generationParts{cfg: cfg, store: Store(cfg), ups: ups, settings: generation.Settings{Log: log}}
-	if base := Getenv(EnvPublicBaseURL); base != "" {
+	p := generationParts{cfg: cfg, store: storewiring.Store(cfg), ups: ups, settings: generation.Settings{Log: log}}
+	if base := storewiring.Getenv(EnvPublicBaseURL); base != "" {
 		p.settings.UpstreamWebhook = strings.TrimSuffix(base, "/") + "/api/upstream/webhook"
 	}
 	for _, part := range parts {
@@ -238,7 +169,7 @@ func withGenerationPolls(p *generationParts) (err error) {
 }
 
 func withPrices(p *generationParts) (err error) {
-	p.prices, err = Prices()
+	p.prices, err = storewiring.Prices()
 	return err
 }
 
@@ -250,11 +181,11 @@ func withWebhooks(p *generationParts) (err error) {
 // withOutputCopier keeps the upstreams' outputs in the output bucket: only
 // the poller stores outputs.
 func withOutputCopier(p *generationParts) error {
-	bucket, err := required(EnvOutputBucket)
+	bucket, err := storewiring.Required(EnvOutputBucket)
 	if err != nil {
 		return err
 	}
-	mediaBase, err := required(EnvMediaBaseURL)
+	mediaBase, err := storewiring.Required(EnvMediaBaseURL)
 	if err != nil {
 		return err
 	}
@@ -264,7 +195,7 @@ func withOutputCopier(p *generationParts) error {
 
 // pollQueue is the queue of the generations' polls (and the scenes').
 func pollQueue(cfg aws.Config) (*sqsqueue.SQSSender, error) {
-	queueURL, err := required(EnvPollQueueURL)
+	queueURL, err := storewiring.Required(EnvPollQueueURL)
 	if err != nil {
 		return nil, err
 	}
@@ -304,16 +235,6 @@ func splitList(s string) []string {
 	return out
 }
 
-// Must ends a function's init with a logged error: Lambda reports the init
-// failure and retries on the next invoke.
-func Must[T any](v T, err error) T {
-	if err != nil {
-		Logger().Error("function init failed", "error", err)
-		os.Exit(1)
-	}
-	return v
-}
-
 // Notifier enqueues webhook events on the webhook queue.
 func Notifier(cfg aws.Config) (webhook.Notifier, error) {
 	q, err := webhookQueue(cfg)
@@ -321,7 +242,7 @@ func Notifier(cfg aws.Config) (webhook.Notifier, error) {
 }
 
 func webhookQueue(cfg aws.Config) (*sqsqueue.SQSSender, error) {
-	url, err := required(EnvWebhookQueueURL)
+	url, err := storewiring.Required(EnvWebhookQueueURL)
 	if err != nil {
 		return nil, err
 	}

@@ -1,4 +1,4 @@
-package lambdawiring
+package storewiring
 
 import (
 	"context"
