@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"sync"
 	"testing"
 	"time"
 
@@ -191,5 +192,61 @@ func TestARevocationElsewhereReachesTheCachedKeyAtOnce(t *testing.T) {
 	}
 	if k, _, err := server.GetAPIKeyAccount(ctx, "h2"); err != nil || k.Revoked() {
 		t.Errorf("the other key reads %+v, %v; want it live", k, err)
+	}
+}
+
+// Reads whose callers give up mid-read (a canceled context, as when a
+// Lambda-style task is stopped) must not leave a pooled connection reading
+// an old snapshot: a write committed afterwards is seen by every later read.
+func TestCanceledReadsLeaveNoStaleSnapshot(t *testing.T) {
+	ctx := context.Background()
+	s, err := sqlitestore.Open(ctx, t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	now := time.Date(2026, 11, 24, 12, 0, 0, 0, time.UTC)
+	if err := s.CreateAccount(ctx, domain.Account{UserID: "u1", Plan: domain.PlanPro, CreatedAt: now}); err != nil {
+		t.Fatal(err)
+	}
+	v := domain.LongVideo{ID: "6f1c2a8e-3b7d-4e2f-9a51-0c8d7e6b5a43", UserID: "u1", Model: "beta-2", Status: domain.StatusProcessing,
+		Scenes: []domain.Scene{{SceneNumber: 1, Prompt: "waves"}}, CreatedAt: now, UpdatedAt: now, Deadline: now.Add(time.Hour)}
+	if err := s.CreateLongVideo(ctx, v); err != nil {
+		t.Fatal(err)
+	}
+	for round := 0; round < 200; round++ {
+		var wg sync.WaitGroup
+		for i := 0; i < 8; i++ {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				rctx, cancel := context.WithCancel(ctx)
+				go cancel() // at any moment of the read
+				s.GetLongVideo(rctx, v.ID)
+			}()
+		}
+		wg.Wait()
+	}
+	if err := s.FinishLongVideo(ctx, v.ID, domain.Outcome{Status: domain.StatusFailed, Error: "x"}, now); err != nil {
+		t.Fatal(err)
+	}
+	for i := 0; i < 32; i++ { // enough to meet every connection of the pool
+		var wg sync.WaitGroup
+		stale := make(chan domain.Status, 4)
+		for j := 0; j < 4; j++ {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				got, err := s.GetLongVideo(ctx, v.ID)
+				if err != nil || got.Status != domain.StatusFailed {
+					stale <- got.Status
+				}
+			}()
+		}
+		wg.Wait()
+		close(stale)
+		for st := range stale {
+			t.Fatalf("a read after the write saw the video %s (a stale snapshot), want failed", st)
+		}
 	}
 }
