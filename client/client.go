@@ -18,6 +18,7 @@ package client
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	crand "crypto/rand"
 	"encoding/hex"
@@ -215,28 +216,14 @@ func (c *Client) send(ctx context.Context, method, rawURL string, header http.He
 	}
 }
 
-func (c *Client) httpClient() *http.Client {
-	if c.HTTP != nil {
-		return c.HTTP
-	}
-	return http.DefaultClient
-}
+func (c *Client) httpClient() *http.Client { return cmp.Or(c.HTTP, http.DefaultClient) }
 
-func (c *Client) maxRetryWait() time.Duration {
-	if c.MaxRetryWait > 0 {
-		return c.MaxRetryWait
-	}
-	return DefaultMaxRetryWait
-}
+func (c *Client) maxRetryWait() time.Duration { return cmp.Or(c.MaxRetryWait, DefaultMaxRetryWait) }
 
 // backoff is the wait before try attempt+1: RetryBase doubled per try,
 // with up to 50 % jitter, at most MaxRetryWait.
 func (c *Client) backoff(attempt int) time.Duration {
-	base := c.RetryBase
-	if base <= 0 {
-		base = DefaultRetryBase
-	}
-	d := base << min(attempt, 16)
+	d := cmp.Or(c.RetryBase, DefaultRetryBase) << min(attempt, 16)
 	d += time.Duration(rand.Int64N(int64(d)/2 + 1))
 	return min(d, c.maxRetryWait())
 }

@@ -1,6 +1,7 @@
 package generation
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -342,10 +343,7 @@ var ErrPollBusy = errors.New("another delivery of this poll is running")
 // the chain has moved past is a duplicate: it is dropped (ok false, no
 // error).
 func (s *Service) claim(ctx context.Context, log *slog.Logger, g domain.Generation, m *PollMessage) (bool, error) {
-	lease := s.PollLease
-	if lease <= 0 {
-		lease = DefaultPollLease
-	}
+	lease := cmp.Or(s.PollLease, DefaultPollLease)
 	now := s.now()
 	ok, holder, err := s.Store.ClaimPoll(ctx, g.UUID, m.Attempt, now, now.Add(lease))
 	switch {

@@ -5,6 +5,7 @@
 package generation
 
 import (
+	"cmp"
 	"log/slog"
 	"time"
 
@@ -106,46 +107,24 @@ func (s *Service) now() time.Time { return domain.Now(s.Now) }
 
 func (s *Service) log() *slog.Logger { return domain.Logger(s.Log) }
 
+// The settings, each its default when left zero.
+
 func (s *Service) deadline(kind domain.MediaKind) time.Duration {
 	if kind == domain.MediaImage {
-		if s.ImageDeadline > 0 {
-			return s.ImageDeadline
-		}
-		return DefaultImageDeadline
+		return cmp.Or(s.ImageDeadline, DefaultImageDeadline)
 	}
-	if s.VideoDeadline > 0 {
-		return s.VideoDeadline
-	}
-	return DefaultVideoDeadline
+	return cmp.Or(s.VideoDeadline, DefaultVideoDeadline)
 }
 
-func (s *Service) pollParallelism() int {
-	if s.PollParallelism > 0 {
-		return s.PollParallelism
-	}
-	return DefaultPollParallelism
-}
+func (s *Service) pollParallelism() int { return cmp.Or(s.PollParallelism, DefaultPollParallelism) }
 
-func (s *Service) startMargin() time.Duration {
-	if s.StartMargin > 0 {
-		return s.StartMargin
-	}
-	return DefaultStartMargin
-}
+func (s *Service) startMargin() time.Duration { return cmp.Or(s.StartMargin, DefaultStartMargin) }
 
-func (s *Service) recordMargin() time.Duration {
-	if s.RecordMargin > 0 {
-		return s.RecordMargin
-	}
-	return DefaultRecordMargin
-}
+func (s *Service) recordMargin() time.Duration { return cmp.Or(s.RecordMargin, DefaultRecordMargin) }
 
 // pollDelay is the wait before poll number attempt (0-based).
 func (s *Service) pollDelay(attempt int) time.Duration {
-	d := s.PollInterval
-	if d <= 0 {
-		d = DefaultPollInterval
-	}
+	d := cmp.Or(s.PollInterval, DefaultPollInterval)
 	for i := 0; i < attempt && d < MaxPollInterval; i++ {
 		d += d / 2
 	}
