@@ -31,7 +31,7 @@ func (s *Store) GetAccount(ctx context.Context, userID string) (domain.Account, 
 // which is all authentication needs. ErrNotFound if absent.
 func (s *Store) GetAccountHeader(ctx context.Context, userID string) (domain.Account, error) {
 	var row accountRow
-	err := s.r.QueryRowContext(uninterrupted(ctx), `SELECT `+accountHeaderColumns+` FROM accounts WHERE user_id = ?`, userID).Scan(row.dest()...)
+	err := s.r.QueryRowContext(ctx, `SELECT `+accountHeaderColumns+` FROM accounts WHERE user_id = ?`, userID).Scan(row.dest()...)
 	if errors.Is(err, sql.ErrNoRows) {
 		return domain.Account{}, fmt.Errorf("account %s: %w", userID, domain.ErrNotFound)
 	}
@@ -67,7 +67,7 @@ func (r *accountRow) account(userID string) (domain.Account, error) {
 }
 
 func (s *Store) usage(ctx context.Context, userID string) (map[string]domain.Usage, error) {
-	rows, err := s.r.QueryContext(uninterrupted(ctx), `SELECT month, credits, jobs FROM usage WHERE user_id = ?`, userID)
+	rows, err := s.r.QueryContext(ctx, `SELECT month, credits, jobs FROM usage WHERE user_id = ?`, userID)
 	if err != nil {
 		return nil, fmt.Errorf("read usage of %s: %w", userID, err)
 	}

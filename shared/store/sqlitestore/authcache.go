@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"sync"
+	"time"
 
 	"github.com/mediagen-dev/mediagen/shared/domain"
 )
@@ -19,6 +20,10 @@ const epochFile = "auth-epoch"
 
 // maxCachedKeys bounds the cache; past it, it starts again empty.
 const maxCachedKeys = 10_000
+
+// maxCacheAge bounds how long an answer is kept even when the epoch never
+// moves: a backstop should a revocation's epoch bump be lost.
+const maxCacheAge = time.Minute
 
 // authCache keeps what GetAPIKeyAccount read, so the status path's
 // authentication costs a small file read instead of a statement. A key and
@@ -36,6 +41,8 @@ type authCache struct {
 type keyAccount struct {
 	key  domain.APIKey
 	acct domain.Account
+	// read is when it was read, for maxCacheAge.
+	read time.Time
 }
 
 func newAuthCache(dir string) *authCache {
@@ -60,6 +67,10 @@ func (c *authCache) get(epoch, hash string) (keyAccount, bool) {
 		return keyAccount{}, false
 	}
 	v, ok := c.keys[hash]
+	if ok && time.Since(v.read) > maxCacheAge {
+		delete(c.keys, hash)
+		return keyAccount{}, false
+	}
 	return v, ok
 }
 
@@ -73,6 +84,7 @@ func (c *authCache) put(epoch, hash string, v keyAccount) {
 	if len(c.keys) >= maxCachedKeys {
 		c.keys = map[string]keyAccount{}
 	}
+	v.read = time.Now()
 	c.keys[hash] = v
 }
 

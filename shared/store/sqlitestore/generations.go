@@ -133,7 +133,7 @@ func (s *Store) ListGenerations(ctx context.Context, q store.ListQuery) (store.P
 // that a refused request wrote nothing.
 func (s *Store) CountGenerations(ctx context.Context, userID string) (int, error) {
 	var n int
-	if err := s.r.QueryRowContext(uninterrupted(ctx), `SELECT COUNT(*) FROM generations WHERE user_id = ?`, userID).Scan(&n); err != nil {
+	if err := s.r.QueryRowContext(ctx, `SELECT COUNT(*) FROM generations WHERE user_id = ?`, userID).Scan(&n); err != nil {
 		return 0, fmt.Errorf("count generations of %s: %w", userID, err)
 	}
 	return n, nil

@@ -32,15 +32,17 @@ func (s *Store) ListAPIKeys(ctx context.Context, userID string) ([]domain.APIKey
 func (s *Store) RevokeAPIKey(ctx context.Context, prefix string, at time.Time) error {
 	res, err := s.w.ExecContext(ctx, `UPDATE api_keys SET revoked_at = COALESCE(revoked_at, ?) WHERE prefix = ?`,
 		formatTime(at), prefix)
+	// After the write, whatever it answered (it may have committed although
+	// it reports an error): every process's cached authentication starts
+	// again. A needless bump only empties the caches.
+	if berr := s.auth.bump(); berr != nil {
+		return fmt.Errorf("revoke api key %s: the revocation may be committed, but the servers' caches were not told (restart them): %w", prefix, errors.Join(err, berr))
+	}
 	if err != nil {
 		return fmt.Errorf("revoke api key %s: %w", prefix, err)
 	}
 	if n, _ := res.RowsAffected(); n == 0 {
 		return fmt.Errorf("api key %s: %w", prefix, domain.ErrNotFound)
-	}
-	// After the commit: every process's cached authentication starts again.
-	if err := s.auth.bump(); err != nil {
-		return fmt.Errorf("revoke api key %s: %w", prefix, err)
 	}
 	return nil
 }
@@ -76,7 +78,7 @@ func (s *Store) GetAPIKeyAccount(ctx context.Context, hash string) (domain.APIKe
 func (s *Store) readAPIKeyAccount(ctx context.Context, hash string) (domain.APIKey, domain.Account, error) {
 	var k keyRow
 	var a accountRow
-	err := s.r.QueryRowContext(uninterrupted(ctx), `SELECT `+qualified("k", keyColumns)+`, `+qualified("a", accountHeaderColumns)+
+	err := s.r.QueryRowContext(ctx, `SELECT `+qualified("k", keyColumns)+`, `+qualified("a", accountHeaderColumns)+
 		` FROM api_keys k JOIN accounts a ON a.user_id = k.user_id WHERE k.key_hash = ?`, hash).
 		Scan(append(k.dest(), a.dest()...)...)
 	if errors.Is(err, sql.ErrNoRows) {

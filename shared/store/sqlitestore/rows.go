@@ -15,7 +15,7 @@ import (
 // queryRows runs a read query and makes a record of each row with row,
 // which scans it. A failed query or read is "<what>: …".
 func queryRows[T any](ctx context.Context, s *Store, what, query string, args []any, row func(*sql.Rows) (T, error)) ([]T, error) {
-	rows, err := s.r.QueryContext(uninterrupted(ctx), query, args...)
+	rows, err := s.r.QueryContext(ctx, query, args...)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", what, err)
 	}
@@ -73,13 +73,3 @@ func parseRecordTimes(created, updated, deadline string) (c, u, d time.Time, err
 	d, err = parseTime(deadline)
 	return
 }
-
-// uninterrupted is ctx for a read on the read pool, without its
-// cancellation. The driver (modernc.org/sqlite 1.34) answers a cancellation
-// by interrupting SQLite, and a read so interrupted can leave its pooled
-// connection inside the read transaction: every later read on that
-// connection then sees the database as it was, so a record finished long
-// ago still reads as processing. Reads are single short statements, so
-// letting one finish costs nothing; writes keep their cancellation (they go
-// through one connection and end in a commit or a rollback).
-func uninterrupted(ctx context.Context) context.Context { return context.WithoutCancel(ctx) }

@@ -250,3 +250,36 @@ func TestCanceledReadsLeaveNoStaleSnapshot(t *testing.T) {
 		}
 	}
 }
+
+// Counting requests whose callers give up mid-write (a client that
+// disconnects) must not leave the writer inside an open transaction: the
+// counts it made stay visible to, and writable by, another process on the
+// data directory.
+func TestCanceledCountsLeaveNoOpenWrite(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	server, err := sqlitestore.Open(ctx, dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { server.Close() })
+	now := time.Date(2026, 11, 24, 12, 0, 0, 0, time.UTC)
+	for i := 0; i < 300; i++ {
+		cctx, cancel := context.WithCancel(ctx)
+		go cancel() // at any moment of the write
+		server.CountRequest(cctx, "u1", now)
+	}
+	n, err := server.CountRequest(ctx, "u1", now)
+	if err != nil {
+		t.Fatal(err)
+	}
+	other, err := sqlitestore.Open(ctx, dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { other.Close() })
+	m, err := other.CountRequest(ctx, "u1", now)
+	if err != nil || m != n+1 {
+		t.Fatalf("another process counted %d (%v) after the server's %d; want %d", m, err, n, n+1)
+	}
+}
