@@ -218,12 +218,14 @@ func (c *Client) send(ctx context.Context, method, rawURL string, header http.He
 
 func (c *Client) httpClient() *http.Client { return cmp.Or(c.HTTP, http.DefaultClient) }
 
-func (c *Client) maxRetryWait() time.Duration { return cmp.Or(c.MaxRetryWait, DefaultMaxRetryWait) }
+func (c *Client) maxRetryWait() time.Duration {
+	return cmp.Or(max(c.MaxRetryWait, 0), DefaultMaxRetryWait)
+}
 
 // backoff is the wait before try attempt+1: RetryBase doubled per try,
 // with up to 50 % jitter, at most MaxRetryWait.
 func (c *Client) backoff(attempt int) time.Duration {
-	d := cmp.Or(c.RetryBase, DefaultRetryBase) << min(attempt, 16)
+	d := cmp.Or(max(c.RetryBase, 0), DefaultRetryBase) << min(attempt, 16)
 	d += time.Duration(rand.Int64N(int64(d)/2 + 1))
 	return min(d, c.maxRetryWait())
 }

@@ -343,7 +343,7 @@ var ErrPollBusy = errors.New("another delivery of this poll is running")
 // the chain has moved past is a duplicate: it is dropped (ok false, no
 // error).
 func (s *Service) claim(ctx context.Context, log *slog.Logger, g domain.Generation, m *PollMessage) (bool, error) {
-	lease := cmp.Or(s.PollLease, DefaultPollLease)
+	lease := cmp.Or(max(s.PollLease, 0), DefaultPollLease)
 	now := s.now()
 	ok, holder, err := s.Store.ClaimPoll(ctx, g.UUID, m.Attempt, now, now.Add(lease))
 	switch {

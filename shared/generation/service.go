@@ -107,24 +107,30 @@ func (s *Service) now() time.Time { return domain.Now(s.Now) }
 
 func (s *Service) log() *slog.Logger { return domain.Logger(s.Log) }
 
-// The settings, each its default when left zero.
+// The settings, each its default when left zero (or set below zero).
 
 func (s *Service) deadline(kind domain.MediaKind) time.Duration {
 	if kind == domain.MediaImage {
-		return cmp.Or(s.ImageDeadline, DefaultImageDeadline)
+		return cmp.Or(max(s.ImageDeadline, 0), DefaultImageDeadline)
 	}
-	return cmp.Or(s.VideoDeadline, DefaultVideoDeadline)
+	return cmp.Or(max(s.VideoDeadline, 0), DefaultVideoDeadline)
 }
 
-func (s *Service) pollParallelism() int { return cmp.Or(s.PollParallelism, DefaultPollParallelism) }
+func (s *Service) pollParallelism() int {
+	return cmp.Or(max(s.PollParallelism, 0), DefaultPollParallelism)
+}
 
-func (s *Service) startMargin() time.Duration { return cmp.Or(s.StartMargin, DefaultStartMargin) }
+func (s *Service) startMargin() time.Duration {
+	return cmp.Or(max(s.StartMargin, 0), DefaultStartMargin)
+}
 
-func (s *Service) recordMargin() time.Duration { return cmp.Or(s.RecordMargin, DefaultRecordMargin) }
+func (s *Service) recordMargin() time.Duration {
+	return cmp.Or(max(s.RecordMargin, 0), DefaultRecordMargin)
+}
 
 // pollDelay is the wait before poll number attempt (0-based).
 func (s *Service) pollDelay(attempt int) time.Duration {
-	d := cmp.Or(s.PollInterval, DefaultPollInterval)
+	d := cmp.Or(max(s.PollInterval, 0), DefaultPollInterval)
 	for i := 0; i < attempt && d < MaxPollInterval; i++ {
 		d += d / 2
 	}
