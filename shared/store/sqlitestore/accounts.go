@@ -31,7 +31,7 @@ func (s *Store) GetAccount(ctx context.Context, userID string) (domain.Account, 
 // which is all authentication needs. ErrNotFound if absent.
 func (s *Store) GetAccountHeader(ctx context.Context, userID string) (domain.Account, error) {
 	var row accountRow
-	err := s.r.QueryRowContext(ctx, `SELECT `+accountHeaderColumns+` FROM accounts WHERE user_id = ?`, userID).Scan(row.dest()...)
+	err := s.rs.queryRow(ctx, `SELECT `+accountHeaderColumns+` FROM accounts WHERE user_id = ?`, userID).Scan(row.dest()...)
 	if errors.Is(err, sql.ErrNoRows) {
 		return domain.Account{}, fmt.Errorf("account %s: %w", userID, domain.ErrNotFound)
 	}

@@ -78,7 +78,7 @@ func (s *Store) GetAPIKeyAccount(ctx context.Context, hash string) (domain.APIKe
 func (s *Store) readAPIKeyAccount(ctx context.Context, hash string) (domain.APIKey, domain.Account, error) {
 	var k keyRow
 	var a accountRow
-	err := s.r.QueryRowContext(ctx, `SELECT `+qualified("k", keyColumns)+`, `+qualified("a", accountHeaderColumns)+
+	err := s.rs.queryRow(ctx, `SELECT `+qualified("k", keyColumns)+`, `+qualified("a", accountHeaderColumns)+
 		` FROM api_keys k JOIN accounts a ON a.user_id = k.user_id WHERE k.key_hash = ?`, hash).
 		Scan(append(k.dest(), a.dest()...)...)
 	if errors.Is(err, sql.ErrNoRows) {

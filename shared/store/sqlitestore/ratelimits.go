@@ -24,7 +24,7 @@ func (s *Store) CountRequest(ctx context.Context, userID string, at time.Time) (
 	}
 	// One statement, atomic on its own: no BEGIN and COMMIT around it.
 	var n int
-	err := s.w.QueryRowContext(ctx, `INSERT INTO rate_limits (user_id, window, count, expires_at) VALUES (?, ?, 1, ?)
+	err := s.ws.queryRow(ctx, `INSERT INTO rate_limits (user_id, window, count, expires_at) VALUES (?, ?, 1, ?)
 		ON CONFLICT(user_id, window) DO UPDATE SET count = count + 1 RETURNING count`,
 		userID, formatTime(window), window.Add(rateLimitTTL).Unix()).Scan(&n)
 	if err != nil {

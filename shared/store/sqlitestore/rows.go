@@ -15,7 +15,7 @@ import (
 // queryRows runs a read query and makes a record of each row with row,
 // which scans it. A failed query or read is "<what>: …".
 func queryRows[T any](ctx context.Context, s *Store, what, query string, args []any, row func(*sql.Rows) (T, error)) ([]T, error) {
-	rows, err := s.r.QueryContext(ctx, query, args...)
+	rows, err := s.rs.query(ctx, query, args...)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", what, err)
 	}

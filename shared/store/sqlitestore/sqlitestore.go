@@ -37,6 +37,8 @@ const timeLayout = "2006-01-02T15:04:05.000000000Z"
 type Store struct {
 	w *sql.DB
 	r *sql.DB
+	// rs and ws are the hot queries, prepared on r and w.
+	rs, ws *statements
 	// auth caches authentication's reads across requests.
 	auth *authCache
 	// purged marks the minute windows whose expired rate-limit counters
@@ -81,7 +83,7 @@ func Open(ctx context.Context, dir string) (*Store, error) {
 	// Keep them all open: opening one (and its pragmas) cost more than a
 	// status request's reads when the default two idle ones were exceeded.
 	r.SetMaxIdleConns(4)
-	s := &Store{w: w, r: r, auth: newAuthCache(dir)}
+	s := &Store{w: w, r: r, rs: newStatements(r), ws: newStatements(w), auth: newAuthCache(dir)}
 	if s.auth.currentEpoch() == "" {
 		if err := s.auth.bump(); err != nil {
 			s.Close()
@@ -100,7 +102,7 @@ func uriPath(path string) string {
 
 // Close releases the database.
 func (s *Store) Close() error {
-	return errors.Join(s.r.Close(), s.w.Close())
+	return errors.Join(s.rs.close(), s.ws.close(), s.r.Close(), s.w.Close())
 }
 
 func formatTime(t time.Time) string { return t.UTC().Format(timeLayout) }
