@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -171,15 +172,17 @@ func TestRevokedKeyFailsAtOnce(t *testing.T) {
 // answer expires, without invoking the authorizer, and every such request
 // is still counted against the rate limit; from then on it is refused.
 func TestRevokedKeyFailsOnceItsCachedAnswerExpires(t *testing.T) {
-	const ttl = 500 * time.Millisecond
+	const ttl = time.Minute
+	var mu sync.Mutex
+	now := time.Now()
+	clock := func() time.Time { mu.Lock(); defer mu.Unlock(); return now }
 	cfg := runtimeConfig()
-	cfg.AuthCacheTTL = ttl
+	cfg.AuthCacheTTL, cfg.AuthCacheClock = ttl, clock
 	rt := start(t, cfg)
 	owner := newAccount(t, rt, domain.PlanPro, 100)
 	authorizerCalls := func() int64 { return rt.Costs.Snapshot().ByFunction["authorizer"] }
 	const path = "/api/generations/status/1"
 
-	cachedFrom := time.Now() // the answer expires no earlier than TTL after this
 	first := call(t, rt, http.MethodGet, path, owner.APIKey, nil)
 	if first.status != http.StatusNotFound || authorizerCalls() != 1 {
 		t.Fatalf("before revoking: HTTP %d %s, %d authorizer calls", first.status, first.body, authorizerCalls())
@@ -188,22 +191,23 @@ func TestRevokedKeyFailsOnceItsCachedAnswerExpires(t *testing.T) {
 	if _, err := (&accounts.Service{Store: rt.Store}).RevokeKey(context.Background(), prefix); err != nil {
 		t.Fatal(err)
 	}
+	mu.Lock()
+	now = now.Add(ttl - time.Second) // still within the TTL
+	mu.Unlock()
 	second := call(t, rt, http.MethodGet, path, owner.APIKey, nil)
-	if time.Since(cachedFrom) < ttl {
-		// Answered within the TTL: from the cache, so still let through.
-		if second.status != http.StatusNotFound || authorizerCalls() != 1 {
-			t.Errorf("revoked, within the TTL: HTTP %d %s, %d authorizer calls; want the cached answer (404) and no call", second.status, second.body, authorizerCalls())
-		}
-		// ...and counted: one more request in the minute (or a new minute).
-		r1, _ := strconv.Atoi(first.header.Get("X-RateLimit-Remaining"))
-		r2, err := strconv.Atoi(second.header.Get("X-RateLimit-Remaining"))
-		if err != nil || second.header.Get("X-RateLimit-Reset") == first.header.Get("X-RateLimit-Reset") && r2 != r1-1 {
-			t.Errorf("a request on the cached answer was not counted: remaining %d then %q", r1, second.header.Get("X-RateLimit-Remaining"))
-		}
-	} else {
-		t.Logf("the machine took %s over two requests; the within-TTL check is skipped", time.Since(cachedFrom))
+	// Answered within the TTL: from the cache, so still let through...
+	if second.status != http.StatusNotFound || authorizerCalls() != 1 {
+		t.Errorf("revoked, within the TTL: HTTP %d %s, %d authorizer calls; want the cached answer (404) and no call", second.status, second.body, authorizerCalls())
 	}
-	time.Sleep(time.Until(cachedFrom.Add(ttl + 50*time.Millisecond)))
+	// ...and counted: one more request in the minute (or a new minute).
+	r1, _ := strconv.Atoi(first.header.Get("X-RateLimit-Remaining"))
+	r2, err := strconv.Atoi(second.header.Get("X-RateLimit-Remaining"))
+	if err != nil || second.header.Get("X-RateLimit-Reset") == first.header.Get("X-RateLimit-Reset") && r2 != r1-1 {
+		t.Errorf("a request on the cached answer was not counted: remaining %d then %q", r1, second.header.Get("X-RateLimit-Remaining"))
+	}
+	mu.Lock()
+	now = now.Add(2 * time.Second) // past the TTL
+	mu.Unlock()
 	if code := checkEnvelope(t, call(t, rt, http.MethodGet, path, owner.APIKey, nil), http.StatusUnauthorized); code != "unauthorized" {
 		t.Errorf("once the cached answer expired: code %q", code)
 	}

@@ -123,6 +123,9 @@ type Config struct {
 	// counted by Costs). Default 0: every request is authorized afresh, so
 	// revocation takes effect at once.
 	AuthCacheTTL time.Duration
+	// AuthCacheClock is the authorizer cache's clock (default time.Now);
+	// tests move it past AuthCacheTTL instead of sleeping.
+	AuthCacheClock func() time.Time
 	// JWT, when its issuer is set, admits identity-provider tokens on the
 	// status route.
 	JWTIssuer, JWTAudience, JWKSURL string
@@ -327,7 +330,7 @@ func Start(ctx context.Context, cfg Config) (*Runtime, error) {
 		{Method: http.MethodPost, Path: "/api/long-story/videos/estimate", Handler: lambdahttp.Route(httpapi.LongVideoEstimateRoute(prices, gate))},
 		{Method: http.MethodPost, Path: "/api/long-story/videos", Handler: lambdahttp.Route(httpapi.LongVideoCreateRoute(longstory.NewCreator(st, r.Workflow, prices, storySettings), gate))},
 		{Method: http.MethodGet, Path: "/api/long-story/videos/{videoId}", Handler: lambdahttp.Route(httpapi.LongVideoStatusRoute(videos, gate))},
-	}), &apigw.LambdaAuthorizer{Func: r.Costs.Authorizer(lambdahttp.Authorizer(gate.Authorize)), CacheTTL: cfg.AuthCacheTTL}, cfg.Timeouts, log)
+	}), &apigw.LambdaAuthorizer{Func: r.Costs.Authorizer(lambdahttp.Authorizer(gate.Authorize)), CacheTTL: cfg.AuthCacheTTL, Now: cfg.AuthCacheClock}, cfg.Timeouts, log)
 	// Public routes: no authorizer, as in template.yaml.
 	apigw.Mount(mux, r.Costs.Routes([]apigw.Route{
 		{Method: http.MethodGet, Path: "/api/models", Handler: lambdahttp.Route((&httpapi.Models{Prices: prices, Log: log}).List())},
