@@ -91,6 +91,14 @@ type Hold struct {
 	Kind      WorkKind
 	Amount    decimal.Decimal
 	CreatedAt time.Time
+	// Model is the model the work runs, carried into the journal and the
+	// usage counters when the hold is captured.
+	Model string
+	// KeyPrefix is the API key that started the work (empty: a token or the
+	// admin command). KeyDailyLimit caps what that key's holds may take per
+	// UTC day; zero: no cap.
+	KeyPrefix     string
+	KeyDailyLimit decimal.Decimal
 }
 
 // OpenHold is a hold together with the account it belongs to.

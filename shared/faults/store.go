@@ -49,6 +49,10 @@ func (s *Store) Release(ctx context.Context, userID, workID string) (bool, error
 	return s.settle(ctx, "store.Release", s.Inner.Release, userID, workID)
 }
 
+func (s *Store) Refund(ctx context.Context, userID, workID string) (bool, error) {
+	return s.settle(ctx, "store.Refund", s.Inner.Refund, userID, workID)
+}
+
 // settle runs a settlement of the inner store (Capture or Release) at the
 // point op, and counts it when it took effect.
 func (s *Store) settle(ctx context.Context, op string, settle func(ctx context.Context, userID, workID string) (bool, error),
@@ -68,6 +72,22 @@ func (s *Store) OpenHolds(ctx context.Context, createdBefore time.Time) ([]domai
 
 func (s *Store) AccountHolds(ctx context.Context, userID string) ([]domain.Hold, error) {
 	return call(s.In, "store.AccountHolds", func() ([]domain.Hold, error) { return s.Inner.AccountHolds(ctx, userID) })
+}
+
+func (s *Store) JournalEntries(ctx context.Context, q store.JournalQuery) (store.Page[domain.JournalEntry], error) {
+	return call(s.In, "store.JournalEntries", func() (store.Page[domain.JournalEntry], error) { return s.Inner.JournalEntries(ctx, q) })
+}
+
+func (s *Store) UsageCounts(ctx context.Context, userID, fromDay, toDay string) ([]domain.UsageCount, error) {
+	return call(s.In, "store.UsageCounts", func() ([]domain.UsageCount, error) { return s.Inner.UsageCounts(ctx, userID, fromDay, toDay) })
+}
+
+func (s *Store) KeySpend(ctx context.Context, userID, day string) (map[string]decimal.Decimal, error) {
+	return call(s.In, "store.KeySpend", func() (map[string]decimal.Decimal, error) { return s.Inner.KeySpend(ctx, userID, day) })
+}
+
+func (s *Store) AccountIDs(ctx context.Context) ([]string, error) {
+	return call(s.In, "store.AccountIDs", func() ([]string, error) { return s.Inner.AccountIDs(ctx) })
 }
 
 func (s *Store) PutAPIKey(ctx context.Context, k domain.APIKey) error {

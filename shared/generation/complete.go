@@ -108,16 +108,12 @@ func (s *Service) releaseSlots(ctx context.Context, log *slog.Logger, g domain.G
 // settle captures the hold of a completed generation and releases that of a
 // failed one; a hold already settled is left alone.
 func (s *Service) settle(ctx context.Context, log *slog.Logger, g domain.Generation) error {
-	op, what := s.Store.Release, "released"
-	if g.Status == domain.StatusCompleted {
-		op, what = s.Store.Capture, "captured"
-	}
-	settled, err := op(ctx, g.UserID, g.UUID)
+	how, settled, err := domain.Settle(ctx, s.Store, g.UserID, g.UUID, g.Status)
 	if err != nil {
 		return fmt.Errorf("settle hold of %s: %w", g.UUID, err)
 	}
 	if settled {
-		log.InfoContext(ctx, "hold "+what, "credits", domain.FormatCredits(g.CreditsUsed))
+		log.InfoContext(ctx, "hold settled", "settlement", how, "credits", domain.FormatCredits(g.CreditsUsed))
 	}
 	return nil
 }

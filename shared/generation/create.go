@@ -62,7 +62,7 @@ func (s *Service) create(ctx context.Context, userID string, body []byte) (domai
 	}
 	log := s.log().With("user_id", userID, "generation_id", g.UUID, "model_version", g.ModelVersion)
 
-	if err := s.Store.Hold(ctx, userID, domain.Hold{WorkID: g.UUID, Kind: domain.WorkGeneration, Amount: quote.Credits, CreatedAt: now}); err != nil {
+	if err := s.Store.Hold(ctx, userID, domain.NewHold(ctx, g.UUID, domain.WorkGeneration, quote.Credits, now, g.ModelVersion)); err != nil {
 		return domain.Generation{}, fmt.Errorf("hold credits for %s: %w", g.UUID, err)
 	}
 	if err := s.Store.CreateGeneration(ctx, &g); err != nil {

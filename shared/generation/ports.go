@@ -17,6 +17,7 @@ type Store interface {
 	Hold(ctx context.Context, userID string, h domain.Hold) error
 	Capture(ctx context.Context, userID, workID string) (bool, error)
 	Release(ctx context.Context, userID, workID string) (bool, error)
+	Refund(ctx context.Context, userID, workID string) (bool, error)
 	CreateGeneration(ctx context.Context, g *domain.Generation) error
 	GetGeneration(ctx context.Context, uuid string) (domain.Generation, error)
 	GetGenerationByID(ctx context.Context, userID string, id int64) (domain.Generation, error)

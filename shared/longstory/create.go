@@ -88,7 +88,7 @@ func (s *Service) create(ctx context.Context, userID string, body []byte) (domai
 		Webhook: req.Webhook,
 	}
 	log := s.log().With("user_id", userID, "video_id", v.ID)
-	if err := s.Store.Hold(ctx, userID, domain.Hold{WorkID: v.ID, Kind: domain.WorkLongVideo, Amount: q.Credits, CreatedAt: now}); err != nil {
+	if err := s.Store.Hold(ctx, userID, domain.NewHold(ctx, v.ID, domain.WorkLongVideo, q.Credits, now, v.Model)); err != nil {
 		return domain.LongVideo{}, fmt.Errorf("hold credits for %s: %w", v.ID, err)
 	}
 	if err := s.Store.CreateLongVideo(ctx, v); err != nil {

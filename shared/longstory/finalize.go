@@ -68,16 +68,12 @@ func (s *Steps) finish(ctx context.Context, videoID string, o domain.Outcome) (E
 	if err != nil {
 		return Ended{}, &TransientError{Msg: fmt.Sprintf("read %s: %v", videoID, err)}
 	}
-	settle, what := s.Store.Release, "released"
-	if v.Status == domain.StatusCompleted {
-		settle, what = s.Store.Capture, "captured"
-	}
-	settled, err := settle(ctx, v.UserID, v.ID)
+	how, settled, err := domain.Settle(ctx, s.Store, v.UserID, v.ID, v.Status)
 	if err != nil {
 		return Ended{}, &TransientError{Msg: fmt.Sprintf("settle %s: %v", videoID, err)}
 	}
 	if settled {
-		s.log().InfoContext(ctx, "long video finished; hold "+what, "video_id", v.ID, "user_id", v.UserID,
+		s.log().InfoContext(ctx, "long video finished; hold settled", "settlement", how, "video_id", v.ID, "user_id", v.UserID,
 			"status", v.Status, "credits", domain.FormatCredits(v.CreditsHeld))
 		// Once, with the settlement: a retried step finds the hold settled.
 		if err := notify(ctx, s.Notifier, v); err != nil {

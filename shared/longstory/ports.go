@@ -21,6 +21,7 @@ type Store interface {
 	Hold(ctx context.Context, userID string, h domain.Hold) error
 	Capture(ctx context.Context, userID, workID string) (bool, error)
 	Release(ctx context.Context, userID, workID string) (bool, error)
+	Refund(ctx context.Context, userID, workID string) (bool, error)
 	CreateLongVideo(ctx context.Context, v domain.LongVideo) error
 	GetLongVideo(ctx context.Context, id string) (domain.LongVideo, error)
 	FinishLongVideo(ctx context.Context, id string, o domain.Outcome, at time.Time) error

@@ -18,18 +18,52 @@ type Ledger interface {
 	Grant(ctx context.Context, userID, grantID string, amount decimal.Decimal) (applied bool, err error)
 	// Hold reserves h.Amount for h.WorkID. It fails with an
 	// *domain.InsufficientCreditsError and changes nothing when the balance is
-	// short. Holding the same open work again changes nothing. Work ids are
-	// minted per request and never held again after settlement.
+	// short, and with a *domain.KeyBudgetExceededError when h.KeyPrefix's
+	// holds of the UTC day would pass h.KeyDailyLimit. Holding the same open
+	// work again changes nothing. Work ids are minted per request and never
+	// held again after settlement.
 	Hold(ctx context.Context, userID string, h domain.Hold) error
-	// Capture spends an open hold; Release returns it to the balance. Each
-	// settles a hold at most once: settled is false when the hold was not
-	// open (already captured or released, or never made).
+	// Capture spends an open hold; Release returns it to the balance (its
+	// work failed) and Refund too (its work was canceled). Each settles a
+	// hold at most once: settled is false when the hold was not open
+	// (already settled, or never made).
 	Capture(ctx context.Context, userID, workID string) (settled bool, err error)
 	Release(ctx context.Context, userID, workID string) (settled bool, err error)
+	Refund(ctx context.Context, userID, workID string) (settled bool, err error)
 	// OpenHolds lists holds created before the given time, for the sweeper.
 	OpenHolds(ctx context.Context, createdBefore time.Time) ([]domain.OpenHold, error)
 	// AccountHolds lists an account's open holds, oldest first, for
 	// administration (no request path reads them); ErrNotFound if the
 	// account is absent.
 	AccountHolds(ctx context.Context, userID string) ([]domain.Hold, error)
+}
+
+// Journal reads what the ledger wrote: every grant, hold and settlement is
+// one entry, appended in the same atomic write as the account's totals it
+// changed (domain.JournalEntry), and a capture adds to the account's usage
+// counters of its day, model and key in that write too.
+type Journal interface {
+	// JournalEntries pages an account's entries, newest first; the cursor
+	// is the At and Seq of the last entry returned.
+	JournalEntries(ctx context.Context, q JournalQuery) (Page[domain.JournalEntry], error)
+	// UsageCounts are the account's usage counters of the UTC days from
+	// fromDay to toDay (both "2006-01-02", inclusive).
+	UsageCounts(ctx context.Context, userID, fromDay, toDay string) ([]domain.UsageCount, error)
+	// KeySpend is what each of the account's keys' holds took on the UTC
+	// day, less what was released or refunded (absent: nothing).
+	KeySpend(ctx context.Context, userID, day string) (map[string]decimal.Decimal, error)
+	// AccountIDs lists every account, for `mediagen ledger verify`
+	// (administration; no request path calls it).
+	AccountIDs(ctx context.Context) ([]string, error)
+}
+
+// JournalQuery selects one page of an account's journal.
+type JournalQuery struct {
+	UserID string
+	Type   domain.EntryType // empty: every type
+	WorkID string           // empty: every work
+	// From and To bound the entries' At: From <= At < To; zero: unbounded.
+	From, To time.Time
+	Limit    int
+	Cursor   string
 }

@@ -55,3 +55,14 @@ func ParseCursor(s string) (Cursor, bool, error) {
 	}
 	return c, true, nil
 }
+
+// PageOf is the page of a newest-first query that read up to limit+1
+// items: the first limit, and the cursor after the last of them when there
+// was one more.
+func PageOf[T any](items []T, limit int, cursorOf func(T) Cursor) Page[T] {
+	if len(items) <= limit {
+		return Page[T]{Items: items}
+	}
+	items = items[:limit]
+	return Page[T]{Items: items, Next: cursorOf(items[limit-1]).Encode()}
+}

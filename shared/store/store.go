@@ -13,6 +13,7 @@ package store
 type Store interface {
 	Accounts
 	Ledger
+	Journal
 	APIKeys
 	Generations
 	LongVideos

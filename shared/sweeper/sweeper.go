@@ -22,6 +22,7 @@ type SweepStore interface {
 	OpenHolds(ctx context.Context, createdBefore time.Time) ([]domain.OpenHold, error)
 	Capture(ctx context.Context, userID, workID string) (bool, error)
 	Release(ctx context.Context, userID, workID string) (bool, error)
+	Refund(ctx context.Context, userID, workID string) (bool, error)
 	GetGeneration(ctx context.Context, uuid string) (domain.Generation, error)
 	FinishGeneration(ctx context.Context, uuid string, o domain.Outcome, at time.Time) error
 	GetLongVideo(ctx context.Context, id string) (domain.LongVideo, error)
@@ -94,24 +95,24 @@ func (s *Sweeper) settle(ctx context.Context, h domain.OpenHold, now time.Time, 
 			report.TimedOut++
 		}
 	}
-	settle, outcome := s.Store.Release, "released"
-	if w.exists && w.status == domain.StatusCompleted {
-		settle, outcome = s.Store.Capture, "captured"
+	status := domain.StatusFailed // a missing work is released
+	if w.exists {
+		status = w.status
 	}
-	settled, err := settle(ctx, h.UserID, h.WorkID)
+	how, settled, err := domain.Settle(ctx, s.Store, h.UserID, h.WorkID, status)
 	if err != nil {
 		return err
 	}
 	if !settled {
 		return nil // settled meanwhile by the poller or the workflow
 	}
-	if outcome == "captured" {
+	if how == domain.EntryCapture {
 		report.Captured++
 	} else {
 		report.Released++
 	}
 	s.log().InfoContext(ctx, "sweeper settled hold", "user_id", h.UserID, "work_id", h.WorkID,
-		"kind", h.Kind, "outcome", outcome, "work_found", w.exists, "amount", domain.FormatCredits(h.Amount))
+		"kind", h.Kind, "outcome", how, "work_found", w.exists, "amount", domain.FormatCredits(h.Amount))
 	return nil
 }
 

@@ -26,12 +26,20 @@ var Accesses = map[string][]Access{
 	"CreateAccount": {put("Accounts")},
 	"GetAccount":    {get("Accounts")},
 
-	"Grant":        {put("Ledger"), update("Accounts")},
-	"Hold":         {update("Accounts"), put("Ledger")},
-	"Capture":      {get("Ledger"), update("Ledger"), update("Accounts"), get("Accounts")},
-	"Release":      {get("Ledger"), update("Ledger"), update("Accounts"), get("Accounts")},
+	// Every ledger write reads the account and writes it, its own items
+	// and the journal entry (journal.go).
+	"Grant":        {get("Accounts"), put("Ledger"), update("Accounts")},
+	"Hold":         {get("Accounts"), update("Accounts"), put("Ledger"), get("Ledger"), update("Ledger")},
+	"Capture":      {get("Ledger"), update("Ledger"), update("Accounts"), get("Accounts"), put("Ledger")},
+	"Release":      {get("Ledger"), update("Ledger"), update("Accounts"), get("Accounts"), put("Ledger")},
+	"Refund":       {get("Ledger"), update("Ledger"), update("Accounts"), get("Accounts"), put("Ledger")},
 	"OpenHolds":    {query("Ledger", IndexOpenHolds)},
 	"AccountHolds": {get("Accounts"), query("Ledger", "")},
+
+	"JournalEntries": {query("Ledger", "")},
+	"UsageCounts":    {query("Ledger", "")},
+	"KeySpend":       {query("Ledger", "")},
+	"AccountIDs":     {{"Scan", "Accounts", ""}}, // mediagen ledger verify only
 
 	"PutAPIKey":    {put("APIKeys")},
 	"GetAPIKey":    {get("APIKeys")},

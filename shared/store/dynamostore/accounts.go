@@ -26,6 +26,11 @@ type accountItem struct {
 	Granted   int64  `dynamodbav:"granted"`
 	Captured  int64  `dynamodbav:"captured"`
 	CreatedAt string `dynamodbav:"created_at"`
+	// JournalSeq is the seq of the account's last journal entry and
+	// JournalAt its time: every ledger write is conditioned on JournalSeq
+	// being what it read, and moves it on (journal.go).
+	JournalSeq int64  `dynamodbav:"jseq,omitempty"`
+	JournalAt  string `dynamodbav:"jat,omitempty"`
 	// WebhookSecret signs the account's webhooks.
 	WebhookSecret string `dynamodbav:"webhook_secret,omitempty"`
 	// Usage is read from the usage_credits_<month> and usage_jobs_<month>

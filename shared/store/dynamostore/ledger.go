@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"hash/fnv"
-	"math/rand/v2"
 	"sort"
 	"strconv"
 	"strings"
@@ -20,18 +19,22 @@ import (
 	"github.com/mediagen-dev/mediagen/shared/domain"
 )
 
-// The ledger table holds an account's holds and grants, each an item of
-// its own under the account's user_id:
+// The ledger table holds, under the account's user_id:
 //
-//	entry "hold#<work id>"   amount, kind, created_at, state (open, captured,
-//	                         released); open_shard while open, which puts it
-//	                         in the sparse open-holds index; expires_at once
-//	                         settled (the table's TTL)
+//	entry "hold#<work id>"   amount, kind, model, key_prefix, created_at,
+//	                         state (open, captured, released); open_shard
+//	                         while open, which puts it in the sparse
+//	                         open-holds index; expires_at once settled
+//	                         (the table's TTL)
 //	entry "grant#<grant id>" amount, created_at
+//	entry "j#<at>#<seq>"     the journal (journal.go)
+//	entry "usage#<day>"      the day's usage counters (journal.go)
+//	entry "spend#<day>#<key>" what a key's holds took that day (journal.go)
 //
-// Every ledger operation is one TransactWriteItems of the entry and the
-// account's totals, so Granted = Balance + Held + Captured after any crash
-// or retry, and the account item never grows.
+// Every ledger operation is one TransactWriteItems of these items, the
+// account's totals and the journal entry (journaled), so Granted = Balance +
+// Held + Captured after any crash or retry, the journal always agrees with
+// the totals, and the account item never grows.
 const (
 	holdPrefix  = "hold#"
 	grantPrefix = "grant#"
@@ -47,9 +50,6 @@ const (
 	// settledHoldTTL keeps a settled hold (the proof that its work was
 	// settled once) this long before the table's TTL deletes it.
 	settledHoldTTL = 90 * 24 * time.Hour
-	// transactAttempts bounds the retries of a transaction that DynamoDB
-	// cancelled for a conflict with another one in flight on its items.
-	transactAttempts = 10
 )
 
 // Reasons a ledger transaction was cancelled, decoded from the
@@ -81,6 +81,8 @@ type holdItem struct {
 	// Amount is in cents, as the account's totals.
 	Amount    int64  `dynamodbav:"amount"`
 	Kind      string `dynamodbav:"kind"`
+	Model     string `dynamodbav:"model,omitempty"`
+	KeyPrefix string `dynamodbav:"key_prefix,omitempty"`
 	CreatedAt string `dynamodbav:"created_at"`
 	State     string `dynamodbav:"state"`
 	OpenShard string `dynamodbav:"open_shard,omitempty"`
@@ -92,27 +94,7 @@ func (h holdItem) hold() (domain.Hold, error) {
 		return domain.Hold{}, err
 	}
 	return domain.Hold{WorkID: strings.TrimPrefix(h.Entry, holdPrefix), Kind: domain.WorkKind(h.Kind),
-		Amount: domain.CentsToCredits(h.Amount), CreatedAt: created}, nil
-}
-
-// transact runs one TransactWriteItems, again after a short random wait when
-// DynamoDB cancelled it only for a conflict with another transaction (or
-// throttling). A cancellation for a failed condition is returned as the
-// *types.TransactionCanceledException for the caller to decode.
-func (s *Store) transact(ctx context.Context, items ...types.TransactWriteItem) error {
-	var err error
-	for attempt := 0; attempt < transactAttempts; attempt++ {
-		_, err = s.db.TransactWriteItems(ctx, &dynamodb.TransactWriteItemsInput{TransactItems: items})
-		if err == nil || !retryableCancel(err) {
-			return err
-		}
-		select {
-		case <-ctx.Done():
-			return ctx.Err()
-		case <-time.After(time.Duration(1+rand.IntN(5*(attempt+1))) * time.Millisecond):
-		}
-	}
-	return fmt.Errorf("transaction kept conflicting over %d attempts: %w", transactAttempts, err)
+		Amount: domain.CentsToCredits(h.Amount), CreatedAt: created, Model: h.Model, KeyPrefix: h.KeyPrefix}, nil
 }
 
 // cancelReasons are the per-item codes of a cancelled transaction (nil if
@@ -159,125 +141,132 @@ func conditionFailed(reasons []types.CancellationReason, i int) (bool, map[strin
 	return true, reasons[i].Item
 }
 
-// decodeHoldCancel turns the cancellation of a hold's transaction (item 0:
-// the account, item 1: the hold) into the typed error: ErrAlreadyHeld or
-// ErrAlreadySettled when the hold exists, ErrNotFound when the account does
-// not, an *InsufficientCreditsError when its balance is short.
-func decodeHoldCancel(reasons []types.CancellationReason, userID string, amount decimal.Decimal) error {
-	if failed, old := conditionFailed(reasons, 1); failed {
-		var h holdItem
-		if err := attributevalue.UnmarshalMap(old, &h); err != nil {
-			return fmt.Errorf("decode hold: %w", err)
-		}
-		if h.State == holdOpen {
-			return ErrAlreadyHeld
-		}
-		return ErrAlreadySettled
-	}
-	if failed, old := conditionFailed(reasons, 0); failed {
-		if old == nil {
-			return fmt.Errorf("account %s: %w", userID, domain.ErrNotFound)
-		}
-		var a accountItem
-		if err := attributevalue.UnmarshalMap(old, &a); err != nil {
-			return fmt.Errorf("decode account %s: %w", userID, err)
-		}
-		return &domain.InsufficientCreditsError{Required: amount, Available: domain.CentsToCredits(a.Balance)}
-	}
-	return fmt.Errorf("hold cancelled for reasons %s", reasonCodes(reasons))
-}
-
-func reasonCodes(reasons []types.CancellationReason) string {
-	codes := make([]string, len(reasons))
-	for i, r := range reasons {
-		codes[i] = aws.ToString(r.Code)
-	}
-	return strings.Join(codes, ", ")
-}
-
 func (s *Store) Grant(ctx context.Context, userID, grantID string, amount decimal.Decimal) (bool, error) {
 	cents, err := domain.CreditsToCents(amount)
 	if err != nil {
 		return false, fmt.Errorf("grant %s to %s: %w", grantID, userID, err)
 	}
-	err = s.transact(ctx,
-		types.TransactWriteItem{Put: &types.Put{
-			TableName: aws.String(s.tables.Ledger),
-			Item: map[string]types.AttributeValue{"user_id": strAV(userID), "entry": strAV(grantEntry(grantID)),
-				"amount": intAV(cents), "created_at": strAV(formatTime(time.Now()))},
-			ConditionExpression: aws.String("attribute_not_exists(entry)"),
-		}},
-		types.TransactWriteItem{Update: &types.Update{
-			TableName:                 aws.String(s.tables.Accounts),
-			Key:                       key("user_id", userID),
-			UpdateExpression:          aws.String("SET balance = balance + :amt, granted = granted + :amt"),
-			ConditionExpression:       aws.String("attribute_exists(user_id)"),
-			ExpressionAttributeValues: map[string]types.AttributeValue{":amt": intAV(cents)},
-		}})
-	if err == nil {
-		return true, nil
+	errApplied := errors.New("applied before")
+	err = s.journaled(ctx, userID, func(accountItem) (ledgerChange, error) {
+		now := time.Now()
+		return ledgerChange{
+			entry: domain.JournalEntry{Type: domain.EntryGrant, Amount: amount, GrantID: grantID, At: now},
+			items: []types.TransactWriteItem{{Put: &types.Put{
+				TableName: aws.String(s.tables.Ledger),
+				Item: map[string]types.AttributeValue{"user_id": strAV(userID), "entry": strAV(grantEntry(grantID)),
+					"amount": intAV(cents), "created_at": strAV(formatTime(now))},
+				ConditionExpression: aws.String("attribute_not_exists(entry)"),
+			}}},
+			failed: func(int, map[string]types.AttributeValue) error { return errApplied },
+		}, nil
+	})
+	if errors.Is(err, errApplied) {
+		return false, nil
 	}
-	if reasons := cancelReasons(err); reasons != nil {
-		if failed, _ := conditionFailed(reasons, 1); failed {
-			return false, fmt.Errorf("grant %s: account %s: %w", grantID, userID, domain.ErrNotFound)
-		}
-		if failed, _ := conditionFailed(reasons, 0); failed {
-			return false, nil // applied before
-		}
+	if err != nil {
+		return false, fmt.Errorf("grant %s to %s: %w", grantID, userID, err)
 	}
-	return false, fmt.Errorf("grant %s to %s: %w", grantID, userID, err)
+	return true, nil
 }
 
-// Hold puts the hold and takes its amount from the balance in one
-// transaction: balance >= amount on the account, no such hold yet.
+// Hold puts the hold, takes its amount from the balance and adds it to its
+// key's spend of the day, in one journaled transaction. The balance and the
+// key's budget are checked on what was read, which the transaction's
+// condition on the journal's position keeps true.
 func (s *Store) Hold(ctx context.Context, userID string, h domain.Hold) error {
 	cents, err := domain.CreditsToCents(h.Amount)
 	if err != nil {
 		return fmt.Errorf("hold %s: %w", h.WorkID, err)
 	}
 	item, err := attributevalue.MarshalMap(holdItem{UserID: userID, Entry: holdEntry(h.WorkID), Amount: cents,
-		Kind: string(h.Kind), CreatedAt: formatTime(h.CreatedAt), State: holdOpen, OpenShard: openShard(h.WorkID)})
+		Kind: string(h.Kind), Model: h.Model, KeyPrefix: h.KeyPrefix,
+		CreatedAt: formatTime(h.CreatedAt), State: holdOpen, OpenShard: openShard(h.WorkID)})
 	if err != nil {
 		return fmt.Errorf("hold %s: %w", h.WorkID, err)
 	}
-	err = s.transact(ctx,
-		types.TransactWriteItem{Update: &types.Update{
-			TableName:                           aws.String(s.tables.Accounts),
-			Key:                                 key("user_id", userID),
-			UpdateExpression:                    aws.String("SET balance = balance - :amt, held = held + :amt"),
-			ConditionExpression:                 aws.String("attribute_exists(user_id) AND balance >= :amt"),
-			ExpressionAttributeValues:           map[string]types.AttributeValue{":amt": intAV(cents)},
-			ReturnValuesOnConditionCheckFailure: types.ReturnValuesOnConditionCheckFailureAllOld,
-		}},
-		types.TransactWriteItem{Put: &types.Put{
-			TableName: aws.String(s.tables.Ledger), Item: item,
-			ConditionExpression:                 aws.String("attribute_not_exists(entry)"),
-			ReturnValuesOnConditionCheckFailure: types.ReturnValuesOnConditionCheckFailureAllOld,
-		}})
-	if err == nil {
-		return nil
-	}
-	if reasons := cancelReasons(err); reasons != nil {
-		err = decodeHoldCancel(reasons, userID, h.Amount)
-		if errors.Is(err, ErrAlreadyHeld) {
-			return nil // holding the same open work again changes nothing
+	err = s.journaled(ctx, userID, func(a accountItem) (ledgerChange, error) {
+		if a.Balance < cents {
+			return ledgerChange{}, s.refusedUnlessHeld(ctx, userID, h.WorkID, &domain.InsufficientCreditsError{
+				Required: h.Amount, Available: domain.CentsToCredits(a.Balance)})
 		}
+		change := ledgerChange{
+			entry: domain.JournalEntry{Type: domain.EntryHold, Amount: h.Amount, WorkID: h.WorkID, WorkKind: h.Kind,
+				Model: h.Model, KeyPrefix: h.KeyPrefix, At: h.CreatedAt},
+			items: []types.TransactWriteItem{{Put: &types.Put{
+				TableName: aws.String(s.tables.Ledger), Item: item,
+				ConditionExpression:                 aws.String("attribute_not_exists(entry)"),
+				ReturnValuesOnConditionCheckFailure: types.ReturnValuesOnConditionCheckFailureAllOld,
+			}}},
+			failed: func(_ int, old map[string]types.AttributeValue) error {
+				var prior holdItem
+				if err := attributevalue.UnmarshalMap(old, &prior); err != nil {
+					return fmt.Errorf("decode hold: %w", err)
+				}
+				if prior.State == holdOpen {
+					return ErrAlreadyHeld
+				}
+				return ErrAlreadySettled
+			},
+		}
+		if h.KeyPrefix == "" {
+			return change, nil
+		}
+		day := domain.UsageDay(h.CreatedAt)
+		spent, err := s.keySpent(ctx, userID, day, h.KeyPrefix)
+		if err != nil {
+			return ledgerChange{}, err
+		}
+		if err := domain.CheckKeyBudget(h, domain.CentsToCredits(spent)); err != nil {
+			return ledgerChange{}, s.refusedUnlessHeld(ctx, userID, h.WorkID, err)
+		}
+		change.items = append(change.items, s.setSpend(userID, day, h.KeyPrefix, spent+cents))
+		return change, nil
+	})
+	if err == nil || errors.Is(err, ErrAlreadyHeld) {
+		return nil // holding the same open work again changes nothing
 	}
 	return fmt.Errorf("hold %s: %w", h.WorkID, err)
 }
 
+// refusedUnlessHeld is refusal, unless the work is held already: a retry
+// of a hold that went through must not be refused for the balance it took.
+func (s *Store) refusedUnlessHeld(ctx context.Context, userID, workID string, refusal error) error {
+	out, err := s.db.GetItem(ctx, &dynamodb.GetItemInput{
+		TableName: aws.String(s.tables.Ledger), Key: ledgerKey(userID, holdEntry(workID)), ConsistentRead: aws.Bool(true),
+	})
+	switch {
+	case err != nil:
+		return fmt.Errorf("read hold: %w", err)
+	case out.Item == nil:
+		return refusal
+	}
+	var h holdItem
+	if err := attributevalue.UnmarshalMap(out.Item, &h); err != nil {
+		return fmt.Errorf("decode hold: %w", err)
+	}
+	if h.State == holdOpen {
+		return ErrAlreadyHeld
+	}
+	return ErrAlreadySettled
+}
+
 func (s *Store) Capture(ctx context.Context, userID, workID string) (bool, error) {
-	return s.settle(ctx, userID, workID, true)
+	return s.settle(ctx, userID, workID, domain.EntryCapture)
 }
 
 func (s *Store) Release(ctx context.Context, userID, workID string) (bool, error) {
-	return s.settle(ctx, userID, workID, false)
+	return s.settle(ctx, userID, workID, domain.EntryRelease)
 }
 
-// settle reads the hold (for its amount), then in one transaction moves it
-// from open to captured or released and its amount from held to captured
-// (adding to this month's usage) or back to the balance.
-func (s *Store) settle(ctx context.Context, userID, workID string, capture bool) (bool, error) {
+func (s *Store) Refund(ctx context.Context, userID, workID string) (bool, error) {
+	return s.settle(ctx, userID, workID, domain.EntryRefund)
+}
+
+// settle reads the hold (for its amount), then in one journaled transaction
+// moves it from open to captured or released and its amount from held to
+// captured (adding to this month's usage and the day's counters) or back to
+// the balance (and to its key's budget of the day it was held).
+func (s *Store) settle(ctx context.Context, userID, workID string, typ domain.EntryType) (bool, error) {
 	out, err := s.db.GetItem(ctx, &dynamodb.GetItemInput{
 		TableName: aws.String(s.tables.Ledger), Key: ledgerKey(userID, holdEntry(workID)), ConsistentRead: aws.Bool(true),
 	})
@@ -295,48 +284,55 @@ func (s *Store) settle(ctx context.Context, userID, workID string, capture bool)
 	if h.State != holdOpen {
 		return false, nil // already settled
 	}
-	state, account := holdReleased, "SET held = held - :amt, balance = balance + :amt"
-	names := map[string]string(nil)
-	values := map[string]types.AttributeValue{":amt": intAV(h.Amount)}
-	if capture {
-		month := domain.UsageMonth(time.Now())
+	heldAt, err := parseTime(h.CreatedAt)
+	if err != nil {
+		return false, fmt.Errorf("settle %s: %w", workID, err)
+	}
+	state := holdReleased
+	if typ == domain.EntryCapture {
 		state = holdCaptured
-		account = "SET held = held - :amt, captured = captured + :amt, " +
-			"#uc = if_not_exists(#uc, :zero) + :amt, #uj = if_not_exists(#uj, :zero) + :one"
-		names = map[string]string{"#uc": usageCreditsPrefix + month, "#uj": usageJobsPrefix + month}
-		values[":zero"], values[":one"] = intAV(0), intAV(1)
 	}
-	now := time.Now()
-	err = s.transact(ctx,
-		types.TransactWriteItem{Update: &types.Update{
-			TableName:                aws.String(s.tables.Ledger),
-			Key:                      ledgerKey(userID, holdEntry(workID)),
-			UpdateExpression:         aws.String("SET #st = :settled, settled_at = :now, expires_at = :exp REMOVE open_shard"),
-			ConditionExpression:      aws.String("#st = :open AND amount = :amt"),
-			ExpressionAttributeNames: map[string]string{"#st": "state"},
-			ExpressionAttributeValues: map[string]types.AttributeValue{
-				":settled": strAV(state), ":open": strAV(holdOpen), ":amt": values[":amt"],
-				":now": strAV(formatTime(now)), ":exp": intAV(now.Add(settledHoldTTL).Unix()),
-			},
-		}},
-		types.TransactWriteItem{Update: &types.Update{
-			TableName:                 aws.String(s.tables.Accounts),
-			Key:                       key("user_id", userID),
-			UpdateExpression:          aws.String(account),
-			ConditionExpression:       aws.String("attribute_exists(user_id)"),
-			ExpressionAttributeNames:  names,
-			ExpressionAttributeValues: values,
-		}})
-	if err == nil {
+	err = s.journaled(ctx, userID, func(accountItem) (ledgerChange, error) {
+		now := time.Now()
+		change := ledgerChange{
+			entry: domain.JournalEntry{Type: typ, Amount: domain.CentsToCredits(h.Amount), WorkID: workID,
+				WorkKind: domain.WorkKind(h.Kind), Model: h.Model, KeyPrefix: h.KeyPrefix, At: now},
+			items: []types.TransactWriteItem{{Update: &types.Update{
+				TableName:                aws.String(s.tables.Ledger),
+				Key:                      ledgerKey(userID, holdEntry(workID)),
+				UpdateExpression:         aws.String("SET #st = :settled, settled_at = :now, expires_at = :exp REMOVE open_shard"),
+				ConditionExpression:      aws.String("#st = :open AND amount = :amt"),
+				ExpressionAttributeNames: map[string]string{"#st": "state"},
+				ExpressionAttributeValues: map[string]types.AttributeValue{
+					":settled": strAV(state), ":open": strAV(holdOpen), ":amt": intAV(h.Amount),
+					":now": strAV(formatTime(now)), ":exp": intAV(now.Add(settledHoldTTL).Unix()),
+				},
+			}}},
+			failed: func(int, map[string]types.AttributeValue) error { return ErrAlreadySettled },
+		}
+		if typ == domain.EntryCapture {
+			month := domain.UsageMonth(now)
+			change.account = ", #uc = if_not_exists(#uc, :zero) + :amt, #uj = if_not_exists(#uj, :zero) + :one"
+			change.names = map[string]string{"#uc": usageCreditsPrefix + month, "#uj": usageJobsPrefix + month}
+			change.values = map[string]types.AttributeValue{":amt": intAV(h.Amount), ":zero": intAV(0), ":one": intAV(1)}
+			change.items = append(change.items, s.countUsage(userID, now, h))
+			return change, nil
+		}
+		if h.KeyPrefix != "" {
+			day := domain.UsageDay(heldAt)
+			spent, err := s.keySpent(ctx, userID, day, h.KeyPrefix)
+			if err != nil {
+				return ledgerChange{}, err
+			}
+			change.items = append(change.items, s.setSpend(userID, day, h.KeyPrefix, max(0, spent-h.Amount)))
+		}
+		return change, nil
+	})
+	switch {
+	case err == nil:
 		return true, nil
-	}
-	if reasons := cancelReasons(err); reasons != nil {
-		if failed, _ := conditionFailed(reasons, 0); failed {
-			return false, nil // settled meanwhile by another caller
-		}
-		if failed, _ := conditionFailed(reasons, 1); failed {
-			return false, fmt.Errorf("settle %s: account %s: %w", workID, userID, domain.ErrNotFound)
-		}
+	case errors.Is(err, ErrAlreadySettled):
+		return false, nil // settled meanwhile by another caller
 	}
 	return false, fmt.Errorf("settle %s: %w", workID, err)
 }

@@ -124,7 +124,7 @@ func (s *Store) ListGenerations(ctx context.Context, q store.ListQuery) (store.P
 	if err != nil {
 		return store.Page[domain.Generation]{}, err
 	}
-	return page(gs, q.Limit, func(g domain.Generation) store.Cursor {
+	return store.PageOf(gs, q.Limit, func(g domain.Generation) store.Cursor {
 		return store.Cursor{CreatedAt: g.CreatedAt, ID: g.UUID}
 	}), nil
 }

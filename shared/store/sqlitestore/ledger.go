@@ -12,6 +12,10 @@ import (
 	"github.com/mediagen-dev/mediagen/shared/domain"
 )
 
+// Every ledger operation is one SQLite transaction that changes the
+// account's totals and appends the journal entry recording the change
+// (appendEntry), so the two can never disagree.
+
 func (s *Store) Grant(ctx context.Context, userID, grantID string, amount decimal.Decimal) (bool, error) {
 	cents, err := domain.CreditsToCents(amount)
 	if err != nil {
@@ -19,22 +23,29 @@ func (s *Store) Grant(ctx context.Context, userID, grantID string, amount decima
 	}
 	applied := false
 	err = s.tx(ctx, "grant "+grantID, func(tx *sql.Tx) error {
-		res, err := tx.ExecContext(ctx,
-			`UPDATE accounts SET balance = balance + ?, granted = granted + ? WHERE user_id = ?
-			 AND NOT EXISTS (SELECT 1 FROM grants WHERE user_id = ? AND grant_id = ?)`, cents, cents, userID, userID, grantID)
-		if err != nil {
+		var one int
+		err := tx.QueryRowContext(ctx, `SELECT 1 FROM grants WHERE user_id = ? AND grant_id = ?`, userID, grantID).Scan(&one)
+		if err == nil {
+			return nil // applied before
+		}
+		if !errors.Is(err, sql.ErrNoRows) {
 			return fmt.Errorf("grant %s to %s: %w", grantID, userID, err)
 		}
-		if n, _ := res.RowsAffected(); n == 0 {
-			return s.explainNoAccount(ctx, tx, userID)
-		}
-		applied = true
-		_, err = tx.ExecContext(ctx, `INSERT INTO grants (user_id, grant_id, amount, created_at) VALUES (?, ?, ?, ?)`,
-			userID, grantID, cents, formatTime(time.Now()))
+		before, err := readTotals(ctx, tx, userID)
 		if err != nil {
+			return fmt.Errorf("grant %s: %w", grantID, err)
+		}
+		now := time.Now()
+		if _, err := tx.ExecContext(ctx, `UPDATE accounts SET balance = balance + ?, granted = granted + ? WHERE user_id = ?`,
+			cents, cents, userID); err != nil {
+			return fmt.Errorf("grant %s to %s: %w", grantID, userID, err)
+		}
+		if _, err = tx.ExecContext(ctx, `INSERT INTO grants (user_id, grant_id, amount, created_at) VALUES (?, ?, ?, ?)`,
+			userID, grantID, cents, formatTime(now)); err != nil {
 			return fmt.Errorf("record grant %s: %w", grantID, err)
 		}
-		return nil
+		applied = true
+		return appendEntry(ctx, tx, userID, before, domain.JournalEntry{Type: domain.EntryGrant, Amount: amount, GrantID: grantID, At: now})
 	})
 	return applied, err
 }
@@ -69,51 +80,89 @@ func (s *Store) Hold(ctx context.Context, userID string, h domain.Hold) error {
 		case !errors.Is(err, sql.ErrNoRows):
 			return fmt.Errorf("hold %s: %w", h.WorkID, err)
 		}
-		var balance int64
-		err = tx.QueryRowContext(ctx, `SELECT balance FROM accounts WHERE user_id = ?`, userID).Scan(&balance)
-		if errors.Is(err, sql.ErrNoRows) {
-			return fmt.Errorf("hold %s: account %s: %w", h.WorkID, userID, domain.ErrNotFound)
-		}
+		before, err := readTotals(ctx, tx, userID)
 		if err != nil {
 			return fmt.Errorf("hold %s: %w", h.WorkID, err)
 		}
-		if balance < cents {
+		if before.balance < cents {
 			return fmt.Errorf("hold %s: %w", h.WorkID, &domain.InsufficientCreditsError{
-				Required: h.Amount, Available: domain.CentsToCredits(balance)})
+				Required: h.Amount, Available: domain.CentsToCredits(before.balance)})
+		}
+		if err := spendKeyBudget(ctx, tx, userID, h, cents); err != nil {
+			return fmt.Errorf("hold %s: %w", h.WorkID, err)
 		}
 		if _, err := tx.ExecContext(ctx, `UPDATE accounts SET balance = balance - ?, held = held + ? WHERE user_id = ?`,
 			cents, cents, userID); err != nil {
 			return fmt.Errorf("hold %s: %w", h.WorkID, err)
 		}
-		if _, err := tx.ExecContext(ctx, `INSERT INTO holds (work_id, user_id, kind, amount, created_at) VALUES (?, ?, ?, ?, ?)`,
-			h.WorkID, userID, string(h.Kind), cents, formatTime(h.CreatedAt)); err != nil {
+		if _, err := tx.ExecContext(ctx, `INSERT INTO holds (work_id, user_id, kind, amount, created_at, model, key_prefix) VALUES (?, ?, ?, ?, ?, ?, ?)`,
+			h.WorkID, userID, string(h.Kind), cents, formatTime(h.CreatedAt), h.Model, h.KeyPrefix); err != nil {
 			return fmt.Errorf("hold %s: %w", h.WorkID, err)
 		}
-		return nil
+		return appendEntry(ctx, tx, userID, before, domain.JournalEntry{Type: domain.EntryHold, Amount: h.Amount,
+			WorkID: h.WorkID, WorkKind: h.Kind, Model: h.Model, KeyPrefix: h.KeyPrefix, At: h.CreatedAt})
 	})
 }
 
+// spendKeyBudget adds a hold to its key's spend of the hold's UTC day,
+// refusing it when that would pass the key's daily limit.
+func spendKeyBudget(ctx context.Context, tx *sql.Tx, userID string, h domain.Hold, cents int64) error {
+	if h.KeyPrefix == "" {
+		return nil
+	}
+	day := domain.UsageDay(h.CreatedAt)
+	var spent int64
+	err := tx.QueryRowContext(ctx, `SELECT spent FROM key_spend WHERE user_id = ? AND key_prefix = ? AND day = ?`,
+		userID, h.KeyPrefix, day).Scan(&spent)
+	if err != nil && !errors.Is(err, sql.ErrNoRows) {
+		return fmt.Errorf("key %s spend: %w", h.KeyPrefix, err)
+	}
+	if err := domain.CheckKeyBudget(h, domain.CentsToCredits(spent)); err != nil {
+		return err
+	}
+	_, err = tx.ExecContext(ctx, `INSERT INTO key_spend (user_id, key_prefix, day, spent) VALUES (?, ?, ?, ?)
+		ON CONFLICT(user_id, key_prefix, day) DO UPDATE SET spent = spent + excluded.spent`, userID, h.KeyPrefix, day, cents)
+	if err != nil {
+		return fmt.Errorf("key %s spend: %w", h.KeyPrefix, err)
+	}
+	return nil
+}
+
 func (s *Store) Capture(ctx context.Context, userID, workID string) (bool, error) {
-	return s.settle(ctx, userID, workID, true)
+	return s.settle(ctx, userID, workID, domain.EntryCapture)
+}
+
+func (s *Store) Release(ctx context.Context, userID, workID string) (bool, error) {
+	return s.settle(ctx, userID, workID, domain.EntryRelease)
+}
+
+func (s *Store) Refund(ctx context.Context, userID, workID string) (bool, error) {
+	return s.settle(ctx, userID, workID, domain.EntryRefund)
 }
 
 // captureUsage adds a captured hold to the account's usage of this month.
 const captureUsage = `INSERT INTO usage (user_id, month, credits, jobs) VALUES (?, ?, ?, 1)
 	ON CONFLICT(user_id, month) DO UPDATE SET credits = credits + excluded.credits, jobs = jobs + 1`
 
-func (s *Store) Release(ctx context.Context, userID, workID string) (bool, error) {
-	return s.settle(ctx, userID, workID, false)
-}
+// captureUsageDay adds it to the day's counters of its model and key.
+const captureUsageDay = `INSERT INTO usage_daily (user_id, day, model, key_prefix, credits, generations, videos) VALUES (?, ?, ?, ?, ?, ?, ?)
+	ON CONFLICT(user_id, day, model, key_prefix) DO UPDATE SET credits = credits + excluded.credits,
+	generations = generations + excluded.generations, videos = videos + excluded.videos`
 
-func (s *Store) settle(ctx context.Context, userID, workID string, capture bool) (bool, error) {
+// settle ends an open hold as typ (capture, release or refund): the hold
+// row goes, its amount moves, and the entry is appended, in one
+// transaction.
+func (s *Store) settle(ctx context.Context, userID, workID string, typ domain.EntryType) (bool, error) {
 	move := `UPDATE accounts SET held = held - ?, balance = balance + ? WHERE user_id = ?`
-	if capture {
+	if typ == domain.EntryCapture {
 		move = `UPDATE accounts SET held = held - ?, captured = captured + ? WHERE user_id = ?`
 	}
 	settled := false
 	err := s.tx(ctx, "settle "+workID, func(tx *sql.Tx) error {
 		var cents int64
-		err := tx.QueryRowContext(ctx, `DELETE FROM holds WHERE work_id = ? AND user_id = ? RETURNING amount`, workID, userID).Scan(&cents)
+		var kind, model, prefix, created string
+		err := tx.QueryRowContext(ctx, `DELETE FROM holds WHERE work_id = ? AND user_id = ? RETURNING amount, kind, model, key_prefix, created_at`,
+			workID, userID).Scan(&cents, &kind, &model, &prefix, &created)
 		if errors.Is(err, sql.ErrNoRows) {
 			// Not open: already settled or never held, unless the account is missing.
 			return s.explainNoAccount(ctx, tx, userID)
@@ -121,16 +170,36 @@ func (s *Store) settle(ctx context.Context, userID, workID string, capture bool)
 		if err != nil {
 			return fmt.Errorf("settle %s: %w", workID, err)
 		}
+		heldAt, err := parseTime(created)
+		if err != nil {
+			return fmt.Errorf("settle %s: %w", workID, err)
+		}
+		before, err := readTotals(ctx, tx, userID)
+		if err != nil {
+			return fmt.Errorf("settle %s: %w", workID, err)
+		}
 		if _, err := tx.ExecContext(ctx, move, cents, cents, userID); err != nil {
 			return fmt.Errorf("settle %s: %w", workID, err)
 		}
-		if capture {
-			if _, err := tx.ExecContext(ctx, captureUsage, userID, domain.UsageMonth(time.Now()), cents); err != nil {
+		now := time.Now()
+		if typ == domain.EntryCapture {
+			gens, videos := domain.WorkKind(kind).Counts()
+			if _, err := tx.ExecContext(ctx, captureUsage, userID, domain.UsageMonth(now), cents); err != nil {
 				return fmt.Errorf("settle %s: usage: %w", workID, err)
+			}
+			if _, err := tx.ExecContext(ctx, captureUsageDay, userID, domain.UsageDay(now), model, prefix, cents, gens, videos); err != nil {
+				return fmt.Errorf("settle %s: usage: %w", workID, err)
+			}
+		} else if prefix != "" {
+			// What a released or refunded hold took is the key's again.
+			if _, err := tx.ExecContext(ctx, `UPDATE key_spend SET spent = MAX(0, spent - ?) WHERE user_id = ? AND key_prefix = ? AND day = ?`,
+				cents, userID, prefix, domain.UsageDay(heldAt)); err != nil {
+				return fmt.Errorf("settle %s: key spend: %w", workID, err)
 			}
 		}
 		settled = true
-		return nil
+		return appendEntry(ctx, tx, userID, before, domain.JournalEntry{Type: typ, Amount: domain.CentsToCredits(cents),
+			WorkID: workID, WorkKind: domain.WorkKind(kind), Model: model, KeyPrefix: prefix, At: now})
 	})
 	return settled, err
 }
@@ -155,12 +224,12 @@ func (s *Store) AccountHolds(ctx context.Context, userID string) ([]domain.Hold,
 }
 
 func (s *Store) queryHolds(ctx context.Context, where string, args ...any) ([]domain.OpenHold, error) {
-	return queryRows(ctx, s, "list holds", `SELECT user_id, work_id, kind, amount, created_at FROM holds `+where, args,
+	return queryRows(ctx, s, "list holds", `SELECT user_id, work_id, kind, amount, created_at, model, key_prefix FROM holds `+where, args,
 		func(rows *sql.Rows) (domain.OpenHold, error) {
 			var h domain.OpenHold
 			var kind, created string
 			var cents int64
-			err := rows.Scan(&h.UserID, &h.WorkID, &kind, &cents, &created)
+			err := rows.Scan(&h.UserID, &h.WorkID, &kind, &cents, &created, &h.Model, &h.KeyPrefix)
 			if err != nil {
 				return domain.OpenHold{}, fmt.Errorf("list holds: %w", err)
 			}

@@ -34,11 +34,3 @@ func listWhere(q store.ListQuery, idCol string, modelCols ...string) (string, []
 	args = append(args, q.Limit+1)
 	return where, args, nil
 }
-
-func page[T any](items []T, limit int, cursorOf func(T) store.Cursor) store.Page[T] {
-	if len(items) <= limit {
-		return store.Page[T]{Items: items}
-	}
-	items = items[:limit]
-	return store.Page[T]{Items: items, Next: cursorOf(items[limit-1]).Encode()}
-}

@@ -83,7 +83,7 @@ func (s *Store) ListLongVideos(ctx context.Context, q store.ListQuery) (store.Pa
 	if err != nil {
 		return store.Page[domain.LongVideo]{}, err
 	}
-	return page(vs, q.Limit, func(v domain.LongVideo) store.Cursor {
+	return store.PageOf(vs, q.Limit, func(v domain.LongVideo) store.Cursor {
 		return store.Cursor{CreatedAt: v.CreatedAt, ID: v.ID}
 	}), nil
 }

@@ -106,6 +106,42 @@ CREATE TABLE IF NOT EXISTS idempotency (
 	PRIMARY KEY (user_id, key)
 );
 CREATE INDEX IF NOT EXISTS idempotency_expiry ON idempotency(expires_at);
+CREATE TABLE IF NOT EXISTS journal (
+	user_id    TEXT NOT NULL,
+	seq        INTEGER NOT NULL,
+	at         TEXT NOT NULL,
+	type       TEXT NOT NULL,
+	amount     INTEGER NOT NULL,
+	balance    INTEGER NOT NULL,
+	held       INTEGER NOT NULL,
+	captured   INTEGER NOT NULL,
+	granted    INTEGER NOT NULL,
+	work_id    TEXT NOT NULL DEFAULT '',
+	work_kind  TEXT NOT NULL DEFAULT '',
+	grant_id   TEXT NOT NULL DEFAULT '',
+	model      TEXT NOT NULL DEFAULT '',
+	key_prefix TEXT NOT NULL DEFAULT '',
+	PRIMARY KEY (user_id, seq)
+);
+CREATE INDEX IF NOT EXISTS journal_user_at ON journal(user_id, at, seq);
+CREATE INDEX IF NOT EXISTS journal_user_work ON journal(user_id, work_id);
+CREATE TABLE IF NOT EXISTS usage_daily (
+	user_id     TEXT NOT NULL,
+	day         TEXT NOT NULL,
+	model       TEXT NOT NULL,
+	key_prefix  TEXT NOT NULL,
+	credits     INTEGER NOT NULL,
+	generations INTEGER NOT NULL,
+	videos      INTEGER NOT NULL,
+	PRIMARY KEY (user_id, day, model, key_prefix)
+);
+CREATE TABLE IF NOT EXISTS key_spend (
+	user_id    TEXT NOT NULL,
+	key_prefix TEXT NOT NULL,
+	day        TEXT NOT NULL,
+	spent      INTEGER NOT NULL,
+	PRIMARY KEY (user_id, key_prefix, day)
+);
 CREATE TABLE IF NOT EXISTS slots (
 	provider TEXT PRIMARY KEY,
 	state    TEXT NOT NULL
@@ -138,6 +174,9 @@ var addedColumns = []struct{ table, column, decl string }{
 	{"generations", "upstream", "TEXT NOT NULL DEFAULT ''"},
 	{"generations", "upstream_model", "TEXT NOT NULL DEFAULT ''"},
 	{"generations", "upstream_jobs", "TEXT NOT NULL DEFAULT '[]'"},
+	// What a hold's journal entries and usage carry (the journal).
+	{"holds", "model", "TEXT NOT NULL DEFAULT ''"},
+	{"holds", "key_prefix", "TEXT NOT NULL DEFAULT ''"},
 }
 
 // numberGenerations gives the generations of a database made before seq its

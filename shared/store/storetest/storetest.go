@@ -10,6 +10,7 @@ import (
 	"github.com/google/uuid"
 	"github.com/shopspring/decimal"
 
+	"github.com/mediagen-dev/mediagen/shared/accounts"
 	"github.com/mediagen-dev/mediagen/shared/domain"
 	"github.com/mediagen-dev/mediagen/shared/store"
 )
@@ -39,10 +40,17 @@ func Run(t *testing.T, s store.Store) {
 		{"WebhookSecretAndAttempts", testWebhooks},
 		{"IdempotencyKeyClaimedOnceAnsweredAgain", testIdempotency},
 		{"CaptureCountsThisMonthsUsage", testUsage},
+		{"JournalRecordsEveryMovement", testJournal},
+		{"JournalPagesAndFilters", testJournalQueries},
+		{"UsageCountsByDayModelAndKey", testUsageCounts},
+		{"KeyBudgetRefusesPastTheDailyLimit", testKeyBudget},
+		{"ConcurrentHoldsNeverPassAKeysBudget", testConcurrentKeyBudget},
 		{"SlotsNeverExceedTheLimitAndServeWaitersInOrder", testSlots},
 		{"UpstreamJobIsRecordedOnce", testUpstreamIDOnce},
 		{"RestartListsGenerationsInFlight", testRestartListsGenerations},
 		{"RestartListsLongVideosInFlight", testRestartListsLongVideos},
+		// Last: every account the tests above made.
+		{"LedgerVerifiesForEveryAccount", testVerifyAll},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) { tt.fn(t, s) })
@@ -99,7 +107,21 @@ func checkAccount(t *testing.T, s store.Store, userID, balance, held, granted, c
 	if !sum.Equal(a.Held) {
 		t.Errorf("open holds sum to %s, held total is %s", sum, a.Held)
 	}
+	verifyJournal(t, s, userID)
 	return a
+}
+
+// verifyJournal replays the account's journal against its totals and holds
+// (what `mediagen ledger verify` does) and fails on any discrepancy.
+func verifyJournal(t *testing.T, s store.Store, userID string) {
+	t.Helper()
+	v, err := accounts.VerifyLedger(context.Background(), s, userID)
+	if err != nil {
+		t.Fatalf("VerifyLedger: %v", err)
+	}
+	for _, d := range v.Discrepancies {
+		t.Errorf("journal of %s, entry %d: %s", d.UserID, d.Seq, d.Problem)
+	}
 }
 
 // pageAll follows the cursors to the end and returns the ids in order.

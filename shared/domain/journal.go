@@ -1,0 +1,207 @@
+package domain
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/shopspring/decimal"
+)
+
+// EntryType names a movement of credits in an account's journal.
+type EntryType string
+
+const (
+	// EntryOpening carries an account's totals from before its journal
+	// began (an account opened before the journal existed); it is the
+	// first entry of such an account and moves nothing.
+	EntryOpening EntryType = "opening"
+	EntryGrant   EntryType = "grant"
+	EntryHold    EntryType = "hold"
+	EntryCapture EntryType = "capture"
+	// EntryRelease returns a hold whose work failed; EntryRefund one whose
+	// work the caller canceled. Both move the amount from held back to the
+	// balance.
+	EntryRelease EntryType = "release"
+	EntryRefund  EntryType = "refund"
+)
+
+// EntryTypes lists the types a caller may filter the journal by.
+var EntryTypes = []EntryType{EntryOpening, EntryGrant, EntryHold, EntryCapture, EntryRelease, EntryRefund}
+
+// ParseEntryType accepts exactly the documented entry types.
+func ParseEntryType(s string) (EntryType, error) {
+	for _, t := range EntryTypes {
+		if string(t) == s {
+			return t, nil
+		}
+	}
+	return "", fmt.Errorf("%w: unknown transaction type %q (allowed: opening, grant, hold, capture, release, refund)", ErrInvalid, s)
+}
+
+// Totals are an account's four amounts; Granted = Balance + Held + Captured.
+type Totals struct {
+	Balance, Held, Captured, Granted decimal.Decimal
+}
+
+// Apply is the totals after an entry of this type and amount: the one
+// definition of what each movement does, used by both stores to write the
+// "after" amounts and by `mediagen ledger verify` to replay them.
+func (t Totals) Apply(typ EntryType, amount decimal.Decimal) Totals {
+	switch typ {
+	case EntryGrant:
+		t.Balance, t.Granted = t.Balance.Add(amount), t.Granted.Add(amount)
+	case EntryHold:
+		t.Balance, t.Held = t.Balance.Sub(amount), t.Held.Add(amount)
+	case EntryCapture:
+		t.Held, t.Captured = t.Held.Sub(amount), t.Captured.Add(amount)
+	case EntryRelease, EntryRefund:
+		t.Held, t.Balance = t.Held.Sub(amount), t.Balance.Add(amount)
+	}
+	return t
+}
+
+// Totals of an account.
+func (a Account) Totals() Totals {
+	return Totals{Balance: a.Balance, Held: a.Held, Captured: a.Captured, Granted: a.Granted}
+}
+
+// JournalEntry is one movement of credits, written in the same atomic write
+// as the change of the account's totals it records, and never changed
+// after. Seq counts an account's entries from 1 with no gap.
+type JournalEntry struct {
+	Seq    int64
+	Type   EntryType
+	Amount decimal.Decimal
+	// After are the account's totals once the entry applied.
+	After Totals
+	// WorkID and WorkKind name the generation or long video of a hold and
+	// its settlement; GrantID the grant of a grant entry.
+	WorkID   string
+	WorkKind WorkKind
+	GrantID  string
+	// Model is the model the work ran; KeyPrefix the API key that started
+	// it (empty for an identity-provider token or the admin command).
+	Model     string
+	KeyPrefix string
+	At        time.Time
+}
+
+// UsageCount is what an account's captures added up to on one UTC day for
+// one model and one key: counters kept in the capture's own write.
+type UsageCount struct {
+	Day       string // 2006-01-02
+	Model     string
+	KeyPrefix string
+	Credits   decimal.Decimal
+	// Generations and Videos count the captured works of each kind.
+	Generations int
+	Videos      int
+}
+
+// UsageDay is the UTC day of t, as usage and key budgets count it.
+func UsageDay(t time.Time) string { return t.UTC().Format(time.DateOnly) }
+
+// KeyBudgetExceededError refuses a hold that would take an API key's
+// spend of the day past its daily credit limit. Spend is what the key's
+// holds of the UTC day took, less what was released or refunded.
+type KeyBudgetExceededError struct {
+	KeyPrefix string
+	Limit     decimal.Decimal
+	Spent     decimal.Decimal
+	Required  decimal.Decimal
+	ResetAt   time.Time
+}
+
+func (e *KeyBudgetExceededError) Error() string {
+	return fmt.Sprintf("key %s: daily credit limit %s: %s spent today, %s required",
+		e.KeyPrefix, e.Limit.StringFixed(2), e.Spent.StringFixed(2), e.Required.StringFixed(2))
+}
+
+// Scope names what an API key may do.
+type Scope string
+
+const (
+	ScopeGenerate Scope = "generate"
+	ScopeRead     Scope = "read"
+	ScopeAdmin    Scope = "admin"
+)
+
+// AllScopes are every scope, in the order they are documented.
+var AllScopes = []Scope{ScopeGenerate, ScopeRead, ScopeAdmin}
+
+// Caller is who made a request: the API key that authenticated it, or an
+// identity-provider token (KeyPrefix empty, every scope). The gate puts it
+// in the request's context, so the use cases that record who started a
+// piece of work (the hold) need no extra argument on every route.
+type Caller struct {
+	KeyPrefix        string
+	Scopes           []Scope
+	DailyCreditLimit decimal.Decimal // zero: no limit
+}
+
+type callerKey struct{}
+
+// WithCaller returns ctx carrying c.
+func WithCaller(ctx context.Context, c Caller) context.Context {
+	return context.WithValue(ctx, callerKey{}, c)
+}
+
+// CallerFrom is the caller of the request ctx belongs to (false: none, such
+// as a workflow step or the admin command).
+func CallerFrom(ctx context.Context) (Caller, bool) {
+	c, ok := ctx.Value(callerKey{}).(Caller)
+	return c, ok
+}
+
+// Counts is what one captured work of this kind adds to the usage counters:
+// a generation or a video.
+func (k WorkKind) Counts() (generations, videos int) {
+	if k == WorkLongVideo {
+		return 0, 1
+	}
+	return 1, 0
+}
+
+// CheckKeyBudget refuses h when its key's limit is set and the key, having
+// spent this much on h's UTC day, would pass it.
+func CheckKeyBudget(h Hold, spent decimal.Decimal) error {
+	if h.KeyPrefix == "" || !h.KeyDailyLimit.IsPositive() || spent.Add(h.Amount).LessThanOrEqual(h.KeyDailyLimit) {
+		return nil
+	}
+	day := h.CreatedAt.UTC().Truncate(24 * time.Hour)
+	return &KeyBudgetExceededError{KeyPrefix: h.KeyPrefix, Limit: h.KeyDailyLimit, Spent: spent, Required: h.Amount,
+		ResetAt: day.Add(24 * time.Hour)}
+}
+
+// NewHold is the hold of a piece of work that the request of ctx starts:
+// it names the caller's key and carries the key's daily limit.
+func NewHold(ctx context.Context, workID string, kind WorkKind, amount decimal.Decimal, at time.Time, model string) Hold {
+	h := Hold{WorkID: workID, Kind: kind, Amount: amount, CreatedAt: at, Model: model}
+	if c, ok := CallerFrom(ctx); ok {
+		h.KeyPrefix, h.KeyDailyLimit = c.KeyPrefix, c.DailyCreditLimit
+	}
+	return h
+}
+
+// Settler settles holds (the ledger's Capture, Release and Refund).
+type Settler interface {
+	Capture(ctx context.Context, userID, workID string) (bool, error)
+	Release(ctx context.Context, userID, workID string) (bool, error)
+	Refund(ctx context.Context, userID, workID string) (bool, error)
+}
+
+// Settle settles the hold of a work that ended with status: captured when
+// it completed, refunded when its caller canceled it, released otherwise.
+// It says how, and whether this call settled it (false: it already was).
+func Settle(ctx context.Context, st Settler, userID, workID string, status Status) (EntryType, bool, error) {
+	typ, op := EntryRelease, st.Release
+	switch status {
+	case StatusCompleted:
+		typ, op = EntryCapture, st.Capture
+	case StatusCanceled:
+		typ, op = EntryRefund, st.Refund
+	}
+	settled, err := op(ctx, userID, workID)
+	return typ, settled, err
+}
