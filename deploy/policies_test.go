@@ -102,9 +102,11 @@ var usesOf = map[string][]use{
 	"WebhooksFunction": {
 		uses("queue:WebhookQueue", "the next attempt, delayed by the backoff", "sqs:SendMessage"),
 	},
-	"SweeperFunction":           nil,
-	"AccountFunction":           nil,
-	"LongStoryEstimateFunction": nil,
+	"SweeperFunction":             nil,
+	"AccountFunction":             nil,
+	"AccountTransactionsFunction": nil,
+	"AccountUsageFunction":        nil,
+	"LongStoryEstimateFunction":   nil,
 	"LongStoryCreateFunction": {
 		uses("statemachine:LongStoryStateMachine", "StartExecution", "states:StartExecution"),
 	},

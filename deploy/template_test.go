@@ -42,6 +42,8 @@ var functions = []struct{ ID, Folder string }{
 	{"LongStoryListFunction", "long-story-list"},
 	{"LongStoryCancelFunction", "long-story-cancel"},
 	{"AccountFunction", "account"},
+	{"AccountTransactionsFunction", "account-transactions"},
+	{"AccountUsageFunction", "account-usage"},
 	{"OpenApiFunction", "open-api"},
 	{"UpstreamWebhookFunction", "upstream-webhook"},
 	{"WebhooksFunction", "webhooks"},
@@ -61,6 +63,8 @@ var routes = []struct{ Method, Path, Function string }{
 	{"GET", "/api/long-story/videos", "LongStoryListFunction"},
 	{"POST", "/api/long-story/videos/{videoId}/cancel", "LongStoryCancelFunction"},
 	{"GET", "/api/account", "AccountFunction"},
+	{"GET", "/api/account/transactions", "AccountTransactionsFunction"},
+	{"GET", "/api/account/usage", "AccountUsageFunction"},
 	{"GET", "/api/openapi.json", "OpenApiFunction"},
 	{"POST", "/api/upstream/webhook", "UpstreamWebhookFunction"},
 }

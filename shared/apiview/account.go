@@ -27,3 +27,46 @@ type Usage struct {
 type AccountWebhooks struct {
 	SigningSecret string `json:"signing_secret"`
 }
+
+// Transaction is one entry of GET /api/account/transactions: one movement of
+// credits. Amount is its size; BalanceChange and HeldChange are what it did
+// to the balance and the held credits (signed), so the balance changes of a
+// time range sum to the balance's change over it.
+type Transaction struct {
+	ID            string  `json:"id"`
+	Type          string  `json:"type"`
+	Amount        string  `json:"amount"`
+	BalanceChange string  `json:"balance_change"`
+	HeldChange    string  `json:"held_change"`
+	BalanceAfter  string  `json:"balance_after"`
+	HeldAfter     string  `json:"held_after"`
+	WorkID        *string `json:"work_id"`
+	WorkType      *string `json:"work_type"`
+	Model         *string `json:"model"`
+	KeyPrefix     *string `json:"key_prefix"`
+	GrantID       *string `json:"grant_id"`
+	CreatedAt     string  `json:"created_at"`
+}
+
+// UsageReport is the answer of GET /api/account/usage: what the captures of
+// the UTC days from From to To (inclusive) added up to, grouped.
+type UsageReport struct {
+	From    string       `json:"from"`
+	To      string       `json:"to"`
+	GroupBy string       `json:"group_by"`
+	Total   UsageTotals  `json:"total"`
+	Groups  []UsageGroup `json:"groups"`
+}
+
+// UsageTotals are credits captured and the works they paid for.
+type UsageTotals struct {
+	Credits     string `json:"credits"`
+	Generations int    `json:"generations"`
+	Videos      int    `json:"videos"`
+}
+
+// UsageGroup is one day, model or key of a UsageReport.
+type UsageGroup struct {
+	Key string `json:"key"`
+	UsageTotals
+}

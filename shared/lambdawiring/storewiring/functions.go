@@ -62,6 +62,24 @@ func Account(ctx context.Context, log *slog.Logger) (any, error) {
 	return lambdahttp.Route((&httpapi.Account{Secrets: Store(cfg), Gate: Gate(cfg, log)}).Get()), nil
 }
 
+// AccountTransactions is GET /api/account/transactions.
+func AccountTransactions(ctx context.Context, log *slog.Logger) (any, error) {
+	cfg, err := AWSConfig(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return lambdahttp.Route(httpapi.TransactionsRoute(Gate(cfg, log), Store(cfg))), nil
+}
+
+// AccountUsage is GET /api/account/usage.
+func AccountUsage(ctx context.Context, log *slog.Logger) (any, error) {
+	cfg, err := AWSConfig(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return lambdahttp.Route(httpapi.UsageRoute(Gate(cfg, log), Store(cfg))), nil
+}
+
 // OpenAPI is GET /api/openapi.json.
 func OpenAPI(context.Context, *slog.Logger) (any, error) {
 	return lambdahttp.Route(httpapi.OpenAPI()), nil

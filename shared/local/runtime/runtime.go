@@ -327,6 +327,8 @@ func Start(ctx context.Context, cfg Config) (*Runtime, error) {
 		{Method: http.MethodGet, Path: "/api/long-story/videos", Handler: lambdahttp.Route(httpapi.LongVideosListRoute(videos, gate))},
 		{Method: http.MethodPost, Path: "/api/long-story/videos/{videoId}/cancel", Handler: lambdahttp.Route(httpapi.LongVideoCancelRoute(longstory.NewCanceler(st, r.Workflow, r.Upstreams, st, notifier, storySettings), gate))},
 		{Method: http.MethodGet, Path: "/api/account", Handler: lambdahttp.Route((&httpapi.Account{Secrets: st, Gate: gate}).Get())},
+		{Method: http.MethodGet, Path: "/api/account/transactions", Handler: lambdahttp.Route(httpapi.TransactionsRoute(gate, st))},
+		{Method: http.MethodGet, Path: "/api/account/usage", Handler: lambdahttp.Route(httpapi.UsageRoute(gate, st))},
 		{Method: http.MethodPost, Path: "/api/long-story/videos/estimate", Handler: lambdahttp.Route(httpapi.LongVideoEstimateRoute(prices, gate))},
 		{Method: http.MethodPost, Path: "/api/long-story/videos", Handler: lambdahttp.Route(httpapi.LongVideoCreateRoute(longstory.NewCreator(st, r.Workflow, prices, storySettings), gate))},
 		{Method: http.MethodGet, Path: "/api/long-story/videos/{videoId}", Handler: lambdahttp.Route(httpapi.LongVideoStatusRoute(videos, gate))},
