@@ -32,6 +32,7 @@ var adminCommands = map[string]command{
 	"keys revoke":     keysRevoke,
 	"webhooks secret": webhooksSecret,
 	"tables create":   tablesCreate,
+	"ledger verify":   ledgerVerify,
 }
 
 // dynamoFlags select DynamoDB and its tables.
@@ -285,6 +286,39 @@ func tablesCreate(ctx context.Context, args []string, stdout, stderr io.Writer) 
 	}
 	if err := json.NewEncoder(stdout).Encode(t); err != nil {
 		return fail(stderr, exitError, err)
+	}
+	return exitOK
+}
+
+// errDiscrepancies makes ledger verify exit non-zero once it printed what it
+// found.
+var errDiscrepancies = errors.New("the journal and the accounts disagree")
+
+func ledgerVerify(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	var user string
+	fs := flag.NewFlagSet("ledger verify", flag.ContinueOnError)
+	var sf storeFlags
+	sf.register(fs)
+	fs.StringVar(&user, "user", "", "verify only this account (default: every account)")
+	if err := parse(fs, args); errors.Is(err, errHelp) {
+		return exitOK
+	} else if err != nil {
+		return fail(stderr, exitUsage, fmt.Errorf("ledger verify: %w", err))
+	}
+	s, closeStore, err := sf.open(ctx)
+	if err != nil {
+		return fail(stderr, exitError, err)
+	}
+	defer closeStore()
+	v, err := accounts.VerifyLedger(ctx, s, user)
+	if err != nil {
+		return fail(stderr, exitError, fmt.Errorf("ledger verify: %w", err))
+	}
+	if err := json.NewEncoder(stdout).Encode(v); err != nil {
+		return fail(stderr, exitError, err)
+	}
+	if len(v.Discrepancies) > 0 {
+		return fail(stderr, exitError, fmt.Errorf("ledger verify: %w: %d discrepancies", errDiscrepancies, len(v.Discrepancies)))
 	}
 	return exitOK
 }

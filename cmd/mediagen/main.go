@@ -9,6 +9,7 @@
 //	mediagen keys create --user ID
 //	mediagen keys revoke --prefix P
 //	mediagen webhooks secret --user ID [--rotate]
+//	mediagen ledger verify [--user ID]
 //	mediagen tables create            (DynamoDB only: for a local DynamoDB)
 //	mediagen models | generate | status | story estimate|create|status
 //	                                  (clients of a running service)
@@ -66,6 +67,10 @@ administration (embedded store by default; --dynamodb for DynamoDB):
   keys revoke --prefix P
   webhooks secret --user ID [--rotate]
                         show (or replace) the secret that signs the account's webhooks
+  ledger verify [--user ID]
+                        replay every account's credit journal against its
+                        balance, held and captured credits; exits 1 on any
+                        difference
   tables create --dynamodb [--endpoint-url URL] [--table-prefix P]
 
 store flags (every administration command):

@@ -422,6 +422,15 @@ func (w *world) check(records func(id string) (status domain.Status, credits dec
 	if !a.Captured.Equal(captured) {
 		t.Errorf("captured %s, but the completed work costs %s", a.Captured, captured)
 	}
+	// What `mediagen ledger verify` checks: the journal replays to the
+	// account's totals, each work held once and settled once.
+	v, err := accounts.VerifyLedger(ctx, w.inner, w.user)
+	if err != nil {
+		t.Fatalf("verify ledger: %v", err)
+	}
+	for _, d := range v.Discrepancies {
+		t.Errorf("ledger verify: entry %d: %s", d.Seq, d.Problem)
+	}
 	return statuses
 }
 
