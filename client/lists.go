@@ -27,6 +27,11 @@ func (o ListOptions) query() string {
 			q.Set(k, v)
 		}
 	}
+	return encoded(q)
+}
+
+// encoded is q as a query string ("" when empty).
+func encoded(q url.Values) string {
 	if len(q) == 0 {
 		return ""
 	}

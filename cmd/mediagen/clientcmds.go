@@ -33,6 +33,8 @@ var clientCommands = map[string]command{
 	"story create":   storyCreateCmd,
 	"story estimate": storyEstimateCmd,
 	"story status":   storyStatusCmd,
+	"transactions":   transactionsCmd,
+	"usage":          usageCmd,
 }
 
 // clientCommand finds the client command args start with and the

@@ -11,7 +11,8 @@
 //	mediagen webhooks secret --user ID [--rotate]
 //	mediagen ledger verify [--user ID]
 //	mediagen tables create            (DynamoDB only: for a local DynamoDB)
-//	mediagen models | generate | status | story estimate|create|status
+//	mediagen models | generate | status | story estimate|create|status |
+//	         transactions | usage
 //	                                  (clients of a running service)
 //
 // Every command takes --data DIR (the embedded store, the default) or
@@ -58,6 +59,10 @@ client (calls the service at $MEDIAGEN_BASE_URL with $MEDIAGEN_API_KEY;
                [--language en] [--model beta-2] [--style S] [--no-narration]
                [--wait] [--out DIR]
   story status ID
+  transactions [--type T] [--work-id ID] [--from T] [--to T] [--limit N] [--all]
+                                               the account's credit journal, newest first
+  usage [--from YYYY-MM-DD] [--to YYYY-MM-DD] [--group-by day|model|key]
+                                               captured credits, grouped
 
 administration (embedded store by default; --dynamodb for DynamoDB):
   accounts create --plan free|pro|enterprise --credits N [--rate-limit N]
