@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"fmt"
+	"time"
 )
 
 const schema = `
@@ -204,6 +205,20 @@ func addColumns(ctx context.Context, db *sql.DB) error {
 		if _, err := db.ExecContext(ctx, `ALTER TABLE `+c.table+` ADD COLUMN `+c.column+` `+c.decl); err != nil {
 			return fmt.Errorf("add %s.%s: %w", c.table, c.column, err)
 		}
+	}
+	return nil
+}
+
+// openJournals gives each account of a database made before the journal,
+// that has totals and no entry yet, an opening entry carrying them, so that
+// `mediagen ledger verify` replays it from there.
+func openJournals(ctx context.Context, db *sql.DB) error {
+	_, err := db.ExecContext(ctx, `INSERT INTO journal (user_id, seq, at, type, amount, balance, held, captured, granted)
+		SELECT user_id, 1, ?, 'opening', 0, balance, held, captured, granted FROM accounts
+		WHERE (balance != 0 OR held != 0 OR captured != 0 OR granted != 0)
+		AND NOT EXISTS (SELECT 1 FROM journal WHERE journal.user_id = accounts.user_id)`, formatTime(time.Now()))
+	if err != nil {
+		return fmt.Errorf("open the journals of earlier accounts: %w", err)
 	}
 	return nil
 }

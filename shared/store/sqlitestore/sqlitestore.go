@@ -74,6 +74,10 @@ func Open(ctx context.Context, dir string) (*Store, error) {
 		w.Close()
 		return nil, fmt.Errorf("upgrade schema in %s: %w", path, err)
 	}
+	if err := openJournals(ctx, w); err != nil {
+		w.Close()
+		return nil, fmt.Errorf("upgrade schema in %s: %w", path, err)
+	}
 	r, err := sql.Open("sqlite", "file:"+uriPath(path)+"?"+q.Encode())
 	if err != nil {
 		w.Close()

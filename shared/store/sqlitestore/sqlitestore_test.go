@@ -13,7 +13,9 @@ import (
 
 	"github.com/shopspring/decimal"
 
+	"github.com/mediagen-dev/mediagen/shared/accounts"
 	"github.com/mediagen-dev/mediagen/shared/domain"
+	"github.com/mediagen-dev/mediagen/shared/store"
 	"github.com/mediagen-dev/mediagen/shared/store/sqlitestore"
 	"github.com/mediagen-dev/mediagen/shared/store/storetest"
 )
@@ -281,5 +283,52 @@ func TestCanceledCountsLeaveNoOpenWrite(t *testing.T) {
 	m, err := other.CountRequest(ctx, "u1", now)
 	if err != nil || m != n+1 {
 		t.Fatalf("another process counted %d (%v) after the server's %d; want %d", m, err, n, n+1)
+	}
+}
+
+// An account from before the journal gets an opening entry with its totals
+// when the store opens, so ledger verify passes on it, and its next
+// movement follows that entry.
+func TestOldAccountsOpenTheirJournal(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	old, err := sql.Open("sqlite", "file:"+filepath.Join(dir, sqlitestore.FileName))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := old.ExecContext(ctx, `CREATE TABLE accounts (user_id TEXT PRIMARY KEY, plan TEXT NOT NULL,
+		rate_limit INTEGER NOT NULL DEFAULT 0, balance INTEGER NOT NULL DEFAULT 0 CHECK (balance >= 0),
+		held INTEGER NOT NULL DEFAULT 0 CHECK (held >= 0), granted INTEGER NOT NULL DEFAULT 0,
+		captured INTEGER NOT NULL DEFAULT 0, created_at TEXT NOT NULL)`); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := old.ExecContext(ctx, `INSERT INTO accounts (user_id, plan, balance, granted, captured, created_at)
+		VALUES ('usr_old', 'pro', 7000, 10000, 3000, '2026-11-01T00:00:00.000000000Z'), ('usr_empty', 'free', 0, 0, 0, '2026-11-01T00:00:00.000000000Z')`); err != nil {
+		t.Fatal(err)
+	}
+	old.Close()
+
+	s, err := sqlitestore.Open(ctx, dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	if _, err := s.Grant(ctx, "usr_old", "top-up", decimal.RequireFromString("5")); err != nil {
+		t.Fatal(err)
+	}
+	v, err := accounts.VerifyLedger(ctx, s, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if v.Accounts != 2 || v.Entries != 2 || len(v.Discrepancies) != 0 {
+		t.Errorf("verify = %+v; want 2 accounts, the opening and the grant entries, no discrepancy", v)
+	}
+	page, err := s.JournalEntries(ctx, store.JournalQuery{UserID: "usr_old", Limit: 10})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(page.Items) != 2 || page.Items[1].Type != domain.EntryOpening || !page.Items[1].After.Balance.Equal(decimal.NewFromInt(70)) ||
+		page.Items[0].Seq != 2 || !page.Items[0].After.Balance.Equal(decimal.NewFromInt(75)) {
+		t.Errorf("journal = %+v; want the opening (balance 70) then the grant (75)", page.Items)
 	}
 }
