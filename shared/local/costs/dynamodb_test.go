@@ -34,13 +34,17 @@ func dynamo(t *testing.T) (*testsupport.DynamoDB, dynamostore.Tables) {
 // The meter bills what DynamoDB's on-demand pricing says for items of known
 // sizes: reads per 4 KB (half when eventually consistent, at least one even
 // for an absent item), writes per 1 KB of the larger of before and after,
-// transactions twice, and each index entry written once more.
+// transactions twice, each index entry written once more, and a batch get
+// as a get per key.
 func TestMeterCountsUnitsByItemSize(t *testing.T) {
 	server, tables := dynamo(t)
 	ctx := context.Background()
 	m := &costs.Meter{}
 	db := costs.MeterDynamoDB(server.Client(), tables, m)
 	s := func(v string) types.AttributeValue { return &types.AttributeValueMemberS{Value: v} }
+	key := func(name, v string) map[string]types.AttributeValue {
+		return map[string]types.AttributeValue{name: s(v)}
+	}
 	step := func(name string, wantRead, wantWrite float64, fn func() error) {
 		t.Helper()
 		before := m.Snapshot()
@@ -73,6 +77,11 @@ func TestMeterCountsUnitsByItemSize(t *testing.T) {
 		_, err := db.GetItem(ctx, &dynamodb.GetItemInput{TableName: aws.String(tables.Counters), Key: map[string]types.AttributeValue{"name": s("none")}, ConsistentRead: aws.Bool(true)})
 		return err
 	})
+	step("batch get of the 5 KB item and an absent one, eventually consistent", 1+0.5, 0, func() error {
+		_, err := db.BatchGetItem(ctx, &dynamodb.BatchGetItemInput{RequestItems: map[string]types.KeysAndAttributes{tables.Counters: {
+			Keys: []map[string]types.AttributeValue{{"name": s("big")}, {"name": s("none")}}}}})
+		return err
+	})
 	step("shrinking update bills the larger size", 0, 5, func() error {
 		_, err := db.UpdateItem(ctx, &dynamodb.UpdateItemInput{TableName: aws.String(tables.Counters), Key: map[string]types.AttributeValue{"name": s("big")}, UpdateExpression: aws.String("REMOVE payload")})
 		return err
@@ -89,6 +98,20 @@ func TestMeterCountsUnitsByItemSize(t *testing.T) {
 	step("query of the index (eventually consistent)", 0.5, 0, func() error {
 		_, err := db.Query(ctx, &dynamodb.QueryInput{TableName: aws.String(tables.Ledger), IndexName: aws.String(dynamostore.IndexOpenHolds),
 			KeyConditionExpression: aws.String("open_shard = :s"), ExpressionAttributeValues: map[string]types.AttributeValue{":s": s("3")}})
+		return err
+	})
+	// A generation enters both of its keys-only indexes when it is made;
+	// a change of its status changes no key, so it writes the item alone.
+	gen := key("uuid", "g1")
+	step("new generation with two keys-only index entries", 0, 1+1+1, func() error {
+		_, err := db.PutItem(ctx, &dynamodb.PutItemInput{TableName: aws.String(tables.Generations), Item: map[string]types.AttributeValue{
+			"uuid": s("g1"), "user_id": s("u"), "id": &types.AttributeValueMemberN{Value: "1"}, "created_at": s("2026"), "status": s("processing")}})
+		return err
+	})
+	step("status change writes no index entry", 0, 1, func() error {
+		_, err := db.UpdateItem(ctx, &dynamodb.UpdateItemInput{TableName: aws.String(tables.Generations), Key: gen,
+			UpdateExpression: aws.String("SET #s = :c"), ExpressionAttributeNames: map[string]string{"#s": "status"},
+			ExpressionAttributeValues: map[string]types.AttributeValue{":c": s("completed")}})
 		return err
 	})
 }

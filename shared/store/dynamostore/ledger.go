@@ -106,10 +106,8 @@ func (s *Store) transact(ctx context.Context, items ...types.TransactWriteItem) 
 		if err == nil || !retryableCancel(err) {
 			return err
 		}
-		select {
-		case <-ctx.Done():
-			return ctx.Err()
-		case <-time.After(time.Duration(1+rand.IntN(5*(attempt+1))) * time.Millisecond):
+		if err := pause(ctx, time.Duration(1+rand.IntN(5*(attempt+1)))*time.Millisecond); err != nil {
+			return err
 		}
 	}
 	return fmt.Errorf("transaction kept conflicting over %d attempts: %w", transactAttempts, err)
