@@ -44,7 +44,7 @@ var Accesses = map[string][]Access{
 	"GetGenerationByID":     {query("Generations", IndexUserGenerationID), get("Generations")},
 	"SetUpstreamJobs":       {update("Generations"), get("Generations")},
 	"FinishGeneration":      {update("Generations"), get("Generations")},
-	"ProcessingGenerations": {{"Scan", "Generations", ""}}, // local runtime only (restart.go)
+	"ProcessingGenerations": {{"Scan", "Generations", ""}, batchGet("Generations")}, // local runtime only (restart.go)
 	"ListGenerations":       {query("Generations", IndexUserCreatedAt), batchGet("Generations")},
 	"ClaimPoll":             {update("Generations"), get("Generations")},
 

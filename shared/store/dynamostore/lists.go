@@ -54,12 +54,16 @@ func queryPage[T any](ctx context.Context, s *Store, table, idName string, model
 		if !filtered && len(items)+len(entries) > q.Limit {
 			entries, more = entries[:q.Limit-len(items)], true
 		}
-		records, err := s.batchGet(ctx, table, idName, entries)
+		ids := make([]string, len(entries))
+		for i, e := range entries {
+			ids[i] = stringAttr(e, idName)
+		}
+		records, err := s.batchGet(ctx, table, idName, ids, false)
 		if err != nil {
 			return store.Page[T]{}, fmt.Errorf("list %s of %s: %w", table, q.UserID, err)
 		}
-		for _, e := range entries {
-			raw, found := records[stringAttr(e, idName)]
+		for _, id := range ids {
+			raw, found := records[id]
 			if !found || !matches(raw, q, modelAttrs) {
 				continue // not found: none is deleted, but an index may lag
 			}
@@ -107,17 +111,16 @@ const batchGetMax = 100
 // (it returns them when a request exceeds its throughput or size limits).
 const batchGetTries = 8
 
-// batchGet reads the items of table whose key attribute keyName is that of
-// each entry, eventually consistent, by key value. An item that does not
-// exist is absent from the map.
-func (s *Store) batchGet(ctx context.Context, table, keyName string, entries []map[string]types.AttributeValue) (map[string]map[string]types.AttributeValue, error) {
-	found := make(map[string]map[string]types.AttributeValue, len(entries))
-	for chunk := range slices.Chunk(entries, batchGetMax) {
+// batchGet reads the items of table whose key attribute keyName has each of
+// the values, by value. An item that does not exist is absent from the map.
+func (s *Store) batchGet(ctx context.Context, table, keyName string, values []string, consistent bool) (map[string]map[string]types.AttributeValue, error) {
+	found := make(map[string]map[string]types.AttributeValue, len(values))
+	for chunk := range slices.Chunk(values, batchGetMax) {
 		keys := make([]map[string]types.AttributeValue, len(chunk))
-		for i, e := range chunk {
-			keys[i] = key(keyName, stringAttr(e, keyName))
+		for i, v := range chunk {
+			keys[i] = key(keyName, v)
 		}
-		req := map[string]types.KeysAndAttributes{table: {Keys: keys}}
+		req := map[string]types.KeysAndAttributes{table: {Keys: keys, ConsistentRead: aws.Bool(consistent)}}
 		for try := 0; len(req[table].Keys) > 0; try++ {
 			if try == batchGetTries {
 				return nil, fmt.Errorf("read %s by key: %d keys still unprocessed after %d requests", table, len(req[table].Keys), try)
