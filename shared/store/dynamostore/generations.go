@@ -165,24 +165,24 @@ func (s *Store) keepInputApart(ctx context.Context, it *generationItem) error {
 	return nil
 }
 
-// listedGeneration is a record read by a query or scan, whose input may
-// still be to read (withInputs).
-type listedGeneration struct {
+// storedGeneration is a record as its item holds it: when its input is
+// apart, that is still to read (GetGeneration, withInputs).
+type storedGeneration struct {
 	g          domain.Generation
 	inputApart bool
 }
 
-func (it generationItem) listed() (listedGeneration, error) {
+func (it generationItem) stored() (storedGeneration, error) {
 	g, err := it.generation()
-	return listedGeneration{g: g, inputApart: it.InputApart}, err
+	return storedGeneration{g: g, inputApart: it.InputApart}, err
 }
 
-// withInputs reads the inputs kept apart of the records listed, all in
+// withInputs reads the inputs kept apart of the records stored, all in
 // consistent batch reads (the input is written before its record, so a
 // record read never lacks it).
-func (s *Store) withInputs(ctx context.Context, listed []listedGeneration) ([]domain.Generation, error) {
+func (s *Store) withInputs(ctx context.Context, stored []storedGeneration) ([]domain.Generation, error) {
 	var apart []string
-	for _, l := range listed {
+	for _, l := range stored {
 		if l.inputApart {
 			apart = append(apart, l.g.UUID+inputApartSuffix)
 		}
@@ -191,8 +191,8 @@ func (s *Store) withInputs(ctx context.Context, listed []listedGeneration) ([]do
 	if err != nil {
 		return nil, fmt.Errorf("read the generations' inputs: %w", err)
 	}
-	out := make([]domain.Generation, len(listed))
-	for i, l := range listed {
+	out := make([]domain.Generation, len(stored))
+	for i, l := range stored {
 		out[i] = l.g
 		if !l.inputApart {
 			continue
@@ -211,7 +211,7 @@ func (s *Store) GetGeneration(ctx context.Context, uuid string) (domain.Generati
 	if strings.Contains(uuid, "#") {
 		return domain.Generation{}, fmt.Errorf("%s: %w", what, domain.ErrNotFound) // an input item's key
 	}
-	l, err := getItem(ctx, s, s.tables.Generations, "uuid", uuid, what, decoder(what, generationItem.listed))
+	l, err := getItem(ctx, s, s.tables.Generations, "uuid", uuid, what, decoder(what, generationItem.stored))
 	if err != nil || !l.inputApart {
 		return l.g, err
 	}
@@ -292,8 +292,8 @@ func (s *Store) FinishGeneration(ctx context.Context, uuid string, o domain.Outc
 
 func (s *Store) ListGenerations(ctx context.Context, q store.ListQuery) (store.Page[domain.Generation], error) {
 	page, err := queryPage(ctx, s, s.tables.Generations, "uuid", []string{"model", "model_version"}, q,
-		decoder("generation", generationItem.listed),
-		func(l listedGeneration) store.Cursor { return store.Cursor{CreatedAt: l.g.CreatedAt, ID: l.g.UUID} })
+		decoder("generation", generationItem.stored),
+		func(l storedGeneration) store.Cursor { return store.Cursor{CreatedAt: l.g.CreatedAt, ID: l.g.UUID} })
 	if err != nil {
 		return store.Page[domain.Generation]{}, err
 	}

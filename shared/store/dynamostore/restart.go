@@ -24,8 +24,8 @@ import (
 // the queue.
 func (s *Store) ProcessingGenerations(ctx context.Context, limit int) ([]domain.Generation, error) {
 	listed, err := scanProcessing(ctx, s, s.tables.Generations, "generations", limit,
-		decoder("generation", generationItem.listed),
-		func(l listedGeneration) time.Time { return l.g.CreatedAt })
+		decoder("generation", generationItem.stored),
+		func(l storedGeneration) time.Time { return l.g.CreatedAt })
 	if err != nil {
 		return nil, err
 	}
