@@ -97,13 +97,6 @@ func matches(raw map[string]types.AttributeValue, q store.ListQuery, modelAttrs 
 	return q.Model == "" || slices.ContainsFunc(modelAttrs, func(a string) bool { return stringAttr(raw, a) == q.Model })
 }
 
-func stringAttr(item map[string]types.AttributeValue, name string) string {
-	if v, ok := item[name].(*types.AttributeValueMemberS); ok {
-		return v.Value
-	}
-	return ""
-}
-
 // batchGetMax is the most keys one BatchGetItem takes.
 const batchGetMax = 100
 
