@@ -19,6 +19,8 @@ import (
 //   - GetItem: ⌈item/4 KB⌉ read units, at least 1 (an absent item too);
 //     half for an eventually consistent read. A projection does not
 //     lower it: the whole item is read.
+//   - BatchGetItem: each key it answered (not those left unprocessed) as
+//     a GetItem of its own.
 //   - Query, Scan: ⌈sum of the items evaluated/4 KB⌉ (the index entries
 //     for an index), before any filter, at least 1; half when eventually
 //     consistent (every GSI read).
@@ -69,6 +71,26 @@ func (d *DynamoDB) GetItem(ctx context.Context, in *dynamodb.GetItemInput, opts 
 		item = d.item(ctx, aws.ToString(in.TableName), in.Key)
 	}
 	d.Meter.read(readUnits(dynamostore.ItemSize(item), aws.ToBool(in.ConsistentRead)))
+	return out, nil
+}
+
+func (d *DynamoDB) BatchGetItem(ctx context.Context, in *dynamodb.BatchGetItemInput, opts ...func(*dynamodb.Options)) (*dynamodb.BatchGetItemOutput, error) {
+	defer waitedSince(ctx, time.Now())
+	out, err := d.API.BatchGetItem(ctx, in, opts...)
+	if err != nil {
+		return out, err
+	}
+	for table, ka := range in.RequestItems {
+		consistent := aws.ToBool(ka.ConsistentRead)
+		asked := len(ka.Keys) - len(out.UnprocessedKeys[table].Keys)
+		for _, it := range out.Responses[table] {
+			d.Meter.read(readUnits(dynamostore.ItemSize(it), consistent))
+		}
+		// A key with no item is billed as a GetItem of an absent item.
+		for range asked - len(out.Responses[table]) {
+			d.Meter.read(readUnits(0, consistent))
+		}
+	}
 	return out, nil
 }
 

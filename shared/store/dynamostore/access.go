@@ -5,12 +5,13 @@ package dynamostore
 // transaction's items count by their own actions (PutItem, UpdateItem,
 // DeleteItem), as IAM checks them; a paginator's pages are Query or Scan.
 type Access struct {
-	Action string // "GetItem", "PutItem", "UpdateItem", "DeleteItem", "Query", "Scan"
+	Action string // "GetItem", "BatchGetItem", "PutItem", "UpdateItem", "DeleteItem", "Query", "Scan"
 	Table  string // "Accounts", "Ledger", … (a field of Tables)
 	Index  string // an index of the table, for a Query on it
 }
 
 func get(t string) Access          { return Access{"GetItem", t, ""} }
+func batchGet(t string) Access     { return Access{"BatchGetItem", t, ""} }
 func put(t string) Access          { return Access{"PutItem", t, ""} }
 func update(t string) Access       { return Access{"UpdateItem", t, ""} }
 func del(t string) Access          { return Access{"DeleteItem", t, ""} }
@@ -51,15 +52,15 @@ var Accesses = map[string][]Access{
 	"GetGenerationByID":     {query("Generations", IndexUserGenerationID), get("Generations")},
 	"SetUpstreamJobs":       {update("Generations"), get("Generations")},
 	"FinishGeneration":      {update("Generations"), get("Generations")},
-	"ProcessingGenerations": {{"Scan", "Generations", ""}}, // local runtime only (restart.go)
-	"ListGenerations":       {query("Generations", IndexUserCreatedAt)},
+	"ProcessingGenerations": {{"Scan", "Generations", ""}, batchGet("Generations")}, // local runtime only (restart.go)
+	"ListGenerations":       {query("Generations", IndexUserCreatedAt), batchGet("Generations")},
 	"ClaimPoll":             {update("Generations"), get("Generations")},
 
 	"CreateLongVideo":      {put("LongVideos")},
 	"GetLongVideo":         {get("LongVideos")},
 	"FinishLongVideo":      {update("LongVideos"), get("LongVideos")},
 	"ProcessingLongVideos": {{"Scan", "LongVideos", ""}}, // local runtime only (restart.go)
-	"ListLongVideos":       {query("LongVideos", IndexUserCreatedAt)},
+	"ListLongVideos":       {query("LongVideos", IndexUserCreatedAt), batchGet("LongVideos")},
 	"SetSceneStatus":       {update("LongVideos"), get("LongVideos")},
 
 	"CountRequest": {update("RateLimits")},

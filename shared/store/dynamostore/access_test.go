@@ -66,6 +66,13 @@ func (r *recorder) GetItem(ctx context.Context, in *dynamodb.GetItemInput, opts 
 	return r.API.GetItem(ctx, in, opts...)
 }
 
+func (r *recorder) BatchGetItem(ctx context.Context, in *dynamodb.BatchGetItemInput, opts ...func(*dynamodb.Options)) (*dynamodb.BatchGetItemOutput, error) {
+	for table := range in.RequestItems {
+		r.note("BatchGetItem", aws.String(table), nil)
+	}
+	return r.API.BatchGetItem(ctx, in, opts...)
+}
+
 func (r *recorder) PutItem(ctx context.Context, in *dynamodb.PutItemInput, opts ...func(*dynamodb.Options)) (*dynamodb.PutItemOutput, error) {
 	r.note("PutItem", in.TableName, nil)
 	return r.API.PutItem(ctx, in, opts...)

@@ -35,6 +35,7 @@ type API interface {
 	Scan(ctx context.Context, in *dynamodb.ScanInput, opts ...func(*dynamodb.Options)) (*dynamodb.ScanOutput, error)
 	DeleteItem(ctx context.Context, in *dynamodb.DeleteItemInput, opts ...func(*dynamodb.Options)) (*dynamodb.DeleteItemOutput, error)
 	TransactWriteItems(ctx context.Context, in *dynamodb.TransactWriteItemsInput, opts ...func(*dynamodb.Options)) (*dynamodb.TransactWriteItemsOutput, error)
+	BatchGetItem(ctx context.Context, in *dynamodb.BatchGetItemInput, opts ...func(*dynamodb.Options)) (*dynamodb.BatchGetItemOutput, error)
 }
 
 // Store is the DynamoDB adapter.
@@ -81,6 +82,14 @@ func intAV(n int64) types.AttributeValue {
 	return &types.AttributeValueMemberN{Value: strconv.FormatInt(n, 10)}
 }
 func strAV(s string) types.AttributeValue { return &types.AttributeValueMemberS{Value: s} }
+
+// stringAttr is an item's string attribute, "" when it has none.
+func stringAttr(item map[string]types.AttributeValue, name string) string {
+	if v, ok := item[name].(*types.AttributeValueMemberS); ok {
+		return v.Value
+	}
+	return ""
+}
 func key(name, value string) map[string]types.AttributeValue {
 	return map[string]types.AttributeValue{name: strAV(value)}
 }
@@ -123,11 +132,7 @@ func (s *Store) updateProcessing(ctx context.Context, table, keyName, keyValue, 
 	if out.Item == nil {
 		return fmt.Errorf("update %s %s: %w", table, keyValue, domain.ErrNotFound)
 	}
-	status := ""
-	if v, ok := out.Item["status"].(*types.AttributeValueMemberS); ok {
-		status = v.Value
-	}
-	return fmt.Errorf("update %s %s: status is %s: %w", table, keyValue, status, domain.ErrConflict)
+	return fmt.Errorf("update %s %s: status is %s: %w", table, keyValue, stringAttr(out.Item, "status"), domain.ErrConflict)
 }
 
 // namesIn maps the placeholders of reserved words that the expression uses;
@@ -138,4 +143,16 @@ func namesIn(expr string) map[string]string {
 		names["#e"] = "error"
 	}
 	return names
+}
+
+// pause waits d, or until ctx ends (its error).
+func pause(ctx context.Context, d time.Duration) error {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
 }

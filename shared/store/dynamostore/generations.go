@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -20,20 +21,42 @@ import (
 // "generations#<user_id>".
 const generationsSeq = "generations#"
 
+// A generation's input never changes, but DynamoDB bills each write of an
+// item by the whole item's size: a long prompt kept in the record would be
+// billed again by every write of it (the upstream run, the poll's claim,
+// the outcome). So an input that would take the record past one write
+// unit is kept in an item of its own, written once, before the record,
+// which then says so (input_apart). That item has no index key, so no
+// index lists it, and no status, so the restart's scan skips it.
+const (
+	// inputApartSuffix makes the key of a generation's input item,
+	// "<uuid>#input"; no generation's uuid has a '#'.
+	inputApartSuffix = "#input"
+	// writeUnitBytes is the item size one write unit covers.
+	writeUnitBytes = 1024
+	// recordGrowth is about what a generation's item gains after it is
+	// made: the upstream run (tens of bytes, a few hundred with fal's
+	// URLs), the poll chain's claim and the output URLs; 271 bytes for a
+	// simulator image.
+	recordGrowth = 400
+)
+
 type generationItem struct {
-	UUID         string                `dynamodbav:"uuid"`
-	ID           int64                 `dynamodbav:"id"`
-	UserID       string                `dynamodbav:"user_id"`
-	UpstreamID   string                `dynamodbav:"upstream_id,omitempty"`
-	Model        string                `dynamodbav:"model"`
-	ModelVersion string                `dynamodbav:"model_version"`
-	Kind         string                `dynamodbav:"kind"`
-	Input        string                `dynamodbav:"input"`
-	ImageCount   int                   `dynamodbav:"image_count"`
-	OutputURLs   []string              `dynamodbav:"output_urls"`
-	Status       string                `dynamodbav:"status"`
-	Error        string                `dynamodbav:"error,omitempty"`
-	CreditsUsed  attributevalue.Number `dynamodbav:"credits_used"`
+	UUID         string `dynamodbav:"uuid"`
+	ID           int64  `dynamodbav:"id"`
+	UserID       string `dynamodbav:"user_id"`
+	UpstreamID   string `dynamodbav:"upstream_id,omitempty"`
+	Model        string `dynamodbav:"model"`
+	ModelVersion string `dynamodbav:"model_version"`
+	Kind         string `dynamodbav:"kind"`
+	Input        string `dynamodbav:"input,omitempty"`
+	// InputApart: the input is in the item inputApartSuffix keys.
+	InputApart  bool                  `dynamodbav:"input_apart,omitempty"`
+	ImageCount  int                   `dynamodbav:"image_count"`
+	OutputURLs  []string              `dynamodbav:"output_urls"`
+	Status      string                `dynamodbav:"status"`
+	Error       string                `dynamodbav:"error,omitempty"`
+	CreditsUsed attributevalue.Number `dynamodbav:"credits_used"`
 	recordTimes
 	// Upstream, UpstreamModel and UpstreamJobs (JSON) say where it runs.
 	Upstream      string `dynamodbav:"upstream,omitempty"`
@@ -104,22 +127,101 @@ func (s *Store) CreateGeneration(ctx context.Context, g *domain.Generation) erro
 	if urls == nil {
 		urls = []string{}
 	}
-	err = s.putNew(ctx, s.tables.Generations, "uuid", generationItem{
+	it := generationItem{
 		UUID: g.UUID, ID: id, UserID: g.UserID, UpstreamID: g.UpstreamID, Model: g.Model,
 		ModelVersion: g.ModelVersion, Kind: string(g.Kind), Input: string(g.Input), ImageCount: g.ImageCount,
 		OutputURLs: urls, Status: string(g.Status), Error: g.Error, CreditsUsed: num(g.CreditsUsed),
 		recordTimes: recordTimesOf(g.CreatedAt, g.UpdatedAt, g.Deadline), webhookFields: webhookFieldsOf(g.Webhook),
-	}, "create generation "+g.UUID)
-	if err != nil {
+	}
+	if err := s.keepInputApart(ctx, &it); err != nil {
+		return fmt.Errorf("create generation %s: %w", g.UUID, err)
+	}
+	if err := s.putNew(ctx, s.tables.Generations, "uuid", it, "create generation "+g.UUID); err != nil {
 		return err
 	}
 	g.ID = id
 	return nil
 }
 
+// keepInputApart writes the input to its own item, and takes it out of
+// the record, when the record would otherwise outgrow one write unit by
+// the time it is complete. The write is not conditional: the creator
+// makes a new uuid for each request, so the item is this generation's
+// input, written again at most by a retry of the same create.
+func (s *Store) keepInputApart(ctx context.Context, it *generationItem) error {
+	av, err := attributevalue.MarshalMap(*it)
+	if err != nil {
+		return err
+	}
+	if ItemSize(av)+recordGrowth <= writeUnitBytes {
+		return nil
+	}
+	_, err = s.db.PutItem(ctx, &dynamodb.PutItemInput{TableName: aws.String(s.tables.Generations),
+		Item: map[string]types.AttributeValue{"uuid": strAV(it.UUID + inputApartSuffix), "input": strAV(it.Input)}})
+	if err != nil {
+		return fmt.Errorf("write the input: %w", err)
+	}
+	it.Input, it.InputApart = "", true
+	return nil
+}
+
+// storedGeneration is a record as its item holds it: when its input is
+// apart, that is still to read (GetGeneration, withInputs).
+type storedGeneration struct {
+	g          domain.Generation
+	inputApart bool
+}
+
+func (it generationItem) stored() (storedGeneration, error) {
+	g, err := it.generation()
+	return storedGeneration{g: g, inputApart: it.InputApart}, err
+}
+
+// withInputs reads the inputs kept apart of the records stored, all in
+// consistent batch reads (the input is written before its record, so a
+// record read never lacks it).
+func (s *Store) withInputs(ctx context.Context, stored []storedGeneration) ([]domain.Generation, error) {
+	var apart []string
+	for _, l := range stored {
+		if l.inputApart {
+			apart = append(apart, l.g.UUID+inputApartSuffix)
+		}
+	}
+	inputs, err := s.batchGet(ctx, s.tables.Generations, "uuid", apart, true)
+	if err != nil {
+		return nil, fmt.Errorf("read the generations' inputs: %w", err)
+	}
+	out := make([]domain.Generation, len(stored))
+	for i, l := range stored {
+		out[i] = l.g
+		if !l.inputApart {
+			continue
+		}
+		in, ok := inputs[l.g.UUID+inputApartSuffix]
+		if !ok {
+			return nil, fmt.Errorf("generation %s: its input item is missing", l.g.UUID)
+		}
+		out[i].Input = json.RawMessage(stringAttr(in, "input"))
+	}
+	return out, nil
+}
+
 func (s *Store) GetGeneration(ctx context.Context, uuid string) (domain.Generation, error) {
 	what := "generation " + uuid
-	return getItem(ctx, s, s.tables.Generations, "uuid", uuid, what, decoder(what, generationItem.generation))
+	if strings.Contains(uuid, "#") {
+		return domain.Generation{}, fmt.Errorf("%s: %w", what, domain.ErrNotFound) // an input item's key
+	}
+	l, err := getItem(ctx, s, s.tables.Generations, "uuid", uuid, what, decoder(what, generationItem.stored))
+	if err != nil || !l.inputApart {
+		return l.g, err
+	}
+	in, err := getItem(ctx, s, s.tables.Generations, "uuid", uuid+inputApartSuffix, what+" input",
+		func(raw map[string]types.AttributeValue) (string, error) { return stringAttr(raw, "input"), nil })
+	if err != nil {
+		return domain.Generation{}, err
+	}
+	l.g.Input = json.RawMessage(in)
+	return l.g, nil
 }
 
 func (s *Store) GetGenerationByID(ctx context.Context, userID string, id int64) (domain.Generation, error) {
@@ -189,7 +291,15 @@ func (s *Store) FinishGeneration(ctx context.Context, uuid string, o domain.Outc
 }
 
 func (s *Store) ListGenerations(ctx context.Context, q store.ListQuery) (store.Page[domain.Generation], error) {
-	return queryPage(ctx, s, s.tables.Generations, "uuid", []string{"model", "model_version"}, q,
-		decoder("generation", generationItem.generation),
-		func(g domain.Generation) store.Cursor { return store.Cursor{CreatedAt: g.CreatedAt, ID: g.UUID} })
+	page, err := queryPage(ctx, s, s.tables.Generations, "uuid", []string{"model", "model_version"}, q,
+		decoder("generation", generationItem.stored),
+		func(l storedGeneration) store.Cursor { return store.Cursor{CreatedAt: l.g.CreatedAt, ID: l.g.UUID} })
+	if err != nil {
+		return store.Page[domain.Generation]{}, err
+	}
+	items, err := s.withInputs(ctx, page.Items)
+	if err != nil {
+		return store.Page[domain.Generation]{}, fmt.Errorf("list generations of %s: %w", q.UserID, err)
+	}
+	return store.Page[domain.Generation]{Items: items, Next: page.Next}, nil
 }

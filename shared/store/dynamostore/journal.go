@@ -107,7 +107,7 @@ func (s *Store) journaled(ctx context.Context, userID string, build func(account
 			return fmt.Errorf("ledger write cancelled for reasons %s", reasonCodes(reasons))
 		}
 		// Another write moved the journal on: read it again.
-		if err := pause(ctx, attempt); err != nil {
+		if err := pause(ctx, retryWait(attempt)); err != nil {
 			return err
 		}
 	}
@@ -193,22 +193,17 @@ func (s *Store) transact(ctx context.Context, items ...types.TransactWriteItem) 
 		if err == nil || !retryableCancel(err) {
 			return err
 		}
-		if err := pause(ctx, attempt); err != nil {
+		if err := pause(ctx, retryWait(attempt)); err != nil {
 			return err
 		}
 	}
 	return fmt.Errorf("transaction kept conflicting over %d attempts: %w", transactAttempts, err)
 }
 
-// pause waits a random few milliseconds, more after each attempt (capped),
-// so that writers who met spread out.
-func pause(ctx context.Context, attempt int) error {
-	select {
-	case <-ctx.Done():
-		return ctx.Err()
-	case <-time.After(time.Duration(1+rand.IntN(min(5*(attempt+1), 50))) * time.Millisecond):
-		return nil
-	}
+// retryWait is a random few milliseconds, more after each attempt
+// (capped), so that writers who met spread out.
+func retryWait(attempt int) time.Duration {
+	return time.Duration(1+rand.IntN(min(5*(attempt+1), 50))) * time.Millisecond
 }
 
 func reasonCodes(reasons []types.CancellationReason) string {

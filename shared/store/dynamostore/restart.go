@@ -23,9 +23,13 @@ import (
 // polling them. Only the local runtime uses it; production polls through
 // the queue.
 func (s *Store) ProcessingGenerations(ctx context.Context, limit int) ([]domain.Generation, error) {
-	return scanProcessing(ctx, s, s.tables.Generations, "generations", limit,
-		decoder("generation", generationItem.generation),
-		func(g domain.Generation) time.Time { return g.CreatedAt })
+	listed, err := scanProcessing(ctx, s, s.tables.Generations, "generations", limit,
+		decoder("generation", generationItem.stored),
+		func(l storedGeneration) time.Time { return l.g.CreatedAt })
+	if err != nil {
+		return nil, err
+	}
+	return s.withInputs(ctx, listed)
 }
 
 // ProcessingLongVideos scans for videos still processing, oldest first, so

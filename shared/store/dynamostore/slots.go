@@ -54,17 +54,9 @@ func (s *Store) slotHolder(ctx context.Context, upstream, holder string) (slotHo
 	if err != nil {
 		return slotHolderState{}, fmt.Errorf("read slot of %s at %s: %w", holder, upstream, err)
 	}
-	var st slotHolderState
-	if v, ok := out.Item["state"].(*types.AttributeValueMemberS); ok {
-		st.state = v.Value
-	}
-	if v, ok := out.Item["wait_key"].(*types.AttributeValueMemberS); ok {
-		st.waitKey = v.Value
-	}
-	if v, ok := out.Item["at"].(*types.AttributeValueMemberS); ok {
-		if st.at, err = parseTime(v.Value); err != nil {
-			return slotHolderState{}, err
-		}
+	st := slotHolderState{state: stringAttr(out.Item, "state"), waitKey: stringAttr(out.Item, "wait_key")}
+	if st.at, err = parseTime(stringAttr(out.Item, "at")); err != nil {
+		return slotHolderState{}, err
 	}
 	return st, nil
 }

@@ -182,11 +182,13 @@ func Schema(t Tables) []*dynamodb.CreateTableInput {
 		table(t.APIKeys, []types.AttributeDefinition{s("key_hash"), s("prefix"), s("user_id")}, hash("key_hash"),
 			gsi(IndexKeyPrefix, hash("prefix"), types.ProjectionTypeKeysOnly),
 			gsi(IndexKeyUser, hash("user_id"), types.ProjectionTypeAll)),
+		// The lists' indexes hold keys only, which never change: an index
+		// projecting a record is written again each time the record changes.
 		table(t.Generations, []types.AttributeDefinition{s("uuid"), n("id"), s("user_id"), s("created_at")}, hash("uuid"),
 			gsi(IndexUserGenerationID, hashRange("user_id", "id"), types.ProjectionTypeKeysOnly),
-			gsi(IndexUserCreatedAt, hashRange("user_id", "created_at"), types.ProjectionTypeAll)),
+			gsi(IndexUserCreatedAt, hashRange("user_id", "created_at"), types.ProjectionTypeKeysOnly)),
 		table(t.LongVideos, []types.AttributeDefinition{s("id"), s("user_id"), s("created_at")}, hash("id"),
-			gsi(IndexUserCreatedAt, hashRange("user_id", "created_at"), types.ProjectionTypeAll)),
+			gsi(IndexUserCreatedAt, hashRange("user_id", "created_at"), types.ProjectionTypeKeysOnly)),
 		table(t.RateLimits, []types.AttributeDefinition{s("key")}, hash("key")),
 		table(t.Counters, []types.AttributeDefinition{s("name")}, hash("name")),
 		table(t.Idempotency, []types.AttributeDefinition{s("pk")}, hash("pk")),

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"reflect"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -114,6 +115,56 @@ func testGenerations(t *testing.T, s store.Store) {
 	if got, _ := s.GetGeneration(ctx, g2.UUID); got.Status != domain.StatusFailed || got.Error != "upstream said no" {
 		t.Errorf("failed generation = %s %q", got.Status, got.Error)
 	}
+}
+
+// longInput is a request's input of about 30 KB: a prompt near the longest
+// a variant takes.
+func longInput() json.RawMessage {
+	b, _ := json.Marshal(map[string]string{"prompt": strings.Repeat("a boat on a long river, ", 1200), "aspect_ratio": "16:9"})
+	return b
+}
+
+// testLongInputRoundTrips: a generation's input comes back whole, however
+// long, from every read, after every write of the record.
+func testLongInputRoundTrips(t *testing.T, s store.Store) {
+	ctx := context.Background()
+	user := newAccount(t, s, domain.PlanPro, "0")
+	input := longInput()
+	g := &domain.Generation{UUID: uuid.NewString(), UserID: user, Model: "provider-a", ModelVersion: "zeta-pro",
+		Kind: domain.MediaImage, Input: input, ImageCount: 1, Status: domain.StatusProcessing,
+		CreditsUsed: credits("3.00"), CreatedAt: now, UpdatedAt: now, Deadline: now.Add(time.Hour)}
+	if err := s.CreateGeneration(ctx, g); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.CreateGeneration(ctx, g); !errors.Is(err, domain.ErrAlreadyExists) {
+		t.Errorf("CreateGeneration with a taken uuid = %v, want ErrAlreadyExists", err)
+	}
+	check := func(when string) {
+		t.Helper()
+		got, err := s.GetGeneration(ctx, g.UUID)
+		if err != nil || string(got.Input) != string(input) {
+			t.Errorf("%s: GetGeneration input of %d bytes, %v; want the %d stored", when, len(got.Input), err, len(input))
+		}
+		if got, err := s.GetGenerationByID(ctx, user, g.ID); err != nil || string(got.Input) != string(input) {
+			t.Errorf("%s: GetGenerationByID input of %d bytes, %v", when, len(got.Input), err)
+		}
+		page, err := s.ListGenerations(ctx, store.ListQuery{UserID: user, Limit: 5})
+		if err != nil || len(page.Items) != 1 || string(page.Items[0].Input) != string(input) {
+			t.Errorf("%s: ListGenerations = %d items, %v; want the generation with its input", when, len(page.Items), err)
+		}
+	}
+	check("created")
+	run := domain.UpstreamRun{Upstream: "u", Model: "o/m", Jobs: []domain.UpstreamJob{{ID: "up-long"}}}
+	if err := s.SetUpstreamJobs(ctx, g.UUID, run, now); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := s.ClaimPoll(ctx, g.UUID, 0, now, now.Add(time.Minute)); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.FinishGeneration(ctx, g.UUID, domain.Outcome{Status: domain.StatusCompleted, OutputURLs: []string{"https://cdn.example/l.png"}}, now); err != nil {
+		t.Fatal(err)
+	}
+	check("completed")
 }
 
 // testGenerationIDsPerAccount: the integer id counts each account's own

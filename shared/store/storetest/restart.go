@@ -6,6 +6,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/google/uuid"
+
 	"github.com/mediagen-dev/mediagen/shared/domain"
 	"github.com/mediagen-dev/mediagen/shared/store"
 )
@@ -36,20 +38,32 @@ func testRestartListsGenerations(t *testing.T, s store.Store) {
 	user := newAccount(t, s, domain.PlanFree, "0")
 	done := newGeneration(t, s, user, "zeta", domain.StatusCompleted, now)
 	inFlight := newGeneration(t, s, user, "zeta", domain.StatusProcessing, now.Add(time.Second))
+	// A restart resubmits a generation that waited for a slot from its
+	// recorded input, so that comes back whole too, however long.
+	long := &domain.Generation{UUID: uuid.NewString(), UserID: user, Model: "provider-x", ModelVersion: "zeta",
+		Kind: domain.MediaImage, Input: longInput(), ImageCount: 1, Status: domain.StatusProcessing,
+		CreditsUsed: credits("1.00"), CreatedAt: now.Add(2 * time.Second), UpdatedAt: now, Deadline: now.Add(time.Hour)}
+	if err := s.CreateGeneration(ctx, long); err != nil {
+		t.Fatal(err)
+	}
 	processing, err := l.ProcessingGenerations(ctx, 1000)
 	if err != nil {
 		t.Fatal(err)
 	}
-	var seenDone, seenInFlight bool
+	var seenDone, seenInFlight, seenLong bool
 	for _, p := range processing {
 		seenDone = seenDone || p.UUID == done.UUID
 		seenInFlight = seenInFlight || p.UUID == inFlight.UUID
+		if p.UUID == long.UUID {
+			seenLong = string(p.Input) == string(long.Input)
+		}
 		if p.Status != domain.StatusProcessing {
 			t.Errorf("ProcessingGenerations listed a %s generation", p.Status)
 		}
 	}
-	if seenDone || !seenInFlight {
-		t.Errorf("ProcessingGenerations saw completed %v, processing %v; want only the processing one", seenDone, seenInFlight)
+	if seenDone || !seenInFlight || !seenLong {
+		t.Errorf("ProcessingGenerations saw completed %v, processing %v, the long input whole %v; want only the processing ones, whole",
+			seenDone, seenInFlight, seenLong)
 	}
 }
 

@@ -30,6 +30,7 @@ func Run(t *testing.T, s store.Store) {
 		{"SweeperSettlesAbandonedHolds", testSweeper},
 		{"APIKeysStoreHashRevokeAndList", testAPIKeys},
 		{"GenerationsRoundTripAndFinishOnce", testGenerations},
+		{"LongInputRoundTrips", testLongInputRoundTrips},
 		{"LongVideosRoundTripAndFinishOnce", testLongVideos},
 		{"RateLimitCountsPerAccountAndMinute", testRateLimits},
 		{"PollChainAdmitsEachAttemptOnce", testPollChain},
