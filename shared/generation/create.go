@@ -71,7 +71,7 @@ func (s *Service) create(ctx context.Context, userID string, body []byte) (domai
 		s.abandon(ctx, log, g, "", "the generation could not be recorded")
 		return domain.Generation{}, fmt.Errorf("record generation: %w", err)
 	}
-	waiting, err := s.start(ctx, log, &g, plans)
+	waiting, err := s.start(ctx, log, &g, plans, 0)
 	if err != nil {
 		return domain.Generation{}, err
 	}
@@ -106,8 +106,10 @@ const SlotWait = time.Second
 // it refused. When every route's upstream is at its cap, the generation
 // waits in the first one's line (waiting true) and the poller starts it
 // when a slot frees. Any other failure fails the generation and releases
-// its hold before the error returns.
-func (s *Service) start(ctx context.Context, log *slog.Logger, g *domain.Generation, plans []routing.Plan) (waiting bool, err error) {
+// its hold before the error returns. attempt is the poll chain's turn of
+// the message it enqueues (the next ask, or the first poll): 0 from the
+// create, the next turn from a waiting generation's ask.
+func (s *Service) start(ctx context.Context, log *slog.Logger, g *domain.Generation, plans []routing.Plan, attempt int) (waiting bool, err error) {
 	var lastErr error
 	capped := -1
 	for i, plan := range plans {
@@ -129,7 +131,7 @@ func (s *Service) start(ctx context.Context, log *slog.Logger, g *domain.Generat
 			s.releaseSlot(ctx, log, plans[capped].Route.Upstream, g.UUID)
 			capped = -1 // took a slot of a later route: leave the line
 		}
-		err = s.submit(ctx, log, g, plan)
+		err = s.submit(ctx, log, g, plan, attempt)
 		if err == nil {
 			return false, nil
 		}
@@ -141,7 +143,7 @@ func (s *Service) start(ctx context.Context, log *slog.Logger, g *domain.Generat
 		lastErr = err
 	}
 	if capped >= 0 {
-		if err := s.enqueue(ctx, PollMessage{GenerationID: g.UUID}, SlotWait); err != nil {
+		if err := s.enqueue(ctx, PollMessage{GenerationID: g.UUID, Attempt: attempt, Waited: attempt}, SlotWait); err != nil {
 			s.abandon(ctx, log, *g, plans[capped].Route.Upstream, "the job could not be scheduled")
 			return false, err
 		}
@@ -179,7 +181,7 @@ func (s *Service) releaseSlot(ctx context.Context, log *slog.Logger, name, holde
 // error wrapping upstream.ErrNotStarted left nothing behind, and the caller
 // may try the next route; on any other error the generation is failed and
 // its credits and slot released before the error returns.
-func (s *Service) submit(ctx context.Context, log *slog.Logger, g *domain.Generation, plan routing.Plan) error {
+func (s *Service) submit(ctx context.Context, log *slog.Logger, g *domain.Generation, plan routing.Plan, attempt int) error {
 	name := plan.Route.Upstream
 	log = log.With("upstream", name, "upstream_model", plan.Route.Model)
 	p, err := s.Upstreams.Provider(name)
@@ -224,7 +226,7 @@ func (s *Service) submit(ctx context.Context, log *slog.Logger, g *domain.Genera
 		return fmt.Errorf("record upstream job of %s: %w", g.UUID, err)
 	}
 	g.Upstream, g.UpstreamModel, g.UpstreamJobs, g.UpstreamID = run.Upstream, run.Model, run.Jobs, run.Jobs[0].ID
-	if err := s.enqueue(ctx, PollMessage{GenerationID: g.UUID}, s.pollDelay(0)); err != nil {
+	if err := s.enqueue(ctx, PollMessage{GenerationID: g.UUID, Attempt: attempt, Waited: attempt}, s.pollDelay(0)); err != nil {
 		s.cancelJobs(ctx, log, p, run.Jobs)
 		s.abandon(ctx, log, *g, name, "the job could not be scheduled")
 		return err

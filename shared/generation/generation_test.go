@@ -127,7 +127,10 @@ type fixture struct {
 	now   *time.Time
 }
 
-func setup(t *testing.T) *fixture {
+func setup(t *testing.T) *fixture { t.Helper(); return setupWith(t, nil) }
+
+// setupWith is setup with the routing changed by edit (nil: as it is).
+func setupWith(t *testing.T, edit func(*routing.Config)) *fixture {
 	t.Helper()
 	ctx := context.Background()
 	st, err := sqlitestore.Open(ctx, t.TempDir())
@@ -145,6 +148,9 @@ func setup(t *testing.T) *fixture {
 	now := time.Now().UTC()
 	f := &fixture{store: st, up: up, queue: &sentQueue{}, now: &now}
 	rc := routing.Single("fake", routing.ProtocolReplicate, up.srv.URL, []string{u.Host})
+	if edit != nil {
+		edit(rc)
+	}
 	router, err := upstream.NewRouter(rc, func(*routing.Upstream) (string, error) { return "t", nil }, nil,
 		upstream.Tuning{Attempts: 2, BaseBackoff: time.Millisecond})
 	if err != nil {
@@ -429,5 +435,59 @@ func TestLookupFindsByUUIDOrIntegerAndHidesOthers(t *testing.T) {
 		if _, err := f.reader().Lookup(ctx, f.user, id); !errors.Is(err, domain.ErrInvalid) {
 			t.Errorf("Lookup(%q) = %v, want ErrInvalid", id, err)
 		}
+	}
+}
+
+// A generation waiting for a capped upstream's slot is submitted once when
+// the slot frees, however many deliveries of its ask run at once: each ask
+// is a turn of its poll chain, so the others find the chain taken.
+func TestDuplicateAsksOfAWaitingGenerationSubmitItOnce(t *testing.T) {
+	f := setupWith(t, func(c *routing.Config) { c.Upstreams["fake"].MaxConcurrent = 1 })
+	f.svc.Slots = f.store
+	first := f.create(t)
+	waiting := f.create(t)
+	if waiting.UpstreamID != "" || f.up.creates.Load() != 1 {
+		t.Fatalf("the second generation went upstream (%q, %d creates); want it waiting for the slot", waiting.UpstreamID, f.up.creates.Load())
+	}
+	ask := f.queue.msgs[len(f.queue.msgs)-1]
+	if ask.GenerationID != waiting.UUID {
+		t.Fatalf("the last message is for %s, want the waiting generation's ask", ask.GenerationID)
+	}
+	if err := f.store.ReleaseSlot(context.Background(), "fake", first.UUID); err != nil {
+		t.Fatal(err)
+	}
+
+	var wg sync.WaitGroup
+	var busy atomic.Int32
+	for i := 0; i < 8; i++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			err := f.svc.Poll(context.Background(), ask)
+			if errors.Is(err, generation.ErrPollBusy) {
+				busy.Add(1)
+			} else if err != nil {
+				t.Errorf("Poll: %v", err)
+			}
+		}()
+	}
+	wg.Wait()
+	for i := 0; i < int(busy.Load()); i++ { // redelivered after the visibility timeout
+		if err := f.svc.Poll(context.Background(), ask); err != nil {
+			t.Errorf("redelivered ask: %v", err)
+		}
+	}
+	got, err := f.store.GetGeneration(context.Background(), waiting.UUID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.UpstreamID == "" {
+		t.Fatalf("the waiting generation was not submitted")
+	}
+	if n := f.up.creates.Load(); n != 2 {
+		t.Errorf("%d paid jobs started upstream for two generations; want 2", n)
+	}
+	if n := f.up.canceled.Load(); n != 0 {
+		t.Errorf("%d jobs canceled: a duplicate was started and then canceled", n)
 	}
 }

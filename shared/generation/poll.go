@@ -23,6 +23,10 @@ type PollMessage struct {
 	Attempt int `json:"attempt,omitempty"`
 	// Errors counts the polls in a row that could not reach the provider.
 	Errors int `json:"errors,omitempty"`
+	// Waited is the attempts the generation spent waiting for an upstream
+	// slot (each a turn of the poll chain, so two deliveries never submit
+	// it twice); they do not lengthen the polls' backoff.
+	Waited int `json:"waited,omitempty"`
 	// Resume starts a new chain after the one in flight was lost (the local
 	// runtime's in-memory queue, on restart): it takes over from whatever
 	// attempt held the chain.
@@ -109,7 +113,7 @@ func (s *Service) Poll(ctx context.Context, m PollMessage) error {
 		// error, and polled again at once by an invocation with time to
 		// copy (the generation's deadline bounds the tries).
 		log.InfoContext(ctx, "output copy cut off by the invocation's deadline, polling again", "error", err)
-		return s.nextAfter(ctx, log, PollMessage{GenerationID: g.UUID, Attempt: m.Attempt + 1, Errors: m.Errors}, 0)
+		return s.nextAfter(ctx, log, PollMessage{GenerationID: g.UUID, Attempt: m.Attempt + 1, Errors: m.Errors, Waited: m.Waited}, 0)
 	}
 	if err != nil {
 		return s.pollFailed(ctx, log, g, m, err)
@@ -117,7 +121,7 @@ func (s *Service) Poll(ctx context.Context, m PollMessage) error {
 	if done {
 		return nil
 	}
-	return s.next(ctx, log, PollMessage{GenerationID: g.UUID, Attempt: m.Attempt + 1})
+	return s.next(ctx, log, PollMessage{GenerationID: g.UUID, Attempt: m.Attempt + 1, Waited: m.Waited})
 }
 
 // jobsOf lists a generation's upstream jobs (records made before jobs were
@@ -249,7 +253,10 @@ func (s *Service) cancelAll(ctx context.Context, log *slog.Logger, g domain.Gene
 // submitWaiting starts a generation not yet at an upstream: one waiting
 // for a slot asks again; one that never waited was cut off between its
 // record and its submission, and fails (after looking for a job its lost
-// create may have started).
+// create may have started). Each ask is a turn of the poll chain, claimed
+// before it may submit and handed on to the next message it enqueues, so
+// two deliveries of one ask (SQS delivers at least once) never both take
+// the generation's slot and submit it: the second finds the chain taken.
 func (s *Service) submitWaiting(ctx context.Context, log *slog.Logger, g domain.Generation, m PollMessage) error {
 	capped := false
 	for _, name := range routeUpstreams(s.Upstreams, g) {
@@ -259,6 +266,10 @@ func (s *Service) submitWaiting(ctx context.Context, log *slog.Logger, g domain.
 		s.findLost(ctx, log, g)
 		return s.finish(ctx, log, g, domain.Outcome{Status: domain.StatusFailed, Error: "the job was never submitted upstream"})
 	}
+	if ok, err := s.claim(ctx, log, g, &m); err != nil || !ok {
+		return err
+	}
+	next := m.Attempt + 1
 	req, err := s.requestOf(g)
 	if err != nil {
 		return s.finish(ctx, log, g, domain.Outcome{Status: domain.StatusFailed, Error: "the recorded request no longer validates: " + err.Error()})
@@ -266,18 +277,23 @@ func (s *Service) submitWaiting(ctx context.Context, log *slog.Logger, g domain.
 	plans, err := s.Upstreams.Plans(ctx, req.Variant, req.Resolved, req.ImageCount)
 	if err != nil {
 		if errors.Is(err, upstream.ErrNotStarted) {
-			return s.enqueue(ctx, PollMessage{GenerationID: g.UUID, Attempt: m.Attempt}, SlotWait)
+			return s.nextAfter(ctx, log, PollMessage{GenerationID: g.UUID, Attempt: next, Waited: next}, SlotWait)
 		}
 		return s.finish(ctx, log, g, domain.Outcome{Status: domain.StatusFailed, Error: "the request cannot be sent upstream: " + err.Error()})
 	}
-	waiting, err := s.start(ctx, log, &g, plans)
+	waiting, err := s.start(ctx, log, &g, plans, next)
 	switch {
 	case errors.Is(err, ErrUpstreamUnavailable) || errors.Is(err, ErrUpstreamRefused) || errors.Is(err, domain.ErrConflict):
 		return nil // failed and settled, or submitted by another delivery
 	case err != nil:
 		return err
-	case waiting:
-		return nil // the next ask is enqueued
+	}
+	// The next ask, or the first poll, is enqueued: hand the chain to it.
+	if _, _, err := s.Store.ClaimPoll(ctx, g.UUID, next, s.now(), time.Time{}); err != nil {
+		log.WarnContext(ctx, "could not hand the poll chain on", "attempt", next, "error", err)
+	}
+	if waiting {
+		return nil
 	}
 	log.InfoContext(ctx, "generation submitted after waiting for a slot", "upstream", g.Upstream, "upstream_id", g.UpstreamID)
 	return nil
@@ -381,7 +397,7 @@ func (s *Service) claim(ctx context.Context, log *slog.Logger, g domain.Generati
 // the next poll claims the chain itself; a redelivery after the lease sends
 // one more next poll, and the chain drops whichever of the two comes second.
 func (s *Service) next(ctx context.Context, log *slog.Logger, m PollMessage) error {
-	return s.nextAfter(ctx, log, m, s.pollDelay(m.Attempt))
+	return s.nextAfter(ctx, log, m, s.pollDelay(m.Attempt-m.Waited))
 }
 
 // nextAfter is next with the delay given.
@@ -434,7 +450,7 @@ func (s *Service) pollFailed(ctx context.Context, log *slog.Logger, g domain.Gen
 		return s.finish(ctx, log, g, domain.Outcome{Status: domain.StatusFailed, Error: "upstream unreachable: " + cause.Error()})
 	}
 	log.InfoContext(ctx, "upstream poll failed, will retry", "error", cause, "consecutive_errors", m.Errors+1)
-	return s.next(ctx, log, PollMessage{GenerationID: g.UUID, Attempt: m.Attempt + 1, Errors: m.Errors + 1})
+	return s.next(ctx, log, PollMessage{GenerationID: g.UUID, Attempt: m.Attempt + 1, Errors: m.Errors + 1, Waited: m.Waited})
 }
 
 // ErrBadCallback is a provider callback whose signature is missing, wrong
