@@ -85,7 +85,7 @@ func TestUpstreamCapIsNeverExceededAndEveryJobCompletes(t *testing.T) {
 	if n, err := rt.Store.SlotsInUse(t.Context(), "provider-a"); err != nil || n != 0 {
 		t.Errorf("%d slots still taken after every job ended (%v)", n, err)
 	}
-	a := account(t, rt, owner.UserID)
+	a := settledAccount(t, rt, owner.UserID)
 	if !a.Held.IsZero() || !a.Balance.Add(a.Captured).Equal(a.Granted) {
 		t.Errorf("balance %s held %s captured %s granted %s: want every job charged once", a.Balance, a.Held, a.Captured, a.Granted)
 	}

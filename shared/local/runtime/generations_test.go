@@ -96,7 +96,7 @@ func TestEveryVariantCompletesWithRealFilesAndIsBilledItsPrice(t *testing.T) {
 		}()
 	}
 	wg.Wait()
-	after := account(t, rt, owner.UserID)
+	after := settledAccount(t, rt, owner.UserID)
 	if !after.Balance.Equal(before.Balance.Sub(total)) || !after.Held.IsZero() || !after.Captured.Equal(total) {
 		t.Errorf("after 12 completed generations: balance %s held %s captured %s; want balance %s, nothing held, %s captured",
 			after.Balance, after.Held, after.Captured, before.Balance.Sub(total), total)
@@ -256,7 +256,7 @@ func TestFailedGenerationIsReportedAndRefunded(t *testing.T) {
 	if urls, _ := final.decoded["output"].([]any); len(urls) != 0 {
 		t.Errorf("a failed generation lists outputs %v", urls)
 	}
-	after := account(t, rt, owner.UserID)
+	after := settledAccount(t, rt, owner.UserID)
 	if !after.Balance.Equal(decimal.NewFromInt(100)) || !after.Held.IsZero() || !after.Captured.IsZero() {
 		t.Errorf("after a failed generation: balance %s held %s captured %s; want 100 back", after.Balance, after.Held, after.Captured)
 	}

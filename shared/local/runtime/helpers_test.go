@@ -122,6 +122,23 @@ func account(t *testing.T, rt *runtime.Runtime, userID string) domain.Account {
 	return a
 }
 
+// settledAccount is the account once no hold of it is open: a record turns
+// final just before its hold is settled (two writes), so a test that saw
+// the final status waits for the settlement, at most 10 s, before reading
+// the totals.
+func settledAccount(t *testing.T, rt *runtime.Runtime, userID string) domain.Account {
+	t.Helper()
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(10 * time.Millisecond) {
+		holds, err := rt.Store.AccountHolds(context.Background(), userID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(holds) == 0 || time.Now().After(deadline) {
+			return account(t, rt, userID)
+		}
+	}
+}
+
 // waitFinal polls the status route until the generation is final. It may
 // run on any goroutine: it reports with Errorf and ok=false.
 func waitFinal(t *testing.T, rt *runtime.Runtime, key, id string, limit time.Duration) (answer, bool) {

@@ -168,7 +168,7 @@ func TestNarratedLongVideoIsAssembledInSceneOrder(t *testing.T) {
 			t.Errorf("second %.1f shows %v, want scene %d's colour %v", float64(i-1)*5+2.5, got, i, want)
 		}
 	}
-	after := account(t, rt, owner.UserID)
+	after := settledAccount(t, rt, owner.UserID)
 	if !after.Balance.Equal(before.Balance.Sub(price)) || !after.Held.IsZero() || !after.Captured.Equal(price) {
 		t.Errorf("after the video: balance %s held %s captured %s; want %s spent", after.Balance, after.Held, after.Captured, price)
 	}
@@ -289,7 +289,7 @@ func TestFailedSceneFailsTheVideoAndRefunds(t *testing.T) {
 	if final.str("status") != "failed" || !strings.Contains(msg, "scene 2") {
 		t.Errorf("video: %s; want failed with an error naming scene 2", final.body)
 	}
-	after := account(t, rt, owner.UserID)
+	after := settledAccount(t, rt, owner.UserID)
 	if !after.Balance.Equal(before.Balance) || !after.Held.IsZero() || !after.Captured.Equal(before.Captured) {
 		t.Errorf("after a failed video: balance %s→%s held %s", before.Balance, after.Balance, after.Held)
 	}
@@ -419,7 +419,7 @@ func TestAnExecutionStoppedOutsideItsCatchStillFailsTheVideo(t *testing.T) {
 	if final.str("status") != "failed" || !strings.Contains(final.str("error"), "stopped") {
 		t.Errorf("video: %s; want failed, saying its workflow was stopped", final.body)
 	}
-	after := account(t, rt, owner.UserID)
+	after := settledAccount(t, rt, owner.UserID)
 	if !after.Balance.Equal(before.Balance) || !after.Held.IsZero() {
 		t.Errorf("after the stopped video: balance %s→%s held %s, want the hold released", before.Balance, after.Balance, after.Held)
 	}

@@ -187,7 +187,7 @@ func TestAGenerationWhoseFirstRouteAnswers503CompletesOnItsSecond(t *testing.T) 
 	if n := sim.Jobs(thetaModel); n != 1 {
 		t.Errorf("%d upstream jobs, want the one on the second route", n)
 	}
-	if acct := account(t, rt, owner.UserID); acct.Captured.String() != "2.6" {
+	if acct := settledAccount(t, rt, owner.UserID); acct.Captured.String() != "2.6" {
 		t.Errorf("captured %s credits, want theta-4-fast's 2.60 whichever route ran it", acct.Captured)
 	}
 }

@@ -196,7 +196,7 @@ func TestUpstreamCallbackCompletesBeforeTheNextPoll(t *testing.T) {
 	if !ok || final.str("status") != "completed" {
 		t.Fatalf("final: %s", final.body)
 	}
-	a := account(t, rt, owner.UserID)
+	a := settledAccount(t, rt, owner.UserID)
 	if !a.Held.IsZero() || !a.Captured.Equal(credits(created.str("credits_used"))) {
 		t.Errorf("held %s captured %s; want the hold captured once", a.Held, a.Captured)
 	}
