@@ -106,6 +106,14 @@ func (s *Store) FinishGeneration(ctx context.Context, uuid string, o domain.Outc
 	return call0(s.In, "store.FinishGeneration", func() error { return s.Inner.FinishGeneration(ctx, uuid, o, at) })
 }
 
+func (s *Store) SetGenerationRemoval(ctx context.Context, uuid string, r domain.Removal, at time.Time) error {
+	return call0(s.In, "store.SetGenerationRemoval", func() error { return s.Inner.SetGenerationRemoval(ctx, uuid, r, at) })
+}
+
+func (s *Store) SetLongVideoRemoval(ctx context.Context, id string, r domain.Removal, at time.Time) error {
+	return call0(s.In, "store.SetLongVideoRemoval", func() error { return s.Inner.SetLongVideoRemoval(ctx, id, r, at) })
+}
+
 func (s *Store) CreateLongVideo(ctx context.Context, v domain.LongVideo) error {
 	return call0(s.In, "store.CreateLongVideo", func() error { return s.Inner.CreateLongVideo(ctx, v) })
 }

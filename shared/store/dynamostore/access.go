@@ -46,6 +46,7 @@ var Accesses = map[string][]Access{
 	"ProcessingGenerations": {{"Scan", "Generations", ""}}, // local runtime only (restart.go)
 	"ListGenerations":       {query("Generations", IndexUserCreatedAt)},
 	"ClaimPoll":             {update("Generations"), get("Generations")},
+	"SetGenerationRemoval":  {update("Generations"), get("Generations")},
 
 	"CreateLongVideo":      {put("LongVideos")},
 	"GetLongVideo":         {get("LongVideos")},
@@ -53,6 +54,7 @@ var Accesses = map[string][]Access{
 	"ProcessingLongVideos": {{"Scan", "LongVideos", ""}}, // local runtime only (restart.go)
 	"ListLongVideos":       {query("LongVideos", IndexUserCreatedAt)},
 	"SetSceneStatus":       {update("LongVideos"), get("LongVideos")},
+	"SetLongVideoRemoval":  {update("LongVideos"), get("LongVideos")},
 
 	"CountRequest": {update("RateLimits")},
 

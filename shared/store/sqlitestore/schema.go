@@ -138,6 +138,13 @@ var addedColumns = []struct{ table, column, decl string }{
 	{"generations", "upstream", "TEXT NOT NULL DEFAULT ''"},
 	{"generations", "upstream_model", "TEXT NOT NULL DEFAULT ''"},
 	{"generations", "upstream_jobs", "TEXT NOT NULL DEFAULT '[]'"},
+	// The life of the stored files: when their retention ends ('' before
+	// there are outputs) and where their deletion stands ('', removing,
+	// removed).
+	{"generations", "output_expires_at", "TEXT NOT NULL DEFAULT ''"},
+	{"generations", "data_removal", "TEXT NOT NULL DEFAULT ''"},
+	{"long_videos", "output_expires_at", "TEXT NOT NULL DEFAULT ''"},
+	{"long_videos", "data_removal", "TEXT NOT NULL DEFAULT ''"},
 }
 
 // numberGenerations gives the generations of a database made before seq its

@@ -43,6 +43,8 @@ func Run(t *testing.T, s store.Store) {
 		{"UpstreamJobIsRecordedOnce", testUpstreamIDOnce},
 		{"RestartListsGenerationsInFlight", testRestartListsGenerations},
 		{"RestartListsLongVideosInFlight", testRestartListsLongVideos},
+		{"CompletedOutputsKeepTheirExpiry", testOutputExpiry},
+		{"OutputRemovalOnlyMovesForward", testOutputRemoval},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) { tt.fn(t, s) })
