@@ -215,7 +215,8 @@ func (s *Service) apply(ctx context.Context, log *slog.Logger, g domain.Generati
 		}
 		return false, err
 	}
-	return true, s.finish(ctx, log, g, domain.Outcome{Status: domain.StatusCompleted, OutputURLs: urls})
+	return true, s.finish(ctx, log, g, domain.Outcome{Status: domain.StatusCompleted, OutputURLs: urls,
+		OutputExpiresAt: domain.RetentionEnd(s.now(), domain.DefaultRetentionDays)})
 }
 
 // errCopyCutOff is an output copy stopped by the invocation's deadline.

@@ -56,7 +56,8 @@ func endedOf(v domain.LongVideo) Ended {
 // captures its hold. A repeat changes nothing.
 func (s *Steps) Finalize(ctx context.Context, in FinalizeTask) (Ended, error) {
 	return s.finish(ctx, in.VideoID, domain.Outcome{Status: domain.StatusCompleted,
-		OutputURLs: []string{s.Files.URL(in.Key)}, TotalDuration: in.Duration})
+		OutputURLs: []string{s.Files.URL(in.Key)}, TotalDuration: in.Duration,
+		OutputExpiresAt: domain.RetentionEnd(s.now(), domain.DefaultRetentionDays)})
 }
 
 func (s *Steps) finish(ctx context.Context, videoID string, o domain.Outcome) (Ended, error) {
