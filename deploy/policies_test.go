@@ -42,6 +42,8 @@ var keyLayouts = []struct{ file, layout string }{
 	{"../shared/longstory/scenes.go", `"long-videos/%s/scenes/%03d"`},
 	{"../shared/longstory/narrate.go", `"long-videos/%s/narration/%03d%s"`},
 	{"../shared/media/keys.go", `"long-videos/" + videoID + "/final.mp4"`},
+	{"../shared/media/outputs.go", `"generations/" + generationUUID + "/"`},
+	{"../shared/media/outputs.go", `"long-videos/" + videoID + "/"`},
 }
 
 // A use is a call the code makes: its actions on one target, and where.
@@ -110,6 +112,18 @@ var usesOf = map[string][]use{
 	},
 	"LongStoryStatusFunction": nil,
 	"LongStoryListFunction":   nil,
+	// The only functions that delete objects: each lists its record's
+	// prefix and deletes what it finds (media.RemoveFiles).
+	"GenerationOutputDeleteFunction": {
+		uses("bucket:OutputBucket", "lists the generation's objects (under generations/)", "s3:ListBucket"),
+		uses("object:OutputBucket/"+generationKey, "deletes the generation's outputs", "s3:DeleteObject"),
+	},
+	"LongStoryOutputDeleteFunction": {
+		uses("bucket:OutputBucket", "lists the video's objects (under long-videos/)", "s3:ListBucket"),
+		uses("object:OutputBucket/"+finalKey, "deletes the final video", "s3:DeleteObject"),
+		uses("object:OutputBucket/"+sceneKey, "deletes the scenes' clips", "s3:DeleteObject"),
+		uses("object:OutputBucket/"+narrationKey, "deletes the narration", "s3:DeleteObject"),
+	},
 	"LongStoryCancelFunction": {
 		uses(execution, "Workflow.Stop", "states:StopExecution"),
 		notify,
