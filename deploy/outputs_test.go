@@ -1,7 +1,6 @@
 package deploy
 
 import (
-	"maps"
 	"slices"
 	"strings"
 	"testing"
@@ -31,14 +30,13 @@ func TestOutputsExpireAfterTheRetention(t *testing.T) {
 			}
 		}
 	}
-	for _, prefix := range []string{media.GenerationPrefix("x"), media.LongVideoPrefix("x")} {
-		top := strings.SplitAfter(prefix, "/")[0]
-		if days, ok := expires[top]; !ok || days != domain.DefaultRetentionDays {
-			t.Errorf("OutputBucket: no enabled rule expiring %s after %d days (rules: %s)", top, domain.DefaultRetentionDays, show(rules))
+	for _, prefix := range media.ExpiringPrefixes {
+		if days, ok := expires[prefix]; !ok || days != domain.DefaultRetentionDays {
+			t.Errorf("OutputBucket: no enabled rule expiring %s after %d days (rules: %s)", prefix, domain.DefaultRetentionDays, show(rules))
 		}
 	}
-	for _, key := range objectKeys {
-		if !slices.ContainsFunc(slices.Collect(maps.Keys(expires)), func(p string) bool { return strings.HasPrefix(key, p) }) {
+	for _, key := range append(objectKeys, media.GenerationPrefix("x"), media.LongVideoPrefix("x")) {
+		if !slices.ContainsFunc(media.ExpiringPrefixes, func(p string) bool { return strings.HasPrefix(key, p) }) {
 			t.Errorf("the object %s is under no expiring prefix", key)
 		}
 	}

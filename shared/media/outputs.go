@@ -15,6 +15,12 @@ func GenerationPrefix(generationUUID string) string { return "generations/" + ge
 // its final video and its working files (the scenes' clips, the narration).
 func LongVideoPrefix(videoID string) string { return "long-videos/" + videoID + "/" }
 
+// ExpiringPrefixes hold every object the service stores (GenerationPrefix
+// and LongVideoPrefix are under them): the output bucket's lifecycle rules
+// expire each after the retention (template.yaml), and the local object
+// store does the same.
+var ExpiringPrefixes = []string{"generations/", "long-videos/"}
+
 // Objects lists and deletes the bucket's objects.
 type Objects interface {
 	// Keys lists the keys under prefix.

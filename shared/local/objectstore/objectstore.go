@@ -78,6 +78,7 @@ type Store struct {
 	FilesURL string
 
 	s3       http.Handler
+	backend  gofakes3.Backend
 	api, fls *http.Server
 }
 
@@ -93,7 +94,7 @@ func Serve(ctx context.Context, cfg Config) (*Store, error) {
 		return nil, err
 	}
 	faker := gofakes3.New(backend, gofakes3.WithTimeSkewLimit(0), gofakes3.WithLogger(gofakes3.DiscardLog()))
-	s := &Store{Bucket: cfg.Bucket, s3: faker.Server()}
+	s := &Store{Bucket: cfg.Bucket, s3: faker.Server(), backend: backend}
 	if cfg.Wrap != nil {
 		s.s3 = cfg.Wrap(s.s3)
 	}
