@@ -10,7 +10,8 @@
 //	mediagen keys revoke --prefix P
 //	mediagen webhooks secret --user ID [--rotate]
 //	mediagen tables create            (DynamoDB only: for a local DynamoDB)
-//	mediagen models | generate | status | story estimate|create|status
+//	mediagen models | generate | status | delete-output |
+//	         story estimate|create|status|delete-output
 //	                                  (clients of a running service)
 //
 // Every command takes --data DIR (the embedded store, the default) or
@@ -52,11 +53,13 @@ client (calls the service at $MEDIAGEN_BASE_URL with $MEDIAGEN_API_KEY;
   generate --model M --version V [--input key=value ...] [--image-count N]
            [--wait] [--out DIR]                 key=@FILE sends a local image
   status ID                                    a generation's (or long video's) status
+  delete-output ID                             delete a generation's (or long video's) stored files
   story estimate --model beta-2 --scenes N
   story create --prompt P --scene S1 --scene S2 ... [--narration N1 ...]
                [--language en] [--model beta-2] [--style S] [--no-narration]
                [--wait] [--out DIR]
   story status ID
+  story delete-output ID
 
 administration (embedded store by default; --dynamodb for DynamoDB):
   accounts create --plan free|pro|enterprise --credits N [--rate-limit N]
