@@ -5,6 +5,7 @@
 //	mediagen bench [--json FILE]
 //	mediagen accounts create --plan free|pro|enterprise --credits N [--rate-limit N]
 //	mediagen accounts show --user ID
+//	mediagen accounts retention --user ID --days 1|7|30
 //	mediagen credits grant --user ID --credits N [--grant-id ID]
 //	mediagen keys create --user ID
 //	mediagen keys revoke --prefix P
@@ -64,6 +65,8 @@ client (calls the service at $MEDIAGEN_BASE_URL with $MEDIAGEN_API_KEY;
 administration (embedded store by default; --dynamodb for DynamoDB):
   accounts create --plan free|pro|enterprise --credits N [--rate-limit N]
   accounts show --user ID
+  accounts retention --user ID --days 1|7|30
+                        how long the account's outputs are kept (default 30)
   credits grant --user ID --credits N [--grant-id ID]
   keys create --user ID
   keys revoke --prefix P

@@ -1,12 +1,37 @@
 package domain
 
-import "time"
+import (
+	"fmt"
+	"time"
+)
 
 // DefaultRetentionDays is how long a record's stored files are kept when
 // its account sets no retention of its own: the output bucket's lifecycle
 // rule deletes them then (template.yaml), and the local runtime does the
 // same.
 const DefaultRetentionDays = 30
+
+// RetentionChoices are the retentions, in days, an account may keep its
+// outputs for. Each shorter than the default has a lifecycle rule of its
+// own, selected by the objects' RetentionTag; none is longer, because the
+// default's rule covers every object and S3 applies the shortest rule
+// that matches.
+var RetentionChoices = []int{1, 7, DefaultRetentionDays}
+
+// RetentionTag is the object tag that gives an object a retention other
+// than the default ("1", "7"): the bucket's lifecycle rule for that value
+// expires it.
+const RetentionTag = "retention-days"
+
+// CheckRetentionDays accepts a retention of RetentionChoices.
+func CheckRetentionDays(days int) error {
+	for _, d := range RetentionChoices {
+		if d == days {
+			return nil
+		}
+	}
+	return fmt.Errorf("%w: a retention of %d days is not offered (allowed: %v)", ErrInvalid, days, RetentionChoices)
+}
 
 // Removal is where the deletion of a record's stored files stands. It only
 // moves forward: none, removing, removed.

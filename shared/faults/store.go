@@ -27,6 +27,10 @@ func (s *Store) GetAccount(ctx context.Context, userID string) (domain.Account, 
 	return call(s.In, "store.GetAccount", func() (domain.Account, error) { return s.Inner.GetAccount(ctx, userID) })
 }
 
+func (s *Store) SetOutputRetention(ctx context.Context, userID string, days int) error {
+	return call0(s.In, "store.SetOutputRetention", func() error { return s.Inner.SetOutputRetention(ctx, userID, days) })
+}
+
 func (s *Store) Grant(ctx context.Context, userID, grantID string, amount decimal.Decimal) (bool, error) {
 	return call(s.In, "store.Grant", func() (bool, error) { return s.Inner.Grant(ctx, userID, grantID, amount) })
 }

@@ -23,8 +23,9 @@ func query(t, index string) Access { return Access{"Query", t, index} }
 // it, with the methods each Lambda function's code can reach, into the
 // function's DynamoDB permissions.
 var Accesses = map[string][]Access{
-	"CreateAccount": {put("Accounts")},
-	"GetAccount":    {get("Accounts")},
+	"CreateAccount":      {put("Accounts")},
+	"GetAccount":         {get("Accounts")},
+	"SetOutputRetention": {update("Accounts")},
 
 	"Grant":        {put("Ledger"), update("Accounts")},
 	"Hold":         {update("Accounts"), put("Ledger")},

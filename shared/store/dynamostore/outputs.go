@@ -3,6 +3,7 @@ package dynamostore
 import (
 	"context"
 	"fmt"
+	"strconv"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -98,4 +99,20 @@ func stringAttr(item map[string]types.AttributeValue, name string) string {
 		return v.Value
 	}
 	return ""
+}
+
+func (s *Store) SetOutputRetention(ctx context.Context, userID string, days int) error {
+	_, err := s.db.UpdateItem(ctx, &dynamodb.UpdateItemInput{
+		TableName: aws.String(s.tables.Accounts), Key: key("user_id", userID),
+		UpdateExpression:          aws.String("SET output_retention_days = :d"),
+		ConditionExpression:       aws.String("attribute_exists(user_id)"),
+		ExpressionAttributeValues: map[string]types.AttributeValue{":d": &types.AttributeValueMemberN{Value: strconv.Itoa(days)}},
+	})
+	if isConditionFailed(err) {
+		return fmt.Errorf("account %s: %w", userID, domain.ErrNotFound)
+	}
+	if err != nil {
+		return fmt.Errorf("set the retention of %s: %w", userID, err)
+	}
+	return nil
 }

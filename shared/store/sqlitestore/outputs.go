@@ -62,3 +62,14 @@ func (s *Store) setRemoval(ctx context.Context, table, keyCol, key string, r dom
 	}
 	return fmt.Errorf("set removal of %s %s to %s: status %s, removal %q: %w", table, key, r, status, removal, domain.ErrConflict)
 }
+
+func (s *Store) SetOutputRetention(ctx context.Context, userID string, days int) error {
+	res, err := s.w.ExecContext(ctx, `UPDATE accounts SET output_retention_days = ? WHERE user_id = ?`, days, userID)
+	if err != nil {
+		return fmt.Errorf("set the retention of %s: %w", userID, err)
+	}
+	if n, _ := res.RowsAffected(); n == 0 {
+		return fmt.Errorf("account %s: %w", userID, domain.ErrNotFound)
+	}
+	return nil
+}

@@ -145,6 +145,8 @@ var addedColumns = []struct{ table, column, decl string }{
 	{"generations", "data_removal", "TEXT NOT NULL DEFAULT ''"},
 	{"long_videos", "output_expires_at", "TEXT NOT NULL DEFAULT ''"},
 	{"long_videos", "data_removal", "TEXT NOT NULL DEFAULT ''"},
+	// 0: the default retention.
+	{"accounts", "output_retention_days", "INTEGER NOT NULL DEFAULT 0"},
 }
 
 // numberGenerations gives the generations of a database made before seq its

@@ -178,3 +178,29 @@ func testOutputRemoval(t *testing.T, s store.Store) {
 		})
 	}
 }
+
+// testOutputRetention: an account keeps its retention, the default until
+// set, read back whole and by authentication alike.
+func testOutputRetention(t *testing.T, s store.Store) {
+	ctx := context.Background()
+	user := newAccount(t, s, domain.PlanPro, "0")
+	if a, err := s.GetAccount(ctx, user); err != nil || a.OutputRetentionDays != 0 || a.RetentionDays() != domain.DefaultRetentionDays {
+		t.Errorf("a new account's retention = %d (%d days), %v; want the default", a.OutputRetentionDays, a.RetentionDays(), err)
+	}
+	if err := s.SetOutputRetention(ctx, user, 7); err != nil {
+		t.Fatal(err)
+	}
+	if a, err := s.GetAccount(ctx, user); err != nil || a.RetentionDays() != 7 {
+		t.Errorf("after setting 7 days: %d, %v", a.RetentionDays(), err)
+	}
+	if err := s.SetOutputRetention(ctx, "user-missing-"+uuid.NewString(), 7); !errors.Is(err, domain.ErrNotFound) {
+		t.Errorf("SetOutputRetention(missing) = %v, want ErrNotFound", err)
+	}
+	created := "user-" + uuid.NewString()
+	if err := s.CreateAccount(ctx, domain.Account{UserID: created, Plan: domain.PlanFree, CreatedAt: now, OutputRetentionDays: 1}); err != nil {
+		t.Fatal(err)
+	}
+	if a, err := s.GetAccount(ctx, created); err != nil || a.RetentionDays() != 1 {
+		t.Errorf("an account created with 1 day: %d, %v", a.RetentionDays(), err)
+	}
+}

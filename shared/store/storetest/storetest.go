@@ -45,6 +45,7 @@ func Run(t *testing.T, s store.Store) {
 		{"RestartListsLongVideosInFlight", testRestartListsLongVideos},
 		{"CompletedOutputsKeepTheirExpiry", testOutputExpiry},
 		{"OutputRemovalOnlyMovesForward", testOutputRemoval},
+		{"AccountsKeepTheirOutputRetention", testOutputRetention},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) { tt.fn(t, s) })
