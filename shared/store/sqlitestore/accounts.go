@@ -58,7 +58,7 @@ func (r *accountRow) dest() []any {
 func (r *accountRow) account(userID string) (domain.Account, error) {
 	a := domain.Account{UserID: userID, Plan: domain.Plan(r.plan), CustomRateLimit: r.rateLimit, WebhookSecret: r.secret,
 		OutputRetentionDays: r.retention,
-		Balance: domain.CentsToCredits(r.balance), Held: domain.CentsToCredits(r.held),
+		Balance:             domain.CentsToCredits(r.balance), Held: domain.CentsToCredits(r.held),
 		Granted: domain.CentsToCredits(r.granted), Captured: domain.CentsToCredits(r.captured)}
 	var err error
 	if a.CreatedAt, err = parseTime(r.created); err != nil {
