@@ -93,6 +93,8 @@ var usesOf = map[string][]use{
 		notify,
 		uses("object:OutputBucket/"+generationKey, "the generation's outputs", putObject...),
 		uses("object:OutputBucket/"+sceneKey, "the scenes' clips", putObject...),
+		uses("bucket:OutputBucket", "lists a generation's outputs to tag (under generations/)", "s3:ListBucket"),
+		uses("object:OutputBucket/"+generationKey, "tags the outputs with a shorter retention", "s3:PutObjectTagging"),
 		byToken(uses("statemachine:LongStoryStateMachine", "resumes the scenes' tasks",
 			"states:SendTaskSuccess", "states:SendTaskFailure", "states:SendTaskHeartbeat")),
 		upstreamToken,
@@ -146,6 +148,10 @@ var usesOf = map[string][]use{
 	},
 	"FinalizeFunction": {
 		notify,
+		uses("bucket:OutputBucket", "lists the video's objects to tag (under long-videos/)", "s3:ListBucket"),
+		uses("object:OutputBucket/"+finalKey, "tags the final video with a shorter retention", "s3:PutObjectTagging"),
+		uses("object:OutputBucket/"+sceneKey, "tags the clips", "s3:PutObjectTagging"),
+		uses("object:OutputBucket/"+narrationKey, "tags the narration", "s3:PutObjectTagging"),
 	},
 	"MarkFailedFunction": {
 		notify,
@@ -192,9 +198,7 @@ var resourceVariable = map[string]string{
 
 // namesOnly: a resource variable a function reads without calling the
 // resource, and why.
-var namesOnly = map[string]map[string]string{
-	"FinalizeFunction": {"OUTPUT_BUCKET": "Steps.Finalize only forms the final video's URL (Files.URL); it makes no S3 request"},
-}
+var namesOnly = map[string]map[string]string{}
 
 // samPolicyTemplates are the SAM policy templates the test can expand
 // (samtranslator/policy_templates_data/policy_templates.json): the

@@ -65,7 +65,7 @@ func Poller(ctx context.Context, log *slog.Logger) (any, error) {
 	// generations' upstream clients and copier.
 	scenes := longstory.ScenePoller(p.store, p.ups, p.store, p.queue, &workflow.TaskTokens{Client: sfn.NewFromConfig(p.cfg)},
 		p.copier, stepSettings(log))
-	poller := generation.NewPoller(p.store, p.ups, p.queue, p.store, p.copier, p.notifier, p.prices, scenes, p.settings)
+	poller := generation.NewPoller(p.store, p.ups, p.queue, p.store, p.copier, p.outputs, p.notifier, p.prices, scenes, p.settings)
 	return sqsbatch.Handler(poller.HandleBatch), nil
 }
 

@@ -3,6 +3,7 @@ package media
 import (
 	"context"
 	"fmt"
+	"strconv"
 
 	"github.com/mediagen-dev/mediagen/shared/domain"
 )
@@ -27,6 +28,42 @@ type Objects interface {
 	Keys(ctx context.Context, prefix string) ([]string, error)
 	// Delete deletes keys; a key already gone is not an error.
 	Delete(ctx context.Context, keys []string) error
+}
+
+// Retainer lists and tags the bucket's objects.
+type Retainer interface {
+	Keys(ctx context.Context, prefix string) ([]string, error)
+	// Tag replaces the object's tags.
+	Tag(ctx context.Context, key string, tags map[string]string) error
+}
+
+// KeepFor gives every object under prefix a retention of days: the
+// default needs nothing (the bucket's prefix rules expire every object
+// then); a shorter one tags each object with domain.RetentionTag, whose
+// lifecycle rule expires it sooner. It runs when a record completes,
+// after its last object was written: a write replaces an object's tags,
+// so a repeat of the step tags again.
+func KeepFor(ctx context.Context, r Retainer, prefix string, days int) error {
+	if days == domain.DefaultRetentionDays {
+		return nil
+	}
+	if err := domain.CheckRetentionDays(days); err != nil {
+		return err
+	}
+	if r == nil {
+		return fmt.Errorf("keep %s for %d days: no bucket to tag the objects in", prefix, days)
+	}
+	keys, err := r.Keys(ctx, prefix)
+	if err != nil {
+		return fmt.Errorf("keep %s for %d days: %w", prefix, days, err)
+	}
+	tags := map[string]string{domain.RetentionTag: strconv.Itoa(days)}
+	for _, k := range keys {
+		if err := r.Tag(ctx, k, tags); err != nil {
+			return fmt.Errorf("keep %s for %d days: %w", k, days, err)
+		}
+	}
+	return nil
 }
 
 // FilesOf is a record whose stored files a caller deletes.

@@ -125,3 +125,53 @@ func TestRemoveFilesOfWorkInProgressIsAConflictAndChangesNothing(t *testing.T) {
 			err, rec.removal, objects.keys, objects.lists)
 	}
 }
+
+// fakeRetainer records the tags given to the objects of a fakeObjects.
+type fakeRetainer struct {
+	*fakeObjects
+	tagged map[string]map[string]string
+}
+
+func (f *fakeRetainer) Tag(_ context.Context, key string, tags map[string]string) error {
+	if f.tagged == nil {
+		f.tagged = map[string]map[string]string{}
+	}
+	f.tagged[key] = tags
+	return nil
+}
+
+func TestKeepForTagsOnlyAShorterRetentionAndOnlyTheRecordsObjects(t *testing.T) {
+	tests := []struct {
+		name    string
+		days    int
+		want    []string
+		wantErr error
+	}{
+		{"the default needs no tag", domain.DefaultRetentionDays, nil, nil},
+		{"a shorter one tags every object of the record", 7, []string{"generations/g1/0.png", "generations/g1/1.png"}, nil},
+		{"a retention not offered", 90, nil, domain.ErrInvalid},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			r := &fakeRetainer{fakeObjects: &fakeObjects{keys: []string{"generations/g1/0.png", "generations/g1/1.png", "generations/g2/0.png"}}}
+			err := KeepFor(context.Background(), r, GenerationPrefix("g1"), tt.days)
+			if !errors.Is(err, tt.wantErr) {
+				t.Fatalf("KeepFor = %v, want %v", err, tt.wantErr)
+			}
+			var got []string
+			for k, tags := range r.tagged {
+				got = append(got, k)
+				if tags[domain.RetentionTag] != "7" {
+					t.Errorf("%s tagged %v", k, tags)
+				}
+			}
+			slices.Sort(got)
+			if !slices.Equal(got, tt.want) {
+				t.Errorf("tagged %v, want %v", got, tt.want)
+			}
+		})
+	}
+	if err := KeepFor(context.Background(), nil, GenerationPrefix("g1"), 1); err == nil {
+		t.Error("KeepFor without a bucket to tag in succeeded")
+	}
+}

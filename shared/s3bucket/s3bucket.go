@@ -7,8 +7,10 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"net/url"
 	"os"
+	"slices"
 	"strings"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -136,6 +138,23 @@ func (b *Bucket) Delete(ctx context.Context, keys []string) error {
 			return fmt.Errorf("delete s3://%s/%s: %s: %s (and %d more failed)", b.Name, aws.ToString(e.Key),
 				aws.ToString(e.Code), aws.ToString(e.Message), len(out.Errors)-1)
 		}
+	}
+	return nil
+}
+
+var _ media.Retainer = (*Bucket)(nil)
+
+// Tag replaces the object's tags (sorted by key, so a repeat sends the
+// same request).
+func (b *Bucket) Tag(ctx context.Context, key string, tags map[string]string) error {
+	set := make([]types.Tag, 0, len(tags))
+	for _, k := range slices.Sorted(maps.Keys(tags)) {
+		set = append(set, types.Tag{Key: aws.String(k), Value: aws.String(tags[k])})
+	}
+	_, err := b.Client.PutObjectTagging(ctx, &s3.PutObjectTaggingInput{Bucket: aws.String(b.Name), Key: aws.String(key),
+		Tagging: &types.Tagging{TagSet: set}})
+	if err != nil {
+		return fmt.Errorf("tag s3://%s/%s: %w", b.Name, key, err)
 	}
 	return nil
 }

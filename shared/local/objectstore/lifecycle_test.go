@@ -2,10 +2,15 @@ package objectstore
 
 import (
 	"context"
+	"io"
+	"maps"
 	"slices"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/s3"
 )
 
 func TestExpiresAtRoundsUpToTheNextMidnightUTC(t *testing.T) {
@@ -81,5 +86,100 @@ func TestExpireDeletesOnlyTheObjectsPastTheirRule(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestTagsAreKeptAsS3KeepsThem: tagging an object changes its tags, not
+// its content (gofakes3 alone would replace the object); a write of the
+// object replaces its tags; a missing object cannot be tagged; and with a
+// data directory the tags outlive a restart.
+func TestTagsAreKeptAsS3KeepsThem(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	s, err := Serve(ctx, Config{Dir: dir, Bucket: "outputs"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, client := s.MediaBucket(), s.Client()
+	const key = "generations/g1/0.png"
+	if err := b.Put(ctx, key, strings.NewReader("the image"), "image/png"); err != nil {
+		t.Fatal(err)
+	}
+	if err := b.Tag(ctx, key, map[string]string{"retention-days": "7"}); err != nil {
+		t.Fatal(err)
+	}
+	tagsOf := func(s *Store) map[string]string {
+		t.Helper()
+		out, err := s.Client().GetObjectTagging(ctx, &s3.GetObjectTaggingInput{Bucket: aws.String("outputs"), Key: aws.String(key)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		m := map[string]string{}
+		for _, tag := range out.TagSet {
+			m[aws.ToString(tag.Key)] = aws.ToString(tag.Value)
+		}
+		return m
+	}
+	if got := tagsOf(s); !maps.Equal(got, map[string]string{"retention-days": "7"}) {
+		t.Errorf("tags %v", got)
+	}
+	obj, err := client.GetObject(ctx, &s3.GetObjectInput{Bucket: aws.String("outputs"), Key: aws.String(key)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(obj.Body)
+	obj.Body.Close()
+	if string(body) != "the image" || aws.ToString(obj.ContentType) != "image/png" {
+		t.Errorf("after tagging the object is %q (%s)", body, aws.ToString(obj.ContentType))
+	}
+	if err := b.Tag(ctx, "generations/g1/missing.png", map[string]string{"retention-days": "7"}); err == nil {
+		t.Error("tagging a missing object succeeded")
+	}
+	s.Close(ctx)
+	again, err := Serve(ctx, Config{Dir: dir, Bucket: "outputs"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { again.Close(ctx) })
+	if got := tagsOf(again); got["retention-days"] != "7" {
+		t.Errorf("after a restart the tags are %v", got)
+	}
+	if err := again.MediaBucket().Put(ctx, key, strings.NewReader("written again"), "image/png"); err != nil {
+		t.Fatal(err)
+	}
+	if got := tagsOf(again); len(got) != 0 {
+		t.Errorf("a new write kept the old tags %v", got)
+	}
+}
+
+// TestExpireAppliesTheShortestMatchingRule: an object tagged with a
+// shorter retention goes at its tag rule's time, the others at their
+// prefix rule's.
+func TestExpireAppliesTheShortestMatchingRule(t *testing.T) {
+	ctx := context.Background()
+	s, err := Serve(ctx, Config{Bucket: "outputs"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close(ctx) })
+	b := s.MediaBucket()
+	for _, k := range []string{"generations/short/0.png", "generations/long/0.png"} {
+		if err := b.Put(ctx, k, strings.NewReader("x"), "image/png"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := b.Tag(ctx, "generations/short/0.png", map[string]string{"retention-days": "1"}); err != nil {
+		t.Fatal(err)
+	}
+	written := time.Now()
+	rules := []ExpiryRule{{Prefix: "generations/", Days: 30}, {Tag: "retention-days", Value: "1", Days: 1}}
+	if n, err := s.Expire(ctx, ExpiresAt(written, 1).Add(time.Minute), rules); err != nil || n != 1 {
+		t.Errorf("a day on: expired %d (%v), want the tagged object", n, err)
+	}
+	if keys, _ := b.Keys(ctx, "generations/"); !slices.Equal(keys, []string{"generations/long/0.png"}) {
+		t.Errorf("left %v", keys)
+	}
+	if n, err := s.Expire(ctx, ExpiresAt(written, 30).Add(time.Minute), rules); err != nil || n != 1 {
+		t.Errorf("30 days on: expired %d (%v), want the other", n, err)
 	}
 }

@@ -8,6 +8,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/s3"
+
+	"github.com/mediagen-dev/mediagen/shared/accounts"
 	"github.com/mediagen-dev/mediagen/shared/domain"
 	"github.com/mediagen-dev/mediagen/shared/local/runtime"
 	"github.com/mediagen-dev/mediagen/shared/media"
@@ -279,5 +283,87 @@ func TestOutputsExpireAfterTheRetention(t *testing.T) {
 	// good.
 	if a := call(t, rt, http.MethodDelete, "/api/generations/"+id+"/output", owner.APIKey, nil); a.status != http.StatusOK || a.decoded["data_removed"] != true {
 		t.Errorf("delete after the expiry: HTTP %d %s", a.status, a.body)
+	}
+}
+
+// objectTags reads an object's tags through the store's S3 API.
+func objectTags(t *testing.T, rt *runtime.Runtime, key string) map[string]string {
+	t.Helper()
+	out, err := rt.Objects.Client().GetObjectTagging(context.Background(),
+		&s3.GetObjectTaggingInput{Bucket: aws.String(runtime.Bucket), Key: aws.String(key)})
+	if err != nil {
+		t.Fatalf("tags of %s: %v", key, err)
+	}
+	m := map[string]string{}
+	for _, tag := range out.TagSet {
+		m[aws.ToString(tag.Key)] = aws.ToString(tag.Value)
+	}
+	return m
+}
+
+// TestAnAccountsShorterRetentionExpiresItsOutputsSooner: an account set to
+// keep its outputs a day sees it in GET /api/account and in
+// output_expires_at; every object of its generation and of its long video
+// (the final video, the clip, the narration) carries the retention tag;
+// two days on, the lifecycle has deleted them while another account's
+// output, kept the default 30 days, is still listed and served.
+func TestAnAccountsShorterRetentionExpiresItsOutputsSooner(t *testing.T) {
+	clock := &movedClock{}
+	cfg := storyConfig()
+	cfg.Clock = clock.Now
+	rt := start(t, cfg)
+	brief := newAccount(t, rt, domain.PlanEnterprise, 1000)
+	if _, err := (&accounts.Service{Store: rt.Store}).SetRetention(context.Background(), brief.UserID, 1); err != nil {
+		t.Fatal(err)
+	}
+	other := newAccount(t, rt, domain.PlanEnterprise, 1000)
+	if a := call(t, rt, http.MethodGet, "/api/account", brief.APIKey, nil); a.status != http.StatusOK ||
+		a.decoded["outputs"].(map[string]any)["retention_days"] != 1.0 {
+		t.Errorf("GET /api/account: HTTP %d %s, want outputs.retention_days 1", a.status, a.body)
+	}
+
+	image := completedImage(t, rt, brief.APIKey, "a short-lived fox")
+	kept := completedImage(t, rt, other.APIKey, "a long-lived owl")
+	expires, err := time.Parse(time.RFC3339, image.str("output_expires_at"))
+	if want := clock.Now().AddDate(0, 0, 1); err != nil || expires.Sub(want).Abs() > 2*time.Minute {
+		t.Errorf("output_expires_at %q (%v), want about %s", image.str("output_expires_at"), err, want.Format(time.RFC3339))
+	}
+	video := call(t, rt, http.MethodPost, "/api/long-story/videos", brief.APIKey,
+		storyBody("a pier", "en", true, "auto", []storyScene{{1, "boats at dusk"}}))
+	if video.status != http.StatusOK {
+		t.Fatalf("create: HTTP %d %s", video.status, video.body)
+	}
+	done := waitStory(t, rt, brief.APIKey, video.str("id"))
+	if done.str("status") != "completed" || done.str("final_video_url") == "" {
+		t.Fatalf("video: %s", done.body)
+	}
+	files := append(keysUnder(t, rt, media.GenerationPrefix(image.str("id"))), keysUnder(t, rt, media.LongVideoPrefix(video.str("id")))...)
+	if len(files) < 4 {
+		t.Fatalf("the account's files %v: want the image, the final video, the clip and the narration", files)
+	}
+	for _, k := range files {
+		if got := objectTags(t, rt, k); got[domain.RetentionTag] != "1" {
+			t.Errorf("%s is tagged %v, want %s=1", k, got, domain.RetentionTag)
+		}
+	}
+	if got := objectTags(t, rt, keysUnder(t, rt, media.GenerationPrefix(kept.str("id")))[0]); len(got) != 0 {
+		t.Errorf("the default account's output is tagged %v, want no tag", got)
+	}
+
+	clock.Advance(48 * time.Hour) // past the one-day rule's midnight
+	if n, err := rt.ExpireOutputs(context.Background()); err != nil || n != len(files) {
+		t.Errorf("the lifecycle deleted %d objects (%v), want the account's %d", n, err, len(files))
+	}
+	if v := call(t, rt, http.MethodGet, "/api/generations/status/"+image.str("id"), brief.APIKey, nil); v.decoded["data_removed"] != true ||
+		len(stringsOf(v, "output")) != 0 || fileStatus(t, stringsOf(image, "output")[0]) != http.StatusNotFound {
+		t.Errorf("the one-day image after two days: %s", v.body)
+	}
+	if v := call(t, rt, http.MethodGet, "/api/long-story/videos/"+video.str("id"), brief.APIKey, nil); v.decoded["data_removed"] != true ||
+		v.str("final_video_url") != "" || fileStatus(t, done.str("final_video_url")) != http.StatusNotFound {
+		t.Errorf("the one-day video after two days: %s", v.body)
+	}
+	if v := call(t, rt, http.MethodGet, "/api/generations/status/"+kept.str("id"), other.APIKey, nil); v.decoded["data_removed"] != false ||
+		len(stringsOf(v, "output")) != 1 || fileStatus(t, stringsOf(v, "output")[0]) != http.StatusOK {
+		t.Errorf("the default account's output after two days: %s", v.body)
 	}
 }

@@ -294,7 +294,7 @@ func Start(ctx context.Context, cfg Config) (*Runtime, error) {
 	}
 	// The poller; its queue, notifier and the scenes' polls are set below,
 	// once they exist (each needs the other).
-	svc := generation.NewPoller(st, r.Upstreams, nil, st, copier, nil, prices, nil, settings)
+	svc := generation.NewPoller(st, r.Upstreams, nil, st, copier, outputs, nil, prices, nil, settings)
 	r.Queue = localsqs.New(r.Costs.SQSConsumer("poller", sqsbatch.Handler(svc.HandleBatch)), localsqs.Config{Visibility: cfg.QueueVisibility, Log: log.With("component", "queue")})
 	svc.Queue = r.Costs.SQSSender(r.Queue)
 	r.Generations = svc
@@ -311,7 +311,7 @@ func Start(ctx context.Context, cfg Config) (*Runtime, error) {
 		gate.Tokens = &jwtauth.Verifier{Issuer: cfg.JWTIssuer, Audience: cfg.JWTAudience, JWKSURL: cfg.JWKSURL}
 	}
 	// The scenes' polls share the poller's queue, as in AWS.
-	steps := &longstory.Steps{Store: st, Upstream: r.Upstreams, Copier: copier, Files: r.Objects.MediaBucket(),
+	steps := &longstory.Steps{Store: st, Upstream: r.Upstreams, Copier: copier, Files: outputs, Retainer: outputs,
 		Narrator: narrator, FFmpeg: ffmpeg.Runner{}, WorkDir: filepath.Join(cfg.DataDir, "tmp"), Log: log, Notifier: notifier,
 		Queue: svc.Queue, Slots: st, PollInterval: cfg.PollInterval, Now: cfg.Clock}
 	if err := os.MkdirAll(steps.WorkDir, 0o755); err != nil {
@@ -490,16 +490,23 @@ func (r *Runtime) sweepLoop(ctx context.Context, every time.Duration) {
 	}
 }
 
-// ExpireOutputs is the output bucket's lifecycle rule, as S3 applies it
-// (template.yaml): every object under media.ExpiringPrefixes is deleted
-// once domain.DefaultRetentionDays have passed since it was written,
-// rounded up to midnight UTC, at the runtime's clock. Like S3 it leaves
-// the records alone: their views stop listing URLs at output_expires_at,
-// before the files go. The sweep runs it every SweepEvery; tests call it.
+// ExpireOutputs applies the output bucket's lifecycle rules as S3 does
+// (template.yaml), at the runtime's clock: every object under
+// media.ExpiringPrefixes is deleted once domain.DefaultRetentionDays have
+// passed since it was written (rounded up to midnight UTC), or its tagged
+// retention's days when an account keeps outputs less long. Like S3 it
+// leaves the records alone: their views stop listing URLs at
+// output_expires_at, before the files go. The sweep runs it every
+// SweepEvery; tests call it.
 func (r *Runtime) ExpireOutputs(ctx context.Context) (int, error) {
-	rules := make([]objectstore.ExpiryRule, len(media.ExpiringPrefixes))
-	for i, p := range media.ExpiringPrefixes {
-		rules[i] = objectstore.ExpiryRule{Prefix: p, Days: domain.DefaultRetentionDays}
+	var rules []objectstore.ExpiryRule
+	for _, p := range media.ExpiringPrefixes {
+		rules = append(rules, objectstore.ExpiryRule{Prefix: p, Days: domain.DefaultRetentionDays})
+	}
+	for _, days := range domain.RetentionChoices {
+		if days != domain.DefaultRetentionDays {
+			rules = append(rules, objectstore.ExpiryRule{Tag: domain.RetentionTag, Value: strconv.Itoa(days), Days: days})
+		}
 	}
 	n, err := r.Objects.Expire(ctx, domain.Now(r.clock), rules)
 	if n > 0 {
