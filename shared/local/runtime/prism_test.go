@@ -463,12 +463,12 @@ func TestPrismProxyFindsNoViolation(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		const accountRequired = "required: [user_id, plan, balance, held, rate_limit, usage, webhooks]"
+		const accountRequired = "required: [user_id, plan, balance, held, rate_limit, usage, webhooks, outputs]"
 		if bytes.Count(doc, []byte(accountRequired)) != 1 {
 			t.Fatalf("openapi.yaml no longer has the Account schema's %q: update this test", accountRequired)
 		}
 		wrong := bytes.Replace(doc, []byte(accountRequired),
-			[]byte("required: [user_id, plan, balance, held, rate_limit, usage, webhooks, nickname]"), 1)
+			[]byte("required: [user_id, plan, balance, held, rate_limit, usage, webhooks, outputs, nickname]"), 1)
 		spec := filepath.Join(t.TempDir(), "openapi.yaml")
 		if err := os.WriteFile(spec, wrong, 0o644); err != nil {
 			t.Fatal(err)
