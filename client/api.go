@@ -45,6 +45,10 @@ type Generation = apiview.GenerationRecord
 // busy, and its webhook's delivery attempts.
 type GenerationStatus = apiview.GenerationStatus
 
+// OutputFiles, in both status views, says when the stored files expire
+// (OutputExpiresAt, RFC 3339) and whether they are gone (DataRemoved).
+type OutputFiles = apiview.OutputFiles
+
 // GenerationEstimate is the answer of POST /api/generations/estimate;
 // Credits keeps the service's decimal text ("12.35").
 type GenerationEstimate = apiview.GenerationEstimate
@@ -112,6 +116,13 @@ func (c *Client) CancelGeneration(ctx context.Context, id string) (GenerationSta
 	return do[GenerationStatus](ctx, c, http.MethodPost, "/api/generations/"+pathEscape(id)+"/cancel", nil)
 }
 
+// DeleteGenerationOutput deletes the files stored for a generation and
+// answers its status view, DataRemoved and without URLs; a repeat answers
+// the same. One still processing is an *APIError with status 409.
+func (c *Client) DeleteGenerationOutput(ctx context.Context, id string) (GenerationStatus, error) {
+	return do[GenerationStatus](ctx, c, http.MethodDelete, "/api/generations/"+pathEscape(id)+"/output", nil)
+}
+
 // EstimateLongVideo prices a long-form video of sceneCount scenes.
 func (c *Client) EstimateLongVideo(ctx context.Context, req EstimateRequest) (LongVideoEstimate, error) {
 	return do[LongVideoEstimate](ctx, c, http.MethodPost, "/api/long-story/videos/estimate", req)
@@ -130,6 +141,14 @@ func (c *Client) LongVideo(ctx context.Context, id string) (LongVideoStatus, err
 // CancelLongVideo stops a long-form video and returns its credits.
 func (c *Client) CancelLongVideo(ctx context.Context, id string) (LongVideoStatus, error) {
 	return do[LongVideoStatus](ctx, c, http.MethodPost, "/api/long-story/videos/"+pathEscape(id)+"/cancel", nil)
+}
+
+// DeleteLongVideoOutput deletes the files stored for a long-form video
+// (its final video, the scenes' clips and the narration) and answers its
+// status view; like DeleteGenerationOutput, a repeat answers the same and
+// one still processing is a 409.
+func (c *Client) DeleteLongVideoOutput(ctx context.Context, id string) (LongVideoStatus, error) {
+	return do[LongVideoStatus](ctx, c, http.MethodDelete, "/api/long-story/videos/"+pathEscape(id)+"/output", nil)
 }
 
 // Models lists every variant of the public catalog; it needs no API key.

@@ -70,6 +70,17 @@ func TestGenerateWaitAndDownloadAnImageAndAVideo(t *testing.T) {
 		if raw, _ := os.ReadFile(path); filepath.Ext(path) != ".mp4" || len(raw) < 12 || string(raw[4:8]) != "ftyp" {
 			t.Errorf("%s is not an MP4 file", path)
 		}
+		if st.OutputExpiresAt == "" || st.DataRemoved {
+			t.Errorf("a completed view %+v: want output_expires_at, data not removed", st)
+		}
+		gone, err := c.DeleteGenerationOutput(ctx, g.UUID)
+		if err != nil || !gone.DataRemoved || len(gone.Output) != 0 {
+			t.Fatalf("DeleteGenerationOutput = %+v, %v", gone, err)
+		}
+		var apiErr *client.APIError
+		if _, err := c.DownloadFile(ctx, st.Output[0], dir, g.UUID+"-again"); !errors.As(err, &apiErr) || apiErr.Status != http.StatusNotFound {
+			t.Errorf("downloading a deleted output: %v, want the origin's 404", err)
+		}
 	})
 }
 
@@ -101,6 +112,15 @@ func TestLongVideoEstimateCreateWaitAndDownload(t *testing.T) {
 	var buf bytes.Buffer
 	if n, err := c.Download(ctx, st.FinalVideoURL, &buf); err != nil || n < 1000 {
 		t.Errorf("Download: %d bytes, %v", n, err)
+	}
+	for range 2 {
+		gone, err := c.DeleteLongVideoOutput(ctx, created.VideoID)
+		if err != nil || !gone.DataRemoved || gone.FinalVideoURL != "" {
+			t.Errorf("DeleteLongVideoOutput = %+v, %v", gone, err)
+		}
+	}
+	if _, err := c.Download(ctx, st.FinalVideoURL, &bytes.Buffer{}); err == nil {
+		t.Error("the deleted video still downloads")
 	}
 }
 
@@ -201,12 +221,15 @@ func TestEstimateCancelListAndAccount(t *testing.T) {
 	if err != nil || g.CreditsUsed != est.Credits {
 		t.Fatalf("Generate = %+v, %v; want %s credits as estimated", g, err, est.Credits)
 	}
+	var apiErr *client.APIError
+	if _, err := c.DeleteGenerationOutput(ctx, g.UUID); !errors.As(err, &apiErr) || apiErr.Status != http.StatusConflict {
+		t.Errorf("deleting the output of a generation in progress = %v, want a 409 APIError", err)
+	}
 	st, err := c.CancelGeneration(ctx, g.UUID)
 	if err != nil || st.Status != client.StatusCanceled {
 		t.Fatalf("CancelGeneration = %+v, %v", st, err)
 	}
 	_, err = c.CancelGeneration(ctx, g.UUID)
-	var apiErr *client.APIError
 	if !errors.As(err, &apiErr) || apiErr.Status != http.StatusConflict {
 		t.Errorf("second cancel = %v, want a 409 APIError", err)
 	}

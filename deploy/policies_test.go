@@ -42,6 +42,8 @@ var keyLayouts = []struct{ file, layout string }{
 	{"../shared/longstory/scenes.go", `"long-videos/%s/scenes/%03d"`},
 	{"../shared/longstory/narrate.go", `"long-videos/%s/narration/%03d%s"`},
 	{"../shared/media/keys.go", `"long-videos/" + videoID + "/final.mp4"`},
+	{"../shared/media/outputs.go", `"generations/" + generationUUID + "/"`},
+	{"../shared/media/outputs.go", `"long-videos/" + videoID + "/"`},
 }
 
 // A use is a call the code makes: its actions on one target, and where.
@@ -91,6 +93,8 @@ var usesOf = map[string][]use{
 		notify,
 		uses("object:OutputBucket/"+generationKey, "the generation's outputs", putObject...),
 		uses("object:OutputBucket/"+sceneKey, "the scenes' clips", putObject...),
+		uses("bucket:OutputBucket", "lists a generation's outputs to tag (under generations/)", "s3:ListBucket"),
+		uses("object:OutputBucket/"+generationKey, "tags the outputs with a shorter retention", "s3:PutObjectTagging"),
 		byToken(uses("statemachine:LongStoryStateMachine", "resumes the scenes' tasks",
 			"states:SendTaskSuccess", "states:SendTaskFailure", "states:SendTaskHeartbeat")),
 		upstreamToken,
@@ -112,6 +116,18 @@ var usesOf = map[string][]use{
 	},
 	"LongStoryStatusFunction": nil,
 	"LongStoryListFunction":   nil,
+	// The only functions that delete objects: each lists its record's
+	// prefix and deletes what it finds (media.RemoveFiles).
+	"GenerationOutputDeleteFunction": {
+		uses("bucket:OutputBucket", "lists the generation's objects (under generations/)", "s3:ListBucket"),
+		uses("object:OutputBucket/"+generationKey, "deletes the generation's outputs", "s3:DeleteObject"),
+	},
+	"LongStoryOutputDeleteFunction": {
+		uses("bucket:OutputBucket", "lists the video's objects (under long-videos/)", "s3:ListBucket"),
+		uses("object:OutputBucket/"+finalKey, "deletes the final video", "s3:DeleteObject"),
+		uses("object:OutputBucket/"+sceneKey, "deletes the scenes' clips", "s3:DeleteObject"),
+		uses("object:OutputBucket/"+narrationKey, "deletes the narration", "s3:DeleteObject"),
+	},
 	"LongStoryCancelFunction": {
 		uses(execution, "Workflow.Stop", "states:StopExecution"),
 		notify,
@@ -134,6 +150,10 @@ var usesOf = map[string][]use{
 	},
 	"FinalizeFunction": {
 		notify,
+		uses("bucket:OutputBucket", "lists the video's objects to tag (under long-videos/)", "s3:ListBucket"),
+		uses("object:OutputBucket/"+finalKey, "tags the final video with a shorter retention", "s3:PutObjectTagging"),
+		uses("object:OutputBucket/"+sceneKey, "tags the clips", "s3:PutObjectTagging"),
+		uses("object:OutputBucket/"+narrationKey, "tags the narration", "s3:PutObjectTagging"),
 	},
 	"MarkFailedFunction": {
 		notify,
@@ -180,9 +200,7 @@ var resourceVariable = map[string]string{
 
 // namesOnly: a resource variable a function reads without calling the
 // resource, and why.
-var namesOnly = map[string]map[string]string{
-	"FinalizeFunction": {"OUTPUT_BUCKET": "Steps.Finalize only forms the final video's URL (Files.URL); it makes no S3 request"},
-}
+var namesOnly = map[string]map[string]string{}
 
 // samPolicyTemplates are the SAM policy templates the test can expand
 // (samtranslator/policy_templates_data/policy_templates.json): the

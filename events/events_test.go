@@ -15,6 +15,7 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -30,6 +31,7 @@ import (
 	"github.com/mediagen-dev/mediagen/shared/lambdawiring"
 	"github.com/mediagen-dev/mediagen/shared/local/objectstore"
 	"github.com/mediagen-dev/mediagen/shared/local/runtime"
+	"github.com/mediagen-dev/mediagen/shared/media"
 	"github.com/mediagen-dev/mediagen/shared/routing"
 	"github.com/mediagen-dev/mediagen/shared/store/dynamostore"
 	"github.com/mediagen-dev/mediagen/shared/testsupport"
@@ -451,6 +453,51 @@ func TestEveryFunctionAnswersItsSampleEvent(t *testing.T) {
 		got := invoke(t, "finalize", e.event(t, "finalize"))
 		if got["status"] != "completed" || !strings.HasSuffix(got["final_video_url"].(string), "/final.mp4") {
 			t.Errorf("answered %v", got)
+		}
+	})
+	t.Run("long-story-output-delete", func(t *testing.T) {
+		// The video finalized above: its clips, its narration (Polly's mp3
+		// and the wav made for assemble) and its final file are in the
+		// bucket.
+		bucket := e.objects.MediaBucket()
+		if keys, err := bucket.Keys(ctx, media.LongVideoPrefix(sampleVideo)); err != nil || len(keys) != 7 ||
+			!slices.Contains(keys, media.FinalVideoKey(sampleVideo)) {
+			t.Fatalf("before: %v, %v; want the final video, 2 clips and 4 narration tracks", keys, err)
+		}
+		got := invoke(t, "long-story-output-delete", e.event(t, "long-story-output-delete"))
+		if b := body(t, got); got["statusCode"] != 200.0 || b["data_removed"] != true || b["final_video_url"] != "" {
+			t.Errorf("answered %v", got)
+		}
+		if keys, err := bucket.Keys(ctx, media.LongVideoPrefix(sampleVideo)); err != nil || len(keys) != 0 {
+			t.Errorf("after: %v, %v; want no object left", keys, err)
+		}
+	})
+	t.Run("generation-output-delete", func(t *testing.T) {
+		const id = "2f7b9c4e-8a1d-4e6f-b3c2-5d9e0a1b7c68"
+		key := media.OutputKeyBase(id, 0) + ".png"
+		bucket := e.objects.MediaBucket()
+		if err := bucket.Put(ctx, key, strings.NewReader("png"), "image/png"); err != nil {
+			t.Fatal(err)
+		}
+		g := &domain.Generation{UUID: id, UserID: e.userID, Model: "provider-a", ModelVersion: "theta-4-fast",
+			Kind: domain.MediaImage, Input: json.RawMessage(`{"prompt":"sample"}`), ImageCount: 1, Status: domain.StatusProcessing,
+			CreditsUsed: decimal.NewFromInt(3), CreatedAt: now, UpdatedAt: now, Deadline: now.Add(time.Hour)}
+		if err := e.store.CreateGeneration(ctx, g); err != nil {
+			t.Fatal(err)
+		}
+		if err := e.store.FinishGeneration(ctx, id, domain.Outcome{Status: domain.StatusCompleted, OutputURLs: []string{bucket.URL(key)},
+			OutputExpiresAt: now.AddDate(0, 0, 30)}, now); err != nil {
+			t.Fatal(err)
+		}
+		for range 2 { // a repeat answers the same
+			got := invoke(t, "generation-output-delete", e.event(t, "generation-output-delete"))
+			out, _ := body(t, got)["output"].([]any)
+			if b := body(t, got); got["statusCode"] != 200.0 || b["data_removed"] != true || len(out) != 0 {
+				t.Errorf("answered %v", got)
+			}
+		}
+		if ok, err := bucket.Exists(ctx, key); ok || err != nil {
+			t.Errorf("the output is still in the bucket (%v)", err)
 		}
 	})
 	// MarkFailed is the safety net's target, invoked by the template's

@@ -27,7 +27,7 @@ func (f roundTripFunc) RoundTrip(r *http.Request) (*http.Response, error) { retu
 func TestContractCatchesMismatches(t *testing.T) {
 	limits := http.Header{"Content-Type": {"application/json"}, "X-Ratelimit-Limit": {"100"},
 		"X-Ratelimit-Remaining": {"99"}, "X-Ratelimit-Reset": {"1700000000"}}
-	status := `{"id":"00000000-0000-4000-8000-000000000000","status":"processing","output":[],"created_at":"2025-01-02T03:04:05.678901","model":"provider-a/zeta","progress":5}`
+	status := `{"id":"00000000-0000-4000-8000-000000000000","status":"processing","output":[],"created_at":"2025-01-02T03:04:05.678901","model":"provider-a/zeta","progress":5,"data_removed":false}`
 	noProgress := strings.Replace(status, `,"progress":5`, "", 1)
 	tests := []struct {
 		name, method, path, reqBody string

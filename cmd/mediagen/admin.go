@@ -25,14 +25,15 @@ import (
 type command func(ctx context.Context, args []string, stdout, stderr io.Writer) int
 
 var adminCommands = map[string]command{
-	"accounts create": accountsCreate,
-	"accounts show":   accountsShow,
-	"credits grant":   creditsGrant,
-	"keys create":     keysCreate,
-	"keys revoke":     keysRevoke,
-	"webhooks secret": webhooksSecret,
-	"tables create":   tablesCreate,
-	"ledger verify":   ledgerVerify,
+	"accounts create":    accountsCreate,
+	"accounts show":      accountsShow,
+	"credits grant":      creditsGrant,
+	"keys create":        keysCreate,
+	"keys revoke":        keysRevoke,
+	"webhooks secret":    webhooksSecret,
+	"tables create":      tablesCreate,
+	"ledger verify":      ledgerVerify,
+	"accounts retention": accountsRetention,
 }
 
 // dynamoFlags select DynamoDB and its tables.
@@ -191,6 +192,18 @@ func accountsShow(ctx context.Context, args []string, stdout, stderr io.Writer) 
 		return []string{"user"}
 	}, func(ctx context.Context, svc *accounts.Service) (any, error) {
 		return svc.Show(ctx, user)
+	})
+}
+
+func accountsRetention(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	var user string
+	var days int
+	return withService(ctx, "accounts retention", args, stdout, stderr, func(fs *flag.FlagSet) []string {
+		fs.StringVar(&user, "user", "", "user id")
+		fs.IntVar(&days, "days", 0, fmt.Sprintf("days the account's outputs are kept: one of %v", domain.RetentionChoices))
+		return []string{"user", "days"}
+	}, func(ctx context.Context, svc *accounts.Service) (any, error) {
+		return svc.SetRetention(ctx, user, days)
 	})
 }
 

@@ -66,6 +66,13 @@ func TestAdminCommandsManageAnAccount(t *testing.T) {
 	if strings.Contains(out, created.APIKey) {
 		t.Error("accounts show printed the secret key")
 	}
+	if shown.OutputRetentionDays != domain.DefaultRetentionDays {
+		t.Errorf("a new account keeps its outputs %d days, want the default %d", shown.OutputRetentionDays, domain.DefaultRetentionDays)
+	}
+	code, out, _ = mediagen(t, "accounts", "retention", "--user", created.UserID, "--days", "7", "--data", data)
+	if code != 0 || decode[accounts.AccountView](t, out).OutputRetentionDays != 7 {
+		t.Errorf("accounts retention = %d %s, want 7 days", code, out)
+	}
 
 	code, out, _ = mediagen(t, "credits", "grant", "--user", created.UserID, "--credits", "10", "--grant-id", "topup-1", "--data", data)
 	if code != 0 || !strings.Contains(out, `"balance":"260.50"`) || !strings.Contains(out, `"applied":true`) {
@@ -136,6 +143,8 @@ func TestAdminCommandsRefuseBadArgumentsAndChangeNothing(t *testing.T) {
 		{"negative grant", []string{"credits", "grant", "--user", user, "--credits", "-5"}, 2, "must not be negative"},
 		{"zero grant", []string{"credits", "grant", "--user", user, "--credits", "0"}, 2, "at least 0.01"},
 		{"show unknown user", []string{"accounts", "show", "--user", "usr_nobody"}, 1, "not found"},
+		{"retention not offered", []string{"accounts", "retention", "--user", user, "--days", "90"}, 2, "not offered"},
+		{"retention of unknown user", []string{"accounts", "retention", "--user", "usr_nobody", "--days", "7"}, 1, "not found"},
 		{"key for unknown user", []string{"keys", "create", "--user", "usr_nobody"}, 1, "not found"},
 		{"revoke unknown prefix", []string{"keys", "revoke", "--prefix", "mgk_aaaaaaaaaa"}, 1, "not found"},
 		{"revoke malformed prefix", []string{"keys", "revoke", "--prefix", "sk-live"}, 2, "not a key prefix"},
@@ -164,7 +173,7 @@ func TestAdminCommandsRefuseBadArgumentsAndChangeNothing(t *testing.T) {
 	}
 	defer s.Close()
 	a, err := s.GetAccount(context.Background(), user)
-	if err != nil || !a.Balance.Equal(decimal.NewFromInt(5)) || !a.Granted.Equal(decimal.NewFromInt(5)) {
+	if err != nil || !a.Balance.Equal(decimal.NewFromInt(5)) || !a.Granted.Equal(decimal.NewFromInt(5)) || a.OutputRetentionDays != 0 {
 		t.Errorf("account after refused commands = %+v, %v", a, err)
 	}
 	holds, _ := s.OpenHolds(context.Background(), time.Now().Add(time.Hour))

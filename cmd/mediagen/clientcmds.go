@@ -27,14 +27,16 @@ const (
 
 // clientCommands call a running service over HTTP, as any user of the API.
 var clientCommands = map[string]command{
-	"generate":       generateCmd,
-	"status":         statusCmd,
-	"models":         modelsCmd,
-	"story create":   storyCreateCmd,
-	"story estimate": storyEstimateCmd,
-	"story status":   storyStatusCmd,
-	"transactions":   transactionsCmd,
-	"usage":          usageCmd,
+	"generate":            generateCmd,
+	"status":              statusCmd,
+	"models":              modelsCmd,
+	"story create":        storyCreateCmd,
+	"story estimate":      storyEstimateCmd,
+	"story status":        storyStatusCmd,
+	"transactions":        transactionsCmd,
+	"usage":               usageCmd,
+	"delete-output":       deleteOutputCmd,
+	"story delete-output": storyDeleteOutputCmd,
 }
 
 // clientCommand finds the client command args start with and the
@@ -314,11 +316,66 @@ func statusCmd(ctx context.Context, args []string, stdout, stderr io.Writer) int
 	for _, u := range st.Output {
 		fmt.Fprintf(tw, "output\t%s\n", u)
 	}
+	printFiles(tw, st.OutputFiles)
 	if st.Error != "" {
 		fmt.Fprintf(tw, "error\t%s\n", st.Error)
 	}
 	tw.Flush()
 	return exitOK
+}
+
+// printFiles says when the outputs expire, or that they are gone.
+func printFiles(w io.Writer, f client.OutputFiles) {
+	if f.OutputExpiresAt != "" && !f.DataRemoved {
+		fmt.Fprintf(w, "expires_at\t%s\n", f.OutputExpiresAt)
+	}
+	if f.DataRemoved {
+		fmt.Fprintf(w, "data_removed\ttrue (the files are deleted)\n")
+	}
+}
+
+// deleteOutputCmd deletes a generation's stored files, or a long video's
+// when the id is one (as status finds either).
+func deleteOutputCmd(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	fs := flag.NewFlagSet("delete-output", flag.ContinueOnError)
+	var af apiFlags
+	af.register(fs)
+	pos, err := parseArgs(fs, args, 1)
+	if err != nil {
+		return usageFail(stderr, "delete-output ID", err)
+	}
+	c := af.client()
+	st, err := c.DeleteGenerationOutput(ctx, pos[0])
+	var apiErr *client.APIError
+	if errors.As(err, &apiErr) && apiErr.Status == http.StatusNotFound {
+		if v, verr := c.DeleteLongVideoOutput(ctx, pos[0]); verr == nil {
+			return printLongVideo(stdout, af, v)
+		}
+	}
+	if err != nil {
+		return apiFail(stderr, "delete-output", err)
+	}
+	if af.jsonOut {
+		printJSON(stdout, st)
+		return exitOK
+	}
+	fmt.Fprintf(stdout, "%s: the outputs are deleted\n", st.ID)
+	return exitOK
+}
+
+func storyDeleteOutputCmd(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	fs := flag.NewFlagSet("story delete-output", flag.ContinueOnError)
+	var af apiFlags
+	af.register(fs)
+	pos, err := parseArgs(fs, args, 1)
+	if err != nil {
+		return usageFail(stderr, "story delete-output ID", err)
+	}
+	v, err := af.client().DeleteLongVideoOutput(ctx, pos[0])
+	if err != nil {
+		return apiFail(stderr, "story delete-output", err)
+	}
+	return printLongVideo(stdout, af, v)
 }
 
 func printLongVideo(stdout io.Writer, af apiFlags, v client.LongVideoStatus) int {
@@ -334,6 +391,7 @@ func printLongVideo(stdout io.Writer, af apiFlags, v client.LongVideoStatus) int
 	if v.FinalVideoURL != "" {
 		fmt.Fprintf(tw, "final_video_url\t%s\ntotal_duration\t%.1f s\n", v.FinalVideoURL, v.TotalDuration)
 	}
+	printFiles(tw, v.OutputFiles)
 	if v.Error != nil {
 		fmt.Fprintf(tw, "error\t%s\n", *v.Error)
 	}

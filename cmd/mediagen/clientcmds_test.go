@@ -125,6 +125,31 @@ func TestStatusShowsAGenerationAndALongVideo(t *testing.T) {
 	}
 }
 
+func TestDeleteOutputDeletesTheFilesAndStatusSaysSo(t *testing.T) {
+	clientEnv(t)
+	code, stdout, stderr := mediagen(t, "generate", "--model", "provider-a", "--version", "theta-4-fast", "--input", "prompt=a fox",
+		"--wait", "--out", t.TempDir(), "--json")
+	if code != 0 {
+		t.Fatalf("generate: exit %d, stderr %q", code, stderr)
+	}
+	uuid := decode[struct{ UUID string }](t, strings.SplitN(stdout, "\n", 2)[0]).UUID
+	if code, stdout, _ = mediagen(t, "status", uuid); code != 0 || !strings.Contains(stdout, "expires_at") {
+		t.Errorf("status before: exit %d, stdout %q; want when the files expire", code, stdout)
+	}
+	for range 2 { // a repeat answers the same
+		if code, stdout, stderr = mediagen(t, "delete-output", uuid); code != 0 || stdout != uuid+": the outputs are deleted\n" {
+			t.Errorf("delete-output: exit %d, stdout %q, stderr %q", code, stdout, stderr)
+		}
+	}
+	if code, stdout, _ = mediagen(t, "status", uuid); code != 0 || !strings.Contains(stdout, "data_removed") || strings.Contains(stdout, "output ") {
+		t.Errorf("status after: exit %d, stdout %q; want data_removed and no output", code, stdout)
+	}
+	if code, _, stderr = mediagen(t, "story", "delete-output", "6f1c2a8e-3b7d-4e2f-9a51-0c8d7e6b5a43"); code != 1 ||
+		stderr != "mediagen story delete-output: no such resource\n" {
+		t.Errorf("story delete-output of an unknown video: exit %d, stderr %q", code, stderr)
+	}
+}
+
 func TestStoryEstimateAndCreateDownloadTheVideo(t *testing.T) {
 	clientEnv(t)
 	code, stdout, stderr := mediagen(t, "story", "estimate", "--model", "beta-2", "--scenes", "4")

@@ -5,14 +5,15 @@
 //	mediagen bench [--json FILE]
 //	mediagen accounts create --plan free|pro|enterprise --credits N [--rate-limit N]
 //	mediagen accounts show --user ID
+//	mediagen accounts retention --user ID --days 1|7|30
 //	mediagen credits grant --user ID --credits N [--grant-id ID]
 //	mediagen keys create --user ID
 //	mediagen keys revoke --prefix P
 //	mediagen webhooks secret --user ID [--rotate]
 //	mediagen ledger verify [--user ID]
 //	mediagen tables create            (DynamoDB only: for a local DynamoDB)
-//	mediagen models | generate | status | story estimate|create|status |
-//	         transactions | usage
+//	mediagen models | generate | status | delete-output |
+//	         story estimate|create|status|delete-output | transactions | usage
 //	                                  (clients of a running service)
 //
 // Every command takes --data DIR (the embedded store, the default) or
@@ -54,11 +55,13 @@ client (calls the service at $MEDIAGEN_BASE_URL with $MEDIAGEN_API_KEY;
   generate --model M --version V [--input key=value ...] [--image-count N]
            [--wait] [--out DIR]                 key=@FILE sends a local image
   status ID                                    a generation's (or long video's) status
+  delete-output ID                             delete a generation's (or long video's) stored files
   story estimate --model beta-2 --scenes N
   story create --prompt P --scene S1 --scene S2 ... [--narration N1 ...]
                [--language en] [--model beta-2] [--style S] [--no-narration]
                [--wait] [--out DIR]
   story status ID
+  story delete-output ID
   transactions [--type T] [--work-id ID] [--from T] [--to T] [--limit N] [--all]
                                                the account's credit journal, newest first
   usage [--from YYYY-MM-DD] [--to YYYY-MM-DD] [--group-by day|model|key]
@@ -67,6 +70,8 @@ client (calls the service at $MEDIAGEN_BASE_URL with $MEDIAGEN_API_KEY;
 administration (embedded store by default; --dynamodb for DynamoDB):
   accounts create --plan free|pro|enterprise --credits N [--rate-limit N]
   accounts show --user ID
+  accounts retention --user ID --days 1|7|30
+                        how long the account's outputs are kept (default 30)
   credits grant --user ID --credits N [--grant-id ID]
   keys create --user ID
   keys revoke --prefix P

@@ -26,6 +26,7 @@ type Store interface {
 	AccountHolds(ctx context.Context, userID string) ([]domain.Hold, error)
 	EnsureWebhookSecret(ctx context.Context, userID, candidate string) (string, error)
 	SetWebhookSecret(ctx context.Context, userID, secret string) error
+	SetOutputRetention(ctx context.Context, userID string, days int) error
 }
 
 // Service runs the administration use cases.
@@ -151,6 +152,8 @@ type AccountView struct {
 	Held      string `json:"held"`
 	Granted   string `json:"granted"`
 	Captured  string `json:"captured"`
+	// OutputRetentionDays is how long its outputs are kept.
+	OutputRetentionDays int `json:"output_retention_days"`
 	// OpenHolds counts the holds open (accounts show only).
 	OpenHolds *int      `json:"open_holds,omitempty"`
 	Keys      []KeyView `json:"keys"`
@@ -199,8 +202,25 @@ func View(a domain.Account) AccountView {
 		UserID: a.UserID, Plan: string(a.Plan), RateLimit: a.RateLimit(),
 		Balance: domain.FormatCredits(a.Balance), Held: domain.FormatCredits(a.Held),
 		Granted: domain.FormatCredits(a.Granted), Captured: domain.FormatCredits(a.Captured),
-		CreatedAt: a.CreatedAt,
+		OutputRetentionDays: a.RetentionDays(), CreatedAt: a.CreatedAt,
 	}
+}
+
+// SetRetention sets how long the account's outputs are kept, one of
+// domain.RetentionChoices: outputs completed from now on expire after it
+// (those before keep the expiry they were given).
+func (s *Service) SetRetention(ctx context.Context, userID string, days int) (AccountView, error) {
+	if err := domain.CheckRetentionDays(days); err != nil {
+		return AccountView{}, err
+	}
+	if err := s.Store.SetOutputRetention(ctx, userID, days); err != nil {
+		return AccountView{}, fmt.Errorf("set the retention of %s: %w", userID, err)
+	}
+	a, err := s.Store.GetAccount(ctx, userID)
+	if err != nil {
+		return AccountView{}, err
+	}
+	return View(a), nil
 }
 
 // WebhookSecret shows the account's webhook signing secret, making one if

@@ -9,6 +9,12 @@ type Account struct {
 	RateLimit RateLimit       `json:"rate_limit"`
 	Usage     Usage           `json:"usage"`
 	Webhooks  AccountWebhooks `json:"webhooks"`
+	Outputs   AccountOutputs  `json:"outputs"`
+}
+
+// AccountOutputs says how long the account's outputs are kept.
+type AccountOutputs struct {
+	RetentionDays int `json:"retention_days"`
 }
 
 // RateLimit is the account's request limit.

@@ -69,8 +69,28 @@ type GenerationStatus struct {
 	Progress int `json:"progress"`
 	// QueuePosition is the generation's place in line (from 1) while the
 	// provider is at its cap of jobs at once; absent otherwise.
-	QueuePosition int      `json:"queue_position,omitempty"`
-	Webhook       *Webhook `json:"webhook,omitempty"`
+	QueuePosition int `json:"queue_position,omitempty"`
+	OutputFiles
+	Webhook *Webhook `json:"webhook,omitempty"`
+}
+
+// OutputFiles says what became of a record's stored files.
+type OutputFiles struct {
+	// DataRemoved: the files were deleted, on request or at the end of
+	// their retention; the view then lists no URL.
+	DataRemoved bool `json:"data_removed"`
+	// OutputExpiresAt is when the files' retention ends (RFC 3339 UTC):
+	// present once the record completed with outputs.
+	OutputExpiresAt string `json:"output_expires_at,omitempty"`
+}
+
+// outputFilesAt renders a record's files at now.
+func outputFilesAt(f domain.StoredFiles, now time.Time) OutputFiles {
+	out := OutputFiles{DataRemoved: f.Removed(now)}
+	if !f.ExpiresAt.IsZero() {
+		out.OutputExpiresAt = f.ExpiresAt.UTC().Format(time.RFC3339)
+	}
+	return out
 }
 
 // typicalSeconds is about how long the provider takes per kind, for the
@@ -109,13 +129,16 @@ func RecordOf(g domain.Generation) GenerationRecord {
 	}
 }
 
-// GenerationStatusAt renders a generation as the status view at now.
+// GenerationStatusAt renders a generation as the status view at now: its
+// output URLs only while its files are served (not deleted, not being
+// deleted, not past their retention).
 func GenerationStatusAt(g domain.Generation, now time.Time) GenerationStatus {
 	v := GenerationStatus{ID: g.UUID, Status: string(g.Status), Output: []string{},
 		CreatedAt: g.CreatedAt.UTC().Truncate(time.Microsecond).Format(statusTimeLayout),
 		Model:     g.Model + "/" + g.ModelVersion, Upstream: g.Upstream, Progress: progressAt(g, now),
-		Webhook: WebhookOf(g.Webhook, g.WebhookAttempts, catalog.GenerationEvents)}
-	if g.Status == domain.StatusCompleted {
+		OutputFiles: outputFilesAt(g.Files, now),
+		Webhook:     WebhookOf(g.Webhook, g.WebhookAttempts, catalog.GenerationEvents)}
+	if g.Status == domain.StatusCompleted && g.Files.Served(now) && g.OutputURLs != nil {
 		v.Output = g.OutputURLs
 	}
 	if g.Status == domain.StatusFailed || g.Status == domain.StatusCanceled {

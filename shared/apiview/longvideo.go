@@ -37,8 +37,9 @@ type LongVideoStatus struct {
 	Scenes   []SceneStatus `json:"scenes"`
 	Model    string        `json:"model"`
 	// CreatedAt is RFC 3339 UTC.
-	CreatedAt string   `json:"created_at"`
-	Webhook   *Webhook `json:"webhook,omitempty"`
+	CreatedAt string `json:"created_at"`
+	OutputFiles
+	Webhook *Webhook `json:"webhook,omitempty"`
 }
 
 // SceneStatus is one scene's state in the status view: pending until the
@@ -51,11 +52,16 @@ type SceneStatus struct {
 // ScenePending is the status of a scene not yet submitted.
 const ScenePending = "pending"
 
-// LongVideoStatusOf renders a video as its status view.
-func LongVideoStatusOf(v domain.LongVideo) LongVideoStatus {
-	view := LongVideoStatus{ID: v.ID, Status: string(v.Status), FinalVideoURL: v.FinalVideoURL, TotalDuration: v.TotalDuration,
+// LongVideoStatusAt renders a video as its status view at now: its final
+// video's URL only while its files are served.
+func LongVideoStatusAt(v domain.LongVideo, now time.Time) LongVideoStatus {
+	view := LongVideoStatus{ID: v.ID, Status: string(v.Status), TotalDuration: v.TotalDuration,
 		Model: v.Model, CreatedAt: v.CreatedAt.UTC().Format(time.RFC3339Nano), Scenes: make([]SceneStatus, 0, len(v.Scenes)),
-		Webhook: WebhookOf(v.Webhook, v.WebhookAttempts, catalog.LongVideoEvents)}
+		OutputFiles: outputFilesAt(v.Files, now),
+		Webhook:     WebhookOf(v.Webhook, v.WebhookAttempts, catalog.LongVideoEvents)}
+	if v.Status == domain.StatusCompleted && v.Files.Served(now) {
+		view.FinalVideoURL = v.FinalVideoURL
+	}
 	if v.Status != domain.StatusCompleted && v.Error != "" {
 		e := v.Error
 		view.Error = &e

@@ -56,6 +56,17 @@ type Account struct {
 	WebhookSecret string
 	// Usage is what the account spent, by month ("2006-01").
 	Usage map[string]Usage
+	// OutputRetentionDays is how long the account's outputs are kept, one
+	// of RetentionChoices; zero means DefaultRetentionDays.
+	OutputRetentionDays int
+}
+
+// RetentionDays is how long the account's outputs are kept, in days.
+func (a Account) RetentionDays() int {
+	if a.OutputRetentionDays == 0 {
+		return DefaultRetentionDays
+	}
+	return a.OutputRetentionDays
 }
 
 // RateLimit is the number of requests the account may make per minute.

@@ -58,7 +58,10 @@ type Generation struct {
 	UpdatedAt   time.Time
 	// Deadline is when a generation still processing is failed as timed out.
 	Deadline time.Time
-	Webhook  Webhook
+	// Files is the life of its outputs in the bucket: when they expire,
+	// and whether they were deleted.
+	Files   StoredFiles
+	Webhook Webhook
 	// WebhookAttempts lists the deliveries of its webhook events.
 	WebhookAttempts []WebhookAttempt
 }
@@ -89,6 +92,9 @@ type Outcome struct {
 	Error      string
 	// TotalDuration is the measured length of a long-form video, seconds.
 	TotalDuration float64
+	// OutputExpiresAt is when the outputs of a completed record stop being
+	// kept (StoredFiles.ExpiresAt); zero for the other outcomes.
+	OutputExpiresAt time.Time
 }
 
 // Scene is one scene of a long-form video.
@@ -116,6 +122,9 @@ type LongVideo struct {
 	CreatedAt       time.Time
 	UpdatedAt       time.Time
 	Deadline        time.Time
+	// Files is the life of its final video and working files (the scenes'
+	// clips and narration) in the bucket.
+	Files           StoredFiles
 	Webhook         Webhook
 	WebhookAttempts []WebhookAttempt
 	// SceneStatus is each scene's state by scene number, as the workflow

@@ -27,6 +27,10 @@ func (s *Store) GetAccount(ctx context.Context, userID string) (domain.Account, 
 	return call(s.In, "store.GetAccount", func() (domain.Account, error) { return s.Inner.GetAccount(ctx, userID) })
 }
 
+func (s *Store) SetOutputRetention(ctx context.Context, userID string, days int) error {
+	return call0(s.In, "store.SetOutputRetention", func() error { return s.Inner.SetOutputRetention(ctx, userID, days) })
+}
+
 func (s *Store) Grant(ctx context.Context, userID, grantID string, amount decimal.Decimal) (bool, error) {
 	return call(s.In, "store.Grant", func() (bool, error) { return s.Inner.Grant(ctx, userID, grantID, amount) })
 }
@@ -124,6 +128,14 @@ func (s *Store) SetUpstreamJobs(ctx context.Context, uuid string, run domain.Ups
 
 func (s *Store) FinishGeneration(ctx context.Context, uuid string, o domain.Outcome, at time.Time) error {
 	return call0(s.In, "store.FinishGeneration", func() error { return s.Inner.FinishGeneration(ctx, uuid, o, at) })
+}
+
+func (s *Store) SetGenerationRemoval(ctx context.Context, uuid string, r domain.Removal, at time.Time) error {
+	return call0(s.In, "store.SetGenerationRemoval", func() error { return s.Inner.SetGenerationRemoval(ctx, uuid, r, at) })
+}
+
+func (s *Store) SetLongVideoRemoval(ctx context.Context, id string, r domain.Removal, at time.Time) error {
+	return call0(s.In, "store.SetLongVideoRemoval", func() error { return s.Inner.SetLongVideoRemoval(ctx, id, r, at) })
 }
 
 func (s *Store) CreateLongVideo(ctx context.Context, v domain.LongVideo) error {

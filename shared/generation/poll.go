@@ -219,7 +219,27 @@ func (s *Service) apply(ctx context.Context, log *slog.Logger, g domain.Generati
 		}
 		return false, err
 	}
-	return true, s.finish(ctx, log, g, domain.Outcome{Status: domain.StatusCompleted, OutputURLs: urls})
+	expires, err := s.keepOutputs(ctx, g)
+	if err != nil {
+		// Nothing is final yet: the next poll copies and tags again.
+		return false, err
+	}
+	return true, s.finish(ctx, log, g, domain.Outcome{Status: domain.StatusCompleted, OutputURLs: urls, OutputExpiresAt: expires})
+}
+
+// keepOutputs gives the copied outputs their account's retention and says
+// when it ends. The account is read at completion: a change of retention
+// applies to the outputs completed after it.
+func (s *Service) keepOutputs(ctx context.Context, g domain.Generation) (time.Time, error) {
+	a, err := s.Store.GetAccount(ctx, g.UserID)
+	if err != nil {
+		return time.Time{}, fmt.Errorf("read the outputs' retention: %w", err)
+	}
+	days := a.RetentionDays()
+	if err := media.KeepFor(ctx, s.Retainer, media.GenerationPrefix(g.UUID), days); err != nil {
+		return time.Time{}, err
+	}
+	return domain.RetentionEnd(s.now(), days), nil
 }
 
 // errCopyCutOff is an output copy stopped by the invocation's deadline.

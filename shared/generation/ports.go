@@ -25,6 +25,9 @@ type Store interface {
 	FinishGeneration(ctx context.Context, uuid string, o domain.Outcome, at time.Time) error
 	ListGenerations(ctx context.Context, q store.ListQuery) (store.Page[domain.Generation], error)
 	ClaimPoll(ctx context.Context, uuid string, attempt int, now, until time.Time) (claimed bool, holder int, err error)
+	// GetAccount gives the retention a completed generation's outputs
+	// are kept for.
+	GetAccount(ctx context.Context, userID string) (domain.Account, error)
 }
 
 // Upstreams are the routes of each variant and the clients of their

@@ -11,6 +11,7 @@ import (
 
 	"github.com/mediagen-dev/mediagen/shared/catalog"
 	"github.com/mediagen-dev/mediagen/shared/domain"
+	"github.com/mediagen-dev/mediagen/shared/media"
 	"github.com/mediagen-dev/mediagen/shared/pricing"
 )
 
@@ -83,6 +84,9 @@ type Service struct {
 	Upstreams Upstreams
 	Queue     Queue
 	Copier    Copier
+	// Retainer tags the outputs of an account that keeps them for less
+	// than the default retention (media.KeepFor); nil: none can be.
+	Retainer media.Retainer
 	// Notifier sends webhook events; nil means no webhooks.
 	Notifier Notifier
 	// Slots caps the jobs at once per upstream (its max_concurrent); work
@@ -97,10 +101,12 @@ type Service struct {
 // NewPoller is the poll queue's consumer. others takes the queue's
 // messages that are not a generation's (the long-form scenes' polls); nil
 // when there are none, like notifier (no webhooks) and slots (no caps).
-func NewPoller(store Store, upstreams Upstreams, queue Queue, slots Slots, copier Copier, notifier Notifier,
-	prices *pricing.Table, others MessageHandler, settings Settings) *Service {
-	return &Service{Store: store, Upstreams: upstreams, Queue: queue, Slots: slots, Copier: copier, Notifier: notifier,
-		Prices: prices, Others: others, Settings: settings}
+// retainer tags the outputs the copier keeps when their account's
+// retention is not the default.
+func NewPoller(store Store, upstreams Upstreams, queue Queue, slots Slots, copier Copier, retainer media.Retainer,
+	notifier Notifier, prices *pricing.Table, others MessageHandler, settings Settings) *Service {
+	return &Service{Store: store, Upstreams: upstreams, Queue: queue, Slots: slots, Copier: copier, Retainer: retainer,
+		Notifier: notifier, Prices: prices, Others: others, Settings: settings}
 }
 
 func (s *Service) now() time.Time { return domain.Now(s.Now) }

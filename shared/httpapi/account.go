@@ -37,6 +37,7 @@ func (r *Account) Get() Handler {
 			RateLimit: apiview.RateLimit{RequestsPerMinute: a.RateLimit()},
 			Usage:     apiview.Usage{Month: month, Credits: domain.FormatCredits(u.Credits), Jobs: u.Jobs},
 			Webhooks:  apiview.AccountWebhooks{SigningSecret: secret},
+			Outputs:   apiview.AccountOutputs{RetentionDays: a.RetentionDays()},
 		}), nil
 	})
 }

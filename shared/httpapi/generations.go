@@ -3,7 +3,6 @@ package httpapi
 import (
 	"context"
 	"net/http"
-	"time"
 
 	"github.com/mediagen-dev/mediagen/shared/apiview"
 	"github.com/mediagen-dev/mediagen/shared/domain"
@@ -36,7 +35,7 @@ func GenerationStatusRoute(r *generation.Reader, gate *Gate) Handler {
 		if err != nil {
 			return Response{}, err
 		}
-		view := apiview.GenerationStatusAt(g, time.Now())
+		view := apiview.GenerationStatusAt(g, gate.now())
 		if view.QueuePosition, err = r.QueuePosition(ctx, g); err != nil {
 			return Response{}, err
 		}
@@ -51,16 +50,27 @@ func GenerationCancelRoute(c *generation.Canceler, gate *Gate) Handler {
 		if err != nil {
 			return Response{}, err
 		}
-		return jsonResponse(http.StatusOK, apiview.GenerationStatusAt(g, time.Now())), nil
+		return jsonResponse(http.StatusOK, apiview.GenerationStatusAt(g, gate.now())), nil
+	})
+}
+
+// GenerationOutputDeleteRoute is DELETE /api/generations/{id}/output: it
+// deletes the generation's stored files and answers its status view, with
+// data_removed; a repeat answers the same.
+func GenerationOutputDeleteRoute(r *generation.OutputRemover, gate *Gate) Handler {
+	return gate.AuthedUser(false, func(ctx context.Context, req Request, userID string) (Response, error) {
+		g, err := r.RemoveOutput(ctx, userID, req.PathParameters["id"])
+		if err != nil {
+			return Response{}, err
+		}
+		return jsonResponse(http.StatusOK, apiview.GenerationStatusAt(g, gate.now())), nil
 	})
 }
 
 // GenerationsListRoute is GET /api/generations: the caller's generations,
 // newest first.
 func GenerationsListRoute(r *generation.Reader, gate *Gate) Handler {
-	return listRoute(gate, r.List, func(g domain.Generation, now time.Time) apiview.GenerationStatus {
-		return apiview.GenerationStatusAt(g, now)
-	})
+	return listRoute(gate, r.List, apiview.GenerationStatusAt)
 }
 
 // GenerationEstimateRoute is POST /api/generations/estimate: the price of a

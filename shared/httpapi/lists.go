@@ -38,7 +38,7 @@ func listRoute[T, V any](gate *Gate, list func(context.Context, store.ListQuery)
 			return Response{}, err
 		}
 		views := make([]V, len(page.Items))
-		now := time.Now()
+		now := gate.now()
 		for i, item := range page.Items {
 			views[i] = view(item, now)
 		}

@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
-	"time"
 
 	"github.com/mediagen-dev/mediagen/shared/apiview"
 	"github.com/mediagen-dev/mediagen/shared/domain"
@@ -57,7 +56,7 @@ func LongVideoStatusRoute(r *longstory.Reader, gate *Gate) Handler {
 		if err != nil {
 			return Response{}, err
 		}
-		return jsonResponse(http.StatusOK, apiview.LongVideoStatusOf(v)), nil
+		return jsonResponse(http.StatusOK, apiview.LongVideoStatusAt(v, gate.now())), nil
 	})
 }
 
@@ -68,16 +67,28 @@ func LongVideoCancelRoute(c *longstory.Canceler, gate *Gate) Handler {
 		if err != nil {
 			return Response{}, err
 		}
-		return jsonResponse(http.StatusOK, apiview.LongVideoStatusOf(v)), nil
+		return jsonResponse(http.StatusOK, apiview.LongVideoStatusAt(v, gate.now())), nil
+	})
+}
+
+// LongVideoOutputDeleteRoute is DELETE
+// /api/long-story/videos/{videoId}/output: it deletes the video's stored
+// files (the final video, the scenes' clips and the narration) and answers
+// its status view, with data_removed; a repeat answers the same.
+func LongVideoOutputDeleteRoute(r *longstory.OutputRemover, gate *Gate) Handler {
+	return gate.AuthedUser(false, func(ctx context.Context, req Request, userID string) (Response, error) {
+		v, err := r.RemoveOutput(ctx, userID, req.PathParameters["videoId"])
+		if err != nil {
+			return Response{}, err
+		}
+		return jsonResponse(http.StatusOK, apiview.LongVideoStatusAt(v, gate.now())), nil
 	})
 }
 
 // LongVideosListRoute is GET /api/long-story/videos: the caller's videos,
 // newest first.
 func LongVideosListRoute(r *longstory.Reader, gate *Gate) Handler {
-	return listRoute(gate, r.List, func(v domain.LongVideo, _ time.Time) apiview.LongVideoStatus {
-		return apiview.LongVideoStatusOf(v)
-	})
+	return listRoute(gate, r.List, apiview.LongVideoStatusAt)
 }
 
 // sceneNoteFormat explains the scenes' length in an estimate.

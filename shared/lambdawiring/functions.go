@@ -9,6 +9,7 @@ import (
 	"sort"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/s3"
 	"github.com/aws/aws-sdk-go-v2/service/sfn"
 
 	"github.com/mediagen-dev/mediagen/shared/apiview"
@@ -18,6 +19,7 @@ import (
 	"github.com/mediagen-dev/mediagen/shared/lambdawiring/storewiring"
 	"github.com/mediagen-dev/mediagen/shared/longstory"
 	"github.com/mediagen-dev/mediagen/shared/routing"
+	"github.com/mediagen-dev/mediagen/shared/s3bucket"
 	"github.com/mediagen-dev/mediagen/shared/sqsbatch"
 	"github.com/mediagen-dev/mediagen/shared/webhook"
 	"github.com/mediagen-dev/mediagen/shared/workflow"
@@ -63,7 +65,7 @@ func Poller(ctx context.Context, log *slog.Logger) (any, error) {
 	// generations' upstream clients and copier.
 	scenes := longstory.ScenePoller(p.store, p.ups, p.store, p.queue, &workflow.TaskTokens{Client: sfn.NewFromConfig(p.cfg)},
 		p.copier, stepSettings(log))
-	poller := generation.NewPoller(p.store, p.ups, p.queue, p.store, p.copier, p.notifier, p.prices, scenes, p.settings)
+	poller := generation.NewPoller(p.store, p.ups, p.queue, p.store, p.copier, p.outputs, p.notifier, p.prices, scenes, p.settings)
 	return sqsbatch.Handler(poller.HandleBatch), nil
 }
 
@@ -75,6 +77,18 @@ func GenerationCancel(ctx context.Context, log *slog.Logger) (any, error) {
 	}
 	canceler := generation.NewCanceler(p.store, p.ups, p.store, p.notifier, p.settings)
 	return lambdahttp.Route(httpapi.GenerationCancelRoute(canceler, storewiring.PostGate(p.cfg, log))), nil
+}
+
+// GenerationOutputDelete is DELETE /api/generations/{id}/output: it
+// deletes the generation's files from the output bucket; no upstream, no
+// queue.
+func GenerationOutputDelete(ctx context.Context, log *slog.Logger) (any, error) {
+	cfg, bucket, err := outputObjects(ctx)
+	if err != nil {
+		return nil, err
+	}
+	remover := generation.NewOutputRemover(storewiring.Store(cfg), bucket, generation.Settings{Log: log})
+	return lambdahttp.Route(httpapi.GenerationOutputDeleteRoute(remover, storewiring.Gate(cfg, log))), nil
 }
 
 // UpstreamWebhook is POST /api/upstream/webhook, the provider's callback:
@@ -142,37 +156,65 @@ func LongStoryCancel(ctx context.Context, log *slog.Logger) (any, error) {
 	return lambdahttp.Route(httpapi.LongVideoCancelRoute(canceler, storewiring.PostGate(cfg, log))), nil
 }
 
+// LongStoryOutputDelete is DELETE /api/long-story/videos/{videoId}/output:
+// it deletes the video's files (the final video, the scenes' clips, the
+// narration) from the output bucket.
+func LongStoryOutputDelete(ctx context.Context, log *slog.Logger) (any, error) {
+	cfg, bucket, err := outputObjects(ctx)
+	if err != nil {
+		return nil, err
+	}
+	remover := longstory.NewOutputRemover(storewiring.Store(cfg), bucket, longstory.Settings{Log: log})
+	return lambdahttp.Route(httpapi.LongVideoOutputDeleteRoute(remover, storewiring.Gate(cfg, log))), nil
+}
+
+// outputObjects is the output bucket of a function that lists and deletes
+// objects and forms no URL (so it needs no MEDIA_BASE_URL).
+func outputObjects(ctx context.Context) (aws.Config, *s3bucket.Bucket, error) {
+	cfg, err := storewiring.AWSConfig(ctx)
+	if err != nil {
+		return aws.Config{}, nil, err
+	}
+	name, err := storewiring.Required(EnvOutputBucket)
+	if err != nil {
+		return aws.Config{}, nil, err
+	}
+	return cfg, s3bucket.New(s3.NewFromConfig(cfg), name, ""), nil
+}
+
 // Functions is the registry of the functions under functions/, by folder
 // name, for tests, sample events and tools. It is a function, not a
 // variable, so a Lambda binary that never calls it links none of the other
 // functions' code.
 func Functions() map[string]Constructor {
 	return map[string]Constructor{
-		"generate":             Generate,
-		"status":               storewiring.Status,
-		"poller":               Poller,
-		"authorizer":           storewiring.Authorizer,
-		"sweeper":              storewiring.Sweeper,
-		"long-story-estimate":  storewiring.LongStoryEstimate,
-		"long-story-create":    LongStoryCreate,
-		"long-story-status":    storewiring.LongStoryStatus,
-		"submit-scene":         SubmitScene,
-		"narrate":              Narrate,
-		"assemble":             Assemble,
-		"models":               storewiring.Models,
-		"open-api":             storewiring.OpenAPI,
-		"generations-list":     storewiring.GenerationsList,
-		"generation-estimate":  storewiring.GenerationEstimate,
-		"generation-cancel":    GenerationCancel,
-		"long-story-list":      storewiring.LongStoryList,
-		"long-story-cancel":    LongStoryCancel,
-		"account":              storewiring.Account,
-		"account-transactions": storewiring.AccountTransactions,
-		"account-usage":        storewiring.AccountUsage,
-		"upstream-webhook":     UpstreamWebhook,
-		"webhooks":             Webhooks,
-		"finalize":             Finalize,
-		"mark-failed":          MarkFailed,
+		"generate":                 Generate,
+		"status":                   storewiring.Status,
+		"poller":                   Poller,
+		"authorizer":               storewiring.Authorizer,
+		"sweeper":                  storewiring.Sweeper,
+		"long-story-estimate":      storewiring.LongStoryEstimate,
+		"long-story-create":        LongStoryCreate,
+		"long-story-status":        storewiring.LongStoryStatus,
+		"submit-scene":             SubmitScene,
+		"narrate":                  Narrate,
+		"assemble":                 Assemble,
+		"models":                   storewiring.Models,
+		"open-api":                 storewiring.OpenAPI,
+		"generations-list":         storewiring.GenerationsList,
+		"generation-estimate":      storewiring.GenerationEstimate,
+		"generation-cancel":        GenerationCancel,
+		"long-story-list":          storewiring.LongStoryList,
+		"long-story-cancel":        LongStoryCancel,
+		"account":                  storewiring.Account,
+		"account-transactions":     storewiring.AccountTransactions,
+		"account-usage":            storewiring.AccountUsage,
+		"upstream-webhook":         UpstreamWebhook,
+		"webhooks":                 Webhooks,
+		"finalize":                 Finalize,
+		"mark-failed":              MarkFailed,
+		"generation-output-delete": GenerationOutputDelete,
+		"long-story-output-delete": LongStoryOutputDelete,
 	}
 }
 

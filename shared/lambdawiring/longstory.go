@@ -86,7 +86,8 @@ func Assemble(ctx context.Context, log *slog.Logger) (any, error) {
 	return longstory.AssembleStep(files, ffmpeg.Runner{Timeout: 10 * time.Minute}, stepSettings(log)), nil
 }
 
-// Finalize completes the video and sends its webhook.
+// Finalize completes the video, tags its files with a retention other than
+// the default, and sends its webhook.
 func Finalize(ctx context.Context, log *slog.Logger) (any, error) {
 	cfg, files, err := configAndBucket(ctx)
 	if err != nil {
@@ -96,7 +97,7 @@ func Finalize(ctx context.Context, log *slog.Logger) (any, error) {
 	if err != nil {
 		return nil, err
 	}
-	return longstory.FinalizeStep(files, storewiring.Store(cfg), notifier, stepSettings(log)), nil
+	return longstory.FinalizeStep(files, files, storewiring.Store(cfg), notifier, stepSettings(log)), nil
 }
 
 // MarkFailed is the workflow's Catch and the safety-net rule's target: it

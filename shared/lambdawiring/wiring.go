@@ -135,6 +135,9 @@ type generationParts struct {
 	prices   *pricing.Table
 	notifier webhook.Notifier
 	copier   *media.Copier
+	// outputs is the copier's bucket, which also tags the outputs kept
+	// for less than the default retention.
+	outputs *s3bucket.Bucket
 }
 
 // generationPart wires one optional adapter of generationParts.
@@ -189,7 +192,8 @@ func withOutputCopier(p *generationParts) error {
 	if err != nil {
 		return err
 	}
-	p.copier = copier(s3bucket.New(s3.NewFromConfig(p.cfg), bucket, mediaBase), p.ups.Routing.OutputHosts())
+	p.outputs = s3bucket.New(s3.NewFromConfig(p.cfg), bucket, mediaBase)
+	p.copier = copier(p.outputs, p.ups.Routing.OutputHosts())
 	return nil
 }
 

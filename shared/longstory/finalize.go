@@ -4,14 +4,17 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/mediagen-dev/mediagen/shared/domain"
+	"github.com/mediagen-dev/mediagen/shared/media"
 )
 
-// FinalizeStep completes the video and captures its hold.
-func FinalizeStep(files Files, store Store, notifier Notifier, settings StepSettings) func(context.Context, FinalizeTask) (Ended, error) {
+// FinalizeStep completes the video, gives its files their retention
+// (retainer tags them when it is not the default) and captures its hold.
+func FinalizeStep(files Files, retainer media.Retainer, store Store, notifier Notifier, settings StepSettings) func(context.Context, FinalizeTask) (Ended, error) {
 	s := settings.steps()
-	s.Files, s.Store, s.Notifier = files, store, notifier
+	s.Files, s.Retainer, s.Store, s.Notifier = files, retainer, store, notifier
 	return s.Finalize
 }
 
@@ -55,8 +58,31 @@ func endedOf(v domain.LongVideo) Ended {
 // Finalize marks the video completed with its URL and measured length and
 // captures its hold. A repeat changes nothing.
 func (s *Steps) Finalize(ctx context.Context, in FinalizeTask) (Ended, error) {
-	return s.finish(ctx, in.VideoID, domain.Outcome{Status: domain.StatusCompleted,
-		OutputURLs: []string{s.Files.URL(in.Key)}, TotalDuration: in.Duration})
+	o := domain.Outcome{Status: domain.StatusCompleted, OutputURLs: []string{s.Files.URL(in.Key)}, TotalDuration: in.Duration}
+	v, err := s.Store.GetLongVideo(ctx, in.VideoID)
+	if err != nil {
+		return Ended{}, &TransientError{Msg: fmt.Sprintf("read %s: %v", in.VideoID, err)}
+	}
+	if v.Status == domain.StatusProcessing {
+		if o.OutputExpiresAt, err = s.keepFiles(ctx, v); err != nil {
+			return Ended{}, &TransientError{Msg: fmt.Sprintf("keep the files of %s: %v", v.ID, err)}
+		}
+	}
+	return s.finish(ctx, in.VideoID, o)
+}
+
+// keepFiles gives every file of the video (the final video, the scenes'
+// clips, the narration) its account's retention and says when it ends.
+func (s *Steps) keepFiles(ctx context.Context, v domain.LongVideo) (time.Time, error) {
+	a, err := s.Store.GetAccount(ctx, v.UserID)
+	if err != nil {
+		return time.Time{}, fmt.Errorf("read the retention: %w", err)
+	}
+	days := a.RetentionDays()
+	if err := media.KeepFor(ctx, s.Retainer, media.LongVideoPrefix(v.ID), days); err != nil {
+		return time.Time{}, err
+	}
+	return domain.RetentionEnd(s.now(), days), nil
 }
 
 func (s *Steps) finish(ctx context.Context, videoID string, o domain.Outcome) (Ended, error) {

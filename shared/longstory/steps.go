@@ -11,6 +11,7 @@ import (
 	"github.com/mediagen-dev/mediagen/shared/catalog"
 	"github.com/mediagen-dev/mediagen/shared/domain"
 	"github.com/mediagen-dev/mediagen/shared/ffmpeg"
+	"github.com/mediagen-dev/mediagen/shared/media"
 	"github.com/mediagen-dev/mediagen/shared/routing"
 	"github.com/mediagen-dev/mediagen/shared/upstream"
 )
@@ -59,6 +60,9 @@ type Steps struct {
 	Notifier Notifier
 	Copier   Copier
 	Files    Files
+	// Retainer tags a completed video's files when its account keeps them
+	// for less than the default retention (media.KeepFor).
+	Retainer media.Retainer
 	Narrator Narrator
 	FFmpeg   ffmpeg.Runner
 	// Queue carries the scenes' polls (the poller's queue), Tokens resumes

@@ -7,8 +7,10 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"net/url"
 	"os"
+	"slices"
 	"strings"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -92,6 +94,67 @@ func (b *Bucket) GetFile(ctx context.Context, key, path string) error {
 	d := manager.NewDownloader(b.Client, func(d *manager.Downloader) { d.Concurrency = 2 })
 	if _, err := d.Download(ctx, f, &s3.GetObjectInput{Bucket: aws.String(b.Name), Key: aws.String(key)}); err != nil {
 		return fmt.Errorf("download s3://%s/%s: %w", b.Name, key, err)
+	}
+	return nil
+}
+
+var _ media.Objects = (*Bucket)(nil)
+
+// Keys lists the keys under prefix, every page of them.
+func (b *Bucket) Keys(ctx context.Context, prefix string) ([]string, error) {
+	var keys []string
+	pages := s3.NewListObjectsV2Paginator(b.Client, &s3.ListObjectsV2Input{Bucket: aws.String(b.Name), Prefix: aws.String(prefix)})
+	for pages.HasMorePages() {
+		page, err := pages.NextPage(ctx)
+		if err != nil {
+			return nil, fmt.Errorf("list s3://%s/%s: %w", b.Name, prefix, err)
+		}
+		for _, o := range page.Contents {
+			keys = append(keys, aws.ToString(o.Key))
+		}
+	}
+	return keys, nil
+}
+
+// maxDeleteKeys is the most keys one DeleteObjects request takes.
+const maxDeleteKeys = 1000
+
+// Delete deletes keys, up to 1,000 per request. S3 answers a key already
+// gone as deleted, so a repeat succeeds.
+func (b *Bucket) Delete(ctx context.Context, keys []string) error {
+	for start := 0; start < len(keys); start += maxDeleteKeys {
+		batch := keys[start:min(start+maxDeleteKeys, len(keys))]
+		ids := make([]types.ObjectIdentifier, len(batch))
+		for i, k := range batch {
+			ids[i] = types.ObjectIdentifier{Key: aws.String(k)}
+		}
+		out, err := b.Client.DeleteObjects(ctx, &s3.DeleteObjectsInput{Bucket: aws.String(b.Name),
+			Delete: &types.Delete{Objects: ids, Quiet: aws.Bool(true)}})
+		if err != nil {
+			return fmt.Errorf("delete %d objects of s3://%s: %w", len(batch), b.Name, err)
+		}
+		if len(out.Errors) > 0 {
+			e := out.Errors[0]
+			return fmt.Errorf("delete s3://%s/%s: %s: %s (and %d more failed)", b.Name, aws.ToString(e.Key),
+				aws.ToString(e.Code), aws.ToString(e.Message), len(out.Errors)-1)
+		}
+	}
+	return nil
+}
+
+var _ media.Retainer = (*Bucket)(nil)
+
+// Tag replaces the object's tags (sorted by key, so a repeat sends the
+// same request).
+func (b *Bucket) Tag(ctx context.Context, key string, tags map[string]string) error {
+	set := make([]types.Tag, 0, len(tags))
+	for _, k := range slices.Sorted(maps.Keys(tags)) {
+		set = append(set, types.Tag{Key: aws.String(k), Value: aws.String(tags[k])})
+	}
+	_, err := b.Client.PutObjectTagging(ctx, &s3.PutObjectTaggingInput{Bucket: aws.String(b.Name), Key: aws.String(key),
+		Tagging: &types.Tagging{TagSet: set}})
+	if err != nil {
+		return fmt.Errorf("tag s3://%s/%s: %w", b.Name, key, err)
 	}
 	return nil
 }

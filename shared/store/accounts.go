@@ -15,4 +15,8 @@ type Accounts interface {
 	// its holds, so that the read costs the same however much work is in
 	// flight. ErrNotFound if absent.
 	GetAccount(ctx context.Context, userID string) (domain.Account, error)
+	// SetOutputRetention sets how long the account's outputs are kept
+	// (domain.RetentionChoices; the caller checks it). ErrNotFound if the
+	// account is missing.
+	SetOutputRetention(ctx context.Context, userID string, days int) error
 }

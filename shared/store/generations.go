@@ -28,6 +28,16 @@ type Generations interface {
 	FinishGeneration(ctx context.Context, uuid string, o domain.Outcome, at time.Time) error
 	// ListGenerations pages through an account's generations, newest first.
 	ListGenerations(ctx context.Context, q ListQuery) (Page[domain.Generation], error)
+	// SetGenerationRemoval moves the deletion of a final generation's
+	// files forward. The state only moves forward (none, removing,
+	// removed), so a crash or a retry around the files' deletion never
+	// shows a record as removed while its files remain:
+	//   - to RemovalRemoving: ErrConflict while the generation is
+	//     processing; one already removed stays so (nil);
+	//   - to RemovalRemoved: only from removing or removed, ErrConflict
+	//     otherwise, so the files' deletion always comes between the two;
+	//   - ErrNotFound if missing, ErrInvalid for another state.
+	SetGenerationRemoval(ctx context.Context, uuid string, r domain.Removal, at time.Time) error
 }
 
 // UpstreamJobsOf is what an adapter's SetUpstreamJobs stores of run: the

@@ -19,4 +19,7 @@ type LongVideos interface {
 	// SetSceneStatus records a scene's state while the video is processing
 	// (ErrConflict once it is final, ErrNotFound if it is missing).
 	SetSceneStatus(ctx context.Context, videoID string, scene int, state domain.SceneState, at time.Time) error
+	// SetLongVideoRemoval moves the deletion of a final video's files
+	// forward, as SetGenerationRemoval does for a generation.
+	SetLongVideoRemoval(ctx context.Context, id string, r domain.Removal, at time.Time) error
 }

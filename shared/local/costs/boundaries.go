@@ -17,20 +17,22 @@ import (
 // routeFunctions names the function behind each route (template.yaml);
 // a route not listed is counted under its route key.
 var routeFunctions = map[string]string{
-	"POST /api/generations/generate":               "generate",
-	"GET /api/generations/status/{id}":             "status",
-	"POST /api/long-story/videos/estimate":         "long-story-estimate",
-	"POST /api/long-story/videos":                  "long-story-create",
-	"GET /api/long-story/videos/{videoId}":         "long-story-status",
-	"GET /api/models":                              "models",
-	"GET /api/openapi.json":                        "open-api",
-	"POST /api/upstream/webhook":                   "upstream-webhook",
-	"GET /api/generations":                         "generations-list",
-	"POST /api/generations/estimate":               "generation-estimate",
-	"POST /api/generations/{id}/cancel":            "generation-cancel",
-	"GET /api/long-story/videos":                   "long-story-list",
-	"POST /api/long-story/videos/{videoId}/cancel": "long-story-cancel",
-	"GET /api/account":                             "account",
+	"POST /api/generations/generate":                 "generate",
+	"GET /api/generations/status/{id}":               "status",
+	"POST /api/long-story/videos/estimate":           "long-story-estimate",
+	"POST /api/long-story/videos":                    "long-story-create",
+	"GET /api/long-story/videos/{videoId}":           "long-story-status",
+	"GET /api/models":                                "models",
+	"GET /api/openapi.json":                          "open-api",
+	"POST /api/upstream/webhook":                     "upstream-webhook",
+	"GET /api/generations":                           "generations-list",
+	"POST /api/generations/estimate":                 "generation-estimate",
+	"POST /api/generations/{id}/cancel":              "generation-cancel",
+	"GET /api/long-story/videos":                     "long-story-list",
+	"POST /api/long-story/videos/{videoId}/cancel":   "long-story-cancel",
+	"GET /api/account":                               "account",
+	"DELETE /api/generations/{id}/output":            "generation-output-delete",
+	"DELETE /api/long-story/videos/{videoId}/output": "long-story-output-delete",
 }
 
 // Routes counts each route call as one API Gateway request and one Lambda

@@ -78,6 +78,8 @@ type Store struct {
 	FilesURL string
 
 	s3       http.Handler
+	backend  gofakes3.Backend
+	tags     *tags
 	api, fls *http.Server
 }
 
@@ -93,7 +95,11 @@ func Serve(ctx context.Context, cfg Config) (*Store, error) {
 		return nil, err
 	}
 	faker := gofakes3.New(backend, gofakes3.WithTimeSkewLimit(0), gofakes3.WithLogger(gofakes3.DiscardLog()))
-	s := &Store{Bucket: cfg.Bucket, s3: faker.Server()}
+	t, err := openTags(cfg.Dir)
+	if err != nil {
+		return nil, err
+	}
+	s := &Store{Bucket: cfg.Bucket, s3: t.handler(cfg.Bucket, backend, faker.Server()), backend: backend, tags: t}
 	if cfg.Wrap != nil {
 		s.s3 = cfg.Wrap(s.s3)
 	}

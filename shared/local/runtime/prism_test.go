@@ -323,6 +323,14 @@ func TestPrismProxyFindsNoViolation(t *testing.T) {
 		}
 		p.valid(t, prismRequest{method: http.MethodGet, path: "/api/generations?limit=5", key: key}, http.StatusOK)
 		p.valid(t, prismRequest{method: http.MethodGet, path: "/api/generations?limit=1&status=completed&model=provider-a", key: key}, http.StatusOK)
+		// Deleting the outputs, and again: both answer the view, removed.
+		for range 2 {
+			a := p.valid(t, prismRequest{method: http.MethodDelete, path: "/api/generations/" + imageUUID + "/output", key: key}, http.StatusOK)
+			if a.decoded["data_removed"] != true {
+				t.Errorf("delete output answered %s", a.body)
+			}
+		}
+		p.valid(t, prismRequest{method: http.MethodGet, path: "/api/generations/status/" + imageUUID, key: key}, http.StatusOK)
 	})
 
 	t.Run("long-form videos", func(t *testing.T) {
@@ -341,6 +349,8 @@ func TestPrismProxyFindsNoViolation(t *testing.T) {
 		p.valid(t, prismRequest{method: http.MethodPost, path: "/api/long-story/videos/" + id + "/cancel", key: key}, http.StatusOK)
 		// 409: a canceled video is final.
 		p.valid(t, prismRequest{method: http.MethodPost, path: "/api/long-story/videos/" + id + "/cancel", key: key}, http.StatusConflict)
+		// A canceled video's files (its scenes' clips so far) can go.
+		p.valid(t, prismRequest{method: http.MethodDelete, path: "/api/long-story/videos/" + id + "/output", key: key}, http.StatusOK)
 	})
 
 	t.Run("idempotency", func(t *testing.T) {
@@ -380,8 +390,15 @@ func TestPrismProxyFindsNoViolation(t *testing.T) {
 		p.valid(t, prismRequest{method: http.MethodPost, path: "/api/generations/" + unknownID + "/cancel", key: key}, http.StatusNotFound)
 		p.valid(t, prismRequest{method: http.MethodGet, path: "/api/long-story/videos/" + unknownID, key: key}, http.StatusNotFound)
 		p.valid(t, prismRequest{method: http.MethodPost, path: "/api/long-story/videos/" + unknownID + "/cancel", key: key}, http.StatusNotFound)
+		p.valid(t, prismRequest{method: http.MethodDelete, path: "/api/generations/" + unknownID + "/output", key: key}, http.StatusNotFound)
+		p.valid(t, prismRequest{method: http.MethodDelete, path: "/api/long-story/videos/" + unknownID + "/output", key: key}, http.StatusNotFound)
 		// 409: a canceled generation is final.
 		p.valid(t, prismRequest{method: http.MethodPost, path: "/api/generations/" + videoUUID + "/cancel", key: key}, http.StatusConflict)
+		// 409: the outputs of a generation still processing.
+		busy := p.valid(t, prismRequest{method: http.MethodPost, path: "/api/generations/generate", key: key,
+			body: gen("theta-4-fast", map[string]any{"prompt": "a slow tide" + slow})}, http.StatusOK)
+		p.valid(t, prismRequest{method: http.MethodDelete, path: "/api/generations/" + busy.str("uuid") + "/output", key: key}, http.StatusConflict)
+		p.valid(t, prismRequest{method: http.MethodPost, path: "/api/generations/" + busy.str("uuid") + "/cancel", key: key}, http.StatusOK)
 		// 429: past the free plan's requests per minute. The count is per
 		// calendar minute, so a minute that turns mid-way only restarts it.
 		free := newAccount(t, rt, domain.PlanFree, 10)
@@ -446,12 +463,12 @@ func TestPrismProxyFindsNoViolation(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		const accountRequired = "required: [user_id, plan, balance, held, rate_limit, usage, webhooks]"
+		const accountRequired = "required: [user_id, plan, balance, held, rate_limit, usage, webhooks, outputs]"
 		if bytes.Count(doc, []byte(accountRequired)) != 1 {
 			t.Fatalf("openapi.yaml no longer has the Account schema's %q: update this test", accountRequired)
 		}
 		wrong := bytes.Replace(doc, []byte(accountRequired),
-			[]byte("required: [user_id, plan, balance, held, rate_limit, usage, webhooks, nickname]"), 1)
+			[]byte("required: [user_id, plan, balance, held, rate_limit, usage, webhooks, outputs, nickname]"), 1)
 		spec := filepath.Join(t.TempDir(), "openapi.yaml")
 		if err := os.WriteFile(spec, wrong, 0o644); err != nil {
 			t.Fatal(err)

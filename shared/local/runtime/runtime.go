@@ -126,6 +126,11 @@ type Config struct {
 	// AuthCacheClock is the authorizer cache's clock (default time.Now);
 	// tests move it past AuthCacheTTL instead of sleeping.
 	AuthCacheClock func() time.Time
+	// Clock is the service's clock (default time.Now): the status views,
+	// the records' times and output expiry, and the outputs' lifecycle
+	// (ExpireOutputs). Tests move it past the retention instead of
+	// waiting 30 days.
+	Clock func() time.Time
 	// JWT, when its issuer is set, admits identity-provider tokens on the
 	// status route.
 	JWTIssuer, JWTAudience, JWKSURL string
@@ -188,6 +193,7 @@ type Runtime struct {
 	cancel context.CancelFunc
 	wg     sync.WaitGroup
 	log    *slog.Logger
+	clock  func() time.Time
 }
 
 // Start opens the data directory, starts every part and begins serving.
@@ -215,7 +221,7 @@ func Start(ctx context.Context, cfg Config) (*Runtime, error) {
 	if err != nil {
 		return nil, fmt.Errorf("listen on %s: %w", cfg.Addr, err)
 	}
-	r := &Runtime{BaseURL: "http://" + ln.Addr().String(), log: log, Costs: &costs.Meter{}}
+	r := &Runtime{BaseURL: "http://" + ln.Addr().String(), log: log, Costs: &costs.Meter{}, clock: cfg.Clock}
 	ok := false
 	defer func() {
 		if !ok {
@@ -269,12 +275,14 @@ func Start(ctx context.Context, cfg Config) (*Runtime, error) {
 			return nil, err
 		}
 	}
-	copier := &media.Copier{Bucket: r.Objects.MediaBucket(), HTTP: &http.Client{Timeout: 5 * time.Minute},
+	outputs := r.Objects.MediaBucket()
+	copier := &media.Copier{Bucket: outputs, HTTP: &http.Client{Timeout: 5 * time.Minute},
 		AllowedHosts: rc.OutputHosts(), MaxBytes: 512 << 20, AllowLoopback: true}
 	settings := generation.Settings{
 		Validation:   catalog.Options{AllowLoopbackURLs: true},
 		PollInterval: cfg.PollInterval,
 		PollLease:    cfg.QueueVisibility,
+		Now:          cfg.Clock,
 		Log:          log,
 	}
 	switch {
@@ -286,26 +294,26 @@ func Start(ctx context.Context, cfg Config) (*Runtime, error) {
 	}
 	// The poller; its queue, notifier and the scenes' polls are set below,
 	// once they exist (each needs the other).
-	svc := generation.NewPoller(st, r.Upstreams, nil, st, copier, nil, prices, nil, settings)
+	svc := generation.NewPoller(st, r.Upstreams, nil, st, copier, outputs, nil, prices, nil, settings)
 	r.Queue = localsqs.New(r.Costs.SQSConsumer("poller", sqsbatch.Handler(svc.HandleBatch)), localsqs.Config{Visibility: cfg.QueueVisibility, Log: log.With("component", "queue")})
 	svc.Queue = r.Costs.SQSSender(r.Queue)
 	r.Generations = svc
 
-	deliverer := &webhook.Deliverer{Records: apiview.WebhookRecords{Store: st}, Store: st,
+	deliverer := &webhook.Deliverer{Records: apiview.WebhookRecords{Store: st, Now: cfg.Clock}, Store: st,
 		Client: webhook.SafeClient(true), Backoff: cfg.WebhookBackoff, Log: log.With("component", "webhooks")}
 	r.WebhookQueue = localsqs.New(r.Costs.SQSConsumer("webhooks", sqsbatch.Handler(deliverer.HandleBatch)), localsqs.Config{Visibility: cfg.QueueVisibility, Log: log.With("component", "webhook-queue")})
 	deliverer.Queue = r.Costs.SQSSender(r.WebhookQueue)
 	notifier := webhook.Notifier{Queue: deliverer.Queue}
 	svc.Notifier = notifier
 
-	gate := &httpapi.Gate{Store: st, Log: log, Idempotency: &httpapi.Idempotency{Store: st, Log: log}}
+	gate := &httpapi.Gate{Store: st, Log: log, Idempotency: &httpapi.Idempotency{Store: st, Log: log}, Now: cfg.Clock}
 	if cfg.JWTIssuer != "" {
 		gate.Tokens = &jwtauth.Verifier{Issuer: cfg.JWTIssuer, Audience: cfg.JWTAudience, JWKSURL: cfg.JWKSURL}
 	}
 	// The scenes' polls share the poller's queue, as in AWS.
-	steps := &longstory.Steps{Store: st, Upstream: r.Upstreams, Copier: copier, Files: r.Objects.MediaBucket(),
+	steps := &longstory.Steps{Store: st, Upstream: r.Upstreams, Copier: copier, Files: outputs, Retainer: outputs,
 		Narrator: narrator, FFmpeg: ffmpeg.Runner{}, WorkDir: filepath.Join(cfg.DataDir, "tmp"), Log: log, Notifier: notifier,
-		Queue: svc.Queue, Slots: st, PollInterval: cfg.PollInterval}
+		Queue: svc.Queue, Slots: st, PollInterval: cfg.PollInterval, Now: cfg.Clock}
 	if err := os.MkdirAll(steps.WorkDir, 0o755); err != nil {
 		return nil, fmt.Errorf("scratch dir: %w", err)
 	}
@@ -314,7 +322,7 @@ func Start(ctx context.Context, cfg Config) (*Runtime, error) {
 		return nil, err
 	}
 	steps.Tokens = stepfunctions.TaskTokens{Workflow: r.Workflow}
-	storySettings := longstory.Settings{Validation: catalog.Options{AllowLoopbackURLs: true}, Log: log}
+	storySettings := longstory.Settings{Validation: catalog.Options{AllowLoopbackURLs: true}, Now: cfg.Clock, Log: log}
 	videos := longstory.NewReader(st)
 
 	reader := generation.NewReader(st, st, r.Upstreams)
@@ -326,6 +334,8 @@ func Start(ctx context.Context, cfg Config) (*Runtime, error) {
 		{Method: http.MethodPost, Path: "/api/generations/{id}/cancel", Handler: lambdahttp.Route(httpapi.GenerationCancelRoute(generation.NewCanceler(st, r.Upstreams, st, notifier, settings), gate))},
 		{Method: http.MethodGet, Path: "/api/long-story/videos", Handler: lambdahttp.Route(httpapi.LongVideosListRoute(videos, gate))},
 		{Method: http.MethodPost, Path: "/api/long-story/videos/{videoId}/cancel", Handler: lambdahttp.Route(httpapi.LongVideoCancelRoute(longstory.NewCanceler(st, r.Workflow, r.Upstreams, st, notifier, storySettings), gate))},
+		{Method: http.MethodDelete, Path: "/api/generations/{id}/output", Handler: lambdahttp.Route(httpapi.GenerationOutputDeleteRoute(generation.NewOutputRemover(st, outputs, settings), gate))},
+		{Method: http.MethodDelete, Path: "/api/long-story/videos/{videoId}/output", Handler: lambdahttp.Route(httpapi.LongVideoOutputDeleteRoute(longstory.NewOutputRemover(st, outputs, storySettings), gate))},
 		{Method: http.MethodGet, Path: "/api/account", Handler: lambdahttp.Route((&httpapi.Account{Secrets: st, Gate: gate}).Get())},
 		{Method: http.MethodGet, Path: "/api/account/transactions", Handler: lambdahttp.Route(httpapi.TransactionsRoute(gate, st))},
 		{Method: http.MethodGet, Path: "/api/account/usage", Handler: lambdahttp.Route(httpapi.UsageRoute(gate, st))},
@@ -475,8 +485,36 @@ func (r *Runtime) sweepLoop(ctx context.Context, every time.Duration) {
 			if _, err := sw.Sweep(ctx); err != nil {
 				r.log.Warn("sweep failed", "error", err)
 			}
+			if _, err := r.ExpireOutputs(ctx); err != nil {
+				r.log.Warn("output expiry failed", "error", err)
+			}
 		}
 	}
+}
+
+// ExpireOutputs applies the output bucket's lifecycle rules as S3 does
+// (template.yaml), at the runtime's clock: every object under
+// media.ExpiringPrefixes is deleted once domain.DefaultRetentionDays have
+// passed since it was written (rounded up to midnight UTC), or its tagged
+// retention's days when an account keeps outputs less long. Like S3 it
+// leaves the records alone: their views stop listing URLs at
+// output_expires_at, before the files go. The sweep runs it every
+// SweepEvery; tests call it.
+func (r *Runtime) ExpireOutputs(ctx context.Context) (int, error) {
+	var rules []objectstore.ExpiryRule
+	for _, p := range media.ExpiringPrefixes {
+		rules = append(rules, objectstore.ExpiryRule{Prefix: p, Days: domain.DefaultRetentionDays})
+	}
+	for _, days := range domain.RetentionChoices {
+		if days != domain.DefaultRetentionDays {
+			rules = append(rules, objectstore.ExpiryRule{Tag: domain.RetentionTag, Value: strconv.Itoa(days), Days: days})
+		}
+	}
+	n, err := r.Objects.Expire(ctx, domain.Now(r.clock), rules)
+	if n > 0 {
+		r.log.Info("expired outputs deleted", "objects", n)
+	}
+	return n, err
 }
 
 // Close stops serving, lets deliveries in flight finish and closes the store.

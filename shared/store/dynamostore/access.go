@@ -24,8 +24,9 @@ func query(t, index string) Access { return Access{"Query", t, index} }
 // it, with the methods each Lambda function's code can reach, into the
 // function's DynamoDB permissions.
 var Accesses = map[string][]Access{
-	"CreateAccount": {put("Accounts")},
-	"GetAccount":    {get("Accounts")},
+	"CreateAccount":      {put("Accounts")},
+	"GetAccount":         {get("Accounts")},
+	"SetOutputRetention": {update("Accounts")},
 
 	// Every ledger write reads the account and writes it, its own items
 	// and the journal entry (journal.go).
@@ -55,6 +56,7 @@ var Accesses = map[string][]Access{
 	"ProcessingGenerations": {{"Scan", "Generations", ""}, batchGet("Generations")}, // local runtime only (restart.go)
 	"ListGenerations":       {query("Generations", IndexUserCreatedAt), batchGet("Generations")},
 	"ClaimPoll":             {update("Generations"), get("Generations")},
+	"SetGenerationRemoval":  {update("Generations"), get("Generations")},
 
 	"CreateLongVideo":      {put("LongVideos")},
 	"GetLongVideo":         {get("LongVideos")},
@@ -62,6 +64,7 @@ var Accesses = map[string][]Access{
 	"ProcessingLongVideos": {{"Scan", "LongVideos", ""}}, // local runtime only (restart.go)
 	"ListLongVideos":       {query("LongVideos", IndexUserCreatedAt), batchGet("LongVideos")},
 	"SetSceneStatus":       {update("LongVideos"), get("LongVideos")},
+	"SetLongVideoRemoval":  {update("LongVideos"), get("LongVideos")},
 
 	"CountRequest": {update("RateLimits")},
 

@@ -33,6 +33,8 @@ type accountItem struct {
 	JournalAt  string `dynamodbav:"jat,omitempty"`
 	// WebhookSecret signs the account's webhooks.
 	WebhookSecret string `dynamodbav:"webhook_secret,omitempty"`
+	// OutputRetentionDays: absent for the default retention.
+	OutputRetentionDays int `dynamodbav:"output_retention_days,omitempty"`
 	// Usage is read from the usage_credits_<month> and usage_jobs_<month>
 	// attributes that Capture adds to (see usageFrom).
 	Usage map[string]domain.Usage `dynamodbav:"-"`
@@ -40,7 +42,7 @@ type accountItem struct {
 
 func (it accountItem) account() (domain.Account, error) {
 	a := domain.Account{UserID: it.UserID, Plan: domain.Plan(it.Plan), CustomRateLimit: it.RateLimit,
-		WebhookSecret: it.WebhookSecret, Usage: it.Usage,
+		WebhookSecret: it.WebhookSecret, Usage: it.Usage, OutputRetentionDays: it.OutputRetentionDays,
 		Balance: domain.CentsToCredits(it.Balance), Held: domain.CentsToCredits(it.Held),
 		Granted: domain.CentsToCredits(it.Granted), Captured: domain.CentsToCredits(it.Captured)}
 	var err error
@@ -53,7 +55,7 @@ func (it accountItem) account() (domain.Account, error) {
 func (s *Store) CreateAccount(ctx context.Context, a domain.Account) error {
 	return s.putNew(ctx, s.tables.Accounts, "user_id", accountItem{
 		UserID: a.UserID, Plan: string(a.Plan), RateLimit: a.CustomRateLimit,
-		CreatedAt: formatTime(a.CreatedAt),
+		CreatedAt: formatTime(a.CreatedAt), OutputRetentionDays: a.OutputRetentionDays,
 	}, "create account "+a.UserID)
 }
 

@@ -63,6 +63,7 @@ type generationItem struct {
 	UpstreamModel string `dynamodbav:"upstream_model,omitempty"`
 	UpstreamJobs  string `dynamodbav:"upstream_jobs,omitempty"`
 	webhookFields
+	filesFields
 }
 
 func (it generationItem) generation() (domain.Generation, error) {
@@ -85,6 +86,9 @@ func (it generationItem) generation() (domain.Generation, error) {
 		return domain.Generation{}, fmt.Errorf("generation %s: %w", it.UUID, err)
 	}
 	if g.CreatedAt, g.UpdatedAt, g.Deadline, err = it.parse(); err != nil {
+		return domain.Generation{}, fmt.Errorf("generation %s: %w", it.UUID, err)
+	}
+	if g.Files, err = it.files(); err != nil {
 		return domain.Generation{}, fmt.Errorf("generation %s: %w", it.UUID, err)
 	}
 	return g, nil
@@ -287,6 +291,7 @@ func (s *Store) FinishGeneration(ctx context.Context, uuid string, o domain.Outc
 		set += ", #e = :err"
 		values[":err"] = strAV(o.Error)
 	}
+	set = setOutputExpiry(set, values, o)
 	return s.updateProcessing(ctx, s.tables.Generations, "uuid", uuid, set, values)
 }
 

@@ -38,6 +38,7 @@ type longVideoItem struct {
 	// SetSceneStatus can set one entry.
 	SceneStatus map[string]sceneStateItem `dynamodbav:"scene_status"`
 	webhookFields
+	filesFields
 }
 
 func (s *Store) CreateLongVideo(ctx context.Context, v domain.LongVideo) error {
@@ -94,6 +95,9 @@ func (it longVideoItem) longVideo() (domain.LongVideo, error) {
 	if v.CreatedAt, v.UpdatedAt, v.Deadline, err = it.parse(); err != nil {
 		return domain.LongVideo{}, fmt.Errorf("long video %s: %w", it.ID, err)
 	}
+	if v.Files, err = it.files(); err != nil {
+		return domain.LongVideo{}, fmt.Errorf("long video %s: %w", it.ID, err)
+	}
 	return v, nil
 }
 
@@ -111,6 +115,7 @@ func (s *Store) FinishLongVideo(ctx context.Context, id string, o domain.Outcome
 		set += ", #e = :err"
 		values[":err"] = strAV(o.Error)
 	}
+	set = setOutputExpiry(set, values, o)
 	return s.updateProcessing(ctx, s.tables.LongVideos, "id", id, set, values)
 }
 

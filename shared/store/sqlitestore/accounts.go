@@ -11,9 +11,9 @@ import (
 
 func (s *Store) CreateAccount(ctx context.Context, a domain.Account) error {
 	return s.insertNew(ctx, "create account "+a.UserID,
-		`INSERT INTO accounts (user_id, plan, rate_limit, created_at) VALUES (?, ?, ?, ?)
+		`INSERT INTO accounts (user_id, plan, rate_limit, created_at, output_retention_days) VALUES (?, ?, ?, ?, ?)
 		 ON CONFLICT(user_id) DO NOTHING`,
-		a.UserID, string(a.Plan), a.CustomRateLimit, formatTime(a.CreatedAt))
+		a.UserID, string(a.Plan), a.CustomRateLimit, formatTime(a.CreatedAt), a.OutputRetentionDays)
 }
 
 func (s *Store) GetAccount(ctx context.Context, userID string) (domain.Account, error) {
@@ -42,22 +42,23 @@ func (s *Store) GetAccountHeader(ctx context.Context, userID string) (domain.Acc
 }
 
 // accountHeaderColumns are an account's row without its usage.
-const accountHeaderColumns = `plan, rate_limit, balance, held, granted, captured, created_at, webhook_secret`
+const accountHeaderColumns = `plan, rate_limit, balance, held, granted, captured, created_at, webhook_secret, output_retention_days`
 
 // accountRow scans accountHeaderColumns.
 type accountRow struct {
 	plan, created, secret            string
-	rateLimit                        int
+	rateLimit, retention             int
 	balance, held, granted, captured int64
 }
 
 func (r *accountRow) dest() []any {
-	return []any{&r.plan, &r.rateLimit, &r.balance, &r.held, &r.granted, &r.captured, &r.created, &r.secret}
+	return []any{&r.plan, &r.rateLimit, &r.balance, &r.held, &r.granted, &r.captured, &r.created, &r.secret, &r.retention}
 }
 
 func (r *accountRow) account(userID string) (domain.Account, error) {
 	a := domain.Account{UserID: userID, Plan: domain.Plan(r.plan), CustomRateLimit: r.rateLimit, WebhookSecret: r.secret,
-		Balance: domain.CentsToCredits(r.balance), Held: domain.CentsToCredits(r.held),
+		OutputRetentionDays: r.retention,
+		Balance:             domain.CentsToCredits(r.balance), Held: domain.CentsToCredits(r.held),
 		Granted: domain.CentsToCredits(r.granted), Captured: domain.CentsToCredits(r.captured)}
 	var err error
 	if a.CreatedAt, err = parseTime(r.created); err != nil {

@@ -42,15 +42,15 @@ func (s *Store) GetLongVideo(ctx context.Context, id string) (domain.LongVideo, 
 func (s *Store) queryLongVideos(ctx context.Context, where string, args ...any) ([]domain.LongVideo, error) {
 	return queryRows(ctx, s, "read long videos", `SELECT id, user_id, prompt, model, language_code, enable_narration,
 		video_style, scenes, status, final_video_url, total_duration, error, credits_held, created_at, updated_at,
-		deadline, webhook_url, webhook_events, webhook_attempts, scene_status
+		deadline, webhook_url, webhook_events, webhook_attempts, scene_status, output_expires_at, data_removal
 		FROM long_videos `+where, args,
 		func(rows *sql.Rows) (domain.LongVideo, error) {
 			var v domain.LongVideo
-			var scenes, status, created, updated, deadline, events, attempts, sceneStatus string
+			var scenes, status, created, updated, deadline, events, attempts, sceneStatus, expires, removal string
 			var credits int64
 			err := rows.Scan(&v.ID, &v.UserID, &v.Prompt, &v.Model, &v.LanguageCode, &v.EnableNarration, &v.VideoStyle,
 				&scenes, &status, &v.FinalVideoURL, &v.TotalDuration, &v.Error, &credits, &created, &updated, &deadline,
-				&v.Webhook.URL, &events, &attempts, &sceneStatus)
+				&v.Webhook.URL, &events, &attempts, &sceneStatus, &expires, &removal)
 			if err != nil {
 				return domain.LongVideo{}, fmt.Errorf("read long videos: %w", err)
 			}
@@ -60,6 +60,9 @@ func (s *Store) queryLongVideos(ctx context.Context, where string, args ...any) 
 				return domain.LongVideo{}, err
 			}
 			v.CreatedAt, v.UpdatedAt, v.Deadline, err = parseRecordTimes(created, updated, deadline)
+			if err == nil {
+				v.Files, err = storedFiles(expires, removal)
+			}
 			return v, err
 		})
 }
@@ -70,8 +73,12 @@ func (s *Store) FinishLongVideo(ctx context.Context, id string, o domain.Outcome
 		url = o.OutputURLs[0]
 	}
 	return s.updateProcessing(ctx, "long_videos", "id", id,
-		`status = ?, final_video_url = ?, total_duration = ?, error = ?, updated_at = ?`,
-		string(o.Status), url, o.TotalDuration, o.Error, formatTime(at))
+		`status = ?, final_video_url = ?, total_duration = ?, error = ?, output_expires_at = ?, updated_at = ?`,
+		string(o.Status), url, o.TotalDuration, o.Error, formatOptionalTime(o.OutputExpiresAt), formatTime(at))
+}
+
+func (s *Store) SetLongVideoRemoval(ctx context.Context, id string, r domain.Removal, at time.Time) error {
+	return s.setRemoval(ctx, "long_videos", "id", id, r, at)
 }
 
 func (s *Store) ListLongVideos(ctx context.Context, q store.ListQuery) (store.Page[domain.LongVideo], error) {

@@ -178,6 +178,15 @@ var addedColumns = []struct{ table, column, decl string }{
 	// What a hold's journal entries and usage carry (the journal).
 	{"holds", "model", "TEXT NOT NULL DEFAULT ''"},
 	{"holds", "key_prefix", "TEXT NOT NULL DEFAULT ''"},
+	// The life of the stored files: when their retention ends ('' before
+	// there are outputs) and where their deletion stands ('', removing,
+	// removed).
+	{"generations", "output_expires_at", "TEXT NOT NULL DEFAULT ''"},
+	{"generations", "data_removal", "TEXT NOT NULL DEFAULT ''"},
+	{"long_videos", "output_expires_at", "TEXT NOT NULL DEFAULT ''"},
+	{"long_videos", "data_removal", "TEXT NOT NULL DEFAULT ''"},
+	// 0: the default retention.
+	{"accounts", "output_retention_days", "INTEGER NOT NULL DEFAULT 0"},
 }
 
 // numberGenerations gives the generations of a database made before seq its

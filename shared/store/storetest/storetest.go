@@ -50,6 +50,9 @@ func Run(t *testing.T, s store.Store) {
 		{"UpstreamJobIsRecordedOnce", testUpstreamIDOnce},
 		{"RestartListsGenerationsInFlight", testRestartListsGenerations},
 		{"RestartListsLongVideosInFlight", testRestartListsLongVideos},
+		{"CompletedOutputsKeepTheirExpiry", testOutputExpiry},
+		{"OutputRemovalOnlyMovesForward", testOutputRemoval},
+		{"AccountsKeepTheirOutputRetention", testOutputRetention},
 		// Last: every account the tests above made.
 		{"LedgerVerifiesForEveryAccount", testVerifyAll},
 	}

@@ -1,0 +1,125 @@
+package deploy
+
+import (
+	"maps"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/mediagen-dev/mediagen/shared/domain"
+	"github.com/mediagen-dev/mediagen/shared/media"
+)
+
+// TestOutputsExpireAfterTheRetention: the bucket's lifecycle rules expire
+// each record prefix after the default retention, the one the records'
+// output_expires_at counts (domain.DefaultRetentionDays), and the bucket
+// holds nothing outside those prefixes that a rule would miss.
+func TestOutputsExpireAfterTheRetention(t *testing.T) {
+	props := resource(t, "OutputBucket", "AWS::S3::Bucket").Properties
+	lc, _ := props["LifecycleConfiguration"].(map[string]any)
+	rules, _ := lc["Rules"].([]any)
+	expires := map[string]int{} // by prefix, untagged rules
+	tagged := map[string]int{}  // by retention tag value, rules without a prefix
+	for _, r := range rules {
+		rm, _ := r.(map[string]any)
+		days, ok := number(rm["ExpirationInDays"])
+		if rm["Status"] != "Enabled" || !ok {
+			continue
+		}
+		prefix, _ := rm["Prefix"].(string)
+		filters, _ := rm["TagFilters"].([]any)
+		switch {
+		case len(filters) == 0:
+			expires[prefix] = days
+		case len(filters) == 1 && prefix == "":
+			f, _ := filters[0].(map[string]any)
+			if f["Key"] == domain.RetentionTag {
+				v, _ := f["Value"].(string)
+				tagged[v] = days
+			}
+		default:
+			t.Errorf("OutputBucket: a lifecycle rule %s neither expires a prefix nor one retention tag", show(rm))
+		}
+	}
+	// An account's retention other than the default is a tag rule of its
+	// own, and none is longer than the default, whose prefix rules cover
+	// every object (S3 applies the shortest matching rule).
+	for _, days := range domain.RetentionChoices {
+		if days > domain.DefaultRetentionDays {
+			t.Errorf("retention %d days is longer than the default's prefix rule, which would cut it short", days)
+		}
+		if days == domain.DefaultRetentionDays {
+			continue
+		}
+		if got, ok := tagged[strconv.Itoa(days)]; !ok || got != days {
+			t.Errorf("OutputBucket: no enabled rule expiring objects tagged %s=%d after %d days", domain.RetentionTag, days, days)
+		}
+	}
+	if len(tagged) != len(domain.RetentionChoices)-1 {
+		t.Errorf("OutputBucket: tag rules %v, want one per retention choice but the default %v", tagged, domain.RetentionChoices)
+	}
+	for _, prefix := range media.ExpiringPrefixes {
+		if days, ok := expires[prefix]; !ok || days != domain.DefaultRetentionDays {
+			t.Errorf("OutputBucket: no enabled rule expiring %s after %d days (rules: %s)", prefix, domain.DefaultRetentionDays, show(rules))
+		}
+	}
+	for _, key := range append(objectKeys, media.GenerationPrefix("x"), media.LongVideoPrefix("x")) {
+		if !slices.ContainsFunc(media.ExpiringPrefixes, func(p string) bool { return strings.HasPrefix(key, p) }) {
+			t.Errorf("the object %s is under no expiring prefix", key)
+		}
+	}
+}
+
+// TestOnlyTheDeleteRoutesDeleteObjects: every S3 action granted is one
+// the function's code makes (usesOf), so s3:DeleteObject belongs to the
+// two delete-output functions alone; and every listing (theirs, and the
+// poller's and finalize's, which tag a shorter retention) is confined by a
+// condition to its record kind's prefix.
+func TestOnlyTheDeleteRoutesDeleteObjects(t *testing.T) {
+	deleters := map[string]string{"GenerationOutputDeleteFunction": "generations/*", "LongStoryOutputDeleteFunction": "long-videos/*"}
+	// Who lists the bucket, and the one prefix each may list.
+	listers := map[string]string{"PollerFunction": "generations/*", "FinalizeFunction": "long-videos/*"}
+	maps.Copy(listers, deleters)
+	for _, p := range principals(t) {
+		used := allUses(t)[p.name]
+		for _, g := range p.grants {
+			for _, a := range g.actions {
+				if !strings.HasPrefix(strings.ToLower(a), "s3:") {
+					continue
+				}
+				if !slices.ContainsFunc(used, func(u use) bool {
+					return slices.ContainsFunc(u.actions, func(ua string) bool { return glob(a, ua, true) })
+				}) {
+					t.Errorf("%s: grants %s, which %s's code never calls", g.where, a, p.name)
+				}
+				if glob(a, "s3:DeleteObject", true) && deleters[p.name] == "" {
+					t.Errorf("%s: grants s3:DeleteObject; only the delete-output functions delete objects", g.where)
+				}
+			}
+		}
+	}
+	for _, f := range functions {
+		policies, _ := resource(t, f.ID, "AWS::Serverless::Function").Properties["Policies"].([]any)
+		fn, prefix := f.ID, listers[f.ID]
+		found := false
+		walk(policies, fn, func(path string, m map[string]any) {
+			if m["Action"] != "s3:ListBucket" {
+				return
+			}
+			found = true
+			if prefix == "" {
+				t.Errorf("%s: lists the bucket; only %v do", path, slices.Collect(maps.Keys(listers)))
+				return
+			}
+			cond, _ := m["Condition"].(map[string]any)
+			like, _ := cond["StringLike"].(map[string]any)
+			if like["s3:prefix"] != prefix || len(cond) != 1 || len(like) != 1 {
+				t.Errorf("%s: s3:ListBucket's Condition is %s, want StringLike s3:prefix %s only", path, show(cond), prefix)
+			}
+		})
+		if !found && prefix != "" {
+			t.Errorf("%s: no s3:ListBucket statement", fn)
+		}
+	}
+}

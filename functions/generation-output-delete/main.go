@@ -1,0 +1,12 @@
+// Command generation-output-delete is the Lambda function of DELETE /api/generations/{id}/output.
+package main
+
+import (
+	"github.com/aws/aws-lambda-go/lambda"
+
+	"github.com/mediagen-dev/mediagen/shared/lambdawiring"
+)
+
+func main() {
+	lambda.Start(lambdawiring.Build("generation-output-delete", lambdawiring.GenerationOutputDelete))
+}
