@@ -21,7 +21,7 @@ type Store interface {
 	GetAccount(ctx context.Context, userID string) (domain.Account, error)
 	Grant(ctx context.Context, userID, grantID string, amount decimal.Decimal) (bool, error)
 	PutAPIKey(ctx context.Context, k domain.APIKey) error
-	RevokeAPIKey(ctx context.Context, prefix string, at time.Time) error
+	RevokeAPIKey(ctx context.Context, prefix string, at time.Time) (time.Time, error)
 	ListAPIKeys(ctx context.Context, userID string) ([]domain.APIKey, error)
 	AccountHolds(ctx context.Context, userID string) ([]domain.Hold, error)
 	EnsureWebhookSecret(ctx context.Context, userID, candidate string) (string, error)
@@ -124,7 +124,7 @@ func (s *Service) CreateKey(ctx context.Context, userID string) (CreatedKey, err
 	if err != nil {
 		return CreatedKey{}, err
 	}
-	if err := s.Store.PutAPIKey(ctx, domain.APIKey{Hash: k.Hash, Prefix: k.Prefix, UserID: userID, CreatedAt: s.now()}); err != nil {
+	if err := s.Store.PutAPIKey(ctx, domain.APIKey{Hash: k.Hash, Prefix: k.Prefix, UserID: userID, Scopes: domain.AllScopes, CreatedAt: s.now()}); err != nil {
 		return CreatedKey{}, fmt.Errorf("create key for %s: %w", userID, err)
 	}
 	return CreatedKey{UserID: userID, APIKey: k.Plain, Prefix: k.Prefix}, nil
@@ -135,8 +135,8 @@ func (s *Service) RevokeKey(ctx context.Context, prefix string) (time.Time, erro
 	if !apikey.ValidPrefix(prefix) {
 		return time.Time{}, fmt.Errorf("%w: %q is not a key prefix (they look like mgk_ followed by 10 letters and digits)", domain.ErrInvalid, prefix)
 	}
-	at := s.now()
-	if err := s.Store.RevokeAPIKey(ctx, prefix, at); err != nil {
+	at, err := s.Store.RevokeAPIKey(ctx, prefix, s.now())
+	if err != nil {
 		return time.Time{}, fmt.Errorf("revoke key: %w", err)
 	}
 	return at, nil
