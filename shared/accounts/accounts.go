@@ -10,7 +10,6 @@ import (
 	"github.com/google/uuid"
 	"github.com/shopspring/decimal"
 
-	"github.com/mediagen-dev/mediagen/shared/apikey"
 	"github.com/mediagen-dev/mediagen/shared/domain"
 	"github.com/mediagen-dev/mediagen/shared/webhook"
 )
@@ -115,25 +114,24 @@ type CreatedKey struct {
 	Prefix string `json:"prefix"`
 }
 
-// CreateKey mints another API key for an existing account.
+// CreateKey mints another API key for an existing account, with every
+// scope and no daily limit: the admin command's keys are the owner's.
 func (s *Service) CreateKey(ctx context.Context, userID string) (CreatedKey, error) {
 	if _, err := s.Store.GetAccount(ctx, userID); err != nil {
 		return CreatedKey{}, fmt.Errorf("create key: %w", err)
 	}
-	k, err := apikey.New()
+	k, plain, err := mintKey(ctx, s.Store, userID, NewKey{Name: DefaultKeyName, Scopes: domain.AllScopes}, s.now())
 	if err != nil {
 		return CreatedKey{}, err
 	}
-	if err := s.Store.PutAPIKey(ctx, domain.APIKey{Hash: k.Hash, Prefix: k.Prefix, UserID: userID, Scopes: domain.AllScopes, CreatedAt: s.now()}); err != nil {
-		return CreatedKey{}, fmt.Errorf("create key for %s: %w", userID, err)
-	}
-	return CreatedKey{UserID: userID, APIKey: k.Plain, Prefix: k.Prefix}, nil
+	return CreatedKey{UserID: userID, APIKey: plain, Prefix: k.Prefix}, nil
 }
 
-// RevokeKey revokes the key with this prefix; it fails at once everywhere.
+// RevokeKey revokes the key with this prefix, whichever account holds it;
+// it fails at once everywhere. A key revoked before keeps its first time.
 func (s *Service) RevokeKey(ctx context.Context, prefix string) (time.Time, error) {
-	if !apikey.ValidPrefix(prefix) {
-		return time.Time{}, fmt.Errorf("%w: %q is not a key prefix (they look like mgk_ followed by 10 letters and digits)", domain.ErrInvalid, prefix)
+	if err := checkPrefix(prefix); err != nil {
+		return time.Time{}, err
 	}
 	at, err := s.Store.RevokeAPIKey(ctx, prefix, s.now())
 	if err != nil {
