@@ -157,9 +157,13 @@ type AccountView struct {
 
 // KeyView shows a key without its secret.
 type KeyView struct {
-	Prefix    string     `json:"prefix"`
-	CreatedAt time.Time  `json:"created_at"`
-	RevokedAt *time.Time `json:"revoked_at,omitempty"`
+	Prefix           string         `json:"prefix"`
+	Name             string         `json:"name"`
+	Scopes           []domain.Scope `json:"scopes"`
+	DailyCreditLimit *string        `json:"daily_credit_limit,omitempty"`
+	CreatedAt        time.Time      `json:"created_at"`
+	LastUsedAt       *time.Time     `json:"last_used_at,omitempty"`
+	RevokedAt        *time.Time     `json:"revoked_at,omitempty"`
 }
 
 // Show reads an account with its keys.
@@ -181,7 +185,15 @@ func (s *Service) Show(ctx context.Context, userID string) (AccountView, error) 
 	v.OpenHolds = &open
 	v.Keys = []KeyView{}
 	for _, k := range keys {
-		kv := KeyView{Prefix: k.Prefix, CreatedAt: k.CreatedAt}
+		kv := KeyView{Prefix: k.Prefix, Name: k.Name, Scopes: k.Scopes, CreatedAt: k.CreatedAt}
+		if k.DailyCreditLimit.IsPositive() {
+			limit := domain.FormatCredits(k.DailyCreditLimit)
+			kv.DailyCreditLimit = &limit
+		}
+		if !k.LastUsedAt.IsZero() {
+			at := k.LastUsedAt
+			kv.LastUsedAt = &at
+		}
 		if k.Revoked() {
 			at := k.RevokedAt
 			kv.RevokedAt = &at
