@@ -167,14 +167,14 @@ type KeyCreator struct {
 // limit no higher. The plain key is returned once, here.
 func (c *KeyCreator) Create(ctx context.Context, userID string, caller domain.Caller, in NewKey) (domain.APIKey, string, error) {
 	if lacks := caller.Lacks(in.Scopes); len(lacks) > 0 {
-		return domain.APIKey{}, "", &domain.InsufficientScopeError{Needed: lacks,
-			Reason: fmt.Sprintf("a key cannot grant scopes it does not hold: this one lacks %s (it holds %s)",
-				domain.JoinScopes(lacks, ", "), domain.JoinScopes(caller.Scopes, ", "))}
+		return domain.APIKey{}, "", &domain.InsufficientScopeError{Reason: fmt.Sprintf(
+			"a key cannot grant scopes it does not hold: this one lacks %s (it holds %s)",
+			domain.JoinScopes(lacks, ", "), domain.JoinScopes(caller.Scopes, ", "))}
 	}
 	if limit := caller.DailyCreditLimit; limit.IsPositive() && (!in.DailyCreditLimit.IsPositive() || in.DailyCreditLimit.GreaterThan(limit)) {
-		return domain.APIKey{}, "", &domain.InsufficientScopeError{
-			Reason: fmt.Sprintf("a key cannot grant a budget beyond its own: this one has a daily credit limit of %s, so the key it creates needs a daily_credit_limit of at most %s",
-				domain.FormatCredits(limit), domain.FormatCredits(limit))}
+		return domain.APIKey{}, "", &domain.InsufficientScopeError{Reason: fmt.Sprintf(
+			"a key cannot grant a budget beyond its own: this one has a daily credit limit of %s, so the key it creates needs a daily_credit_limit of at most %s",
+			domain.FormatCredits(limit), domain.FormatCredits(limit))}
 	}
 	return mintKey(ctx, c.Store, userID, in, domain.Now(c.Now))
 }

@@ -72,12 +72,9 @@ func (c Caller) Lacks(want []Scope) []Scope {
 
 // InsufficientScopeError refuses a request its credentials do not cover:
 // a route needing a scope the key lacks, or a key asked to give another key
-// more than it holds itself.
+// more than it holds itself. Reason is the refusal for the caller, naming
+// what was missing.
 type InsufficientScopeError struct {
-	// Needed are the scopes that were missing (empty when the refusal is
-	// about a budget).
-	Needed []Scope
-	// Reason is the refusal for the caller, naming what was missing.
 	Reason string
 }
 

@@ -253,12 +253,13 @@ const credentialToken = "token"
 // Authorization header alone, and hands it to every route of the API (the
 // template's identity source; docs/deploy.md). So the answer must not
 // depend on the route: tokens are checked on every route, and the context
-// says a token was used and until when it holds; the route (Gate.account)
-// refuses a token where tokens are not accepted (the POST routes) and one
-// past its expiry. Nothing is counted here: the rate limit is counted by
-// the route, on every request, cached or not. A key's use is noted here,
-// when its stored last use is older than domain.LastUsedGranularity: one
-// conditional write per key and interval, never one per request.
+// says a token was used and until when it holds, and for a key its scopes;
+// the route (Gate.account, Gate.authed) refuses a token where its Access
+// takes none and one past its expiry, and a key without its scope. Nothing
+// is counted here: the rate limit is counted by the route, on every
+// request, cached or not. A key's use is noted here, when its stored last
+// use is older than domain.LastUsedGranularity: one conditional write per
+// key and interval, never one per request.
 func (g *Gate) Authorize(ctx context.Context, req AuthorizerRequest) (AuthorizerResult, error) {
 	authorization := req.Headers["authorization"]
 	for k, v := range req.Headers {
@@ -439,9 +440,9 @@ func (g *Gate) authed(access Access, userOnly bool, h AuthedHandler) Handler {
 		// request leaves nothing behind.
 		var resp Response
 		if !caller.Has(access.Scope) {
-			err = &domain.InsufficientScopeError{Needed: []domain.Scope{access.Scope},
-				Reason: fmt.Sprintf("this API key lacks the %s scope, which %s needs (it holds: %s)",
-					access.Scope, req.RouteKey, domain.JoinScopes(caller.Scopes, ", "))}
+			err = &domain.InsufficientScopeError{Reason: fmt.Sprintf(
+				"this API key lacks the %s scope, which %s needs (it holds: %s)",
+				access.Scope, req.RouteKey, domain.JoinScopes(caller.Scopes, ", "))}
 		} else {
 			ctx = domain.WithCaller(ctx, caller)
 			if g.Idempotency != nil {

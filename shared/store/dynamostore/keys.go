@@ -96,11 +96,11 @@ func (s *Store) RevokeAPIKey(ctx context.Context, prefix string, at time.Time) (
 		if err != nil {
 			return time.Time{}, fmt.Errorf("revoke api key %s: %w", prefix, err)
 		}
-		var now apiKeyItem
-		if err := attributevalue.UnmarshalMap(up.Attributes, &now); err != nil {
+		var after apiKeyItem
+		if err := attributevalue.UnmarshalMap(up.Attributes, &after); err != nil {
 			return time.Time{}, fmt.Errorf("decode api key %s: %w", prefix, err)
 		}
-		if revoked, err = parseTime(now.RevokedAt); err != nil {
+		if revoked, err = parseTime(after.RevokedAt); err != nil {
 			return time.Time{}, err
 		}
 	}
