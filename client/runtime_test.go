@@ -266,3 +266,37 @@ func TestEstimateCancelListAndAccount(t *testing.T) {
 		t.Errorf("long videos = %+v, %v; want none", p, err)
 	}
 }
+
+// The key methods against the local runtime: a key made with the dev key,
+// listed without its secret, used, then revoked and refused; a read key's
+// generate is an *APIError insufficient_scope.
+func TestKeysCreateListUseAndRevoke(t *testing.T) {
+	rt := runtimetest.Start(t, runtime.Config{})
+	c := client.New(rt.BaseURL, rt.Dev.APIKey)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	k, err := c.CreateKey(ctx, client.KeyRequest{Name: "reader", Scopes: []string{"read"}, DailyCreditLimit: "5.00"})
+	if err != nil || k.APIKey == "" || k.Name != "reader" || k.DailyCreditLimit == nil || *k.DailyCreditLimit != "5.00" {
+		t.Fatalf("CreateKey = %+v, %v", k, err)
+	}
+	reader := client.New(rt.BaseURL, k.APIKey)
+	if _, err := reader.Account(ctx); err != nil {
+		t.Fatalf("the new key reads the account: %v", err)
+	}
+	var apiErr *client.APIError
+	_, err = reader.Generate(ctx, client.GenerateRequest{Model: "provider-a", ModelVersion: "theta-4-fast", Input: map[string]any{"prompt": "x"}})
+	if !errors.As(err, &apiErr) || apiErr.Status != http.StatusForbidden || apiErr.Code != "insufficient_scope" {
+		t.Errorf("a read key's Generate = %v, want 403 insufficient_scope", err)
+	}
+	keys, err := c.Keys(ctx)
+	if err != nil || len(keys) != 2 || keys[0].Prefix != k.Prefix || keys[0].LastUsedAt == nil {
+		t.Fatalf("Keys = %+v, %v; want the new key first, used", keys, err)
+	}
+	r, err := c.RevokeKey(ctx, k.Prefix)
+	if err != nil || r.Prefix != k.Prefix || r.RevokedAt == "" {
+		t.Fatalf("RevokeKey = %+v, %v", r, err)
+	}
+	if _, err := reader.Account(ctx); !errors.As(err, &apiErr) || apiErr.Status != http.StatusUnauthorized {
+		t.Errorf("the revoked key = %v, want 401", err)
+	}
+}

@@ -25,6 +25,7 @@ import (
 	"github.com/shopspring/decimal"
 
 	"github.com/mediagen-dev/mediagen/shared/accounts"
+	"github.com/mediagen-dev/mediagen/shared/apikey"
 	"github.com/mediagen-dev/mediagen/shared/catalog"
 	"github.com/mediagen-dev/mediagen/shared/domain"
 	"github.com/mediagen-dev/mediagen/shared/ffmpeg"
@@ -321,8 +322,13 @@ func TestEveryFunctionAnswersItsSampleEvent(t *testing.T) {
 	t.Run("authorizer", func(t *testing.T) {
 		got := invoke(t, "authorizer", e.event(t, "authorizer"))
 		c, _ := got["context"].(map[string]any)
-		if got["isAuthorized"] != true || c["user_id"] != e.userID {
-			t.Errorf("answered %v, want authorized for %s", got, e.userID)
+		if got["isAuthorized"] != true || c["user_id"] != e.userID || c["scopes"] != "generate,read,admin" || c["key_prefix"] == nil {
+			t.Errorf("answered %v, want authorized for %s with the key's prefix and every scope", got, e.userID)
+		}
+		// The key's use is noted (its first, so the stored time was unset).
+		prefix, hash, _ := apikey.Parse(e.key)
+		if k, err := e.store.GetAPIKey(ctx, hash); err != nil || k.LastUsedAt.IsZero() || c["key_prefix"] != prefix {
+			t.Errorf("the key reads %+v, %v; want its use noted", k, err)
 		}
 	})
 	t.Run("generate", func(t *testing.T) {

@@ -15,6 +15,7 @@ import (
 	"github.com/shopspring/decimal"
 
 	"github.com/mediagen-dev/mediagen/api"
+	"github.com/mediagen-dev/mediagen/shared/apikey"
 	"github.com/mediagen-dev/mediagen/shared/domain"
 	"github.com/mediagen-dev/mediagen/shared/webhook"
 )
@@ -142,6 +143,40 @@ func routesAndWebhooks(t *testing.T, e *env) {
 		}
 		if a, _ := e.store.GetAccount(ctx, e.userID); a.WebhookSecret != secret {
 			t.Errorf("the signing secret shown is not the account's")
+		}
+	})
+	// The key routes, in the order a holder uses them: create (the secret
+	// answered once), list (no secret), revoke the new key.
+	var created map[string]any
+	t.Run("account-key-create", func(t *testing.T) {
+		got := invoke(t, "account-key-create", e.event(t, "account-key-create"))
+		created = body(t, got)
+		prefix, _ := created["prefix"].(string)
+		secret, _ := created["api_key"].(string)
+		if got["statusCode"] != 201.0 || !strings.HasPrefix(secret, prefix+"_") || created["daily_credit_limit"] != "250.00" {
+			t.Fatalf("answered %v", got)
+		}
+		k, err := e.store.GetAPIKey(ctx, apikey.Hash(secret))
+		if err != nil || k.UserID != e.userID || k.Name != "ci" || !slices.Equal(k.Scopes, []domain.Scope{domain.ScopeGenerate, domain.ScopeRead}) {
+			t.Errorf("stored %+v, %v", k, err)
+		}
+	})
+	t.Run("account-keys-list", func(t *testing.T) {
+		got := invoke(t, "account-keys-list", e.event(t, "account-keys-list"))
+		raw, _ := got["body"].(string)
+		if got["statusCode"] != 200.0 || !strings.Contains(raw, `"prefix":"`+created["prefix"].(string)+`"`) ||
+			strings.Contains(raw, created["api_key"].(string)) || strings.Contains(raw, "api_key") {
+			t.Errorf("answered %v, want the new key listed without its secret", got)
+		}
+	})
+	t.Run("account-key-revoke", func(t *testing.T) {
+		prefix := created["prefix"].(string)
+		got := invoke(t, "account-key-revoke", e.event(t, "account-key-revoke", "mgk_bbbbbbbbbb", prefix))
+		if b := body(t, got); got["statusCode"] != 200.0 || b["prefix"] != prefix || b["revoked_at"] == nil {
+			t.Errorf("answered %v", got)
+		}
+		if k, err := e.store.GetAPIKey(ctx, apikey.Hash(created["api_key"].(string))); err != nil || !k.Revoked() {
+			t.Errorf("the key reads %+v, %v; want it revoked", k, err)
 		}
 	})
 	t.Run("open-api", func(t *testing.T) {

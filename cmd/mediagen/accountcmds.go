@@ -81,6 +81,7 @@ func transactionsCmd(ctx context.Context, args []string, stdout, stderr io.Write
 	return exitOK
 }
 
+// orDash is an optional field of a table row: "-" when absent.
 func orDash(s *string) string {
 	if s == nil {
 		return "-"

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -62,6 +63,10 @@ func TestAdminCommandsManageAnAccount(t *testing.T) {
 	if code != 0 || shown.Balance != "250.50" || shown.Held != "0.00" || shown.RateLimit != 600 || shown.Plan != "enterprise" ||
 		len(shown.Keys) != 1 || shown.Keys[0].Prefix != prefix {
 		t.Errorf("accounts show = %d %+v", code, shown)
+	}
+	// The account's first key is the owner's: every scope, no limit.
+	if k := shown.Keys[0]; !slices.Equal(k.Scopes, domain.AllScopes) || k.Name != accounts.DefaultKeyName || k.DailyCreditLimit != nil {
+		t.Errorf("the first key shows %+v; want every scope and no limit", k)
 	}
 	if strings.Contains(out, created.APIKey) {
 		t.Error("accounts show printed the secret key")

@@ -37,18 +37,22 @@ var clientCommands = map[string]command{
 	"usage":               usageCmd,
 	"delete-output":       deleteOutputCmd,
 	"story delete-output": storyDeleteOutputCmd,
+	// The key routes (keyscmds.go): named after their path, so they do not
+	// clash with the admin commands keys create and keys revoke.
+	"account keys list":   accountKeysListCmd,
+	"account keys create": accountKeysCreateCmd,
+	"account keys revoke": accountKeysRevokeCmd,
 }
 
-// clientCommand finds the client command args start with and the
-// arguments after its name.
+// clientCommand finds the client command args start with (its name is one
+// to three words) and the arguments after its name.
 func clientCommand(args []string) (command, []string, bool) {
-	if len(args) >= 2 {
-		if cmd, ok := clientCommands[args[0]+" "+args[1]]; ok {
-			return cmd, args[2:], true
+	for n := min(len(args), 3); n >= 1; n-- {
+		if cmd, ok := clientCommands[strings.Join(args[:n], " ")]; ok {
+			return cmd, args[n:], true
 		}
 	}
-	cmd, ok := clientCommands[args[0]]
-	return cmd, args[1:], ok
+	return nil, nil, false
 }
 
 // apiFlags are the connection flags of every client command.

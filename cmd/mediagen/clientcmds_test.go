@@ -206,3 +206,37 @@ func TestClientCommandsHaveHelpThatHidesTheKey(t *testing.T) {
 		}
 	}
 }
+
+// account keys create, list and revoke call the key routes with the
+// caller's key; the admin commands keep their names (keys create --user,
+// keys revoke --prefix) and a client-looking `keys list` says where to go.
+func TestAccountKeysCommandsManageTheCallersKeys(t *testing.T) {
+	clientEnv(t)
+	code, stdout, stderr := mediagen(t, "account", "keys", "create", "--name", "ci", "--scopes", "read", "--daily-credit-limit", "12.5")
+	secret := strings.TrimSpace(stdout)
+	if code != 0 || !strings.HasPrefix(secret, "mgk_") || !strings.Contains(stderr, "shown this once") {
+		t.Fatalf("create: exit %d, stdout %q, stderr %q", code, stdout, stderr)
+	}
+	prefix := secret[:len("mgk_")+10]
+	code, stdout, stderr = mediagen(t, "account", "keys", "list")
+	if code != 0 || !strings.Contains(stdout, prefix) || !strings.Contains(stdout, "12.50") || strings.Contains(stdout, secret) {
+		t.Fatalf("list: exit %d, stdout %q, stderr %q", code, stdout, stderr)
+	}
+	// The new key lacks admin: it cannot list keys.
+	code, _, stderr = mediagen(t, "account", "keys", "list", "--api-key", secret)
+	if code == 0 || !strings.Contains(stderr, "admin scope") {
+		t.Errorf("list with a read key: exit %d, stderr %q", code, stderr)
+	}
+	code, stdout, stderr = mediagen(t, "account", "keys", "revoke", prefix, "--json")
+	if code != 0 || decode[map[string]any](t, stdout)["prefix"] != prefix {
+		t.Fatalf("revoke: exit %d, stdout %q, stderr %q", code, stdout, stderr)
+	}
+	code, _, stderr = mediagen(t, "account", "keys", "create")
+	if code == 0 || !strings.Contains(stderr, "name: must be 1 to 64 characters") {
+		t.Errorf("create without a name: exit %d, stderr %q", code, stderr)
+	}
+	code, _, stderr = mediagen(t, "keys", "list")
+	if code != exitUsage || !strings.Contains(stderr, "account keys list") {
+		t.Errorf("keys list: exit %d, stderr %q; want a pointer to account keys", code, stderr)
+	}
+}

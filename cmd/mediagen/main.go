@@ -13,7 +13,8 @@
 //	mediagen ledger verify [--user ID]
 //	mediagen tables create            (DynamoDB only: for a local DynamoDB)
 //	mediagen models | generate | status | delete-output |
-//	         story estimate|create|status|delete-output | transactions | usage
+//	         story estimate|create|status|delete-output | transactions | usage |
+//	         account keys list|create|revoke
 //	                                  (clients of a running service)
 //
 // Every command takes --data DIR (the embedded store, the default) or
@@ -66,6 +67,11 @@ client (calls the service at $MEDIAGEN_BASE_URL with $MEDIAGEN_API_KEY;
                                                the account's credit journal, newest first
   usage [--from YYYY-MM-DD] [--to YYYY-MM-DD] [--group-by day|model|key]
                                                captured credits, grouped
+  account keys list                            the account's keys (needs a key with the admin scope)
+  account keys create --name N [--scopes generate,read,admin]
+                      [--daily-credit-limit 25.00]
+                                               prints the new key, shown this once
+  account keys revoke PREFIX
 
 administration (embedded store by default; --dynamodb for DynamoDB):
   accounts create --plan free|pro|enterprise --credits N [--rate-limit N]
@@ -73,8 +79,8 @@ administration (embedded store by default; --dynamodb for DynamoDB):
   accounts retention --user ID --days 1|7|30
                         how long the account's outputs are kept (default 30)
   credits grant --user ID --credits N [--grant-id ID]
-  keys create --user ID
-  keys revoke --prefix P
+  keys create --user ID                        a key with every scope, for any account
+  keys revoke --prefix P                       any account's key
   webhooks secret --user ID [--rotate]
                         show (or replace) the secret that signs the account's webhooks
   ledger verify [--user ID]
@@ -123,6 +129,9 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		return fail(stderr, exitUsage, fmt.Errorf("%q needs a subcommand\n\n%s", args[0], usage))
 	}
 	cmd, ok := adminCommands[args[0]+" "+args[1]]
+	if !ok && args[0] == "keys" {
+		return fail(stderr, exitUsage, fmt.Errorf("unknown command %q: the admin commands are keys create --user and keys revoke --prefix; the API's are account keys list, create and revoke", args[0]+" "+args[1]))
+	}
 	if !ok {
 		return fail(stderr, exitUsage, fmt.Errorf("unknown command %q\n\n%s", args[0]+" "+args[1], usage))
 	}

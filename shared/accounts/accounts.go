@@ -10,7 +10,6 @@ import (
 	"github.com/google/uuid"
 	"github.com/shopspring/decimal"
 
-	"github.com/mediagen-dev/mediagen/shared/apikey"
 	"github.com/mediagen-dev/mediagen/shared/domain"
 	"github.com/mediagen-dev/mediagen/shared/webhook"
 )
@@ -21,7 +20,7 @@ type Store interface {
 	GetAccount(ctx context.Context, userID string) (domain.Account, error)
 	Grant(ctx context.Context, userID, grantID string, amount decimal.Decimal) (bool, error)
 	PutAPIKey(ctx context.Context, k domain.APIKey) error
-	RevokeAPIKey(ctx context.Context, prefix string, at time.Time) error
+	RevokeAPIKey(ctx context.Context, prefix string, at time.Time) (time.Time, error)
 	ListAPIKeys(ctx context.Context, userID string) ([]domain.APIKey, error)
 	AccountHolds(ctx context.Context, userID string) ([]domain.Hold, error)
 	EnsureWebhookSecret(ctx context.Context, userID, candidate string) (string, error)
@@ -116,28 +115,27 @@ type CreatedKey struct {
 	Prefix string `json:"prefix"`
 }
 
-// CreateKey mints another API key for an existing account.
+// CreateKey mints another API key for an existing account, with every
+// scope and no daily limit: the admin command's keys are the owner's.
 func (s *Service) CreateKey(ctx context.Context, userID string) (CreatedKey, error) {
 	if _, err := s.Store.GetAccount(ctx, userID); err != nil {
 		return CreatedKey{}, fmt.Errorf("create key: %w", err)
 	}
-	k, err := apikey.New()
+	k, plain, err := mintKey(ctx, s.Store, userID, NewKey{Name: DefaultKeyName, Scopes: domain.AllScopes}, s.now())
 	if err != nil {
 		return CreatedKey{}, err
 	}
-	if err := s.Store.PutAPIKey(ctx, domain.APIKey{Hash: k.Hash, Prefix: k.Prefix, UserID: userID, CreatedAt: s.now()}); err != nil {
-		return CreatedKey{}, fmt.Errorf("create key for %s: %w", userID, err)
-	}
-	return CreatedKey{UserID: userID, APIKey: k.Plain, Prefix: k.Prefix}, nil
+	return CreatedKey{UserID: userID, APIKey: plain, Prefix: k.Prefix}, nil
 }
 
-// RevokeKey revokes the key with this prefix; it fails at once everywhere.
+// RevokeKey revokes the key with this prefix, whichever account holds it;
+// it fails at once everywhere. A key revoked before keeps its first time.
 func (s *Service) RevokeKey(ctx context.Context, prefix string) (time.Time, error) {
-	if !apikey.ValidPrefix(prefix) {
-		return time.Time{}, fmt.Errorf("%w: %q is not a key prefix (they look like mgk_ followed by 10 letters and digits)", domain.ErrInvalid, prefix)
+	if err := checkPrefix(prefix); err != nil {
+		return time.Time{}, err
 	}
-	at := s.now()
-	if err := s.Store.RevokeAPIKey(ctx, prefix, at); err != nil {
+	at, err := s.Store.RevokeAPIKey(ctx, prefix, s.now())
+	if err != nil {
 		return time.Time{}, fmt.Errorf("revoke key: %w", err)
 	}
 	return at, nil
@@ -162,9 +160,13 @@ type AccountView struct {
 
 // KeyView shows a key without its secret.
 type KeyView struct {
-	Prefix    string     `json:"prefix"`
-	CreatedAt time.Time  `json:"created_at"`
-	RevokedAt *time.Time `json:"revoked_at,omitempty"`
+	Prefix           string         `json:"prefix"`
+	Name             string         `json:"name"`
+	Scopes           []domain.Scope `json:"scopes"`
+	DailyCreditLimit *string        `json:"daily_credit_limit,omitempty"`
+	CreatedAt        time.Time      `json:"created_at"`
+	LastUsedAt       *time.Time     `json:"last_used_at,omitempty"`
+	RevokedAt        *time.Time     `json:"revoked_at,omitempty"`
 }
 
 // Show reads an account with its keys.
@@ -186,7 +188,15 @@ func (s *Service) Show(ctx context.Context, userID string) (AccountView, error) 
 	v.OpenHolds = &open
 	v.Keys = []KeyView{}
 	for _, k := range keys {
-		kv := KeyView{Prefix: k.Prefix, CreatedAt: k.CreatedAt}
+		kv := KeyView{Prefix: k.Prefix, Name: k.Name, Scopes: k.Scopes, CreatedAt: k.CreatedAt}
+		if k.DailyCreditLimit.IsPositive() {
+			limit := domain.FormatCredits(k.DailyCreditLimit)
+			kv.DailyCreditLimit = &limit
+		}
+		if !k.LastUsedAt.IsZero() {
+			at := k.LastUsedAt
+			kv.LastUsedAt = &at
+		}
 		if k.Revoked() {
 			at := k.RevokedAt
 			kv.RevokedAt = &at

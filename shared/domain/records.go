@@ -158,11 +158,23 @@ func (s SceneState) Job() UpstreamJob {
 
 // APIKey is the stored form of a key: only its SHA-256 hash is kept.
 type APIKey struct {
-	Hash      string
-	Prefix    string
-	UserID    string
-	CreatedAt time.Time
-	RevokedAt time.Time // zero while the key is valid
+	Hash   string
+	Prefix string
+	UserID string
+	// Name is the holder's label for the key ("ci", "laptop").
+	Name string
+	// Scopes are what the key may do, in AllScopes order; a stored key
+	// reads with every scope when it was made before scopes existed
+	// (KeyScopes).
+	Scopes []Scope
+	// DailyCreditLimit caps what the key's holds may take per UTC day;
+	// zero: no cap.
+	DailyCreditLimit decimal.Decimal
+	CreatedAt        time.Time
+	// LastUsedAt is when the key last authenticated a request, to within
+	// LastUsedGranularity; zero: never.
+	LastUsedAt time.Time
+	RevokedAt  time.Time // zero while the key is valid
 }
 
 // Revoked reports whether the key was revoked.

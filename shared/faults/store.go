@@ -102,8 +102,12 @@ func (s *Store) GetAPIKey(ctx context.Context, hash string) (domain.APIKey, erro
 	return call(s.In, "store.GetAPIKey", func() (domain.APIKey, error) { return s.Inner.GetAPIKey(ctx, hash) })
 }
 
-func (s *Store) RevokeAPIKey(ctx context.Context, prefix string, at time.Time) error {
-	return call0(s.In, "store.RevokeAPIKey", func() error { return s.Inner.RevokeAPIKey(ctx, prefix, at) })
+func (s *Store) RevokeAPIKey(ctx context.Context, prefix string, at time.Time) (time.Time, error) {
+	return call(s.In, "store.RevokeAPIKey", func() (time.Time, error) { return s.Inner.RevokeAPIKey(ctx, prefix, at) })
+}
+
+func (s *Store) TouchAPIKey(ctx context.Context, hash string, at, staleBefore time.Time) error {
+	return call0(s.In, "store.TouchAPIKey", func() error { return s.Inner.TouchAPIKey(ctx, hash, at, staleBefore) })
 }
 
 func (s *Store) ListAPIKeys(ctx context.Context, userID string) ([]domain.APIKey, error) {

@@ -22,7 +22,7 @@ type Account struct {
 
 // Get answers the account view.
 func (r *Account) Get() Handler {
-	return r.Gate.Authed(true, func(ctx context.Context, req Request, a domain.Account) (Response, error) {
+	return r.Gate.Authed(readAccess, func(ctx context.Context, req Request, a domain.Account) (Response, error) {
 		secret := a.WebhookSecret
 		if secret == "" {
 			var err error

@@ -10,16 +10,20 @@ import (
 	"strings"
 	"time"
 
+	"github.com/shopspring/decimal"
+
 	"github.com/mediagen-dev/mediagen/shared/apikey"
 	"github.com/mediagen-dev/mediagen/shared/domain"
 	"github.com/mediagen-dev/mediagen/shared/store"
 )
 
-// AuthStore is what authentication and rate limiting read.
+// AuthStore is what authentication and rate limiting read, and where the
+// authorizer notes a key's use.
 type AuthStore interface {
 	GetAPIKey(ctx context.Context, hash string) (domain.APIKey, error)
 	GetAccount(ctx context.Context, userID string) (domain.Account, error)
 	CountRequest(ctx context.Context, userID string, at time.Time) (int, error)
+	TouchAPIKey(ctx context.Context, hash string, at, staleBefore time.Time) error
 }
 
 // headerReader is a store that can read an account without its usage, all
@@ -50,11 +54,32 @@ type expiringVerifier interface {
 }
 
 // credential is what authenticated a request: an API key, or a token and
-// until when it holds (zero: its verifier does not say).
+// until when it holds (zero: its verifier does not say); caller is who it
+// makes the request's caller.
 type credential struct {
-	token bool
-	until time.Time
+	token  bool
+	until  time.Time
+	key    domain.APIKey // a key's stored form (empty for a token)
+	caller domain.Caller
 }
+
+// Access is what a route asks of its caller: the scope an API key must
+// hold, and whether identity-provider tokens (which hold every scope) are
+// taken too. Each route declares one.
+type Access struct {
+	Scope  domain.Scope
+	Tokens bool
+}
+
+// The routes' access: reading takes tokens (the GET routes); pricing reads
+// but is a POST, which takes API keys only; starting or stopping paid work
+// needs generate; managing the account's keys needs admin, or a token.
+var (
+	readAccess     = Access{Scope: domain.ScopeRead, Tokens: true}
+	estimateAccess = Access{Scope: domain.ScopeRead}
+	generateAccess = Access{Scope: domain.ScopeGenerate}
+	adminAccess    = Access{Scope: domain.ScopeAdmin, Tokens: true}
+)
 
 // Gate authenticates a request and counts it against its account's limit.
 type Gate struct {
@@ -117,6 +142,7 @@ func (g *Gate) authenticate(ctx context.Context, authorization string, allowToke
 			g.log().InfoContext(ctx, "revoked api key", "key_prefix", prefix)
 			return domain.Account{}, cred, unauthorized("invalid API key")
 		}
+		cred.key, cred.caller = k, k.Caller()
 		if joined && !whole {
 			return a, cred, nil
 		}
@@ -134,7 +160,7 @@ func (g *Gate) authenticate(ctx context.Context, authorization string, allowToke
 			g.log().InfoContext(ctx, "token refused", "reason", err.Error())
 			return domain.Account{}, cred, unauthorized("invalid token")
 		}
-		userID = sub
+		userID, cred.caller = sub, domain.TokenCaller()
 	} else {
 		return domain.Account{}, cred, unauthorized("invalid API key")
 	}
@@ -199,8 +225,10 @@ type UserHandler func(ctx context.Context, req Request, userID string) (Response
 
 // Authorizer context keys the Lambda authorizer hands to the routes: the
 // account and its plan and per-minute limit, which is all a route needs for
-// the rate limit, or why the credentials failed; and, for a token, that it
-// was one and until when it holds.
+// the rate limit, or why the credentials failed; for a key, its prefix,
+// scopes and daily limit, which the route checks and the holds record; and,
+// for a token, that it was one and until when it holds. API Gateway takes
+// only strings, numbers and booleans there: the scopes are one string.
 const (
 	authUserID     = "user_id"
 	authPlan       = "plan"
@@ -208,6 +236,9 @@ const (
 	authError      = "auth_error"
 	authCredential = "credential"  // "token" for an identity-provider token; absent for an API key
 	authTokenUntil = "token_until" // Unix seconds from which the token no longer holds
+	authKeyPrefix  = "key_prefix"
+	authScopes     = "scopes"             // "generate,read"
+	authDailyLimit = "daily_credit_limit" // "10.00"; absent for none
 )
 
 const credentialToken = "token"
@@ -222,10 +253,13 @@ const credentialToken = "token"
 // Authorization header alone, and hands it to every route of the API (the
 // template's identity source; docs/deploy.md). So the answer must not
 // depend on the route: tokens are checked on every route, and the context
-// says a token was used and until when it holds; the route (Gate.account)
-// refuses a token where tokens are not accepted (the POST routes) and one
-// past its expiry. Nothing is counted here: the rate limit is counted by
-// the route, on every request, cached or not.
+// says a token was used and until when it holds, and for a key its scopes;
+// the route (Gate.account, Gate.authed) refuses a token where its Access
+// takes none and one past its expiry, and a key without its scope. Nothing
+// is counted here: the rate limit is counted by the route, on every
+// request, cached or not. A key's use is noted here, when its stored last
+// use is older than domain.LastUsedGranularity: one conditional write per
+// key and interval, never one per request.
 func (g *Gate) Authorize(ctx context.Context, req AuthorizerRequest) (AuthorizerResult, error) {
 	authorization := req.Headers["authorization"]
 	for k, v := range req.Headers {
@@ -251,43 +285,97 @@ func (g *Gate) Authorize(ctx context.Context, req AuthorizerRequest) (Authorizer
 		return AuthorizerResult{}, err
 	}
 	out[authUserID], out[authPlan], out[authRateLimit] = a.UserID, string(a.Plan), a.RateLimit()
+	if !cred.token {
+		c := cred.caller
+		out[authKeyPrefix], out[authScopes] = c.KeyPrefix, domain.JoinScopes(c.Scopes, ",")
+		if c.DailyCreditLimit.IsPositive() {
+			out[authDailyLimit] = domain.FormatCredits(c.DailyCreditLimit)
+		}
+		g.noteUse(ctx, cred.key)
+	}
 	return AuthorizerResult{IsAuthorized: true, Context: out}, nil
 }
 
-// account finds the caller: from the authorizer's context when the gateway
-// ran it, else by authenticating here (sam local invoke, direct calls).
-// With userOnly, and the authorizer's plan and limit at hand, the account
-// is not read again: the result then has only UserID, Plan and the limit.
-// The context may be the gateway's cached answer for this Authorization
-// header, given first on another route and up to the TTL ago: a token is
-// refused here on a route that does not take tokens, and once it expired.
-func (g *Gate) account(ctx context.Context, req Request, allowToken, userOnly bool) (domain.Account, error) {
+// noteUse records a key's use when the stored time is stale. A failure is
+// logged, not answered: the request is authenticated either way.
+func (g *Gate) noteUse(ctx context.Context, k domain.APIKey) {
+	now := g.now()
+	staleBefore := now.Add(-domain.LastUsedGranularity)
+	if !k.LastUsedAt.Before(staleBefore) {
+		return
+	}
+	if err := g.Store.TouchAPIKey(ctx, k.Hash, now, staleBefore); err != nil {
+		g.log().WarnContext(ctx, "could not note the key's use", "key_prefix", k.Prefix, "error", err)
+	}
+}
+
+// callerOf reads the caller from the authorizer's answer; false when the
+// answer is a key's without its scopes (an authorizer from before scopes,
+// still cached during a deploy), which the route then checks afresh rather
+// than guess.
+func callerOf(auth map[string]any) (domain.Caller, bool) {
+	if kind, _ := auth[authCredential].(string); kind == credentialToken {
+		return domain.TokenCaller(), true
+	}
+	prefix, _ := auth[authKeyPrefix].(string)
+	scopes, ok := auth[authScopes].(string)
+	if prefix == "" || !ok {
+		return domain.Caller{}, false
+	}
+	c := domain.Caller{KeyPrefix: prefix}
+	for _, name := range strings.Split(scopes, ",") {
+		if sc, err := domain.ParseScope(name); err == nil {
+			c.Scopes = append(c.Scopes, sc)
+		}
+	}
+	if limit, ok := auth[authDailyLimit].(string); ok {
+		d, err := decimal.NewFromString(limit)
+		if err != nil {
+			return domain.Caller{}, false
+		}
+		c.DailyCreditLimit = d
+	}
+	return c, true
+}
+
+// account finds the caller's account and who the caller is: from the
+// authorizer's context when the gateway ran it, else by authenticating
+// here (sam local invoke, direct calls, or an answer that does not say
+// enough). With userOnly, and the authorizer's plan and limit at hand, the
+// account is not read again: the result then has only UserID, Plan and the
+// limit. The context may be the gateway's cached answer for this
+// Authorization header, given first on another route and up to the TTL
+// ago: a token is refused here on a route that does not take tokens, and
+// once it expired.
+func (g *Gate) account(ctx context.Context, req Request, allowToken, userOnly bool) (domain.Account, domain.Caller, error) {
 	if auth := req.Authorizer; auth != nil {
 		if kind, _ := auth[authCredential].(string); kind == credentialToken {
 			if !allowToken {
-				return domain.Account{}, unauthorized("invalid API key")
+				return domain.Account{}, domain.Caller{}, unauthorized("invalid API key")
 			}
 			if until, ok := contextInt(auth[authTokenUntil]); ok && !g.now().Before(time.Unix(int64(until), 0)) {
-				return domain.Account{}, unauthorized("invalid token")
+				return domain.Account{}, domain.Caller{}, unauthorized("invalid token")
 			}
 		}
 		if msg, ok := auth[authError].(string); ok {
-			return domain.Account{}, unauthorized(msg)
+			return domain.Account{}, domain.Caller{}, unauthorized(msg)
 		}
-		if userID, ok := auth[authUserID].(string); ok && userID != "" {
+		caller, known := callerOf(auth)
+		if userID, ok := auth[authUserID].(string); ok && userID != "" && known {
 			plan, hasPlan := auth[authPlan].(string)
 			limit, hasLimit := contextInt(auth[authRateLimit])
 			// CustomRateLimit set to the authorizer's limit gives that limit
 			// back from RateLimit: the enterprise plan's own, the other
 			// plans' fixed one.
 			if a := (domain.Account{UserID: userID, Plan: domain.Plan(plan), CustomRateLimit: limit}); userOnly && hasPlan && hasLimit && a.RateLimit() == limit {
-				return a, nil
+				return a, caller, nil
 			}
-			return g.accountOf(ctx, userID, !userOnly)
+			a, err := g.accountOf(ctx, userID, !userOnly)
+			return a, caller, err
 		}
 	}
-	a, _, err := g.authenticate(ctx, header(req, "Authorization"), allowToken, !userOnly)
-	return a, err
+	a, cred, err := g.authenticate(ctx, header(req, "Authorization"), allowToken, !userOnly)
+	return a, cred.caller, err
 }
 
 // contextInt reads a number of the authorizer's context: an int in process,
@@ -307,39 +395,61 @@ func contextInt(v any) (int, bool) {
 	return 0, false
 }
 
-// Authed wraps a route with authentication, the rate limit and the error
-// envelope. allowToken admits identity-provider tokens besides API keys.
-// The route gets the whole account, read for this request.
-func (g *Gate) Authed(allowToken bool, h AuthedHandler) Handler {
-	return g.authed(allowToken, false, h)
+// withoutIdempotency is the gate for a POST whose answer must never be
+// kept (it carries a secret).
+func (g *Gate) withoutIdempotency() *Gate {
+	c := *g
+	c.Idempotency = nil
+	return &c
+}
+
+// Authed wraps a route with authentication, the rate limit, the scope
+// check and the error envelope; access says who may call it. The route
+// gets the whole account, read for this request, and finds its caller in
+// ctx (domain.CallerFrom).
+func (g *Gate) Authed(access Access, h AuthedHandler) Handler {
+	return g.authed(access, false, h)
 }
 
 // AuthedUser is Authed for a route that needs only the caller's user id:
 // behind the gateway's authorizer, which read the key and the account, it
 // reads neither again.
-func (g *Gate) AuthedUser(allowToken bool, h UserHandler) Handler {
-	return g.authed(allowToken, true, func(ctx context.Context, req Request, a domain.Account) (Response, error) {
+func (g *Gate) AuthedUser(access Access, h UserHandler) Handler {
+	return g.authed(access, true, func(ctx context.Context, req Request, a domain.Account) (Response, error) {
 		return h(ctx, req, a.UserID)
 	})
 }
 
-func (g *Gate) authed(allowToken, userOnly bool, h AuthedHandler) Handler {
+func (g *Gate) authed(access Access, userOnly bool, h AuthedHandler) Handler {
 	return func(ctx context.Context, req Request) (Response, error) {
 		log := g.log().With("request_id", requestID(req), "route", req.RouteKey)
-		a, err := g.account(ctx, req, allowToken, userOnly)
+		a, caller, err := g.account(ctx, req, access.Tokens, userOnly)
 		if err != nil {
 			return errorResponse(ctx, log, req, err), nil
 		}
 		log = log.With("user_id", a.UserID)
+		if caller.KeyPrefix != "" {
+			log = log.With("key_prefix", caller.KeyPrefix)
+		}
 		limits, err := g.rateLimit(ctx, a)
 		if err != nil {
 			return errorResponse(ctx, log, req, err), nil
 		}
+		// After the count, as any other refusal of an authenticated
+		// request; before the idempotency claim and the route, so a refused
+		// request leaves nothing behind.
 		var resp Response
-		if g.Idempotency != nil {
-			resp, err = g.Idempotency.wrap(ctx, req, a, h)
+		if !caller.Has(access.Scope) {
+			err = &domain.InsufficientScopeError{Reason: fmt.Sprintf(
+				"this API key lacks the %s scope, which %s needs (it holds: %s)",
+				access.Scope, req.RouteKey, domain.JoinScopes(caller.Scopes, ", "))}
 		} else {
-			resp, err = h(ctx, req, a)
+			ctx = domain.WithCaller(ctx, caller)
+			if g.Idempotency != nil {
+				resp, err = g.Idempotency.wrap(ctx, req, a, h)
+			} else {
+				resp, err = h(ctx, req, a)
+			}
 		}
 		if err != nil {
 			resp = errorResponse(ctx, log, req, err)

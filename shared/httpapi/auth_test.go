@@ -10,11 +10,18 @@ import (
 	"github.com/mediagen-dev/mediagen/shared/domain"
 )
 
-// countingStore is an AuthStore of one account that counts its reads.
+// countingStore is an AuthStore of one account that counts its reads,
+// and the key uses noted.
 type countingStore struct {
 	account      domain.Account
 	accountReads int
 	counted      int
+	touched      []string // hashes
+}
+
+func (s *countingStore) TouchAPIKey(_ context.Context, hash string, _, _ time.Time) error {
+	s.touched = append(s.touched, hash)
+	return nil
 }
 
 func (s *countingStore) GetAPIKey(context.Context, string) (domain.APIKey, error) {
@@ -46,11 +53,11 @@ func TestRoutesReadTheAccountOnlyWhenTheAuthorizerDidNotSayEnough(t *testing.T) 
 		reads      int
 		limit      string
 	}{
-		{"user route, plan and limit given", `{"user_id":"u1","plan":"enterprise","rate_limit":250}`, true, 0, "250"},
-		{"user route, pro plan", `{"user_id":"u1","plan":"pro","rate_limit":100}`, true, 0, "100"},
-		{"user route, limit is not the plan's", `{"user_id":"u1","plan":"pro","rate_limit":7}`, true, 1, "250"},
-		{"user route, no limit (older authorizer)", `{"user_id":"u1"}`, true, 1, "250"},
-		{"account route", `{"user_id":"u1","plan":"enterprise","rate_limit":250}`, false, 1, "250"},
+		{"user route, plan and limit given", `{"user_id":"u1","plan":"enterprise","rate_limit":250,"key_prefix":"mgk_a","scopes":"read"}`, true, 0, "250"},
+		{"user route, pro plan", `{"user_id":"u1","plan":"pro","rate_limit":100,"key_prefix":"mgk_a","scopes":"read"}`, true, 0, "100"},
+		{"user route, limit is not the plan's", `{"user_id":"u1","plan":"pro","rate_limit":7,"key_prefix":"mgk_a","scopes":"read"}`, true, 1, "250"},
+		{"user route, no limit (older authorizer)", `{"user_id":"u1","key_prefix":"mgk_a","scopes":"read"}`, true, 1, "250"},
+		{"account route", `{"user_id":"u1","plan":"enterprise","rate_limit":250,"key_prefix":"mgk_a","scopes":"read"}`, false, 1, "250"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -64,12 +71,12 @@ func TestRoutesReadTheAccountOnlyWhenTheAuthorizerDidNotSayEnough(t *testing.T) 
 			var got string
 			var h Handler
 			if tt.userOnly {
-				h = g.AuthedUser(true, func(_ context.Context, _ Request, userID string) (Response, error) {
+				h = g.AuthedUser(readAccess, func(_ context.Context, _ Request, userID string) (Response, error) {
 					got = userID
 					return jsonResponse(http.StatusOK, map[string]string{}), nil
 				})
 			} else {
-				h = g.Authed(true, func(_ context.Context, _ Request, a domain.Account) (Response, error) {
+				h = g.Authed(readAccess, func(_ context.Context, _ Request, a domain.Account) (Response, error) {
 					got = a.UserID
 					return jsonResponse(http.StatusOK, map[string]string{}), nil
 				})

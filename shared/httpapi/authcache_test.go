@@ -121,7 +121,7 @@ func TestRoutesRefuseACachedTokenWhereTokensAreNotTakenAndOnceItExpired(t *testi
 		return jsonResponse(http.StatusOK, map[string]string{}), nil
 	}
 	status := func(allowToken bool) (int, string) {
-		resp, _ := g.AuthedUser(allowToken, ok)(context.Background(), Request{RouteKey: "X /x", Authorizer: cached})
+		resp, _ := g.AuthedUser(Access{Scope: domain.ScopeRead, Tokens: allowToken}, ok)(context.Background(), Request{RouteKey: "X /x", Authorizer: cached})
 		var env struct {
 			Error struct{ Message string } `json:"error"`
 		}
@@ -157,7 +157,7 @@ func TestRequestsOnACachedAnswerAreCountedAndLimited(t *testing.T) {
 	}
 	st.accountReads = 0
 	cached := asGateway(t, res.Context)
-	h := g.AuthedUser(false, func(context.Context, Request, string) (Response, error) {
+	h := g.AuthedUser(generateAccess, func(context.Context, Request, string) (Response, error) {
 		return jsonResponse(http.StatusOK, map[string]string{}), nil
 	})
 	limit := domain.Account{Plan: domain.PlanFree}.RateLimit()

@@ -14,7 +14,7 @@ import (
 
 // GenerateRoute is POST /api/generations/generate.
 func GenerateRoute(c *generation.Creator, gate *Gate) Handler {
-	return gate.AuthedUser(false, func(ctx context.Context, req Request, userID string) (Response, error) {
+	return gate.AuthedUser(generateAccess, func(ctx context.Context, req Request, userID string) (Response, error) {
 		body, err := jsonBody(req)
 		if err != nil {
 			return Response{}, err
@@ -30,7 +30,7 @@ func GenerateRoute(c *generation.Creator, gate *Gate) Handler {
 // GenerationStatusRoute is GET /api/generations/status/{id};
 // identity-provider tokens are accepted here as the spec says.
 func GenerationStatusRoute(r *generation.Reader, gate *Gate) Handler {
-	return gate.AuthedUser(true, func(ctx context.Context, req Request, userID string) (Response, error) {
+	return gate.AuthedUser(readAccess, func(ctx context.Context, req Request, userID string) (Response, error) {
 		g, err := r.Lookup(ctx, userID, req.PathParameters["id"])
 		if err != nil {
 			return Response{}, err
@@ -45,7 +45,7 @@ func GenerationStatusRoute(r *generation.Reader, gate *Gate) Handler {
 
 // GenerationCancelRoute is POST /api/generations/{id}/cancel.
 func GenerationCancelRoute(c *generation.Canceler, gate *Gate) Handler {
-	return gate.Authed(false, func(ctx context.Context, req Request, a domain.Account) (Response, error) {
+	return gate.Authed(generateAccess, func(ctx context.Context, req Request, a domain.Account) (Response, error) {
 		g, err := c.Cancel(ctx, a.UserID, req.PathParameters["id"])
 		if err != nil {
 			return Response{}, err
@@ -58,7 +58,7 @@ func GenerationCancelRoute(c *generation.Canceler, gate *Gate) Handler {
 // deletes the generation's stored files and answers its status view, with
 // data_removed; a repeat answers the same.
 func GenerationOutputDeleteRoute(r *generation.OutputRemover, gate *Gate) Handler {
-	return gate.AuthedUser(false, func(ctx context.Context, req Request, userID string) (Response, error) {
+	return gate.AuthedUser(generateAccess, func(ctx context.Context, req Request, userID string) (Response, error) {
 		g, err := r.RemoveOutput(ctx, userID, req.PathParameters["id"])
 		if err != nil {
 			return Response{}, err
@@ -76,7 +76,7 @@ func GenerationsListRoute(r *generation.Reader, gate *Gate) Handler {
 // GenerationEstimateRoute is POST /api/generations/estimate: the price of a
 // generate body, with nothing held, recorded or submitted.
 func GenerationEstimateRoute(est *generation.Estimator, gate *Gate) Handler {
-	return gate.Authed(false, func(ctx context.Context, req Request, a domain.Account) (Response, error) {
+	return gate.Authed(estimateAccess, func(ctx context.Context, req Request, a domain.Account) (Response, error) {
 		body, err := jsonBody(req)
 		if err != nil {
 			return Response{}, err

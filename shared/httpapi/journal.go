@@ -38,7 +38,7 @@ const (
 // newest first, in cursor pages, filtered by type, work_id and a time range
 // (from inclusive, to exclusive, RFC 3339).
 func TransactionsRoute(gate *Gate, journal JournalReader) Handler {
-	return gate.AuthedUser(true, func(ctx context.Context, req Request, userID string) (Response, error) {
+	return gate.AuthedUser(readAccess, func(ctx context.Context, req Request, userID string) (Response, error) {
 		q, err := journalQuery(req, userID)
 		if err != nil {
 			return Response{}, err
@@ -142,7 +142,7 @@ func signedCredits(d decimal.Decimal) string {
 // counters each capture added to in its own write: no journal or table is
 // scanned.
 func UsageRoute(gate *Gate, usage UsageReader) Handler {
-	return gate.AuthedUser(true, func(ctx context.Context, req Request, userID string) (Response, error) {
+	return gate.AuthedUser(readAccess, func(ctx context.Context, req Request, userID string) (Response, error) {
 		from, to, groupBy, err := usageQuery(req, gate.now())
 		if err != nil {
 			return Response{}, err

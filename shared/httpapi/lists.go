@@ -28,7 +28,7 @@ var listStatuses = []string{string(domain.StatusProcessing), string(domain.Statu
 // query string asks for, each rendered by view at the time of the request.
 func listRoute[T, V any](gate *Gate, list func(context.Context, store.ListQuery) (store.Page[T], error),
 	view func(T, time.Time) V) Handler {
-	return gate.Authed(true, func(ctx context.Context, req Request, a domain.Account) (Response, error) {
+	return gate.Authed(readAccess, func(ctx context.Context, req Request, a domain.Account) (Response, error) {
 		q, err := listQuery(req, a.UserID)
 		if err != nil {
 			return Response{}, err

@@ -20,7 +20,7 @@ import (
 // LongVideoEstimateRoute is POST /api/long-story/videos/estimate: it needs
 // the prices and nothing else.
 func LongVideoEstimateRoute(prices *pricing.Table, gate *Gate) Handler {
-	return gate.Authed(false, func(ctx context.Context, req Request, a domain.Account) (Response, error) {
+	return gate.Authed(estimateAccess, func(ctx context.Context, req Request, a domain.Account) (Response, error) {
 		body, err := jsonBody(req)
 		if err != nil {
 			return Response{}, err
@@ -35,7 +35,7 @@ func LongVideoEstimateRoute(prices *pricing.Table, gate *Gate) Handler {
 
 // LongVideoCreateRoute is POST /api/long-story/videos.
 func LongVideoCreateRoute(c *longstory.Creator, gate *Gate) Handler {
-	return gate.AuthedUser(false, func(ctx context.Context, req Request, userID string) (Response, error) {
+	return gate.AuthedUser(generateAccess, func(ctx context.Context, req Request, userID string) (Response, error) {
 		body, err := jsonBody(req)
 		if err != nil {
 			return Response{}, err
@@ -51,7 +51,7 @@ func LongVideoCreateRoute(c *longstory.Creator, gate *Gate) Handler {
 // LongVideoStatusRoute is GET /api/long-story/videos/{videoId}; like the
 // generation status route it also accepts identity-provider tokens.
 func LongVideoStatusRoute(r *longstory.Reader, gate *Gate) Handler {
-	return gate.AuthedUser(true, func(ctx context.Context, req Request, userID string) (Response, error) {
+	return gate.AuthedUser(readAccess, func(ctx context.Context, req Request, userID string) (Response, error) {
 		v, err := r.Lookup(ctx, userID, req.PathParameters["videoId"])
 		if err != nil {
 			return Response{}, err
@@ -62,7 +62,7 @@ func LongVideoStatusRoute(r *longstory.Reader, gate *Gate) Handler {
 
 // LongVideoCancelRoute is POST /api/long-story/videos/{videoId}/cancel.
 func LongVideoCancelRoute(c *longstory.Canceler, gate *Gate) Handler {
-	return gate.Authed(false, func(ctx context.Context, req Request, a domain.Account) (Response, error) {
+	return gate.Authed(generateAccess, func(ctx context.Context, req Request, a domain.Account) (Response, error) {
 		v, err := c.Cancel(ctx, a.UserID, req.PathParameters["videoId"])
 		if err != nil {
 			return Response{}, err
@@ -76,7 +76,7 @@ func LongVideoCancelRoute(c *longstory.Canceler, gate *Gate) Handler {
 // files (the final video, the scenes' clips and the narration) and answers
 // its status view, with data_removed; a repeat answers the same.
 func LongVideoOutputDeleteRoute(r *longstory.OutputRemover, gate *Gate) Handler {
-	return gate.AuthedUser(false, func(ctx context.Context, req Request, userID string) (Response, error) {
+	return gate.AuthedUser(generateAccess, func(ctx context.Context, req Request, userID string) (Response, error) {
 		v, err := r.RemoveOutput(ctx, userID, req.PathParameters["videoId"])
 		if err != nil {
 			return Response{}, err

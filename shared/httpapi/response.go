@@ -15,6 +15,7 @@ import (
 	"mime"
 	"net/http"
 	"strings"
+	"time"
 	"unicode/utf8"
 
 	"github.com/mediagen-dev/mediagen/shared/catalog"
@@ -99,6 +100,8 @@ func classify(err error) *Error {
 		apiErr *Error
 		valErr *catalog.ValidationError
 		short  *domain.InsufficientCreditsError
+		budget *domain.KeyBudgetExceededError
+		scope  *domain.InsufficientScopeError
 	)
 	switch {
 	case errors.As(err, &apiErr):
@@ -108,6 +111,13 @@ func classify(err error) *Error {
 	case errors.As(err, &short):
 		return &Error{Status: http.StatusPaymentRequired, Code: "insufficient_credits",
 			Message: fmt.Sprintf("this request costs %s credits and the balance is %s", domain.FormatCredits(short.Required), domain.FormatCredits(short.Available))}
+	case errors.As(err, &budget):
+		return &Error{Status: http.StatusPaymentRequired, Code: "key_budget_exceeded",
+			Message: fmt.Sprintf("this API key's daily credit limit is %s; it has spent %s today (UTC) and this request costs %s; the limit resets at %s",
+				domain.FormatCredits(budget.Limit), domain.FormatCredits(budget.Spent), domain.FormatCredits(budget.Required),
+				budget.ResetAt.UTC().Format(time.RFC3339))}
+	case errors.As(err, &scope):
+		return &Error{Status: http.StatusForbidden, Code: "insufficient_scope", Message: scope.Reason}
 	case errors.Is(err, domain.ErrInvalid):
 		return &Error{Status: http.StatusBadRequest, Code: "invalid_request", Message: invalidMessage(err)}
 	case errors.Is(err, domain.ErrConflict):

@@ -215,6 +215,9 @@ func Functions() map[string]Constructor {
 		"mark-failed":              MarkFailed,
 		"generation-output-delete": GenerationOutputDelete,
 		"long-story-output-delete": LongStoryOutputDelete,
+		"account-key-create":       storewiring.AccountKeyCreate,
+		"account-keys-list":        storewiring.AccountKeysList,
+		"account-key-revoke":       storewiring.AccountKeyRevoke,
 	}
 }
 

@@ -6,6 +6,7 @@ import (
 
 	"github.com/aws/aws-lambda-go/events"
 
+	"github.com/mediagen-dev/mediagen/shared/accounts"
 	"github.com/mediagen-dev/mediagen/shared/catalog"
 	"github.com/mediagen-dev/mediagen/shared/generation"
 	"github.com/mediagen-dev/mediagen/shared/httpapi"
@@ -78,6 +79,35 @@ func AccountUsage(ctx context.Context, log *slog.Logger) (any, error) {
 		return nil, err
 	}
 	return lambdahttp.Route(httpapi.UsageRoute(Gate(cfg, log), Store(cfg))), nil
+}
+
+// AccountKeyCreate is POST /api/account/keys. Its gate keeps no
+// idempotency record: the answer carries the key.
+func AccountKeyCreate(ctx context.Context, log *slog.Logger) (any, error) {
+	cfg, err := AWSConfig(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return lambdahttp.Route(httpapi.KeyCreateRoute(&accounts.KeyCreator{Store: Store(cfg)}, Gate(cfg, log))), nil
+}
+
+// AccountKeysList is GET /api/account/keys.
+func AccountKeysList(ctx context.Context, log *slog.Logger) (any, error) {
+	cfg, err := AWSConfig(ctx)
+	if err != nil {
+		return nil, err
+	}
+	st := Store(cfg)
+	return lambdahttp.Route(httpapi.KeysListRoute(&accounts.KeyLister{Keys: st, Spend: st}, Gate(cfg, log))), nil
+}
+
+// AccountKeyRevoke is DELETE /api/account/keys/{prefix}.
+func AccountKeyRevoke(ctx context.Context, log *slog.Logger) (any, error) {
+	cfg, err := AWSConfig(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return lambdahttp.Route(httpapi.KeyRevokeRoute(&accounts.KeyRevoker{Store: Store(cfg)}, Gate(cfg, log))), nil
 }
 
 // OpenAPI is GET /api/openapi.json.

@@ -366,6 +366,28 @@ func TestPrismProxyFindsNoViolation(t *testing.T) {
 		p.valid(t, estimate(3), http.StatusUnprocessableEntity)
 	})
 
+	t.Run("keys", func(t *testing.T) {
+		limited := p.valid(t, prismRequest{method: http.MethodPost, path: "/api/account/keys", key: key,
+			body: map[string]any{"name": "prism", "scopes": []string{"read", "generate"}, "daily_credit_limit": "6.00"}}, http.StatusCreated)
+		reader := p.valid(t, prismRequest{method: http.MethodPost, path: "/api/account/keys", key: key,
+			body: map[string]any{"name": "reader", "scopes": []string{"read"}}}, http.StatusCreated)
+		p.valid(t, prismRequest{method: http.MethodGet, path: "/api/account/keys", key: key}, http.StatusOK)
+		// 400: a name the document allows and the service refuses (blank).
+		p.valid(t, prismRequest{method: http.MethodPost, path: "/api/account/keys", key: key, body: map[string]any{"name": " "}}, http.StatusBadRequest)
+		// 403: a scope the key lacks.
+		p.valid(t, prismRequest{method: http.MethodPost, path: "/api/generations/generate", key: reader.str("api_key"),
+			body: gen("zeta", map[string]any{"prompt": "a fox"})}, http.StatusForbidden)
+		p.valid(t, prismRequest{method: http.MethodGet, path: "/api/account/keys", key: reader.str("api_key")}, http.StatusForbidden)
+		// 402: past the key's daily limit (5.07 each, 6.00 a day).
+		zeta := gen("zeta", map[string]any{"prompt": "a heron"})
+		p.valid(t, prismRequest{method: http.MethodPost, path: "/api/generations/generate", key: limited.str("api_key"), body: zeta}, http.StatusOK)
+		p.valid(t, prismRequest{method: http.MethodPost, path: "/api/generations/generate", key: limited.str("api_key"), body: zeta}, http.StatusPaymentRequired)
+		// Revoke: 200, then unknown and malformed prefixes.
+		p.valid(t, prismRequest{method: http.MethodDelete, path: "/api/account/keys/" + reader.str("prefix"), key: key}, http.StatusOK)
+		p.valid(t, prismRequest{method: http.MethodDelete, path: "/api/account/keys/mgk_aaaaaaaaaa", key: key}, http.StatusNotFound)
+		p.valid(t, prismRequest{method: http.MethodDelete, path: "/api/account/keys/nope", key: key}, http.StatusBadRequest)
+	})
+
 	t.Run("errors", func(t *testing.T) {
 		// 400: requests the document allows and the service refuses.
 		p.valid(t, prismRequest{method: http.MethodGet, path: "/api/generations/status/not-an-id", key: key}, http.StatusBadRequest)

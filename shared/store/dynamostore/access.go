@@ -47,6 +47,7 @@ var Accesses = map[string][]Access{
 	"GetAPIKey":    {get("APIKeys")},
 	"RevokeAPIKey": {query("APIKeys", IndexKeyPrefix), update("APIKeys")},
 	"ListAPIKeys":  {query("APIKeys", IndexKeyUser)},
+	"TouchAPIKey":  {update("APIKeys")},
 
 	"CreateGeneration":      {update("Counters"), put("Generations")},
 	"GetGeneration":         {get("Generations")},

@@ -14,28 +14,50 @@ import (
 )
 
 type apiKeyItem struct {
-	Hash      string `dynamodbav:"key_hash"`
-	Prefix    string `dynamodbav:"prefix"`
-	UserID    string `dynamodbav:"user_id"`
-	CreatedAt string `dynamodbav:"created_at"`
-	RevokedAt string `dynamodbav:"revoked_at,omitempty"`
+	Hash   string   `dynamodbav:"key_hash"`
+	Prefix string   `dynamodbav:"prefix"`
+	UserID string   `dynamodbav:"user_id"`
+	Name   string   `dynamodbav:"name,omitempty"`
+	Scopes []string `dynamodbav:"scopes,omitempty"`
+	// DailyLimit is the daily credit limit in cents; absent for none.
+	DailyLimit int64  `dynamodbav:"daily_credit_limit,omitempty"`
+	CreatedAt  string `dynamodbav:"created_at"`
+	LastUsedAt string `dynamodbav:"last_used_at,omitempty"`
+	RevokedAt  string `dynamodbav:"revoked_at,omitempty"`
 }
 
 func (it apiKeyItem) apiKey() (domain.APIKey, error) {
-	k := domain.APIKey{Hash: it.Hash, Prefix: it.Prefix, UserID: it.UserID}
-	var err error
-	if k.CreatedAt, err = parseTime(it.CreatedAt); err != nil {
-		return domain.APIKey{}, err
+	k := domain.APIKey{Hash: it.Hash, Prefix: it.Prefix, UserID: it.UserID, Name: it.Name,
+		DailyCreditLimit: domain.CentsToCredits(it.DailyLimit)}
+	stored := make([]domain.Scope, len(it.Scopes))
+	for i, sc := range it.Scopes {
+		stored[i] = domain.Scope(sc)
 	}
-	if k.RevokedAt, err = parseTime(it.RevokedAt); err != nil {
-		return domain.APIKey{}, err
+	k.Scopes = domain.KeyScopes(stored)
+	var err error
+	for _, t := range []struct {
+		stored string
+		to     *time.Time
+	}{{it.CreatedAt, &k.CreatedAt}, {it.RevokedAt, &k.RevokedAt}, {it.LastUsedAt, &k.LastUsedAt}} {
+		if *t.to, err = parseTime(t.stored); err != nil {
+			return domain.APIKey{}, err
+		}
 	}
 	return k, nil
 }
 
 func (s *Store) PutAPIKey(ctx context.Context, k domain.APIKey) error {
+	limit, err := domain.CreditsToCents(k.DailyCreditLimit)
+	if err != nil {
+		return fmt.Errorf("store api key %s: %w", k.Prefix, err)
+	}
+	scopes := make([]string, len(k.Scopes))
+	for i, sc := range k.Scopes {
+		scopes[i] = string(sc)
+	}
 	return s.putNew(ctx, s.tables.APIKeys, "key_hash",
-		apiKeyItem{Hash: k.Hash, Prefix: k.Prefix, UserID: k.UserID, CreatedAt: formatTime(k.CreatedAt)},
+		apiKeyItem{Hash: k.Hash, Prefix: k.Prefix, UserID: k.UserID, Name: k.Name, Scopes: scopes, DailyLimit: limit,
+			CreatedAt: formatTime(k.CreatedAt)},
 		"store api key "+k.Prefix)
 }
 
@@ -45,33 +67,61 @@ func (s *Store) GetAPIKey(ctx context.Context, hash string) (domain.APIKey, erro
 	return getItem(ctx, s, s.tables.APIKeys, "key_hash", hash, "api key", decoder("api key", apiKeyItem.apiKey))
 }
 
-func (s *Store) RevokeAPIKey(ctx context.Context, prefix string, at time.Time) error {
+func (s *Store) RevokeAPIKey(ctx context.Context, prefix string, at time.Time) (time.Time, error) {
 	out, err := s.db.Query(ctx, &dynamodb.QueryInput{
 		TableName: aws.String(s.tables.APIKeys), IndexName: aws.String(IndexKeyPrefix),
 		KeyConditionExpression:    aws.String("prefix = :p"),
 		ExpressionAttributeValues: map[string]types.AttributeValue{":p": strAV(prefix)},
 	})
 	if err != nil {
-		return fmt.Errorf("find api key %s: %w", prefix, err)
+		return time.Time{}, fmt.Errorf("find api key %s: %w", prefix, err)
 	}
 	if len(out.Items) == 0 {
-		return fmt.Errorf("api key %s: %w", prefix, domain.ErrNotFound)
+		return time.Time{}, fmt.Errorf("api key %s: %w", prefix, domain.ErrNotFound)
 	}
+	var revoked time.Time
 	for _, raw := range out.Items {
 		var it apiKeyItem
 		if err := attributevalue.UnmarshalMap(raw, &it); err != nil {
-			return fmt.Errorf("decode api key %s: %w", prefix, err)
+			return time.Time{}, fmt.Errorf("decode api key %s: %w", prefix, err)
 		}
-		_, err := s.db.UpdateItem(ctx, &dynamodb.UpdateItemInput{
+		up, err := s.db.UpdateItem(ctx, &dynamodb.UpdateItemInput{
 			TableName:                 aws.String(s.tables.APIKeys),
 			Key:                       key("key_hash", it.Hash),
 			UpdateExpression:          aws.String("SET revoked_at = if_not_exists(revoked_at, :at)"),
 			ConditionExpression:       aws.String("attribute_exists(key_hash)"),
 			ExpressionAttributeValues: map[string]types.AttributeValue{":at": strAV(formatTime(at))},
+			ReturnValues:              types.ReturnValueAllNew, // the revocation in force, ours or an earlier one
 		})
 		if err != nil {
-			return fmt.Errorf("revoke api key %s: %w", prefix, err)
+			return time.Time{}, fmt.Errorf("revoke api key %s: %w", prefix, err)
 		}
+		var after apiKeyItem
+		if err := attributevalue.UnmarshalMap(up.Attributes, &after); err != nil {
+			return time.Time{}, fmt.Errorf("decode api key %s: %w", prefix, err)
+		}
+		if revoked, err = parseTime(after.RevokedAt); err != nil {
+			return time.Time{}, err
+		}
+	}
+	return revoked, nil
+}
+
+// TouchAPIKey is one conditional UpdateItem: it fails its condition, and
+// writes nothing, when the stored last use is recent enough (or the key is
+// gone, which the condition keeps from creating an item).
+func (s *Store) TouchAPIKey(ctx context.Context, hash string, at, staleBefore time.Time) error {
+	_, err := s.db.UpdateItem(ctx, &dynamodb.UpdateItemInput{
+		TableName:           aws.String(s.tables.APIKeys),
+		Key:                 key("key_hash", hash),
+		UpdateExpression:    aws.String("SET last_used_at = :at"),
+		ConditionExpression: aws.String("attribute_exists(key_hash) AND (attribute_not_exists(last_used_at) OR last_used_at < :stale)"),
+		ExpressionAttributeValues: map[string]types.AttributeValue{
+			":at": strAV(formatTime(at)), ":stale": strAV(formatTime(staleBefore)),
+		},
+	})
+	if err != nil && !isConditionFailed(err) {
+		return fmt.Errorf("note the use of an api key: %w", err)
 	}
 	return nil
 }

@@ -112,3 +112,10 @@ func (c *authCache) bump() error {
 	}
 	return nil
 }
+
+// forget drops a cached answer, so the next read of hash is the stored one.
+func (c *authCache) forget(hash string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	delete(c.keys, hash)
+}

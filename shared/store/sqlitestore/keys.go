@@ -12,8 +12,13 @@ import (
 )
 
 func (s *Store) PutAPIKey(ctx context.Context, k domain.APIKey) error {
-	_, err := s.w.ExecContext(ctx, `INSERT INTO api_keys (key_hash, prefix, user_id, created_at) VALUES (?, ?, ?, ?)`,
-		k.Hash, k.Prefix, k.UserID, formatTime(k.CreatedAt))
+	limit, err := domain.CreditsToCents(k.DailyCreditLimit)
+	if err != nil {
+		return fmt.Errorf("store api key %s: %w", k.Prefix, err)
+	}
+	_, err = s.w.ExecContext(ctx, `INSERT INTO api_keys (key_hash, prefix, user_id, created_at, name, scopes, daily_credit_limit)
+		VALUES (?, ?, ?, ?, ?, ?, ?)`,
+		k.Hash, k.Prefix, k.UserID, formatTime(k.CreatedAt), k.Name, domain.JoinScopes(k.Scopes, ","), limit)
 	if err != nil {
 		return fmt.Errorf("store api key %s: %w", k.Prefix, err)
 	}
@@ -29,20 +34,34 @@ func (s *Store) ListAPIKeys(ctx context.Context, userID string) ([]domain.APIKey
 	return s.queryKeys(ctx, `WHERE user_id = ? ORDER BY created_at`, userID)
 }
 
-func (s *Store) RevokeAPIKey(ctx context.Context, prefix string, at time.Time) error {
-	res, err := s.w.ExecContext(ctx, `UPDATE api_keys SET revoked_at = COALESCE(revoked_at, ?) WHERE prefix = ?`,
-		formatTime(at), prefix)
+func (s *Store) RevokeAPIKey(ctx context.Context, prefix string, at time.Time) (time.Time, error) {
+	var revoked string
+	err := s.w.QueryRowContext(ctx, `UPDATE api_keys SET revoked_at = COALESCE(revoked_at, ?) WHERE prefix = ? RETURNING revoked_at`,
+		formatTime(at), prefix).Scan(&revoked)
 	// After the write, whatever it answered (it may have committed although
 	// it reports an error): every process's cached authentication starts
 	// again. A needless bump only empties the caches.
 	if berr := s.auth.bump(); berr != nil {
-		return fmt.Errorf("revoke api key %s: the revocation may be committed, but the servers' caches were not told (restart them): %w", prefix, errors.Join(err, berr))
+		return time.Time{}, fmt.Errorf("revoke api key %s: the revocation may be committed, but the servers' caches were not told (restart them): %w", prefix, errors.Join(err, berr))
+	}
+	if errors.Is(err, sql.ErrNoRows) {
+		return time.Time{}, fmt.Errorf("api key %s: %w", prefix, domain.ErrNotFound)
 	}
 	if err != nil {
-		return fmt.Errorf("revoke api key %s: %w", prefix, err)
+		return time.Time{}, fmt.Errorf("revoke api key %s: %w", prefix, err)
 	}
-	if n, _ := res.RowsAffected(); n == 0 {
-		return fmt.Errorf("api key %s: %w", prefix, domain.ErrNotFound)
+	return parseTime(revoked)
+}
+
+// TouchAPIKey writes only when the stored last use is stale; either way it
+// drops the key from the auth cache, so the next authentication reads the
+// stored time again (once) instead of trying to touch it on every request.
+func (s *Store) TouchAPIKey(ctx context.Context, hash string, at, staleBefore time.Time) error {
+	_, err := s.w.ExecContext(ctx, `UPDATE api_keys SET last_used_at = ? WHERE key_hash = ? AND (last_used_at IS NULL OR last_used_at < ?)`,
+		formatTime(at), hash, formatTime(staleBefore))
+	s.auth.forget(hash)
+	if err != nil {
+		return fmt.Errorf("note the use of an api key: %w", err)
 	}
 	return nil
 }
@@ -105,25 +124,43 @@ func qualified(as, columns string) string {
 }
 
 // keyColumns are an API key's row.
-const keyColumns = `key_hash, prefix, user_id, created_at, revoked_at`
+const keyColumns = `key_hash, prefix, user_id, created_at, revoked_at, name, scopes, daily_credit_limit, last_used_at`
 
 // keyRow scans keyColumns.
 type keyRow struct {
 	hash, prefix, userID, created string
 	revoked                       sql.NullString
+	name, scopes                  string
+	limit                         int64
+	lastUsed                      sql.NullString
 }
 
-func (r *keyRow) dest() []any { return []any{&r.hash, &r.prefix, &r.userID, &r.created, &r.revoked} }
+func (r *keyRow) dest() []any {
+	return []any{&r.hash, &r.prefix, &r.userID, &r.created, &r.revoked, &r.name, &r.scopes, &r.limit, &r.lastUsed}
+}
 
 func (r *keyRow) key() (domain.APIKey, error) {
-	k := domain.APIKey{Hash: r.hash, Prefix: r.prefix, UserID: r.userID}
+	k := domain.APIKey{Hash: r.hash, Prefix: r.prefix, UserID: r.userID, Name: r.name,
+		DailyCreditLimit: domain.CentsToCredits(r.limit)}
+	var stored []domain.Scope
+	if r.scopes != "" {
+		for _, name := range strings.Split(r.scopes, ",") {
+			stored = append(stored, domain.Scope(name))
+		}
+	}
+	k.Scopes = domain.KeyScopes(stored)
 	var err error
 	if k.CreatedAt, err = parseTime(r.created); err != nil {
 		return domain.APIKey{}, err
 	}
-	if r.revoked.Valid {
-		if k.RevokedAt, err = parseTime(r.revoked.String); err != nil {
-			return domain.APIKey{}, err
+	for _, t := range []struct {
+		col sql.NullString
+		to  *time.Time
+	}{{r.revoked, &k.RevokedAt}, {r.lastUsed, &k.LastUsedAt}} {
+		if t.col.Valid {
+			if *t.to, err = parseTime(t.col.String); err != nil {
+				return domain.APIKey{}, err
+			}
 		}
 	}
 	return k, nil

@@ -39,7 +39,11 @@ CREATE TABLE IF NOT EXISTS api_keys (
 	prefix     TEXT NOT NULL UNIQUE,
 	user_id    TEXT NOT NULL REFERENCES accounts(user_id),
 	created_at TEXT NOT NULL,
-	revoked_at TEXT
+	revoked_at TEXT,
+	name               TEXT NOT NULL DEFAULT '',
+	scopes             TEXT NOT NULL DEFAULT '',
+	daily_credit_limit INTEGER NOT NULL DEFAULT 0,
+	last_used_at       TEXT
 );
 CREATE INDEX IF NOT EXISTS api_keys_user ON api_keys(user_id);
 CREATE TABLE IF NOT EXISTS generations (
@@ -187,6 +191,12 @@ var addedColumns = []struct{ table, column, decl string }{
 	{"long_videos", "data_removal", "TEXT NOT NULL DEFAULT ''"},
 	// 0: the default retention.
 	{"accounts", "output_retention_days", "INTEGER NOT NULL DEFAULT 0"},
+	// Keys managed by their holder: scopes '' (a key made before scopes)
+	// reads as every scope; daily_credit_limit in cents, 0 for none.
+	{"api_keys", "name", "TEXT NOT NULL DEFAULT ''"},
+	{"api_keys", "scopes", "TEXT NOT NULL DEFAULT ''"},
+	{"api_keys", "daily_credit_limit", "INTEGER NOT NULL DEFAULT 0"},
+	{"api_keys", "last_used_at", "TEXT"},
 }
 
 // numberGenerations gives the generations of a database made before seq its

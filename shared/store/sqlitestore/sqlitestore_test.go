@@ -121,7 +121,7 @@ func TestGetAPIKeyAccountAnswersAsTheTwoReads(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	if err := s.RevokeAPIKey(ctx, "p-revoked", now.Add(time.Minute)); err != nil {
+	if _, err := s.RevokeAPIKey(ctx, "p-revoked", now.Add(time.Minute)); err != nil {
 		t.Fatal(err)
 	}
 	tests := []struct {
@@ -186,7 +186,7 @@ func TestARevocationElsewhereReachesTheCachedKeyAtOnce(t *testing.T) {
 			}
 		}
 	}
-	if err := admin.RevokeAPIKey(ctx, "p1", now); err != nil {
+	if _, err := admin.RevokeAPIKey(ctx, "p1", now); err != nil {
 		t.Fatal(err)
 	}
 	if k, _, err := server.GetAPIKeyAccount(ctx, "h1"); err != nil || !k.Revoked() {
@@ -330,5 +330,65 @@ func TestOldAccountsOpenTheirJournal(t *testing.T) {
 	if len(page.Items) != 2 || page.Items[1].Type != domain.EntryOpening || !page.Items[1].After.Balance.Equal(decimal.NewFromInt(70)) ||
 		page.Items[0].Seq != 2 || !page.Items[0].After.Balance.Equal(decimal.NewFromInt(75)) {
 		t.Errorf("journal = %+v; want the opening (balance 70) then the grant (75)", page.Items)
+	}
+}
+
+// A data directory made before keys had names, scopes and limits gets the
+// columns, and its keys read as they worked then: every scope, no limit.
+func TestOldDataDirsKeysKeepEveryScope(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	old, err := sql.Open("sqlite", "file:"+filepath.Join(dir, sqlitestore.FileName))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, stmt := range []string{
+		`CREATE TABLE api_keys (key_hash TEXT PRIMARY KEY, prefix TEXT NOT NULL UNIQUE, user_id TEXT NOT NULL, created_at TEXT NOT NULL, revoked_at TEXT)`,
+		`INSERT INTO api_keys (key_hash, prefix, user_id, created_at) VALUES ('h-old', 'p-old', 'u1', '2026-11-21T12:00:00.000000000Z')`,
+	} {
+		if _, err := old.ExecContext(ctx, stmt); err != nil {
+			t.Fatal(err)
+		}
+	}
+	old.Close()
+	s, err := sqlitestore.Open(ctx, dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	k, err := s.GetAPIKey(ctx, "h-old")
+	if err != nil || !reflect.DeepEqual(k.Scopes, domain.AllScopes) || !k.DailyCreditLimit.IsZero() || k.Name != "" || !k.LastUsedAt.IsZero() {
+		t.Errorf("the old key reads %+v, %v; want every scope, no limit, never used", k, err)
+	}
+}
+
+// The auth cache answers the joined read from memory; a key's use noted
+// by TouchAPIKey is read again (once) rather than left stale there, which
+// would make every later request try to note it again.
+func TestATouchedKeyIsReadAgainThroughTheAuthCache(t *testing.T) {
+	ctx := context.Background()
+	s, err := sqlitestore.Open(ctx, t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	now := time.Date(2026, 11, 24, 12, 0, 0, 0, time.UTC)
+	if err := s.CreateAccount(ctx, domain.Account{UserID: "u1", Plan: domain.PlanPro, CreatedAt: now}); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.PutAPIKey(ctx, domain.APIKey{Hash: "h1", Prefix: "p1", UserID: "u1", CreatedAt: now}); err != nil {
+		t.Fatal(err)
+	}
+	for i := 0; i < 2; i++ { // the second read is the cache's
+		if k, _, err := s.GetAPIKeyAccount(ctx, "h1"); err != nil || !k.LastUsedAt.IsZero() {
+			t.Fatalf("read %d: %+v, %v", i, k, err)
+		}
+	}
+	used := now.Add(time.Minute)
+	if err := s.TouchAPIKey(ctx, "h1", used, used.Add(-domain.LastUsedGranularity)); err != nil {
+		t.Fatal(err)
+	}
+	if k, _, err := s.GetAPIKeyAccount(ctx, "h1"); err != nil || !k.LastUsedAt.Equal(used) {
+		t.Errorf("after the touch: last used %v, %v; want %v", k.LastUsedAt, err, used)
 	}
 }
