@@ -20,7 +20,7 @@ func TestThePageAndItsAssetsAreServed(t *testing.T) {
 	srv := httptest.NewServer(mux)
 	defer srv.Close()
 	tests := []struct{ path, contentType, contains string }{
-		{"/", "text/html", `<script src="playground/app.js" defer></script>`},
+		{"/", "text/html", `<script type="module" src="playground/app.js"></script>`},
 		{"/playground/app.js", "text/javascript", `"/api/models"`},
 		{"/playground/style.css", "text/css", ".output img"},
 	}
