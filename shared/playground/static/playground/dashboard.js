@@ -174,7 +174,7 @@ function transactionRow(t) {
   const change = (s) => el("td", { class: "num " + (isZero(s) ? "" : /^-/.test(s) ? "minus" : "plus"), text: signed(s) });
   const work = t.work_id ? el("span", { title: t.work_id, text: `${t.work_type || "work"} ${t.work_id.slice(0, 8)}` })
     : t.grant_id ? el("span", { title: t.grant_id, text: t.grant_id.length > 16 ? t.grant_id.slice(0, 14) + "…" : t.grant_id }) : "–";
-  return el("tr", { "data-id": t.id, "data-type": t.type },
+  return el("tr", { "data-id": t.id, "data-type": t.type, "data-work": t.work_id },
     el("td", { title: t.created_at, text: when(t.created_at) }),
     el("td", {}, badge(t.type)),
     change(t.balance_change), change(t.held_change),
