@@ -192,7 +192,7 @@ async function main() {
     const refused = await api("GET", "/api/account", secret);
     report("revoke", { row: await page.locator(`#keys tr[data-prefix="${prefix}"]`).innerText(),
       revokeButtons: await page.locator(`#keys tr[data-prefix="${prefix}"] button.revoke`).count(), apiStatus: refused.status });
-    await page.screenshot({ path: path.join(out, "dashboard.png"), fullPage: true });
+    await page.screenshot({ path: path.join(out, "dashboard.png") }); // the first screen: docs/dashboard.png
 
     // A second tab has a session of its own: signed out until it signs in,
     // here with a second admin key; when that key is revoked (from the

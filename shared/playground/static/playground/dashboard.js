@@ -123,7 +123,7 @@ function niceCeiling(v) {
 // zeros included). The heights use parseFloat; the labels show the API's
 // strings.
 function drawChart(box, days) {
-  const W = 900, H = 180, left = 52, right = 8, top = 12, bottom = 28;
+  const W = 900, H = 150, left = 52, right = 8, top = 12, bottom = 28;
   const plotW = W - left - right, plotH = H - top - bottom;
   const max = niceCeiling(Math.max(0, ...days.map((d) => parseFloat(d.credits))));
   const y = (v) => top + plotH - (v / max) * plotH;
@@ -175,7 +175,7 @@ function transactionRow(t) {
   const work = t.work_id ? el("span", { title: t.work_id, text: `${t.work_type || "work"} ${t.work_id.slice(0, 8)}` })
     : t.grant_id ? el("span", { title: t.grant_id, text: t.grant_id.length > 16 ? t.grant_id.slice(0, 14) + "…" : t.grant_id }) : "–";
   return el("tr", { "data-id": t.id, "data-type": t.type, "data-work": t.work_id },
-    el("td", { title: t.created_at, text: when(t.created_at) }),
+    el("td", { class: "when", title: t.created_at, text: when(t.created_at) }),
     el("td", {}, badge(t.type)),
     change(t.balance_change), change(t.held_change),
     el("td", { class: "num", text: credits(t.balance_after) }), el("td", { class: "num", text: credits(t.held_after) }),
@@ -205,7 +205,7 @@ function keyRow(k, current) {
   }
   let status;
   if (k.revoked_at) {
-    status = el("td", {}, badge("revoked"), el("small", { class: "note", text: " " + when(k.revoked_at) }));
+    status = el("td", {}, badge("revoked"), el("small", { class: "note when", text: " " + when(k.revoked_at) }));
   } else {
     const revoke = el("button", { type: "button", class: "secondary revoke", text: "Revoke" });
     revoke.addEventListener("click", () => revokeKey(k.prefix, current));
@@ -214,7 +214,7 @@ function keyRow(k, current) {
   return el("tr", { "data-prefix": k.prefix, class: k.revoked_at ? "revoked" : "" },
     el("td", {}, el("code", { text: k.prefix }), current ? el("small", { class: "note", text: " (this session)" }) : null),
     el("td", { text: k.name }), el("td", { text: (k.scopes || []).join(", ") }), spent,
-    el("td", { title: k.created_at, text: when(k.created_at) }), el("td", { title: k.last_used_at || "", text: when(k.last_used_at) }), status);
+    el("td", { class: "when", title: k.created_at, text: when(k.created_at) }), el("td", { class: "when", title: k.last_used_at || "", text: when(k.last_used_at) }), status);
 }
 
 async function createKey(ev) {
