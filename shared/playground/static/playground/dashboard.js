@@ -84,9 +84,12 @@ async function loadAccount() {
 // ------------------------------------------------------------------ usage
 
 let usageGroup = "day";
+let usageAsked = 0; // the latest request: an older answer arriving late is dropped
 
 async function loadUsage() {
+  const asked = ++usageAsked;
   const u = await api("GET", `/api/account/usage?group_by=${usageGroup}`);
+  if (asked !== usageAsked) return;
   $("#usage-total").textContent = `${u.from} to ${u.to}: ${credits(u.total.credits)} credits · ` +
     `${plural(u.total.generations, "generation", "generations")} · ${plural(u.total.videos, "long video", "long videos")}`;
   const chart = $("#usage-chart"), table = $("#usage-table");
@@ -184,6 +187,7 @@ function transactionRow(t) {
 }
 
 function turnPage(delta) {
+  $("#txn-newer").disabled = $("#txn-older").disabled = true; // until this page is read
   txn.page = Math.max(0, Math.min(txn.page + delta, txn.cursors.length - 1));
   return panel($("#txn-error"), loadTransactions);
 }
