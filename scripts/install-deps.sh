@@ -14,7 +14,7 @@ need_command ffprobe ffmpeg
 need_command curl curl         # the README quickstart test runs its curl commands
 need_command espeak-ng espeak-ng # local narration of long-form videos
 need_file /usr/share/fonts/truetype/dejavu/DejaVuSans.ttf fonts-dejavu-core   # drawtext's font, by path
-# The playground's browser tests drive Debian's Chromium with playwright-core
+# The playground's and dashboard's browser tests drive Debian's Chromium with playwright-core
 # (executablePath /usr/bin/chromium); make run does not need it.
 [ "${1:-}" = runtime ] || need_file /usr/bin/chromium chromium
 

@@ -90,7 +90,8 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	}
 	if cfg.AllowRemote {
 		fmt.Fprintf(stderr, `WARNING: --allow-remote: other machines that can reach these addresses reach
-  %s  the API (with any key of this data directory) and the playground;
+  %s  the API (with any key of this data directory), the playground and
+      the dashboard;
   %s  every output whose URL they know (read only);
   %s  the object store's S3 API (signed requests with the local credentials
       local/local: read, write and delete every output);
@@ -107,6 +108,7 @@ The local runtime has no TLS: keys and outputs cross the network in clear.
 	fmt.Fprintf(stdout, `mediagen is running (%s; Ctrl-C stops it)
 
   base URL: %s   (the playground: open it in a browser)
+  dashboard: %s/dashboard   (the account: balance, usage, transactions, API keys)
   outputs:  %s   (read only, an origin of their own)
   API key:  %s   (dev account %s)
 %s
@@ -114,7 +116,7 @@ The local runtime has no TLS: keys and outputs cross the network in clear.
   curl -s "$MEDIAGEN_BASE_URL/api/generations/generate" -H "Authorization: Bearer $MEDIAGEN_API_KEY" \
     -H 'Content-Type: application/json' -H 'accept: application/json' \
     -d '{"model":"provider-a","model_version":"theta-4-fast","input":{"prompt":"a lighthouse at dawn"},"image_count":1}'
-`, where, rt.BaseURL, rt.FilesURL, rt.Dev.APIKey, rt.Dev.UserID, simulatorLine, rt.BaseURL, rt.Dev.APIKey)
+`, where, rt.BaseURL, rt.BaseURL, rt.FilesURL, rt.Dev.APIKey, rt.Dev.UserID, simulatorLine, rt.BaseURL, rt.Dev.APIKey)
 	<-ctx.Done()
 	fmt.Fprintln(stdout, "stopping…")
 	shutdown, cancel := context.WithTimeout(context.Background(), 30*time.Second)

@@ -1,12 +1,7 @@
 package playground_test
 
 import (
-	"bufio"
-	"bytes"
-	"context"
-	"encoding/json"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -14,10 +9,7 @@ import (
 
 	"github.com/mediagen-dev/mediagen/shared/local/runtime"
 	"github.com/mediagen-dev/mediagen/shared/local/runtime/runtimetest"
-	"github.com/mediagen-dev/mediagen/shared/testsupport"
 )
-
-const chromium = "/usr/bin/chromium"
 
 // TestThePlaygroundMakesAnImageAVideoAndALongVideoInChromium drives the
 // page in Debian's Chromium, headless, through playwright-core
@@ -26,68 +18,40 @@ const chromium = "/usr/bin/chromium"
 // Screenshots are kept in test-output/playground/.
 func TestThePlaygroundMakesAnImageAVideoAndALongVideoInChromium(t *testing.T) {
 	pw := browserTools(t)
-	root, err := testsupport.ModuleRoot()
-	if err != nil {
-		t.Fatal(err)
-	}
-	out := filepath.Join(root, "test-output", "playground")
-	if err := os.RemoveAll(out); err != nil { // no screenshot of an earlier run
-		t.Fatal(err)
-	}
-	if err := os.MkdirAll(out, 0o755); err != nil {
-		t.Fatal(err)
-	}
+	out := screenshotDir(t, "playground")
 	rt := runtimetest.Start(t, runtime.Config{SimulatorLatency: 300 * time.Millisecond})
 
-	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
-	defer cancel()
-	cmd := exec.CommandContext(ctx, "node", "testdata/browser.cjs")
-	cmd.Env = append(os.Environ(), "PLAYWRIGHT_CORE="+pw, "BASE_URL="+rt.BaseURL, "API_KEY="+rt.Dev.APIKey,
-		"OUT_DIR="+out, "USER_DATA_DIR="+t.TempDir())
-	var stdout, stderr bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &stdout, &stderr
-	runErr := cmd.Run()
+	checks, err := runBrowserScript(t, pw, 4*time.Minute, "browser.cjs", "BASE_URL="+rt.BaseURL, "API_KEY="+rt.Dev.APIKey, "OUT_DIR="+out)
 	t.Logf("screenshots in %s", out)
-	checks := map[string]map[string]any{}
-	sc := bufio.NewScanner(&stdout)
-	for sc.Scan() {
-		var c map[string]any
-		if err := json.Unmarshal(sc.Bytes(), &c); err != nil {
-			t.Logf("browser: %s", sc.Text())
-			continue
-		}
-		t.Logf("browser: %s", sc.Text())
-		checks[c["check"].(string)] = c
-	}
-	if runErr != nil {
-		t.Fatalf("the browser run failed (%v): %s\n(see %s/failure.png)", runErr, stderr.String(), out)
+	if err != nil {
+		t.Fatalf("the browser run failed (%v)\n(see %s/failure.png)", err, out)
 	}
 
-	num := func(check, field string) float64 { f, _ := checks[check][field].(float64); return f }
+	num := func(check, field string) float64 { f, _ := checks.last(check)[field].(float64); return f }
 	if w, h := num("image", "naturalWidth"), num("image", "naturalHeight"); w <= 0 || w <= h {
-		t.Errorf("the image is not displayed as a 16:9 picture: %v", checks["image"])
+		t.Errorf("the image is not displayed as a 16:9 picture: %v", checks.last("image"))
 	}
 	for _, v := range []string{"video", "story"} {
 		if num(v, "readyState") < 2 || num(v, "currentTime") <= 0 || num(v, "videoWidth") <= 0 {
 			t.Errorf("%s: the video element does not play: %v", v, checks[v])
 		}
 	}
-	if checks["video"]["imageCountShown"] != false {
+	if checks.last("video")["imageCountShown"] != false {
 		t.Error("the image count is offered for a video variant")
 	}
 	if d := num("story", "duration"); d < 14.5 || d > 15.5 {
 		t.Errorf("the long-form video lasts %v s, want 15 (3 scenes of 5 s)", d)
 	}
-	if e, _ := checks["bad input"]["error"].(string); !strings.Contains(e, "input.seconds: is required") {
+	if e, _ := checks.last("bad input")["error"].(string); !strings.Contains(e, "input.seconds: is required") {
 		t.Errorf("a bad request shows %q, want the envelope's field message", e)
 	}
-	if marked, _ := checks["bad input"]["marked"].([]any); len(marked) != 1 || marked[0] != "seconds" {
-		t.Errorf("fields marked invalid: %v, want [seconds]", checks["bad input"]["marked"])
+	if marked, _ := checks.last("bad input")["marked"].([]any); len(marked) != 1 || marked[0] != "seconds" {
+		t.Errorf("fields marked invalid: %v, want [seconds]", checks.last("bad input")["marked"])
 	}
-	if checks["key kept"]["kept"] != true {
+	if checks.last("key kept")["kept"] != true {
 		t.Error("the API key was not kept across a reload")
 	}
-	if e, _ := checks["estimate"]["text"].(string); !strings.Contains(e, "3 scenes × 5 s = 15 s · 195 credits") {
+	if e, _ := checks.last("estimate")["text"].(string); !strings.Contains(e, "3 scenes × 5 s = 15 s · 195 credits") {
 		t.Errorf("the estimate shows %q, want 3 scenes × 5 s = 15 s · 195 credits", e)
 	}
 	for _, shot := range []string{"image.png", "video.png", "story-estimate.png", "story.png"} {

@@ -1,7 +1,6 @@
 package playground_test
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"encoding/json"
@@ -10,9 +9,6 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
-	"os"
-	"os/exec"
-	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
@@ -20,7 +16,6 @@ import (
 
 	"github.com/mediagen-dev/mediagen/shared/local/runtime"
 	"github.com/mediagen-dev/mediagen/shared/local/runtime/runtimetest"
-	"github.com/mediagen-dev/mediagen/shared/testsupport"
 )
 
 // attackPage tries, from its own origin, every way a page could write into
@@ -123,28 +118,10 @@ func TestAPageOnAnotherOriginCannotWriteTheStoreNorRunScriptOnThePlayground(t *t
 		planted = append(planted, bucket.URL(key))
 	}
 
-	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
-	defer cancel()
-	cmd := exec.CommandContext(ctx, "node", "testdata/chain.cjs")
-	cmd.Env = append(os.Environ(), "PLAYWRIGHT_CORE="+pw, "BASE_URL="+rt.BaseURL, "API_KEY="+rt.Dev.APIKey,
-		"ATTACK_URL="+attack.URL+"/", "PLANTED="+strings.Join(planted, " "), "CONTROL_URL="+attack.URL+"/control",
-		"USER_DATA_DIR="+t.TempDir())
-	var stdout, stderr bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &stdout, &stderr
-	runErr := cmd.Run()
-	checks := map[string][]map[string]any{}
-	sc := bufio.NewScanner(&stdout)
-	sc.Buffer(make([]byte, 1<<20), 1<<20)
-	for sc.Scan() {
-		t.Logf("browser: %s", sc.Text())
-		var c map[string]any
-		if json.Unmarshal(sc.Bytes(), &c) == nil {
-			name, _ := c["check"].(string)
-			checks[name] = append(checks[name], c)
-		}
-	}
-	if runErr != nil {
-		t.Fatalf("the browser run failed (%v): %s", runErr, stderr.String())
+	checks, err := runBrowserScript(t, pw, 3*time.Minute, "chain.cjs", "BASE_URL="+rt.BaseURL, "API_KEY="+rt.Dev.APIKey,
+		"ATTACK_URL="+attack.URL+"/", "PLANTED="+strings.Join(planted, " "), "CONTROL_URL="+attack.URL+"/control")
+	if err != nil {
+		t.Fatalf("the browser run failed: %v", err)
 	}
 
 	if len(checks["key stored"]) != 1 || checks["key stored"][0]["stored"] != true {
@@ -209,24 +186,6 @@ func TestAPageOnAnotherOriginCannotWriteTheStoreNorRunScriptOnThePlayground(t *t
 	if ok, err := bucket.Exists(context.Background(), "generations/"+uuid+"/7.png"); ok || err != nil {
 		t.Errorf("the attacker's object exists: %v, %v", ok, err)
 	}
-}
-
-// browserTools finds Chromium and playwright-core, or fails saying how to
-// install them.
-func browserTools(t *testing.T) string {
-	t.Helper()
-	if _, err := os.Stat(chromium); err != nil {
-		t.Fatalf("the browser tests need Debian's Chromium at %s: run `make test` (scripts/install-deps.sh installs it) or `apt-get install chromium`", chromium)
-	}
-	root, err := testsupport.ModuleRoot()
-	if err != nil {
-		t.Fatal(err)
-	}
-	pw := filepath.Join(root, "tools", "node_modules", "playwright-core")
-	if _, err := os.Stat(filepath.Join(pw, "package.json")); err != nil {
-		t.Fatalf("playwright-core is not installed in %s: run `make test` (or `npm ci --prefix tools`)", pw)
-	}
-	return pw
 }
 
 // makeImage makes one image through the API and returns its output URL and

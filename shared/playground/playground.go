@@ -1,8 +1,10 @@
-// Package playground is the browser playground: plain HTML, CSS and a small
-// script, embedded in the binary and served by the local runtime at /. The
-// files in static/ are also deployable as they are beside the API (any
-// static host; the page asks for the API's URL when it is not on the same
-// origin).
+// Package playground holds the browser pages of the service: the
+// playground (at /) and the account dashboard (at /dashboard). Plain HTML,
+// one stylesheet and small ES modules that share their helpers
+// (static/playground/common.js), embedded in the binary and served by the
+// local runtime. The files in static/ are also deployable as they are
+// beside the API (any static host; the pages ask for the API's URL when
+// they are not on its origin).
 package playground
 
 import (
@@ -15,7 +17,8 @@ import (
 //go:embed static
 var files embed.FS
 
-// Files are the page's files: index.html and playground/*.
+// Files are the pages' files: index.html (the playground), dashboard.html
+// and their assets, playground/*.
 func Files() fs.FS {
 	sub, err := fs.Sub(files, "static")
 	if err != nil {
@@ -24,10 +27,15 @@ func Files() fs.FS {
 	return sub
 }
 
-// Mount serves the page at / and its assets under /playground/ on mux.
+// Mount serves the playground at /, the dashboard at /dashboard and their
+// assets under /playground/ on mux.
 func Mount(mux *http.ServeMux) {
-	h := http.FileServerFS(Files())
+	static := Files()
+	h := http.FileServerFS(static)
 	mux.Handle("GET /{$}", h)
+	mux.HandleFunc("GET /dashboard", func(w http.ResponseWriter, r *http.Request) {
+		http.ServeFileFS(w, r, static, "dashboard.html")
+	})
 	mux.Handle("GET /playground/", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if strings.HasSuffix(r.URL.Path, "/") {
 			http.NotFound(w, r) // files only, no directory listing

@@ -13,16 +13,19 @@ import (
 	"github.com/mediagen-dev/mediagen/shared/longstory"
 )
 
-func TestThePageAndItsAssetsAreServed(t *testing.T) {
+func TestThePagesAndTheirAssetsAreServed(t *testing.T) {
 	mux := http.NewServeMux()
 	Mount(mux)
 	mux.HandleFunc("/", http.NotFound)
 	srv := httptest.NewServer(mux)
 	defer srv.Close()
 	tests := []struct{ path, contentType, contains string }{
-		{"/", "text/html", `<script src="playground/app.js" defer></script>`},
+		{"/", "text/html", `<script type="module" src="playground/app.js"></script>`},
 		{"/playground/app.js", "text/javascript", `"/api/models"`},
 		{"/playground/style.css", "text/css", ".output img"},
+		{"/dashboard", "text/html", `<script type="module" src="playground/dashboard.js"></script>`},
+		{"/playground/dashboard.js", "text/javascript", "`/api/account/transactions?${q}`"},
+		{"/playground/common.js", "text/javascript", "export async function callApi("},
 	}
 	for _, tt := range tests {
 		resp, err := http.Get(srv.URL + tt.path)
@@ -35,7 +38,7 @@ func TestThePageAndItsAssetsAreServed(t *testing.T) {
 			t.Errorf("GET %s: %d %s, body has %q: %v", tt.path, resp.StatusCode, resp.Header.Get("Content-Type"), tt.contains, strings.Contains(string(body), tt.contains))
 		}
 	}
-	for _, path := range []string{"/index.html.bak", "/api/unknown", "/playground/missing.js", "/playground/"} {
+	for _, path := range []string{"/index.html.bak", "/api/unknown", "/playground/missing.js", "/playground/", "/dashboard.html", "/dashboard/"} {
 		resp, err := http.Get(srv.URL + path)
 		if err != nil {
 			t.Fatal(err)

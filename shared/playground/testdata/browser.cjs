@@ -1,24 +1,19 @@
-// Drives the playground in Debian's Chromium (headless) with playwright-core:
-// an image, a video and a long-form video made through the page. Run by
-// browser_test.go, which starts the local runtime and passes:
-//   PLAYWRIGHT_CORE  path of tools/node_modules/playwright-core
+// Drives the playground in Debian's Chromium (headless) with playwright-core
+// (chromium.cjs): an image, a video and a long-form video made through the
+// page. Run by browser_test.go, which starts the local runtime and passes:
 //   BASE_URL         the runtime's URL;  API_KEY  its dev account's key
-//   OUT_DIR          where screenshots go;  USER_DATA_DIR  a fresh profile
+//   OUT_DIR          where screenshots go
 // Prints one JSON line per check to stdout; exits 1 on the first failure,
 // after a screenshot of the page as it was.
 "use strict";
 
 const path = require("path");
-const { chromium } = require(process.env.PLAYWRIGHT_CORE);
+const { launch, report } = require("./chromium.cjs");
 
 const base = process.env.BASE_URL;
 const key = process.env.API_KEY;
 const out = process.env.OUT_DIR;
 const WAIT = 90_000; // one job at the most, on a loaded machine
-
-function report(check, data) {
-  console.log(JSON.stringify({ check, ...data }));
-}
 
 // playing waits until a video element has data and its time advances.
 async function playing(page, selector) {
@@ -47,14 +42,7 @@ async function generate(page, variant, fields) {
 }
 
 async function main() {
-  const context = await chromium.launchPersistentContext(process.env.USER_DATA_DIR, {
-    executablePath: "/usr/bin/chromium",
-    headless: true,
-    args: ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-      "--disable-background-networking", "--disable-component-update", "--disable-sync",
-      "--autoplay-policy=no-user-gesture-required"],
-    viewport: { width: 1280, height: 860 },
-  });
+  const context = await launch({ viewport: { width: 1280, height: 860 } }, ["--autoplay-policy=no-user-gesture-required"]);
   const page = context.pages()[0] || (await context.newPage());
   const problems = [];
   page.on("pageerror", (err) => problems.push("page error: " + err.message));

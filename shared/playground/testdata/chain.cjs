@@ -1,36 +1,24 @@
 // The chain a security probe once ran, tried again in Debian's Chromium
-// (headless) with playwright-core: the playground keeps its API key in
-// localStorage; a page on another origin tries to write an HTML file into
-// the output store and to open files from it, hoping to run script on the
-// playground's origin. Run by chain_test.go, which passes:
-//   PLAYWRIGHT_CORE  path of tools/node_modules/playwright-core
+// (headless) with playwright-core (chromium.cjs): the playground keeps its
+// API key in localStorage; a page on another origin tries to write an HTML
+// file into the output store and to open files from it, hoping to run
+// script on the playground's origin. Run by chain_test.go, which passes:
 //   BASE_URL         the runtime's URL (API and playground);  API_KEY  a key
 //   ATTACK_URL       the attacker's page, on another origin
 //   PLANTED          space-separated URLs of HTML files the test put in the
 //                    store itself (the worst case: one got there)
 //   CONTROL_URL      the same HTML as a page of the attacker's origin: its
 //                    script must run, or the test proves nothing
-//   USER_DATA_DIR    a fresh profile
 // Prints one JSON line per check to stdout; exits 1 when the run breaks.
 "use strict";
 
-const { chromium } = require(process.env.PLAYWRIGHT_CORE);
+const { launch, report } = require("./chromium.cjs");
 
 const base = process.env.BASE_URL;
 const key = process.env.API_KEY;
 
-function report(check, data) {
-  console.log(JSON.stringify({ check, ...data }));
-}
-
 async function main() {
-  const context = await chromium.launchPersistentContext(process.env.USER_DATA_DIR, {
-    executablePath: "/usr/bin/chromium",
-    headless: true,
-    args: ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-      "--disable-background-networking", "--disable-component-update", "--disable-sync"],
-    acceptDownloads: false,
-  });
+  const context = await launch({ acceptDownloads: false });
   try {
     // The user pastes a key into the playground: it is kept in localStorage.
     const playground = context.pages()[0] || (await context.newPage());

@@ -1,70 +1,12 @@
 // mediagen playground: builds a form from each variant's input schema
 // (GET /api/models), submits it, polls the status and shows the result.
-// Plain browser JavaScript, no build step.
-"use strict";
+// Plain browser JavaScript (an ES module, strict), no build step.
+import { $, $$, sleep, saved, apiRoot, callApi, el, showError, badge } from "./common.js";
 
-const $ = (sel, root = document) => root.querySelector(sel);
-const $$ = (sel, root = document) => Array.from(root.querySelectorAll(sel));
-const saved = {
-  get: (k) => localStorage.getItem("mediagen." + k) || "",
-  set: (k, v) => (v ? localStorage.setItem("mediagen." + k, v) : localStorage.removeItem("mediagen." + k)),
-};
-const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
-
-// ---------------------------------------------------------------- the API
-
-class ApiError extends Error {
-  constructor(status, body) {
-    const e = (body && body.error) || {};
-    super(e.message || `HTTP ${status}`);
-    this.status = status;
-    this.code = e.code || `http_${status}`;
-    this.details = e.details || [];
-  }
-}
-
-// The API's root: the URL field, else this page's origin (the local
-// runtime serves both).
-function apiBase() {
-  const v = $("#base-url").value.trim().replace(/\/+$/, "");
-  if (v) return v;
-  return location.protocol.startsWith("http") ? location.origin : "";
-}
-
-function randomKey() {
-  const b = new Uint8Array(16);
-  crypto.getRandomValues(b);
-  return Array.from(b, (x) => x.toString(16).padStart(2, "0")).join("");
-}
-
-// api sends one request; a 429 or 5xx is tried again (three times at most,
-// after Retry-After when the answer names one), a POST with the same
-// Idempotency-Key.
-async function api(method, path, body, { auth = true } = {}) {
-  const headers = { Accept: "application/json" };
-  if (auth) headers.Authorization = "Bearer " + $("#api-key").value.trim();
-  if (body !== undefined) headers["Content-Type"] = "application/json";
-  if (method === "POST") headers["Idempotency-Key"] = randomKey();
-  for (let attempt = 0; ; attempt++) {
-    let resp;
-    try {
-      resp = await fetch(apiBase() + path, { method, headers, body: body === undefined ? undefined : JSON.stringify(body) });
-    } catch (err) {
-      if (attempt >= 3) throw new ApiError(0, { error: { code: "network", message: "the API did not answer: " + err.message } });
-      await sleep(1000 * 2 ** attempt);
-      continue;
-    }
-    const text = await resp.text();
-    let data = null;
-    try { data = JSON.parse(text); } catch { /* not JSON: a gateway's own error */ }
-    if (resp.ok) return data;
-    if ((resp.status === 429 || resp.status >= 500) && attempt < 3) {
-      const after = parseInt(resp.headers.get("Retry-After") || "", 10);
-      await sleep(after > 0 && after <= 30 ? after * 1000 : 1000 * 2 ** attempt);
-      continue;
-    }
-    throw new ApiError(resp.status, data || { error: { message: text.slice(0, 200) || resp.statusText } });
-  }
+// api sends one request with the page's API URL and, unless auth is false,
+// its key.
+function api(method, path, body, { auth = true } = {}) {
+  return callApi(method, path, body, { base: $("#base-url").value, key: auth ? $("#api-key").value.trim() : undefined });
 }
 
 // poll reads a status until it is final, calling render with each view;
@@ -83,33 +25,8 @@ async function poll(path, render, job) {
 
 // ------------------------------------------------------------- rendering
 
-function el(tag, attrs = {}, ...children) {
-  const e = document.createElement(tag);
-  for (const [k, v] of Object.entries(attrs)) {
-    if (v === undefined || v === null || v === false) continue;
-    if (k === "class") e.className = v;
-    else if (k === "text") e.textContent = v;
-    else e.setAttribute(k, v === true ? "" : v);
-  }
-  for (const c of children) if (c !== null && c !== undefined) e.append(c);
-  return e;
-}
-
-function showError(box, err) {
-  box.replaceChildren();
-  if (!err) return;
-  box.append(el("strong", { text: err.message }));
-  if (err.details && err.details.length) {
-    box.append(el("ul", {}, ...err.details.map((d) => el("li", { text: `${d.field}: ${d.message}` }))));
-  }
-}
-
 function statusLine(box, parts) {
   box.replaceChildren(...parts.filter(Boolean).flatMap((p, i) => (i ? [" · ", p] : [p])));
-}
-
-function badge(status) {
-  return el("span", { class: "badge " + status, "data-status": status, text: status });
 }
 
 function elapsed(start) {
@@ -363,7 +280,7 @@ async function loadModels() {
   try {
     models = (await api("GET", "/api/models", undefined, { auth: false })).models;
   } catch (err) {
-    showError(errBox, { message: `Could not read the catalog from ${apiBase() || "(no API URL)"}/api/models: ${err.message}` });
+    showError(errBox, { message: `Could not read the catalog from ${apiRoot($("#base-url").value) || "(no API URL)"}/api/models: ${err.message}` });
     return;
   }
   showError(errBox, null);
