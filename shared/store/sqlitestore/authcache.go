@@ -50,13 +50,7 @@ func newAuthCache(dir string) *authCache {
 }
 
 // currentEpoch reads the epoch; "" (unreadable) means nothing is cached.
-func (c *authCache) currentEpoch() string {
-	raw, err := os.ReadFile(c.path)
-	if err != nil {
-		return ""
-	}
-	return string(raw)
-}
+func (c *authCache) currentEpoch() string { return readEpoch(c.path) }
 
 // get is the cached answer for hash under epoch.
 func (c *authCache) get(epoch, hash string) (keyAccount, bool) {
