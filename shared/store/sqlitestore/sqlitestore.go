@@ -169,6 +169,12 @@ func (s *Store) updateProcessing(ctx context.Context, table, keyCol, key, set st
 // maps nil so that a record reads back as it was written.
 func unmarshalColumns(id string, dsts []any, cols ...string) error {
 	for i, col := range cols {
+		// An empty list, as most of a record's are, is left nil without
+		// the decoder (a status read decodes four columns); dsts[i] is a
+		// new record's field, so it is nil already.
+		if col == "null" || col == "[]" && reflect.ValueOf(dsts[i]).Elem().Kind() == reflect.Slice {
+			continue
+		}
 		if err := json.Unmarshal([]byte(col), dsts[i]); err != nil {
 			return fmt.Errorf("read record %s: column %d: %w", id, i, err)
 		}
