@@ -114,7 +114,7 @@ func (s *Store) Close() error {
 	ctx, cancel := context.WithTimeout(context.Background(), closeTimeout)
 	defer cancel()
 	flushed := s.flushCounts(ctx)
-	return errors.Join(flushed, s.rs.close(), s.ws.close(), s.r.Close(), s.w.Close(), s.countLock.release())
+	return errors.Join(flushed, s.rs.close(), s.ws.close(), s.r.Close(), s.w.Close(), s.countLock.release(), s.auth.file.close())
 }
 
 func formatTime(t time.Time) string { return t.UTC().Format(timeLayout) }
