@@ -19,7 +19,7 @@ const countsLockFile = "counts.lock"
 // ErrDataDirInUse is a data directory whose rate-limit counts another
 // store keeps: a server counting in memory, or, for a server, any other
 // store counting there.
-var ErrDataDirInUse = errors.New("the data directory's rate-limit counts are kept by another server")
+var ErrDataDirInUse = errors.New("the data directory's rate-limit counts are in use by another store")
 
 // countLock is this store's hold on countsLockFile, taken once and kept
 // until Close (the kernel releases it if the process dies).
@@ -37,20 +37,19 @@ type countLock struct {
 func (l *countLock) take(exclusive bool) error {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	if l.f != nil && (l.exclusive || !exclusive) {
+	switch {
+	case l.f != nil && (l.exclusive || !exclusive):
 		return nil
+	case l.f != nil:
+		// flock would convert the shared hold by dropping it first.
+		return errors.New("this store counts in the database already")
 	}
-	f := l.f
-	if f == nil {
-		var err error
-		if f, err = os.OpenFile(l.path, os.O_RDWR|os.O_CREATE, 0o644); err != nil {
-			return fmt.Errorf("open %s: %w", l.path, err)
-		}
+	f, err := os.OpenFile(l.path, os.O_RDWR|os.O_CREATE, 0o644)
+	if err != nil {
+		return fmt.Errorf("open %s: %w", l.path, err)
 	}
 	if err := lockFile(f, exclusive); err != nil {
-		if l.f == nil {
-			f.Close()
-		}
+		f.Close()
 		return err
 	}
 	l.f, l.exclusive = f, exclusive
@@ -71,7 +70,7 @@ func (l *countLock) release() error {
 // memCounts are the rate-limit counts of a server that holds the data
 // directory's counts exclusively: the answers come from memory, and the
 // database keeps, for each counter, a value never below what was
-// answered (see count).
+// answered (see countInMemory).
 type memCounts struct {
 	mu sync.Mutex
 	m  map[counterKey]*counter
