@@ -54,8 +54,11 @@ type Idempotency struct {
 
 // wrap runs h under the request's Idempotency-Key, if it has one.
 func (i *Idempotency) wrap(ctx context.Context, req Request, a domain.Account, h AuthedHandler) (Response, error) {
+	if i == nil || req.Method != http.MethodPost {
+		return h(ctx, req, a)
+	}
 	key := header(req, IdempotencyHeader)
-	if i == nil || req.Method != http.MethodPost || key == "" {
+	if key == "" {
 		return h(ctx, req, a)
 	}
 	if len(key) > MaxIdempotencyKey || !printableASCII(key) {

@@ -175,11 +175,11 @@ func jsonResponse(status int, v any) Response {
 	} else {
 		body = strings.TrimSuffix(buf.String(), "\n")
 	}
-	return Response{StatusCode: status, Body: body, Headers: map[string]string{
-		"Content-Type":           "application/json",
-		"Cache-Control":          "no-store",
-		"X-Content-Type-Options": "nosniff",
-	}}
+	// Room for the rate-limit headers (and Retry-After) the gate adds to
+	// most answers, so the map is not grown for them.
+	headers := make(map[string]string, 8)
+	headers["Content-Type"], headers["Cache-Control"], headers["X-Content-Type-Options"] = "application/json", "no-store", "nosniff"
+	return Response{StatusCode: status, Body: body, Headers: headers}
 }
 
 func requestID(req Request) string { return req.RequestID }

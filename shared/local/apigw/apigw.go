@@ -17,8 +17,10 @@ import (
 	"maps"
 	"net"
 	"net/http"
+	"net/textproto"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 	"unicode/utf8"
 
@@ -153,27 +155,36 @@ func (a *LambdaAuthorizer) authorize(ctx context.Context, identity string, req e
 // timeouts.Read of the handler's start (408 otherwise).
 func Mount(mux *http.ServeMux, routes []Route, authorizer *LambdaAuthorizer, timeouts Timeouts, log *slog.Logger) {
 	for _, rt := range routes {
-		rt := rt
-		mux.HandleFunc(rt.Method+" "+rt.Path, func(w http.ResponseWriter, r *http.Request) {
-			serve(w, r, rt, authorizer, timeouts, log)
+		m := mount(rt)
+		mux.HandleFunc(m.key, func(w http.ResponseWriter, r *http.Request) {
+			serve(w, r, m, authorizer, timeouts, log)
 		})
 	}
 }
 
-func serve(w http.ResponseWriter, r *http.Request, rt Route, authorizer *LambdaAuthorizer, timeouts Timeouts, log *slog.Logger) {
+// mounted is a route with what every request's event takes from it, made
+// once at Mount rather than per request.
+type mounted struct {
+	Route
+	key    string   // the route key, "METHOD /path/{param}"
+	arn    string   // the route's ARN, as the authorizer gets it
+	params []string // the path parameters' names
+}
+
+func mount(rt Route) *mounted {
+	return &mounted{Route: rt, key: rt.Method + " " + rt.Path,
+		arn: "arn:aws:execute-api:local:000000000000:local/$default/" + rt.Method + rt.Path, params: pathParams(rt.Path)}
+}
+
+func serve(w http.ResponseWriter, r *http.Request, rt *mounted, authorizer *LambdaAuthorizer, timeouts Timeouts, log *slog.Logger) {
 	// Every answer names its request, the gateway's own ({"message"}) too;
 	// the route gets the same id as requestContext.requestId.
 	id := NewRequestID()
 	w.Header().Set(RequestIDHeader, id)
-	if timeouts.Read > 0 {
-		// Not every server supports deadlines (httptest's recorder does
-		// not); the server's own ReadTimeout still holds there.
-		_ = http.NewResponseController(w).SetReadDeadline(time.Now().Add(timeouts.Read))
-	}
-	body, err := io.ReadAll(io.LimitReader(r.Body, maxPayload+1))
+	body, err := readBody(w, r, timeouts)
 	var netErr net.Error
 	if errors.As(err, &netErr) && netErr.Timeout() {
-		log.WarnContext(r.Context(), "request body cut off: it did not arrive in time", "route", rt.Method+" "+rt.Path,
+		log.WarnContext(r.Context(), "request body cut off: it did not arrive in time", "route", rt.key,
 			"received_bytes", len(body), "read_timeout", timeouts.Read.String())
 		w.Header().Set("Connection", "close")
 		writeGatewayError(w, http.StatusRequestTimeout, "Request Timeout")
@@ -196,7 +207,7 @@ func serve(w http.ResponseWriter, r *http.Request, rt Route, authorizer *LambdaA
 			return
 		}
 		auth, err := authorizer.authorize(r.Context(), identity, events.APIGatewayV2CustomAuthorizerV2Request{
-			Version: "2.0", Type: "REQUEST", RouteArn: "arn:aws:execute-api:local:000000000000:local/$default/" + rt.Method + rt.Path,
+			Version: "2.0", Type: "REQUEST", RouteArn: rt.arn,
 			IdentitySource: []string{identity}, RouteKey: ev.RouteKey, RawPath: ev.RawPath,
 			RawQueryString: ev.RawQueryString, Headers: ev.Headers, QueryStringParameters: ev.QueryStringParameters,
 			PathParameters: ev.PathParameters, RequestContext: ev.RequestContext,
@@ -210,8 +221,12 @@ func serve(w http.ResponseWriter, r *http.Request, rt Route, authorizer *LambdaA
 			writeGatewayError(w, http.StatusForbidden, "Forbidden")
 			return
 		}
-		// Each request gets its own copy of a (possibly cached) context.
-		ev.RequestContext.Authorizer = &events.APIGatewayV2HTTPRequestContextAuthorizerDescription{Lambda: maps.Clone(auth.Context)}
+		lambda := auth.Context
+		if authorizer.CacheTTL > 0 {
+			// Each request gets its own copy of a cached context.
+			lambda = maps.Clone(lambda)
+		}
+		ev.RequestContext.Authorizer = &events.APIGatewayV2HTTPRequestContextAuthorizerDescription{Lambda: lambda}
 	}
 	resp, err := rt.Handler(r.Context(), ev)
 	if err != nil {
@@ -223,48 +238,63 @@ func serve(w http.ResponseWriter, r *http.Request, rt Route, authorizer *LambdaA
 	Write(w, resp)
 }
 
-// Event builds the API Gateway v2 event for r, with a new request id.
-func Event(r *http.Request, rt Route, body []byte) events.APIGatewayV2HTTPRequest {
-	return event(r, rt, body, NewRequestID())
+// readBody reads the request's body, bounded by timeouts.Read from now. A
+// request without one (most GETs) reads nothing: the server's own
+// deadlines hold for it, and no buffer is made.
+func readBody(w http.ResponseWriter, r *http.Request, timeouts Timeouts) ([]byte, error) {
+	if r.Body == nil || r.Body == http.NoBody {
+		return nil, nil
+	}
+	if timeouts.Read > 0 {
+		// Not every server supports deadlines (httptest's recorder does
+		// not); the server's own ReadTimeout still holds there.
+		_ = http.NewResponseController(w).SetReadDeadline(time.Now().Add(timeouts.Read))
+	}
+	return io.ReadAll(io.LimitReader(r.Body, maxPayload+1))
 }
 
-func event(r *http.Request, rt Route, body []byte, requestID string) events.APIGatewayV2HTTPRequest {
-	headers := map[string]string{}
+// Event builds the API Gateway v2 event for r, with a new request id.
+func Event(r *http.Request, rt Route, body []byte) events.APIGatewayV2HTTPRequest {
+	return event(r, mount(rt), body, NewRequestID())
+}
+
+func event(r *http.Request, rt *mounted, body []byte, requestID string) events.APIGatewayV2HTTPRequest {
+	headers := make(map[string]string, len(r.Header))
 	var cookies []string
 	for k, vs := range r.Header {
 		if strings.EqualFold(k, "Cookie") {
 			cookies = append(cookies, vs...)
 			continue
 		}
-		headers[strings.ToLower(k)] = strings.Join(vs, ",")
+		headers[lowerName(k)] = strings.Join(vs, ",")
 	}
-	query := map[string]string{}
-	for k, vs := range r.URL.Query() {
-		query[k] = strings.Join(vs, ",")
-	}
-	params := map[string]string{}
-	for _, name := range pathParams(rt.Path) {
-		params[name] = r.PathValue(name)
-	}
-	sourceIP, _, _ := net.SplitHostPort(r.RemoteAddr)
-	now := time.Now()
 	ev := events.APIGatewayV2HTTPRequest{
-		Version: "2.0", RouteKey: rt.Method + " " + rt.Path, RawPath: r.URL.EscapedPath(),
+		Version: "2.0", RouteKey: rt.key, RawPath: r.URL.EscapedPath(),
 		RawQueryString: r.URL.RawQuery, Cookies: cookies, Headers: headers,
 		RequestContext: events.APIGatewayV2HTTPRequestContext{
 			AccountID: "000000000000", APIID: "local", Stage: "$default", DomainName: r.Host,
-			RequestID: requestID, RouteKey: rt.Method + " " + rt.Path,
-			Time: now.UTC().Format("02/Jan/2006:15:04:05 -0700"), TimeEpoch: now.UnixMilli(),
+			RequestID: requestID, RouteKey: rt.key,
 			HTTP: events.APIGatewayV2HTTPRequestContextHTTPDescription{
-				Method: r.Method, Path: r.URL.Path, Protocol: r.Proto, SourceIP: sourceIP, UserAgent: r.UserAgent(),
+				Method: r.Method, Path: r.URL.Path, Protocol: r.Proto, UserAgent: r.UserAgent(),
 			},
 		},
 	}
-	if len(query) > 0 {
-		ev.QueryStringParameters = query
+	ev.RequestContext.Time, ev.RequestContext.TimeEpoch = requestTime(time.Now())
+	ev.RequestContext.HTTP.SourceIP, _, _ = net.SplitHostPort(r.RemoteAddr)
+	if r.URL.RawQuery != "" {
+		query := map[string]string{}
+		for k, vs := range r.URL.Query() {
+			query[k] = strings.Join(vs, ",")
+		}
+		if len(query) > 0 {
+			ev.QueryStringParameters = query
+		}
 	}
-	if len(params) > 0 {
-		ev.PathParameters = params
+	if len(rt.params) > 0 {
+		ev.PathParameters = make(map[string]string, len(rt.params))
+		for _, name := range rt.params {
+			ev.PathParameters[name] = r.PathValue(name)
+		}
 	}
 	// API Gateway passes text bodies as they are and others base64-encoded.
 	if utf8.Valid(body) {
@@ -275,31 +305,97 @@ func event(r *http.Request, rt Route, body []byte, requestID string) events.APIG
 	return ev
 }
 
+// requestTime is requestContext's time and timeEpoch for now. The text
+// changes once a second, so it is formatted once a second and shared.
+func requestTime(now time.Time) (string, int64) {
+	sec := now.Unix()
+	if c := lastTime.Load(); c != nil && c.sec == sec {
+		return c.text, now.UnixMilli()
+	}
+	c := &formattedTime{sec: sec, text: now.UTC().Format("02/Jan/2006:15:04:05 -0700")}
+	lastTime.Store(c)
+	return c.text, now.UnixMilli()
+}
+
+type formattedTime struct {
+	sec  int64
+	text string
+}
+
+var lastTime atomic.Pointer[formattedTime]
+
+// lowerNames are the lowercase forms of the request headers clients
+// usually send (API Gateway lowercases every name), so that those take no
+// allocation per request; others are lowercased as they come.
+var lowerNames = func() map[string]string {
+	m := map[string]string{}
+	for _, name := range []string{"Accept", "Accept-Encoding", "Accept-Language", "Authorization", "Connection",
+		"Content-Length", "Content-Type", "Idempotency-Key", "Origin", "Referer", "User-Agent",
+		"X-Forwarded-For", "X-Forwarded-Proto", "X-Request-Id"} {
+		m[name] = strings.ToLower(name)
+	}
+	return m
+}()
+
+func lowerName(name string) string {
+	if l, ok := lowerNames[name]; ok {
+		return l
+	}
+	return strings.ToLower(name)
+}
+
 // Write sends a handler's response.
 func Write(w http.ResponseWriter, resp events.APIGatewayV2HTTPResponse) {
+	h := w.Header()
+	// One backing array for the single-valued headers, rather than one
+	// slice each as Header.Set makes.
+	values := make([]string, len(resp.Headers))
+	i := 0
 	for k, v := range resp.Headers {
-		w.Header().Set(k, v)
+		values[i] = v
+		h[canonicalName(k)] = values[i : i+1 : i+1]
+		i++
 	}
 	for k, vs := range resp.MultiValueHeaders {
 		for _, v := range vs {
-			w.Header().Add(k, v)
+			h.Add(k, v)
 		}
 	}
 	for _, c := range resp.Cookies {
-		w.Header().Add("Set-Cookie", c)
+		h.Add("Set-Cookie", c)
 	}
 	status := resp.StatusCode
 	if status == 0 {
 		status = http.StatusOK
 	}
-	body := []byte(resp.Body)
 	if resp.IsBase64Encoded {
 		if b, err := base64.StdEncoding.DecodeString(resp.Body); err == nil {
-			body = b
+			w.WriteHeader(status)
+			w.Write(b)
+			return
 		}
 	}
 	w.WriteHeader(status)
-	w.Write(body)
+	io.WriteString(w, resp.Body)
+}
+
+// canonicalNames are the canonical forms of the headers the routes answer
+// with, as Header.Set would make them (X-RateLimit-Limit is sent as
+// X-Ratelimit-Limit), computed once.
+var canonicalNames = func() map[string]string {
+	m := map[string]string{}
+	for _, name := range []string{"Cache-Control", "Content-Type", "Location", "Retry-After", "WWW-Authenticate",
+		"X-Content-Type-Options", "X-RateLimit-Limit", "X-RateLimit-Remaining", "X-RateLimit-Reset"} {
+		m[name] = textproto.CanonicalMIMEHeaderKey(name)
+	}
+	return m
+}()
+
+func canonicalName(name string) string {
+	if c, ok := canonicalNames[name]; ok {
+		return c
+	}
+	return textproto.CanonicalMIMEHeaderKey(name)
 }
 
 // writeGatewayError answers like API Gateway itself does when no handler
@@ -328,9 +424,9 @@ const RequestIDHeader = "Apigw-Requestid"
 
 // NewRequestID mints a request id, one per request as the gateway does.
 func NewRequestID() string {
-	b := make([]byte, 16)
-	if _, err := rand.Read(b); err != nil {
+	var b [16]byte
+	if _, err := rand.Read(b[:]); err != nil {
 		return fmt.Sprintf("local-%d", time.Now().UnixNano())
 	}
-	return hex.EncodeToString(b)
+	return hex.EncodeToString(b[:])
 }

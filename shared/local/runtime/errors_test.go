@@ -2,6 +2,9 @@ package runtime_test
 
 import (
 	"context"
+	"errors"
+	"io"
+	"log/slog"
 	"net/http"
 	"strconv"
 	"strings"
@@ -12,6 +15,7 @@ import (
 	"github.com/mediagen-dev/mediagen/shared/apikey"
 	"github.com/mediagen-dev/mediagen/shared/domain"
 	"github.com/mediagen-dev/mediagen/shared/local/runtime"
+	"github.com/mediagen-dev/mediagen/shared/store/sqlitestore"
 )
 
 // checkEnvelope asserts the error envelope and returns its code.
@@ -205,6 +209,29 @@ func TestUnknownAndOthersGenerationsAnswer404(t *testing.T) {
 	}
 	bad := call(t, rt, http.MethodGet, "/api/generations/status/not-an-id", owner.APIKey, nil)
 	checkEnvelope(t, bad, http.StatusBadRequest)
+}
+
+// TestASecondServerOnADataDirIsRefused: the server counts rate limits in
+// memory, which holds exactly only while it alone counts on its data
+// directory, so a second server there does not start (and the first one
+// goes on serving).
+func TestASecondServerOnADataDirIsRefused(t *testing.T) {
+	cfg := runtimeConfig()
+	cfg.DataDir = t.TempDir()
+	rt := start(t, cfg)
+	cfg.Addr, cfg.Log = "127.0.0.1:0", slog.New(slog.NewJSONHandler(io.Discard, nil))
+	second, err := runtime.Start(context.Background(), cfg)
+	if err == nil {
+		second.Close(context.Background())
+		t.Fatal("a second server started on the data directory")
+	}
+	if !errors.Is(err, sqlitestore.ErrDataDirInUse) {
+		t.Errorf("the second server failed with %v, want ErrDataDirInUse", err)
+	}
+	owner := newAccount(t, rt, domain.PlanPro, 100)
+	if a := call(t, rt, http.MethodGet, "/api/generations/status/1", owner.APIKey, nil); a.status != http.StatusNotFound || a.header.Get("X-RateLimit-Remaining") != "99" {
+		t.Errorf("the first server then answered HTTP %d, remaining %q", a.status, a.header.Get("X-RateLimit-Remaining"))
+	}
 }
 
 func TestRateLimitAnswers429AtThePlanLimitWithHeaders(t *testing.T) {

@@ -240,6 +240,16 @@ func Start(ctx context.Context, cfg Config) (*Runtime, error) {
 		if r.Embedded, err = sqlitestore.Open(ctx, cfg.DataDir); err != nil {
 			return nil, err
 		}
+		// The server counts rate limits in memory, which holds exactly only
+		// while no one else counts on the directory: a second server there
+		// is refused rather than let clients split their requests between
+		// two counts (the admin command counts nothing, and runs beside).
+		switch err := r.Embedded.CountInProcess(); {
+		case errors.Is(err, errors.ErrUnsupported):
+			log.Info("rate limits are counted in the database: this system cannot lock the data directory", "error", err)
+		case err != nil:
+			return nil, fmt.Errorf("data directory %s: is another mediagen serve running on it? %w", cfg.DataDir, err)
+		}
 		r.Store, st = r.Embedded, r.Embedded
 	}
 	mux := http.NewServeMux()

@@ -12,11 +12,11 @@ import (
 	"github.com/mediagen-dev/mediagen/shared/domain"
 )
 
-// epochFile names the data directory's auth epoch: a file that every
+// epochFileName names the data directory's auth epoch: a file that every
 // change of what authentication reads (today: a key's revocation) replaces,
 // from whichever process made it (the server, or the admin command beside
 // it).
-const epochFile = "auth-epoch"
+const epochFileName = "auth-epoch"
 
 // maxCachedKeys bounds the cache; past it, it starts again empty.
 const maxCachedKeys = 10_000
@@ -33,6 +33,7 @@ const maxCacheAge = time.Minute
 // it, as an uncached read would.
 type authCache struct {
 	path  string
+	file  *epochFile
 	mu    sync.Mutex
 	epoch string
 	keys  map[string]keyAccount
@@ -46,17 +47,12 @@ type keyAccount struct {
 }
 
 func newAuthCache(dir string) *authCache {
-	return &authCache{path: filepath.Join(dir, epochFile), keys: map[string]keyAccount{}}
+	path := filepath.Join(dir, epochFileName)
+	return &authCache{path: path, file: newEpochFile(path), keys: map[string]keyAccount{}}
 }
 
 // currentEpoch reads the epoch; "" (unreadable) means nothing is cached.
-func (c *authCache) currentEpoch() string {
-	raw, err := os.ReadFile(c.path)
-	if err != nil {
-		return ""
-	}
-	return string(raw)
-}
+func (c *authCache) currentEpoch() string { return c.file.read() }
 
 // get is the cached answer for hash under epoch.
 func (c *authCache) get(epoch, hash string) (keyAccount, bool) {
@@ -95,7 +91,7 @@ func (c *authCache) bump() error {
 	if _, err := rand.Read(b); err != nil {
 		return err
 	}
-	tmp, err := os.CreateTemp(filepath.Dir(c.path), epochFile+".*")
+	tmp, err := os.CreateTemp(filepath.Dir(c.path), epochFileName+".*")
 	if err != nil {
 		return fmt.Errorf("auth epoch: %w", err)
 	}

@@ -45,6 +45,15 @@ func (p *statements) query(ctx context.Context, query string, args ...any) (*sql
 	return st.QueryContext(ctx, args...)
 }
 
+// exec runs a statement that returns no rows, prepared.
+func (p *statements) exec(ctx context.Context, query string, args ...any) (sql.Result, error) {
+	st, err := p.get(ctx, query)
+	if err != nil {
+		return nil, err
+	}
+	return st.ExecContext(ctx, args...)
+}
+
 // queryRow runs query prepared; errors come out of Scan, as with
 // sql.DB.QueryRowContext.
 func (p *statements) queryRow(ctx context.Context, query string, args ...any) rowScanner {

@@ -2,6 +2,7 @@ package sqlitestore
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sync/atomic"
 	"time"
@@ -12,6 +13,10 @@ import (
 // rateLimitTTL keeps a minute's counter a little past its minute.
 const rateLimitTTL = 2 * time.Minute
 
+// CountRequest counts in memory when this store keeps the data
+// directory's counts (CountInProcess), else in the database, after taking
+// the counts lock shared: a server counting in memory would not see these
+// counts, so while one runs this is ErrDataDirInUse.
 func (s *Store) CountRequest(ctx context.Context, userID string, at time.Time) (int, error) {
 	window := store.MinuteWindow(at)
 	// Expired counters go here, as DynamoDB's TTL removes them there: once a
@@ -21,6 +26,15 @@ func (s *Store) CountRequest(ctx context.Context, userID string, at time.Time) (
 			undo()
 			return 0, fmt.Errorf("count request of %s: expire rate limits: %w", userID, err)
 		}
+		if s.mem != nil {
+			s.mem.forget(window.Add(-time.Minute).Unix())
+		}
+	}
+	if s.mem != nil {
+		return s.countInMemory(ctx, userID, window)
+	}
+	if err := s.countLock.take(false); err != nil && !errors.Is(err, errors.ErrUnsupported) {
+		return 0, fmt.Errorf("count request of %s: %w", userID, err)
 	}
 	// One statement, atomic on its own: no BEGIN and COMMIT around it.
 	var n int

@@ -44,6 +44,10 @@ type Store struct {
 	// purged marks the minute windows whose expired rate-limit counters
 	// were deleted.
 	purged minuteMark
+	// countLock is held shared once this store counts in the database,
+	// exclusively when it counts in memory (mem, see CountInProcess).
+	countLock *countLock
+	mem       *memCounts
 }
 
 // Open opens (creating if needed) the database under dir.
@@ -87,7 +91,7 @@ func Open(ctx context.Context, dir string) (*Store, error) {
 	// Keep them all open: opening one (and its pragmas) cost more than a
 	// status request's reads when the default two idle ones were exceeded.
 	r.SetMaxIdleConns(4)
-	s := &Store{w: w, r: r, rs: newStatements(r), ws: newStatements(w), auth: newAuthCache(dir)}
+	s := &Store{w: w, r: r, rs: newStatements(r), ws: newStatements(w), auth: newAuthCache(dir), countLock: newCountLock(dir)}
 	if s.auth.currentEpoch() == "" {
 		if err := s.auth.bump(); err != nil {
 			s.Close()
@@ -104,9 +108,17 @@ func uriPath(path string) string {
 	return strings.NewReplacer("%", "%25", "?", "%3f", "#", "%23").Replace(path)
 }
 
-// Close releases the database.
+// closeTimeout bounds Close's last writes.
+const closeTimeout = 10 * time.Second
+
+// Close stores the counts kept in memory and releases the database, then
+// the counts lock (after the counts are written, so a server started next
+// reads them).
 func (s *Store) Close() error {
-	return errors.Join(s.rs.close(), s.ws.close(), s.r.Close(), s.w.Close())
+	ctx, cancel := context.WithTimeout(context.Background(), closeTimeout)
+	defer cancel()
+	flushed := s.flushCounts(ctx)
+	return errors.Join(flushed, s.rs.close(), s.ws.close(), s.r.Close(), s.w.Close(), s.countLock.release(), s.auth.file.close())
 }
 
 func formatTime(t time.Time) string { return t.UTC().Format(timeLayout) }
@@ -161,6 +173,12 @@ func (s *Store) updateProcessing(ctx context.Context, table, keyCol, key, set st
 // maps nil so that a record reads back as it was written.
 func unmarshalColumns(id string, dsts []any, cols ...string) error {
 	for i, col := range cols {
+		// An empty list, as most of a record's are, is left nil without
+		// the decoder (a status read decodes four columns); dsts[i] is a
+		// new record's field, so it is nil already.
+		if col == "null" || col == "[]" && reflect.ValueOf(dsts[i]).Elem().Kind() == reflect.Slice {
+			continue
+		}
 		if err := json.Unmarshal([]byte(col), dsts[i]); err != nil {
 			return fmt.Errorf("read record %s: column %d: %w", id, i, err)
 		}

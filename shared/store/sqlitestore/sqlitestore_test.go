@@ -197,6 +197,54 @@ func TestARevocationElsewhereReachesTheCachedKeyAtOnce(t *testing.T) {
 	}
 }
 
+// The server keeps the epoch file open between reads: each revocation
+// elsewhere replaces the file, and the next read sees it, one after
+// another; with the file removed nothing is cached, and the bump that
+// makes it again is seen too.
+func TestEveryEpochBumpReachesTheServersOpenEpochFile(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	server, admin := open(t, dir), open(t, dir)
+	now := time.Date(2026, 11, 24, 12, 0, 0, 0, time.UTC)
+	if err := admin.CreateAccount(ctx, domain.Account{UserID: "u1", Plan: domain.PlanPro, CreatedAt: now}); err != nil {
+		t.Fatal(err)
+	}
+	keys := []string{"1", "2", "3", "4"}
+	for _, k := range keys {
+		if err := admin.PutAPIKey(ctx, domain.APIKey{Hash: "h" + k, Prefix: "p" + k, UserID: "u1", CreatedAt: now}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	revoked := map[string]bool{}
+	check := func(step string) {
+		t.Helper()
+		for range 2 { // the second read may come from the cache
+			for _, k := range keys {
+				if got, _, err := server.GetAPIKeyAccount(ctx, "h"+k); err != nil || got.Revoked() != revoked[k] {
+					t.Fatalf("%s: key %s reads revoked %v (%v), want %v", step, k, got.Revoked(), err, revoked[k])
+				}
+			}
+		}
+	}
+	check("before")
+	for _, tt := range []struct {
+		key         string
+		removeFirst bool // the epoch file is removed before the revocation
+	}{{"1", false}, {"2", false}, {"3", true}, {"4", false}} {
+		if tt.removeFirst {
+			if err := os.Remove(filepath.Join(dir, "auth-epoch")); err != nil {
+				t.Fatal(err)
+			}
+			check("epoch file removed")
+		}
+		if _, err := admin.RevokeAPIKey(ctx, "p"+tt.key, now); err != nil {
+			t.Fatal(err)
+		}
+		revoked[tt.key] = true
+		check("after revoking " + tt.key)
+	}
+}
+
 // Reads whose callers give up mid-read (a canceled context, as when a
 // Lambda-style task is stopped) must not leave a pooled connection reading
 // an old snapshot: a write committed afterwards is seen by every later read.
