@@ -62,9 +62,9 @@ func journalQuery(req Request, userID string) (store.JournalQuery, error) {
 		v := req.QueryStringParameters[k]
 		switch k {
 		case "limit":
-			n, err := strconv.Atoi(v)
-			if err != nil || n < 1 || n > MaxListLimit {
-				problems = append(problems, fmt.Sprintf("limit must be a whole number from 1 to %d", MaxListLimit))
+			n, problem := pageLimit(v)
+			if problem != "" {
+				problems = append(problems, problem)
 				continue
 			}
 			q.Limit = n

@@ -55,9 +55,9 @@ func listQuery(req Request, userID string) (store.ListQuery, error) {
 		v := req.QueryStringParameters[k]
 		switch k {
 		case "limit":
-			n, err := strconv.Atoi(v)
-			if err != nil || n < 1 || n > MaxListLimit {
-				problems = append(problems, fmt.Sprintf("limit must be a whole number from 1 to %d", MaxListLimit))
+			n, problem := pageLimit(v)
+			if problem != "" {
+				problems = append(problems, problem)
 				continue
 			}
 			q.Limit = n
@@ -83,6 +83,16 @@ func listQuery(req Request, userID string) (store.ListQuery, error) {
 		return store.ListQuery{}, &Error{Status: http.StatusBadRequest, Code: "invalid_request", Message: strings.Join(problems, "; ")}
 	}
 	return q, nil
+}
+
+// pageLimit reads a list's limit parameter: the number, or what is wrong
+// with it.
+func pageLimit(v string) (int, string) {
+	n, err := strconv.Atoi(v)
+	if err != nil || n < 1 || n > MaxListLimit {
+		return 0, fmt.Sprintf("limit must be a whole number from 1 to %d", MaxListLimit)
+	}
+	return n, ""
 }
 
 func truncate(s string, n int) string {

@@ -2,6 +2,8 @@ package store
 
 import (
 	"context"
+	"fmt"
+	"strconv"
 	"time"
 
 	"github.com/shopspring/decimal"
@@ -66,4 +68,23 @@ type JournalQuery struct {
 	From, To time.Time
 	Limit    int
 	Cursor   string
+}
+
+// JournalCursorOf is the cursor after entry e of a journal page.
+func JournalCursorOf(e domain.JournalEntry) Cursor {
+	return Cursor{CreatedAt: e.At, ID: strconv.FormatInt(e.Seq, 10)}
+}
+
+// ParseJournalCursor reads a journal page's cursor: the time and seq of the
+// last entry returned (ok false for the first page).
+func ParseJournalCursor(s string) (at time.Time, seq int64, ok bool, err error) {
+	c, ok, err := ParseCursor(s)
+	if err != nil || !ok {
+		return time.Time{}, 0, false, err
+	}
+	seq, err = strconv.ParseInt(c.ID, 10, 64)
+	if err != nil || seq < 1 {
+		return time.Time{}, 0, false, fmt.Errorf("%w: cursor is not one this API gave out", domain.ErrInvalid)
+	}
+	return c.CreatedAt, seq, true, nil
 }

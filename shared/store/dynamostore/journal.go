@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"slices"
-	"strconv"
 	"strings"
 	"time"
 
@@ -346,16 +345,12 @@ func (s *Store) JournalEntries(ctx context.Context, q store.JournalQuery) (store
 	if len(filters) > 0 {
 		in.FilterExpression = aws.String(strings.Join(filters, " AND "))
 	}
-	c, after, err := store.ParseCursor(q.Cursor)
+	at, seq, after, err := store.ParseJournalCursor(q.Cursor)
 	if err != nil {
 		return store.Page[domain.JournalEntry]{}, err
 	}
 	if after {
-		seq, err := strconv.ParseInt(c.ID, 10, 64)
-		if err != nil {
-			return store.Page[domain.JournalEntry]{}, fmt.Errorf("%w: cursor is not one this API gave out", domain.ErrInvalid)
-		}
-		in.ExclusiveStartKey = ledgerKey(q.UserID, journalEntryKey(c.CreatedAt, seq))
+		in.ExclusiveStartKey = ledgerKey(q.UserID, journalEntryKey(at, seq))
 	}
 	limit := max(q.Limit, 1)
 	in.Limit = aws.Int32(int32(limit + 1))
@@ -381,9 +376,7 @@ func (s *Store) JournalEntries(ctx context.Context, q store.JournalQuery) (store
 		}
 		in.ExclusiveStartKey = out.LastEvaluatedKey
 	}
-	return store.PageOf(entries, limit, func(e domain.JournalEntry) store.Cursor {
-		return store.Cursor{CreatedAt: e.At, ID: strconv.FormatInt(e.Seq, 10)}
-	}), nil
+	return store.PageOf(entries, limit, store.JournalCursorOf), nil
 }
 
 func (s *Store) UsageCounts(ctx context.Context, userID, fromDay, toDay string) ([]domain.UsageCount, error) {

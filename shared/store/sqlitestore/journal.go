@@ -5,7 +5,6 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
-	"strconv"
 
 	"github.com/shopspring/decimal"
 
@@ -90,15 +89,11 @@ func (s *Store) JournalEntries(ctx context.Context, q store.JournalQuery) (store
 	if !q.To.IsZero() {
 		where, args = where+` AND at < ?`, append(args, formatTime(q.To))
 	}
-	c, after, err := store.ParseCursor(q.Cursor)
+	_, seq, after, err := store.ParseJournalCursor(q.Cursor)
 	if err != nil {
 		return store.Page[domain.JournalEntry]{}, err
 	}
 	if after {
-		seq, err := strconv.ParseInt(c.ID, 10, 64)
-		if err != nil {
-			return store.Page[domain.JournalEntry]{}, fmt.Errorf("%w: cursor is not one this API gave out", domain.ErrInvalid)
-		}
 		where, args = where+` AND seq < ?`, append(args, seq)
 	}
 	limit := max(q.Limit, 1)
@@ -107,9 +102,7 @@ func (s *Store) JournalEntries(ctx context.Context, q store.JournalQuery) (store
 	if err != nil {
 		return store.Page[domain.JournalEntry]{}, err
 	}
-	return store.PageOf(entries, limit, func(e domain.JournalEntry) store.Cursor {
-		return store.Cursor{CreatedAt: e.At, ID: strconv.FormatInt(e.Seq, 10)}
-	}), nil
+	return store.PageOf(entries, limit, store.JournalCursorOf), nil
 }
 
 func scanEntry(rows *sql.Rows) (domain.JournalEntry, error) {
