@@ -251,26 +251,7 @@ func TestConcurrentDuplicateDeliveriesCompleteAndCaptureOnce(t *testing.T) {
 	g := f.create(t)
 	held := f.account(t).Held
 	f.up.set(upstream.StatusSucceeded, f.up.srv.URL+"/files/a.png", f.up.srv.URL+"/files/b.png")
-	var wg sync.WaitGroup
-	var busy atomic.Int32
-	for i := 0; i < 12; i++ {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			err := f.svc.Poll(context.Background(), generation.PollMessage{GenerationID: g.UUID})
-			if errors.Is(err, generation.ErrPollBusy) {
-				busy.Add(1) // SQS delivers it again after the visibility timeout
-			} else if err != nil {
-				t.Errorf("Poll: %v", err)
-			}
-		}()
-	}
-	wg.Wait()
-	for i := 0; i < int(busy.Load()); i++ {
-		if err := f.svc.Poll(context.Background(), generation.PollMessage{GenerationID: g.UUID}); err != nil {
-			t.Errorf("redelivered Poll: %v", err)
-		}
-	}
+	f.deliverAtOnce(t, generation.PollMessage{GenerationID: g.UUID}, 12)
 	got, _ := f.store.GetGeneration(context.Background(), g.UUID)
 	if got.Status != domain.StatusCompleted || len(got.OutputURLs) != 2 {
 		t.Fatalf("generation %s with %d outputs", got.Status, len(got.OutputURLs))
@@ -457,26 +438,7 @@ func TestDuplicateAsksOfAWaitingGenerationSubmitItOnce(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	var wg sync.WaitGroup
-	var busy atomic.Int32
-	for i := 0; i < 8; i++ {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			err := f.svc.Poll(context.Background(), ask)
-			if errors.Is(err, generation.ErrPollBusy) {
-				busy.Add(1)
-			} else if err != nil {
-				t.Errorf("Poll: %v", err)
-			}
-		}()
-	}
-	wg.Wait()
-	for i := 0; i < int(busy.Load()); i++ { // redelivered after the visibility timeout
-		if err := f.svc.Poll(context.Background(), ask); err != nil {
-			t.Errorf("redelivered ask: %v", err)
-		}
-	}
+	f.deliverAtOnce(t, ask, 8)
 	got, err := f.store.GetGeneration(context.Background(), waiting.UUID)
 	if err != nil {
 		t.Fatal(err)
@@ -489,5 +451,32 @@ func TestDuplicateAsksOfAWaitingGenerationSubmitItOnce(t *testing.T) {
 	}
 	if n := f.up.canceled.Load(); n != 0 {
 		t.Errorf("%d jobs canceled: a duplicate was started and then canceled", n)
+	}
+}
+
+// deliverAtOnce delivers n copies of m at once, as SQS may, then delivers
+// again each that found its poll busy, as SQS does after the visibility
+// timeout.
+func (f *fixture) deliverAtOnce(t *testing.T, m generation.PollMessage, n int) {
+	t.Helper()
+	var wg sync.WaitGroup
+	var busy atomic.Int32
+	for i := 0; i < n; i++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			err := f.svc.Poll(context.Background(), m)
+			if errors.Is(err, generation.ErrPollBusy) {
+				busy.Add(1)
+			} else if err != nil {
+				t.Errorf("Poll: %v", err)
+			}
+		}()
+	}
+	wg.Wait()
+	for i := 0; i < int(busy.Load()); i++ {
+		if err := f.svc.Poll(context.Background(), m); err != nil {
+			t.Errorf("redelivered Poll: %v", err)
+		}
 	}
 }

@@ -10,17 +10,12 @@ import (
 	"github.com/shopspring/decimal"
 
 	"github.com/mediagen-dev/mediagen/shared/domain"
-	"github.com/mediagen-dev/mediagen/shared/store/sqlitestore"
 )
 
 // The header is the account as GetAccount reads it, without the usage.
 func TestAccountHeaderIsTheAccountWithoutUsage(t *testing.T) {
 	ctx := context.Background()
-	s, err := sqlitestore.Open(ctx, t.TempDir())
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { s.Close() })
+	s := openStore(t)
 	now := time.Now().UTC().Truncate(time.Millisecond)
 	if err := s.CreateAccount(ctx, domain.Account{UserID: "u1", Plan: domain.PlanEnterprise, CustomRateLimit: 250, CreatedAt: now}); err != nil {
 		t.Fatal(err)

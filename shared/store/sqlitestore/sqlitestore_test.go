@@ -104,11 +104,7 @@ func TestOldDataDirsGetGenerationIDsPerAccount(t *testing.T) {
 // account: the schema's foreign key).
 func TestGetAPIKeyAccountAnswersAsTheTwoReads(t *testing.T) {
 	ctx := context.Background()
-	s, err := sqlitestore.Open(ctx, t.TempDir())
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { s.Close() })
+	s := openStore(t)
 	now := time.Date(2026, 11, 24, 12, 0, 0, 0, time.UTC)
 	if err := s.CreateAccount(ctx, domain.Account{UserID: "u1", Plan: domain.PlanEnterprise, CustomRateLimit: 500, CreatedAt: now}); err != nil {
 		t.Fatal(err)
@@ -250,11 +246,7 @@ func TestEveryEpochBumpReachesTheServersOpenEpochFile(t *testing.T) {
 // an old snapshot: a write committed afterwards is seen by every later read.
 func TestCanceledReadsLeaveNoStaleSnapshot(t *testing.T) {
 	ctx := context.Background()
-	s, err := sqlitestore.Open(ctx, t.TempDir())
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { s.Close() })
+	s := openStore(t)
 	now := time.Date(2026, 11, 24, 12, 0, 0, 0, time.UTC)
 	if err := s.CreateAccount(ctx, domain.Account{UserID: "u1", Plan: domain.PlanPro, CreatedAt: now}); err != nil {
 		t.Fatal(err)
@@ -415,11 +407,7 @@ func TestOldDataDirsKeysKeepEveryScope(t *testing.T) {
 // would make every later request try to note it again.
 func TestATouchedKeyIsReadAgainThroughTheAuthCache(t *testing.T) {
 	ctx := context.Background()
-	s, err := sqlitestore.Open(ctx, t.TempDir())
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { s.Close() })
+	s := openStore(t)
 	now := time.Date(2026, 11, 24, 12, 0, 0, 0, time.UTC)
 	if err := s.CreateAccount(ctx, domain.Account{UserID: "u1", Plan: domain.PlanPro, CreatedAt: now}); err != nil {
 		t.Fatal(err)
@@ -439,4 +427,16 @@ func TestATouchedKeyIsReadAgainThroughTheAuthCache(t *testing.T) {
 	if k, _, err := s.GetAPIKeyAccount(ctx, "h1"); err != nil || !k.LastUsedAt.Equal(used) {
 		t.Errorf("after the touch: last used %v, %v; want %v", k.LastUsedAt, err, used)
 	}
+}
+
+// openStore opens a store on a directory of the test's own, closed at its
+// end.
+func openStore(t *testing.T) *sqlitestore.Store {
+	t.Helper()
+	s, err := sqlitestore.Open(context.Background(), t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	return s
 }
