@@ -8,13 +8,10 @@ import (
 	"fmt"
 	"net"
 	"net/http"
-	"net/http/httputil"
-	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strconv"
-	"sync"
 	"sync/atomic"
 	"syscall"
 	"time"
@@ -68,25 +65,21 @@ const MotoFix = "moto's server is missing: pip install 'moto[server]==5.2.1' (py
 
 // DynamoDB is a DynamoDB protocol server: moto's server (moto_server),
 // which has transactions, cancellation reasons, GSIs, LSIs, the TTL API
-// and the 400 KB item limit, behind a loopback proxy of this process that
-// passes it one request at a time.
-//
-// The proxy is what makes moto's server hold to DynamoDB's guarantees under
-// concurrent requests: it runs each request on its own thread with no lock,
-// so two conditional writes of one item can both pass their condition, and
-// a cancelled transaction puts back a copy of its tables taken before it
-// began, undoing what other requests wrote meanwhile. DynamoDB does
-// neither: its single-item writes are atomic and its transactions
-// serializable, and one request at a time is a serial order. Tests in other
-// processes use tables of their own (NewTables), which the copies never
+// and the 400 KB item limit, behind a loopback ConflictProxy of this
+// process, which gives it DynamoDB's per-item atomicity and answers
+// overlapping transactions with TransactionConflict as DynamoDB does (see
+// ConflictProxy). Tests in other processes use tables of their own
+// (NewTables), which a cancelled transaction's restored copies never
 // include.
 type DynamoDB struct {
 	// Endpoint is the proxy's URL, for clients.
 	Endpoint string
 	// Server is moto's own URL.
 	Server string
-	cmd    *exec.Cmd
-	proxy  *http.Server
+	// Proxy counts the conflicts it answered.
+	Proxy *ConflictProxy
+	cmd   *exec.Cmd
+	proxy *http.Server
 }
 
 // StartDynamoDB starts moto_server on a free loopback port, waits until it
@@ -127,23 +120,18 @@ func StartDynamoDB(ctx context.Context) (*DynamoDB, error) {
 	return nil, fmt.Errorf("moto_server did not start on a loopback port: %w", lastErr)
 }
 
-// startProxy serves the one-request-at-a-time proxy on a loopback port.
+// startProxy serves the conflict-faithful proxy on a loopback port.
 func (d *DynamoDB) startProxy() error {
-	target, err := url.Parse(d.Server)
+	cp, err := NewConflictProxy(d.Server)
 	if err != nil {
-		return fmt.Errorf("DynamoDB endpoint %q: %w", d.Server, err)
+		return err
 	}
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		return fmt.Errorf("listen for the DynamoDB proxy: %w", err)
 	}
-	rp := httputil.NewSingleHostReverseProxy(target)
-	var one sync.Mutex
-	d.proxy = &http.Server{ReadHeaderTimeout: 10 * time.Second, Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		one.Lock()
-		defer one.Unlock()
-		rp.ServeHTTP(w, r)
-	})}
+	d.Proxy = cp
+	d.proxy = &http.Server{ReadHeaderTimeout: 10 * time.Second, Handler: cp}
 	go d.proxy.Serve(ln)
 	d.Endpoint = "http://" + ln.Addr().String()
 	return nil

@@ -1,0 +1,185 @@
+package testsupport
+
+import (
+	"context"
+	"errors"
+	"runtime"
+	"strconv"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+)
+
+func startProxied(t *testing.T) (*DynamoDB, string) {
+	t.Helper()
+	ctx := context.Background()
+	d, err := StartDynamoDB(ctx)
+	if err != nil {
+		t.Skip(err)
+	}
+	t.Cleanup(d.Stop)
+	tables, err := d.NewTables(ctx, "proxy")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return d, tables.Ledger
+}
+
+func ledgerItem(user, entry string) map[string]types.AttributeValue {
+	return map[string]types.AttributeValue{"user_id": &types.AttributeValueMemberS{Value: user}, "entry": &types.AttributeValueMemberS{Value: entry}}
+}
+
+func addOne(table, user, entry string) types.TransactWriteItem {
+	return types.TransactWriteItem{Update: &types.Update{TableName: aws.String(table), Key: ledgerItem(user, entry),
+		UpdateExpression:          aws.String("ADD n :one"),
+		ExpressionAttributeValues: map[string]types.AttributeValue{":one": &types.AttributeValueMemberN{Value: "1"}}}}
+}
+
+// waitHeld waits (yielding, not sleeping) until an in-flight transaction
+// holds items.
+func waitHeld(t *testing.T, p *ConflictProxy) {
+	t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		p.mu.Lock()
+		n := len(p.held)
+		p.mu.Unlock()
+		if n > 0 {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the first transaction never became in flight")
+		}
+		runtime.Gosched()
+	}
+}
+
+func TestAnOverlappingTransactionIsCancelledWithTransactionConflictAndChangesNothing(t *testing.T) {
+	d, table := startProxied(t)
+	ctx := context.Background()
+	db := d.Client()
+
+	// The first transaction is in flight while moto is busy: it holds a and b.
+	d.Proxy.serial.Lock()
+	first := make(chan error, 1)
+	go func() {
+		_, err := db.TransactWriteItems(ctx, &dynamodb.TransactWriteItemsInput{TransactItems: []types.TransactWriteItem{
+			addOne(table, "u", "a"), addOne(table, "u", "b")}})
+		first <- err
+	}()
+	waitHeld(t, d.Proxy)
+
+	// A second one touching b (and c, free) is cancelled, b's reason says why.
+	_, err := db.TransactWriteItems(ctx, &dynamodb.TransactWriteItemsInput{TransactItems: []types.TransactWriteItem{
+		addOne(table, "u", "c"), addOne(table, "u", "b")}})
+	var tce *types.TransactionCanceledException
+	if !errors.As(err, &tce) {
+		d.Proxy.serial.Unlock()
+		t.Fatalf("overlapping transaction: %v, want TransactionCanceledException", err)
+	}
+	var codes []string
+	for _, r := range tce.CancellationReasons {
+		codes = append(codes, aws.ToString(r.Code))
+	}
+	if len(codes) != 2 || codes[0] != "None" || codes[1] != "TransactionConflict" {
+		t.Errorf("cancellation reasons %v, want [None TransactionConflict]", codes)
+	}
+	// A single write of a held item gets TransactionConflictException.
+	_, err = db.UpdateItem(ctx, &dynamodb.UpdateItemInput{TableName: aws.String(table), Key: ledgerItem("u", "a"),
+		UpdateExpression:          aws.String("ADD n :one"),
+		ExpressionAttributeValues: map[string]types.AttributeValue{":one": &types.AttributeValueMemberN{Value: "1"}}})
+	var tcx *types.TransactionConflictException
+	if !errors.As(err, &tcx) {
+		t.Errorf("single write of a held item: %v, want TransactionConflictException", err)
+	}
+	// A Put names its item inside it: the proxy finds the key from the schema.
+	_, err = db.PutItem(ctx, &dynamodb.PutItemInput{TableName: aws.String(table), Item: ledgerItem("u", "b")})
+	if !errors.As(err, &tcx) {
+		t.Errorf("put of a held item: %v, want TransactionConflictException", err)
+	}
+	d.Proxy.serial.Unlock()
+	if err := <-first; err != nil {
+		t.Fatalf("the first transaction: %v", err)
+	}
+	if tx, single := d.Proxy.Conflicts(); tx != 1 || single != 2 {
+		t.Errorf("conflicts counted: %d transactions, %d single writes; want 1 and 2", tx, single)
+	}
+	// Only the first transaction wrote: a and b once, c never.
+	for entry, want := range map[string]string{"a": "1", "b": "1", "c": ""} {
+		out, err := db.GetItem(ctx, &dynamodb.GetItemInput{TableName: aws.String(table), Key: ledgerItem("u", entry), ConsistentRead: aws.Bool(true)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		got := ""
+		if n, ok := out.Item["n"].(*types.AttributeValueMemberN); ok {
+			got = n.Value
+		}
+		if got != want {
+			t.Errorf("item %s has n = %q, want %q", entry, got, want)
+		}
+	}
+	// Once it is done, the same second transaction goes through.
+	if _, err := db.TransactWriteItems(ctx, &dynamodb.TransactWriteItemsInput{TransactItems: []types.TransactWriteItem{
+		addOne(table, "u", "c"), addOne(table, "u", "b")}}); err != nil {
+		t.Errorf("the second transaction after the first: %v", err)
+	}
+}
+
+// Conditional read-modify-writes of one item from many goroutines: each
+// success is counted once, which moto alone does not guarantee.
+func TestConditionalWritesOfOneItemAreAtomicBehindTheProxy(t *testing.T) {
+	d, table := startProxied(t)
+	ctx := context.Background()
+	db := d.Client()
+	const writers, each = 16, 5
+	var wg sync.WaitGroup
+	var mu sync.Mutex
+	successes := 0
+	for w := 0; w < writers; w++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for done := 0; done < each; {
+				out, err := db.GetItem(ctx, &dynamodb.GetItemInput{TableName: aws.String(table), Key: ledgerItem("u", "counter"), ConsistentRead: aws.Bool(true)})
+				if err != nil {
+					t.Error(err)
+					return
+				}
+				read := 0
+				if n, ok := out.Item["n"].(*types.AttributeValueMemberN); ok {
+					read, _ = strconv.Atoi(n.Value)
+				}
+				cond := "attribute_not_exists(n) OR n = :read"
+				_, err = db.UpdateItem(ctx, &dynamodb.UpdateItemInput{TableName: aws.String(table), Key: ledgerItem("u", "counter"),
+					UpdateExpression: aws.String("SET n = :next"), ConditionExpression: aws.String(cond),
+					ExpressionAttributeValues: map[string]types.AttributeValue{
+						":read": &types.AttributeValueMemberN{Value: strconv.Itoa(read)},
+						":next": &types.AttributeValueMemberN{Value: strconv.Itoa(read + 1)}}})
+				var ccf *types.ConditionalCheckFailedException
+				if errors.As(err, &ccf) {
+					continue
+				}
+				if err != nil {
+					t.Error(err)
+					return
+				}
+				done++
+				mu.Lock()
+				successes++
+				mu.Unlock()
+			}
+		}()
+	}
+	wg.Wait()
+	out, err := db.GetItem(ctx, &dynamodb.GetItemInput{TableName: aws.String(table), Key: ledgerItem("u", "counter"), ConsistentRead: aws.Bool(true)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := out.Item["n"].(*types.AttributeValueMemberN).Value; n != strconv.Itoa(successes) || successes != writers*each {
+		t.Errorf("counter is %s after %d successful conditional writes (want %d)", n, successes, writers*each)
+	}
+}
