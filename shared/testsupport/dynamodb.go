@@ -189,8 +189,15 @@ func (d *DynamoDB) NewStore(ctx context.Context, name string) (*dynamostore.Stor
 	if err != nil {
 		return nil, err
 	}
-	return dynamostore.New(d.Client(), tables), nil
+	return dynamostore.New(d.Client(), tables, dynamostore.WithLedgerBudget(StandInLedgerBudget)), nil
 }
+
+// StandInLedgerBudget is the ledger's retry budget on the stand-in: it
+// answers one request at a time, so each of N concurrent clients waits for
+// N requests of moto (milliseconds each, more under -race on a loaded
+// machine) where DynamoDB answers them side by side; the default budget
+// (dynamostore.LedgerBudget) is sized for DynamoDB.
+const StandInLedgerBudget = 3 * time.Minute
 
 func freePort() (int, error) {
 	l, err := net.Listen("tcp", "127.0.0.1:0")

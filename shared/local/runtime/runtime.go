@@ -145,6 +145,9 @@ type Config struct {
 type DynamoDBConfig struct {
 	Client dynamostore.API
 	Tables dynamostore.Tables
+	// LedgerBudget, when set, bounds a ledger write's retries instead of
+	// dynamostore.LedgerBudget (tests on the one-request-at-a-time stand-in).
+	LedgerBudget time.Duration
 }
 
 // Bucket is the local output bucket.
@@ -234,8 +237,8 @@ func Start(ctx context.Context, cfg Config) (*Runtime, error) {
 	// whose requests the meter counts; r.Store reads past the meter.
 	var st store.Store
 	if d := cfg.DynamoDB; d != nil {
-		r.Store = dynamostore.New(d.Client, d.Tables)
-		st = dynamostore.New(costs.MeterDynamoDB(d.Client, d.Tables, r.Costs), d.Tables)
+		r.Store = dynamostore.New(d.Client, d.Tables, dynamostore.WithLedgerBudget(d.LedgerBudget))
+		st = dynamostore.New(costs.MeterDynamoDB(d.Client, d.Tables, r.Costs), d.Tables, dynamostore.WithLedgerBudget(d.LedgerBudget))
 	} else {
 		if r.Embedded, err = sqlitestore.Open(ctx, cfg.DataDir); err != nil {
 			return nil, err

@@ -72,5 +72,5 @@ func DynamoDB(t testing.TB) *runtime.DynamoDBConfig {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return &runtime.DynamoDBConfig{Client: server.Client(), Tables: tables}
+	return &runtime.DynamoDBConfig{Client: server.Client(), Tables: tables, LedgerBudget: testsupport.StandInLedgerBudget}
 }
