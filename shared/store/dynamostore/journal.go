@@ -21,21 +21,25 @@ import (
 
 // The journal's items in the ledger table:
 //
-//	entry "j#<at>#<seq>"       seq, at, type, amount, the account's balance,
-//	                           held, captured and granted after it, work_id,
-//	                           work_kind, grant_id, model, key_prefix; <at> is
-//	                           the fixed-width time, <seq> 12 digits, so the
-//	                           entries sort by time and a time range is a key
-//	                           range
+//	entry "j#<at>#<seq>[#<purse>]"  purse (absent: 0), seq, at, type, amount,
+//	                           the purse's balance, held, captured and
+//	                           granted after it, work_id, work_kind,
+//	                           grant_id, model, key_prefix; <at> is the
+//	                           fixed-width time, <seq> 12 digits, so the
+//	                           entries sort by time and a time range is a
+//	                           key range
 //	entry "usage#<day>"        "c#<model>#<key>" (cents), "g#…" and "v#…"
 //	                           (generations and videos) added by captures
-//	entry "spend#<day>#<key>"  spent (cents): the key's holds of the day less
-//	                           what was released or refunded; expires_at
+//	entry "spend#<day>#<key>"  spent (cents): a limited key's holds of the
+//	                           day less what was released or refunded;
+//	                           expires_at. "spend#<day>#<key>#<purse>": a
+//	                           purse's share of the same, for a key
+//	                           without a limit
 //
-// The account item carries jseq and jat, the seq and time of its last entry.
-// Every ledger write sets them and is conditioned on jseq being what was
-// read just before, so the writes of an account are serialized, the entry's
-// "after" totals are exact, and the seqs have no gap.
+// Each purse (purses.go) carries jseq and jat, the seq and time of its last
+// entry. Every ledger write sets them and is conditioned on jseq being what
+// was read just before, so the writes of a purse are serialized, an entry's
+// "after" totals are exact, and a purse's seqs have no gap.
 const (
 	journalPrefix = "j#"
 	usagePrefix   = "usage#"
@@ -45,7 +49,6 @@ const (
 
 	// spendTTL keeps a key's spend item past its day, for the keys list.
 	spendTTL = 3 * 24 * time.Hour
-
 )
 
 // journalEntryKey is an entry's sort key: purse 0's as before purses, the

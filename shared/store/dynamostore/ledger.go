@@ -27,14 +27,16 @@ import (
 //	                         open-holds index; expires_at once settled
 //	                         (the table's TTL)
 //	entry "grant#<grant id>" amount, created_at
-//	entry "j#<at>#<seq>"     the journal (journal.go)
+//	entry "purse#<n>"        a purse's totals and journal position (purses.go)
+//	entry "j#<at>#<seq>…"    the journal (journal.go)
 //	entry "usage#<day>"      the day's usage counters (journal.go)
-//	entry "spend#<day>#<key>" what a key's holds took that day (journal.go)
+//	entry "spend#<day>#<key>…" what a key's holds took that day (journal.go)
 //
 // Every ledger operation is one TransactWriteItems of these items, the
-// account's totals and the journal entry (journaled), so Granted = Balance +
-// Held + Captured after any crash or retry, the journal always agrees with
-// the totals, and the account item never grows.
+// totals of the purses it moves and their journal entries (journaled), so
+// Granted = Balance + Held + Captured in every purse after any crash or
+// retry, the journal always agrees with the totals, and the account item
+// never grows.
 const (
 	holdPrefix  = "hold#"
 	grantPrefix = "grant#"
