@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"maps"
 	"net/http"
 	"net/http/httputil"
 	"net/url"
@@ -28,9 +29,10 @@ import (
 //     and atomic single-item writes allow.
 //   - Overlapping transactions conflict as DynamoDB's transactions guide
 //     says, instead of queueing: a TransactWriteItems is in flight from its
-//     arrival until moto answered it (waiting for its turn included, as a
-//     real one waits on its items' partitions), and it holds its items that
-//     long. A TransactWriteItems touching an item that another in-flight
+//     turn at moto until a linger after moto answered it (a real one takes
+//     10-30 ms; waiting for its turn here is an artifact of the serial
+//     order, which does not count), and it holds its items that long. A
+//     TransactWriteItems touching an item that another in-flight
 //     transaction holds is cancelled with TransactionCanceledException,
 //     reason TransactionConflict for that item and None for the others; a
 //     PutItem, UpdateItem or DeleteItem of such an item gets
@@ -48,8 +50,14 @@ type ConflictProxy struct {
 	serial sync.Mutex // one request at a time at moto
 
 	mu   sync.Mutex
-	held map[string]bool     // items of in-flight transactions
-	keys map[string][]string // table → its key attribute names
+	held map[string]bool // items of in-flight transactions
+	// byTable counts the conflicts met on each table's items.
+	byTable map[string]int64
+	keys    map[string][]string // table → its key attribute names
+
+	// linger is how long a transaction keeps its items after moto
+	// answered it (SetLinger; DefaultLinger).
+	linger atomic.Int64
 
 	txConflicts     atomic.Int64
 	singleConflicts atomic.Int64
@@ -62,15 +70,33 @@ func NewConflictProxy(target string) (*ConflictProxy, error) {
 	if err != nil {
 		return nil, fmt.Errorf("DynamoDB endpoint %q: %w", target, err)
 	}
-	return &ConflictProxy{target: u, rp: httputil.NewSingleHostReverseProxy(u),
+	p := &ConflictProxy{target: u, rp: httputil.NewSingleHostReverseProxy(u),
 		client: &http.Client{Timeout: 30 * time.Second},
-		held:   map[string]bool{}, keys: map[string][]string{}}, nil
+		held:   map[string]bool{}, keys: map[string][]string{}, byTable: map[string]int64{}}
+	p.SetLinger(DefaultLinger)
+	return p, nil
 }
+
+// SetLinger sets how long a transaction keeps its items after moto
+// answered it.
+func (p *ConflictProxy) SetLinger(d time.Duration) { p.linger.Store(int64(d)) }
+
+// DefaultLinger makes a transaction's window on its items about a real
+// one's (moto's few milliseconds plus this).
+const DefaultLinger = 10 * time.Millisecond
 
 // Conflicts are the transactions cancelled for a conflict and the single
 // writes refused for one, so far.
 func (p *ConflictProxy) Conflicts() (transactions, singleWrites int64) {
 	return p.txConflicts.Load(), p.singleConflicts.Load()
+}
+
+// ConflictsByTable counts the items of cancelled transactions that were in
+// conflict, by table name.
+func (p *ConflictProxy) ConflictsByTable() map[string]int64 {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return maps.Clone(p.byTable)
 }
 
 // Transactions is how many TransactWriteItems the proxy received.
@@ -98,6 +124,8 @@ func (p *ConflictProxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			items = nil
 		}
 	}
+	p.serial.Lock()
+	defer p.serial.Unlock()
 	switch op {
 	case "TransactWriteItems":
 		p.transactions.Add(1)
@@ -106,7 +134,8 @@ func (p *ConflictProxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			writeCanceled(w, conflicts)
 			return
 		}
-		defer p.release(items)
+		linger := time.Duration(p.linger.Load())
+		defer func() { time.AfterFunc(linger, func() { p.release(items) }) }()
 	case "PutItem", "UpdateItem", "DeleteItem":
 		if len(items) == 1 && p.isHeld(items[0]) {
 			p.singleConflicts.Add(1)
@@ -114,8 +143,6 @@ func (p *ConflictProxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 	}
-	p.serial.Lock()
-	defer p.serial.Unlock()
 	p.rp.ServeHTTP(w, r)
 }
 
@@ -131,6 +158,8 @@ func (p *ConflictProxy) take(items []string) []bool {
 				conflicts = make([]bool, len(items))
 			}
 			conflicts[i] = true
+			table, _, _ := strings.Cut(it, "\x00")
+			p.byTable[table]++
 		}
 	}
 	if conflicts != nil {
@@ -148,6 +177,13 @@ func (p *ConflictProxy) release(items []string) {
 	for _, it := range items {
 		delete(p.held, it)
 	}
+}
+
+// releaseAll ends every transaction's window at once.
+func (p *ConflictProxy) releaseAll() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	clear(p.held)
 }
 
 func (p *ConflictProxy) isHeld(item string) bool {

@@ -3,7 +3,6 @@ package testsupport
 import (
 	"context"
 	"errors"
-	"runtime"
 	"strconv"
 	"sync"
 	"testing"
@@ -39,46 +38,24 @@ func addOne(table, user, entry string) types.TransactWriteItem {
 		ExpressionAttributeValues: map[string]types.AttributeValue{":one": &types.AttributeValueMemberN{Value: "1"}}}}
 }
 
-// waitHeld waits (yielding, not sleeping) until an in-flight transaction
-// holds items.
-func waitHeld(t *testing.T, p *ConflictProxy) {
-	t.Helper()
-	deadline := time.Now().Add(30 * time.Second)
-	for {
-		p.mu.Lock()
-		n := len(p.held)
-		p.mu.Unlock()
-		if n > 0 {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatal("the first transaction never became in flight")
-		}
-		runtime.Gosched()
-	}
-}
-
 func TestAnOverlappingTransactionIsCancelledWithTransactionConflictAndChangesNothing(t *testing.T) {
 	d, table := startProxied(t)
 	ctx := context.Background()
 	db := d.Client()
 
-	// The first transaction is in flight while moto is busy: it holds a and b.
-	d.Proxy.serial.Lock()
-	first := make(chan error, 1)
-	go func() {
-		_, err := db.TransactWriteItems(ctx, &dynamodb.TransactWriteItemsInput{TransactItems: []types.TransactWriteItem{
-			addOne(table, "u", "a"), addOne(table, "u", "b")}})
-		first <- err
-	}()
-	waitHeld(t, d.Proxy)
+	// The first transaction's window stays open: it holds a and b.
+	d.Proxy.SetLinger(time.Hour)
+	if _, err := db.TransactWriteItems(ctx, &dynamodb.TransactWriteItemsInput{TransactItems: []types.TransactWriteItem{
+		addOne(table, "u", "a"), addOne(table, "u", "b")}}); err != nil {
+		t.Fatalf("the first transaction: %v", err)
+	}
+	d.Proxy.SetLinger(DefaultLinger)
 
 	// A second one touching b (and c, free) is cancelled, b's reason says why.
 	_, err := db.TransactWriteItems(ctx, &dynamodb.TransactWriteItemsInput{TransactItems: []types.TransactWriteItem{
 		addOne(table, "u", "c"), addOne(table, "u", "b")}})
 	var tce *types.TransactionCanceledException
 	if !errors.As(err, &tce) {
-		d.Proxy.serial.Unlock()
 		t.Fatalf("overlapping transaction: %v, want TransactionCanceledException", err)
 	}
 	var codes []string
@@ -101,10 +78,6 @@ func TestAnOverlappingTransactionIsCancelledWithTransactionConflictAndChangesNot
 	if !errors.As(err, &tcx) {
 		t.Errorf("put of a held item: %v, want TransactionConflictException", err)
 	}
-	d.Proxy.serial.Unlock()
-	if err := <-first; err != nil {
-		t.Fatalf("the first transaction: %v", err)
-	}
 	if tx, single := d.Proxy.Conflicts(); tx != 1 || single != 2 {
 		t.Errorf("conflicts counted: %d transactions, %d single writes; want 1 and 2", tx, single)
 	}
@@ -122,7 +95,8 @@ func TestAnOverlappingTransactionIsCancelledWithTransactionConflictAndChangesNot
 			t.Errorf("item %s has n = %q, want %q", entry, got, want)
 		}
 	}
-	// Once it is done, the same second transaction goes through.
+	// Once its window closed, the same second transaction goes through.
+	d.Proxy.releaseAll()
 	if _, err := db.TransactWriteItems(ctx, &dynamodb.TransactWriteItemsInput{TransactItems: []types.TransactWriteItem{
 		addOne(table, "u", "c"), addOne(table, "u", "b")}}); err != nil {
 		t.Errorf("the second transaction after the first: %v", err)

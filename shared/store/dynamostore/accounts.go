@@ -32,6 +32,9 @@ type accountItem struct {
 	// it on.
 	JournalSeq int64  `dynamodbav:"jseq,omitempty"`
 	JournalAt  string `dynamodbav:"jat,omitempty"`
+	// Spread is set by the first transfer between purses: from then on a
+	// hold chooses among all the purses from its first attempt.
+	Spread bool `dynamodbav:"spread,omitempty"`
 	// WebhookSecret signs the account's webhooks.
 	WebhookSecret string `dynamodbav:"webhook_secret,omitempty"`
 	// OutputRetentionDays: absent for the default retention.

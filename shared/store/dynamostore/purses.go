@@ -29,7 +29,9 @@ import (
 // jat, as before purses: an account's journal until then is purse 0's);
 // purse n > 0 is the ledger item "purse#<n>" with the same attributes,
 // written the first time a hold spreads to it. A hold uses purse 0 while
-// it can; after a conflict it picks a purse at random, and when that purse
+// it can and the account never spread (purse 0 says so once a transfer
+// happened); after that, a hold picks among the purses that have enough,
+// and after a conflict any purse at random, and when that purse
 // is short, the same transaction moves credits into it from the richest
 // ones (transfer entries), half of the richest at least, so that a burst
 // spreads the balance over the purses as it goes. A capture, release or
@@ -63,6 +65,8 @@ type purse struct {
 	at     string
 	// exists is false for a purse n > 0 not written yet.
 	exists bool
+	// spread: the account's purses other than 0 are in use (purse 0 only).
+	spread bool
 }
 
 type purseItem struct {
@@ -79,7 +83,7 @@ func purseEntry(n int) string { return pursePrefix + strconv.Itoa(n) }
 
 func purseOf(a accountItem) purse {
 	return purse{n: 0, totals: centsTotals{balance: a.Balance, held: a.Held, captured: a.Captured, granted: a.Granted},
-		seq: a.JournalSeq, at: a.JournalAt, exists: true}
+		seq: a.JournalSeq, at: a.JournalAt, exists: true, spread: a.Spread}
 }
 
 // readPurse is a consistent read of one purse.
@@ -201,7 +205,8 @@ func (s *Store) moveItems(userID string, m purseMove) ([]types.TransactWriteItem
 		entries = append(entries, e)
 		last = e.At
 	}
-	items := []types.TransactWriteItem{s.purseUpdate(userID, m.p, centsOf(totals), seq, last)}
+	transfer := slices.ContainsFunc(m.entries, func(e domain.JournalEntry) bool { return e.Type == domain.EntryTransfer })
+	items := []types.TransactWriteItem{s.purseUpdate(userID, m.p, centsOf(totals), seq, last, transfer)}
 	for _, e := range entries {
 		item, err := entryItem(userID, e)
 		if err != nil {
@@ -215,14 +220,18 @@ func (s *Store) moveItems(userID string, m purseMove) ([]types.TransactWriteItem
 }
 
 // purseUpdate sets a purse's totals and journal position, conditioned on
-// the position being the one read.
-func (s *Store) purseUpdate(userID string, p purse, after centsTotals, seq int64, at time.Time) types.TransactWriteItem {
+// the position being the one read; a transfer marks purse 0 spread.
+func (s *Store) purseUpdate(userID string, p purse, after centsTotals, seq int64, at time.Time, transfer bool) types.TransactWriteItem {
 	values := map[string]types.AttributeValue{
 		":b": intAV(after.balance), ":h": intAV(after.held), ":c": intAV(after.captured), ":g": intAV(after.granted),
 		":seq": intAV(seq), ":at": strAV(formatTime(at)), ":read": intAV(p.seq),
 	}
 	set := aws.String("SET balance = :b, held = :h, captured = :c, granted = :g, jseq = :seq, jat = :at")
 	if p.n == 0 {
+		if transfer && !p.spread {
+			set = aws.String(*set + ", spread = :t")
+			values[":t"] = &types.AttributeValueMemberBOOL{Value: true}
+		}
 		cond := "jseq = :read"
 		if p.seq == 0 {
 			cond = "attribute_exists(user_id) AND (attribute_not_exists(jseq) OR jseq = :read)"
@@ -254,7 +263,7 @@ func (s *Store) holdMoves(ctx context.Context, userID string, h domain.Hold, cen
 		if err != nil {
 			return nil, err
 		}
-		if a.Balance >= cents {
+		if a.Balance >= cents && !a.Spread {
 			return []purseMove{{p: purseOf(a), entries: []domain.JournalEntry{entry}}}, nil
 		}
 	}
