@@ -65,7 +65,8 @@ type Page[T any] struct {
 }
 
 // Cursor is a position in a newest-first list: the creation time and id of
-// the last record returned. It travels as opaque base64url JSON.
+// the last record returned, or examined when a filtered page ended short.
+// It travels as opaque base64url JSON.
 type Cursor struct {
 	CreatedAt time.Time `json:"t"`
 	ID        string    `json:"i"`
