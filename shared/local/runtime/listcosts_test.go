@@ -70,11 +70,14 @@ func TestFilteredListsOnDynamoDBCostTheSameWhateverTheHistory(t *testing.T) {
 	}
 	freshWork := seed(fresh.UserID, 0, "zeta-pro", "alpha-3.1-fast", domain.StatusCompleted, rt.Store.Capture)
 
-	// requests counts the DynamoDB requests of one call.
+	// requests counts the DynamoDB requests of one call (and logs its read
+	// units, for docs/performance.md).
 	requests := func(call func()) int64 {
 		before := rt.Costs.Snapshot()
 		call()
-		return rt.Costs.Snapshot().Sub(before).DynamoDBRequests
+		c := rt.Costs.Snapshot().Sub(before)
+		t.Logf("%d DynamoDB requests, %.1f read units", c.DynamoDBRequests, c.DynamoDBReadUnits)
+		return c.DynamoDBRequests
 	}
 	clientOf := func(a accounts.CreatedAccount) *client.Client {
 		c := client.New(rt.BaseURL, a.APIKey)
