@@ -20,7 +20,7 @@ import (
 func TestTransactionsAndUsageShowAGeneration(t *testing.T) {
 	clientEnv(t)
 	if code, _, stderr := mediagen(t, "generate", "--model", "provider-a", "--version", "theta-4-fast",
-		"--input", "prompt=a fox", "--wait"); code != 0 {
+		"--input", "prompt=a fox", "--out", t.TempDir()); code != 0 {
 		t.Fatalf("generate exited %d: %s", code, stderr)
 	}
 
