@@ -21,6 +21,9 @@ var (
 	// ErrTaskGone is a workflow task token no task waits on any more: the
 	// task ended, timed out or was retried with a new token.
 	ErrTaskGone = errors.New("the workflow task no longer waits on this token")
+	// ErrAnswerTooLarge is an answer over MaxIdempotentAnswer given to a
+	// store to keep.
+	ErrAnswerTooLarge = errors.New("answer too large to keep")
 )
 
 // InsufficientCreditsError says how short an account was. It matches
