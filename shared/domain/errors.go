@@ -39,3 +39,16 @@ func (e *InsufficientCreditsError) Error() string {
 }
 
 func (e *InsufficientCreditsError) Is(target error) bool { return target == ErrInsufficientCredits }
+
+// RecordedWorkError is a create that failed after its work's record was
+// written (and failed): the answer names the record, so that a client can
+// match it in the list. It is transparent to errors.Is/As.
+type RecordedWorkError struct {
+	Kind WorkKind
+	// ID is the generation's UUID or the long video's id.
+	ID  string
+	Err error
+}
+
+func (e *RecordedWorkError) Error() string { return e.Err.Error() }
+func (e *RecordedWorkError) Unwrap() error { return e.Err }
