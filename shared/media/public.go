@@ -27,7 +27,9 @@ type StatusError struct {
 	Status int
 }
 
-func (e *StatusError) Error() string { return fmt.Sprintf("fetch output %s: HTTP %d", e.File, e.Status) }
+func (e *StatusError) Error() string {
+	return fmt.Sprintf("fetch output %s: HTTP %d", e.File, e.Status)
+}
 
 // PublicReason says why an output could not be kept, in words fit for the
 // record a client reads: a rejection's reason or the status its host
