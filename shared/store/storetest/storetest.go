@@ -41,6 +41,7 @@ func Run(t *testing.T, s store.Store) {
 		{"SceneStatusWhileProcessingOnly", testSceneStatus},
 		{"WebhookSecretAndAttempts", testWebhooks},
 		{"IdempotencyKeyClaimedOnceAnsweredAgain", testIdempotency},
+		{"IdempotentAnswersOverTheBoundAreNotKept", testIdempotencyBound},
 		{"CaptureCountsThisMonthsUsage", testUsage},
 		{"JournalRecordsEveryMovement", testJournal},
 		{"JournalPagesAndFilters", testJournalQueries},
