@@ -21,7 +21,16 @@ var (
 	// ErrTaskGone is a workflow task token no task waits on any more: the
 	// task ended, timed out or was retried with a new token.
 	ErrTaskGone = errors.New("the workflow task no longer waits on this token")
+	// ErrFinishing is a cancel that came too late: the work's outputs are
+	// being written (StoredFiles.Finishing), so it ends completed and is
+	// charged, or fails. It is an ErrConflict too.
+	ErrFinishing error = finishingError{}
 )
+
+type finishingError struct{}
+
+func (finishingError) Error() string        { return "finishing" }
+func (finishingError) Is(target error) bool { return target == ErrConflict }
 
 // InsufficientCreditsError says how short an account was. It matches
 // ErrInsufficientCredits under errors.Is.
