@@ -321,7 +321,7 @@ func Start(ctx context.Context, cfg Config) (*Runtime, error) {
 		gate.Tokens = &jwtauth.Verifier{Issuer: cfg.JWTIssuer, Audience: cfg.JWTAudience, JWKSURL: cfg.JWKSURL}
 	}
 	// The scenes' polls share the poller's queue, as in AWS.
-	steps := &longstory.Steps{Store: st, Upstream: r.Upstreams, Copier: copier, Files: outputs, Retainer: outputs,
+	steps := &longstory.Steps{Store: st, Upstream: r.Upstreams, Copier: copier, Files: outputs, Retainer: outputs, Deleter: outputs,
 		Narrator: narrator, FFmpeg: ffmpeg.Runner{}, WorkDir: filepath.Join(cfg.DataDir, "tmp"), Log: log, Notifier: notifier,
 		Queue: svc.Queue, Slots: st, PollInterval: cfg.PollInterval, Now: cfg.Clock}
 	if err := os.MkdirAll(steps.WorkDir, 0o755); err != nil {
