@@ -93,6 +93,7 @@ var usesOf = map[string][]use{
 		notify,
 		uses("object:OutputBucket/"+generationKey, "the generation's outputs", putObject...),
 		uses("object:OutputBucket/"+sceneKey, "the scenes' clips", putObject...),
+		uses("object:OutputBucket/"+sceneKey, "deletes a clip copied after its video ended", "s3:DeleteObject"),
 		uses("bucket:OutputBucket", "lists a generation's outputs to tag (under generations/)", "s3:ListBucket"),
 		uses("object:OutputBucket/"+generationKey, "tags the outputs with a shorter retention", "s3:PutObjectTagging"),
 		uses("object:OutputBucket/"+generationKey, "deletes the outputs of a generation that failed while finishing, or a late copy's", "s3:DeleteObject"),

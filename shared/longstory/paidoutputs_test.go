@@ -313,3 +313,49 @@ func failAfterUpload(t *testing.T, st store.Store, bucket *s3bucket.Bucket, clip
 		t.Errorf("failed: balance %s held %s; want every credit back", a.Balance, a.Held)
 	}
 }
+
+// beforePut runs hook once, just before the first object is stored.
+type beforePut struct {
+	media.Bucket
+	once sync.Once
+	hook func()
+}
+
+func (b *beforePut) Put(ctx context.Context, key string, body io.Reader, contentType string) error {
+	b.once.Do(b.hook)
+	return b.Bucket.Put(ctx, key, body, contentType)
+}
+
+// TestAClipCopiedAfterItsVideoWasCanceledAndDeletedIsNotLeft: the video
+// is canceled and its files deleted while a scene's clip is being copied
+// (the delete lists the prefix before the clip lands); the scene's poll
+// sees the video ended when it records the clip, and deletes it: nothing
+// of the video is left in the bucket.
+func TestAClipCopiedAfterItsVideoWasCanceledAndDeletedIsNotLeft(t *testing.T) {
+	ctx := context.Background()
+	r := newSceneRig(t, 0, "succeeded")
+	if err := r.submit(1, "tok-1"); err != nil {
+		t.Fatal(err)
+	}
+	copier := r.steps.Copier.(*media.Copier)
+	bucket := copier.Bucket.(*s3bucket.Bucket)
+	r.steps.Deleter = bucket
+	var canceled, removed error
+	copier.Bucket = &beforePut{Bucket: bucket, hook: func() {
+		_, canceled = longstory.NewCanceler(r.store, noWorkflow{}, nil, nil, nil, longstory.Settings{Log: quietLog()}).Cancel(ctx, r.video.UserID, r.video.ID)
+		_, removed = longstory.NewOutputRemover(r.store, bucket, longstory.Settings{}).RemoveOutput(ctx, r.video.UserID, r.video.ID)
+	}}
+	if err := r.steps.PollScene(ctx, r.queue.last(t)); err != nil {
+		t.Fatal(err)
+	}
+	if canceled != nil || removed != nil {
+		t.Fatalf("cancel = %v, delete = %v during the clip's copy", canceled, removed)
+	}
+	v, err := r.store.GetLongVideo(ctx, r.video.ID)
+	if err != nil || v.Status != domain.StatusCanceled || v.Files.Removal != domain.RemovalRemoved {
+		t.Fatalf("video %s removal %q (%v), want canceled and removed", v.Status, v.Files.Removal, err)
+	}
+	if keys, err := bucket.Keys(ctx, media.LongVideoPrefix(r.video.ID)); err != nil || len(keys) != 0 {
+		t.Errorf("objects left under the removed video's prefix: %v (%v)", keys, err)
+	}
+}
