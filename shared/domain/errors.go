@@ -24,7 +24,16 @@ var (
 	// ErrAnswerTooLarge is an answer over MaxIdempotentAnswer given to a
 	// store to keep.
 	ErrAnswerTooLarge = errors.New("answer too large to keep")
+	// ErrFinishing is a cancel that came too late: the work's outputs are
+	// being written (StoredFiles.Finishing), so it ends completed and is
+	// charged, or fails. It is an ErrConflict too.
+	ErrFinishing error = finishingError{}
 )
+
+type finishingError struct{}
+
+func (finishingError) Error() string        { return "finishing" }
+func (finishingError) Is(target error) bool { return target == ErrConflict }
 
 // InsufficientCreditsError says how short an account was. It matches
 // ErrInsufficientCredits under errors.Is.

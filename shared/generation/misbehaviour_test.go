@@ -208,6 +208,7 @@ func runMisbehaviour(t *testing.T, tc misbehaviour, srvURL string, hits *atomic.
 		Upstreams: router,
 		Queue:     q,
 		Copier:    &media.Copier{Bucket: objects.MediaBucket(), HTTP: &http.Client{Timeout: time.Second}, AllowedHosts: []string{u.Host}, MaxBytes: 1 << 20, AllowLoopback: true},
+		Outputs:   objects.MediaBucket(),
 		Prices:    pricing.Default(),
 		Settings:  generation.Settings{Now: func() time.Time { return now }, Log: quiet()},
 	}

@@ -7,6 +7,7 @@ import (
 
 	"github.com/mediagen-dev/mediagen/shared/catalog"
 	"github.com/mediagen-dev/mediagen/shared/domain"
+	"github.com/mediagen-dev/mediagen/shared/media"
 	"github.com/mediagen-dev/mediagen/shared/routing"
 	"github.com/mediagen-dev/mediagen/shared/store"
 	"github.com/mediagen-dev/mediagen/shared/upstream"
@@ -23,6 +24,7 @@ type Store interface {
 	GetGenerationByID(ctx context.Context, userID string, id int64) (domain.Generation, error)
 	SetUpstreamJobs(ctx context.Context, uuid string, run domain.UpstreamRun, at time.Time) error
 	FinishGeneration(ctx context.Context, uuid string, o domain.Outcome, at time.Time) error
+	ClaimGenerationFinish(ctx context.Context, uuid string, at time.Time) error
 	ListGenerations(ctx context.Context, q store.ListQuery) (store.Page[domain.Generation], error)
 	ClaimPoll(ctx context.Context, uuid string, attempt int, now, until time.Time) (claimed bool, holder int, err error)
 	// GetAccount gives the retention a completed generation's outputs
@@ -63,6 +65,13 @@ type Notifier interface {
 // message it does not know.
 type MessageHandler interface {
 	HandleMessage(ctx context.Context, body string) (handled bool, err error)
+}
+
+// OutputFiles is the bucket as the poller sees it beside the copier.
+type OutputFiles interface {
+	media.Retainer
+	// Delete deletes keys; a key already gone is not an error.
+	Delete(ctx context.Context, keys []string) error
 }
 
 // Copier keeps the service's own copy of an output and returns its URL.

@@ -143,6 +143,8 @@ func classifyCause(err error) *Error {
 		return &Error{Status: http.StatusForbidden, Code: "insufficient_scope", Message: scope.Reason}
 	case errors.Is(err, domain.ErrInvalid):
 		return &Error{Status: http.StatusBadRequest, Code: "invalid_request", Message: invalidMessage(err)}
+	case errors.Is(err, domain.ErrFinishing):
+		return &Error{Status: http.StatusConflict, Code: "finishing", Message: sentinelMessage(err, domain.ErrFinishing)}
 	case errors.Is(err, domain.ErrConflict):
 		return &Error{Status: http.StatusConflict, Code: "conflict", Message: sentinelMessage(err, domain.ErrConflict)}
 	case errors.Is(err, domain.ErrNotFound):

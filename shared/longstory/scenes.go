@@ -26,10 +26,10 @@ func SubmitSceneStep(store Store, ups Upstreams, slots Slots, queue Queue, setti
 
 // ScenePoller takes the poll queue's scene messages (HandleMessage) for the
 // poller: it watches each scene's job, keeps its clip and resumes the
-// waiting task.
-func ScenePoller(store Store, ups Upstreams, slots Slots, queue Queue, tokens TaskTokens, copier Copier, settings StepSettings) *Steps {
+// waiting task; deleter deletes a clip kept after its video ended.
+func ScenePoller(store Store, ups Upstreams, slots Slots, queue Queue, tokens TaskTokens, copier Copier, deleter Deleter, settings StepSettings) *Steps {
 	s := settings.steps()
-	s.Store, s.Upstream, s.Slots, s.Queue, s.Tokens, s.Copier = store, ups, slots, queue, tokens, copier
+	s.Store, s.Upstream, s.Slots, s.Queue, s.Tokens, s.Copier, s.Deleter = store, ups, slots, queue, tokens, copier, deleter
 	return s
 }
 
@@ -368,7 +368,17 @@ func (s *Steps) keepScene(ctx context.Context, log *slog.Logger, v domain.LongVi
 		return s.watch(ctx, m, s.sceneDelay(m.Attempt))
 	}
 	state.Status = domain.StatusCompleted
-	if err := s.Store.SetSceneStatus(ctx, v.ID, n, state, s.now()); err != nil && !errors.Is(err, domain.ErrConflict) {
+	err := s.Store.SetSceneStatus(ctx, v.ID, n, state, s.now())
+	if errors.Is(err, domain.ErrConflict) && s.Deleter != nil {
+		// The video ended (canceled, failed, its files perhaps deleted)
+		// while the clip was copied: this write comes after the copy, so a
+		// delete of the video's files that listed before the copy landed
+		// is followed by this cleanup. The clip serves nothing now.
+		if derr := s.Deleter.Delete(ctx, []string{sceneKeyBase(v.ID, n) + ".mp4"}); derr != nil {
+			return fmt.Errorf("scene %d of %s: delete the clip kept after the video ended: %w", n, v.ID, derr)
+		}
+	}
+	if err != nil && !errors.Is(err, domain.ErrConflict) {
 		return fmt.Errorf("scene %d of %s: record completed: %w", n, v.ID, err)
 	}
 	s.releaseSceneSlot(ctx, log, state.Upstream, v.ID, n)

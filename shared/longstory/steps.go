@@ -63,6 +63,9 @@ type Steps struct {
 	// Retainer tags a completed video's files when its account keeps them
 	// for less than the default retention (media.KeepFor).
 	Retainer media.Retainer
+	// Deleter deletes the final video of a video that did not end
+	// completed (Assemble's late upload, MarkFailed's cleanup).
+	Deleter  Deleter
 	Narrator Narrator
 	FFmpeg   ffmpeg.Runner
 	// Queue carries the scenes' polls (the poller's queue), Tokens resumes

@@ -292,7 +292,7 @@ func (s *Store) FinishGeneration(ctx context.Context, uuid string, o domain.Outc
 		values[":err"] = strAV(o.Error)
 	}
 	set = setOutputExpiry(set, values, o)
-	return s.updateProcessing(ctx, s.tables.Generations, "uuid", uuid, set, values)
+	return s.updateOutcome(ctx, s.tables.Generations, "uuid", uuid, o.Status, set, values)
 }
 
 func (s *Store) ListGenerations(ctx context.Context, q store.ListQuery) (store.Page[domain.Generation], error) {

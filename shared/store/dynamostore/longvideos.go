@@ -116,7 +116,7 @@ func (s *Store) FinishLongVideo(ctx context.Context, id string, o domain.Outcome
 		values[":err"] = strAV(o.Error)
 	}
 	set = setOutputExpiry(set, values, o)
-	return s.updateProcessing(ctx, s.tables.LongVideos, "id", id, set, values)
+	return s.updateOutcome(ctx, s.tables.LongVideos, "id", id, o.Status, set, values)
 }
 
 func (s *Store) ListLongVideos(ctx context.Context, q store.ListQuery) (store.Page[domain.LongVideo], error) {

@@ -55,6 +55,7 @@ func Run(t *testing.T, s store.Store) {
 		{"RestartListsLongVideosInFlight", testRestartListsLongVideos},
 		{"CompletedOutputsKeepTheirExpiry", testOutputExpiry},
 		{"OutputRemovalOnlyMovesForward", testOutputRemoval},
+		{"FinishingClaimAndCancelExcludeEachOther", testFinishingClaim},
 		{"AccountsKeepTheirOutputRetention", testOutputRetention},
 		// Last: every account the tests above made.
 		{"LedgerVerifiesForEveryAccount", testVerifyAll},
