@@ -37,10 +37,29 @@ func (c *Client) CreateKey(ctx context.Context, req KeyRequest) (CreatedKey, err
 	return do[CreatedKey](ctx, c, http.MethodPost, "/api/account/keys", req)
 }
 
-// Keys lists the account's keys, revoked ones included, newest first.
+// KeysPage is a page of the account's keys, revoked ones included, newest
+// first (o's Limit and Cursor; its filters do not apply to keys).
+func (c *Client) KeysPage(ctx context.Context, o ListOptions) (Page[Key], error) {
+	o = ListOptions{Limit: o.Limit, Cursor: o.Cursor}
+	return do[Page[Key]](ctx, c, http.MethodGet, "/api/account/keys"+o.query(), nil)
+}
+
+// Keys lists every key of the account, revoked ones included, newest
+// first, page after page.
 func (c *Client) Keys(ctx context.Context) ([]Key, error) {
-	list, err := do[apiview.KeyList](ctx, c, http.MethodGet, "/api/account/keys", nil)
-	return list.Data, err
+	var keys []Key
+	o := ListOptions{Limit: 100}
+	for {
+		page, err := c.KeysPage(ctx, o)
+		if err != nil {
+			return keys, err
+		}
+		keys = append(keys, page.Data...)
+		var more bool
+		if o, more = page.Next(o); !more {
+			return keys, nil
+		}
+	}
 }
 
 // RevokeKey revokes the account's key with this prefix (mgk_…). Revoking
