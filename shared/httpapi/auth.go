@@ -256,7 +256,7 @@ const (
 	authDailyLimit = "daily_credit_limit" // "10.00"; absent for none
 	// authAncestors are the keys above the key with their limits, nearest
 	// first ("mgk_a:10.00,mgk_b:", no limit after an empty colon); "" for
-	// an owner's key. Absent: an answer from before keys had ancestors.
+	// an owner's key.
 	authAncestors = "key_ancestors"
 )
 
@@ -355,15 +355,18 @@ func callerOf(auth map[string]any) (domain.Caller, bool) {
 		}
 		c.DailyCreditLimit = d
 	}
-	ancestors, ok := auth[authAncestors].(string)
-	if !ok {
-		return domain.Caller{}, false
-	}
+	// Absent: an answer cached before keys had ancestors, for a key made
+	// before then, which has none.
 	var err error
-	if c.Ancestors, err = parseAncestors(ancestors); err != nil {
+	if c.Ancestors, err = parseAncestors(stringOf(auth[authAncestors])); err != nil {
 		return domain.Caller{}, false
 	}
 	return c, true
+}
+
+func stringOf(v any) string {
+	s, _ := v.(string)
+	return s
 }
 
 // formatAncestors is the authorizer context's form of a key's ancestors.
