@@ -198,8 +198,10 @@ type KeyCreator struct {
 // The caller's key is read as stored, not as the authorizer's cached answer
 // says: a key revoked since (or below a revoked key) makes nothing.
 // Concurrent creations may both pass the checks; each then lists the keys
-// again, and the one that came too late (past the cap, or below a key
-// revoked meanwhile) revokes its new key and is refused.
+// again once its key is stored, and refuses (revoking its new key) when the
+// account is past the cap or a key above the new one was revoked
+// meanwhile. The last one stored sees every other, so the account never
+// keeps more than the cap; racing at the cap, both may be refused.
 func (c *KeyCreator) Create(ctx context.Context, userID string, caller domain.Caller, in NewKey) (domain.APIKey, string, error) {
 	if lacks := caller.Lacks(in.Scopes); len(lacks) > 0 {
 		return domain.APIKey{}, "", &domain.InsufficientScopeError{Reason: fmt.Sprintf(
@@ -246,8 +248,7 @@ func (c *KeyCreator) Create(ctx context.Context, userID string, caller domain.Ca
 }
 
 // stillAllowed lists the keys again once key is stored: the keys above it
-// must still be active, and it must be within the first MaxActiveKeys
-// active keys in the order they were made.
+// must still be active, and the account within MaxActiveKeys active keys.
 func (c *KeyCreator) stillAllowed(ctx context.Context, userID string, key domain.APIKey) error {
 	keys, err := c.Store.ListAPIKeys(ctx, userID)
 	if err != nil {
@@ -261,21 +262,10 @@ func (c *KeyCreator) stillAllowed(ctx context.Context, userID string, key domain
 			return err
 		}
 	}
-	rank := 0
-	for _, k := range keys {
-		if !k.Revoked() && madeBefore(k, key) {
-			rank++
-		}
-	}
-	if rank >= domain.MaxActiveKeys {
-		return tooManyKeys(rank)
+	if n := countActive(keys); n > domain.MaxActiveKeys {
+		return tooManyKeys(n - 1)
 	}
 	return nil
-}
-
-// madeBefore orders keys by creation, ties by prefix.
-func madeBefore(a, b domain.APIKey) bool {
-	return cmp.Or(a.CreatedAt.Compare(b.CreatedAt), strings.Compare(a.Prefix, b.Prefix)) < 0
 }
 
 func tooManyKeys(active int) error {
