@@ -67,3 +67,15 @@ func (c *Client) Keys(ctx context.Context) ([]Key, error) {
 func (c *Client) RevokeKey(ctx context.Context, prefix string) (RevokedKey, error) {
 	return do[RevokedKey](ctx, c, http.MethodDelete, "/api/account/keys/"+url.PathEscape(prefix), nil)
 }
+
+// RotatedWebhookSecret is the account's new webhook signing secret.
+type RotatedWebhookSecret = apiview.RotatedWebhookSecret
+
+// RotateWebhookSecret replaces the account's webhook signing secret and
+// returns the new one, shown this once; the caller's key needs the admin
+// scope. Webhooks sent from then on are signed with it. The service keeps
+// no Idempotency-Key for this route: a retry rotates again, and the last
+// answer's secret is the one in force.
+func (c *Client) RotateWebhookSecret(ctx context.Context) (RotatedWebhookSecret, error) {
+	return do[RotatedWebhookSecret](ctx, c, http.MethodPost, "/api/account/webhook-secret/rotate", nil)
+}

@@ -247,8 +247,25 @@ func (s *Service) WebhookSecret(ctx context.Context, userID string) (string, err
 // RotateWebhookSecret replaces the account's webhook signing secret; the
 // webhooks sent from now on are signed with the new one.
 func (s *Service) RotateWebhookSecret(ctx context.Context, userID string) (string, error) {
+	return (&WebhookSecretRotator{Store: s.Store}).Rotate(ctx, userID)
+}
+
+// SecretSetter replaces an account's webhook signing secret.
+type SecretSetter interface {
+	SetWebhookSecret(ctx context.Context, userID, secret string) error
+}
+
+// WebhookSecretRotator is POST /api/account/webhook-secret/rotate, and the
+// admin command's `webhooks secret --rotate`.
+type WebhookSecretRotator struct {
+	Store SecretSetter
+}
+
+// Rotate replaces the account's webhook signing secret with a new one and
+// returns it; the webhooks sent from now on are signed with it.
+func (r *WebhookSecretRotator) Rotate(ctx context.Context, userID string) (string, error) {
 	secret := webhook.NewSecret()
-	if err := s.Store.SetWebhookSecret(ctx, userID, secret); err != nil {
+	if err := r.Store.SetWebhookSecret(ctx, userID, secret); err != nil {
 		return "", fmt.Errorf("rotate webhook secret of %s: %w", userID, err)
 	}
 	return secret, nil

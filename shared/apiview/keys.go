@@ -89,3 +89,6 @@ func RevokedKeyOf(prefix string, at time.Time, below []string) RevokedKey {
 
 // timestamp is an instant as the account routes write it: RFC 3339, UTC.
 func timestamp(t time.Time) string { return t.UTC().Format(time.RFC3339Nano) }
+
+// Timestamp is timestamp for the routes that build their answer.
+func Timestamp(t time.Time) string { return timestamp(t) }
