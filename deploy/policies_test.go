@@ -649,7 +649,8 @@ func TestNoDataPlaneActionOnEveryResource(t *testing.T) {
 // postsWithoutIdempotency are the POST routes behind the Gate that keep no
 // Idempotency-Key, and why.
 var postsWithoutIdempotency = map[string]string{
-	"POST /api/account/keys": "its answer carries the new key, which the service never stores (httpapi.KeyCreateRoute)",
+	"POST /api/account/keys":                  "its answer carries the new key, which the service never stores (httpapi.KeyCreateRoute)",
+	"POST /api/account/webhook-secret/rotate": "its answer carries the new signing secret, which must not be kept in the idempotency table (httpapi.WebhookSecretRotateRoute)",
 }
 
 // TestIdempotencyKeysOnEveryGuardedPostAndNoGet: the Gate honours
