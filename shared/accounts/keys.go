@@ -52,11 +52,7 @@ func ParseNewKey(body []byte) (NewKey, error) {
 	}
 	allowed := []string{"name", "scopes", "daily_credit_limit"}
 	var p catalog.Problems
-	for k := range obj {
-		if !slices.Contains(allowed, k) {
-			p.Add(k, fmt.Sprintf("unknown field %q (allowed: %s)", k, strings.Join(allowed, ", ")))
-		}
-	}
+	p.Unknown("", obj, allowed)
 	in := NewKey{Scopes: slices.Clone(DefaultScopes)}
 	switch name, ok := obj["name"].(string); {
 	case obj["name"] == nil:
@@ -345,9 +341,10 @@ func (l *KeyLister) List(ctx context.Context, userID string, limit int, cursor s
 	for i, k := range keys {
 		out[i] = KeyWithSpend{APIKey: k, SpentToday: spend[k.Prefix]}
 	}
-	return store.PageOf(out, limit, func(k KeyWithSpend) store.Cursor {
+	// Read up to limit+1: the page, and whether one more follows it.
+	return store.WindowPage(out, limit, func(k KeyWithSpend) store.Cursor {
 		return store.Cursor{CreatedAt: k.CreatedAt, ID: k.Prefix}
-	}), nil
+	}, store.Cursor{}, false), nil
 }
 
 // KeyRevokerStore finds an account's keys and revokes them.

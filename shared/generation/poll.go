@@ -13,6 +13,7 @@ import (
 
 	"github.com/mediagen-dev/mediagen/shared/domain"
 	"github.com/mediagen-dev/mediagen/shared/media"
+	"github.com/mediagen-dev/mediagen/shared/routing"
 	"github.com/mediagen-dev/mediagen/shared/upstream"
 )
 
@@ -214,8 +215,13 @@ func (s *Service) apply(ctx context.Context, log *slog.Logger, g domain.Generati
 			// and no URL is published, so the next poll copies again.
 			return false, fmt.Errorf("%w: %w", errCopyCutOff, err)
 		}
-		if errors.Is(err, media.ErrRejected) || errors.Is(err, errBadOutputs) {
+		if errors.Is(err, errBadOutputs) {
 			return true, s.finish(ctx, log, g, domain.Outcome{Status: domain.StatusFailed, Error: err.Error()})
+		}
+		if errors.Is(err, media.ErrRejected) {
+			// The error may name the hosts the output led to: logs only.
+			log.WarnContext(ctx, "upstream output rejected", "error", err)
+			return true, s.finish(ctx, log, g, domain.Outcome{Status: domain.StatusFailed, Error: publicCopyError(err)})
 		}
 		return false, err
 	}
@@ -299,7 +305,13 @@ func (s *Service) submitWaiting(ctx context.Context, log *slog.Logger, g domain.
 		if errors.Is(err, upstream.ErrNotStarted) {
 			return s.nextAfter(ctx, log, PollMessage{GenerationID: g.UUID, Attempt: next, Waited: next}, SlotWait)
 		}
-		return s.finish(ctx, log, g, domain.Outcome{Status: domain.StatusFailed, Error: "the request cannot be sent upstream: " + err.Error()})
+		log.WarnContext(ctx, "the request cannot be sent upstream", "error", err)
+		reason := upstream.Public("", err)
+		var conv *routing.ConvertError
+		if errors.As(err, &conv) {
+			reason = conv.Error()
+		}
+		return s.finish(ctx, log, g, domain.Outcome{Status: domain.StatusFailed, Error: "the request cannot be sent upstream: " + reason})
 	}
 	waiting, err := s.start(ctx, log, &g, plans, next)
 	switch {
@@ -453,11 +465,34 @@ func (s *Service) copyOutputs(ctx context.Context, g domain.Generation, outputs 
 		}
 		u, err := s.Copier.Copy(ctx, src, media.OutputKeyBase(g.UUID, i), g.Kind)
 		if err != nil {
-			return nil, fmt.Errorf("copy output %d: %w", i, err)
+			return nil, &copyError{index: i, err: err}
 		}
 		urls = append(urls, u)
 	}
 	return urls, nil
+}
+
+// copyError is an output that could not be copied.
+type copyError struct {
+	index int
+	err   error
+}
+
+func (e *copyError) Error() string { return fmt.Sprintf("copy output %d: %v", e.index, e.err) }
+func (e *copyError) Unwrap() error { return e.err }
+
+// publicCopyError says why an output could not be kept, for the record:
+// the rejection's reason or its host's answer; a failure of the connection
+// or of the bucket, whose error may name addresses, is said in words.
+func publicCopyError(err error) string {
+	var ce *copyError
+	if !errors.As(err, &ce) {
+		return "the outputs could not be copied"
+	}
+	if reason := media.PublicReason(ce.err); reason != "" {
+		return fmt.Sprintf("copy output %d: %s", ce.index, reason)
+	}
+	return fmt.Sprintf("copy output %d: it could not be fetched or stored", ce.index)
 }
 
 // pollFailed re-polls after a failure to reach the provider, and fails the
@@ -467,7 +502,11 @@ func (s *Service) pollFailed(ctx context.Context, log *slog.Logger, g domain.Gen
 	permanent := errors.As(cause, &ue) && !ue.Temporary()
 	if permanent || errors.Is(cause, upstream.ErrMalformed) || m.Errors+1 >= MaxConsecutiveErrors {
 		log.WarnContext(ctx, "giving up on upstream job", "error", cause, "consecutive_errors", m.Errors+1)
-		return s.finish(ctx, log, g, domain.Outcome{Status: domain.StatusFailed, Error: "upstream unreachable: " + cause.Error()})
+		reason := upstream.Public(g.Upstream, cause)
+		if errors.As(cause, new(*copyError)) {
+			reason = publicCopyError(cause)
+		}
+		return s.finish(ctx, log, g, domain.Outcome{Status: domain.StatusFailed, Error: reason})
 	}
 	log.InfoContext(ctx, "upstream poll failed, will retry", "error", cause, "consecutive_errors", m.Errors+1)
 	return s.next(ctx, log, PollMessage{GenerationID: g.UUID, Attempt: m.Attempt + 1, Errors: m.Errors + 1, Waited: m.Waited})

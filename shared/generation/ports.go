@@ -79,3 +79,34 @@ var ErrUpstreamUnavailable = errors.New("upstream provider unavailable")
 // such as 422 about the input): it is not tried elsewhere; the hold is
 // released and the generation failed with the provider's reason.
 var ErrUpstreamRefused = errors.New("upstream provider refused the job")
+
+// UpstreamError is a job no upstream took. It matches ErrUpstreamRefused
+// (Refused: the provider's final word on the input) or else
+// ErrUpstreamUnavailable under errors.Is. Upstream and Reason are for the
+// caller and the record (a refusal's message once, or upstream.Public);
+// Cause, which may name addresses, is for the logs.
+type UpstreamError struct {
+	Refused bool
+	// Upstream names the routing file's upstream that refused.
+	Upstream string
+	// Reason is the provider's message when Refused, else what happened.
+	Reason string
+	Cause  error
+}
+
+func (e *UpstreamError) sentinel() error {
+	if e.Refused {
+		return ErrUpstreamRefused
+	}
+	return ErrUpstreamUnavailable
+}
+
+func (e *UpstreamError) Error() string {
+	msg := e.sentinel().Error() + ": " + e.Reason
+	if e.Cause != nil {
+		msg += " (" + e.Cause.Error() + ")"
+	}
+	return msg
+}
+
+func (e *UpstreamError) Is(target error) bool { return target == e.sentinel() }

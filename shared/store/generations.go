@@ -27,6 +27,7 @@ type Generations interface {
 	// generation is no longer processing.
 	FinishGeneration(ctx context.Context, uuid string, o domain.Outcome, at time.Time) error
 	// ListGenerations pages through an account's generations, newest first.
+	// A filtered page examines q.Window() records (WindowPage).
 	ListGenerations(ctx context.Context, q ListQuery) (Page[domain.Generation], error)
 	// SetGenerationRemoval moves the deletion of a final generation's
 	// files forward. The state only moves forward (none, removing,

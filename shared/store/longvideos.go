@@ -15,6 +15,7 @@ type LongVideos interface {
 	// video is no longer processing.
 	FinishLongVideo(ctx context.Context, id string, o domain.Outcome, at time.Time) error
 	// ListLongVideos pages through an account's long videos, newest first.
+	// A filtered page examines q.Window() records (WindowPage).
 	ListLongVideos(ctx context.Context, q ListQuery) (Page[domain.LongVideo], error)
 	// SetSceneStatus records a scene's state while the video is processing
 	// (ErrConflict once it is final, ErrNotFound if it is missing).

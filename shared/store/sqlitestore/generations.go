@@ -129,7 +129,7 @@ func (s *Store) SetGenerationRemoval(ctx context.Context, uuid string, r domain.
 }
 
 func (s *Store) ListGenerations(ctx context.Context, q store.ListQuery) (store.Page[domain.Generation], error) {
-	where, args, err := listWhere(q, "uuid", "model", "model_version")
+	where, args, err := listWhere(q, "uuid")
 	if err != nil {
 		return store.Page[domain.Generation]{}, err
 	}
@@ -137,9 +137,9 @@ func (s *Store) ListGenerations(ctx context.Context, q store.ListQuery) (store.P
 	if err != nil {
 		return store.Page[domain.Generation]{}, err
 	}
-	return store.PageOf(gs, q.Limit, func(g domain.Generation) store.Cursor {
-		return store.Cursor{CreatedAt: g.CreatedAt, ID: g.UUID}
-	}), nil
+	return windowPage(gs, q.Window(), q.Limit,
+		func(g domain.Generation) bool { return q.Matches(g.Status, g.Model, g.ModelVersion) },
+		func(g domain.Generation) store.Cursor { return store.Cursor{CreatedAt: g.CreatedAt, ID: g.UUID} }), nil
 }
 
 // CountGenerations counts an account's generations; tests use it to prove

@@ -82,7 +82,7 @@ func (s *Store) SetLongVideoRemoval(ctx context.Context, id string, r domain.Rem
 }
 
 func (s *Store) ListLongVideos(ctx context.Context, q store.ListQuery) (store.Page[domain.LongVideo], error) {
-	where, args, err := listWhere(q, "id", "model")
+	where, args, err := listWhere(q, "id")
 	if err != nil {
 		return store.Page[domain.LongVideo]{}, err
 	}
@@ -90,9 +90,8 @@ func (s *Store) ListLongVideos(ctx context.Context, q store.ListQuery) (store.Pa
 	if err != nil {
 		return store.Page[domain.LongVideo]{}, err
 	}
-	return store.PageOf(vs, q.Limit, func(v domain.LongVideo) store.Cursor {
-		return store.Cursor{CreatedAt: v.CreatedAt, ID: v.ID}
-	}), nil
+	return windowPage(vs, q.Window(), q.Limit, func(v domain.LongVideo) bool { return q.Matches(v.Status, v.Model) },
+		func(v domain.LongVideo) store.Cursor { return store.Cursor{CreatedAt: v.CreatedAt, ID: v.ID} }), nil
 }
 
 func (s *Store) SetSceneStatus(ctx context.Context, videoID string, scene int, state domain.SceneState, at time.Time) error {
