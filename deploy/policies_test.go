@@ -108,14 +108,15 @@ var usesOf = map[string][]use{
 	"WebhooksFunction": {
 		uses("queue:WebhookQueue", "the next attempt, delayed by the backoff", "sqs:SendMessage"),
 	},
-	"SweeperFunction":             nil,
-	"AccountFunction":             nil,
-	"AccountTransactionsFunction": nil,
-	"AccountUsageFunction":        nil,
-	"AccountKeyCreateFunction":    nil,
-	"AccountKeysListFunction":     nil,
-	"AccountKeyRevokeFunction":    nil,
-	"LongStoryEstimateFunction":   nil,
+	"SweeperFunction":                    nil,
+	"AccountFunction":                    nil,
+	"AccountTransactionsFunction":        nil,
+	"AccountUsageFunction":               nil,
+	"AccountKeyCreateFunction":           nil,
+	"AccountKeysListFunction":            nil,
+	"AccountKeyRevokeFunction":           nil,
+	"AccountWebhookSecretRotateFunction": nil,
+	"LongStoryEstimateFunction":          nil,
 	"LongStoryCreateFunction": {
 		uses("statemachine:LongStoryStateMachine", "StartExecution", "states:StartExecution"),
 	},
@@ -652,7 +653,8 @@ func TestNoDataPlaneActionOnEveryResource(t *testing.T) {
 // postsWithoutIdempotency are the POST routes behind the Gate that keep no
 // Idempotency-Key, and why.
 var postsWithoutIdempotency = map[string]string{
-	"POST /api/account/keys": "its answer carries the new key, which the service never stores (httpapi.KeyCreateRoute)",
+	"POST /api/account/keys":                  "its answer carries the new key, which the service never stores (httpapi.KeyCreateRoute)",
+	"POST /api/account/webhook-secret/rotate": "its answer carries the new signing secret, which must not be kept in the idempotency table (httpapi.WebhookSecretRotateRoute)",
 }
 
 // TestIdempotencyKeysOnEveryGuardedPostAndNoGet: the Gate honours

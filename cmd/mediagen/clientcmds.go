@@ -42,6 +42,8 @@ var clientCommands = map[string]command{
 	"account keys list":   accountKeysListCmd,
 	"account keys create": accountKeysCreateCmd,
 	"account keys revoke": accountKeysRevokeCmd,
+	// POST /api/account/webhook-secret/rotate (keyscmds.go).
+	"account webhook-secret rotate": accountWebhookSecretRotateCmd,
 }
 
 // clientCommand finds the client command args start with (its name is one

@@ -125,6 +125,8 @@ func classifyCause(err error) *Error {
 		short  *domain.InsufficientCreditsError
 		budget *domain.KeyBudgetExceededError
 		scope  *domain.InsufficientScopeError
+
+		refusedKey *domain.KeyRefusedError
 	)
 	switch {
 	case errors.As(err, &apiErr):
@@ -135,12 +137,21 @@ func classifyCause(err error) *Error {
 		return &Error{Status: http.StatusPaymentRequired, Code: "insufficient_credits",
 			Message: fmt.Sprintf("this request costs %s credits and the balance is %s", domain.FormatCredits(short.Required), domain.FormatCredits(short.Available))}
 	case errors.As(err, &budget):
+		whose := fmt.Sprintf("this API key's (%s) daily credit limit is %s; it has", budget.KeyPrefix, domain.FormatCredits(budget.Limit))
+		if budget.Above {
+			whose = fmt.Sprintf("the daily credit limit of key %s, above this one, is %s, shared by the keys below it; they have",
+				budget.KeyPrefix, domain.FormatCredits(budget.Limit))
+		}
 		return &Error{Status: http.StatusPaymentRequired, Code: "key_budget_exceeded",
-			Message: fmt.Sprintf("this API key's daily credit limit is %s; it has spent %s today (UTC) and this request costs %s; the limit resets at %s",
-				domain.FormatCredits(budget.Limit), domain.FormatCredits(budget.Spent), domain.FormatCredits(budget.Required),
+			Message: fmt.Sprintf("%s spent %s today (UTC) and this request costs %s; the limit resets at %s",
+				whose, domain.FormatCredits(budget.Spent), domain.FormatCredits(budget.Required),
 				budget.ResetAt.UTC().Format(time.RFC3339))}
 	case errors.As(err, &scope):
 		return &Error{Status: http.StatusForbidden, Code: "insufficient_scope", Message: scope.Reason}
+	case errors.As(err, &refusedKey):
+		return &Error{Status: http.StatusConflict, Code: refusedKey.Code, Message: refusedKey.Reason}
+	case errors.Is(err, domain.ErrKeyRevoked):
+		return unauthorized("invalid API key")
 	case errors.Is(err, domain.ErrInvalid):
 		return &Error{Status: http.StatusBadRequest, Code: "invalid_request", Message: invalidMessage(err)}
 	case errors.Is(err, domain.ErrFinishing):

@@ -360,6 +360,7 @@ func Start(ctx context.Context, cfg Config) (*Runtime, error) {
 		{Method: http.MethodPost, Path: "/api/account/keys", Handler: lambdahttp.Route(httpapi.KeyCreateRoute(&accounts.KeyCreator{Store: st}, gate))},
 		{Method: http.MethodGet, Path: "/api/account/keys", Handler: lambdahttp.Route(httpapi.KeysListRoute(&accounts.KeyLister{Keys: st, Spend: st}, gate))},
 		{Method: http.MethodDelete, Path: "/api/account/keys/{prefix}", Handler: lambdahttp.Route(httpapi.KeyRevokeRoute(&accounts.KeyRevoker{Store: st}, gate))},
+		{Method: http.MethodPost, Path: "/api/account/webhook-secret/rotate", Handler: lambdahttp.Route(httpapi.WebhookSecretRotateRoute(&accounts.WebhookSecretRotator{Store: st}, gate))},
 		{Method: http.MethodPost, Path: "/api/long-story/videos/estimate", Handler: lambdahttp.Route(httpapi.LongVideoEstimateRoute(prices, gate))},
 		{Method: http.MethodPost, Path: "/api/long-story/videos", Handler: lambdahttp.Route(httpapi.LongVideoCreateRoute(longstory.NewCreator(st, r.Workflow, prices, storySettings), gate))},
 		{Method: http.MethodGet, Path: "/api/long-story/videos/{videoId}", Handler: lambdahttp.Route(httpapi.LongVideoStatusRoute(videos, gate))},

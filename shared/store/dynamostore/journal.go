@@ -288,6 +288,48 @@ func (s *Store) keySpent(ctx context.Context, userID, day, prefix string) (int64
 	return it.Spent, nil
 }
 
+// spendChain is the writes that add a hold of cents to the day's spend of
+// its key and of every key above it, once their limits were checked on
+// what they spent (domain.CheckKeyBudget); none for a hold no key made.
+// The reads are consistent and the journal's condition keeps them true
+// until the transaction writes.
+func (s *Store) spendChain(ctx context.Context, userID string, h domain.Hold, cents int64) ([]types.TransactWriteItem, error) {
+	chain := h.KeyChain()
+	day := domain.UsageDay(h.CreatedAt)
+	spent := make([]int64, len(chain))
+	credits := make([]decimal.Decimal, len(chain))
+	for i, k := range chain {
+		c, err := s.keySpent(ctx, userID, day, k.Prefix)
+		if err != nil {
+			return nil, err
+		}
+		spent[i], credits[i] = c, domain.CentsToCredits(c)
+	}
+	if err := domain.CheckKeyBudget(h, credits); err != nil {
+		return nil, err
+	}
+	items := make([]types.TransactWriteItem, len(chain))
+	for i, k := range chain {
+		items[i] = s.setSpend(userID, day, k.Prefix, spent[i]+cents)
+	}
+	return items, nil
+}
+
+// giveBackChain is the writes that take a released or refunded hold of
+// cents back off the spend, on the day it was held, of the keys it counted
+// against (prefixes: its key, then those above it).
+func (s *Store) giveBackChain(ctx context.Context, userID, day string, prefixes []string, cents int64) ([]types.TransactWriteItem, error) {
+	items := make([]types.TransactWriteItem, len(prefixes))
+	for i, p := range prefixes {
+		spent, err := s.keySpent(ctx, userID, day, p)
+		if err != nil {
+			return nil, err
+		}
+		items[i] = s.setSpend(userID, day, p, max(0, spent-cents))
+	}
+	return items, nil
+}
+
 func (s *Store) setSpend(userID, day, prefix string, cents int64) types.TransactWriteItem {
 	dayStart, _ := time.Parse(time.DateOnly, day)
 	return types.TransactWriteItem{Update: &types.Update{

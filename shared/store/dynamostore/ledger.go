@@ -21,7 +21,9 @@ import (
 
 // The ledger table holds, under the account's user_id:
 //
-//	entry "hold#<work id>"   amount, kind, model, key_prefix, created_at,
+//	entry "hold#<work id>"   amount, kind, model, key_prefix, key_ancestors
+//	                         (the keys above it, whose spend it counts in),
+//	                         created_at,
 //	                         state (open, captured, released); open_shard
 //	                         while open, which puts it in the sparse
 //	                         open-holds index; expires_at once settled
@@ -83,9 +85,19 @@ type holdItem struct {
 	Kind      string `dynamodbav:"kind"`
 	Model     string `dynamodbav:"model,omitempty"`
 	KeyPrefix string `dynamodbav:"key_prefix,omitempty"`
-	CreatedAt string `dynamodbav:"created_at"`
-	State     string `dynamodbav:"state"`
-	OpenShard string `dynamodbav:"open_shard,omitempty"`
+	// KeyAncestors are the keys above KeyPrefix, nearest first.
+	KeyAncestors []string `dynamodbav:"key_ancestors,omitempty"`
+	CreatedAt    string   `dynamodbav:"created_at"`
+	State        string   `dynamodbav:"state"`
+	OpenShard    string   `dynamodbav:"open_shard,omitempty"`
+}
+
+// keyChain is the prefixes of the hold's key and of the keys above it.
+func (h holdItem) keyChain() []string {
+	if h.KeyPrefix == "" {
+		return nil
+	}
+	return append([]string{h.KeyPrefix}, h.KeyAncestors...)
 }
 
 func (h holdItem) hold() (domain.Hold, error) {
@@ -93,8 +105,12 @@ func (h holdItem) hold() (domain.Hold, error) {
 	if err != nil {
 		return domain.Hold{}, err
 	}
-	return domain.Hold{WorkID: strings.TrimPrefix(h.Entry, holdPrefix), Kind: domain.WorkKind(h.Kind),
-		Amount: domain.CentsToCredits(h.Amount), CreatedAt: created, Model: h.Model, KeyPrefix: h.KeyPrefix}, nil
+	out := domain.Hold{WorkID: strings.TrimPrefix(h.Entry, holdPrefix), Kind: domain.WorkKind(h.Kind),
+		Amount: domain.CentsToCredits(h.Amount), CreatedAt: created, Model: h.Model, KeyPrefix: h.KeyPrefix}
+	for _, p := range h.KeyAncestors {
+		out.KeyAncestors = append(out.KeyAncestors, domain.KeyLimit{Prefix: p})
+	}
+	return out, nil
 }
 
 // cancelReasons are the per-item codes of a cancelled transaction (nil if
@@ -179,7 +195,7 @@ func (s *Store) Hold(ctx context.Context, userID string, h domain.Hold) error {
 		return fmt.Errorf("hold %s: %w", h.WorkID, err)
 	}
 	item, err := attributevalue.MarshalMap(holdItem{UserID: userID, Entry: holdEntry(h.WorkID), Amount: cents,
-		Kind: string(h.Kind), Model: h.Model, KeyPrefix: h.KeyPrefix,
+		Kind: string(h.Kind), Model: h.Model, KeyPrefix: h.KeyPrefix, KeyAncestors: h.AncestorPrefixes(),
 		CreatedAt: formatTime(h.CreatedAt), State: holdOpen, OpenShard: openShard(h.WorkID)})
 	if err != nil {
 		return fmt.Errorf("hold %s: %w", h.WorkID, err)
@@ -208,18 +224,11 @@ func (s *Store) Hold(ctx context.Context, userID string, h domain.Hold) error {
 				return ErrAlreadySettled
 			},
 		}
-		if h.KeyPrefix == "" {
-			return change, nil
-		}
-		day := domain.UsageDay(h.CreatedAt)
-		spent, err := s.keySpent(ctx, userID, day, h.KeyPrefix)
+		spend, err := s.spendChain(ctx, userID, h, cents)
 		if err != nil {
-			return ledgerChange{}, err
-		}
-		if err := domain.CheckKeyBudget(h, domain.CentsToCredits(spent)); err != nil {
 			return ledgerChange{}, s.refusedUnlessHeld(ctx, userID, h.WorkID, err)
 		}
-		change.items = append(change.items, s.setSpend(userID, day, h.KeyPrefix, spent+cents))
+		change.items = append(change.items, spend...)
 		return change, nil
 	})
 	if err == nil || errors.Is(err, ErrAlreadyHeld) {
@@ -318,14 +327,11 @@ func (s *Store) settle(ctx context.Context, userID, workID string, typ domain.En
 			change.items = append(change.items, s.countUsage(userID, now, h))
 			return change, nil
 		}
-		if h.KeyPrefix != "" {
-			day := domain.UsageDay(heldAt)
-			spent, err := s.keySpent(ctx, userID, day, h.KeyPrefix)
-			if err != nil {
-				return ledgerChange{}, err
-			}
-			change.items = append(change.items, s.setSpend(userID, day, h.KeyPrefix, max(0, spent-h.Amount)))
+		giveBack, err := s.giveBackChain(ctx, userID, domain.UsageDay(heldAt), h.keyChain(), h.Amount)
+		if err != nil {
+			return ledgerChange{}, err
 		}
+		change.items = append(change.items, giveBack...)
 		return change, nil
 	})
 	switch {

@@ -201,6 +201,11 @@ var addedColumns = []struct{ table, column, decl string }{
 	{"api_keys", "scopes", "TEXT NOT NULL DEFAULT ''"},
 	{"api_keys", "daily_credit_limit", "INTEGER NOT NULL DEFAULT 0"},
 	{"api_keys", "last_used_at", "TEXT"},
+	// The keys above a key, nearest first, with their limits
+	// ("mgk_a:1000,mgk_b:0", cents); '' for the owner's keys. A hold
+	// records its key's ancestors ("mgk_a,mgk_b") to give back to them.
+	{"api_keys", "ancestors", "TEXT NOT NULL DEFAULT ''"},
+	{"holds", "key_ancestors", "TEXT NOT NULL DEFAULT ''"},
 }
 
 // numberGenerations gives the generations of a database made before seq its

@@ -49,6 +49,8 @@ func Run(t *testing.T, s store.Store) {
 		{"UsageCountsByDayModelAndKey", testUsageCounts},
 		{"KeyBudgetRefusesPastTheDailyLimit", testKeyBudget},
 		{"ConcurrentHoldsNeverPassAKeysBudget", testConcurrentKeyBudget},
+		{"KeyChainBudgetBoundsEveryKeyAbove", testKeyChainBudget},
+		{"ConcurrentHoldsOfAKeyTreeNeverPassTheRootsLimit", testConcurrentKeyChainBudget},
 		{"SlotsNeverExceedTheLimitAndServeWaitersInOrder", testSlots},
 		{"UpstreamJobIsRecordedOnce", testUpstreamIDOnce},
 		{"RestartListsGenerationsInFlight", testRestartListsGenerations},
