@@ -234,7 +234,7 @@ func TestEstimateCancelListAndAccount(t *testing.T) {
 		t.Errorf("second cancel = %v, want a 409 APIError", err)
 	}
 	after, err := c.Account(ctx)
-	if err != nil || after.Balance != before.Balance || after.Held != "0.00" || after.Webhooks.SigningSecret == "" {
+	if err != nil || after.Balance != before.Balance || after.Held != "0.00" || after.Webhooks.SigningSecret == nil {
 		t.Errorf("account after the cancel = %+v, %v; want balance %s back, a signing secret", after, err, before.Balance)
 	}
 	for i := 0; i < 3; i++ {

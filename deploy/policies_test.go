@@ -93,8 +93,10 @@ var usesOf = map[string][]use{
 		notify,
 		uses("object:OutputBucket/"+generationKey, "the generation's outputs", putObject...),
 		uses("object:OutputBucket/"+sceneKey, "the scenes' clips", putObject...),
+		uses("object:OutputBucket/"+sceneKey, "deletes a clip copied after its video ended", "s3:DeleteObject"),
 		uses("bucket:OutputBucket", "lists a generation's outputs to tag (under generations/)", "s3:ListBucket"),
 		uses("object:OutputBucket/"+generationKey, "tags the outputs with a shorter retention", "s3:PutObjectTagging"),
+		uses("object:OutputBucket/"+generationKey, "deletes the outputs of a generation that failed while finishing, or a late copy's", "s3:DeleteObject"),
 		byToken(uses("statemachine:LongStoryStateMachine", "resumes the scenes' tasks",
 			"states:SendTaskSuccess", "states:SendTaskFailure", "states:SendTaskHeartbeat")),
 		upstreamToken,
@@ -106,14 +108,15 @@ var usesOf = map[string][]use{
 	"WebhooksFunction": {
 		uses("queue:WebhookQueue", "the next attempt, delayed by the backoff", "sqs:SendMessage"),
 	},
-	"SweeperFunction":             nil,
-	"AccountFunction":             nil,
-	"AccountTransactionsFunction": nil,
-	"AccountUsageFunction":        nil,
-	"AccountKeyCreateFunction":    nil,
-	"AccountKeysListFunction":     nil,
-	"AccountKeyRevokeFunction":    nil,
-	"LongStoryEstimateFunction":   nil,
+	"SweeperFunction":                    nil,
+	"AccountFunction":                    nil,
+	"AccountTransactionsFunction":        nil,
+	"AccountUsageFunction":               nil,
+	"AccountKeyCreateFunction":           nil,
+	"AccountKeysListFunction":            nil,
+	"AccountKeyRevokeFunction":           nil,
+	"AccountWebhookSecretRotateFunction": nil,
+	"LongStoryEstimateFunction":          nil,
 	"LongStoryCreateFunction": {
 		uses("statemachine:LongStoryStateMachine", "StartExecution", "states:StartExecution"),
 	},
@@ -150,6 +153,7 @@ var usesOf = map[string][]use{
 		uses("object:OutputBucket/"+sceneKey, "the clips", "s3:GetObject"),
 		uses("object:OutputBucket/"+narrationKey, "the narration", "s3:GetObject"),
 		uses("object:OutputBucket/"+finalKey, "the final video", putObject...),
+		uses("object:OutputBucket/"+finalKey, "deletes its upload when the video ended meanwhile", "s3:DeleteObject"),
 	},
 	"FinalizeFunction": {
 		notify,
@@ -160,6 +164,7 @@ var usesOf = map[string][]use{
 	},
 	"MarkFailedFunction": {
 		notify,
+		uses("object:OutputBucket/"+finalKey, "deletes the final video of a video that failed while finishing", "s3:DeleteObject"),
 		upstreamToken, // cancels the scenes' jobs upstream
 	},
 	"LongStoryStateMachine": {
@@ -648,7 +653,8 @@ func TestNoDataPlaneActionOnEveryResource(t *testing.T) {
 // postsWithoutIdempotency are the POST routes behind the Gate that keep no
 // Idempotency-Key, and why.
 var postsWithoutIdempotency = map[string]string{
-	"POST /api/account/keys": "its answer carries the new key, which the service never stores (httpapi.KeyCreateRoute)",
+	"POST /api/account/keys":                  "its answer carries the new key, which the service never stores (httpapi.KeyCreateRoute)",
+	"POST /api/account/webhook-secret/rotate": "its answer carries the new signing secret, which must not be kept in the idempotency table (httpapi.WebhookSecretRotateRoute)",
 }
 
 // TestIdempotencyKeysOnEveryGuardedPostAndNoGet: the Gate honours

@@ -49,6 +49,7 @@ var functions = []struct{ ID, Folder string }{
 	{"AccountKeyCreateFunction", "account-key-create"},
 	{"AccountKeysListFunction", "account-keys-list"},
 	{"AccountKeyRevokeFunction", "account-key-revoke"},
+	{"AccountWebhookSecretRotateFunction", "account-webhook-secret-rotate"},
 	{"OpenApiFunction", "open-api"},
 	{"UpstreamWebhookFunction", "upstream-webhook"},
 	{"WebhooksFunction", "webhooks"},
@@ -75,6 +76,7 @@ var routes = []struct{ Method, Path, Function string }{
 	{"POST", "/api/account/keys", "AccountKeyCreateFunction"},
 	{"GET", "/api/account/keys", "AccountKeysListFunction"},
 	{"DELETE", "/api/account/keys/{prefix}", "AccountKeyRevokeFunction"},
+	{"POST", "/api/account/webhook-secret/rotate", "AccountWebhookSecretRotateFunction"},
 	{"GET", "/api/openapi.json", "OpenApiFunction"},
 	{"POST", "/api/upstream/webhook", "UpstreamWebhookFunction"},
 }

@@ -179,6 +179,21 @@ func routesAndWebhooks(t *testing.T, e *env) {
 			t.Errorf("the key reads %+v, %v; want it revoked", k, err)
 		}
 	})
+	t.Run("account-webhook-secret-rotate", func(t *testing.T) {
+		before, err := e.store.GetAccount(ctx, e.userID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got := invoke(t, "account-webhook-secret-rotate", e.event(t, "account-webhook-secret-rotate"))
+		b := body(t, got)
+		secret, _ := b["signing_secret"].(string)
+		if got["statusCode"] != 200.0 || !strings.HasPrefix(secret, webhook.SecretPrefix) || secret == before.WebhookSecret {
+			t.Errorf("answered %v, want a new secret", got)
+		}
+		if a, _ := e.store.GetAccount(ctx, e.userID); a.WebhookSecret != secret {
+			t.Errorf("the account's secret is not the one answered")
+		}
+	})
 	t.Run("open-api", func(t *testing.T) {
 		got := invoke(t, "open-api", e.event(t, "open-api"))
 		doc, err := api.OpenAPIJSON()

@@ -42,6 +42,8 @@ var clientCommands = map[string]command{
 	"account keys list":   accountKeysListCmd,
 	"account keys create": accountKeysCreateCmd,
 	"account keys revoke": accountKeysRevokeCmd,
+	// POST /api/account/webhook-secret/rotate (keyscmds.go).
+	"account webhook-secret rotate": accountWebhookSecretRotateCmd,
 }
 
 // clientCommand finds the client command args start with (its name is one
@@ -133,6 +135,14 @@ func apiFail(stderr io.Writer, name string, err error) int {
 		}
 		if apiErr.RetryAfter > 0 {
 			fmt.Fprintf(stderr, "  retry after %s\n", apiErr.RetryAfter)
+		}
+		// The create wrote a record before it failed: name it, so that it
+		// can be told apart in the list.
+		if apiErr.GenerationID != "" {
+			fmt.Fprintf(stderr, "  generation %s (failed, nothing charged)\n", apiErr.GenerationID)
+		}
+		if apiErr.VideoID != "" {
+			fmt.Fprintf(stderr, "  video %s (failed, nothing charged)\n", apiErr.VideoID)
 		}
 		return exitError
 	}

@@ -32,13 +32,13 @@ func accountKeysListCmd(ctx context.Context, args []string, stdout, stderr io.Wr
 		return exitOK
 	}
 	tw := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "PREFIX\tNAME\tSCOPES\tDAILY LIMIT\tSPENT TODAY\tLAST USED\tREVOKED")
+	fmt.Fprintln(tw, "PREFIX\tNAME\tSCOPES\tCREATED BY\tDAILY LIMIT\tSPENT TODAY\tLAST USED\tREVOKED")
 	for _, k := range keys {
 		scopes := make([]string, len(k.Scopes))
 		for i, sc := range k.Scopes {
 			scopes[i] = string(sc)
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", k.Prefix, k.Name, strings.Join(scopes, ","),
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", k.Prefix, k.Name, strings.Join(scopes, ","), orDash(k.CreatedBy),
 			orDash(k.DailyCreditLimit), k.SpentToday, orDash(k.LastUsedAt), orDash(k.RevokedAt))
 	}
 	tw.Flush()
@@ -89,5 +89,31 @@ func accountKeysRevokeCmd(ctx context.Context, args []string, stdout, stderr io.
 		return exitOK
 	}
 	fmt.Fprintf(stdout, "%s revoked at %s\n", r.Prefix, r.RevokedAt)
+	for _, p := range r.RevokedBelow {
+		fmt.Fprintf(stdout, "%s revoked with it (below it)\n", p)
+	}
+	return exitOK
+}
+
+// accountWebhookSecretRotateCmd replaces the account's webhook signing
+// secret (the caller's key needs the admin scope) and prints the new one,
+// which the service shows this once.
+func accountWebhookSecretRotateCmd(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	fs := flag.NewFlagSet("account webhook-secret rotate", flag.ContinueOnError)
+	var af apiFlags
+	af.register(fs)
+	if _, err := parseArgs(fs, args, 0); err != nil {
+		return usageFail(stderr, "account webhook-secret rotate", err)
+	}
+	r, err := af.client().RotateWebhookSecret(ctx)
+	if err != nil {
+		return apiFail(stderr, "account webhook-secret rotate", err)
+	}
+	if af.jsonOut {
+		printJSON(stdout, r)
+		return exitOK
+	}
+	fmt.Fprintf(stdout, "%s\n", r.SigningSecret)
+	fmt.Fprintln(stderr, "webhooks are signed with this secret from now on; give it to your receiver")
 	return exitOK
 }

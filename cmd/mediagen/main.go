@@ -14,7 +14,7 @@
 //	mediagen tables create            (DynamoDB only: for a local DynamoDB)
 //	mediagen models | generate | status | delete-output |
 //	         story estimate|create|status|delete-output | transactions | usage |
-//	         account keys list|create|revoke
+//	         account keys list|create|revoke | account webhook-secret rotate
 //	                                  (clients of a running service)
 //
 // Every command takes --data DIR (the embedded store, the default) or
@@ -71,7 +71,10 @@ client (calls the service at $MEDIAGEN_BASE_URL with $MEDIAGEN_API_KEY;
   account keys create --name N [--scopes generate,read,admin]
                       [--daily-credit-limit 25.00]
                                                prints the new key, shown this once
-  account keys revoke PREFIX
+  account keys revoke PREFIX                   the key and the keys below it (a key revokes only
+                                               itself and the keys it made, directly or below)
+  account webhook-secret rotate                a new webhook signing secret, printed this once
+                                               (needs a key with the admin scope)
 
 administration (embedded store by default; --dynamodb for DynamoDB):
   accounts create --plan free|pro|enterprise --credits N [--rate-limit N]

@@ -17,6 +17,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
+	"github.com/mediagen-dev/mediagen/shared/accounts"
 	"github.com/mediagen-dev/mediagen/shared/routing"
 	"github.com/mediagen-dev/mediagen/shared/store/dynamostore"
 	"github.com/mediagen-dev/mediagen/shared/testsupport"
@@ -196,19 +197,29 @@ func TestServeOnDynamoDBCompletesEveryKindOfWork(t *testing.T) {
 		req.Header.Set("Content-Type", "application/json")
 		return call(t, req, http.StatusOK)
 	}
-	wait := func(path string) map[string]any {
+	// until asks again every 200 ms until done, for at most 3 minutes:
+	// serve runs on its own real time.
+	until := func(what string, done func() (bool, any)) {
 		t.Helper()
 		for deadline := time.Now().Add(3 * time.Minute); ; time.Sleep(200 * time.Millisecond) {
-			req, _ := http.NewRequest(http.MethodGet, base+path, nil)
-			req.Header.Set("Authorization", "Bearer "+key)
-			v := call(t, req, http.StatusOK)
-			if v["status"] != "processing" {
-				return v
+			ok, last := done()
+			if ok {
+				return
 			}
 			if time.Now().After(deadline) {
-				t.Fatalf("%s still processing: %v", path, v)
+				t.Fatalf("%s: still %v", what, last)
 			}
 		}
+	}
+	wait := func(path string) (v map[string]any) {
+		t.Helper()
+		until(path+" final", func() (bool, any) {
+			req, _ := http.NewRequest(http.MethodGet, base+path, nil)
+			req.Header.Set("Authorization", "Bearer "+key)
+			v = call(t, req, http.StatusOK)
+			return v["status"] != "processing", v
+		})
+		return v
 	}
 
 	image := post("/api/generations/generate", `{"model":"provider-a","model_version":"theta-4-fast","input":{"prompt":"a lighthouse at dawn"},"image_count":1}`)
@@ -241,9 +252,16 @@ func TestServeOnDynamoDBCompletesEveryKindOfWork(t *testing.T) {
 			t.Errorf("item %s in %s: status %v", c.id, c.table, out.Item["status"])
 		}
 	}
-	acct := getAccount(t, base, key)
-	if acct["held"] != "0.00" {
-		t.Errorf("account after the work: %v, want nothing held", acct)
+	// A record turns final just before its hold is settled (two writes,
+	// the second retried until it lands): the test waits for the second,
+	// then checks that the journal explains every credit.
+	until("the holds settled", func() (bool, any) {
+		acct := getAccount(t, base, key)
+		return acct["held"] == "0.00", acct
+	})
+	code, out, errOut := mediagen(t, append([]string{"ledger", "verify"}, flags...)...)
+	if v := decode[accounts.Verified](t, out); code != 0 || v.Entries == 0 || len(v.Discrepancies) != 0 {
+		t.Errorf("ledger verify after the work: exit %d, %+v %s", code, v, errOut)
 	}
 }
 

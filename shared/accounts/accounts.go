@@ -121,7 +121,7 @@ func (s *Service) CreateKey(ctx context.Context, userID string) (CreatedKey, err
 	if _, err := s.Store.GetAccount(ctx, userID); err != nil {
 		return CreatedKey{}, fmt.Errorf("create key: %w", err)
 	}
-	k, plain, err := mintKey(ctx, s.Store, userID, NewKey{Name: DefaultKeyName, Scopes: domain.AllScopes}, s.now())
+	k, plain, err := mintKey(ctx, s.Store, userID, NewKey{Name: DefaultKeyName, Scopes: domain.AllScopes}, nil, s.now())
 	if err != nil {
 		return CreatedKey{}, err
 	}
@@ -164,6 +164,7 @@ type KeyView struct {
 	Name             string         `json:"name"`
 	Scopes           []domain.Scope `json:"scopes"`
 	DailyCreditLimit *string        `json:"daily_credit_limit,omitempty"`
+	CreatedBy        string         `json:"created_by,omitempty"`
 	CreatedAt        time.Time      `json:"created_at"`
 	LastUsedAt       *time.Time     `json:"last_used_at,omitempty"`
 	RevokedAt        *time.Time     `json:"revoked_at,omitempty"`
@@ -188,7 +189,7 @@ func (s *Service) Show(ctx context.Context, userID string) (AccountView, error) 
 	v.OpenHolds = &open
 	v.Keys = []KeyView{}
 	for _, k := range keys {
-		kv := KeyView{Prefix: k.Prefix, Name: k.Name, Scopes: k.Scopes, CreatedAt: k.CreatedAt}
+		kv := KeyView{Prefix: k.Prefix, Name: k.Name, Scopes: k.Scopes, CreatedBy: k.CreatedBy(), CreatedAt: k.CreatedAt}
 		if k.DailyCreditLimit.IsPositive() {
 			limit := domain.FormatCredits(k.DailyCreditLimit)
 			kv.DailyCreditLimit = &limit
@@ -246,8 +247,25 @@ func (s *Service) WebhookSecret(ctx context.Context, userID string) (string, err
 // RotateWebhookSecret replaces the account's webhook signing secret; the
 // webhooks sent from now on are signed with the new one.
 func (s *Service) RotateWebhookSecret(ctx context.Context, userID string) (string, error) {
+	return (&WebhookSecretRotator{Store: s.Store}).Rotate(ctx, userID)
+}
+
+// SecretSetter replaces an account's webhook signing secret.
+type SecretSetter interface {
+	SetWebhookSecret(ctx context.Context, userID, secret string) error
+}
+
+// WebhookSecretRotator is POST /api/account/webhook-secret/rotate, and the
+// admin command's `webhooks secret --rotate`.
+type WebhookSecretRotator struct {
+	Store SecretSetter
+}
+
+// Rotate replaces the account's webhook signing secret with a new one and
+// returns it; the webhooks sent from now on are signed with it.
+func (r *WebhookSecretRotator) Rotate(ctx context.Context, userID string) (string, error) {
 	secret := webhook.NewSecret()
-	if err := s.Store.SetWebhookSecret(ctx, userID, secret); err != nil {
+	if err := r.Store.SetWebhookSecret(ctx, userID, secret); err != nil {
 		return "", fmt.Errorf("rotate webhook secret of %s: %w", userID, err)
 	}
 	return secret, nil

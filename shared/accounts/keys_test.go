@@ -40,6 +40,13 @@ func TestParseNewKey(t *testing.T) {
 		{"65 characters", `{"name":"` + strings.Repeat("x", 65) + `"}`, accounts.NewKey{}, []string{"name"}},
 		{"blank name", `{"name":"   "}`, accounts.NewKey{}, []string{"name"}},
 		{"a control character", `{"name":"a\nb"}`, accounts.NewKey{}, []string{"name"}},
+		{"a right-to-left override (bidi, Cf)", `{"name":"ci\u202Egnp.exe"}`, accounts.NewKey{}, []string{"name"}},
+		{"a right-to-left isolate", `{"name":"a\u2067b"}`, accounts.NewKey{}, []string{"name"}},
+		{"an Arabic letter mark", `{"name":"a\u061Cb"}`, accounts.NewKey{}, []string{"name"}},
+		{"a zero-width space (Cf)", `{"name":"admin\u200B"}`, accounts.NewKey{}, []string{"name"}},
+		{"a byte order mark (Cf)", `{"name":"\uFEFFci"}`, accounts.NewKey{}, []string{"name"}},
+		{"a C1 control", `{"name":"a\u0085b"}`, accounts.NewKey{}, []string{"name"}},
+		{"right-to-left letters are fine", `{"name":"مفتاح"}`, accounts.NewKey{Name: "مفتاح", Scopes: generateRead}, nil},
 		{"name not a string", `{"name":7}`, accounts.NewKey{}, []string{"name"}},
 		{"no scopes", `{"name":"n","scopes":[]}`, accounts.NewKey{}, []string{"scopes"}},
 		{"scopes not a list", `{"name":"n","scopes":"read"}`, accounts.NewKey{}, []string{"scopes"}},
@@ -157,9 +164,10 @@ func TestKeysAreListedNewestFirstWithTodaysSpend(t *testing.T) {
 	if err := st.Hold(ctx, "u1", domain.NewHold(spender, "w1", domain.WorkGeneration, decimal.RequireFromString("2.60"), now, "provider-a")); err != nil {
 		t.Fatal(err)
 	}
-	got, err := (&accounts.KeyLister{Keys: st, Spend: st, Now: clock}).List(ctx, "u1")
-	if err != nil || len(got) != 3 {
-		t.Fatalf("List = %+v, %v", got, err)
+	page, err := (&accounts.KeyLister{Keys: st, Spend: st, Now: clock}).List(ctx, "u1", 10, "")
+	got := page.Items
+	if err != nil || len(got) != 3 || page.Next != "" {
+		t.Fatalf("List = %+v, %v", page, err)
 	}
 	for i, want := range []struct {
 		prefix string
@@ -169,7 +177,7 @@ func TestKeysAreListedNewestFirstWithTodaysSpend(t *testing.T) {
 			t.Errorf("key %d: %s spent %s, want %s spent %s", i, got[i].Prefix, got[i].SpentToday, want.prefix, want.spent)
 		}
 	}
-	if other, err := (&accounts.KeyLister{Keys: st, Spend: st}).List(ctx, "u2"); err != nil || len(other) != 0 {
+	if other, err := (&accounts.KeyLister{Keys: st, Spend: st}).List(ctx, "u2", 10, ""); err != nil || len(other.Items) != 0 {
 		t.Errorf("the other account lists %+v, %v", other, err)
 	}
 }
@@ -183,21 +191,22 @@ func TestAKeyIsRevokedOnlyByItsOwnAccountAndKeepsItsFirstTime(t *testing.T) {
 		t.Fatal(err)
 	}
 	r := &accounts.KeyRevoker{Store: st, Now: func() time.Time { return now }}
-	if _, err := r.Revoke(ctx, "u2", k.Prefix); !errors.Is(err, domain.ErrNotFound) {
+	owner := domain.TokenCaller()
+	if _, err := r.Revoke(ctx, "u2", owner, k.Prefix); !errors.Is(err, domain.ErrNotFound) {
 		t.Errorf("another account's revoke = %v, want ErrNotFound", err)
 	}
 	if got, _ := st.GetAPIKey(ctx, k.Hash); got.Revoked() {
 		t.Fatal("another account revoked the key")
 	}
-	if _, err := r.Revoke(ctx, "u1", "not-a-prefix"); !errors.Is(err, domain.ErrInvalid) {
+	if _, err := r.Revoke(ctx, "u1", owner, "not-a-prefix"); !errors.Is(err, domain.ErrInvalid) {
 		t.Errorf("a malformed prefix = %v, want ErrInvalid", err)
 	}
-	first, err := r.Revoke(ctx, "u1", k.Prefix)
-	if err != nil || !first.Equal(now) {
+	first, err := r.Revoke(ctx, "u1", owner, k.Prefix)
+	if err != nil || !first.At.Equal(now) {
 		t.Fatalf("Revoke = %v, %v; want %v", first, err, now)
 	}
 	now = now.Add(time.Hour)
-	if again, err := r.Revoke(ctx, "u1", k.Prefix); err != nil || !again.Equal(first) {
+	if again, err := r.Revoke(ctx, "u1", owner, k.Prefix); err != nil || !again.At.Equal(first.At) {
 		t.Errorf("revoking again = %v, %v; want the first time %v", again, err, first)
 	}
 }

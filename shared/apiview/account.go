@@ -29,9 +29,17 @@ type Usage struct {
 	Jobs    int    `json:"jobs"`
 }
 
-// AccountWebhooks carries the secret that signs the account's webhooks.
+// AccountWebhooks carries the secret that signs the account's webhooks:
+// null unless the caller is an API key with the admin scope.
 type AccountWebhooks struct {
+	SigningSecret *string `json:"signing_secret"`
+}
+
+// RotatedWebhookSecret is the answer of POST
+// /api/account/webhook-secret/rotate: the new secret, shown this once.
+type RotatedWebhookSecret struct {
 	SigningSecret string `json:"signing_secret"`
+	RotatedAt     string `json:"rotated_at"`
 }
 
 // Transaction is one entry of GET /api/account/transactions: one movement of

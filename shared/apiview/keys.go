@@ -16,7 +16,11 @@ type Key struct {
 	Scopes []domain.Scope `json:"scopes"`
 	// DailyCreditLimit is null for a key without one.
 	DailyCreditLimit *string `json:"daily_credit_limit"`
-	CreatedAt        string  `json:"created_at"`
+	// CreatedBy is the prefix of the key that made this one; null for the
+	// owner's keys (the admin command's, a token's, and those made before
+	// keys recorded their maker), which stand above every key.
+	CreatedBy *string `json:"created_by"`
+	CreatedAt string  `json:"created_at"`
 }
 
 // CreatedKey is the answer of POST /api/account/keys: the key and, the one
@@ -26,8 +30,8 @@ type CreatedKey struct {
 	APIKey string `json:"api_key"`
 }
 
-// ListedKey is one key of GET /api/account/keys: what its holds took
-// today (UTC), when it was last used (to within
+// ListedKey is one key of GET /api/account/keys: what its holds and those
+// of the keys below it took today (UTC), when it was last used (to within
 // domain.LastUsedGranularity; null: never) and revoked (null: it works).
 type ListedKey struct {
 	Key
@@ -36,15 +40,16 @@ type ListedKey struct {
 	RevokedAt  *string `json:"revoked_at"`
 }
 
-// KeyList is the answer of GET /api/account/keys, newest first.
-type KeyList struct {
-	Data []ListedKey `json:"data"`
-}
+// KeyList is the answer of GET /api/account/keys: a page of keys, newest
+// first.
+type KeyList = ListPage[ListedKey]
 
-// RevokedKey is the answer of DELETE /api/account/keys/{prefix}.
+// RevokedKey is the answer of DELETE /api/account/keys/{prefix}: the key
+// and the keys below it (RevokedBelow, by prefix) are revoked.
 type RevokedKey struct {
-	Prefix    string `json:"prefix"`
-	RevokedAt string `json:"revoked_at"`
+	Prefix       string   `json:"prefix"`
+	RevokedAt    string   `json:"revoked_at"`
+	RevokedBelow []string `json:"revoked_below"`
 }
 
 // KeyOf renders a key.
@@ -53,6 +58,9 @@ func KeyOf(k domain.APIKey) Key {
 	if k.DailyCreditLimit.IsPositive() {
 		limit := domain.FormatCredits(k.DailyCreditLimit)
 		v.DailyCreditLimit = &limit
+	}
+	if by := k.CreatedBy(); by != "" {
+		v.CreatedBy = &by
 	}
 	return v
 }
@@ -71,10 +79,16 @@ func ListedKeyOf(k domain.APIKey, spentToday decimal.Decimal) ListedKey {
 	return v
 }
 
-// RevokedKeyOf renders a revocation.
-func RevokedKeyOf(prefix string, at time.Time) RevokedKey {
-	return RevokedKey{Prefix: prefix, RevokedAt: timestamp(at)}
+// RevokedKeyOf renders a revocation of the key and the keys below it.
+func RevokedKeyOf(prefix string, at time.Time, below []string) RevokedKey {
+	if below == nil {
+		below = []string{}
+	}
+	return RevokedKey{Prefix: prefix, RevokedAt: timestamp(at), RevokedBelow: below}
 }
 
 // timestamp is an instant as the account routes write it: RFC 3339, UTC.
 func timestamp(t time.Time) string { return t.UTC().Format(time.RFC3339Nano) }
+
+// Timestamp is timestamp for the routes that build their answer.
+func Timestamp(t time.Time) string { return timestamp(t) }

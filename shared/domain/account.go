@@ -107,9 +107,11 @@ type Hold struct {
 	Model string
 	// KeyPrefix is the API key that started the work (empty: a token or the
 	// admin command). KeyDailyLimit caps what that key's holds may take per
-	// UTC day; zero: no cap.
+	// UTC day; zero: no cap. KeyAncestors are the keys above it with their
+	// limits (KeyChain).
 	KeyPrefix     string
 	KeyDailyLimit decimal.Decimal
+	KeyAncestors  []KeyLimit
 }
 
 // OpenHold is a hold together with the account it belongs to.

@@ -136,7 +136,10 @@ func UsageDay(t time.Time) string { return t.UTC().Format(time.DateOnly) }
 // spend of the day past its daily credit limit. Spend is what the key's
 // holds of the UTC day took, less what was released or refunded.
 type KeyBudgetExceededError struct {
+	// KeyPrefix is the key whose limit was hit: the request's own key, or
+	// (Above) a key above it, whose limit its whole tree shares.
 	KeyPrefix string
+	Above     bool
 	Limit     decimal.Decimal
 	Spent     decimal.Decimal
 	Required  decimal.Decimal
@@ -168,6 +171,9 @@ type Caller struct {
 	KeyPrefix        string
 	Scopes           []Scope
 	DailyCreditLimit decimal.Decimal // zero: no limit
+	// Ancestors are the keys above the caller's key, nearest first
+	// (APIKey.Ancestors): their limits bound its holds too.
+	Ancestors []KeyLimit
 }
 
 type callerKey struct{}
@@ -193,23 +199,59 @@ func (k WorkKind) Counts() (generations, videos int) {
 	return 1, 0
 }
 
-// CheckKeyBudget refuses h when its key's limit is set and the key, having
-// spent this much on h's UTC day, would pass it.
-func CheckKeyBudget(h Hold, spent decimal.Decimal) error {
-	if h.KeyPrefix == "" || !h.KeyDailyLimit.IsPositive() || spent.Add(h.Amount).LessThanOrEqual(h.KeyDailyLimit) {
+// KeyChain is the keys a hold's amount counts against on its UTC day, each
+// with its daily limit: the hold's key, then the keys above it, nearest
+// first. Empty for a hold no key made. Both stores walk this one chain, so
+// a tree of keys never spends more a day than its root allows.
+func (h Hold) KeyChain() []KeyLimit {
+	if h.KeyPrefix == "" {
 		return nil
 	}
-	day := h.CreatedAt.UTC().Truncate(24 * time.Hour)
-	return &KeyBudgetExceededError{KeyPrefix: h.KeyPrefix, Limit: h.KeyDailyLimit, Spent: spent, Required: h.Amount,
-		ResetAt: day.Add(24 * time.Hour)}
+	return append([]KeyLimit{{Prefix: h.KeyPrefix, DailyCreditLimit: h.KeyDailyLimit}}, h.KeyAncestors...)
+}
+
+// KeyChainPrefixes are the prefixes of KeyChain, which a hold records so
+// that its release gives back to the same keys.
+func (h Hold) KeyChainPrefixes() []string {
+	chain := h.KeyChain()
+	out := make([]string, len(chain))
+	for i, k := range chain {
+		out[i] = k.Prefix
+	}
+	return out
+}
+
+// AncestorPrefixes are the prefixes of the keys above the hold's key.
+func (h Hold) AncestorPrefixes() []string {
+	out := make([]string, len(h.KeyAncestors))
+	for i, k := range h.KeyAncestors {
+		out[i] = k.Prefix
+	}
+	return out
+}
+
+// CheckKeyBudget refuses h when a key of its chain has a limit and, having
+// spent spent[i] (its own holds and those of the keys below it) on h's UTC
+// day, would pass it. The error names the first such key.
+func CheckKeyBudget(h Hold, spent []decimal.Decimal) error {
+	for i, k := range h.KeyChain() {
+		if !k.DailyCreditLimit.IsPositive() || spent[i].Add(h.Amount).LessThanOrEqual(k.DailyCreditLimit) {
+			continue
+		}
+		day := h.CreatedAt.UTC().Truncate(24 * time.Hour)
+		return &KeyBudgetExceededError{KeyPrefix: k.Prefix, Limit: k.DailyCreditLimit, Spent: spent[i], Required: h.Amount,
+			ResetAt: day.Add(24 * time.Hour), Above: i > 0}
+	}
+	return nil
 }
 
 // NewHold is the hold of a piece of work that the request of ctx starts:
-// it names the caller's key and carries the key's daily limit.
+// it names the caller's key and carries the daily limits of that key and
+// of the keys above it.
 func NewHold(ctx context.Context, workID string, kind WorkKind, amount decimal.Decimal, at time.Time, model string) Hold {
 	h := Hold{WorkID: workID, Kind: kind, Amount: amount, CreatedAt: at, Model: model}
-	if c, ok := CallerFrom(ctx); ok {
-		h.KeyPrefix, h.KeyDailyLimit = c.KeyPrefix, c.DailyCreditLimit
+	if c, ok := CallerFrom(ctx); ok && c.KeyPrefix != "" {
+		h.KeyPrefix, h.KeyDailyLimit, h.KeyAncestors = c.KeyPrefix, c.DailyCreditLimit, c.Ancestors
 	}
 	return h
 }

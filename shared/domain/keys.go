@@ -12,6 +12,15 @@ import (
 // one conditional write per interval instead of one per request.
 const LastUsedGranularity = 5 * time.Minute
 
+// Limits of an account's keys: MaxActiveKeys keys not revoked at once, and
+// chains of at most MaxKeyDepth keys (an owner's key is depth 1, a key it
+// makes depth 2, ...), so that a hold checks a short, bounded chain of
+// budgets.
+const (
+	MaxActiveKeys = 100
+	MaxKeyDepth   = 5
+)
+
 // ParseScope accepts exactly the documented scope names.
 func ParseScope(s string) (Scope, error) {
 	for _, sc := range AllScopes {
@@ -49,7 +58,23 @@ func JoinScopes(scopes []Scope, sep string) string {
 
 // Caller is the key as a request's caller.
 func (k APIKey) Caller() Caller {
-	return Caller{KeyPrefix: k.Prefix, Scopes: KeyScopes(k.Scopes), DailyCreditLimit: k.DailyCreditLimit}
+	return Caller{KeyPrefix: k.Prefix, Scopes: KeyScopes(k.Scopes), DailyCreditLimit: k.DailyCreditLimit,
+		Ancestors: slices.Clone(k.Ancestors)}
+}
+
+// Chain is k and the keys above it, nearest first: the keys whose daily
+// limits a hold of k counts against.
+func (k APIKey) Chain() []KeyLimit {
+	return append([]KeyLimit{{Prefix: k.Prefix, DailyCreditLimit: k.DailyCreditLimit}}, k.Ancestors...)
+}
+
+// Manages reports whether k may revoke or change other: a key manages itself and the keys it made,
+// directly or below; an owner's key (no ancestors) manages every key.
+func (k APIKey) Manages(other APIKey) bool {
+	if len(k.Ancestors) == 0 || other.Prefix == k.Prefix {
+		return true
+	}
+	return slices.ContainsFunc(other.Ancestors, func(a KeyLimit) bool { return a.Prefix == k.Prefix })
 }
 
 // TokenCaller is the caller of an identity-provider token: the account's
@@ -79,3 +104,18 @@ type InsufficientScopeError struct {
 }
 
 func (e *InsufficientScopeError) Error() string { return "insufficient scope: " + e.Reason }
+
+// KeyRefusedError refuses a new key the account's limits on keys do not
+// allow: Code is the API's error code (key_limit_reached: MaxActiveKeys;
+// key_depth_exceeded: MaxKeyDepth), Reason the refusal for the caller.
+type KeyRefusedError struct {
+	Code   string
+	Reason string
+}
+
+func (e *KeyRefusedError) Error() string { return e.Code + ": " + e.Reason }
+
+// ErrKeyRevoked is a request of a key found revoked when the request is
+// served (an authorizer's cached answer may still let it in): it is
+// answered 401 as any revoked key.
+var ErrKeyRevoked = fmt.Errorf("the API key was revoked")

@@ -170,7 +170,15 @@ type APIKey struct {
 	// DailyCreditLimit caps what the key's holds may take per UTC day;
 	// zero: no cap.
 	DailyCreditLimit decimal.Decimal
-	CreatedAt        time.Time
+	// Ancestors are the keys above this one, nearest first: the key that
+	// made it (CreatedBy), the key that made that one, and so on up to a
+	// key of the owner's. Empty for the owner's own keys (made by the
+	// admin command or an identity-provider token, or before keys recorded
+	// their maker). Their limits are copied here when the key is made
+	// (a key's limit never changes), so a hold checks every limit above it
+	// without reading them.
+	Ancestors []KeyLimit
+	CreatedAt time.Time
 	// LastUsedAt is when the key last authenticated a request, to within
 	// LastUsedGranularity; zero: never.
 	LastUsedAt time.Time
@@ -179,6 +187,21 @@ type APIKey struct {
 
 // Revoked reports whether the key was revoked.
 func (k APIKey) Revoked() bool { return !k.RevokedAt.IsZero() }
+
+// KeyLimit is a key of a chain of keys and its daily credit limit (zero:
+// none).
+type KeyLimit struct {
+	Prefix           string
+	DailyCreditLimit decimal.Decimal
+}
+
+// CreatedBy is the prefix of the key that made k ("" for the owner's keys).
+func (k APIKey) CreatedBy() string {
+	if len(k.Ancestors) == 0 {
+		return ""
+	}
+	return k.Ancestors[0].Prefix
+}
 
 // Webhook is where and for which events a caller wants to hear of a
 // record's end. URL is empty when no webhook was asked for.
@@ -224,6 +247,12 @@ type Usage struct {
 
 // UsageMonth names the month of t as the store keys usage ("2006-01").
 func UsageMonth(t time.Time) string { return t.UTC().Format("2006-01") }
+
+// MaxIdempotentAnswer bounds the answer an idempotency record keeps, so
+// that no request can make the store keep more for a day. Answers to
+// accepted requests are a few KB; a larger one is not kept (see
+// httpapi.Idempotency), and the stores refuse it.
+const MaxIdempotentAnswer = 64 << 10
 
 // IdempotencyRecord remembers the first answer to a POST sent with an
 // Idempotency-Key, so that a retry gets the same answer and pays nothing more.

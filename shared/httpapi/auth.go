@@ -254,6 +254,10 @@ const (
 	authKeyPrefix  = "key_prefix"
 	authScopes     = "scopes"             // "generate,read"
 	authDailyLimit = "daily_credit_limit" // "10.00"; absent for none
+	// authAncestors are the keys above the key with their limits, nearest
+	// first ("mgk_a:10.00,mgk_b:", no limit after an empty colon); "" for
+	// an owner's key.
+	authAncestors = "key_ancestors"
 )
 
 const credentialToken = "token"
@@ -306,6 +310,7 @@ func (g *Gate) Authorize(ctx context.Context, req AuthorizerRequest) (Authorizer
 		if c.DailyCreditLimit.IsPositive() {
 			out[authDailyLimit] = domain.FormatCredits(c.DailyCreditLimit)
 		}
+		out[authAncestors] = formatAncestors(c.Ancestors)
 		g.noteUse(ctx, cred.key)
 	}
 	return AuthorizerResult{IsAuthorized: true, Context: out}, nil
@@ -350,7 +355,54 @@ func callerOf(auth map[string]any) (domain.Caller, bool) {
 		}
 		c.DailyCreditLimit = d
 	}
+	// Absent: an answer cached before keys had ancestors, for a key made
+	// before then, which has none.
+	var err error
+	if c.Ancestors, err = parseAncestors(stringOf(auth[authAncestors])); err != nil {
+		return domain.Caller{}, false
+	}
 	return c, true
+}
+
+func stringOf(v any) string {
+	s, _ := v.(string)
+	return s
+}
+
+// formatAncestors is the authorizer context's form of a key's ancestors.
+func formatAncestors(ancestors []domain.KeyLimit) string {
+	parts := make([]string, len(ancestors))
+	for i, a := range ancestors {
+		parts[i] = a.Prefix + ":"
+		if a.DailyCreditLimit.IsPositive() {
+			parts[i] += domain.FormatCredits(a.DailyCreditLimit)
+		}
+	}
+	return strings.Join(parts, ",")
+}
+
+// parseAncestors reads formatAncestors.
+func parseAncestors(s string) ([]domain.KeyLimit, error) {
+	if s == "" {
+		return nil, nil
+	}
+	var out []domain.KeyLimit
+	for _, part := range strings.Split(s, ",") {
+		prefix, limit, ok := strings.Cut(part, ":")
+		if !ok || prefix == "" {
+			return nil, fmt.Errorf("ancestor %q is not prefix:limit", part)
+		}
+		a := domain.KeyLimit{Prefix: prefix}
+		if limit != "" {
+			d, err := decimal.NewFromString(limit)
+			if err != nil {
+				return nil, fmt.Errorf("ancestor %q: %w", part, err)
+			}
+			a.DailyCreditLimit = d
+		}
+		out = append(out, a)
+	}
+	return out, nil
 }
 
 // account finds the caller's account and who the caller is: from the

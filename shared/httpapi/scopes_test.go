@@ -160,7 +160,7 @@ func TestTheAuthorizerNotesAKeysUseOnlyWhenTheStoredOneIsStale(t *testing.T) {
 				t.Fatal(err)
 			}
 			want := map[string]any{"user_id": "u1", "plan": "pro", "rate_limit": 100, "key_prefix": key.Prefix,
-				"scopes": "generate,read", "daily_credit_limit": "10.00"}
+				"scopes": "generate,read", "daily_credit_limit": "10.00", "key_ancestors": ""}
 			if !reflect.DeepEqual(res.Context, want) {
 				t.Errorf("context %v, want %v", res.Context, want)
 			}

@@ -64,7 +64,7 @@ func Poller(ctx context.Context, log *slog.Logger) (any, error) {
 	// The same queue carries the long-form scenes' polls, which use the
 	// generations' upstream clients and copier.
 	scenes := longstory.ScenePoller(p.store, p.ups, p.store, p.queue, &workflow.TaskTokens{Client: sfn.NewFromConfig(p.cfg)},
-		p.copier, stepSettings(log))
+		p.copier, p.outputs, stepSettings(log))
 	poller := generation.NewPoller(p.store, p.ups, p.queue, p.store, p.copier, p.outputs, p.notifier, p.prices, scenes, p.settings)
 	return sqsbatch.Handler(poller.HandleBatch), nil
 }
@@ -188,36 +188,37 @@ func outputObjects(ctx context.Context) (aws.Config, *s3bucket.Bucket, error) {
 // functions' code.
 func Functions() map[string]Constructor {
 	return map[string]Constructor{
-		"generate":                 Generate,
-		"status":                   storewiring.Status,
-		"poller":                   Poller,
-		"authorizer":               storewiring.Authorizer,
-		"sweeper":                  storewiring.Sweeper,
-		"long-story-estimate":      storewiring.LongStoryEstimate,
-		"long-story-create":        LongStoryCreate,
-		"long-story-status":        storewiring.LongStoryStatus,
-		"submit-scene":             SubmitScene,
-		"narrate":                  Narrate,
-		"assemble":                 Assemble,
-		"models":                   storewiring.Models,
-		"open-api":                 storewiring.OpenAPI,
-		"generations-list":         storewiring.GenerationsList,
-		"generation-estimate":      storewiring.GenerationEstimate,
-		"generation-cancel":        GenerationCancel,
-		"long-story-list":          storewiring.LongStoryList,
-		"long-story-cancel":        LongStoryCancel,
-		"account":                  storewiring.Account,
-		"account-transactions":     storewiring.AccountTransactions,
-		"account-usage":            storewiring.AccountUsage,
-		"upstream-webhook":         UpstreamWebhook,
-		"webhooks":                 Webhooks,
-		"finalize":                 Finalize,
-		"mark-failed":              MarkFailed,
-		"generation-output-delete": GenerationOutputDelete,
-		"long-story-output-delete": LongStoryOutputDelete,
-		"account-key-create":       storewiring.AccountKeyCreate,
-		"account-keys-list":        storewiring.AccountKeysList,
-		"account-key-revoke":       storewiring.AccountKeyRevoke,
+		"generate":                      Generate,
+		"status":                        storewiring.Status,
+		"poller":                        Poller,
+		"authorizer":                    storewiring.Authorizer,
+		"sweeper":                       storewiring.Sweeper,
+		"long-story-estimate":           storewiring.LongStoryEstimate,
+		"long-story-create":             LongStoryCreate,
+		"long-story-status":             storewiring.LongStoryStatus,
+		"submit-scene":                  SubmitScene,
+		"narrate":                       Narrate,
+		"assemble":                      Assemble,
+		"models":                        storewiring.Models,
+		"open-api":                      storewiring.OpenAPI,
+		"generations-list":              storewiring.GenerationsList,
+		"generation-estimate":           storewiring.GenerationEstimate,
+		"generation-cancel":             GenerationCancel,
+		"long-story-list":               storewiring.LongStoryList,
+		"long-story-cancel":             LongStoryCancel,
+		"account":                       storewiring.Account,
+		"account-transactions":          storewiring.AccountTransactions,
+		"account-usage":                 storewiring.AccountUsage,
+		"upstream-webhook":              UpstreamWebhook,
+		"webhooks":                      Webhooks,
+		"finalize":                      Finalize,
+		"mark-failed":                   MarkFailed,
+		"generation-output-delete":      GenerationOutputDelete,
+		"long-story-output-delete":      LongStoryOutputDelete,
+		"account-key-create":            storewiring.AccountKeyCreate,
+		"account-keys-list":             storewiring.AccountKeysList,
+		"account-key-revoke":            storewiring.AccountKeyRevoke,
+		"account-webhook-secret-rotate": storewiring.AccountWebhookSecretRotate,
 	}
 }
 

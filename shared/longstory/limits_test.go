@@ -31,22 +31,69 @@ import (
 	"github.com/mediagen-dev/mediagen/statemachines"
 )
 
-// fakeClock is the provider's and the queue's time: it moves only when the
-// queue delivers a delayed message, so 40 minutes of provider latency pass
-// in moments while the workflow's own timers run in (scaled) real time.
+// fakeClock is the test's time, the provider's, the queue's and the
+// workflow's alike: it moves only when the queue delivers a delayed
+// message, so 40 minutes of provider latency pass in moments, and the
+// workflow's timeouts and heartbeats count that time, not how long a
+// loaded machine takes over ffmpeg.
 type fakeClock struct {
-	mu  sync.Mutex
-	now time.Time
+	mu     sync.Mutex
+	now    time.Time
+	timers []*fakeTimer
+}
+
+type fakeTimer struct {
+	at    time.Time
+	f     func()
+	ended bool // fired or stopped
 }
 
 func (c *fakeClock) Now() time.Time { c.mu.Lock(); defer c.mu.Unlock(); return c.now }
 
+// AfterFunc is stepfunctions.Clock's: f runs once the clock has been moved
+// d past now.
+func (c *fakeClock) AfterFunc(d time.Duration, f func()) func() bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	t := &fakeTimer{at: c.now.Add(d), f: f}
+	if d <= 0 {
+		t.ended = true
+		go f()
+	} else {
+		c.timers = append(c.timers, t)
+	}
+	return func() bool {
+		c.mu.Lock()
+		defer c.mu.Unlock()
+		stopped := !t.ended
+		t.ended = true
+		return stopped
+	}
+}
+
+// advanceTo moves the clock to t and runs the timers due by then.
 func (c *fakeClock) advanceTo(t time.Time) {
 	c.mu.Lock()
 	if t.After(c.now) {
 		c.now = t
 	}
+	var due []func()
+	pending := c.timers[:0]
+	for _, tm := range c.timers {
+		switch {
+		case tm.ended:
+		case !tm.at.After(c.now):
+			tm.ended = true
+			due = append(due, tm.f)
+		default:
+			pending = append(pending, tm)
+		}
+	}
+	c.timers = pending
 	c.mu.Unlock()
+	for _, f := range due {
+		go f()
+	}
 }
 
 // slowProvider renders every job in latency of the fake clock.
@@ -89,6 +136,7 @@ type clockQueue struct {
 	mu    sync.Mutex
 	clock *fakeClock
 	msgs  []clockMsg
+	sent  chan struct{} // a message was sent (buffered: one is enough)
 }
 
 type clockMsg struct {
@@ -100,6 +148,10 @@ func (q *clockQueue) Send(_ context.Context, body []byte, delay time.Duration) e
 	q.mu.Lock()
 	defer q.mu.Unlock()
 	q.msgs = append(q.msgs, clockMsg{at: q.clock.Now().Add(delay), body: string(body)})
+	select {
+	case q.sent <- struct{}{}:
+	default:
+	}
 	return nil
 }
 
@@ -168,23 +220,34 @@ func TestTheLongestVideoFitsStepFunctionsLimits(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	queue := &clockQueue{clock: clock}
+	queue := &clockQueue{clock: clock, sent: make(chan struct{}, 1)}
 	quiet := slog.New(slog.DiscardHandler)
 	steps := &longstory.Steps{Store: st, Upstream: router, Slots: st, Queue: queue, PollInterval: 4 * time.Second,
 		Copier: &media.Copier{Bucket: objects.MediaBucket(), HTTP: p.srv.Client(), AllowedHosts: rc.OutputHosts(), MaxBytes: 1 << 20, AllowLoopback: true},
 		Files:  objects.MediaBucket(), Narrator: toneNarrator{wav: wav}, FFmpeg: ff, WorkDir: dir, Log: quiet}
 	handlers := map[string]any{"SubmitSceneFunctionArn": steps.SubmitScene, "NarrateFunctionArn": steps.Narrate,
 		"AssembleFunctionArn": steps.Assemble, "FinalizeFunctionArn": steps.Finalize, "MarkFailedFunctionArn": steps.MarkFailed}
+	// Time passes only while no step runs: the provider's 40 minutes are
+	// the only slow thing, and a step that takes long on a loaded machine
+	// does not use up the workflow's time. Each step holds running (read)
+	// while it runs; the poller takes it (write) to move the clock.
+	var running sync.RWMutex
 	subs, resources := map[string]string{}, map[string]stepfunctions.TaskFunc{}
 	for _, name := range statemachines.LongStoryTasks {
 		arn := "arn:aws:lambda:local:000000000000:function:" + strings.TrimSuffix(name, "FunctionArn")
-		subs[name], resources[arn] = arn, stepfunctions.Handler(handlers[name])
+		step := stepfunctions.Handler(handlers[name])
+		subs[name], resources[arn] = arn, func(ctx context.Context, in json.RawMessage) (json.RawMessage, error) {
+			running.RLock()
+			defer running.RUnlock()
+			return step(ctx, in)
+		}
 	}
 	ended := make(chan stepfunctions.ExecutionEnd, 1)
-	// Scaled by 1/100, the workflow's timers (the heartbeat's 300 s, the
-	// execution's hour) still leave the test a wide margin.
+	// The workflow's timers (the heartbeat's 300 s, the execution's hour)
+	// run on the test's clock, unscaled: the video fits them in provider
+	// time.
 	m, err := stepfunctions.Load("long-story", statemachines.LongStory, stepfunctions.Config{Substitutions: subs,
-		Resources: resources, WaitScale: 0.01, Log: quiet, OnExecutionEnd: func(e stepfunctions.ExecutionEnd) { ended <- e }})
+		Resources: resources, Clock: clock, Log: quiet, OnExecutionEnd: func(e stepfunctions.ExecutionEnd) { ended <- e }})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -212,27 +275,30 @@ func TestTheLongestVideoFitsStepFunctionsLimits(t *testing.T) {
 	}
 	t.Logf("request: %d bytes; provider latency: 40 minutes per clip (fake clock)", len(body))
 
-	// The poller, beside the workflow.
+	// The poller, beside the workflow. The deadline only stops a hung
+	// test; nothing in the workflow depends on real time.
 	var end stepfunctions.ExecutionEnd
-	deadline := time.After(3 * time.Minute)
+	deadline := time.After(5 * time.Minute)
 	polls := 0
 poll:
 	for {
-		select {
-		case end = <-ended:
-			break poll
-		case <-deadline:
-			t.Fatalf("the video did not finish; %d polls delivered", polls)
-		default:
-		}
 		msg, ok := queue.take()
 		if !ok {
-			time.Sleep(5 * time.Millisecond)
+			select {
+			case end = <-ended:
+				break poll
+			case <-deadline:
+				t.Fatalf("the video did not finish; %d polls delivered", polls)
+			case <-queue.sent:
+			}
 			continue
 		}
+		running.Lock()
 		clock.advanceTo(msg.at)
 		polls++
-		if _, err := steps.HandleMessage(ctx, msg.body); err != nil {
+		_, err := steps.HandleMessage(ctx, msg.body)
+		running.Unlock()
+		if err != nil {
 			t.Logf("poll to deliver again: %v", err)
 			queue.Send(ctx, []byte(msg.body), time.Second)
 		}

@@ -110,6 +110,16 @@ func AccountKeyRevoke(ctx context.Context, log *slog.Logger) (any, error) {
 	return lambdahttp.Route(httpapi.KeyRevokeRoute(&accounts.KeyRevoker{Store: Store(cfg)}, Gate(cfg, log))), nil
 }
 
+// AccountWebhookSecretRotate is POST /api/account/webhook-secret/rotate.
+// Its gate keeps no idempotency record: the answer carries the secret.
+func AccountWebhookSecretRotate(ctx context.Context, log *slog.Logger) (any, error) {
+	cfg, err := AWSConfig(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return lambdahttp.Route(httpapi.WebhookSecretRotateRoute(&accounts.WebhookSecretRotator{Store: Store(cfg)}, Gate(cfg, log))), nil
+}
+
 // OpenAPI is GET /api/openapi.json.
 func OpenAPI(context.Context, *slog.Logger) (any, error) {
 	return lambdahttp.Route(httpapi.OpenAPI()), nil

@@ -151,8 +151,10 @@ func (a *LambdaAuthorizer) authorize(ctx context.Context, identity string, req e
 // Mount registers every route on mux. authorizer, when not nil, runs before
 // each route as the gateway runs it (see LambdaAuthorizer): a request
 // without an Authorization header answers 401, a denial 403, an error 500,
-// and its context reaches the route's event. A body must arrive within
-// timeouts.Read of the handler's start (408 otherwise).
+// and its context reaches the route's event. A body over 10 MB is refused
+// 413: on its Content-Length before any of it is read, or, sent without a
+// length, as soon as one byte more than 10 MB has come. A body must arrive
+// within timeouts.Read of the handler's start (408 otherwise).
 func Mount(mux *http.ServeMux, routes []Route, authorizer *LambdaAuthorizer, timeouts Timeouts, log *slog.Logger) {
 	for _, rt := range routes {
 		m := mount(rt)
@@ -181,6 +183,13 @@ func serve(w http.ResponseWriter, r *http.Request, rt *mounted, authorizer *Lamb
 	// the route gets the same id as requestContext.requestId.
 	id := NewRequestID()
 	w.Header().Set(RequestIDHeader, id)
+	if r.ContentLength > maxPayload {
+		// Refused on its declared length, before a byte is read: the answer
+		// does not depend on how fast the client sends, and the body read
+		// deadline cannot pre-empt it.
+		tooLarge(w)
+		return
+	}
 	body, err := readBody(w, r, timeouts)
 	var netErr net.Error
 	if errors.As(err, &netErr) && netErr.Timeout() {
@@ -195,7 +204,7 @@ func serve(w http.ResponseWriter, r *http.Request, rt *mounted, authorizer *Lamb
 		return
 	}
 	if len(body) > maxPayload {
-		writeGatewayError(w, http.StatusRequestEntityTooLarge, "Request Entity Too Large")
+		tooLarge(w)
 		return
 	}
 	ev := event(r, rt, body, id)
@@ -236,6 +245,13 @@ func serve(w http.ResponseWriter, r *http.Request, rt *mounted, authorizer *Lamb
 		return
 	}
 	Write(w, resp)
+}
+
+// tooLarge answers 413 and closes the connection, whose unread body is
+// left behind.
+func tooLarge(w http.ResponseWriter) {
+	w.Header().Set("Connection", "close")
+	writeGatewayError(w, http.StatusRequestEntityTooLarge, "Request Entity Too Large")
 }
 
 // readBody reads the request's body, bounded by timeouts.Read from now. A

@@ -124,7 +124,67 @@ func TestEveryAnswerNamesItsRequest(t *testing.T) {
 			t.Errorf("HTTP %d with %s %q, want 408 with an id", resp.StatusCode, apigw.RequestIDHeader, resp.Header.Get(apigw.RequestIDHeader))
 		}
 	})
+
+	t.Run("a body over 10 MB that has not arrived yet", func(t *testing.T) {
+		conn, err := net.Dial("tcp", srv.Listener.Addr().String())
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer conn.Close()
+		// Declare 10 MB + 1 and send none of it: the length alone is refused,
+		// however slowly the body would come (waiting for it would end in
+		// the read timeout's 408).
+		fmt.Fprintf(conn, "POST /echo/1 HTTP/1.1\r\nHost: x\r\nContent-Length: %d\r\n\r\n", 10<<20+1)
+		_ = conn.SetReadDeadline(time.Now().Add(time.Minute))
+		resp, err := http.ReadResponse(bufio.NewReader(conn), nil)
+		if err != nil {
+			t.Fatalf("no answer: %v", err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusRequestEntityTooLarge || resp.Header.Get(apigw.RequestIDHeader) == "" {
+			t.Errorf("HTTP %d with %s %q, want 413 with an id", resp.StatusCode, apigw.RequestIDHeader, resp.Header.Get(apigw.RequestIDHeader))
+		}
+	})
 }
+
+// TestABodyOfUnknownLengthIsRefusedOnceItPasses10MB: a chunked body
+// declares no length; the gateway reads it up to the limit and answers 413
+// once one byte more has come, without reading the rest.
+func TestABodyOfUnknownLengthIsRefusedOnceItPasses10MB(t *testing.T) {
+	ran := false
+	mux := http.NewServeMux()
+	apigw.Mount(mux, []apigw.Route{{Method: http.MethodPost, Path: "/x", Handler: func(context.Context, events.APIGatewayV2HTTPRequest) (events.APIGatewayV2HTTPResponse, error) {
+		ran = true
+		return events.APIGatewayV2HTTPResponse{StatusCode: http.StatusOK}, nil
+	}}}, nil, apigw.DefaultTimeouts, slog.New(slog.DiscardHandler))
+	srv := httptest.NewServer(mux)
+	defer srv.Close()
+	// 10 MB + 1 in chunks, then a body that never ends: only the limit can
+	// end the request.
+	stop := make(untilClosed)
+	defer close(stop)
+	endless := io.MultiReader(strings.NewReader(strings.Repeat(" ", 10<<20+1)), stop)
+	req, err := http.NewRequest(http.MethodPost, srv.URL+"/x", endless)
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.ContentLength = -1 // chunked
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	resp, err := http.DefaultClient.Do(req.WithContext(ctx))
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusRequestEntityTooLarge || ran {
+		t.Errorf("HTTP %d (route ran: %v), want 413 from the gateway", resp.StatusCode, ran)
+	}
+}
+
+// untilClosed is a body that sends nothing more until it is closed.
+type untilClosed chan struct{}
+
+func (c untilClosed) Read([]byte) (int, error) { <-c; return 0, io.EOF }
 
 // TestAMissingIdentitySourceIsTheGatewaysOwn401: without an Authorization
 // header (or with an empty one) the gateway answers 401

@@ -31,6 +31,7 @@ var routeFunctions = map[string]string{
 	"GET /api/long-story/videos":                     "long-story-list",
 	"POST /api/long-story/videos/{videoId}/cancel":   "long-story-cancel",
 	"GET /api/account":                               "account",
+	"POST /api/account/webhook-secret/rotate":        "account-webhook-secret-rotate",
 	"DELETE /api/generations/{id}/output":            "generation-output-delete",
 	"DELETE /api/long-story/videos/{videoId}/output": "long-story-output-delete",
 }

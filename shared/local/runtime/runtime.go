@@ -131,6 +131,10 @@ type Config struct {
 	// (ExpireOutputs). Tests move it past the retention instead of
 	// waiting 30 days.
 	Clock func() time.Time
+	// WrapCopyBucket, when set, wraps the bucket the poller copies the
+	// generations' outputs into: tests stop the copy at a chosen output
+	// to race a cancel or a delete with it.
+	WrapCopyBucket func(media.Bucket) media.Bucket
 	// JWT, when its issuer is set, admits identity-provider tokens on the
 	// status route.
 	JWTIssuer, JWTAudience, JWKSURL string
@@ -289,7 +293,11 @@ func Start(ctx context.Context, cfg Config) (*Runtime, error) {
 		}
 	}
 	outputs := r.Objects.MediaBucket()
-	copier := &media.Copier{Bucket: outputs, HTTP: &http.Client{Timeout: 5 * time.Minute},
+	var copyBucket media.Bucket = outputs
+	if cfg.WrapCopyBucket != nil {
+		copyBucket = cfg.WrapCopyBucket(outputs)
+	}
+	copier := &media.Copier{Bucket: copyBucket, HTTP: &http.Client{Timeout: 5 * time.Minute},
 		AllowedHosts: rc.OutputHosts(), MaxBytes: 512 << 20, AllowLoopback: true}
 	settings := generation.Settings{
 		Validation:   catalog.Options{AllowLoopbackURLs: true},
@@ -324,7 +332,7 @@ func Start(ctx context.Context, cfg Config) (*Runtime, error) {
 		gate.Tokens = &jwtauth.Verifier{Issuer: cfg.JWTIssuer, Audience: cfg.JWTAudience, JWKSURL: cfg.JWKSURL}
 	}
 	// The scenes' polls share the poller's queue, as in AWS.
-	steps := &longstory.Steps{Store: st, Upstream: r.Upstreams, Copier: copier, Files: outputs, Retainer: outputs,
+	steps := &longstory.Steps{Store: st, Upstream: r.Upstreams, Copier: copier, Files: outputs, Retainer: outputs, Deleter: outputs,
 		Narrator: narrator, FFmpeg: ffmpeg.Runner{}, WorkDir: filepath.Join(cfg.DataDir, "tmp"), Log: log, Notifier: notifier,
 		Queue: svc.Queue, Slots: st, PollInterval: cfg.PollInterval, Now: cfg.Clock}
 	if err := os.MkdirAll(steps.WorkDir, 0o755); err != nil {
@@ -355,6 +363,7 @@ func Start(ctx context.Context, cfg Config) (*Runtime, error) {
 		{Method: http.MethodPost, Path: "/api/account/keys", Handler: lambdahttp.Route(httpapi.KeyCreateRoute(&accounts.KeyCreator{Store: st}, gate))},
 		{Method: http.MethodGet, Path: "/api/account/keys", Handler: lambdahttp.Route(httpapi.KeysListRoute(&accounts.KeyLister{Keys: st, Spend: st}, gate))},
 		{Method: http.MethodDelete, Path: "/api/account/keys/{prefix}", Handler: lambdahttp.Route(httpapi.KeyRevokeRoute(&accounts.KeyRevoker{Store: st}, gate))},
+		{Method: http.MethodPost, Path: "/api/account/webhook-secret/rotate", Handler: lambdahttp.Route(httpapi.WebhookSecretRotateRoute(&accounts.WebhookSecretRotator{Store: st}, gate))},
 		{Method: http.MethodPost, Path: "/api/long-story/videos/estimate", Handler: lambdahttp.Route(httpapi.LongVideoEstimateRoute(prices, gate))},
 		{Method: http.MethodPost, Path: "/api/long-story/videos", Handler: lambdahttp.Route(httpapi.LongVideoCreateRoute(longstory.NewCreator(st, r.Workflow, prices, storySettings), gate))},
 		{Method: http.MethodGet, Path: "/api/long-story/videos/{videoId}", Handler: lambdahttp.Route(httpapi.LongVideoStatusRoute(videos, gate))},
@@ -449,24 +458,60 @@ var (
 	_ inFlightLister = (*dynamostore.Store)(nil)
 )
 
-// resume polls again whatever was in flight when the runtime last stopped.
+// resume takes up again whatever was in flight when the runtime last
+// stopped, which is whatever holds credits: a stop (a kill, or the cancel
+// of a clean one) can come between a record's final write and its hold's
+// settlement, and a record already final is not processing. So every open
+// hold is looked at, beside the records still processing: a generation's
+// gets a poll (which settles a final one and takes up the chain of one in
+// flight), a long video's final one is settled here and one in flight has
+// its workflow started again.
 func (r *Runtime) resume(ctx context.Context) error {
 	inFlight, ok := r.Store.(inFlightLister)
 	if !ok {
 		return fmt.Errorf("resume: the store %T cannot list the work in flight", r.Store)
 	}
+	holds, err := r.Store.OpenHolds(ctx, everHeld)
+	if err != nil {
+		return fmt.Errorf("resume: %w", err)
+	}
 	gs, err := inFlight.ProcessingGenerations(ctx, 10000)
 	if err != nil {
 		return fmt.Errorf("resume polling: %w", err)
 	}
-	for _, g := range gs {
-		body, _ := json.Marshal(generation.PollMessage{GenerationID: g.UUID, Resume: true})
-		if err := r.Queue.Send(ctx, body, 0); err != nil {
-			return fmt.Errorf("resume polling %s: %w", g.UUID, err)
+	polls := map[string]bool{}
+	var toPoll []string
+	poll := func(id string) {
+		if !polls[id] {
+			polls[id] = true
+			toPoll = append(toPoll, id)
 		}
 	}
-	if len(gs) > 0 {
-		r.log.Info("resumed polling generations in flight", "count", len(gs))
+	for _, g := range gs {
+		poll(g.UUID)
+	}
+	settled := 0
+	for _, h := range holds {
+		switch h.Kind {
+		case domain.WorkLongVideo:
+			n, err := r.settleEndedVideo(ctx, h)
+			if err != nil {
+				return err
+			}
+			settled += n
+		default:
+			poll(h.WorkID)
+		}
+	}
+	for _, id := range toPoll {
+		body, _ := json.Marshal(generation.PollMessage{GenerationID: id, Resume: true})
+		if err := r.Queue.Send(ctx, body, 0); err != nil {
+			return fmt.Errorf("resume polling %s: %w", id, err)
+		}
+	}
+	if len(toPoll) > 0 || settled > 0 {
+		r.log.Info("resumed the work in flight", "generations_polled", len(toPoll), "long_videos_settled", settled,
+			"open_holds", len(holds))
 	}
 	// Step Functions would have kept running; the local runner starts the
 	// workflows cut off by the stop again (every step is idempotent).
@@ -487,6 +532,36 @@ func (r *Runtime) resume(ctx context.Context) error {
 		r.log.Info("restarted long-video workflows in flight", "count", len(vs))
 	}
 	return nil
+}
+
+// everHeld bounds OpenHolds above every hold's creation time, whatever the
+// service's clock says.
+var everHeld = time.Date(9999, 12, 31, 0, 0, 0, 0, time.UTC)
+
+// settleEndedVideo settles the hold of a long video that ended before the
+// stop let its workflow settle it (1), and leaves one still processing to
+// its restarted workflow, or one not recorded to the sweeper (0).
+func (r *Runtime) settleEndedVideo(ctx context.Context, h domain.OpenHold) (int, error) {
+	v, err := r.Store.GetLongVideo(ctx, h.WorkID)
+	if errors.Is(err, domain.ErrNotFound) {
+		return 0, nil
+	}
+	if err != nil {
+		return 0, fmt.Errorf("resume long video %s: %w", h.WorkID, err)
+	}
+	if !v.Status.Terminal() {
+		return 0, nil
+	}
+	how, ok, err := domain.Settle(ctx, r.Store, h.UserID, h.WorkID, v.Status)
+	if err != nil {
+		return 0, fmt.Errorf("resume: settle long video %s: %w", h.WorkID, err)
+	}
+	if !ok {
+		return 0, nil
+	}
+	r.log.Info("long video ended before the stop; hold settled", "video_id", v.ID, "user_id", v.UserID,
+		"status", v.Status, "settlement", how)
+	return 1, nil
 }
 
 func (r *Runtime) sweepLoop(ctx context.Context, every time.Duration) {

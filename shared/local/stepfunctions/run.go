@@ -59,7 +59,9 @@ type Config struct {
 	Resources map[string]TaskFunc
 	// WaitScale multiplies Wait durations and Retry intervals (tests: 0.01).
 	WaitScale float64
-	Log       *slog.Logger
+	// Clock is the machine's time (default: the wall clock).
+	Clock Clock
+	Log   *slog.Logger
 	// OnTransition, when set, is called on each state entered (the cost
 	// meter counts them across executions).
 	OnTransition func()
@@ -107,6 +109,9 @@ func Load(name string, definition []byte, cfg Config) (*Machine, error) {
 	}
 	if cfg.Log == nil {
 		cfg.Log = slog.New(slog.DiscardHandler)
+	}
+	if cfg.Clock == nil {
+		cfg.Clock = wallClock{}
 	}
 	m := &Machine{def: def, cfg: cfg, name: name}
 	return m, m.checkResources(def)
@@ -186,10 +191,10 @@ func (m *Machine) Start(ctx context.Context, name string, input json.RawMessage)
 	e.cancel = cancel
 	if m.def.TimeoutSeconds > 0 {
 		var stop context.CancelFunc
-		runCtx, stop = context.WithTimeout(runCtx, m.scaled(float64(m.def.TimeoutSeconds)))
+		runCtx, stop = m.withTimeout(runCtx, m.scaled(float64(m.def.TimeoutSeconds)))
 		defer func() { go func() { <-e.done; stop() }() }()
 	}
-	start := time.Now().UTC()
+	start := m.cfg.Clock.Now().UTC()
 	machineArn := "arn:aws:states:local:000000000000:stateMachine:" + m.name
 	x := &run{m: m, exec: e, ctxObj: map[string]any{
 		"Execution":    map[string]any{"Id": e.ID, "Name": name, "Input": in, "StartTime": start.Format(time.RFC3339Nano)},
@@ -209,7 +214,7 @@ func (m *Machine) Start(ctx context.Context, name string, input json.RawMessage)
 		case errors.Is(context.Cause(runCtx), errStopped):
 			e.err = &executionError{ExecutionError{Error: "States.Aborted", Cause: "the execution was stopped"}}
 			status, last = "ABORTED", "ExecutionAborted"
-		case errors.Is(runCtx.Err(), context.DeadlineExceeded):
+		case timedOut(runCtx):
 			e.err = &executionError{ExecutionError{Error: "States.Timeout", Cause: "the execution timed out"}}
 			status, last = "TIMED_OUT", "ExecutionTimedOut"
 		default:
@@ -221,7 +226,7 @@ func (m *Machine) Start(ctx context.Context, name string, input json.RawMessage)
 		m.closeTasksOf(e)
 		e.status.Store(status)
 		end := ExecutionEnd{ExecutionArn: e.ID, Name: name, StateMachineArn: machineArn, Status: status,
-			Input: e.input, Output: e.output, StartDate: start, StopDate: time.Now().UTC(),
+			Input: e.input, Output: e.output, StartDate: start, StopDate: m.cfg.Clock.Now().UTC(),
 			HistoryEvents: e.HistoryEvents(), MaxPayloadBytes: e.MaxPayloadBytes()}
 		if ee, ok := AsExecutionError(e.err); ok {
 			end.Error, end.Cause = ee.Error, ee.Cause
@@ -311,7 +316,7 @@ func (x *run) scope(ctx context.Context, def *machineDef, input any) (any, error
 		if err := x.checkPayload(input, fmt.Sprintf("the input of state %q", name), true); err != nil {
 			return nil, err
 		}
-		x.ctxObj["State"] = map[string]any{"Name": name, "EnteredTime": time.Now().UTC().Format(time.RFC3339Nano), "RetryCount": 0.0}
+		x.ctxObj["State"] = map[string]any{"Name": name, "EnteredTime": x.m.cfg.Clock.Now().UTC().Format(time.RFC3339Nano), "RetryCount": 0.0}
 		out, next, err := x.state(ctx, st, input)
 		if err == nil {
 			err = x.checkPayload(out, fmt.Sprintf("the output of state %q", name), true)
@@ -496,7 +501,7 @@ func (x *run) withRetry(ctx context.Context, st *state, eff any) (any, error) {
 		}
 		attempts[i]++
 		x.m.cfg.Log.Info("retrying", "state", st.name, "error", se.name, "attempt", attempts[i])
-		if err := sleep(ctx, x.m.scaled(delay)); err != nil {
+		if err := x.m.sleep(ctx, x.m.scaled(delay)); err != nil {
 			return nil, err
 		}
 	}
@@ -543,16 +548,16 @@ func (x *run) task(ctx context.Context, st *state, eff any) (any, error) {
 	callCtx := ctx
 	if st.TimeoutSeconds > 0 {
 		var cancel context.CancelFunc
-		callCtx, cancel = context.WithTimeout(ctx, x.m.scaled(float64(st.TimeoutSeconds)))
+		callCtx, cancel = x.m.withTimeout(ctx, x.m.scaled(float64(st.TimeoutSeconds)))
 		defer cancel()
 	}
 	if err := x.events(events+"Scheduled", events+"Started"); err != nil {
 		return nil, err
 	}
-	var beat *time.Timer // the HeartbeatSeconds clock starts with the attempt
+	var beat *heartbeat // the HeartbeatSeconds clock starts with the attempt
 	if pending != nil && st.HeartbeatSeconds > 0 {
-		beat = time.NewTimer(x.m.scaled(float64(st.HeartbeatSeconds)))
-		defer beat.Stop()
+		beat = x.m.startHeartbeat(x.m.scaled(float64(st.HeartbeatSeconds)))
+		defer func() { beat.stop() }()
 	}
 	// stopped ends an attempt whose call or wait failed: aborted with the
 	// execution, timed out by TimeoutSeconds, or else outcome with failure.
@@ -560,7 +565,7 @@ func (x *run) task(ctx context.Context, st *state, eff any) (any, error) {
 		switch {
 		case ctx.Err() != nil:
 			return &stateError{name: "States.Aborted", cause: ctx.Err().Error()}
-		case callCtx.Err() == context.DeadlineExceeded:
+		case timedOut(callCtx):
 			return ended("TimedOut", &stateError{name: "States.Timeout", cause: fmt.Sprintf("task %q timed out", st.name)})
 		}
 		return ended(outcome, failure)
@@ -790,23 +795,9 @@ func (x *run) wait(ctx context.Context, st *state, eff any) error {
 		if err != nil {
 			return &stateError{name: "States.Runtime", cause: fmt.Sprintf("timestamp %q: %v", ts, err)}
 		}
-		d = time.Duration(float64(time.Until(t)) * x.m.cfg.WaitScale)
+		d = time.Duration(float64(t.Sub(x.m.cfg.Clock.Now())) * x.m.cfg.WaitScale)
 	}
-	return sleep(ctx, d)
-}
-
-func sleep(ctx context.Context, d time.Duration) error {
-	if d <= 0 {
-		return nil
-	}
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-t.C:
-		return nil
-	case <-ctx.Done():
-		return &stateError{name: "States.Aborted", cause: ctx.Err().Error()}
-	}
+	return x.m.sleep(ctx, d)
 }
 
 func asStateError(err error) *stateError {

@@ -7,7 +7,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"time"
 )
 
 // The errors of SendTaskSuccess, SendTaskFailure and SendTaskHeartbeat, as
@@ -154,11 +153,7 @@ func (m *Machine) SendTaskHeartbeat(_ context.Context, token string) error {
 // awaitToken waits for the answer to p. ctx carries the task's
 // TimeoutSeconds; heartbeat (0: none) is the HeartbeatSeconds clock, which
 // started with the attempt.
-func (x *run) awaitToken(ctx context.Context, st *state, p *pendingTask, beat *time.Timer) (json.RawMessage, error) {
-	var beats <-chan time.Time
-	if beat != nil {
-		beats = beat.C
-	}
+func (x *run) awaitToken(ctx context.Context, st *state, p *pendingTask, beat *heartbeat) (json.RawMessage, error) {
 	for {
 		select {
 		case r := <-p.result:
@@ -168,9 +163,9 @@ func (x *run) awaitToken(ctx context.Context, st *state, p *pendingTask, beat *t
 			return r.output, nil
 		case <-p.heartbeat:
 			if beat != nil {
-				beat.Reset(x.m.scaled(float64(st.HeartbeatSeconds)))
+				beat.reset()
 			}
-		case <-beats:
+		case <-beat.expiredChan():
 			return nil, &stateError{name: "States.HeartbeatTimeout",
 				cause: fmt.Sprintf("task %q sent no heartbeat for %d seconds", st.name, st.HeartbeatSeconds)}
 		case <-ctx.Done():

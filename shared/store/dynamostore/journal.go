@@ -241,9 +241,15 @@ func (r entryRecord) entry() (domain.JournalEntry, error) {
 
 func spendEntry(day, prefix string) string { return spendPrefix + day + "#" + prefix }
 
-// keySpent is the key's spend of the day in cents (0 when none), read
-// consistently: its own item and the purses' shares of it (one Query).
-func (s *Store) keySpent(ctx context.Context, userID, day, prefix string) (int64, error) {
+// spendShareEntry is a purse's share of a key's spend of the day.
+func spendShareEntry(day, prefix string, purse int) string {
+	return spendEntry(day, prefix) + "#" + strconv.Itoa(purse)
+}
+
+// keySpent is the key's spend of the day in cents, read consistently in
+// one Query: its own item's (own) and, with the purses' shares of it,
+// the whole (0 when none).
+func (s *Store) keySpent(ctx context.Context, userID, day, prefix string) (own, total int64, err error) {
 	entry := spendEntry(day, prefix)
 	out, err := s.db.Query(ctx, &dynamodb.QueryInput{
 		TableName:              aws.String(s.tables.Ledger),
@@ -254,116 +260,99 @@ func (s *Store) keySpent(ctx context.Context, userID, day, prefix string) (int64
 		ConsistentRead: aws.Bool(true),
 	})
 	if err != nil {
-		return 0, fmt.Errorf("key %s spend: %w", prefix, err)
+		return 0, 0, fmt.Errorf("key %s spend: %w", prefix, err)
 	}
-	var total int64
 	for _, raw := range out.Items {
 		var it struct {
 			Entry string `dynamodbav:"entry"`
 			Spent int64  `dynamodbav:"spent"`
 		}
 		if err := attributevalue.UnmarshalMap(raw, &it); err != nil {
-			return 0, fmt.Errorf("key %s spend: %w", prefix, err)
+			return 0, 0, fmt.Errorf("key %s spend: %w", prefix, err)
 		}
-		if it.Entry == entry || strings.HasPrefix(it.Entry, entry+"#") {
+		switch {
+		case it.Entry == entry:
+			own += it.Spent
+			total += it.Spent
+		case strings.HasPrefix(it.Entry, entry+"#"):
 			total += it.Spent
 		}
 	}
-	return total, nil
+	return own, total, nil
 }
 
-// setSpend adds cents (negative: gives them back) to the key's own spend
-// item of the day. With a limit (cents), the write is conditioned on the
-// item's spend leaving room for it, so that the budget checked on a read
-// stays exact without serializing the account's other writes; holds of
-// one limited key do queue on that item.
-func (s *Store) setSpend(userID, day, prefix string, cents, limit, others int64) types.TransactWriteItem {
-	dayStart, _ := time.Parse(time.DateOnly, day)
-	u := &types.Update{
-		TableName: aws.String(s.tables.Ledger), Key: ledgerKey(userID, spendEntry(day, prefix)),
-		UpdateExpression: aws.String("ADD spent :s SET expires_at = :exp"),
-		ExpressionAttributeValues: map[string]types.AttributeValue{
-			":s": intAV(cents), ":exp": intAV(dayStart.Add(spendTTL).Unix()),
-		},
-	}
-	if limit > 0 {
-		u.ConditionExpression = aws.String("attribute_not_exists(spent) OR spent <= :room")
-		u.ExpressionAttributeValues[":room"] = intAV(limit - cents - others)
-	}
-	return types.TransactWriteItem{Update: u}
-}
-
-// addSpendShare adds cents (negative: gives them back) to a purse's share
-// of the key's spend of the day: a key without a limit has nothing to
-// check, and a burst of its holds then writes as many items as purses.
-func (s *Store) addSpendShare(userID, day, prefix string, purse int, cents int64) types.TransactWriteItem {
-	dayStart, _ := time.Parse(time.DateOnly, day)
-	return types.TransactWriteItem{Update: &types.Update{
-		TableName: aws.String(s.tables.Ledger), Key: ledgerKey(userID, spendEntry(day, prefix)+"#"+strconv.Itoa(purse)),
-		UpdateExpression: aws.String("ADD spent :s SET expires_at = :exp"),
-		ExpressionAttributeValues: map[string]types.AttributeValue{
-			":s": intAV(cents), ":exp": intAV(dayStart.Add(spendTTL).Unix()),
-		},
-	}}
-}
-
-// spendItems are what a hold adds to its key's spend of its day, after
-// checking the key's budget (domain.CheckKeyBudget); shared says the
-// hold wrote its purse's share rather than the key's own item.
-func (s *Store) spendItems(ctx context.Context, userID string, h domain.Hold, cents int64, purse int) (items []types.TransactWriteItem, shared bool, err error) {
-	if h.KeyPrefix == "" {
-		return nil, false, nil
-	}
+// spendChain is the writes that add a hold of cents to the day's spend of
+// its key and of every key above it (domain.Hold.KeyChain), once their
+// limits were checked on what they spent (domain.CheckKeyBudget), and the
+// prefixes of the chain's keys without a limit, whose spend went to
+// purse's share (the hold records them so that its settlement gives back
+// to the same items). None for a hold no key made.
+//
+// A key with a limit adds to its own item, conditioned on that item
+// leaving room for the hold beside the shares read, so each limit of the
+// chain is kept exactly although the account's holds write different
+// purses (the holds of one limited key do queue on its item). A key
+// without a limit has nothing to check, and a burst of its holds writes as
+// many share items as there are purses.
+func (s *Store) spendChain(ctx context.Context, userID string, h domain.Hold, cents int64, purse int) ([]types.TransactWriteItem, []string, error) {
+	chain := h.KeyChain()
 	day := domain.UsageDay(h.CreatedAt)
-	limit, err := domain.CreditsToCents(h.KeyDailyLimit)
-	if err != nil {
-		return nil, false, err
+	spent := make([]decimal.Decimal, len(chain))
+	items := make([]types.TransactWriteItem, 0, len(chain))
+	var shares []string
+	for i, k := range chain {
+		limit, err := domain.CreditsToCents(k.DailyCreditLimit)
+		if err != nil {
+			return nil, nil, err
+		}
+		if limit <= 0 {
+			items = append(items, types.TransactWriteItem{Update: s.addSpend(userID, day, spendShareEntry(day, k.Prefix, purse), cents)})
+			shares = append(shares, k.Prefix)
+			continue
+		}
+		own, total, err := s.keySpent(ctx, userID, day, k.Prefix)
+		if err != nil {
+			return nil, nil, err
+		}
+		spent[i] = domain.CentsToCredits(total)
+		u := s.addSpend(userID, day, spendEntry(day, k.Prefix), cents)
+		u.ConditionExpression = aws.String("attribute_not_exists(spent) OR spent <= :room")
+		u.ExpressionAttributeValues[":room"] = intAV(limit - cents - (total - own))
+		items = append(items, types.TransactWriteItem{Update: u})
 	}
-	if limit <= 0 {
-		return []types.TransactWriteItem{s.addSpendShare(userID, day, h.KeyPrefix, purse, cents)}, true, nil
+	if err := domain.CheckKeyBudget(h, spent); err != nil {
+		return nil, nil, err
 	}
-	spent, err := s.keySpent(ctx, userID, day, h.KeyPrefix)
-	if err != nil {
-		return nil, false, err
-	}
-	if err := domain.CheckKeyBudget(h, domain.CentsToCredits(spent)); err != nil {
-		return nil, false, s.refusedUnlessHeld(ctx, userID, h.WorkID, err)
-	}
-	own, err := s.ownSpend(ctx, userID, day, h.KeyPrefix)
-	if err != nil {
-		return nil, false, err
-	}
-	return []types.TransactWriteItem{s.setSpend(userID, day, h.KeyPrefix, cents, limit, spent-own)}, false, nil
+	return items, shares, nil
 }
 
-// ownSpend is the key's own spend item of the day (not the purses' shares).
-func (s *Store) ownSpend(ctx context.Context, userID, day, prefix string) (int64, error) {
-	out, err := s.db.GetItem(ctx, &dynamodb.GetItemInput{
-		TableName: aws.String(s.tables.Ledger), Key: ledgerKey(userID, spendEntry(day, prefix)), ConsistentRead: aws.Bool(true),
-	})
-	if err != nil {
-		return 0, fmt.Errorf("key %s spend: %w", prefix, err)
-	}
-	var it struct {
-		Spent int64 `dynamodbav:"spent"`
-	}
-	if err := attributevalue.UnmarshalMap(out.Item, &it); err != nil {
-		return 0, fmt.Errorf("key %s spend: %w", prefix, err)
-	}
-	return it.Spent, nil
-}
-
-// unspendItems give a settled hold's amount back to its key's spend of the
-// day it was held, where the hold put it.
-func (s *Store) unspendItems(h holdItem, userID string, heldAt time.Time) []types.TransactWriteItem {
-	if h.KeyPrefix == "" {
-		return nil
-	}
+// giveBackChain is the writes that take a released or refunded hold back
+// off the spend, on the day it was held, of the keys it counted against:
+// from the items spendChain added it to.
+func (s *Store) giveBackChain(userID string, h holdItem, heldAt time.Time) []types.TransactWriteItem {
 	day := domain.UsageDay(heldAt)
-	if h.SpendShare {
-		return []types.TransactWriteItem{s.addSpendShare(userID, day, h.KeyPrefix, h.Purse, -h.Amount)}
+	var items []types.TransactWriteItem
+	for _, p := range h.keyChain() {
+		entry := spendEntry(day, p)
+		if slices.Contains(h.SpendShares, p) {
+			entry = spendShareEntry(day, p, h.Purse)
+		}
+		items = append(items, types.TransactWriteItem{Update: s.addSpend(userID, day, entry, -h.Amount)})
 	}
-	return []types.TransactWriteItem{s.setSpend(userID, day, h.KeyPrefix, -h.Amount, 0, 0)}
+	return items
+}
+
+// addSpend adds cents (negative: gives them back) to a spend item of the
+// day, which expires spendTTL after the day began.
+func (s *Store) addSpend(userID, day, entry string, cents int64) *types.Update {
+	dayStart, _ := time.Parse(time.DateOnly, day)
+	return &types.Update{
+		TableName: aws.String(s.tables.Ledger), Key: ledgerKey(userID, entry),
+		UpdateExpression: aws.String("ADD spent :s SET expires_at = :exp"),
+		ExpressionAttributeValues: map[string]types.AttributeValue{
+			":s": intAV(cents), ":exp": intAV(dayStart.Add(spendTTL).Unix()),
+		},
+	}
 }
 
 // countUsage adds a capture to the counters of its day, model and key.
@@ -380,9 +369,13 @@ func (s *Store) countUsage(userID string, at time.Time, h holdItem) types.Transa
 	}}
 }
 
-// JournalEntries queries the account's entries newest first over the key
-// range of the time bounds, the other filters applied to what it reads, a
-// page at a time until the page is full.
+// JournalEntries queries one window of the account's entries, newest
+// first, over the key range of the time bounds (q.Window() entries: the
+// page's limit, or store.ExamineLimit with a type or work filter), then
+// applies the filters to them: one Query whatever the account's history.
+// The filters are applied here rather than as a FilterExpression, which
+// would cost the same read units, so that the window's next entry tells
+// whether more follow, as in the embedded store.
 func (s *Store) JournalEntries(ctx context.Context, q store.JournalQuery) (store.Page[domain.JournalEntry], error) {
 	lo, hi := journalPrefix, journalEnd
 	if !q.From.IsZero() {
@@ -391,6 +384,7 @@ func (s *Store) JournalEntries(ctx context.Context, q store.JournalQuery) (store
 	if !q.To.IsZero() {
 		hi = journalPrefix + formatTime(q.To) // entries at To sort after it
 	}
+	window := q.Window()
 	in := &dynamodb.QueryInput{
 		TableName:              aws.String(s.tables.Ledger),
 		KeyConditionExpression: aws.String("user_id = :u AND entry BETWEEN :lo AND :hi"),
@@ -399,18 +393,7 @@ func (s *Store) JournalEntries(ctx context.Context, q store.JournalQuery) (store
 		},
 		ScanIndexForward: aws.Bool(false),
 		ConsistentRead:   aws.Bool(true),
-	}
-	var filters []string
-	if q.Type != "" {
-		filters, in.ExpressionAttributeNames = append(filters, "#t = :t"), map[string]string{"#t": "type"}
-		in.ExpressionAttributeValues[":t"] = strAV(string(q.Type))
-	}
-	if q.WorkID != "" {
-		filters = append(filters, "work_id = :w")
-		in.ExpressionAttributeValues[":w"] = strAV(q.WorkID)
-	}
-	if len(filters) > 0 {
-		in.FilterExpression = aws.String(strings.Join(filters, " AND "))
+		Limit:            aws.Int32(int32(window + 1)),
 	}
 	at, purse, seq, after, err := store.ParseJournalPosition(q.Cursor)
 	if err != nil {
@@ -419,31 +402,34 @@ func (s *Store) JournalEntries(ctx context.Context, q store.JournalQuery) (store
 	if after {
 		in.ExclusiveStartKey = ledgerKey(q.UserID, journalEntryKey(at, purse, seq))
 	}
-	limit := max(q.Limit, 1)
-	in.Limit = aws.Int32(int32(limit + 1))
-	var entries []domain.JournalEntry
-	for len(entries) <= limit {
-		out, err := s.db.Query(ctx, in)
-		if err != nil {
-			return store.Page[domain.JournalEntry]{}, fmt.Errorf("journal of %s: %w", q.UserID, err)
-		}
-		for _, raw := range out.Items {
-			var r entryRecord
-			if err := attributevalue.UnmarshalMap(raw, &r); err != nil {
-				return store.Page[domain.JournalEntry]{}, fmt.Errorf("decode journal of %s: %w", q.UserID, err)
-			}
-			e, err := r.entry()
-			if err != nil {
-				return store.Page[domain.JournalEntry]{}, err
-			}
-			entries = append(entries, e)
-		}
-		if out.LastEvaluatedKey == nil {
-			break
-		}
-		in.ExclusiveStartKey = out.LastEvaluatedKey
+	out, err := s.db.Query(ctx, in)
+	if err != nil {
+		return store.Page[domain.JournalEntry]{}, fmt.Errorf("journal of %s: %w", q.UserID, err)
 	}
-	return store.PageOf(entries, limit, store.JournalCursorOf), nil
+	raws, more := out.Items, out.LastEvaluatedKey != nil
+	if len(raws) == 0 {
+		return store.Page[domain.JournalEntry]{}, nil
+	}
+	if len(raws) > window {
+		raws, more = raws[:window], true
+	}
+	var (
+		matched []domain.JournalEntry
+		last    domain.JournalEntry
+	)
+	for _, raw := range raws {
+		var r entryRecord
+		if err := attributevalue.UnmarshalMap(raw, &r); err != nil {
+			return store.Page[domain.JournalEntry]{}, fmt.Errorf("decode journal of %s: %w", q.UserID, err)
+		}
+		if last, err = r.entry(); err != nil {
+			return store.Page[domain.JournalEntry]{}, err
+		}
+		if q.Matches(last) {
+			matched = append(matched, last)
+		}
+	}
+	return store.WindowPage(matched, q.Limit, store.JournalCursorOf, store.JournalCursorOf(last), more), nil
 }
 
 func (s *Store) UsageCounts(ctx context.Context, userID, fromDay, toDay string) ([]domain.UsageCount, error) {

@@ -20,15 +20,29 @@ type apiKeyItem struct {
 	Name   string   `dynamodbav:"name,omitempty"`
 	Scopes []string `dynamodbav:"scopes,omitempty"`
 	// DailyLimit is the daily credit limit in cents; absent for none.
-	DailyLimit int64  `dynamodbav:"daily_credit_limit,omitempty"`
-	CreatedAt  string `dynamodbav:"created_at"`
-	LastUsedAt string `dynamodbav:"last_used_at,omitempty"`
-	RevokedAt  string `dynamodbav:"revoked_at,omitempty"`
+	DailyLimit int64 `dynamodbav:"daily_credit_limit,omitempty"`
+	// CreatedBy is the prefix of the key that made this one (absent for
+	// the owner's keys); Ancestors that key and those above it, nearest
+	// first, with their limits.
+	CreatedBy  string         `dynamodbav:"created_by,omitempty"`
+	Ancestors  []ancestorItem `dynamodbav:"ancestors,omitempty"`
+	CreatedAt  string         `dynamodbav:"created_at"`
+	LastUsedAt string         `dynamodbav:"last_used_at,omitempty"`
+	RevokedAt  string         `dynamodbav:"revoked_at,omitempty"`
+}
+
+// ancestorItem is a key above another and its daily limit in cents.
+type ancestorItem struct {
+	Prefix     string `dynamodbav:"prefix"`
+	DailyLimit int64  `dynamodbav:"daily_credit_limit"`
 }
 
 func (it apiKeyItem) apiKey() (domain.APIKey, error) {
 	k := domain.APIKey{Hash: it.Hash, Prefix: it.Prefix, UserID: it.UserID, Name: it.Name,
 		DailyCreditLimit: domain.CentsToCredits(it.DailyLimit)}
+	for _, a := range it.Ancestors {
+		k.Ancestors = append(k.Ancestors, domain.KeyLimit{Prefix: a.Prefix, DailyCreditLimit: domain.CentsToCredits(a.DailyLimit)})
+	}
 	stored := make([]domain.Scope, len(it.Scopes))
 	for i, sc := range it.Scopes {
 		stored[i] = domain.Scope(sc)
@@ -55,9 +69,17 @@ func (s *Store) PutAPIKey(ctx context.Context, k domain.APIKey) error {
 	for i, sc := range k.Scopes {
 		scopes[i] = string(sc)
 	}
+	ancestors := make([]ancestorItem, len(k.Ancestors))
+	for i, a := range k.Ancestors {
+		cents, err := domain.CreditsToCents(a.DailyCreditLimit)
+		if err != nil {
+			return fmt.Errorf("store api key %s: limit of %s: %w", k.Prefix, a.Prefix, err)
+		}
+		ancestors[i] = ancestorItem{Prefix: a.Prefix, DailyLimit: cents}
+	}
 	return s.putNew(ctx, s.tables.APIKeys, "key_hash",
 		apiKeyItem{Hash: k.Hash, Prefix: k.Prefix, UserID: k.UserID, Name: k.Name, Scopes: scopes, DailyLimit: limit,
-			CreatedAt: formatTime(k.CreatedAt)},
+			CreatedBy: k.CreatedBy(), Ancestors: ancestors, CreatedAt: formatTime(k.CreatedAt)},
 		"store api key "+k.Prefix)
 }
 

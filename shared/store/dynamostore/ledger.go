@@ -21,7 +21,9 @@ import (
 
 // The ledger table holds, under the account's user_id:
 //
-//	entry "hold#<work id>"   amount, kind, model, key_prefix, created_at,
+//	entry "hold#<work id>"   amount, kind, model, key_prefix, key_ancestors
+//	                         (the keys above it, whose spend it counts in),
+//	                         created_at,
 //	                         state (open, captured, released); open_shard
 //	                         while open, which puts it in the sparse
 //	                         open-holds index; expires_at once settled
@@ -85,14 +87,25 @@ type holdItem struct {
 	Kind      string `dynamodbav:"kind"`
 	Model     string `dynamodbav:"model,omitempty"`
 	KeyPrefix string `dynamodbav:"key_prefix,omitempty"`
-	CreatedAt string `dynamodbav:"created_at"`
-	State     string `dynamodbav:"state"`
-	OpenShard string `dynamodbav:"open_shard,omitempty"`
+	// KeyAncestors are the keys above KeyPrefix, nearest first.
+	KeyAncestors []string `dynamodbav:"key_ancestors,omitempty"`
+	CreatedAt    string   `dynamodbav:"created_at"`
+	State        string   `dynamodbav:"state"`
+	OpenShard    string   `dynamodbav:"open_shard,omitempty"`
 	// Purse is the purse the hold took from (purses.go), which its
-	// settlement writes; SpendShare says its key's spend went to that
-	// purse's share rather than to the key's own item.
-	Purse      int  `dynamodbav:"purse,omitempty"`
-	SpendShare bool `dynamodbav:"spend_share,omitempty"`
+	// settlement writes; SpendShares are the keys of its chain without a
+	// limit, whose spend it added to that purse's share rather than to
+	// the key's own item (spendChain).
+	Purse       int      `dynamodbav:"purse,omitempty"`
+	SpendShares []string `dynamodbav:"spend_shares,omitempty"`
+}
+
+// keyChain is the prefixes of the hold's key and of the keys above it.
+func (h holdItem) keyChain() []string {
+	if h.KeyPrefix == "" {
+		return nil
+	}
+	return append([]string{h.KeyPrefix}, h.KeyAncestors...)
 }
 
 func (h holdItem) hold() (domain.Hold, error) {
@@ -100,8 +113,12 @@ func (h holdItem) hold() (domain.Hold, error) {
 	if err != nil {
 		return domain.Hold{}, err
 	}
-	return domain.Hold{WorkID: strings.TrimPrefix(h.Entry, holdPrefix), Kind: domain.WorkKind(h.Kind),
-		Amount: domain.CentsToCredits(h.Amount), CreatedAt: created, Model: h.Model, KeyPrefix: h.KeyPrefix}, nil
+	out := domain.Hold{WorkID: strings.TrimPrefix(h.Entry, holdPrefix), Kind: domain.WorkKind(h.Kind),
+		Amount: domain.CentsToCredits(h.Amount), CreatedAt: created, Model: h.Model, KeyPrefix: h.KeyPrefix}
+	for _, p := range h.KeyAncestors {
+		out.KeyAncestors = append(out.KeyAncestors, domain.KeyLimit{Prefix: p})
+	}
+	return out, nil
 }
 
 // cancelReasons are the per-item codes of a cancelled transaction (nil if
@@ -196,14 +213,14 @@ func (s *Store) Hold(ctx context.Context, userID string, h domain.Hold) error {
 			return ledgerChange{}, err
 		}
 		purse := moves[0].p.n
-		spend, shared, err := s.spendItems(ctx, userID, h, cents, purse)
+		spend, shares, err := s.spendChain(ctx, userID, h, cents, purse)
 		if err != nil {
-			return ledgerChange{}, err
+			return ledgerChange{}, s.refusedUnlessHeld(ctx, userID, h.WorkID, err)
 		}
 		item, err := attributevalue.MarshalMap(holdItem{UserID: userID, Entry: holdEntry(h.WorkID), Amount: cents,
-			Kind: string(h.Kind), Model: h.Model, KeyPrefix: h.KeyPrefix,
+			Kind: string(h.Kind), Model: h.Model, KeyPrefix: h.KeyPrefix, KeyAncestors: h.AncestorPrefixes(),
 			CreatedAt: formatTime(h.CreatedAt), State: holdOpen, OpenShard: openShard(h.WorkID),
-			Purse: purse, SpendShare: shared})
+			Purse: purse, SpendShares: shares})
 		if err != nil {
 			return ledgerChange{}, err
 		}
@@ -342,7 +359,7 @@ func (s *Store) settle(ctx context.Context, userID, workID string, typ domain.En
 		if typ == domain.EntryCapture {
 			change.items = append(change.items, s.countUsage(userID, now, h))
 		} else {
-			change.items = append(change.items, s.unspendItems(h, userID, heldAt)...)
+			change.items = append(change.items, s.giveBackChain(userID, h, heldAt)...)
 		}
 		return change, nil
 	})

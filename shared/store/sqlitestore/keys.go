@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"strconv"
 	"strings"
 	"time"
 
@@ -16,9 +17,13 @@ func (s *Store) PutAPIKey(ctx context.Context, k domain.APIKey) error {
 	if err != nil {
 		return fmt.Errorf("store api key %s: %w", k.Prefix, err)
 	}
-	_, err = s.w.ExecContext(ctx, `INSERT INTO api_keys (key_hash, prefix, user_id, created_at, name, scopes, daily_credit_limit)
-		VALUES (?, ?, ?, ?, ?, ?, ?)`,
-		k.Hash, k.Prefix, k.UserID, formatTime(k.CreatedAt), k.Name, domain.JoinScopes(k.Scopes, ","), limit)
+	ancestors, err := encodeAncestors(k.Ancestors)
+	if err != nil {
+		return fmt.Errorf("store api key %s: %w", k.Prefix, err)
+	}
+	_, err = s.w.ExecContext(ctx, `INSERT INTO api_keys (key_hash, prefix, user_id, created_at, name, scopes, daily_credit_limit, ancestors)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?)`,
+		k.Hash, k.Prefix, k.UserID, formatTime(k.CreatedAt), k.Name, domain.JoinScopes(k.Scopes, ","), limit, ancestors)
 	if err != nil {
 		return fmt.Errorf("store api key %s: %w", k.Prefix, err)
 	}
@@ -124,7 +129,7 @@ func qualified(as, columns string) string {
 }
 
 // keyColumns are an API key's row.
-const keyColumns = `key_hash, prefix, user_id, created_at, revoked_at, name, scopes, daily_credit_limit, last_used_at`
+const keyColumns = `key_hash, prefix, user_id, created_at, revoked_at, name, scopes, daily_credit_limit, last_used_at, ancestors`
 
 // keyRow scans keyColumns.
 type keyRow struct {
@@ -133,10 +138,11 @@ type keyRow struct {
 	name, scopes                  string
 	limit                         int64
 	lastUsed                      sql.NullString
+	ancestors                     string
 }
 
 func (r *keyRow) dest() []any {
-	return []any{&r.hash, &r.prefix, &r.userID, &r.created, &r.revoked, &r.name, &r.scopes, &r.limit, &r.lastUsed}
+	return []any{&r.hash, &r.prefix, &r.userID, &r.created, &r.revoked, &r.name, &r.scopes, &r.limit, &r.lastUsed, &r.ancestors}
 }
 
 func (r *keyRow) key() (domain.APIKey, error) {
@@ -150,6 +156,9 @@ func (r *keyRow) key() (domain.APIKey, error) {
 	}
 	k.Scopes = domain.KeyScopes(stored)
 	var err error
+	if k.Ancestors, err = decodeAncestors(r.ancestors); err != nil {
+		return domain.APIKey{}, fmt.Errorf("api key %s: %w", r.prefix, err)
+	}
 	if k.CreatedAt, err = parseTime(r.created); err != nil {
 		return domain.APIKey{}, err
 	}
@@ -164,4 +173,34 @@ func (r *keyRow) key() (domain.APIKey, error) {
 		}
 	}
 	return k, nil
+}
+
+// encodeAncestors is a key's ancestors column: "prefix:cents", comma
+// separated, nearest first.
+func encodeAncestors(ancestors []domain.KeyLimit) (string, error) {
+	parts := make([]string, len(ancestors))
+	for i, a := range ancestors {
+		cents, err := domain.CreditsToCents(a.DailyCreditLimit)
+		if err != nil {
+			return "", fmt.Errorf("limit of %s: %w", a.Prefix, err)
+		}
+		parts[i] = a.Prefix + ":" + strconv.FormatInt(cents, 10)
+	}
+	return strings.Join(parts, ","), nil
+}
+
+func decodeAncestors(col string) ([]domain.KeyLimit, error) {
+	if col == "" {
+		return nil, nil
+	}
+	var out []domain.KeyLimit
+	for _, part := range strings.Split(col, ",") {
+		prefix, centsText, ok := strings.Cut(part, ":")
+		cents, err := strconv.ParseInt(centsText, 10, 64)
+		if !ok || err != nil {
+			return nil, fmt.Errorf("ancestors %q are not prefix:cents pairs", col)
+		}
+		out = append(out, domain.KeyLimit{Prefix: prefix, DailyCreditLimit: domain.CentsToCredits(cents)})
+	}
+	return out, nil
 }

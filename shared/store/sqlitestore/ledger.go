@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/shopspring/decimal"
@@ -95,8 +96,9 @@ func (s *Store) Hold(ctx context.Context, userID string, h domain.Hold) error {
 			cents, cents, userID); err != nil {
 			return fmt.Errorf("hold %s: %w", h.WorkID, err)
 		}
-		if _, err := tx.ExecContext(ctx, `INSERT INTO holds (work_id, user_id, kind, amount, created_at, model, key_prefix) VALUES (?, ?, ?, ?, ?, ?, ?)`,
-			h.WorkID, userID, string(h.Kind), cents, formatTime(h.CreatedAt), h.Model, h.KeyPrefix); err != nil {
+		if _, err := tx.ExecContext(ctx, `INSERT INTO holds (work_id, user_id, kind, amount, created_at, model, key_prefix, key_ancestors)
+			VALUES (?, ?, ?, ?, ?, ?, ?, ?)`,
+			h.WorkID, userID, string(h.Kind), cents, formatTime(h.CreatedAt), h.Model, h.KeyPrefix, strings.Join(h.AncestorPrefixes(), ",")); err != nil {
 			return fmt.Errorf("hold %s: %w", h.WorkID, err)
 		}
 		return appendEntry(ctx, tx, userID, before, domain.JournalEntry{Type: domain.EntryHold, Amount: h.Amount,
@@ -104,28 +106,48 @@ func (s *Store) Hold(ctx context.Context, userID string, h domain.Hold) error {
 	})
 }
 
-// spendKeyBudget adds a hold to its key's spend of the hold's UTC day,
-// refusing it when that would pass the key's daily limit.
+// spendKeyBudget adds a hold to the spend of its key and of every key above
+// it on the hold's UTC day, refusing it when that would pass one of their
+// daily limits (domain.CheckKeyBudget).
 func spendKeyBudget(ctx context.Context, tx *sql.Tx, userID string, h domain.Hold, cents int64) error {
-	if h.KeyPrefix == "" {
+	chain := h.KeyChain()
+	if len(chain) == 0 {
 		return nil
 	}
 	day := domain.UsageDay(h.CreatedAt)
-	var spent int64
-	err := tx.QueryRowContext(ctx, `SELECT spent FROM key_spend WHERE user_id = ? AND key_prefix = ? AND day = ?`,
-		userID, h.KeyPrefix, day).Scan(&spent)
-	if err != nil && !errors.Is(err, sql.ErrNoRows) {
-		return fmt.Errorf("key %s spend: %w", h.KeyPrefix, err)
+	spent := make([]decimal.Decimal, len(chain))
+	for i, k := range chain {
+		var c int64
+		err := tx.QueryRowContext(ctx, `SELECT spent FROM key_spend WHERE user_id = ? AND key_prefix = ? AND day = ?`,
+			userID, k.Prefix, day).Scan(&c)
+		if err != nil && !errors.Is(err, sql.ErrNoRows) {
+			return fmt.Errorf("key %s spend: %w", k.Prefix, err)
+		}
+		spent[i] = domain.CentsToCredits(c)
 	}
-	if err := domain.CheckKeyBudget(h, domain.CentsToCredits(spent)); err != nil {
+	if err := domain.CheckKeyBudget(h, spent); err != nil {
 		return err
 	}
-	_, err = tx.ExecContext(ctx, `INSERT INTO key_spend (user_id, key_prefix, day, spent) VALUES (?, ?, ?, ?)
-		ON CONFLICT(user_id, key_prefix, day) DO UPDATE SET spent = spent + excluded.spent`, userID, h.KeyPrefix, day, cents)
-	if err != nil {
-		return fmt.Errorf("key %s spend: %w", h.KeyPrefix, err)
+	for _, k := range chain {
+		if _, err := tx.ExecContext(ctx, `INSERT INTO key_spend (user_id, key_prefix, day, spent) VALUES (?, ?, ?, ?)
+			ON CONFLICT(user_id, key_prefix, day) DO UPDATE SET spent = spent + excluded.spent`, userID, k.Prefix, day, cents); err != nil {
+			return fmt.Errorf("key %s spend: %w", k.Prefix, err)
+		}
 	}
 	return nil
+}
+
+// splitAncestors reads a hold's key_ancestors column: the prefixes above
+// its key, nearest first, comma separated.
+func splitAncestors(col string) []domain.KeyLimit {
+	if col == "" {
+		return nil
+	}
+	var out []domain.KeyLimit
+	for _, p := range strings.Split(col, ",") {
+		out = append(out, domain.KeyLimit{Prefix: p})
+	}
+	return out
 }
 
 func (s *Store) Capture(ctx context.Context, userID, workID string) (bool, error) {
@@ -160,9 +182,9 @@ func (s *Store) settle(ctx context.Context, userID, workID string, typ domain.En
 	settled := false
 	err := s.tx(ctx, "settle "+workID, func(tx *sql.Tx) error {
 		var cents int64
-		var kind, model, prefix, created string
-		err := tx.QueryRowContext(ctx, `DELETE FROM holds WHERE work_id = ? AND user_id = ? RETURNING amount, kind, model, key_prefix, created_at`,
-			workID, userID).Scan(&cents, &kind, &model, &prefix, &created)
+		var kind, model, prefix, ancestors, created string
+		err := tx.QueryRowContext(ctx, `DELETE FROM holds WHERE work_id = ? AND user_id = ? RETURNING amount, kind, model, key_prefix, key_ancestors, created_at`,
+			workID, userID).Scan(&cents, &kind, &model, &prefix, &ancestors, &created)
 		if errors.Is(err, sql.ErrNoRows) {
 			// Not open: already settled or never held, unless the account is missing.
 			return s.explainNoAccount(ctx, tx, userID)
@@ -190,11 +212,14 @@ func (s *Store) settle(ctx context.Context, userID, workID string, typ domain.En
 			if _, err := tx.ExecContext(ctx, captureUsageDay, userID, domain.UsageDay(now), model, prefix, cents, gens, videos); err != nil {
 				return fmt.Errorf("settle %s: usage: %w", workID, err)
 			}
-		} else if prefix != "" {
-			// What a released or refunded hold took is the key's again.
-			if _, err := tx.ExecContext(ctx, `UPDATE key_spend SET spent = MAX(0, spent - ?) WHERE user_id = ? AND key_prefix = ? AND day = ?`,
-				cents, userID, prefix, domain.UsageDay(heldAt)); err != nil {
-				return fmt.Errorf("settle %s: key spend: %w", workID, err)
+		} else {
+			// What a released or refunded hold took is its keys' again.
+			held := domain.Hold{KeyPrefix: prefix, KeyAncestors: splitAncestors(ancestors)}
+			for _, k := range held.KeyChainPrefixes() {
+				if _, err := tx.ExecContext(ctx, `UPDATE key_spend SET spent = MAX(0, spent - ?) WHERE user_id = ? AND key_prefix = ? AND day = ?`,
+					cents, userID, k, domain.UsageDay(heldAt)); err != nil {
+					return fmt.Errorf("settle %s: key %s spend: %w", workID, k, err)
+				}
 			}
 		}
 		settled = true
@@ -224,16 +249,16 @@ func (s *Store) AccountHolds(ctx context.Context, userID string) ([]domain.Hold,
 }
 
 func (s *Store) queryHolds(ctx context.Context, where string, args ...any) ([]domain.OpenHold, error) {
-	return queryRows(ctx, s, "list holds", `SELECT user_id, work_id, kind, amount, created_at, model, key_prefix FROM holds `+where, args,
+	return queryRows(ctx, s, "list holds", `SELECT user_id, work_id, kind, amount, created_at, model, key_prefix, key_ancestors FROM holds `+where, args,
 		func(rows *sql.Rows) (domain.OpenHold, error) {
 			var h domain.OpenHold
-			var kind, created string
+			var kind, created, ancestors string
 			var cents int64
-			err := rows.Scan(&h.UserID, &h.WorkID, &kind, &cents, &created, &h.Model, &h.KeyPrefix)
+			err := rows.Scan(&h.UserID, &h.WorkID, &kind, &cents, &created, &h.Model, &h.KeyPrefix, &ancestors)
 			if err != nil {
 				return domain.OpenHold{}, fmt.Errorf("list holds: %w", err)
 			}
-			h.Kind, h.Amount = domain.WorkKind(kind), domain.CentsToCredits(cents)
+			h.Kind, h.Amount, h.KeyAncestors = domain.WorkKind(kind), domain.CentsToCredits(cents), splitAncestors(ancestors)
 			h.CreatedAt, err = parseTime(created)
 			return h, err
 		})

@@ -189,6 +189,10 @@ var addedColumns = []struct{ table, column, decl string }{
 	{"generations", "data_removal", "TEXT NOT NULL DEFAULT ''"},
 	{"long_videos", "output_expires_at", "TEXT NOT NULL DEFAULT ''"},
 	{"long_videos", "data_removal", "TEXT NOT NULL DEFAULT ''"},
+	// 1 once the record's outputs are being written: it ends completed or
+	// failed, never canceled (ClaimGenerationFinish).
+	{"generations", "finishing", "INTEGER NOT NULL DEFAULT 0"},
+	{"long_videos", "finishing", "INTEGER NOT NULL DEFAULT 0"},
 	// 0: the default retention.
 	{"accounts", "output_retention_days", "INTEGER NOT NULL DEFAULT 0"},
 	// Keys managed by their holder: scopes '' (a key made before scopes)
@@ -197,6 +201,11 @@ var addedColumns = []struct{ table, column, decl string }{
 	{"api_keys", "scopes", "TEXT NOT NULL DEFAULT ''"},
 	{"api_keys", "daily_credit_limit", "INTEGER NOT NULL DEFAULT 0"},
 	{"api_keys", "last_used_at", "TEXT"},
+	// The keys above a key, nearest first, with their limits
+	// ("mgk_a:1000,mgk_b:0", cents); '' for the owner's keys. A hold
+	// records its key's ancestors ("mgk_a,mgk_b") to give back to them.
+	{"api_keys", "ancestors", "TEXT NOT NULL DEFAULT ''"},
+	{"holds", "key_ancestors", "TEXT NOT NULL DEFAULT ''"},
 }
 
 // numberGenerations gives the generations of a database made before seq its

@@ -3,6 +3,7 @@ package storetest
 import (
 	"context"
 	"errors"
+	"fmt"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -314,6 +315,117 @@ func testConcurrentKeyBudget(t *testing.T, s store.Store) {
 	wg.Wait()
 	if ok.Load() != 5 || over.Load() != workers-5 {
 		t.Errorf("%d holds went through and %d were over budget; want 5 and %d", ok.Load(), over.Load(), workers-5)
+	}
+	checkAccount(t, s, user, "95", "5", "100", "0")
+}
+
+// chainHold is a hold of amount by key, whose ancestors (nearest first)
+// have these limits.
+func chainHold(key domain.KeyLimit, ancestors []domain.KeyLimit, amount string, at time.Time) domain.Hold {
+	return domain.Hold{WorkID: uuid.NewString(), Kind: domain.WorkGeneration, Amount: credits(amount), CreatedAt: at,
+		KeyPrefix: key.Prefix, KeyDailyLimit: key.DailyCreditLimit, KeyAncestors: ancestors}
+}
+
+// A hold counts against its key and every key above it: a child with the
+// root's whole limit, and a grandchild, share the root's limit; the refusal
+// names the key whose limit it hit; a release and a refund give back to
+// every key of the chain; the keys' spend includes the keys below them.
+func testKeyChainBudget(t *testing.T, s store.Store) {
+	ctx := context.Background()
+	user := newAccount(t, s, domain.PlanPro, "100")
+	at := time.Now()
+	root := domain.KeyLimit{Prefix: "mgk_root", DailyCreditLimit: credits("10")}
+	child := domain.KeyLimit{Prefix: "mgk_child", DailyCreditLimit: credits("10")}
+	grand := domain.KeyLimit{Prefix: "mgk_grand", DailyCreditLimit: credits("10")}
+	sibling := domain.KeyLimit{Prefix: "mgk_sibling", DailyCreditLimit: credits("10")}
+	ofGrand, ofChild := []domain.KeyLimit{child, root}, []domain.KeyLimit{root}
+
+	refunded := chainHold(grand, ofGrand, "6", at)
+	for _, h := range []domain.Hold{refunded, chainHold(sibling, ofChild, "3", at)} {
+		if err := s.Hold(ctx, user, h); err != nil {
+			t.Fatal(err)
+		}
+	}
+	err := s.Hold(ctx, user, chainHold(child, ofChild, "2", at))
+	var over *domain.KeyBudgetExceededError
+	if !errors.As(err, &over) || over.KeyPrefix != root.Prefix || !over.Above || !over.Spent.Equal(credits("9")) || !over.Limit.Equal(credits("10")) {
+		t.Fatalf("a child's hold past the root's limit = %+v (%v); want KeyBudgetExceededError naming %s above, spent 9 of 10", over, err, root.Prefix)
+	}
+	checkAccount(t, s, user, "91", "9", "100", "0") // the refused hold changed nothing
+	spend, err := s.KeySpend(ctx, user, domain.UsageDay(at))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for p, want := range map[string]string{"mgk_root": "9", "mgk_child": "6", "mgk_grand": "6", "mgk_sibling": "3"} {
+		if !spend[p].Equal(credits(want)) {
+			t.Errorf("%s spent %s, want %s (its own holds and those below it)", p, spend[p], want)
+		}
+	}
+	if _, err := s.Refund(ctx, user, refunded.WorkID); err != nil {
+		t.Fatal(err)
+	}
+	spend, err = s.KeySpend(ctx, user, domain.UsageDay(at))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for p, want := range map[string]string{"mgk_root": "3", "mgk_child": "0", "mgk_grand": "0"} {
+		if !spend[p].Equal(credits(want)) {
+			t.Errorf("after the refund %s spent %s, want %s", p, spend[p], want)
+		}
+	}
+	if err := s.Hold(ctx, user, chainHold(child, ofChild, "7", at)); err != nil {
+		t.Fatalf("a hold the refund made room for: %v", err)
+	}
+	// The root's own limit counts its own holds too; a hold past the
+	// child's own (lower) limit names the child.
+	lowChild := domain.KeyLimit{Prefix: "mgk_low", DailyCreditLimit: credits("1")}
+	err = s.Hold(ctx, user, chainHold(lowChild, []domain.KeyLimit{{Prefix: "mgk_unlimited"}}, "1.5", at))
+	if !errors.As(err, &over) || over.KeyPrefix != lowChild.Prefix || over.Above {
+		t.Errorf("a hold past the key's own limit = %v; want it named, not above", err)
+	}
+	// Open holds read back with their chain, so the sweeper's release
+	// gives back to the same keys.
+	holds, err := s.AccountHolds(ctx, user)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, h := range holds {
+		if h.KeyPrefix == "mgk_child" && (len(h.KeyAncestors) != 1 || h.KeyAncestors[0].Prefix != root.Prefix) {
+			t.Errorf("the child's hold reads back with ancestors %+v, want %s", h.KeyAncestors, root.Prefix)
+		}
+	}
+}
+
+// Concurrent holds through every key of a tree, each key with the root's
+// whole limit, never take the tree past the root's limit.
+func testConcurrentKeyChainBudget(t *testing.T, s store.Store) {
+	ctx := context.Background()
+	user := newAccount(t, s, domain.PlanPro, "100")
+	root := domain.KeyLimit{Prefix: "mgk_croot", DailyCreditLimit: credits("5")}
+	const workers = 24
+	var ok, over atomic.Int32
+	var wg sync.WaitGroup
+	start := make(chan struct{})
+	for i := range workers {
+		wg.Go(func() {
+			<-start
+			key := domain.KeyLimit{Prefix: fmt.Sprintf("mgk_c%d", i%4), DailyCreditLimit: credits("5")}
+			err := s.Hold(ctx, user, chainHold(key, []domain.KeyLimit{root}, "1", time.Now()))
+			var exceeded *domain.KeyBudgetExceededError
+			switch {
+			case err == nil:
+				ok.Add(1)
+			case errors.As(err, &exceeded):
+				over.Add(1)
+			default:
+				t.Errorf("Hold: %v", err)
+			}
+		})
+	}
+	close(start)
+	wg.Wait()
+	if ok.Load() != 5 || over.Load() != workers-5 {
+		t.Errorf("%d holds through 4 children went through and %d were over budget; want 5 (the root's limit) and %d", ok.Load(), over.Load(), workers-5)
 	}
 	checkAccount(t, s, user, "95", "5", "100", "0")
 }

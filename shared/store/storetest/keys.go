@@ -40,6 +40,12 @@ func testAPIKeys(t *testing.T, s store.Store) {
 			k.Name, k.Scopes = "admin", []domain.Scope{domain.ScopeAdmin, domain.ScopeGenerate}
 			return k
 		}(), []domain.Scope{domain.ScopeGenerate, domain.ScopeAdmin}},
+		{"made by another key: its ancestors and their limits", func() domain.APIKey {
+			k := newKey("mgk_4", now.Add(3*time.Second))
+			k.Name, k.Scopes, k.DailyCreditLimit = "child", []domain.Scope{domain.ScopeGenerate}, decimal.RequireFromString("5")
+			k.Ancestors = []domain.KeyLimit{{Prefix: "mgk_parent", DailyCreditLimit: decimal.RequireFromString("7.50")}, {Prefix: "mgk_owner"}}
+			return k
+		}(), []domain.Scope{domain.ScopeGenerate}},
 	}
 	for _, tt := range tests {
 		if err := s.PutAPIKey(ctx, tt.key); err != nil {
@@ -48,7 +54,7 @@ func testAPIKeys(t *testing.T, s store.Store) {
 		got, err := s.GetAPIKey(ctx, tt.key.Hash)
 		if err != nil || got.UserID != id || got.Prefix != tt.key.Prefix || got.Name != tt.key.Name ||
 			!reflect.DeepEqual(got.Scopes, tt.wantScopes) || !got.DailyCreditLimit.Equal(tt.key.DailyCreditLimit) ||
-			got.Revoked() || !got.LastUsedAt.IsZero() || !got.CreatedAt.Equal(tt.key.CreatedAt) {
+			got.Revoked() || !got.LastUsedAt.IsZero() || !got.CreatedAt.Equal(tt.key.CreatedAt) || !sameAncestors(got.Ancestors, tt.key.Ancestors) {
 			t.Errorf("%s: GetAPIKey = %+v, %v; want %+v with scopes %v", tt.name, got, err, tt.key, tt.wantScopes)
 		}
 	}
@@ -115,4 +121,16 @@ func testAPIKeys(t *testing.T, s store.Store) {
 			t.Errorf("ListAPIKeys[%d] = %+v, want %+v (oldest first, as GetAPIKey reads it)", i, keys[i], want)
 		}
 	}
+}
+
+func sameAncestors(a, b []domain.KeyLimit) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		if a[i].Prefix != b[i].Prefix || !a[i].DailyCreditLimit.Equal(b[i].DailyCreditLimit) {
+			return false
+		}
+	}
+	return true
 }

@@ -195,9 +195,16 @@ function turnPage(delta) {
 // ------------------------------------------------------------------- keys
 
 async function loadKeys() {
-  const list = await api("GET", "/api/account/keys");
+  // The list comes in pages (at most 100 keys each): read them all.
+  const keys = [];
+  let cursor = "";
+  do {
+    const page = await api("GET", "/api/account/keys?limit=100" + (cursor ? "&cursor=" + encodeURIComponent(cursor) : ""));
+    keys.push(...page.data);
+    cursor = page.has_more ? page.next_cursor : "";
+  } while (cursor);
   const mine = session.key().slice(0, 14);
-  $("#keys tbody").replaceChildren(...list.data.map((k) => keyRow(k, k.prefix === mine)));
+  $("#keys tbody").replaceChildren(...keys.map((k) => keyRow(k, k.prefix === mine)));
 }
 
 function keyRow(k, current) {

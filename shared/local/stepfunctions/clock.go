@@ -1,0 +1,87 @@
+package stepfunctions
+
+import (
+	"context"
+	"time"
+)
+
+// Clock is the runner's time: Wait states, retry intervals, TimeoutSeconds,
+// HeartbeatSeconds and the dates it records. The default is the wall
+// clock; a test passes a clock it moves, so that a step times out when the
+// test says that much time has passed, never because a loaded machine ran
+// its work slowly.
+type Clock interface {
+	Now() time.Time
+	// AfterFunc calls f in its own goroutine once d has passed; stop
+	// cancels that call, and reports whether it did.
+	AfterFunc(d time.Duration, f func()) (stop func() bool)
+}
+
+type wallClock struct{}
+
+func (wallClock) Now() time.Time { return time.Now() }
+
+func (wallClock) AfterFunc(d time.Duration, f func()) func() bool { return time.AfterFunc(d, f).Stop }
+
+// withTimeout is context.WithTimeout on the machine's clock. The context's
+// cause is context.DeadlineExceeded once d has passed.
+func (m *Machine) withTimeout(ctx context.Context, d time.Duration) (context.Context, context.CancelFunc) {
+	ctx, cancel := context.WithCancelCause(ctx)
+	stop := m.cfg.Clock.AfterFunc(d, func() { cancel(context.DeadlineExceeded) })
+	return ctx, func() { stop(); cancel(context.Canceled) }
+}
+
+// timedOut reports whether ctx ended by its own timeout (withTimeout).
+func timedOut(ctx context.Context) bool {
+	return ctx.Err() != nil && context.Cause(ctx) == context.DeadlineExceeded
+}
+
+// sleep waits d on the machine's clock, or until ctx ends.
+func (m *Machine) sleep(ctx context.Context, d time.Duration) error {
+	if d <= 0 {
+		return nil
+	}
+	elapsed := make(chan struct{})
+	stop := m.cfg.Clock.AfterFunc(d, func() { close(elapsed) })
+	defer stop()
+	select {
+	case <-elapsed:
+		return nil
+	case <-ctx.Done():
+		return &stateError{name: "States.Aborted", cause: ctx.Err().Error()}
+	}
+}
+
+// heartbeat is a task's HeartbeatSeconds clock: expired is closed when d
+// passes without a reset.
+type heartbeat struct {
+	m       *Machine
+	d       time.Duration
+	expired chan struct{}
+	stop    func() bool
+}
+
+func (m *Machine) startHeartbeat(d time.Duration) *heartbeat {
+	h := &heartbeat{m: m, d: d}
+	h.reset()
+	return h
+}
+
+// reset starts the clock again (a heartbeat arrived). An expiry that has
+// already fired stays fired.
+func (h *heartbeat) reset() {
+	if h.stop != nil && !h.stop() {
+		return
+	}
+	expired := make(chan struct{})
+	h.expired = expired
+	h.stop = h.m.cfg.Clock.AfterFunc(h.d, func() { close(expired) })
+}
+
+// expiredChan is nil (never ready) for a task without a heartbeat clock.
+func (h *heartbeat) expiredChan() <-chan struct{} {
+	if h == nil {
+		return nil
+	}
+	return h.expired
+}
