@@ -52,6 +52,7 @@ func New(db API, tables Tables, opts ...Option) *Store {
 	for _, o := range opts {
 		o(s)
 	}
+	s.db = conflictRetrying{API: db, budget: s.budget}
 	return s
 }
 
