@@ -7,6 +7,7 @@ import (
 	"io"
 	"maps"
 	"net/http"
+	"net/http/httptest"
 	"net/http/httputil"
 	"net/url"
 	"slices"
@@ -28,17 +29,24 @@ import (
 //     a time: a serial order, which DynamoDB's serializable transactions
 //     and atomic single-item writes allow.
 //   - Overlapping transactions conflict as DynamoDB's transactions guide
-//     says, instead of queueing: a TransactWriteItems is in flight from its
-//     turn at moto until a linger after moto answered it (a real one takes
-//     10-30 ms; waiting for its turn here is an artifact of the serial
-//     order, which does not count), and it holds its items that long. A
-//     TransactWriteItems touching an item that another in-flight
-//     transaction holds is cancelled with TransactionCanceledException,
-//     reason TransactionConflict for that item and None for the others; a
-//     PutItem, UpdateItem or DeleteItem of such an item gets
-//     TransactionConflictException. Neither reaches moto, so neither
-//     changes anything. Reads are never refused (DynamoDB's GetItem and
-//     Query read the last committed value).
+//     says, instead of queueing: a TransactWriteItems holds its items from
+//     its turn at moto until it is answered, and its answer waits the
+//     commit time first (CommitTime: the part of a real transaction's 10-30
+//     ms that moto's answer does not take; waiting for its turn here is an
+//     artifact of the serial order and holds nothing). As on DynamoDB, the
+//     window closes before the client hears back, so a client's next
+//     request never meets its own last transaction, and requests that
+//     overlap in time do meet. A TransactWriteItems touching an item that
+//     another in-flight transaction holds is cancelled with
+//     TransactionCanceledException, reason TransactionConflict for that
+//     item and None for the others; a PutItem, UpdateItem or DeleteItem of
+//     such an item gets TransactionConflictException. Neither reaches moto,
+//     so neither changes anything. Reads are never refused (DynamoDB's
+//     GetItem and Query read the last committed value).
+//
+// Run moto through scripts/moto_server.py (StartDynamoDB and
+// scripts/test.sh do): it rolls a cancelled transaction back item by item
+// instead of copying whole tables.
 //
 // Conflicts counts what it refused, so a test can show that its load met
 // real conflicts.
@@ -55,9 +63,11 @@ type ConflictProxy struct {
 	byTable map[string]int64
 	keys    map[string][]string // table → its key attribute names
 
-	// linger is how long a transaction keeps its items after moto
-	// answered it (SetLinger; DefaultLinger).
-	linger atomic.Int64
+	// commit is how long a transaction keeps its items after moto applied
+	// it, before its answer (SetCommitTime; CommitTime).
+	commit atomic.Int64
+	// committing, when set, runs in that window (a test holds it open).
+	committing func()
 
 	txConflicts     atomic.Int64
 	singleConflicts atomic.Int64
@@ -73,17 +83,17 @@ func NewConflictProxy(target string) (*ConflictProxy, error) {
 	p := &ConflictProxy{target: u, rp: httputil.NewSingleHostReverseProxy(u),
 		client: &http.Client{Timeout: 30 * time.Second},
 		held:   map[string]bool{}, keys: map[string][]string{}, byTable: map[string]int64{}}
-	p.SetLinger(DefaultLinger)
+	p.SetCommitTime(CommitTime)
 	return p, nil
 }
 
-// SetLinger sets how long a transaction keeps its items after moto
-// answered it.
-func (p *ConflictProxy) SetLinger(d time.Duration) { p.linger.Store(int64(d)) }
+// SetCommitTime sets how long a transaction keeps its items after moto
+// applied it, before it is answered.
+func (p *ConflictProxy) SetCommitTime(d time.Duration) { p.commit.Store(int64(d)) }
 
-// DefaultLinger makes a transaction's window on its items about a real
-// one's (moto's few milliseconds plus this).
-const DefaultLinger = 10 * time.Millisecond
+// CommitTime makes a transaction's window on its items about a real one's:
+// moto's few milliseconds plus this.
+const CommitTime = 5 * time.Millisecond
 
 // Conflicts are the transactions cancelled for a conflict and the single
 // writes refused for one, so far.
@@ -124,18 +134,13 @@ func (p *ConflictProxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			items = nil
 		}
 	}
+	if op == "TransactWriteItems" {
+		p.serveTransaction(w, r, items)
+		return
+	}
 	p.serial.Lock()
 	defer p.serial.Unlock()
 	switch op {
-	case "TransactWriteItems":
-		p.transactions.Add(1)
-		if conflicts := p.take(items); conflicts != nil {
-			p.txConflicts.Add(1)
-			writeCanceled(w, conflicts)
-			return
-		}
-		linger := time.Duration(p.linger.Load())
-		defer func() { time.AfterFunc(linger, func() { p.release(items) }) }()
 	case "PutItem", "UpdateItem", "DeleteItem":
 		if len(items) == 1 && p.isHeld(items[0]) {
 			p.singleConflicts.Add(1)
@@ -144,6 +149,49 @@ func (p *ConflictProxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	p.rp.ServeHTTP(w, r)
+}
+
+// serveTransaction passes a TransactWriteItems to moto in its turn unless
+// another in-flight transaction holds one of its items, and answers it once
+// its commit time passed and its items are free again.
+func (p *ConflictProxy) serveTransaction(w http.ResponseWriter, r *http.Request, items []string) {
+	p.transactions.Add(1)
+	p.serial.Lock()
+	if conflicts := p.take(items); conflicts != nil {
+		p.serial.Unlock()
+		p.txConflicts.Add(1)
+		writeCanceled(w, conflicts)
+		return
+	}
+	answer := httptest.NewRecorder()
+	p.rp.ServeHTTP(answer, r)
+	p.serial.Unlock()
+
+	p.mu.Lock()
+	committing := p.committing
+	p.mu.Unlock()
+	if committing != nil {
+		committing()
+	}
+	// The modelled service time of DynamoDB's commit, not a wait for an
+	// outcome: the proxy answers after it whatever happens meanwhile.
+	commit := time.NewTimer(time.Duration(p.commit.Load()))
+	select {
+	case <-commit.C:
+	case <-r.Context().Done():
+		commit.Stop()
+	}
+	p.release(items)
+	maps.Copy(w.Header(), answer.Header())
+	w.WriteHeader(answer.Code)
+	w.Write(answer.Body.Bytes())
+}
+
+// setCommitting runs f in each transaction's window from now on (nil: none).
+func (p *ConflictProxy) setCommitting(f func()) {
+	p.mu.Lock()
+	p.committing = f
+	p.mu.Unlock()
 }
 
 // take marks the items held by one transaction, or, when another in-flight
@@ -177,13 +225,6 @@ func (p *ConflictProxy) release(items []string) {
 	for _, it := range items {
 		delete(p.held, it)
 	}
-}
-
-// releaseAll ends every transaction's window at once.
-func (p *ConflictProxy) releaseAll() {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	clear(p.held)
 }
 
 func (p *ConflictProxy) isHeld(item string) bool {

@@ -6,7 +6,6 @@ import (
 	"strconv"
 	"sync"
 	"testing"
-	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
@@ -43,13 +42,18 @@ func TestAnOverlappingTransactionIsCancelledWithTransactionConflictAndChangesNot
 	ctx := context.Background()
 	db := d.Client()
 
-	// The first transaction's window stays open: it holds a and b.
-	d.Proxy.SetLinger(time.Hour)
-	if _, err := db.TransactWriteItems(ctx, &dynamodb.TransactWriteItemsInput{TransactItems: []types.TransactWriteItem{
-		addOne(table, "u", "a"), addOne(table, "u", "b")}}); err != nil {
-		t.Fatalf("the first transaction: %v", err)
-	}
-	d.Proxy.SetLinger(DefaultLinger)
+	// The first transaction's window stays open: moto applied it, it holds
+	// a and b, and its client waits for the answer.
+	inWindow, closeWindow := make(chan struct{}), make(chan struct{})
+	d.Proxy.setCommitting(func() { close(inWindow); <-closeWindow })
+	first := make(chan error, 1)
+	go func() {
+		_, err := db.TransactWriteItems(ctx, &dynamodb.TransactWriteItemsInput{TransactItems: []types.TransactWriteItem{
+			addOne(table, "u", "a"), addOne(table, "u", "b")}})
+		first <- err
+	}()
+	<-inWindow
+	d.Proxy.setCommitting(nil)
 
 	// A second one touching b (and c, free) is cancelled, b's reason says why.
 	_, err := db.TransactWriteItems(ctx, &dynamodb.TransactWriteItemsInput{TransactItems: []types.TransactWriteItem{
@@ -95,8 +99,12 @@ func TestAnOverlappingTransactionIsCancelledWithTransactionConflictAndChangesNot
 			t.Errorf("item %s has n = %q, want %q", entry, got, want)
 		}
 	}
-	// Once its window closed, the same second transaction goes through.
-	d.Proxy.releaseAll()
+	// Once its window closed, the first is answered and the same second
+	// transaction goes through.
+	close(closeWindow)
+	if err := <-first; err != nil {
+		t.Fatalf("the first transaction: %v", err)
+	}
 	if _, err := db.TransactWriteItems(ctx, &dynamodb.TransactWriteItemsInput{TransactItems: []types.TransactWriteItem{
 		addOne(table, "u", "c"), addOne(table, "u", "b")}}); err != nil {
 		t.Errorf("the second transaction after the first: %v", err)
@@ -155,5 +163,62 @@ func TestConditionalWritesOfOneItemAreAtomicBehindTheProxy(t *testing.T) {
 	}
 	if n := out.Item["n"].(*types.AttributeValueMemberN).Value; n != strconv.Itoa(successes) || successes != writers*each {
 		t.Errorf("counter is %s after %d successful conditional writes (want %d)", n, successes, writers*each)
+	}
+}
+
+// A transaction that moto cancels after it wrote some of its items (a
+// failed condition on its last) leaves every item as it was: the one it
+// put absent, the one it updated and the one it deleted unchanged, and the
+// next request's write to the same table kept. moto itself
+// restores copies of whole tables; scripts/moto_server.py restores the
+// items, and this holds it to DynamoDB's all-or-nothing.
+func TestACancelledTransactionChangesNothing(t *testing.T) {
+	d, table := startProxied(t)
+	ctx := context.Background()
+	db := d.Client()
+	n := func(v string) *types.AttributeValueMemberN { return &types.AttributeValueMemberN{Value: v} }
+	put := func(entry string, value string) {
+		t.Helper()
+		item := ledgerItem("u", entry)
+		item["n"] = n(value)
+		if _, err := db.PutItem(ctx, &dynamodb.PutItemInput{TableName: aws.String(table), Item: item}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	put("updated", "1")
+	put("deleted", "2")
+	put("guard", "3")
+	newItem := ledgerItem("u", "put")
+	newItem["n"] = n("9")
+	_, err := db.TransactWriteItems(ctx, &dynamodb.TransactWriteItemsInput{TransactItems: []types.TransactWriteItem{
+		{Put: &types.Put{TableName: aws.String(table), Item: newItem}},
+		addOne(table, "u", "updated"),
+		{Delete: &types.Delete{TableName: aws.String(table), Key: ledgerItem("u", "deleted")}},
+		{ConditionCheck: &types.ConditionCheck{TableName: aws.String(table), Key: ledgerItem("u", "guard"),
+			ConditionExpression: aws.String("n = :four"), ExpressionAttributeValues: map[string]types.AttributeValue{":four": n("4")}}},
+	}})
+	var tce *types.TransactionCanceledException
+	if !errors.As(err, &tce) || len(tce.CancellationReasons) != 4 || aws.ToString(tce.CancellationReasons[3].Code) != "ConditionalCheckFailed" {
+		t.Fatalf("transaction with a failed condition: %v, want cancelled for ConditionalCheckFailed on its last item", err)
+	}
+	put("other", "5") // another request's write after the cancellation
+	for entry, want := range map[string]string{"put": "", "updated": "1", "deleted": "2", "guard": "3", "other": "5"} {
+		out, err := db.GetItem(ctx, &dynamodb.GetItemInput{TableName: aws.String(table), Key: ledgerItem("u", entry), ConsistentRead: aws.Bool(true)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		got := ""
+		if v, ok := out.Item["n"].(*types.AttributeValueMemberN); ok {
+			got = v.Value
+		}
+		if got != want {
+			t.Errorf("item %s has n = %q after the cancelled transaction, want %q", entry, got, want)
+		}
+	}
+	// The cancelled transaction's items are free: the same writes succeed.
+	if _, err := db.TransactWriteItems(ctx, &dynamodb.TransactWriteItemsInput{TransactItems: []types.TransactWriteItem{
+		{Put: &types.Put{TableName: aws.String(table), Item: newItem}}, addOne(table, "u", "updated"),
+	}}); err != nil {
+		t.Errorf("the same writes after the cancellation: %v", err)
 	}
 }

@@ -82,7 +82,21 @@ type DynamoDB struct {
 	proxy *http.Server
 }
 
-// StartDynamoDB starts moto_server on a free loopback port, waits until it
+// MotoLauncher is scripts/moto_server.py, which runs moto's server with a
+// cancelled transaction rolled back item by item (see the script), or an
+// error that names the fix.
+func MotoLauncher() (string, error) {
+	if err := exec.Command("python3", "-c", "import moto").Run(); err != nil {
+		return "", fmt.Errorf("%s (%w)", MotoFix, err)
+	}
+	root, err := ModuleRoot()
+	if err != nil {
+		return "", err
+	}
+	return filepath.Join(root, "scripts", "moto_server.py"), nil
+}
+
+// StartDynamoDB starts moto's server (MotoLauncher) on a free loopback port, waits until it
 // answers and puts the proxy in front of it; DYNAMODB_ENDPOINT, when set,
 // names a running server to proxy instead (then Stop leaves it running).
 func StartDynamoDB(ctx context.Context) (*DynamoDB, error) {
@@ -90,9 +104,9 @@ func StartDynamoDB(ctx context.Context) (*DynamoDB, error) {
 		d := &DynamoDB{Server: ep}
 		return d, d.startProxy()
 	}
-	bin, err := exec.LookPath("moto_server")
+	launcher, err := MotoLauncher()
 	if err != nil {
-		return nil, fmt.Errorf("%s (%w)", MotoFix, err)
+		return nil, err
 	}
 	var lastErr error
 	for attempt := 0; attempt < 3; attempt++ {
@@ -100,12 +114,12 @@ func StartDynamoDB(ctx context.Context) (*DynamoDB, error) {
 		if err != nil {
 			return nil, err
 		}
-		cmd := exec.Command(bin, "-H", "127.0.0.1", "-p", strconv.Itoa(port))
+		cmd := exec.Command("python3", launcher, "-H", "127.0.0.1", "-p", strconv.Itoa(port))
 		// Its own process group, so that Stop ends it and nothing else.
 		cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 		cmd.Stdout, cmd.Stderr = nil, nil
 		if err := cmd.Start(); err != nil {
-			return nil, fmt.Errorf("start moto_server (%s): %w", bin, err)
+			return nil, fmt.Errorf("start moto's server (%s): %w", launcher, err)
 		}
 		d := &DynamoDB{Server: "http://127.0.0.1:" + strconv.Itoa(port), cmd: cmd}
 		if lastErr = waitAnswering(ctx, d.Server, 30*time.Second); lastErr == nil {
