@@ -61,6 +61,8 @@ type ConflictProxy struct {
 	held map[string]bool // items of in-flight transactions
 	// byTable counts the conflicts met on each table's items.
 	byTable map[string]int64
+	// byOp counts the requests of each operation.
+	byOp map[string]int64
 	keys    map[string][]string // table → its key attribute names
 
 	// commit is how long a transaction keeps its items after moto applied
@@ -82,7 +84,7 @@ func NewConflictProxy(target string) (*ConflictProxy, error) {
 	}
 	p := &ConflictProxy{target: u, rp: httputil.NewSingleHostReverseProxy(u),
 		client: &http.Client{Timeout: 30 * time.Second},
-		held:   map[string]bool{}, keys: map[string][]string{}, byTable: map[string]int64{}}
+		held:   map[string]bool{}, keys: map[string][]string{}, byTable: map[string]int64{}, byOp: map[string]int64{}}
 	p.SetCommitTime(CommitTime)
 	return p, nil
 }
@@ -109,6 +111,13 @@ func (p *ConflictProxy) ConflictsByTable() map[string]int64 {
 	return maps.Clone(p.byTable)
 }
 
+// Requests counts the requests the proxy received, by operation.
+func (p *ConflictProxy) Requests() map[string]int64 {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return maps.Clone(p.byOp)
+}
+
 // Transactions is how many TransactWriteItems the proxy received.
 func (p *ConflictProxy) Transactions() int64 { return p.transactions.Load() }
 
@@ -116,6 +125,9 @@ const dynamoTargetPrefix = "DynamoDB_20120810."
 
 func (p *ConflictProxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	op := strings.TrimPrefix(r.Header.Get("X-Amz-Target"), dynamoTargetPrefix)
+	p.mu.Lock()
+	p.byOp[op]++
+	p.mu.Unlock()
 	var items []string
 	switch op {
 	case "TransactWriteItems", "PutItem", "UpdateItem", "DeleteItem", "CreateTable":

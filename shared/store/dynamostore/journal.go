@@ -80,6 +80,7 @@ func (s *Store) journaled(ctx context.Context, userID string, build func(contend
 	start := time.Now()
 	contended := false
 	for attempt := 0; ; attempt++ {
+		began := time.Now()
 		change, err := build(contended)
 		if err == nil {
 			err = s.writeChange(ctx, userID, change)
@@ -88,7 +89,7 @@ func (s *Store) journaled(ctx context.Context, userID string, build func(contend
 			return err
 		}
 		contended = true
-		wait := ledgerBackoff(attempt)
+		wait := ledgerBackoff(attempt, time.Since(began))
 		if time.Since(start)+wait > s.budget {
 			return fmt.Errorf("account %s: other ledger writes kept conflicting for %s (%d attempts): %w",
 				userID, s.budget, attempt+1, domain.ErrBusy)
@@ -161,11 +162,12 @@ func (s *Store) readAccountItem(ctx context.Context, userID string) (accountItem
 func (s *Store) transact(ctx context.Context, items ...types.TransactWriteItem) error {
 	start := time.Now()
 	for attempt := 0; ; attempt++ {
+		began := time.Now()
 		_, err := s.db.TransactWriteItems(ctx, &dynamodb.TransactWriteItemsInput{TransactItems: items})
 		if err == nil || !retryableCancel(err) {
 			return err
 		}
-		wait := ledgerBackoff(attempt)
+		wait := ledgerBackoff(attempt, time.Since(began))
 		if time.Since(start)+wait > s.budget {
 			return fmt.Errorf("transaction kept conflicting for %s (%d attempts): %w: %w", s.budget, attempt+1, domain.ErrBusy, err)
 		}

@@ -51,7 +51,7 @@ const (
 	// and within API Gateway's 30 s integration timeout.
 	LedgerBudget      = 20 * time.Second
 	ledgerBackoffBase = 2 * time.Millisecond
-	ledgerBackoffCap  = 100 * time.Millisecond
+	ledgerBackoffCap  = 5 * time.Second
 )
 
 // errRebuild asks journaled for another attempt (a read that was no
@@ -282,33 +282,47 @@ func (s *Store) holdMoves(ctx context.Context, userID string, h domain.Hold, cen
 		return nil, s.refusedUnlessHeld(ctx, userID, h.WorkID, &domain.InsufficientCreditsError{
 			Required: h.Amount, Available: domain.CentsToCredits(total)})
 	}
+	var enough []int
+	for _, p := range ps {
+		if p.totals.balance >= cents {
+			enough = append(enough, p.n)
+		}
+	}
 	var target int
-	if contended {
-		target = rand.IntN(len(ps)) // spread: any purse, refilled below if short
-	} else {
-		var enough []int
-		for _, p := range ps {
-			if p.totals.balance >= cents {
-				enough = append(enough, p.n)
-			}
-		}
-		if len(enough) > 0 {
-			target = enough[rand.IntN(len(enough))]
-		} else {
-			target = richest(ps, -1)
-		}
+	switch {
+	case contended && len(enough) < len(ps)/2:
+		// Spread: any purse, refilled below when short; a conflict says
+		// the few purses with credits are where the writers meet.
+		target = rand.IntN(len(ps))
+	case len(enough) > 0:
+		target = enough[rand.IntN(len(enough))]
+	default:
+		target = richest(ps, -1)
 	}
 	if ps[target].totals.balance >= cents {
 		return []purseMove{{p: ps[target], entries: []domain.JournalEntry{entry}}}, nil
 	}
-	// Transfer into the target from the richest purses: what it lacks,
-	// and under contention half of the richest at least, which spreads.
+	// Transfer into the target what it lacks, from the richest purses; under
+	// contention from a random purse that has it, half of that purse at
+	// least, which spreads the credits without every spreading writer
+	// meeting on the richest.
 	need := cents - ps[target].totals.balance
+	sources := slices.Clone(ps)
+	slices.SortFunc(sources, func(x, y purse) int { return int(y.totals.balance - x.totals.balance) })
+	if contended {
+		var rich []purse
+		for _, p := range sources {
+			if p.n != target && p.totals.balance >= need {
+				rich = append(rich, p)
+			}
+		}
+		if len(rich) > 0 {
+			sources = []purse{rich[rand.IntN(len(rich))]}
+		}
+	}
 	var moves []purseMove
 	var in int64
-	byBalance := slices.Clone(ps)
-	slices.SortFunc(byBalance, func(x, y purse) int { return int(y.totals.balance - x.totals.balance) })
-	for _, src := range byBalance {
+	for _, src := range sources {
 		if need <= 0 {
 			break
 		}
@@ -340,13 +354,16 @@ func richest(ps []purse, except int) int {
 	return best
 }
 
-// ledgerBackoff is a random wait up to a cap that doubles with each
-// attempt (full jitter), so that writers who met spread out.
-func ledgerBackoff(attempt int) time.Duration {
-	ceiling := ledgerBackoffCap
-	if attempt < 10 {
-		ceiling = min(ledgerBackoffCap, ledgerBackoffBase<<attempt)
-	}
+// ledgerBackoff is a random wait after attempt (from 0) failed, up to a
+// ceiling that doubles with each attempt (full jitter), so that writers who
+// met spread out. The ceiling starts at what the failed attempt took (at
+// least ledgerBackoffBase): the writers a conflict says are there take
+// about that long each, so the wait adapts to the store's own pace, a few
+// milliseconds on DynamoDB, more on a slow stand-in or under load, instead
+// of retrying faster than anyone can get through.
+func ledgerBackoff(attempt int, took time.Duration) time.Duration {
+	ceiling := max(took, ledgerBackoffBase) << min(attempt, 6)
+	ceiling = min(ceiling, ledgerBackoffCap)
 	return time.Duration(1 + rand.Int64N(int64(ceiling)))
 }
 

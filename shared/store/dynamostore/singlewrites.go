@@ -43,12 +43,13 @@ func (c conflictRetrying) DeleteItem(ctx context.Context, in *dynamodb.DeleteIte
 func retryConflicts[T any](ctx context.Context, budget time.Duration, write func() (T, error)) (T, error) {
 	start := time.Now()
 	for attempt := 0; ; attempt++ {
+		began := time.Now()
 		out, err := write()
 		var conflict *types.TransactionConflictException
 		if err == nil || !errors.As(err, &conflict) {
 			return out, err
 		}
-		wait := ledgerBackoff(attempt)
+		wait := ledgerBackoff(attempt, time.Since(began))
 		if time.Since(start)+wait > budget {
 			return out, fmt.Errorf("a transaction kept the item in flight for %s (%d attempts): %w: %w", budget, attempt+1, domain.ErrBusy, err)
 		}
