@@ -63,7 +63,7 @@ type ConflictProxy struct {
 	byTable map[string]int64
 	// byOp counts the requests of each operation.
 	byOp map[string]int64
-	keys    map[string][]string // table → its key attribute names
+	keys map[string][]string // table → its key attribute names
 
 	// commit is how long a transaction keeps its items after moto applied
 	// it, before its answer (SetCommitTime; CommitTime).
