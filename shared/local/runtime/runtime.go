@@ -497,7 +497,7 @@ func (r *Runtime) resume(ctx context.Context) error {
 }
 
 func (r *Runtime) sweepLoop(ctx context.Context, every time.Duration) {
-	sw := &sweeper.Sweeper{Store: r.Store, Log: r.log.With("component", "sweeper")}
+	sw := &sweeper.Sweeper{Store: r.Store, Slots: r.Store, Log: r.log.With("component", "sweeper")}
 	t := time.NewTicker(every)
 	defer t.Stop()
 	for {

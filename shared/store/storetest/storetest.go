@@ -47,6 +47,8 @@ func Run(t *testing.T, s store.Store) {
 		{"KeyBudgetRefusesPastTheDailyLimit", testKeyBudget},
 		{"ConcurrentHoldsNeverPassAKeysBudget", testConcurrentKeyBudget},
 		{"SlotsNeverExceedTheLimitAndServeWaitersInOrder", testSlots},
+		{"SlotsOfWorkThatIsGoneAreFreed", testSlotsOfGoneWork},
+		{"SweeperFreesTheSlotsOfWorkItEnds", testSweeperFreesSlots},
 		{"UpstreamJobIsRecordedOnce", testUpstreamIDOnce},
 		{"RestartListsGenerationsInFlight", testRestartListsGenerations},
 		{"RestartListsLongVideosInFlight", testRestartListsLongVideos},
