@@ -63,6 +63,8 @@ type work struct {
 	deadline time.Time
 	// slots are the upstream slots it may hold.
 	slots []slot
+	// finishing: its outputs were being stored (StoredFiles.Finishing).
+	finishing bool
 }
 
 // slot is a holder at an upstream.
@@ -93,6 +95,20 @@ func (s *Sweeper) settle(ctx context.Context, h domain.OpenHold, now time.Time, 
 	w, err := s.lookup(ctx, h)
 	if err != nil {
 		return err
+	}
+	if w.exists && w.finishing && w.status != domain.StatusCompleted {
+		// Its outputs may be in the bucket, which the sweeper cannot
+		// reach: the poller (redelivered by the queue) or the workflow's
+		// MarkFailed (its Catch, or the safety net at the execution's
+		// timeout) ends it completed, or failed with its outputs deleted
+		// first. Failing or releasing it here could give back the credits
+		// of outputs still served.
+		report.Open++
+		if !now.Before(w.deadline) {
+			s.log().ErrorContext(ctx, "a finishing record past its deadline is still open; the poller or MarkFailed settles it",
+				"alert", "operator", "user_id", h.UserID, "work_id", h.WorkID, "kind", h.Kind, "status", w.status)
+		}
+		return nil
 	}
 	if w.exists && w.status == domain.StatusProcessing {
 		if now.Before(w.deadline) {
@@ -144,7 +160,7 @@ func (s *Sweeper) lookup(ctx context.Context, h domain.OpenHold) (work, error) {
 	case domain.WorkLongVideo:
 		var v domain.LongVideo
 		v, err = s.Store.GetLongVideo(ctx, h.WorkID)
-		w = work{exists: err == nil, status: v.Status, deadline: v.Deadline}
+		w = work{exists: err == nil, status: v.Status, deadline: v.Deadline, finishing: v.Files.Finishing}
 		for n, sc := range v.SceneStatus {
 			// A finished scene freed its slot; the others may hold one.
 			if sc.Upstream != "" && sc.Status != domain.StatusCompleted && sc.Status != domain.StatusFailed {
@@ -154,7 +170,7 @@ func (s *Sweeper) lookup(ctx context.Context, h domain.OpenHold) (work, error) {
 	default:
 		var g domain.Generation
 		g, err = s.Store.GetGeneration(ctx, h.WorkID)
-		w = work{exists: err == nil, status: g.Status, deadline: g.Deadline}
+		w = work{exists: err == nil, status: g.Status, deadline: g.Deadline, finishing: g.Files.Finishing}
 		if g.Upstream != "" {
 			w.slots = []slot{{g.Upstream, g.UUID}}
 		}
