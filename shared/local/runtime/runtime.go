@@ -151,6 +151,14 @@ type DynamoDBConfig struct {
 	Tables dynamostore.Tables
 }
 
+// The queue consumers' RecursiveLoop settings, as template.yaml gives them
+// (deploy/ holds the template to these): the local queues apply Lambda's
+// recursive-loop guard with them.
+const (
+	PollerRecursiveLoop   = localsqs.RecursiveLoopAllow
+	WebhooksRecursiveLoop = localsqs.RecursiveLoopAllow
+)
+
 // Bucket is the local output bucket.
 const Bucket = "mediagen-outputs"
 
@@ -313,13 +321,15 @@ func Start(ctx context.Context, cfg Config) (*Runtime, error) {
 	// The poller; its queue, notifier and the scenes' polls are set below,
 	// once they exist (each needs the other).
 	svc := generation.NewPoller(st, r.Upstreams, nil, st, copier, outputs, nil, prices, nil, settings)
-	r.Queue = localsqs.New(r.Costs.SQSConsumer("poller", sqsbatch.Handler(svc.HandleBatch)), localsqs.Config{Visibility: cfg.QueueVisibility, Log: log.With("component", "queue")})
+	r.Queue = localsqs.New(r.Costs.SQSConsumer("poller", sqsbatch.Handler(svc.HandleBatch)), localsqs.Config{Visibility: cfg.QueueVisibility, Log: log.With("component", "queue"),
+		Function: "PollerFunction", RecursiveLoop: PollerRecursiveLoop})
 	svc.Queue = r.Costs.SQSSender(r.Queue)
 	r.Generations = svc
 
 	deliverer := &webhook.Deliverer{Records: apiview.WebhookRecords{Store: st, Now: cfg.Clock}, Store: st,
 		Client: webhook.SafeClient(true), Backoff: cfg.WebhookBackoff, Log: log.With("component", "webhooks")}
-	r.WebhookQueue = localsqs.New(r.Costs.SQSConsumer("webhooks", sqsbatch.Handler(deliverer.HandleBatch)), localsqs.Config{Visibility: cfg.QueueVisibility, Log: log.With("component", "webhook-queue")})
+	r.WebhookQueue = localsqs.New(r.Costs.SQSConsumer("webhooks", sqsbatch.Handler(deliverer.HandleBatch)), localsqs.Config{Visibility: cfg.QueueVisibility, Log: log.With("component", "webhook-queue"),
+		Function: "WebhooksFunction", RecursiveLoop: WebhooksRecursiveLoop})
 	deliverer.Queue = r.Costs.SQSSender(r.WebhookQueue)
 	notifier := webhook.Notifier{Queue: deliverer.Queue}
 	svc.Notifier = notifier
@@ -562,7 +572,7 @@ func (r *Runtime) settleEndedVideo(ctx context.Context, h domain.OpenHold) (int,
 }
 
 func (r *Runtime) sweepLoop(ctx context.Context, every time.Duration) {
-	sw := &sweeper.Sweeper{Store: r.Store, Log: r.log.With("component", "sweeper")}
+	sw := &sweeper.Sweeper{Store: r.Store, Slots: r.Store, Log: r.log.With("component", "sweeper")}
 	t := time.NewTicker(every)
 	defer t.Stop()
 	for {
