@@ -419,6 +419,7 @@ func withDefaults(cfg Config) Config {
 		def time.Duration
 	}{
 		{&cfg.Timeouts.ReadHeader, d.ReadHeader}, {&cfg.Timeouts.Read, d.Read}, {&cfg.Timeouts.Write, d.Write}, {&cfg.Timeouts.Idle, d.Idle},
+		{&cfg.Timeouts.Integration, d.Integration},
 	} {
 		if *t.dst == 0 {
 			*t.dst = t.def

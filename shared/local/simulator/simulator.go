@@ -373,9 +373,8 @@ func (s *Simulator) create(w http.ResponseWriter, r *http.Request, model string,
 		refused.writeReplicate(w)
 		return
 	}
-	if f, ok := s.takeFault(FaceReplicate, model, true); ok {
+	if f, ok := s.takeFault(FaceReplicate, model, true); ok && s.misanswer(w, r, f) {
 		// The job runs, but the answer is lost: a 5xx or a hang.
-		s.misanswer(w, r, f)
 		return
 	}
 	// Without Prefer: wait the answer is the prediction as it was made
