@@ -52,6 +52,8 @@ func TestNoSecretEverReachesTheLogs(t *testing.T) {
 	cfg.Log = slog.New(slog.NewJSONHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	cfg.JWTIssuer, cfg.JWTAudience, cfg.JWKSURL = is.Issuer, is.Audience, is.JWKSURL()
 	cfg.WebhookBackoff = []time.Duration{50 * time.Millisecond}
+	recv := newHookReceiver(t, 1) // one refused attempt, then delivered: both logged
+	cfg.WebhookAllow = []string{hostPort(t, recv.srv.URL)}
 	rt := start(t, cfg)
 
 	ctx := context.Background()
@@ -84,7 +86,6 @@ func TestNoSecretEverReachesTheLogs(t *testing.T) {
 	}
 	secrets["the webhook signing secret"] = signing
 	secrets["the webhook signing key"] = strings.TrimPrefix(signing, "whsec_")
-	recv := newHookReceiver(t, 1) // one refused attempt, then delivered: both logged
 	hooked := gen("theta-4-fast", map[string]any{"prompt": "a logged heron"})
 	hooked["webhook_url"] = recv.srv.URL
 	call(t, rt, http.MethodPost, "/api/generations/generate", owner.APIKey, hooked)
