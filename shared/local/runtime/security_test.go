@@ -16,9 +16,13 @@ import (
 	"testing"
 	"time"
 
+	"github.com/aws/aws-sdk-go-v2/aws"
+	v4 "github.com/aws/aws-sdk-go-v2/aws/signer/v4"
+
 	"github.com/mediagen-dev/mediagen/shared/catalog"
 	"github.com/mediagen-dev/mediagen/shared/domain"
 	"github.com/mediagen-dev/mediagen/shared/local/apigw"
+	"github.com/mediagen-dev/mediagen/shared/local/objectstore"
 	"github.com/mediagen-dev/mediagen/shared/local/runtime"
 	"github.com/mediagen-dev/mediagen/shared/longstory"
 )
@@ -494,7 +498,8 @@ func TestOutputsAreServedReadOnlyFromTheirOwnOrigin(t *testing.T) {
 	// naming another host (a page that rebinds its name to 127.0.0.1)
 	// are refused, without CORS headers.
 	s3 := rt.Objects.Endpoint
-	signed := map[string]string{"Authorization": "AWS4-HMAC-SHA256 Credential=local/20261121/us-east-1/s3/aws4_request, SignedHeaders=host, Signature=00"}
+	madeUp := map[string]string{"Authorization": "AWS4-HMAC-SHA256 Credential=local/20261121/us-east-1/s3/aws4_request, SignedHeaders=host;x-amz-date, Signature=00",
+		"X-Amz-Date": "20261121T000000Z"}
 	for _, tt := range []struct {
 		name, method, url string
 		header            map[string]string
@@ -504,6 +509,7 @@ func TestOutputsAreServedReadOnlyFromTheirOwnOrigin(t *testing.T) {
 		{"an unsigned DELETE", http.MethodDelete, s3 + "/" + runtime.Bucket + "/" + strings.TrimPrefix(out, rt.FilesURL+"/"), nil},
 		{"an unsigned form POST", http.MethodPost, s3 + "/" + runtime.Bucket, map[string]string{"Content-Type": "multipart/form-data; boundary=x", "Origin": "http://evil.example"}},
 		{"a preflight", http.MethodOptions, s3 + "/" + runtime.Bucket, map[string]string{"Origin": "http://evil.example", "Access-Control-Request-Method": "PUT"}},
+		{"a made-up signature", http.MethodDelete, s3 + "/" + runtime.Bucket + "/" + strings.TrimPrefix(out, rt.FilesURL+"/"), madeUp},
 	} {
 		resp, _ := rawRequest(t, tt.method, tt.url, "x", tt.header)
 		if resp.StatusCode != http.StatusForbidden || resp.Header.Get("Access-Control-Allow-Origin") != "" {
@@ -516,8 +522,10 @@ func TestOutputsAreServedReadOnlyFromTheirOwnOrigin(t *testing.T) {
 	}{{"rebound.evil.example:" + mustParse(t, s3).Port(), http.StatusForbidden}, {mustParse(t, s3).Host, http.StatusOK}} {
 		req, _ := http.NewRequest(http.MethodGet, s3+"/"+runtime.Bucket+"?list-type=2", nil)
 		req.Host = tt.host
-		for k, v := range signed {
-			req.Header.Set(k, v)
+		req.Header.Set("X-Amz-Content-Sha256", "UNSIGNED-PAYLOAD")
+		if err := v4.NewSigner(func(o *v4.SignerOptions) { o.DisableURIPathEscaping = true }).SignHTTP(context.Background(),
+			aws.Credentials{AccessKeyID: objectstore.AccessKey, SecretAccessKey: objectstore.SecretKey}, req, "UNSIGNED-PAYLOAD", "s3", "us-east-1", time.Now()); err != nil {
+			t.Fatal(err)
 		}
 		resp, err := http.DefaultClient.Do(req)
 		if err != nil {
