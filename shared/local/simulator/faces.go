@@ -290,7 +290,9 @@ func (s *Simulator) handleFalSubmit(w http.ResponseWriter, r *http.Request) {
 	}
 	raw, err := io.ReadAll(http.MaxBytesReader(w, r.Body, maxBodyBytes))
 	if err != nil {
-		writeJSON(w, http.StatusRequestEntityTooLarge, map[string]string{"detail": "body too large"})
+		if !bodyProblem(w, err, func(status int, detail string) { writeJSON(w, status, map[string]string{"detail": detail}) }) {
+			writeJSON(w, http.StatusBadRequest, map[string]string{"detail": "the body could not be read"})
+		}
 		return
 	}
 	if f, ok := s.takeFault(FaceFal, model, false); ok {
