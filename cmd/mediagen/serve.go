@@ -14,6 +14,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
+	"github.com/mediagen-dev/mediagen/shared/domain"
 	"github.com/mediagen-dev/mediagen/shared/local/runtime"
 	"github.com/mediagen-dev/mediagen/shared/routing"
 	"github.com/mediagen-dev/mediagen/shared/store/dynamostore"
@@ -77,7 +78,7 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 			}
 		}
 	}
-	cfg.Log = slog.New(slog.NewJSONHandler(stderr, &slog.HandlerOptions{Level: level}))
+	cfg.Log = domain.NewJSONLogger(stderr, &slog.HandlerOptions{Level: level})
 	where := "data in " + cfg.DataDir
 	if df.dynamo {
 		client, err := df.dynamoClient(ctx)

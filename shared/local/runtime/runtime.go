@@ -442,9 +442,9 @@ func withDefaults(cfg Config) Config {
 	if cfg.DevCredits.IsZero() {
 		cfg.DevCredits = decimal.NewFromInt(1000)
 	}
-	if cfg.Log == nil {
-		cfg.Log = slog.Default()
-	}
+	// Whatever logger is given, no line of it carries a value past
+	// domain.MaxLogValue.
+	cfg.Log = domain.Bounded(cfg.Log)
 	return cfg
 }
 
