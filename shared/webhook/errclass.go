@@ -24,6 +24,18 @@ const (
 // ErrorClasses lists every class, in the order the API documents them.
 var ErrorClasses = []string{ErrorHTTPStatus, ErrorCouldNotConnect, ErrorAddressNotPublic, ErrorDNS, ErrorTLS}
 
+// CurrentClass is the class a stored attempt's error reads as today:
+// records from before could_not_connect name how a port failed
+// (connection_refused, connection_reset, timeout, request_failed), which
+// the views no longer tell.
+func CurrentClass(stored string) string {
+	switch stored {
+	case "connection_refused", "connection_reset", "timeout", "request_failed":
+		return ErrorCouldNotConnect
+	}
+	return stored
+}
+
 // errStatus is a receiver's answer other than 2xx.
 var errStatus = errors.New("receiver answered without 2xx")
 

@@ -155,3 +155,18 @@ func portOf(t *testing.T, raw string) uint16 {
 	}
 	return uint16(n)
 }
+
+// TestAttemptsRecordedBeforeReadAsTodaysClasses: the classes of attempts
+// recorded before could_not_connect, which told how a port failed, read
+// as it; today's pass unchanged.
+func TestAttemptsRecordedBeforeReadAsTodaysClasses(t *testing.T) {
+	for stored, want := range map[string]string{
+		"connection_refused": webhook.ErrorCouldNotConnect, "connection_reset": webhook.ErrorCouldNotConnect,
+		"timeout": webhook.ErrorCouldNotConnect, "request_failed": webhook.ErrorCouldNotConnect,
+		webhook.ErrorHTTPStatus: webhook.ErrorHTTPStatus, webhook.ErrorTLS: webhook.ErrorTLS, "": "",
+	} {
+		if got := webhook.CurrentClass(stored); got != want {
+			t.Errorf("CurrentClass(%q) = %q, want %q", stored, got, want)
+		}
+	}
+}
