@@ -1,7 +1,8 @@
 // Package client is a Go client of the mediagen API: typed requests and
-// answers for every route, the error envelope as *APIError, retries of 429
-// and 5xx answers that honour Retry-After, and Wait helpers that poll a
-// generation or a long-form video until it is final.
+// answers for every route, the error envelope as *APIError, retries of
+// what may succeed when sent again (429 and 503, honouring Retry-After;
+// a lost connection only when the request is safe to repeat), and Wait
+// helpers that poll a generation or a long-form video until it is final.
 //
 //	c := client.New("http://127.0.0.1:8080", os.Getenv("MEDIAGEN_API_KEY"))
 //	g, err := c.Generate(ctx, client.GenerateRequest{Model: "provider-a", ModelVersion: "theta-4-fast",
@@ -29,6 +30,7 @@ import (
 	"math/rand/v2"
 	"net/http"
 	"net/url"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -51,8 +53,13 @@ type Client struct {
 	// work on the status routes too.
 	APIKey string
 	HTTP   *http.Client
-	// MaxRetries is how often a request is sent again after a 429, a 5xx
-	// or a failed connection; 0 sends each request once.
+	// MaxRetries is how often a request is sent again after an answer
+	// that may succeed later (see APIError.Temporary) or a failed
+	// connection; 0 sends each request once. A 503 or a failed connection
+	// is retried only for a request that is safe to repeat: a GET, or a
+	// POST with its Idempotency-Key (the service may have done the work
+	// before the answer was lost). Any other answer is final: a 500, and a
+	// 502 whose failed record already exists, are not sent again.
 	MaxRetries int
 	// MaxRetryWait bounds one wait between tries. A Retry-After longer
 	// than this is not waited for: the call returns the *APIError, whose
@@ -62,9 +69,10 @@ type Client struct {
 	// Retry-After; it doubles each try, with jitter.
 	RetryBase time.Duration
 	UserAgent string
-
-	// sleep waits d or until ctx ends; tests replace it.
-	sleep func(ctx context.Context, d time.Duration) error
+	// Sleep waits d, or until ctx ends with its error: every wait of the
+	// client (a retry's, a Wait's poll interval) goes through it. nil
+	// waits on a timer; tests give one that moves a clock instead.
+	Sleep func(ctx context.Context, d time.Duration) error
 }
 
 // New is a client of the service at baseURL with the given API key.
@@ -86,6 +94,11 @@ type APIError struct {
 	Message   string
 	Details   []FieldError
 	RequestID string
+	// GenerationID (a generation's UUID) or VideoID names the record a
+	// create wrote, and failed, before it answered this error (a 502 when
+	// the provider refused or was unavailable): it is in the lists with
+	// status failed, and nothing was charged.
+	GenerationID, VideoID string
 	// RetryAfter is the wait the service asked for (429), 0 if none.
 	RetryAfter time.Duration
 }
@@ -112,25 +125,43 @@ func (e *APIError) Error() string {
 	return b.String()
 }
 
-// Temporary reports whether trying again later may succeed.
+// Temporary reports whether the same request may succeed later: a 429
+// (over the rate limit), a 503 (the service or its gateway is busy) and a
+// 409 idempotency_key_in_progress (the first request with the key is still
+// running). Every other answer is the service's final word on the request:
+// a 4xx about it, a 500, or a 502 whose failed record already exists.
 func (e *APIError) Temporary() bool {
-	return e.Status == http.StatusTooManyRequests || e.Status >= 500
+	switch e.Status {
+	case http.StatusTooManyRequests, http.StatusServiceUnavailable:
+		return true
+	case http.StatusConflict:
+		return e.Code == "idempotency_key_in_progress"
+	}
+	return false
 }
 
 type envelope struct {
 	Error struct {
-		Code    string       `json:"code"`
-		Message string       `json:"message"`
-		Details []FieldError `json:"details"`
+		Code         string       `json:"code"`
+		Message      string       `json:"message"`
+		Details      []FieldError `json:"details"`
+		GenerationID string       `json:"generation_id"`
+		VideoID      string       `json:"video_id"`
 	} `json:"error"`
 	RequestID string `json:"request_id"`
 }
 
+// unkeyedPaths are the POST routes that keep no Idempotency-Key: a key's
+// creation answers its secret, which the service never stores.
+var unkeyedPaths = []string{"/api/account/keys"}
+
 // Do sends one API request and decodes a 2xx JSON answer into out (when
 // out is not nil). body, when not nil, is sent as JSON. It is what the
 // typed methods use, and serves routes this package has no method for yet.
-// A POST carries an Idempotency-Key, the same on every retry, so that the
-// service can answer a retried POST without doing the work twice.
+// A POST carries an Idempotency-Key, made once per call and the same on
+// every retry, so that the service can answer a retried POST without
+// doing the work twice (except on the routes that keep none, which are
+// then never sent again after a lost answer).
 func (c *Client) Do(ctx context.Context, method, path string, body, out any) error {
 	var raw []byte
 	if body != nil {
@@ -147,7 +178,7 @@ func (c *Client) Do(ctx context.Context, method, path string, body, out any) err
 	if raw != nil {
 		header.Set("Content-Type", "application/json")
 	}
-	if method == http.MethodPost {
+	if method == http.MethodPost && !slices.Contains(unkeyedPaths, path) {
 		header.Set("Idempotency-Key", newKey())
 	}
 	resp, err := c.send(ctx, method, c.BaseURL+path, header, raw)
@@ -165,10 +196,13 @@ func (c *Client) Do(ctx context.Context, method, path string, body, out any) err
 	return nil
 }
 
-// send sends a request, retrying 429, 5xx and failed connections, and
+// send sends a request, retrying what may succeed (see MaxRetries), and
 // returns a 2xx answer for the caller to read and close; any other answer
 // is an *APIError.
 func (c *Client) send(ctx context.Context, method, rawURL string, header http.Header, body []byte) (*http.Response, error) {
+	// Safe to repeat: a read, or a request whose repeat the service
+	// answers from its first answer.
+	repeatable := method == http.MethodGet || header.Get("Idempotency-Key") != ""
 	for attempt := 0; ; attempt++ {
 		req, err := http.NewRequestWithContext(ctx, method, rawURL, bytes.NewReader(body))
 		if err != nil {
@@ -187,13 +221,18 @@ func (c *Client) send(ctx context.Context, method, rawURL string, header http.He
 		case err != nil && ctx.Err() != nil:
 			return nil, ctx.Err()
 		case err != nil:
-			// A connection that failed: try again like a 503.
+			// The connection failed, maybe after the request arrived.
+			if !repeatable {
+				return nil, err
+			}
 		case resp.StatusCode < 300:
 			return resp, nil
 		default:
 			apiErr = readError(resp)
 			resp.Body.Close()
-			if !apiErr.Temporary() {
+			// A 503 may come from a gateway that gave up while the work
+			// went on: only a request safe to repeat is sent again.
+			if !apiErr.Temporary() || (apiErr.Status == http.StatusServiceUnavailable && !repeatable) {
 				return nil, apiErr
 			}
 		}
@@ -231,8 +270,8 @@ func (c *Client) backoff(attempt int) time.Duration {
 }
 
 func (c *Client) wait(ctx context.Context, d time.Duration) error {
-	if c.sleep != nil {
-		return c.sleep(ctx, d)
+	if c.Sleep != nil {
+		return c.Sleep(ctx, d)
 	}
 	return sleep(ctx, d)
 }
@@ -255,6 +294,7 @@ func readError(resp *http.Response) *APIError {
 	var env envelope
 	if json.Unmarshal(raw, &env) == nil && env.Error.Code != "" {
 		e.Code, e.Message, e.Details, e.RequestID = env.Error.Code, env.Error.Message, env.Error.Details, env.RequestID
+		e.GenerationID, e.VideoID = env.Error.GenerationID, env.Error.VideoID
 		return e
 	}
 	e.Code = "http_" + strconv.Itoa(resp.StatusCode)

@@ -30,9 +30,10 @@ type RevokedKey = apiview.RevokedKey
 
 // CreateKey makes a key of the caller's account; the caller's key needs
 // the admin scope (or use an identity-provider token). The service keeps
-// no Idempotency-Key for this route (its answer carries the secret), so a
-// retry after a lost answer makes a second key: Keys lists both, and
-// RevokeKey removes the one never received.
+// no Idempotency-Key for this route (its answer carries the secret), so
+// the client never sends it again after a lost answer or a 503, which may
+// have made the key: Keys lists it, and RevokeKey removes one never
+// received.
 func (c *Client) CreateKey(ctx context.Context, req KeyRequest) (CreatedKey, error) {
 	return do[CreatedKey](ctx, c, http.MethodPost, "/api/account/keys", req)
 }

@@ -52,7 +52,7 @@ func testClient(t *testing.T, answers ...answer) (*Client, *scripted, *[]time.Du
 	t.Cleanup(srv.Close)
 	c := New(srv.URL, "mgk_test_key")
 	var waits []time.Duration
-	c.sleep = func(ctx context.Context, d time.Duration) error {
+	c.Sleep = func(ctx context.Context, d time.Duration) error {
 		waits = append(waits, d)
 		return ctx.Err()
 	}
@@ -68,7 +68,7 @@ const (
 func TestRetriesHonourRetryAfterAndRepeatTheSameRequest(t *testing.T) {
 	c, s, waits := testClient(t,
 		answer{429, map[string]string{"Retry-After": "3"}, rateLimited},
-		answer{502, nil, unavailable},
+		answer{503, nil, `Service Unavailable`},
 		answer{200, nil, `{"id":7,"uuid":"u","status":"processing","credits_used":"2.60","output_data":{"urls":[]}}`},
 	)
 	g, err := c.Generate(context.Background(), GenerateRequest{Model: "provider-a", ModelVersion: "zeta", Input: map[string]any{"prompt": "a fox"}})
@@ -79,7 +79,7 @@ func TestRetriesHonourRetryAfterAndRepeatTheSameRequest(t *testing.T) {
 		t.Errorf("Generate answered %+v", g)
 	}
 	if len(s.requests) != 3 {
-		t.Fatalf("%d requests, want 3 (429, 502, then 200)", len(s.requests))
+		t.Fatalf("%d requests, want 3 (429, 503, then 200)", len(s.requests))
 	}
 	if (*waits)[0] != 3*time.Second {
 		t.Errorf("waited %v after the 429, want its Retry-After of 3s", (*waits)[0])
@@ -87,7 +87,7 @@ func TestRetriesHonourRetryAfterAndRepeatTheSameRequest(t *testing.T) {
 	// The second try's backoff: RetryBase doubled once, plus up to half
 	// of that as jitter.
 	if w := (*waits)[1]; w < 2*DefaultRetryBase || w > 3*DefaultRetryBase {
-		t.Errorf("waited %v after the 502 (no Retry-After), want %v to %v", w, 2*DefaultRetryBase, 3*DefaultRetryBase)
+		t.Errorf("waited %v after the 503 (no Retry-After), want %v to %v", w, 2*DefaultRetryBase, 3*DefaultRetryBase)
 	}
 	key := s.requests[0].Header.Get("Idempotency-Key")
 	for i, r := range s.requests {

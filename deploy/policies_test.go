@@ -93,8 +93,10 @@ var usesOf = map[string][]use{
 		notify,
 		uses("object:OutputBucket/"+generationKey, "the generation's outputs", putObject...),
 		uses("object:OutputBucket/"+sceneKey, "the scenes' clips", putObject...),
+		uses("object:OutputBucket/"+sceneKey, "deletes a clip copied after its video ended", "s3:DeleteObject"),
 		uses("bucket:OutputBucket", "lists a generation's outputs to tag (under generations/)", "s3:ListBucket"),
 		uses("object:OutputBucket/"+generationKey, "tags the outputs with a shorter retention", "s3:PutObjectTagging"),
+		uses("object:OutputBucket/"+generationKey, "deletes the outputs of a generation that failed while finishing, or a late copy's", "s3:DeleteObject"),
 		byToken(uses("statemachine:LongStoryStateMachine", "resumes the scenes' tasks",
 			"states:SendTaskSuccess", "states:SendTaskFailure", "states:SendTaskHeartbeat")),
 		upstreamToken,
@@ -150,6 +152,7 @@ var usesOf = map[string][]use{
 		uses("object:OutputBucket/"+sceneKey, "the clips", "s3:GetObject"),
 		uses("object:OutputBucket/"+narrationKey, "the narration", "s3:GetObject"),
 		uses("object:OutputBucket/"+finalKey, "the final video", putObject...),
+		uses("object:OutputBucket/"+finalKey, "deletes its upload when the video ended meanwhile", "s3:DeleteObject"),
 	},
 	"FinalizeFunction": {
 		notify,
@@ -160,6 +163,7 @@ var usesOf = map[string][]use{
 	},
 	"MarkFailedFunction": {
 		notify,
+		uses("object:OutputBucket/"+finalKey, "deletes the final video of a video that failed while finishing", "s3:DeleteObject"),
 		upstreamToken, // cancels the scenes' jobs upstream
 	},
 	"LongStoryStateMachine": {

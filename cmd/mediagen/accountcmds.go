@@ -40,7 +40,7 @@ func transactionsCmd(ctx context.Context, args []string, stdout, stderr io.Write
 	var o client.TransactionOptions
 	var from, to timeFlag
 	var all bool
-	fs.IntVar(&o.Limit, "limit", 20, "entries per page (1-100)")
+	fs.IntVar(&o.Limit, "limit", 20, "entries to print (1-100; with --all, per request)")
 	fs.StringVar(&o.Type, "type", "", "only this type: grant, hold, capture, release, refund, opening")
 	fs.StringVar(&o.WorkID, "work-id", "", "only the entries of this generation or long video")
 	fs.Var(&from, "from", "only entries at or after this time (RFC 3339 or YYYY-MM-DD)")
@@ -55,11 +55,21 @@ func transactionsCmd(ctx context.Context, args []string, stdout, stderr io.Write
 	if !af.jsonOut {
 		fmt.Fprintln(tw, "id\ttype\tbalance\theld\tbalance after\twork\tmodel\tkey\tat")
 	}
+	// A filtered page may be short, or empty with more to come (the
+	// service examines a bounded window per page): without --all, read on
+	// until --limit entries are printed or the journal ends, asking each
+	// time for what is still missing, so the cursor printed goes on right
+	// after the last entry shown.
+	want, printed := o.Limit, 0
 	for {
+		if !all {
+			o.Limit = want - printed
+		}
 		page, err := c.Transactions(ctx, o)
 		if err != nil {
 			return apiFail(stderr, "transactions", err)
 		}
+		printed += len(page.Data)
 		for _, e := range page.Data {
 			if af.jsonOut {
 				printJSON(stdout, e)
@@ -69,7 +79,7 @@ func transactionsCmd(ctx context.Context, args []string, stdout, stderr io.Write
 				orDash(e.WorkID), orDash(e.Model), orDash(e.KeyPrefix), e.CreatedAt)
 		}
 		next, more := page.NextCursor, page.NextCursor != nil
-		if !more || !all {
+		if !more || (!all && printed >= want) {
 			if more && !af.jsonOut {
 				fmt.Fprintf(tw, "(more: --all, or the next page's cursor %s)\n", *next)
 			}

@@ -1,12 +1,18 @@
 package main
 
 import (
+	"context"
 	"encoding/json"
+	"slices"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/google/uuid"
+	"github.com/shopspring/decimal"
+
 	"github.com/mediagen-dev/mediagen/client"
+	"github.com/mediagen-dev/mediagen/shared/domain"
 )
 
 // After a generation with --wait, transactions shows its hold and capture
@@ -14,7 +20,7 @@ import (
 func TestTransactionsAndUsageShowAGeneration(t *testing.T) {
 	clientEnv(t)
 	if code, _, stderr := mediagen(t, "generate", "--model", "provider-a", "--version", "theta-4-fast",
-		"--input", "prompt=a fox", "--wait"); code != 0 {
+		"--input", "prompt=a fox", "--out", t.TempDir()); code != 0 {
 		t.Fatalf("generate exited %d: %s", code, stderr)
 	}
 
@@ -50,5 +56,49 @@ func TestTransactionsAndUsageShowAGeneration(t *testing.T) {
 	}
 	if code, _, stderr := mediagen(t, "transactions", "--from", "yesterday"); code != exitUsage || !strings.Contains(stderr, "RFC 3339") {
 		t.Errorf("transactions --from yesterday: exit %d, stderr %q", code, stderr)
+	}
+}
+
+// A filtered journal page examines a bounded window, so it may be short or
+// empty with more to come: without --all, transactions reads on until it
+// has --limit entries (or the journal ends) and prints them once each.
+func TestTransactionsFillsLimitPastShortPages(t *testing.T) {
+	rt := clientEnv(t)
+	ctx := context.Background()
+	user := rt.Dev.UserID
+	settle := func(settle func(context.Context, string, string) (bool, error)) string {
+		w := uuid.NewString()
+		if err := rt.Store.Hold(ctx, user, domain.Hold{WorkID: w, Kind: domain.WorkGeneration, Amount: decimal.NewFromInt(1),
+			Model: "theta-4-fast", CreatedAt: time.Now()}); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := settle(ctx, user, w); err != nil {
+			t.Fatal(err)
+		}
+		return w
+	}
+	// Newest first: 130 refunds' pairs (260 entries), then two captures.
+	captured := []string{settle(rt.Store.Capture), settle(rt.Store.Capture)}
+	for i := 0; i < 130; i++ {
+		settle(rt.Store.Refund)
+	}
+	code, stdout, stderr := mediagen(t, "transactions", "--type", "capture", "--limit", "2", "--json")
+	if code != 0 {
+		t.Fatalf("transactions exited %d: %s", code, stderr)
+	}
+	var works []string
+	for _, line := range strings.Split(strings.TrimSpace(stdout), "\n") {
+		var e client.Transaction
+		if err := json.Unmarshal([]byte(line), &e); err != nil || e.Type != "capture" || e.WorkID == nil {
+			t.Fatalf("line %q: %v; want a capture", line, err)
+		}
+		works = append(works, *e.WorkID)
+	}
+	if want := []string{captured[1], captured[0]}; !slices.Equal(works, want) {
+		t.Errorf("transactions --type capture --limit 2 = %v, want the two captures %v", works, want)
+	}
+	code, stdout, _ = mediagen(t, "transactions", "--type", "capture", "--limit", "1")
+	if code != 0 || strings.Count(stdout, "capture") != 1 || !strings.Contains(stdout, "(more:") {
+		t.Errorf("transactions --type capture --limit 1: exit %d\n%s; want one capture and the cursor for more", code, stdout)
 	}
 }

@@ -134,6 +134,14 @@ func apiFail(stderr io.Writer, name string, err error) int {
 		if apiErr.RetryAfter > 0 {
 			fmt.Fprintf(stderr, "  retry after %s\n", apiErr.RetryAfter)
 		}
+		// The create wrote a record before it failed: name it, so that it
+		// can be told apart in the list.
+		if apiErr.GenerationID != "" {
+			fmt.Fprintf(stderr, "  generation %s (failed, nothing charged)\n", apiErr.GenerationID)
+		}
+		if apiErr.VideoID != "" {
+			fmt.Fprintf(stderr, "  video %s (failed, nothing charged)\n", apiErr.VideoID)
+		}
 		return exitError
 	}
 	if errors.Is(err, context.Canceled) {

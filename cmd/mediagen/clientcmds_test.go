@@ -2,14 +2,17 @@ package main
 
 import (
 	"bytes"
+	"context"
 	"image/png"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
+	"github.com/mediagen-dev/mediagen/client"
 	"github.com/mediagen-dev/mediagen/shared/local/runtime"
 	"github.com/mediagen-dev/mediagen/shared/local/runtime/runtimetest"
+	"github.com/mediagen-dev/mediagen/shared/local/simulator"
 )
 
 // clientEnv points the client commands at a fresh local runtime through
@@ -238,5 +241,34 @@ func TestAccountKeysCommandsManageTheCallersKeys(t *testing.T) {
 	code, _, stderr = mediagen(t, "keys", "list")
 	if code != exitUsage || !strings.Contains(stderr, "account keys list") {
 		t.Errorf("keys list: exit %d, stderr %q; want a pointer to account keys", code, stderr)
+	}
+}
+
+// TestARefusedGenerateIsSentOnce: the provider's refusal of the input is
+// its final word (502 upstream_refused): one mediagen generate makes one
+// failed record and one create at the provider, charges nothing, and
+// names the failed record so it can be found in the list.
+func TestARefusedGenerateIsSentOnce(t *testing.T) {
+	rt := clientEnv(t)
+	code, stdout, stderr := mediagen(t, "generate", "--model", "provider-a", "--version", "theta-4-fast",
+		"--input", "prompt=a fox "+simulator.MarkerRefuse)
+	if code == 0 || !strings.Contains(stderr, simulator.SimulatedRefusal) {
+		t.Fatalf("exit %d, stdout %q, stderr %q; want the provider's refusal", code, stdout, stderr)
+	}
+	if n := rt.Simulator.Creates("provider-a/theta-4-fast"); n != 1 {
+		t.Errorf("the provider received %d creates, want 1", n)
+	}
+	list, err := client.New(rt.BaseURL, rt.Dev.APIKey).Generations(context.Background(), client.ListOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(list.Data) != 1 || list.Data[0].Status != client.StatusFailed {
+		t.Fatalf("the account holds %d generations (%+v), want the one failed", len(list.Data), list.Data)
+	}
+	if want := "generation " + list.Data[0].ID + " (failed, nothing charged)"; !strings.Contains(stderr, want) {
+		t.Errorf("stderr %q does not name the failed record (%q)", stderr, want)
+	}
+	if a, err := rt.Store.GetAccount(context.Background(), rt.Dev.UserID); err != nil || !a.Held.IsZero() || !a.Captured.IsZero() {
+		t.Errorf("account %+v, %v: want nothing held or captured", a, err)
 	}
 }

@@ -50,11 +50,7 @@ func ParseNewKey(body []byte) (NewKey, error) {
 	}
 	allowed := []string{"name", "scopes", "daily_credit_limit"}
 	var p catalog.Problems
-	for k := range obj {
-		if !slices.Contains(allowed, k) {
-			p.Add(k, fmt.Sprintf("unknown field %q (allowed: %s)", k, strings.Join(allowed, ", ")))
-		}
-	}
+	p.Unknown("", obj, allowed)
 	in := NewKey{Scopes: slices.Clone(DefaultScopes)}
 	switch name, ok := obj["name"].(string); {
 	case obj["name"] == nil:

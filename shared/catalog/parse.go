@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"slices"
 	"strconv"
 	"strings"
 	"unicode/utf8"
@@ -75,11 +74,7 @@ func ParseGenerate(body []byte, opts Options) (Request, error) {
 		return Request{}, err
 	}
 	var p Problems
-	for key := range obj {
-		if !slices.Contains(topLevelFields, key) {
-			p.Add(truncate(key), fmt.Sprintf("unknown field %q (allowed: %s)", truncate(key), strings.Join(topLevelFields, ", ")))
-		}
-	}
+	p.Unknown("", obj, topLevelFields)
 	v, found := checkVariant(obj, &p)
 
 	rawInput, hasInput := obj["input"]
@@ -129,7 +124,7 @@ func checkVariant(obj map[string]any, p *Problems) (Variant, bool) {
 	version, versionOK := requiredString(obj, "model_version", p)
 	other, exists := byVersion(version)
 	if modelOK && len(Versions(model)) == 0 {
-		msg := fmt.Sprintf("unknown model %q (allowed: %s)", truncate(model), strings.Join(Models(), ", "))
+		msg := fmt.Sprintf("unknown model %q (allowed: %s)", Clip(model), strings.Join(Models(), ", "))
 		if exists {
 			msg += fmt.Sprintf("; model_version %q belongs to %q", version, other.Model)
 		}
@@ -141,12 +136,12 @@ func checkVariant(obj map[string]any, p *Problems) (Variant, bool) {
 	}
 	switch {
 	case !modelOK && !exists:
-		p.Add("model_version", fmt.Sprintf("unknown version %q", truncate(version)))
+		p.Add("model_version", fmt.Sprintf("unknown version %q", Clip(version)))
 	case !modelOK:
 		// The model is missing or wrong; its error says so.
 	case !exists:
 		p.Add("model_version", fmt.Sprintf("unknown version %q of model %q (allowed: %s)",
-			truncate(version), model, strings.Join(Versions(model), ", ")))
+			Clip(version), model, strings.Join(Versions(model), ", ")))
 	case other.Model != model:
 		p.Add("model_version", fmt.Sprintf("%q belongs to model %q, not %q", version, other.Model, model))
 	default:
@@ -187,7 +182,7 @@ func checkImageCount(obj map[string]any, p *Problems) (count int, given bool) {
 	}
 	n, err := strconv.Atoi(num.String())
 	if err != nil || n < 1 || n > MaxImageCount {
-		p.Add("image_count", fmt.Sprintf("%s, got %s", msg, truncate(num.String())))
+		p.Add("image_count", fmt.Sprintf("%s, got %s", msg, Clip(num.String())))
 		return 1, true
 	}
 	return n, true
@@ -286,7 +281,7 @@ func decodeFrom(dec *json.Decoder, tok json.Token, path string, depth int) (any,
 			key := kt.(string) // the decoder only yields string keys here
 			keyPath := joinPath(path, key)
 			if _, dup := m[key]; dup {
-				return nil, &decodeError{fmt.Sprintf("has the key %q twice", truncate(keyPath))}
+				return nil, &decodeError{fmt.Sprintf("has the key %q twice", Clip(keyPath))}
 			}
 			v, err := decodeNext(dec, keyPath, depth+1)
 			if err != nil {
@@ -365,13 +360,4 @@ func jsonKind(v any) string {
 	default:
 		return fmt.Sprintf("%T", v)
 	}
-}
-
-// truncate keeps client text in messages short.
-func truncate(s string) string {
-	const max = 64
-	if utf8.RuneCountInString(s) <= max {
-		return s
-	}
-	return string([]rune(s)[:max]) + "…"
 }

@@ -24,11 +24,11 @@ var dataImageTypes = []string{"image/png", "image/jpeg", "image/webp", "image/gi
 // the client sent with numeric enum values normalised to strings.
 func checkInput(v Variant, input map[string]any, opts Options, p *Problems) map[string]any {
 	out := make(map[string]any, len(input))
+	p.Unknown("input.", input, v.FieldNames())
 	for key, raw := range input {
 		f, ok := v.Field(key)
 		if !ok {
-			p.Add("input."+truncate(key), fmt.Sprintf("unknown field %q (allowed: %s)", truncate(key), strings.Join(v.FieldNames(), ", ")))
-			continue
+			continue // reported by Unknown
 		}
 		if val, ok := checkField(f, raw, opts, p); ok {
 			out[key] = val
@@ -189,7 +189,7 @@ func urlProblem(s string, opts Options, want string) string {
 	}
 	// Local use admits loopback only, never link-local or private hosts.
 	if !isPublicHost(host) && !(opts.AllowLoopbackURLs && isLoopbackHost(host)) {
-		return fmt.Sprintf("URL host %q is not a public address", truncate(host))
+		return fmt.Sprintf("URL host %q is not a public address", Clip(host))
 	}
 	return ""
 }

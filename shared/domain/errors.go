@@ -21,7 +21,19 @@ var (
 	// ErrTaskGone is a workflow task token no task waits on any more: the
 	// task ended, timed out or was retried with a new token.
 	ErrTaskGone = errors.New("the workflow task no longer waits on this token")
+	// ErrAnswerTooLarge is an answer over MaxIdempotentAnswer given to a
+	// store to keep.
+	ErrAnswerTooLarge = errors.New("answer too large to keep")
+	// ErrFinishing is a cancel that came too late: the work's outputs are
+	// being written (StoredFiles.Finishing), so it ends completed and is
+	// charged, or fails. It is an ErrConflict too.
+	ErrFinishing error = finishingError{}
 )
+
+type finishingError struct{}
+
+func (finishingError) Error() string        { return "finishing" }
+func (finishingError) Is(target error) bool { return target == ErrConflict }
 
 // InsufficientCreditsError says how short an account was. It matches
 // ErrInsufficientCredits under errors.Is.
@@ -36,3 +48,16 @@ func (e *InsufficientCreditsError) Error() string {
 }
 
 func (e *InsufficientCreditsError) Is(target error) bool { return target == ErrInsufficientCredits }
+
+// RecordedWorkError is a create that failed after its work's record was
+// written (and failed): the answer names the record, so that a client can
+// match it in the list. It is transparent to errors.Is/As.
+type RecordedWorkError struct {
+	Kind WorkKind
+	// ID is the generation's UUID or the long video's id.
+	ID  string
+	Err error
+}
+
+func (e *RecordedWorkError) Error() string { return e.Err.Error() }
+func (e *RecordedWorkError) Unwrap() error { return e.Err }

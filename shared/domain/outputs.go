@@ -54,6 +54,11 @@ type StoredFiles struct {
 	// completes with outputs, zero before and for work without outputs.
 	ExpiresAt time.Time
 	Removal   Removal
+	// Finishing: the record's outputs are being written (claimed before
+	// the first byte, while the record is still processing). A finishing
+	// record ends completed (and is charged) or failed, never canceled,
+	// so no output is ever written for work whose credits went back.
+	Finishing bool
 }
 
 // Removed reports whether the files are gone at now: deleted on request,

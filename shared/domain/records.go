@@ -225,6 +225,12 @@ type Usage struct {
 // UsageMonth names the month of t as the store keys usage ("2006-01").
 func UsageMonth(t time.Time) string { return t.UTC().Format("2006-01") }
 
+// MaxIdempotentAnswer bounds the answer an idempotency record keeps, so
+// that no request can make the store keep more for a day. Answers to
+// accepted requests are a few KB; a larger one is not kept (see
+// httpapi.Idempotency), and the stores refuse it.
+const MaxIdempotentAnswer = 64 << 10
+
 // IdempotencyRecord remembers the first answer to a POST sent with an
 // Idempotency-Key, so that a retry gets the same answer and pays nothing more.
 type IdempotencyRecord struct {

@@ -49,9 +49,12 @@ type ObjectStore interface {
 	PutFile(ctx context.Context, key, path, contentType string) error
 	GetFile(ctx context.Context, key, path string) error
 	URL(key string) string
+	Keys(ctx context.Context, prefix string) ([]string, error)
+	Delete(ctx context.Context, keys []string) error
+	Tag(ctx context.Context, key string, tags map[string]string) error
 }
 
-// Bucket wraps the bucket: "bucket.Put|PutFile|GetFile".
+// Bucket wraps the bucket: "bucket.Put|PutFile|GetFile|Keys|Delete|Tag".
 type Bucket struct {
 	Inner ObjectStore
 	In    *Injector
@@ -70,6 +73,19 @@ func (b *Bucket) GetFile(ctx context.Context, key, path string) error {
 }
 
 func (b *Bucket) URL(key string) string { return b.Inner.URL(key) }
+
+func (b *Bucket) Keys(ctx context.Context, prefix string) ([]string, error) {
+	return call(b.In, "bucket.Keys", func() ([]string, error) { return b.Inner.Keys(ctx, prefix) })
+}
+
+// Delete deletes the outputs of work that did not end paid for.
+func (b *Bucket) Delete(ctx context.Context, keys []string) error {
+	return call0(b.In, "bucket.Delete", func() error { return b.Inner.Delete(ctx, keys) })
+}
+
+func (b *Bucket) Tag(ctx context.Context, key string, tags map[string]string) error {
+	return call0(b.In, "bucket.Tag", func() error { return b.Inner.Tag(ctx, key, tags) })
+}
 
 // Starter starts workflows.
 type Starter interface {

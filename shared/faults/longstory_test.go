@@ -96,6 +96,7 @@ func newStoryWorld(t *testing.T, sh *shared, wav string) (*world, *longstory.Cre
 		Upstream: sh.router(t, w.in),
 		Copier:   &media.Copier{Bucket: bucket, HTTP: sh.provider.srv.Client(), AllowedHosts: []string{sh.host}, MaxBytes: 1 << 20, AllowLoopback: true},
 		Files:    bucket,
+		Deleter:  bucket,
 		Narrator: wavNarrator{wav: wav},
 		FFmpeg:   ffmpeg.Runner{},
 		Queue:    &faults.Queue{Inner: w.q, In: w.in},

@@ -134,6 +134,14 @@ func (s *Store) FinishGeneration(ctx context.Context, uuid string, o domain.Outc
 	return call0(s.In, "store.FinishGeneration", func() error { return s.Inner.FinishGeneration(ctx, uuid, o, at) })
 }
 
+func (s *Store) ClaimGenerationFinish(ctx context.Context, uuid string, at time.Time) error {
+	return call0(s.In, "store.ClaimGenerationFinish", func() error { return s.Inner.ClaimGenerationFinish(ctx, uuid, at) })
+}
+
+func (s *Store) ClaimLongVideoFinish(ctx context.Context, id string, at time.Time) error {
+	return call0(s.In, "store.ClaimLongVideoFinish", func() error { return s.Inner.ClaimLongVideoFinish(ctx, id, at) })
+}
+
 func (s *Store) SetGenerationRemoval(ctx context.Context, uuid string, r domain.Removal, at time.Time) error {
 	return call0(s.In, "store.SetGenerationRemoval", func() error { return s.Inner.SetGenerationRemoval(ctx, uuid, r, at) })
 }

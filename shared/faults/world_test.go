@@ -267,6 +267,7 @@ func newWorld(t *testing.T, sh *shared, inner store.Store) *world {
 		Queue:     &faults.Queue{Inner: w.q, In: w.in},
 		Copier: &media.Copier{Bucket: &faults.Bucket{Inner: sh.bucket, In: w.in}, HTTP: http.DefaultClient,
 			AllowedHosts: []string{sh.host}, MaxBytes: 1 << 20, AllowLoopback: true},
+		Outputs:  &faults.Bucket{Inner: sh.bucket, In: w.in},
 		Prices:   pricing.Default(),
 		Settings: generation.Settings{PollLease: pollLease, Now: w.now, Log: quiet()},
 	}
@@ -369,8 +370,9 @@ func (w *world) sweep() {
 
 // check asserts the invariants: granted = balance + held + captured, no
 // hold left open, each hold settled exactly once, every record final, the
-// captured credits exactly those of the completed work, and every output
-// URL's object in the bucket. It returns the final statuses.
+// captured credits exactly those of the completed work, every output
+// URL's object in the bucket, and no output of failed work. It returns the
+// final statuses.
 func (w *world) check(records func(id string) (status domain.Status, credits decimal.Decimal, urls []string, found bool)) map[string]domain.Status {
 	t := w.t
 	t.Helper()
@@ -409,6 +411,14 @@ func (w *world) check(records func(id string) (status domain.Status, credits dec
 				t.Errorf("%s completed without outputs", id)
 			}
 		case domain.StatusFailed:
+			// Refunded work keeps no output (a generation's, or a long
+			// video's final video), whatever call failed while finishing.
+			if keys, err := w.bucket.Keys(ctx, media.GenerationPrefix(id)); err != nil || len(keys) != 0 {
+				t.Errorf("failed %s keeps outputs %v (%v)", id, keys, err)
+			}
+			if ok, err := w.bucket.Exists(ctx, media.FinalVideoKey(id)); err != nil || ok {
+				t.Errorf("failed %s keeps its final video (%v)", id, err)
+			}
 		default:
 			t.Errorf("%s is still %s", id, status)
 		}

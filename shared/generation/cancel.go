@@ -23,7 +23,8 @@ func (c *Canceler) Cancel(ctx context.Context, userID, id string) (domain.Genera
 
 // cancel stops a caller's generation: the upstream jobs are canceled, the
 // record ends canceled and the hold is released. A generation already
-// final is a conflict.
+// final is a conflict, and so is one whose outputs are being stored
+// (domain.ErrFinishing): a cancel never undoes work whose outputs exist.
 func (s *Service) cancel(ctx context.Context, userID, id string) (domain.Generation, error) {
 	g, err := s.reader().Lookup(ctx, userID, id)
 	if err != nil {
@@ -31,6 +32,9 @@ func (s *Service) cancel(ctx context.Context, userID, id string) (domain.Generat
 	}
 	if g.Status.Terminal() {
 		return domain.Generation{}, fmt.Errorf("%w: generation %s is already %s", domain.ErrConflict, g.UUID, g.Status)
+	}
+	if g.Files.Finishing {
+		return domain.Generation{}, finishingError(g.UUID)
 	}
 	log := s.log().With("user_id", g.UserID, "generation_id", g.UUID, "upstream", g.Upstream, "upstream_id", g.UpstreamID)
 	// The record is made final first: the provider's callback for the

@@ -55,8 +55,14 @@ func (s *Service) finishOnce(ctx context.Context, log *slog.Logger, g domain.Gen
 			return wrote, err
 		}
 	case errors.Is(err, domain.ErrConflict):
-		if g, err = s.Store.GetGeneration(ctx, g.UUID); err != nil {
-			return false, fmt.Errorf("reread %s: %w", g.UUID, err)
+		uuid := g.UUID
+		if g, err = s.Store.GetGeneration(ctx, uuid); err != nil {
+			return false, fmt.Errorf("reread %s: %w", uuid, err)
+		}
+		if !g.Status.Terminal() {
+			// A cancel refused while the outputs are stored: nothing to
+			// settle, the poller completes (or fails) the record.
+			return false, finishingError(uuid)
 		}
 	default:
 		return false, fmt.Errorf("finish %s: %w", g.UUID, err)
@@ -106,8 +112,19 @@ func (s *Service) releaseSlots(ctx context.Context, log *slog.Logger, g domain.G
 }
 
 // settle captures the hold of a completed generation and releases that of a
-// failed one; a hold already settled is left alone.
+// failed one; a hold already settled is left alone. A generation that
+// failed while finishing may have outputs in the bucket: they are deleted
+// first, so no output outlives the credits' return (a failure to delete
+// leaves the hold open, and the poll is delivered again).
 func (s *Service) settle(ctx context.Context, log *slog.Logger, g domain.Generation) error {
+	if g.Status != domain.StatusCompleted && g.Files.Finishing {
+		if s.Outputs == nil {
+			return nil // the cancel route: the poller, which has the bucket, settles it
+		}
+		if err := s.deleteOutputs(ctx, g.UUID); err != nil {
+			return err
+		}
+	}
 	how, settled, err := domain.Settle(ctx, s.Store, g.UserID, g.UUID, g.Status)
 	if err != nil {
 		return fmt.Errorf("settle hold of %s: %w", g.UUID, err)
@@ -116,4 +133,11 @@ func (s *Service) settle(ctx context.Context, log *slog.Logger, g domain.Generat
 		log.InfoContext(ctx, "hold settled", "settlement", how, "credits", domain.FormatCredits(g.CreditsUsed))
 	}
 	return nil
+}
+
+// finishingError is a cancel of a generation whose outputs are being
+// stored: it completes and is charged (or fails and is not).
+func finishingError(uuid string) error {
+	return fmt.Errorf("%w: generation %s is storing its outputs; it completes and is charged (or, if that fails, fails and is not)",
+		domain.ErrFinishing, uuid)
 }

@@ -73,7 +73,7 @@ func (s *Service) create(ctx context.Context, userID string, body []byte) (domai
 	}
 	waiting, err := s.start(ctx, log, &g, plans, 0)
 	if err != nil {
-		return domain.Generation{}, err
+		return domain.Generation{}, &domain.RecordedWorkError{Kind: domain.WorkGeneration, ID: g.UUID, Err: err}
 	}
 	if waiting {
 		log.InfoContext(ctx, "generation waits for an upstream slot", "credits", domain.FormatCredits(quote.Credits))
@@ -92,7 +92,7 @@ func (s *Service) plans(ctx context.Context, req catalog.Request) ([]routing.Pla
 	case errors.As(err, &conv):
 		return nil, fmt.Errorf("%w: %v", domain.ErrInvalid, conv)
 	case err != nil:
-		return nil, fmt.Errorf("%w: %v", ErrUpstreamUnavailable, err)
+		return nil, &UpstreamError{Reason: upstream.Public("", err), Cause: err}
 	}
 	return plans, nil
 }
@@ -111,6 +111,7 @@ const SlotWait = time.Second
 // create, the next turn from a waiting generation's ask.
 func (s *Service) start(ctx context.Context, log *slog.Logger, g *domain.Generation, plans []routing.Plan, attempt int) (waiting bool, err error) {
 	var lastErr error
+	lastName := ""
 	capped := -1
 	for i, plan := range plans {
 		name := plan.Route.Upstream
@@ -140,7 +141,7 @@ func (s *Service) start(ctx context.Context, log *slog.Logger, g *domain.Generat
 		}
 		log.WarnContext(ctx, "upstream started nothing; trying the next route", "upstream", name, "error", err)
 		s.releaseSlot(ctx, log, name, g.UUID)
-		lastErr = err
+		lastErr, lastName = err, name
 	}
 	if capped >= 0 {
 		if err := s.enqueue(ctx, PollMessage{GenerationID: g.UUID, Attempt: attempt, Waited: attempt}, SlotWait); err != nil {
@@ -149,8 +150,12 @@ func (s *Service) start(ctx context.Context, log *slog.Logger, g *domain.Generat
 		}
 		return true, nil
 	}
-	s.abandon(ctx, log, *g, "", "no upstream accepted the job")
-	return false, fmt.Errorf("%w: %v", ErrUpstreamUnavailable, lastErr)
+	reason := "no upstream accepted the job"
+	if lastErr != nil {
+		reason = upstream.Public(lastName, lastErr)
+	}
+	s.abandon(ctx, log, *g, "", reason)
+	return false, &UpstreamError{Reason: reason, Cause: lastErr}
 }
 
 // acquireSlot takes a slot of an upstream; without a cap it always has one.
@@ -205,15 +210,16 @@ func (s *Service) submit(ctx context.Context, log *slog.Logger, g *domain.Genera
 			return err
 		case errors.As(err, &unknown):
 			s.resolveUnknown(ctx, log, p, g, run, since, err)
-			return fmt.Errorf("%w: %v", ErrUpstreamUnavailable, err)
+			return &UpstreamError{Reason: upstream.Public(name, err), Cause: err}
 		case errors.As(err, &refused) && refused.StatusCode < 500:
 			s.cancelJobs(ctx, log, p, run.Jobs)
-			s.abandon(ctx, log, *g, name, "upstream refused the job: "+refused.Message)
-			return fmt.Errorf("%w: %s", ErrUpstreamRefused, refused.Message)
+			s.abandon(ctx, log, *g, name, "upstream "+name+" refused the job: "+refused.Message)
+			return &UpstreamError{Refused: true, Upstream: name, Reason: refused.Message, Cause: err}
 		default:
 			s.cancelJobs(ctx, log, p, run.Jobs)
-			s.abandon(ctx, log, *g, name, "upstream provider did not accept the job")
-			return fmt.Errorf("%w: %v", ErrUpstreamUnavailable, err)
+			reason := upstream.Public(name, err)
+			s.abandon(ctx, log, *g, name, reason)
+			return &UpstreamError{Reason: reason, Cause: err}
 		}
 	}
 	if err := s.Store.SetUpstreamJobs(ctx, g.UUID, run, s.now()); err != nil {

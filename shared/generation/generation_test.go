@@ -161,6 +161,7 @@ func setupWith(t *testing.T, edit func(*routing.Config)) *fixture {
 		Upstreams: router,
 		Queue:     f.queue,
 		Copier:    &media.Copier{Bucket: objects.MediaBucket(), HTTP: http.DefaultClient, AllowedHosts: []string{u.Host}, MaxBytes: 1 << 20, AllowLoopback: true},
+		Outputs:   objects.MediaBucket(),
 		Prices:    pricing.Default(),
 		Settings:  generation.Settings{Now: func() time.Time { return *f.now }},
 	}

@@ -93,7 +93,7 @@ func TestUpstreamMisbehaviourEndsFailedAndRefunded(t *testing.T) {
 		return func(w http.ResponseWriter, r *http.Request) { w.Write(body) }
 	}
 	cases := []misbehaviour{
-		{name: "5xx on every read", get: answer(503, nil, `{"detail":"overloaded"}`), says: "upstream unreachable: read upstream job: upstream get: HTTP 503: overloaded"},
+		{name: "5xx on every read", get: answer(503, nil, `{"detail":"overloaded"}`), says: "upstream unreachable: scripted answered HTTP 503: overloaded"},
 		{name: "429 with Retry-After on every read", get: answer(429, map[string]string{"Retry-After": "1"}, `{"detail":"slow down"}`), says: "HTTP 429: slow down"},
 		{name: "429 with a huge Retry-After", get: answer(429, map[string]string{"Retry-After": "86400"}, `{"detail":"come back tomorrow"}`), says: "HTTP 429"},
 		{name: "5xx on submission", create: answer(502, nil, `bad gateway`), createRefused: true},
@@ -101,7 +101,7 @@ func TestUpstreamMisbehaviourEndsFailedAndRefunded(t *testing.T) {
 		{name: "4xx on submission", create: answer(422, nil, `{"detail":"invalid input"}`), createRefused: true, refusedWith: generation.ErrUpstreamRefused},
 		{name: "timeouts", hang: true, createRefused: true},
 		{name: "connection resets", reset: true, createRefused: true},
-		{name: "malformed JSON", get: answer(200, nil, `{"id":"job1","status":`), says: "malformed upstream answer"},
+		{name: "malformed JSON", get: answer(200, nil, `{"id":"job1","status":`), says: "upstream scripted sent an answer that does not follow its protocol"},
 		{name: "an unknown status", get: answer(200, nil, `{"id":"job1","status":"exploded"}`), says: `unknown status "exploded"`},
 		{name: "a prediction without id", get: answer(200, nil, `{"status":"succeeded","output":["x"]}`), says: "prediction without id"},
 		{name: "an answer over the cap", get: answer(200, nil, overCap), says: "answer over"},
@@ -111,8 +111,8 @@ func TestUpstreamMisbehaviourEndsFailedAndRefunded(t *testing.T) {
 		{name: "empty output list", get: answer(200, nil, `{"id":"job1","status":"succeeded","output":[]}`), says: "the provider returned no output"},
 		{name: "empty output URL", get: answer(200, nil, `{"id":"job1","status":"succeeded","output":[""]}`), says: "output 0 is empty"},
 		{name: "output holds no URL", get: answer(200, nil, `{"id":"job1","status":"succeeded","output":{"a":1}}`), says: "the provider returned no output"},
-		{name: "output on another host", get: succeededWith("https://cdn.elsewhere.example/a.png"), says: `output host "cdn.elsewhere.example" is not the upstream's`},
-		{name: "output on the upstream's host but another port", get: succeededWith("http://127.0.0.1:1/a.png"), says: `output host "127.0.0.1:1" is not the upstream's`},
+		{name: "output on another host", get: succeededWith("https://cdn.elsewhere.example/a.png"), says: "copy output 0: output rejected: output host is not the upstream's"},
+		{name: "output on the upstream's host but another port", get: succeededWith("http://127.0.0.1:1/a.png"), says: "copy output 0: output rejected: output host is not the upstream's"},
 		{name: "output on a link-local address", get: succeededWith("http://169.254.169.254/latest/meta-data"), says: "is not the upstream's"},
 		{name: "output not http", get: succeededWith("file:///etc/passwd"), says: "is not an http(s) URL"},
 		{name: "output larger than the cap (declared)", get: succeededWith("/files/huge.png"), file: servePNG(huge), says: "over the 1048576 byte cap"},
@@ -208,6 +208,7 @@ func runMisbehaviour(t *testing.T, tc misbehaviour, srvURL string, hits *atomic.
 		Upstreams: router,
 		Queue:     q,
 		Copier:    &media.Copier{Bucket: objects.MediaBucket(), HTTP: &http.Client{Timeout: time.Second}, AllowedHosts: []string{u.Host}, MaxBytes: 1 << 20, AllowLoopback: true},
+		Outputs:   objects.MediaBucket(),
 		Prices:    pricing.Default(),
 		Settings:  generation.Settings{Now: func() time.Time { return now }, Log: quiet()},
 	}

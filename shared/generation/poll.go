@@ -13,6 +13,7 @@ import (
 
 	"github.com/mediagen-dev/mediagen/shared/domain"
 	"github.com/mediagen-dev/mediagen/shared/media"
+	"github.com/mediagen-dev/mediagen/shared/routing"
 	"github.com/mediagen-dev/mediagen/shared/upstream"
 )
 
@@ -204,6 +205,23 @@ func (s *Service) apply(ctx context.Context, log *slog.Logger, g domain.Generati
 	if len(results) < len(jobsOf(g)) {
 		return false, nil
 	}
+	// Before the first byte is copied the record is claimed as finishing,
+	// in one conditional write that a cancel's cannot pass: either the
+	// cancel won (the credits went back) and nothing is ever copied, or
+	// from here the generation ends completed and charged, or failed with
+	// whatever was copied deleted (settle).
+	if err := s.Store.ClaimGenerationFinish(ctx, g.UUID, s.now()); err != nil {
+		if !errors.Is(err, domain.ErrConflict) {
+			return false, fmt.Errorf("claim %s as finishing: %w", g.UUID, err)
+		}
+		ended, rerr := s.Store.GetGeneration(ctx, g.UUID)
+		if rerr != nil {
+			return false, fmt.Errorf("reread %s: %w", g.UUID, rerr)
+		}
+		log.InfoContext(ctx, "the generation ended before its outputs were copied; nothing is copied", "status", ended.Status)
+		return true, s.settleAndNotify(ctx, log, ended)
+	}
+	g.Files.Finishing = true
 	copyCtx, cancel := s.copyContext(ctx)
 	defer cancel()
 	urls, err := s.copyOutputs(copyCtx, g, outputs)
@@ -214,8 +232,13 @@ func (s *Service) apply(ctx context.Context, log *slog.Logger, g domain.Generati
 			// and no URL is published, so the next poll copies again.
 			return false, fmt.Errorf("%w: %w", errCopyCutOff, err)
 		}
-		if errors.Is(err, media.ErrRejected) || errors.Is(err, errBadOutputs) {
+		if errors.Is(err, errBadOutputs) {
 			return true, s.finish(ctx, log, g, domain.Outcome{Status: domain.StatusFailed, Error: err.Error()})
+		}
+		if errors.Is(err, media.ErrRejected) {
+			// The error may name the hosts the output led to: logs only.
+			log.WarnContext(ctx, "upstream output rejected", "error", err)
+			return true, s.finish(ctx, log, g, domain.Outcome{Status: domain.StatusFailed, Error: publicCopyError(err)})
 		}
 		return false, err
 	}
@@ -224,7 +247,47 @@ func (s *Service) apply(ctx context.Context, log *slog.Logger, g domain.Generati
 		// Nothing is final yet: the next poll copies and tags again.
 		return false, err
 	}
-	return true, s.finish(ctx, log, g, domain.Outcome{Status: domain.StatusCompleted, OutputURLs: urls, OutputExpiresAt: expires})
+	wrote, err := s.finishOnce(ctx, log, g, domain.Outcome{Status: domain.StatusCompleted, OutputURLs: urls, OutputExpiresAt: expires})
+	if err == nil && !wrote {
+		// Another delivery ended the record while this one copied (this
+		// one's lease ran out): the objects it just wrote are deleted
+		// unless they are that delivery's completed outputs.
+		err = s.dropLateCopy(ctx, log, g.UUID)
+	}
+	return true, err
+}
+
+// dropLateCopy deletes a generation's objects written by a copy that
+// finished after the record ended otherwise than completed with its
+// outputs kept. It reads the record after the copy's last write: a delete
+// of the outputs marks the record removing before it lists the objects,
+// so either that listing saw this copy's objects or this read sees the
+// removal.
+func (s *Service) dropLateCopy(ctx context.Context, log *slog.Logger, uuid string) error {
+	g, err := s.Store.GetGeneration(ctx, uuid)
+	if err != nil {
+		return fmt.Errorf("reread %s after its copy: %w", uuid, err)
+	}
+	if g.Status == domain.StatusCompleted && g.Files.Removal == domain.RemovalNone {
+		return nil
+	}
+	log.InfoContext(ctx, "a late copy's objects are deleted", "status", g.Status, "removal", g.Files.Removal)
+	return s.deleteOutputs(ctx, g.UUID)
+}
+
+// deleteOutputs deletes every object under a generation's prefix.
+func (s *Service) deleteOutputs(ctx context.Context, uuid string) error {
+	if s.Outputs == nil {
+		return fmt.Errorf("delete the outputs of %s: no bucket to delete them from", uuid)
+	}
+	keys, err := s.Outputs.Keys(ctx, media.GenerationPrefix(uuid))
+	if err != nil {
+		return fmt.Errorf("list the outputs of %s: %w", uuid, err)
+	}
+	if err := s.Outputs.Delete(ctx, keys); err != nil {
+		return fmt.Errorf("delete the outputs of %s: %w", uuid, err)
+	}
+	return nil
 }
 
 // keepOutputs gives the copied outputs their account's retention and says
@@ -236,7 +299,11 @@ func (s *Service) keepOutputs(ctx context.Context, g domain.Generation) (time.Ti
 		return time.Time{}, fmt.Errorf("read the outputs' retention: %w", err)
 	}
 	days := a.RetentionDays()
-	if err := media.KeepFor(ctx, s.Retainer, media.GenerationPrefix(g.UUID), days); err != nil {
+	var retainer media.Retainer
+	if s.Outputs != nil {
+		retainer = s.Outputs
+	}
+	if err := media.KeepFor(ctx, retainer, media.GenerationPrefix(g.UUID), days); err != nil {
 		return time.Time{}, err
 	}
 	return domain.RetentionEnd(s.now(), days), nil
@@ -299,7 +366,13 @@ func (s *Service) submitWaiting(ctx context.Context, log *slog.Logger, g domain.
 		if errors.Is(err, upstream.ErrNotStarted) {
 			return s.nextAfter(ctx, log, PollMessage{GenerationID: g.UUID, Attempt: next, Waited: next}, SlotWait)
 		}
-		return s.finish(ctx, log, g, domain.Outcome{Status: domain.StatusFailed, Error: "the request cannot be sent upstream: " + err.Error()})
+		log.WarnContext(ctx, "the request cannot be sent upstream", "error", err)
+		reason := upstream.Public("", err)
+		var conv *routing.ConvertError
+		if errors.As(err, &conv) {
+			reason = conv.Error()
+		}
+		return s.finish(ctx, log, g, domain.Outcome{Status: domain.StatusFailed, Error: "the request cannot be sent upstream: " + reason})
 	}
 	waiting, err := s.start(ctx, log, &g, plans, next)
 	switch {
@@ -453,11 +526,34 @@ func (s *Service) copyOutputs(ctx context.Context, g domain.Generation, outputs 
 		}
 		u, err := s.Copier.Copy(ctx, src, media.OutputKeyBase(g.UUID, i), g.Kind)
 		if err != nil {
-			return nil, fmt.Errorf("copy output %d: %w", i, err)
+			return nil, &copyError{index: i, err: err}
 		}
 		urls = append(urls, u)
 	}
 	return urls, nil
+}
+
+// copyError is an output that could not be copied.
+type copyError struct {
+	index int
+	err   error
+}
+
+func (e *copyError) Error() string { return fmt.Sprintf("copy output %d: %v", e.index, e.err) }
+func (e *copyError) Unwrap() error { return e.err }
+
+// publicCopyError says why an output could not be kept, for the record:
+// the rejection's reason or its host's answer; a failure of the connection
+// or of the bucket, whose error may name addresses, is said in words.
+func publicCopyError(err error) string {
+	var ce *copyError
+	if !errors.As(err, &ce) {
+		return "the outputs could not be copied"
+	}
+	if reason := media.PublicReason(ce.err); reason != "" {
+		return fmt.Sprintf("copy output %d: %s", ce.index, reason)
+	}
+	return fmt.Sprintf("copy output %d: it could not be fetched or stored", ce.index)
 }
 
 // pollFailed re-polls after a failure to reach the provider, and fails the
@@ -467,7 +563,11 @@ func (s *Service) pollFailed(ctx context.Context, log *slog.Logger, g domain.Gen
 	permanent := errors.As(cause, &ue) && !ue.Temporary()
 	if permanent || errors.Is(cause, upstream.ErrMalformed) || m.Errors+1 >= MaxConsecutiveErrors {
 		log.WarnContext(ctx, "giving up on upstream job", "error", cause, "consecutive_errors", m.Errors+1)
-		return s.finish(ctx, log, g, domain.Outcome{Status: domain.StatusFailed, Error: "upstream unreachable: " + cause.Error()})
+		reason := upstream.Public(g.Upstream, cause)
+		if errors.As(cause, new(*copyError)) {
+			reason = publicCopyError(cause)
+		}
+		return s.finish(ctx, log, g, domain.Outcome{Status: domain.StatusFailed, Error: reason})
 	}
 	log.InfoContext(ctx, "upstream poll failed, will retry", "error", cause, "consecutive_errors", m.Errors+1)
 	return s.next(ctx, log, PollMessage{GenerationID: g.UUID, Attempt: m.Attempt + 1, Errors: m.Errors + 1, Waited: m.Waited})

@@ -7,6 +7,7 @@ import (
 
 	"github.com/mediagen-dev/mediagen/shared/catalog"
 	"github.com/mediagen-dev/mediagen/shared/domain"
+	"github.com/mediagen-dev/mediagen/shared/media"
 	"github.com/mediagen-dev/mediagen/shared/routing"
 	"github.com/mediagen-dev/mediagen/shared/store"
 	"github.com/mediagen-dev/mediagen/shared/upstream"
@@ -23,6 +24,7 @@ type Store interface {
 	GetGenerationByID(ctx context.Context, userID string, id int64) (domain.Generation, error)
 	SetUpstreamJobs(ctx context.Context, uuid string, run domain.UpstreamRun, at time.Time) error
 	FinishGeneration(ctx context.Context, uuid string, o domain.Outcome, at time.Time) error
+	ClaimGenerationFinish(ctx context.Context, uuid string, at time.Time) error
 	ListGenerations(ctx context.Context, q store.ListQuery) (store.Page[domain.Generation], error)
 	ClaimPoll(ctx context.Context, uuid string, attempt int, now, until time.Time) (claimed bool, holder int, err error)
 	// GetAccount gives the retention a completed generation's outputs
@@ -65,6 +67,13 @@ type MessageHandler interface {
 	HandleMessage(ctx context.Context, body string) (handled bool, err error)
 }
 
+// OutputFiles is the bucket as the poller sees it beside the copier.
+type OutputFiles interface {
+	media.Retainer
+	// Delete deletes keys; a key already gone is not an error.
+	Delete(ctx context.Context, keys []string) error
+}
+
 // Copier keeps the service's own copy of an output and returns its URL.
 type Copier interface {
 	Copy(ctx context.Context, src, keyBase string, kind domain.MediaKind) (string, error)
@@ -79,3 +88,34 @@ var ErrUpstreamUnavailable = errors.New("upstream provider unavailable")
 // such as 422 about the input): it is not tried elsewhere; the hold is
 // released and the generation failed with the provider's reason.
 var ErrUpstreamRefused = errors.New("upstream provider refused the job")
+
+// UpstreamError is a job no upstream took. It matches ErrUpstreamRefused
+// (Refused: the provider's final word on the input) or else
+// ErrUpstreamUnavailable under errors.Is. Upstream and Reason are for the
+// caller and the record (a refusal's message once, or upstream.Public);
+// Cause, which may name addresses, is for the logs.
+type UpstreamError struct {
+	Refused bool
+	// Upstream names the routing file's upstream that refused.
+	Upstream string
+	// Reason is the provider's message when Refused, else what happened.
+	Reason string
+	Cause  error
+}
+
+func (e *UpstreamError) sentinel() error {
+	if e.Refused {
+		return ErrUpstreamRefused
+	}
+	return ErrUpstreamUnavailable
+}
+
+func (e *UpstreamError) Error() string {
+	msg := e.sentinel().Error() + ": " + e.Reason
+	if e.Cause != nil {
+		msg += " (" + e.Cause.Error() + ")"
+	}
+	return msg
+}
+
+func (e *UpstreamError) Is(target error) bool { return target == e.sentinel() }

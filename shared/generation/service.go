@@ -11,7 +11,6 @@ import (
 
 	"github.com/mediagen-dev/mediagen/shared/catalog"
 	"github.com/mediagen-dev/mediagen/shared/domain"
-	"github.com/mediagen-dev/mediagen/shared/media"
 	"github.com/mediagen-dev/mediagen/shared/pricing"
 )
 
@@ -84,9 +83,11 @@ type Service struct {
 	Upstreams Upstreams
 	Queue     Queue
 	Copier    Copier
-	// Retainer tags the outputs of an account that keeps them for less
-	// than the default retention (media.KeepFor); nil: none can be.
-	Retainer media.Retainer
+	// Outputs tags the outputs of an account that keeps them for less
+	// than the default retention (media.KeepFor), and deletes what was
+	// written for a generation that did not end completed; nil: neither
+	// can be done (tests without a bucket).
+	Outputs OutputFiles
 	// Notifier sends webhook events; nil means no webhooks.
 	Notifier Notifier
 	// Slots caps the jobs at once per upstream (its max_concurrent); work
@@ -101,11 +102,12 @@ type Service struct {
 // NewPoller is the poll queue's consumer. others takes the queue's
 // messages that are not a generation's (the long-form scenes' polls); nil
 // when there are none, like notifier (no webhooks) and slots (no caps).
-// retainer tags the outputs the copier keeps when their account's
-// retention is not the default.
-func NewPoller(store Store, upstreams Upstreams, queue Queue, slots Slots, copier Copier, retainer media.Retainer,
+// outputs tags the outputs the copier keeps when their account's
+// retention is not the default, and deletes those of a generation that
+// did not end completed.
+func NewPoller(store Store, upstreams Upstreams, queue Queue, slots Slots, copier Copier, outputs OutputFiles,
 	notifier Notifier, prices *pricing.Table, others MessageHandler, settings Settings) *Service {
-	return &Service{Store: store, Upstreams: upstreams, Queue: queue, Slots: slots, Copier: copier, Retainer: retainer,
+	return &Service{Store: store, Upstreams: upstreams, Queue: queue, Slots: slots, Copier: copier, Outputs: outputs,
 		Notifier: notifier, Prices: prices, Others: others, Settings: settings}
 }
 

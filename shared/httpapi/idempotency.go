@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/mediagen-dev/mediagen/shared/domain"
+	"github.com/mediagen-dev/mediagen/shared/generation"
 )
 
 // IdempotencyStore remembers the answers to POSTs with an Idempotency-Key.
@@ -107,23 +108,35 @@ func (i *Idempotency) wrap(ctx context.Context, req Request, a domain.Account, h
 	}
 }
 
-// run handles the request that claimed the key and keeps its answer; a
-// server error is not kept, so that a retry runs again.
+// run handles the request that claimed the key and keeps its answer. A
+// server error is not kept, so that a retry runs again, except a provider's
+// refusal: its record is failed and the provider's word is final, so a
+// retry gets the same answer rather than a second refused job. No answer
+// over domain.MaxIdempotentAnswer is kept: an error over it changed
+// nothing and is forgotten (a repeat runs again and gets it anew); a
+// success over it is kept as a small 409 that says the work was done.
 func (i *Idempotency) run(ctx context.Context, req Request, a domain.Account, key string, h AuthedHandler) (Response, error) {
 	resp, err := h(ctx, req, a)
 	if err != nil {
 		resp = errorResponse(ctx, domain.Logger(i.Log), req, err)
 	}
-	if resp.StatusCode >= 500 {
+	tooLarge := len(resp.Body) > domain.MaxIdempotentAnswer
+	if (resp.StatusCode >= 500 && !errors.Is(err, generation.ErrUpstreamRefused)) || (tooLarge && resp.StatusCode >= 300) {
 		if rerr := i.Store.ReleaseIdempotencyKey(context.WithoutCancel(ctx), a.UserID, key); rerr != nil {
 			return resp, errors.Join(err, rerr)
 		}
 		return resp, nil
 	}
+	kept := resp
+	if tooLarge {
+		kept = errorResponse(ctx, domain.Logger(i.Log), req, &Error{Status: http.StatusConflict, Code: "idempotency_answer_not_kept",
+			Message: fmt.Sprintf("the first request with this Idempotency-Key succeeded (HTTP %d) and its work was done once, but its answer "+
+				"was over the %d bytes kept for repeats; find the work in the list of your generations or videos", resp.StatusCode, domain.MaxIdempotentAnswer)})
+	}
 	// If the answer cannot be kept, the work is still done and answered: a
 	// retry then waits and gets 409 until the key expires, rather than run
 	// the work twice (releasing the key would allow that).
-	if err := i.Store.FinishIdempotencyKey(context.WithoutCancel(ctx), a.UserID, key, resp.StatusCode, []byte(resp.Body)); err != nil {
+	if err := i.Store.FinishIdempotencyKey(context.WithoutCancel(ctx), a.UserID, key, kept.StatusCode, []byte(kept.Body)); err != nil {
 		domain.Logger(i.Log).WarnContext(ctx, "could not keep the answer of an idempotency key", "user_id", a.UserID, "error", err)
 	}
 	return resp, nil

@@ -78,6 +78,9 @@ type Error struct {
 	Message string
 	Details []catalog.FieldError
 	Headers map[string]string
+	// GenerationID and VideoID name the record a create wrote (and
+	// failed) before it failed, so that the client can find it.
+	GenerationID, VideoID string
 }
 
 func (e *Error) Error() string { return fmt.Sprintf("%d %s: %s", e.Status, e.Code, e.Message) }
@@ -88,15 +91,35 @@ type envelope struct {
 }
 
 type envelopeError struct {
-	Code    string               `json:"code"`
-	Message string               `json:"message"`
-	Details []catalog.FieldError `json:"details,omitempty"`
+	Code         string               `json:"code"`
+	Message      string               `json:"message"`
+	Details      []catalog.FieldError `json:"details,omitempty"`
+	GenerationID string               `json:"generation_id,omitempty"`
+	VideoID      string               `json:"video_id,omitempty"`
 }
 
 // classify maps every error a use case returns to its HTTP answer. It is the
-// one place where domain errors become statuses.
+// one place where domain errors become statuses. A create that failed after
+// writing its record names the record.
 func classify(err error) *Error {
+	e := classifyCause(err)
+	var recorded *domain.RecordedWorkError
+	if errors.As(err, &recorded) {
+		named := *e
+		switch recorded.Kind {
+		case domain.WorkGeneration:
+			named.GenerationID = recorded.ID
+		case domain.WorkLongVideo:
+			named.VideoID = recorded.ID
+		}
+		return &named
+	}
+	return e
+}
+
+func classifyCause(err error) *Error {
 	var (
+		upErr  *generation.UpstreamError
 		apiErr *Error
 		valErr *catalog.ValidationError
 		short  *domain.InsufficientCreditsError
@@ -120,6 +143,8 @@ func classify(err error) *Error {
 		return &Error{Status: http.StatusForbidden, Code: "insufficient_scope", Message: scope.Reason}
 	case errors.Is(err, domain.ErrInvalid):
 		return &Error{Status: http.StatusBadRequest, Code: "invalid_request", Message: invalidMessage(err)}
+	case errors.Is(err, domain.ErrFinishing):
+		return &Error{Status: http.StatusConflict, Code: "finishing", Message: sentinelMessage(err, domain.ErrFinishing)}
 	case errors.Is(err, domain.ErrConflict):
 		return &Error{Status: http.StatusConflict, Code: "conflict", Message: sentinelMessage(err, domain.ErrConflict)}
 	case errors.Is(err, domain.ErrNotFound):
@@ -127,9 +152,15 @@ func classify(err error) *Error {
 	case errors.Is(err, longstory.ErrWorkflowUnavailable):
 		return &Error{Status: http.StatusBadGateway, Code: "workflow_unavailable",
 			Message: "the video workflow could not be started; no credits were charged, please retry"}
+	case errors.As(err, &upErr) && upErr.Refused:
+		return &Error{Status: http.StatusBadGateway, Code: "upstream_refused",
+			Message: "upstream " + upErr.Upstream + " refused the job: " + upErr.Reason + "; no credits were charged"}
+	case errors.As(err, &upErr):
+		return &Error{Status: http.StatusBadGateway, Code: "upstream_unavailable",
+			Message: "the generation provider did not accept the job (" + upErr.Reason + "); no credits were charged, please retry"}
 	case errors.Is(err, generation.ErrUpstreamRefused):
 		return &Error{Status: http.StatusBadGateway, Code: "upstream_refused",
-			Message: "the generation provider refused the job (" + sentinelMessage(err, generation.ErrUpstreamRefused) + "); no credits were charged"}
+			Message: "the generation provider refused the job; no credits were charged"}
 	case errors.Is(err, generation.ErrUpstreamUnavailable):
 		return &Error{Status: http.StatusBadGateway, Code: "upstream_unavailable",
 			Message: "the generation provider did not accept the job; no credits were charged, please retry"}
@@ -158,7 +189,8 @@ func errorResponse(ctx context.Context, log *slog.Logger, req Request, err error
 	if e.Status >= 500 {
 		log.ErrorContext(ctx, "request failed", "route", req.RouteKey, "status", e.Status, "error", err)
 	}
-	resp := jsonResponse(e.Status, envelope{Error: envelopeError{Code: e.Code, Message: e.Message, Details: e.Details}, RequestID: requestID(req)})
+	resp := jsonResponse(e.Status, envelope{Error: envelopeError{Code: e.Code, Message: e.Message, Details: e.Details,
+		GenerationID: e.GenerationID, VideoID: e.VideoID}, RequestID: requestID(req)})
 	for k, v := range e.Headers {
 		resp.Headers[k] = v
 	}

@@ -64,7 +64,7 @@ func Poller(ctx context.Context, log *slog.Logger) (any, error) {
 	// The same queue carries the long-form scenes' polls, which use the
 	// generations' upstream clients and copier.
 	scenes := longstory.ScenePoller(p.store, p.ups, p.store, p.queue, &workflow.TaskTokens{Client: sfn.NewFromConfig(p.cfg)},
-		p.copier, stepSettings(log))
+		p.copier, p.outputs, stepSettings(log))
 	poller := generation.NewPoller(p.store, p.ups, p.queue, p.store, p.copier, p.outputs, p.notifier, p.prices, scenes, p.settings)
 	return sqsbatch.Handler(poller.HandleBatch), nil
 }

@@ -79,11 +79,11 @@ func Narrate(ctx context.Context, log *slog.Logger) (any, error) {
 
 // Assemble joins the clips and narration with the ffmpeg layer.
 func Assemble(ctx context.Context, log *slog.Logger) (any, error) {
-	_, files, err := configAndBucket(ctx)
+	cfg, files, err := configAndBucket(ctx)
 	if err != nil {
 		return nil, err
 	}
-	return longstory.AssembleStep(files, ffmpeg.Runner{Timeout: 10 * time.Minute}, stepSettings(log)), nil
+	return longstory.AssembleStep(files, storewiring.Store(cfg), files, ffmpeg.Runner{Timeout: 10 * time.Minute}, stepSettings(log)), nil
 }
 
 // Finalize completes the video, tags its files with a retention other than
@@ -103,7 +103,7 @@ func Finalize(ctx context.Context, log *slog.Logger) (any, error) {
 // MarkFailed is the workflow's Catch and the safety-net rule's target: it
 // also stops the scenes' jobs and frees their slots.
 func MarkFailed(ctx context.Context, log *slog.Logger) (any, error) {
-	cfg, err := storewiring.AWSConfig(ctx)
+	cfg, files, err := configAndBucket(ctx)
 	if err != nil {
 		return nil, err
 	}
@@ -116,7 +116,7 @@ func MarkFailed(ctx context.Context, log *slog.Logger) (any, error) {
 		return nil, err
 	}
 	st := storewiring.Store(cfg)
-	return longstory.MarkFailedStep(st, notifier, ups, st, stepSettings(log)), nil
+	return longstory.MarkFailedStep(st, notifier, ups, st, files, stepSettings(log)), nil
 }
 
 // configAndBucket are what the steps that read and write files start from.

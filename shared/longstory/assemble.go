@@ -2,6 +2,7 @@ package longstory
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"math"
 	"os"
@@ -11,14 +12,18 @@ import (
 	"strings"
 	"sync"
 
+	"github.com/mediagen-dev/mediagen/shared/domain"
 	"github.com/mediagen-dev/mediagen/shared/ffmpeg"
 	"github.com/mediagen-dev/mediagen/shared/media"
 )
 
 // AssembleStep joins the clips and the narration into the final video.
-func AssembleStep(files Files, ff ffmpeg.Runner, settings StepSettings) func(context.Context, AssembleTask) (FinalizeTask, error) {
+// It claims the video as finishing in store before it stores the final
+// video, and deletes that upload (with deleter) when the video ended
+// otherwise meanwhile.
+func AssembleStep(files Files, store Store, deleter Deleter, ff ffmpeg.Runner, settings StepSettings) func(context.Context, AssembleTask) (FinalizeTask, error) {
 	s := settings.steps()
-	s.Files, s.FFmpeg = files, ff
+	s.Files, s.Store, s.Deleter, s.FFmpeg = files, store, deleter, ff
 	return s.Assemble
 }
 
@@ -94,12 +99,56 @@ func (s *Steps) Assemble(ctx context.Context, in AssembleTask) (FinalizeTask, er
 		return FinalizeTask{}, &TransientError{Msg: fmt.Sprintf("assemble: measure: %v", err)}
 	}
 	key := media.FinalVideoKey(in.VideoID)
+	if err := s.claimFinish(ctx, in.VideoID); err != nil {
+		return FinalizeTask{}, err
+	}
 	if err := s.Files.PutFile(ctx, key, final, "video/mp4"); err != nil {
 		return FinalizeTask{}, &TransientError{Msg: fmt.Sprintf("assemble: store: %v", err)}
+	}
+	if err := s.dropLateUpload(ctx, in.VideoID, key); err != nil {
+		return FinalizeTask{}, err
 	}
 	duration := math.Round(info.Duration*1000) / 1000
 	s.log().InfoContext(ctx, "long video assembled", "video_id", in.VideoID, "scenes", len(scenes), "seconds", duration, "stream_copy", copied)
 	return FinalizeTask{VideoID: in.VideoID, Key: key, Duration: duration}, nil
+}
+
+// claimFinish claims the video as finishing before its final video is
+// stored, in one conditional write that a cancel's cannot pass: a video
+// canceled (or failed) first gets no final video, and one claimed ends
+// completed and charged, or failed with the final video deleted
+// (MarkFailed).
+func (s *Steps) claimFinish(ctx context.Context, videoID string) error {
+	err := s.Store.ClaimLongVideoFinish(ctx, videoID, s.now())
+	if err == nil {
+		return nil
+	}
+	if !errors.Is(err, domain.ErrConflict) {
+		return &TransientError{Msg: fmt.Sprintf("assemble: claim %s as finishing: %v", videoID, err)}
+	}
+	status := "final"
+	if v, rerr := s.Store.GetLongVideo(ctx, videoID); rerr == nil {
+		status = string(v.Status)
+	}
+	return &SceneFailedError{Msg: fmt.Sprintf("assemble stopped: the video is %s; its final video is not stored", status)}
+}
+
+// dropLateUpload reads the video after its final video was stored and
+// deletes that upload when the video ended otherwise than completed with
+// its files kept: an Assemble that ran past its task's timeout stores
+// after MarkFailed or a delete of the outputs listed what to delete.
+func (s *Steps) dropLateUpload(ctx context.Context, videoID, key string) error {
+	v, err := s.Store.GetLongVideo(ctx, videoID)
+	if err != nil {
+		return &TransientError{Msg: fmt.Sprintf("assemble: reread %s: %v", videoID, err)}
+	}
+	if v.Status == domain.StatusProcessing || v.Status == domain.StatusCompleted && v.Files.Removal == domain.RemovalNone {
+		return nil
+	}
+	if err := s.Deleter.Delete(ctx, []string{key}); err != nil {
+		return &TransientError{Msg: fmt.Sprintf("assemble: delete the late upload of %s: %v", videoID, err)}
+	}
+	return &SceneFailedError{Msg: fmt.Sprintf("assemble stopped: the video is %s; its final video is not kept", v.Status)}
 }
 
 // sceneSource is one scene's clip and narration in the scratch directory.

@@ -9,7 +9,9 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
+	"github.com/mediagen-dev/mediagen/shared/domain"
 	"github.com/mediagen-dev/mediagen/shared/ffmpeg"
 	"github.com/mediagen-dev/mediagen/shared/local/objectstore"
 	"github.com/mediagen-dev/mediagen/shared/longstory"
@@ -49,7 +51,7 @@ func TestAssembleFitsNarrationToItsScene(t *testing.T) {
 			}
 			bucket.PutFile(ctx, video, clip, "video/mp4")
 			bucket.PutFile(ctx, speech, wav, "audio/wav")
-			steps := &longstory.Steps{Files: bucket, FFmpeg: ff, WorkDir: t.TempDir()}
+			steps := &longstory.Steps{Store: assemblingStore{}, Files: bucket, FFmpeg: ff, WorkDir: t.TempDir()}
 			out, err := steps.Assemble(ctx, longstory.AssembleTask{
 				VideoID:   fmt.Sprintf("v%d", i),
 				Scenes:    []longstory.SceneClip{{SceneNumber: 1, Key: video}},
@@ -105,7 +107,7 @@ func TestAssembleLastsFiveSecondsPerScene(t *testing.T) {
 				bucket.PutFile(ctx, speech, wav, "audio/wav")
 				tracks = append(tracks, longstory.Track{SceneNumber: n, Key: speech})
 			}
-			steps := &longstory.Steps{Files: bucket, FFmpeg: ff, WorkDir: t.TempDir()}
+			steps := &longstory.Steps{Store: assemblingStore{}, Files: bucket, FFmpeg: ff, WorkDir: t.TempDir()}
 			out, err := steps.Assemble(ctx, longstory.AssembleTask{VideoID: vid, Scenes: scenes, Narration: longstory.Narration{Tracks: tracks}})
 			if err != nil {
 				t.Fatal(err)
@@ -202,7 +204,7 @@ func TestAssembleCopiesTheClipsWhenTheyMatchAndEncodesThemWhenNot(t *testing.T) 
 			if err := bucket.PutFile(ctx, speech, wav, "audio/wav"); err != nil {
 				t.Fatal(err)
 			}
-			steps := &longstory.Steps{Files: bucket, FFmpeg: ff, WorkDir: t.TempDir()}
+			steps := &longstory.Steps{Store: assemblingStore{}, Files: bucket, FFmpeg: ff, WorkDir: t.TempDir()}
 			out, err := steps.Assemble(ctx, longstory.AssembleTask{VideoID: vid, Scenes: scenes,
 				Narration: longstory.Narration{Tracks: []longstory.Track{{SceneNumber: 1, Key: speech}}}})
 			if err != nil {
@@ -253,4 +255,15 @@ func frameHashes(t *testing.T, ff ffmpeg.Runner, path string) []string {
 		hashes = append(hashes, strings.TrimSpace(fields[len(fields)-1]))
 	}
 	return hashes
+}
+
+// assemblingStore is a store in which every video is processing: Assemble
+// claims it as finishing and reads it back after its upload, and calls
+// nothing else.
+type assemblingStore struct{ longstory.Store }
+
+func (assemblingStore) ClaimLongVideoFinish(context.Context, string, time.Time) error { return nil }
+
+func (assemblingStore) GetLongVideo(_ context.Context, id string) (domain.LongVideo, error) {
+	return domain.LongVideo{ID: id, Status: domain.StatusProcessing, Files: domain.StoredFiles{Finishing: true}}, nil
 }

@@ -25,7 +25,8 @@ func (c *Canceler) Cancel(ctx context.Context, userID, id string) (domain.LongVi
 
 // cancel stops a caller's video: the execution is stopped, the scenes'
 // jobs upstream are canceled, the record ends canceled and the hold is
-// released. A video already final is a conflict.
+// released. A video already final is a conflict, and so is one whose
+// final video is being stored (domain.ErrFinishing).
 func (s *Service) cancel(ctx context.Context, userID, id string) (domain.LongVideo, error) {
 	v, err := NewReader(s.Store).find(ctx, userID, id)
 	if err != nil {
@@ -34,11 +35,17 @@ func (s *Service) cancel(ctx context.Context, userID, id string) (domain.LongVid
 	if v.Status.Terminal() {
 		return domain.LongVideo{}, fmt.Errorf("%w: video %s is already %s", domain.ErrConflict, v.ID, v.Status)
 	}
+	if v.Files.Finishing {
+		return domain.LongVideo{}, finishingError(v.ID)
+	}
 	log := s.log().With("user_id", userID, "video_id", v.ID)
 	err = s.Store.FinishLongVideo(ctx, v.ID, domain.Outcome{Status: domain.StatusCanceled, Error: "canceled by the caller"}, s.now())
 	if errors.Is(err, domain.ErrConflict) {
 		if v, err = s.Store.GetLongVideo(ctx, v.ID); err == nil {
 			err = fmt.Errorf("%w: video %s is already %s", domain.ErrConflict, v.ID, v.Status)
+			if !v.Status.Terminal() {
+				err = finishingError(v.ID)
+			}
 		}
 		return domain.LongVideo{}, err
 	}
@@ -58,4 +65,11 @@ func (s *Service) cancel(ctx context.Context, userID, id string) (domain.LongVid
 		log.WarnContext(ctx, "could not enqueue the webhook", "error", err)
 	}
 	return v, nil
+}
+
+// finishingError is a cancel of a video whose final video is being
+// stored: it completes and is charged (or fails and is not).
+func finishingError(id string) error {
+	return fmt.Errorf("%w: video %s is storing its final video; it completes and is charged (or, if that fails, fails and is not)",
+		domain.ErrFinishing, id)
 }

@@ -104,7 +104,8 @@ func (s *Service) create(ctx context.Context, userID string, body []byte) (domai
 	if err != nil {
 		log.WarnContext(ctx, "workflow did not start", "error", err)
 		s.abandon(ctx, log, v, "the workflow could not be started")
-		return domain.LongVideo{}, fmt.Errorf("%w: %v", ErrWorkflowUnavailable, err)
+		return domain.LongVideo{}, &domain.RecordedWorkError{Kind: domain.WorkLongVideo, ID: v.ID,
+			Err: fmt.Errorf("%w: %v", ErrWorkflowUnavailable, err)}
 	}
 	log.InfoContext(ctx, "long video started", "scenes", len(v.Scenes), "credits", domain.FormatCredits(q.Credits))
 	return v, nil

@@ -3,7 +3,6 @@ package longstory
 import (
 	"encoding/json"
 	"fmt"
-	"slices"
 	"strings"
 
 	"github.com/mediagen-dev/mediagen/shared/catalog"
@@ -101,11 +100,7 @@ func ParseEstimate(prices *pricing.Table, body []byte) (Quote, error) {
 		return Quote{}, err
 	}
 	var p catalog.Problems
-	for k := range obj {
-		if !slices.Contains(estimateFields, k) {
-			p.Add(k, fmt.Sprintf("unknown field %q (allowed: %s)", k, strings.Join(estimateFields, ", ")))
-		}
-	}
+	p.Unknown("", obj, estimateFields)
 	model, ok := obj["model"].(string)
 	if !ok {
 		p.Add("model", "is required: a video model_version such as "+DefaultModel)
@@ -154,7 +149,7 @@ func sceneCount(v any) (int, string) {
 	}
 	i, err := n.Int64()
 	if err != nil || i < MinScenes || i > MaxScenes {
-		return 0, fmt.Sprintf("must be a whole number from %d to %d, got %s", MinScenes, MaxScenes, n)
+		return 0, fmt.Sprintf("must be a whole number from %d to %d, got %s", MinScenes, MaxScenes, catalog.Clip(n.String()))
 	}
 	return int(i), ""
 }

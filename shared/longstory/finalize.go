@@ -94,6 +94,22 @@ func (s *Steps) finish(ctx context.Context, videoID string, o domain.Outcome) (E
 	if err != nil {
 		return Ended{}, &TransientError{Msg: fmt.Sprintf("read %s: %v", videoID, err)}
 	}
+	if v.Status == domain.StatusProcessing {
+		// A cancel refused while finishing never comes here; nothing else
+		// leaves the video processing.
+		return Ended{}, &TransientError{Msg: fmt.Sprintf("finish %s: still processing", videoID)}
+	}
+	if v.Status != domain.StatusCompleted && v.Files.Finishing {
+		// Its final video may be stored: deleted before the credits go
+		// back, so no output outlives them. A step without the bucket
+		// (Finalize) leaves that to MarkFailed.
+		if s.Deleter == nil {
+			return endedOf(v), nil
+		}
+		if err := s.Deleter.Delete(ctx, []string{media.FinalVideoKey(v.ID)}); err != nil {
+			return Ended{}, &TransientError{Msg: fmt.Sprintf("delete the final video of %s: %v", videoID, err)}
+		}
+	}
 	how, settled, err := domain.Settle(ctx, s.Store, v.UserID, v.ID, v.Status)
 	if err != nil {
 		return Ended{}, &TransientError{Msg: fmt.Sprintf("settle %s: %v", videoID, err)}

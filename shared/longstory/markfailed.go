@@ -9,11 +9,12 @@ import (
 	"github.com/mediagen-dev/mediagen/shared/domain"
 )
 
-// MarkFailedStep fails the video, releases its hold and stops its scenes'
-// jobs: the workflow's Catch and the safety net's target.
-func MarkFailedStep(store Store, notifier Notifier, ups Upstreams, slots Slots, settings StepSettings) func(context.Context, FailTask) (Ended, error) {
+// MarkFailedStep fails the video, deletes its final video if one was
+// stored (deleter), releases its hold and stops its scenes' jobs: the
+// workflow's Catch and the safety net's target.
+func MarkFailedStep(store Store, notifier Notifier, ups Upstreams, slots Slots, deleter Deleter, settings StepSettings) func(context.Context, FailTask) (Ended, error) {
 	s := settings.steps()
-	s.Store, s.Notifier, s.Upstream, s.Slots = store, notifier, ups, slots
+	s.Store, s.Notifier, s.Upstream, s.Slots, s.Deleter = store, notifier, ups, slots, deleter
 	return s.MarkFailed
 }
 

@@ -4,7 +4,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"math"
-	"slices"
 	"sort"
 	"strings"
 	"unicode/utf8"
@@ -51,11 +50,7 @@ func ParseCreate(body []byte, opts catalog.Options) (Request, error) {
 	}
 	allowed := append([]string{"prompt", "scenes", "language_code", "model", "enable_narration", "video_style"}, catalog.WebhookFields...)
 	var p catalog.Problems
-	for k := range obj {
-		if !slices.Contains(allowed, k) {
-			p.Add(k, fmt.Sprintf("unknown field %q (allowed: %s)", k, strings.Join(allowed, ", ")))
-		}
-	}
+	p.Unknown("", obj, allowed)
 	req := Request{Model: DefaultModel, EnableNarration: true, VideoStyle: "auto"}
 	req.Prompt = text(obj, "prompt", MaxPromptRunes, true, &p)
 	lang, langOK := language(obj, &p)
@@ -180,6 +175,9 @@ func (s spoken) check(field string, sc domain.Scene, promptOK bool, p *catalog.P
 	}
 }
 
+// sceneFields are the fields of one scene.
+var sceneFields = []string{"scene_number", "prompt", "narration"}
+
 func scenes(raw any, p *catalog.Problems, fits func(domain.Scene) string, speech spoken) []domain.Scene {
 	list, ok := raw.([]any)
 	switch {
@@ -202,11 +200,7 @@ func scenes(raw any, p *catalog.Problems, fits func(domain.Scene) string, speech
 			p.Add(field, "must be an object {scene_number, prompt}")
 			continue
 		}
-		for k := range obj {
-			if k != "scene_number" && k != "prompt" && k != "narration" {
-				p.Add(field+"."+k, fmt.Sprintf("unknown field %q (allowed: scene_number, prompt, narration)", k))
-			}
-		}
+		p.Unknown(field+".", obj, sceneFields)
 		sc := domain.Scene{}
 		n, ok := obj["scene_number"].(json.Number)
 		num, err := n.Int64()

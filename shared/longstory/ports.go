@@ -25,6 +25,7 @@ type Store interface {
 	CreateLongVideo(ctx context.Context, v domain.LongVideo) error
 	GetLongVideo(ctx context.Context, id string) (domain.LongVideo, error)
 	FinishLongVideo(ctx context.Context, id string, o domain.Outcome, at time.Time) error
+	ClaimLongVideoFinish(ctx context.Context, id string, at time.Time) error
 	SetSceneStatus(ctx context.Context, videoID string, scene int, state domain.SceneState, at time.Time) error
 	ListLongVideos(ctx context.Context, q store.ListQuery) (store.Page[domain.LongVideo], error)
 	// GetAccount gives the retention a completed video's files are kept
@@ -94,6 +95,12 @@ type Files interface {
 	PutFile(ctx context.Context, key, path, contentType string) error
 	GetFile(ctx context.Context, key, path string) error
 	URL(key string) string
+}
+
+// Deleter deletes the bucket's objects; a key already gone is not an
+// error.
+type Deleter interface {
+	Delete(ctx context.Context, keys []string) error
 }
 
 // Narrator speaks text in a language into an audio file under dir and

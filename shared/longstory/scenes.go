@@ -26,10 +26,10 @@ func SubmitSceneStep(store Store, ups Upstreams, slots Slots, queue Queue, setti
 
 // ScenePoller takes the poll queue's scene messages (HandleMessage) for the
 // poller: it watches each scene's job, keeps its clip and resumes the
-// waiting task.
-func ScenePoller(store Store, ups Upstreams, slots Slots, queue Queue, tokens TaskTokens, copier Copier, settings StepSettings) *Steps {
+// waiting task; deleter deletes a clip kept after its video ended.
+func ScenePoller(store Store, ups Upstreams, slots Slots, queue Queue, tokens TaskTokens, copier Copier, deleter Deleter, settings StepSettings) *Steps {
 	s := settings.steps()
-	s.Store, s.Upstream, s.Slots, s.Queue, s.Tokens, s.Copier = store, ups, slots, queue, tokens, copier
+	s.Store, s.Upstream, s.Slots, s.Queue, s.Tokens, s.Copier, s.Deleter = store, ups, slots, queue, tokens, copier, deleter
 	return s
 }
 
@@ -139,7 +139,7 @@ func (s *Steps) SubmitScene(ctx context.Context, in SceneTask) (SceneTask, error
 	}
 	plans, err := s.Upstream.Plans(ctx, variant, input, 1)
 	if err != nil {
-		return in, upstreamError(n, "submit", err)
+		return in, upstreamError(ctx, log, n, "", err)
 	}
 	job, name, err := s.startScene(ctx, log, v.ID, n, plans)
 	if err != nil {
@@ -157,6 +157,7 @@ func (s *Steps) startScene(ctx context.Context, log *slog.Logger, videoID string
 	holder := sceneHolder(videoID, n)
 	capped := ""
 	var lastErr error
+	lastName := ""
 	for _, plan := range plans {
 		name := plan.Route.Upstream
 		got, err := s.acquireSceneSlot(ctx, name, holder)
@@ -184,12 +185,12 @@ func (s *Steps) startScene(ctx context.Context, log *slog.Logger, videoID string
 			return domain.UpstreamJob{}, "", err
 		}
 		log.WarnContext(ctx, "upstream started nothing; trying the next route", "upstream", name, "error", err)
-		lastErr = err
+		lastErr, lastName = err, name
 	}
 	if capped != "" {
 		return domain.UpstreamJob{}, "", &SlotsFullError{Msg: fmt.Sprintf("scene %d waits for a slot at %s", n, capped)}
 	}
-	return domain.UpstreamJob{}, "", upstreamError(n, "submit", lastErr)
+	return domain.UpstreamJob{}, "", upstreamError(ctx, log, n, lastName, lastErr)
 }
 
 // createScene sends the create of one route, recording first that it is
@@ -219,7 +220,7 @@ func (s *Steps) createScene(ctx context.Context, log *slog.Logger, videoID strin
 		if errors.Is(err, upstream.ErrNotStarted) {
 			return domain.UpstreamJob{}, err
 		}
-		return domain.UpstreamJob{}, upstreamError(n, "submit", err)
+		return domain.UpstreamJob{}, upstreamError(ctx, log, n, name, err)
 	}
 	state := domain.SceneState{Status: domain.StatusProcessing, UpstreamID: job.ID, Upstream: name, CancelURL: job.CancelURL,
 		StatusURL: job.StatusURL, ResponseURL: job.ResponseURL}
@@ -328,7 +329,8 @@ func (s *Steps) PollScene(ctx context.Context, m ScenePoll) error {
 	if err != nil {
 		var ue *upstream.Error
 		if (errors.As(err, &ue) && !ue.Temporary()) || errors.Is(err, upstream.ErrMalformed) || m.Errors+1 >= MaxSceneReadErrors {
-			return s.failScene(ctx, log, v, m, state, fmt.Sprintf("scene %d failed: upstream check: %v", n, err))
+			log.WarnContext(ctx, "giving up on the scene's job", "error", err)
+			return s.failScene(ctx, log, v, m, state, fmt.Sprintf("scene %d failed: %s", n, upstream.Public(state.Upstream, err)))
 		}
 		log.WarnContext(ctx, "could not read the scene's job; polling again", "error", err)
 		m.Attempt, m.Errors = m.Attempt+1, m.Errors+1
@@ -366,7 +368,17 @@ func (s *Steps) keepScene(ctx context.Context, log *slog.Logger, v domain.LongVi
 		return s.watch(ctx, m, s.sceneDelay(m.Attempt))
 	}
 	state.Status = domain.StatusCompleted
-	if err := s.Store.SetSceneStatus(ctx, v.ID, n, state, s.now()); err != nil && !errors.Is(err, domain.ErrConflict) {
+	err := s.Store.SetSceneStatus(ctx, v.ID, n, state, s.now())
+	if errors.Is(err, domain.ErrConflict) && s.Deleter != nil {
+		// The video ended (canceled, failed, its files perhaps deleted)
+		// while the clip was copied: this write comes after the copy, so a
+		// delete of the video's files that listed before the copy landed
+		// is followed by this cleanup. The clip serves nothing now.
+		if derr := s.Deleter.Delete(ctx, []string{sceneKeyBase(v.ID, n) + ".mp4"}); derr != nil {
+			return fmt.Errorf("scene %d of %s: delete the clip kept after the video ended: %w", n, v.ID, derr)
+		}
+	}
+	if err != nil && !errors.Is(err, domain.ErrConflict) {
 		return fmt.Errorf("scene %d of %s: record completed: %w", n, v.ID, err)
 	}
 	s.releaseSceneSlot(ctx, log, state.Upstream, v.ID, n)

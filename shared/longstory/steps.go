@@ -63,6 +63,9 @@ type Steps struct {
 	// Retainer tags a completed video's files when its account keeps them
 	// for less than the default retention (media.KeepFor).
 	Retainer media.Retainer
+	// Deleter deletes the final video of a video that did not end
+	// completed (Assemble's late upload, MarkFailed's cleanup).
+	Deleter  Deleter
 	Narrator Narrator
 	FFmpeg   ffmpeg.Runner
 	// Queue carries the scenes' polls (the poller's queue), Tokens resumes
@@ -124,12 +127,19 @@ func sceneInput(v catalog.Variant, prompt string) (map[string]any, error) {
 }
 
 // upstreamError is a failure of a read or of a create that certainly
-// started nothing: temporary ones are retried by the workflow.
-func upstreamError(scene int, op string, err error) error {
+// started nothing at the upstream name ("" when err says which): temporary
+// ones are retried by the workflow. Its message, which the video's view
+// shows, says what happened in words (upstream.Public); err itself, which
+// may name addresses, is for the logs.
+func upstreamError(ctx context.Context, log *slog.Logger, scene int, name string, err error) error {
+	log.WarnContext(ctx, "upstream call failed", "scene", scene, "upstream", name, "error", err)
 	var ue *upstream.Error
 	var conv *routing.ConvertError
-	if errors.As(err, &ue) && !ue.Temporary() || errors.Is(err, upstream.ErrMalformed) || errors.As(err, &conv) {
-		return &SceneFailedError{Msg: fmt.Sprintf("scene %d failed: upstream %s: %v", scene, op, err)}
+	switch {
+	case errors.As(err, &conv):
+		return &SceneFailedError{Msg: fmt.Sprintf("scene %d failed: %v", scene, conv)}
+	case errors.As(err, &ue) && !ue.Temporary() || errors.Is(err, upstream.ErrMalformed):
+		return &SceneFailedError{Msg: fmt.Sprintf("scene %d failed: %s", scene, upstream.Public(name, err))}
 	}
-	return &TransientError{Msg: fmt.Sprintf("scene %d: upstream %s: %v", scene, op, err)}
+	return &TransientError{Msg: fmt.Sprintf("scene %d: %s", scene, upstream.Public(name, err))}
 }

@@ -31,7 +31,7 @@ func (c *Copier) client() *http.Client {
 				return fmt.Errorf("%w: more than %d redirects", ErrRejected, maxRedirects)
 			}
 			if req.URL.Scheme != "https" && req.URL.Scheme != "http" || !c.hostAllowed(req.URL) {
-				return fmt.Errorf("%w: redirected to host %q, which is not the upstream's", ErrRejected, req.URL.Host)
+				return rejected("redirected to a host that is not the upstream's", req.URL.Host)
 			}
 			return nil
 		}
@@ -52,10 +52,10 @@ func (c *Copier) client() *http.Client {
 func (c *Copier) dialable(address string) error {
 	ap, err := netip.ParseAddrPort(address)
 	if err != nil {
-		return fmt.Errorf("%w: cannot read the address %q", ErrRejected, address)
+		return rejected("its address cannot be read", address)
 	}
 	if !netguard.Allowed(ap.Addr(), c.AllowLoopback) {
-		return fmt.Errorf("%w: %s is not a public address", ErrRejected, ap.Addr())
+		return rejected("the output's host is not a public address", ap.Addr().String())
 	}
 	return nil
 }

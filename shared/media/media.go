@@ -61,10 +61,10 @@ var extensions = map[string]string{
 func (c *Copier) Copy(ctx context.Context, src, keyBase string, kind domain.MediaKind) (string, error) {
 	u, err := url.Parse(src)
 	if err != nil || (u.Scheme != "https" && u.Scheme != "http") || u.Host == "" {
-		return "", fmt.Errorf("%w: output %q is not an http(s) URL", ErrRejected, src)
+		return "", rejected("output is not an http(s) URL", fmt.Sprintf("%.200q", src))
 	}
 	if !c.hostAllowed(u) {
-		return "", fmt.Errorf("%w: output host %q is not the upstream's", ErrRejected, u.Host)
+		return "", rejected("output host is not the upstream's", u.Host)
 	}
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, src, nil)
 	if err != nil {
@@ -76,10 +76,10 @@ func (c *Copier) Copy(ctx context.Context, src, keyBase string, kind domain.Medi
 	}
 	defer resp.Body.Close()
 	if resp.StatusCode != http.StatusOK {
-		return "", fmt.Errorf("fetch output %s: HTTP %d", path.Base(u.Path), resp.StatusCode)
+		return "", &StatusError{File: path.Base(u.Path), Status: resp.StatusCode}
 	}
 	if resp.ContentLength > c.MaxBytes {
-		return "", fmt.Errorf("%w: output of %d bytes is over the %d byte cap", ErrRejected, resp.ContentLength, c.MaxBytes)
+		return "", rejected(fmt.Sprintf("output of %d bytes is over the %d byte cap", resp.ContentLength, c.MaxBytes), "")
 	}
 	// Sniff the first bytes rather than trusting the declared type.
 	head := make([]byte, 512)
@@ -91,13 +91,13 @@ func (c *Copier) Copy(ctx context.Context, src, keyBase string, kind domain.Medi
 	ctype := sniff(head)
 	ext, ok := extensions[ctype]
 	if !ok || kindOf(ctype) != kind {
-		return "", fmt.Errorf("%w: output is %s, want %s", ErrRejected, describe(ctype), kindWord(kind))
+		return "", rejected(fmt.Sprintf("output is %s, want %s", describe(ctype), kindWord(kind)), "")
 	}
 	key := keyBase + ext
 	body := &capped{r: io.MultiReader(strings.NewReader(string(head)), resp.Body), left: c.MaxBytes}
 	if err := c.Bucket.Put(ctx, key, body, ctype); err != nil {
 		if body.over {
-			return "", fmt.Errorf("%w: output is over the %d byte cap", ErrRejected, c.MaxBytes)
+			return "", rejected(fmt.Sprintf("output is over the %d byte cap", c.MaxBytes), "")
 		}
 		return "", fmt.Errorf("store output %s: %w", key, err)
 	}

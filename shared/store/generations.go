@@ -24,9 +24,20 @@ type Generations interface {
 	// ErrConflict if it is final or has another first job.
 	SetUpstreamJobs(ctx context.Context, uuid string, run domain.UpstreamRun, at time.Time) error
 	// FinishGeneration writes a terminal outcome once: ErrConflict if the
-	// generation is no longer processing.
+	// generation is no longer processing, or if o is canceled and the
+	// generation is finishing (ClaimGenerationFinish).
 	FinishGeneration(ctx context.Context, uuid string, o domain.Outcome, at time.Time) error
+	// ClaimGenerationFinish marks a generation still processing as
+	// finishing (StoredFiles.Finishing) before the first byte of its
+	// outputs is written: from then on it ends completed or failed, never
+	// canceled. The claim and a cancel's FinishGeneration are one
+	// conditional write each on the record, so exactly one of them wins.
+	// Claiming again is harmless (nil: a redelivered poll takes over a
+	// crashed one's claim); ErrConflict if the generation is final,
+	// ErrNotFound if missing.
+	ClaimGenerationFinish(ctx context.Context, uuid string, at time.Time) error
 	// ListGenerations pages through an account's generations, newest first.
+	// A filtered page examines q.Window() records (WindowPage).
 	ListGenerations(ctx context.Context, q ListQuery) (Page[domain.Generation], error)
 	// SetGenerationRemoval moves the deletion of a final generation's
 	// files forward. The state only moves forward (none, removing,

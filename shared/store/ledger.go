@@ -46,7 +46,8 @@ type Ledger interface {
 // counters of its day, model and key in that write too.
 type Journal interface {
 	// JournalEntries pages an account's entries, newest first; the cursor
-	// is the At and Seq of the last entry returned.
+	// is the At and Seq of the last entry returned, or of the last one
+	// examined when a filtered page ends short (see ExamineLimit).
 	JournalEntries(ctx context.Context, q JournalQuery) (Page[domain.JournalEntry], error)
 	// UsageCounts are the account's usage counters of the UTC days from
 	// fromDay to toDay (both "2006-01-02", inclusive).
@@ -68,6 +69,18 @@ type JournalQuery struct {
 	From, To time.Time
 	Limit    int
 	Cursor   string
+}
+
+// Filtered says whether the query has a filter besides its time range
+// (a key range on both stores), and so examines ExamineLimit entries.
+func (q JournalQuery) Filtered() bool { return q.Type != "" || q.WorkID != "" }
+
+// Window is how many entries a page of the query examines.
+func (q JournalQuery) Window() int { return window(q.Limit, q.Filtered()) }
+
+// Matches applies the query's type and work filters to an entry.
+func (q JournalQuery) Matches(e domain.JournalEntry) bool {
+	return (q.Type == "" || e.Type == q.Type) && (q.WorkID == "" || e.WorkID == q.WorkID)
 }
 
 // JournalCursorOf is the cursor after entry e of a journal page.

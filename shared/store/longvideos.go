@@ -12,9 +12,15 @@ type LongVideos interface {
 	CreateLongVideo(ctx context.Context, v domain.LongVideo) error
 	GetLongVideo(ctx context.Context, id string) (domain.LongVideo, error)
 	// FinishLongVideo writes a terminal outcome once: ErrConflict if the
-	// video is no longer processing.
+	// video is no longer processing, or if o is canceled and the video is
+	// finishing.
 	FinishLongVideo(ctx context.Context, id string, o domain.Outcome, at time.Time) error
+	// ClaimLongVideoFinish marks a video still processing as finishing
+	// before its final file is written, as ClaimGenerationFinish does for
+	// a generation.
+	ClaimLongVideoFinish(ctx context.Context, id string, at time.Time) error
 	// ListLongVideos pages through an account's long videos, newest first.
+	// A filtered page examines q.Window() records (WindowPage).
 	ListLongVideos(ctx context.Context, q ListQuery) (Page[domain.LongVideo], error)
 	// SetSceneStatus records a scene's state while the video is processing
 	// (ErrConflict once it is final, ErrNotFound if it is missing).

@@ -51,6 +51,8 @@ type work struct {
 	exists   bool
 	status   domain.Status
 	deadline time.Time
+	// finishing: its outputs were being stored (StoredFiles.Finishing).
+	finishing bool
 }
 
 // Sweep looks at every open hold older than the grace period once.
@@ -78,6 +80,20 @@ func (s *Sweeper) settle(ctx context.Context, h domain.OpenHold, now time.Time, 
 	w, err := s.lookup(ctx, h)
 	if err != nil {
 		return err
+	}
+	if w.exists && w.finishing && w.status != domain.StatusCompleted {
+		// Its outputs may be in the bucket, which the sweeper cannot
+		// reach: the poller (redelivered by the queue) or the workflow's
+		// MarkFailed (its Catch, or the safety net at the execution's
+		// timeout) ends it completed, or failed with its outputs deleted
+		// first. Failing or releasing it here could give back the credits
+		// of outputs still served.
+		report.Open++
+		if !now.Before(w.deadline) {
+			s.log().ErrorContext(ctx, "a finishing record past its deadline is still open; the poller or MarkFailed settles it",
+				"alert", "operator", "user_id", h.UserID, "work_id", h.WorkID, "kind", h.Kind, "status", w.status)
+		}
+		return nil
 	}
 	if w.exists && w.status == domain.StatusProcessing {
 		if now.Before(w.deadline) {
@@ -125,11 +141,11 @@ func (s *Sweeper) lookup(ctx context.Context, h domain.OpenHold) (work, error) {
 	case domain.WorkLongVideo:
 		var v domain.LongVideo
 		v, err = s.Store.GetLongVideo(ctx, h.WorkID)
-		w = work{exists: err == nil, status: v.Status, deadline: v.Deadline}
+		w = work{exists: err == nil, status: v.Status, deadline: v.Deadline, finishing: v.Files.Finishing}
 	default:
 		var g domain.Generation
 		g, err = s.Store.GetGeneration(ctx, h.WorkID)
-		w = work{exists: err == nil, status: g.Status, deadline: g.Deadline}
+		w = work{exists: err == nil, status: g.Status, deadline: g.Deadline, finishing: g.Files.Finishing}
 	}
 	if err != nil && !errors.Is(err, domain.ErrNotFound) {
 		return work{}, err

@@ -97,7 +97,7 @@ func (r *Router) Plans(ctx context.Context, v catalog.Variant, resolved map[stri
 		}
 		schema, err := p.InputTypes(ctx, route.Model)
 		if err != nil {
-			lastErr = fmt.Errorf("%w: schema of %s at %s: %v", ErrNotStarted, route.Model, route.Upstream, err)
+			lastErr = &AtError{Upstream: route.Upstream, Err: fmt.Errorf("%w: schema of %s: %v", ErrNotStarted, route.Model, err)}
 			continue
 		}
 		plan, err := route.Input(v, resolved, imageCount, schema)

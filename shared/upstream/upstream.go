@@ -362,7 +362,11 @@ func ProblemMessage(raw []byte) string {
 		parts = append(parts, p.Title)
 	}
 	for _, f := range p.InvalidFields {
-		parts = append(parts, f.Field+": "+f.Description)
+		// Replicate's detail often lists the invalid fields already: each
+		// is said once.
+		if part := f.Field + ": " + f.Description; !strings.Contains(detail, part) {
+			parts = append(parts, part)
+		}
 	}
 	if len(parts) == 0 {
 		return truncate(strings.TrimSpace(string(raw)), 300)

@@ -24,10 +24,13 @@ type Counts struct {
 	LambdaGBSeconds   float64 `json:"lambda_gb_seconds"`
 	DynamoDBReadUnits float64 `json:"dynamodb_read_units"`
 	DynamoDBWriteUnit float64 `json:"dynamodb_write_units"`
-	SQSRequests       int64   `json:"sqs_requests"`
-	StateTransitions  int64   `json:"state_transitions"`
-	S3PutRequests     int64   `json:"s3_put_requests"` // PUT, POST, COPY, LIST: the $0.005 per 1,000 class
-	S3GetRequests     int64   `json:"s3_get_requests"` // GET, HEAD: the $0.0004 per 1,000 class
+	// DynamoDBRequests counts the requests themselves, whose number sets
+	// a route's latency (each is a round trip), not its price.
+	DynamoDBRequests int64 `json:"dynamodb_requests"`
+	SQSRequests      int64 `json:"sqs_requests"`
+	StateTransitions int64 `json:"state_transitions"`
+	S3PutRequests    int64 `json:"s3_put_requests"` // PUT, POST, COPY, LIST: the $0.005 per 1,000 class
+	S3GetRequests    int64 `json:"s3_get_requests"` // GET, HEAD: the $0.0004 per 1,000 class
 	// Invocations by function, for reading where the cost comes from.
 	ByFunction map[string]int64 `json:"lambda_invocations_by_function,omitempty"`
 }
@@ -37,7 +40,8 @@ func (c Counts) Sub(o Counts) Counts {
 	d := Counts{
 		APIRequests: c.APIRequests - o.APIRequests, LambdaInvocations: c.LambdaInvocations - o.LambdaInvocations,
 		LambdaGBSeconds: c.LambdaGBSeconds - o.LambdaGBSeconds, DynamoDBReadUnits: c.DynamoDBReadUnits - o.DynamoDBReadUnits,
-		DynamoDBWriteUnit: c.DynamoDBWriteUnit - o.DynamoDBWriteUnit, SQSRequests: c.SQSRequests - o.SQSRequests,
+		DynamoDBWriteUnit: c.DynamoDBWriteUnit - o.DynamoDBWriteUnit, DynamoDBRequests: c.DynamoDBRequests - o.DynamoDBRequests,
+		SQSRequests:      c.SQSRequests - o.SQSRequests,
 		StateTransitions: c.StateTransitions - o.StateTransitions, S3PutRequests: c.S3PutRequests - o.S3PutRequests,
 		S3GetRequests: c.S3GetRequests - o.S3GetRequests, ByFunction: map[string]int64{},
 	}
@@ -99,7 +103,7 @@ const milli = 1000
 
 // Meter accumulates counts; safe for concurrent use. The zero value counts.
 type Meter struct {
-	api, invocations, sqs, transitions, s3put, s3get atomic.Int64
+	api, invocations, sqs, transitions, s3put, s3get, ddbRequests atomic.Int64
 	// gbMicro is GB-seconds × 1e6; rcu and wcu are units × 1000.
 	gbMicro, rcu, wcu atomic.Int64
 
@@ -126,7 +130,7 @@ func (m *Meter) Snapshot() Counts {
 	return Counts{
 		APIRequests: m.api.Load(), LambdaInvocations: m.invocations.Load(),
 		LambdaGBSeconds: float64(m.gbMicro.Load()) / 1e6, DynamoDBReadUnits: float64(m.rcu.Load()) / milli,
-		DynamoDBWriteUnit: float64(m.wcu.Load()) / milli, SQSRequests: m.sqs.Load(),
+		DynamoDBWriteUnit: float64(m.wcu.Load()) / milli, DynamoDBRequests: m.ddbRequests.Load(), SQSRequests: m.sqs.Load(),
 		StateTransitions: m.transitions.Load(), S3PutRequests: m.s3put.Load(), S3GetRequests: m.s3get.Load(),
 		ByFunction: by,
 	}

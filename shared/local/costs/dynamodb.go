@@ -50,6 +50,13 @@ func MeterDynamoDB(api dynamostore.API, tables dynamostore.Tables, m *Meter) *Dy
 	return d
 }
 
+// request counts one request made through the meter (the meter's own
+// size reads go past it) and takes its time off the invocation's.
+func (d *DynamoDB) request(ctx context.Context, start time.Time) {
+	d.Meter.ddbRequests.Add(1)
+	waitedSince(ctx, start)
+}
+
 func readUnits(bytes int, consistent bool) float64 {
 	u := math.Max(1, math.Ceil(float64(bytes)/4096))
 	if !consistent {
@@ -61,7 +68,7 @@ func readUnits(bytes int, consistent bool) float64 {
 func writeUnits(bytes int) float64 { return math.Max(1, math.Ceil(float64(bytes)/1024)) }
 
 func (d *DynamoDB) GetItem(ctx context.Context, in *dynamodb.GetItemInput, opts ...func(*dynamodb.Options)) (*dynamodb.GetItemOutput, error) {
-	defer waitedSince(ctx, time.Now())
+	defer d.request(ctx, time.Now())
 	out, err := d.API.GetItem(ctx, in, opts...)
 	if err != nil {
 		return out, err
@@ -75,7 +82,7 @@ func (d *DynamoDB) GetItem(ctx context.Context, in *dynamodb.GetItemInput, opts 
 }
 
 func (d *DynamoDB) BatchGetItem(ctx context.Context, in *dynamodb.BatchGetItemInput, opts ...func(*dynamodb.Options)) (*dynamodb.BatchGetItemOutput, error) {
-	defer waitedSince(ctx, time.Now())
+	defer d.request(ctx, time.Now())
 	out, err := d.API.BatchGetItem(ctx, in, opts...)
 	if err != nil {
 		return out, err
@@ -212,7 +219,7 @@ func sameValue(a, b types.AttributeValue) bool {
 }
 
 func (d *DynamoDB) PutItem(ctx context.Context, in *dynamodb.PutItemInput, opts ...func(*dynamodb.Options)) (*dynamodb.PutItemOutput, error) {
-	defer waitedSince(ctx, time.Now())
+	defer d.request(ctx, time.Now())
 	table := aws.ToString(in.TableName)
 	before := d.item(ctx, table, d.keyOf(table, in.Item))
 	out, err := d.API.PutItem(ctx, in, opts...)
@@ -225,7 +232,7 @@ func (d *DynamoDB) PutItem(ctx context.Context, in *dynamodb.PutItemInput, opts 
 }
 
 func (d *DynamoDB) UpdateItem(ctx context.Context, in *dynamodb.UpdateItemInput, opts ...func(*dynamodb.Options)) (*dynamodb.UpdateItemOutput, error) {
-	defer waitedSince(ctx, time.Now())
+	defer d.request(ctx, time.Now())
 	table := aws.ToString(in.TableName)
 	before := d.item(ctx, table, in.Key)
 	out, err := d.API.UpdateItem(ctx, in, opts...)
@@ -238,7 +245,7 @@ func (d *DynamoDB) UpdateItem(ctx context.Context, in *dynamodb.UpdateItemInput,
 }
 
 func (d *DynamoDB) DeleteItem(ctx context.Context, in *dynamodb.DeleteItemInput, opts ...func(*dynamodb.Options)) (*dynamodb.DeleteItemOutput, error) {
-	defer waitedSince(ctx, time.Now())
+	defer d.request(ctx, time.Now())
 	table := aws.ToString(in.TableName)
 	before := d.item(ctx, table, in.Key)
 	out, err := d.API.DeleteItem(ctx, in, opts...)
@@ -253,7 +260,7 @@ func (d *DynamoDB) DeleteItem(ctx context.Context, in *dynamodb.DeleteItemInput,
 // TransactWriteItems counts each item twice; a cancelled transaction is
 // counted as a completed one would be (an upper bound).
 func (d *DynamoDB) TransactWriteItems(ctx context.Context, in *dynamodb.TransactWriteItemsInput, opts ...func(*dynamodb.Options)) (*dynamodb.TransactWriteItemsOutput, error) {
-	defer waitedSince(ctx, time.Now())
+	defer d.request(ctx, time.Now())
 	type target struct {
 		table string
 		key   map[string]types.AttributeValue
@@ -289,7 +296,7 @@ func (d *DynamoDB) TransactWriteItems(ctx context.Context, in *dynamodb.Transact
 }
 
 func (d *DynamoDB) Query(ctx context.Context, in *dynamodb.QueryInput, opts ...func(*dynamodb.Options)) (*dynamodb.QueryOutput, error) {
-	defer waitedSince(ctx, time.Now())
+	defer d.request(ctx, time.Now())
 	out, err := d.API.Query(ctx, in, opts...)
 	if err != nil {
 		return out, err
@@ -312,7 +319,7 @@ func (d *DynamoDB) Query(ctx context.Context, in *dynamodb.QueryInput, opts ...f
 }
 
 func (d *DynamoDB) Scan(ctx context.Context, in *dynamodb.ScanInput, opts ...func(*dynamodb.Options)) (*dynamodb.ScanOutput, error) {
-	defer waitedSince(ctx, time.Now())
+	defer d.request(ctx, time.Now())
 	out, err := d.API.Scan(ctx, in, opts...)
 	if err != nil {
 		return out, err

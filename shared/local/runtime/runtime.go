@@ -137,6 +137,10 @@ type Config struct {
 	// (ExpireOutputs). Tests move it past the retention instead of
 	// waiting 30 days.
 	Clock func() time.Time
+	// WrapCopyBucket, when set, wraps the bucket the poller copies the
+	// generations' outputs into: tests stop the copy at a chosen output
+	// to race a cancel or a delete with it.
+	WrapCopyBucket func(media.Bucket) media.Bucket
 	// JWT, when its issuer is set, admits identity-provider tokens on the
 	// status route.
 	JWTIssuer, JWTAudience, JWKSURL string
@@ -300,7 +304,11 @@ func Start(ctx context.Context, cfg Config) (*Runtime, error) {
 		}
 	}
 	outputs := r.Objects.MediaBucket()
-	copier := &media.Copier{Bucket: outputs, HTTP: &http.Client{Timeout: 5 * time.Minute},
+	var copyBucket media.Bucket = outputs
+	if cfg.WrapCopyBucket != nil {
+		copyBucket = cfg.WrapCopyBucket(outputs)
+	}
+	copier := &media.Copier{Bucket: copyBucket, HTTP: &http.Client{Timeout: 5 * time.Minute},
 		AllowedHosts: rc.OutputHosts(), MaxBytes: 512 << 20, AllowLoopback: true}
 	settings := generation.Settings{
 		Validation:   catalog.Options{AllowLoopbackURLs: true, WebhookLoopbackPorts: hookPorts},
@@ -335,7 +343,7 @@ func Start(ctx context.Context, cfg Config) (*Runtime, error) {
 		gate.Tokens = &jwtauth.Verifier{Issuer: cfg.JWTIssuer, Audience: cfg.JWTAudience, JWKSURL: cfg.JWKSURL}
 	}
 	// The scenes' polls share the poller's queue, as in AWS.
-	steps := &longstory.Steps{Store: st, Upstream: r.Upstreams, Copier: copier, Files: outputs, Retainer: outputs,
+	steps := &longstory.Steps{Store: st, Upstream: r.Upstreams, Copier: copier, Files: outputs, Retainer: outputs, Deleter: outputs,
 		Narrator: narrator, FFmpeg: ffmpeg.Runner{}, WorkDir: filepath.Join(cfg.DataDir, "tmp"), Log: log, Notifier: notifier,
 		Queue: svc.Queue, Slots: st, PollInterval: cfg.PollInterval, Now: cfg.Clock}
 	if err := os.MkdirAll(steps.WorkDir, 0o755); err != nil {

@@ -106,6 +106,23 @@ func (s *Simulator) Jobs(model string) int {
 	return n
 }
 
+// Creates counts the create requests a model ("owner/name") received on
+// either face, refused ones included: what a provider's logs would show.
+func (s *Simulator) Creates(model string) int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.creates[model]
+}
+
+func (s *Simulator) countCreate(model string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.creates == nil {
+		s.creates = map[string]int{}
+	}
+	s.creates[model]++
+}
+
 // Predictions lists snapshots of a model's jobs, oldest first.
 func (s *Simulator) Predictions(model string) []Prediction {
 	s.mu.Lock()
@@ -295,6 +312,7 @@ func (s *Simulator) handleFalSubmit(w http.ResponseWriter, r *http.Request) {
 		}
 		return
 	}
+	s.countCreate(model)
 	if f, ok := s.takeFault(FaceFal, model, false); ok {
 		writeJSON(w, f.Status, map[string]string{"detail": "simulated fault: the submit was refused"})
 		return

@@ -44,6 +44,8 @@
 //	[simulate:fail]  the prediction fails, after the latency, with the error
 //	                 "simulated failure: the prompt asked for it"
 //	[simulate:slow]  two more seconds of latency before rendering starts
+//	[simulate:refuse] the create is refused with 422 and an invalid field
+//	                 (prompt), as a model refuses input it will not take
 //
 // Fault hooks (Fault) make the next creates misbehave as a provider can.
 package simulator
@@ -92,6 +94,10 @@ const (
 const (
 	MarkerFail = "[simulate:fail]"
 	MarkerSlow = "[simulate:slow]"
+	// MarkerRefuse makes the create a 422 about the prompt.
+	MarkerRefuse = "[simulate:refuse]"
+	// SimulatedRefusal is the invalid field's description of MarkerRefuse.
+	SimulatedRefusal = "the prompt asked to be refused"
 	// SimulatedFailure is the error of a prediction whose prompt has MarkerFail.
 	SimulatedFailure = "simulated failure: the prompt asked for it"
 	// SlowExtraLatency is what MarkerSlow adds.
@@ -176,6 +182,8 @@ type Simulator struct {
 	predictions map[string]*prediction
 	order       []string
 	faults      []Fault
+	// creates counts the create requests per model, refused ones too.
+	creates map[string]int
 	// falKey signs the fal face's webhooks; its public half is in the JWKS.
 	falKey ed25519.PrivateKey
 }
@@ -415,6 +423,7 @@ func readCreateRequest(w http.ResponseWriter, r *http.Request) (createRequest, b
 }
 
 func (s *Simulator) create(w http.ResponseWriter, r *http.Request, model string, req createRequest) {
+	s.countCreate(model)
 	if len(req.Input) == 0 || string(req.Input) == "null" {
 		writeDetail(w, http.StatusUnprocessableEntity, "input is required")
 		return
@@ -480,6 +489,10 @@ func (s *Simulator) start(r *http.Request, model string, rawInput json.RawMessag
 	if strings.TrimSpace(prompt) == "" {
 		return nil, Prediction{}, &refusal{status: http.StatusUnprocessableEntity, detail: "Input validation failed",
 			fields: []fieldError{{Field: "prompt", Description: "prompt is required (a non-empty string)"}}}
+	}
+	if strings.Contains(prompt, MarkerRefuse) {
+		return nil, Prediction{}, &refusal{status: http.StatusUnprocessableEntity, detail: "Input validation failed",
+			fields: []fieldError{{Field: "prompt", Description: SimulatedRefusal}}}
 	}
 	job := job{model: model, kind: s.cfg.Models[model], prompt: prompt}
 	var err error

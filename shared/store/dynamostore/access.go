@@ -54,6 +54,7 @@ var Accesses = map[string][]Access{
 	"GetGenerationByID":     {query("Generations", IndexUserGenerationID), get("Generations")},
 	"SetUpstreamJobs":       {update("Generations"), get("Generations")},
 	"FinishGeneration":      {update("Generations"), get("Generations")},
+	"ClaimGenerationFinish": {update("Generations"), get("Generations")},
 	"ProcessingGenerations": {{"Scan", "Generations", ""}, batchGet("Generations")}, // local runtime only (restart.go)
 	"ListGenerations":       {query("Generations", IndexUserCreatedAt), batchGet("Generations")},
 	"ClaimPoll":             {update("Generations"), get("Generations")},
@@ -62,6 +63,7 @@ var Accesses = map[string][]Access{
 	"CreateLongVideo":      {put("LongVideos")},
 	"GetLongVideo":         {get("LongVideos")},
 	"FinishLongVideo":      {update("LongVideos"), get("LongVideos")},
+	"ClaimLongVideoFinish": {update("LongVideos"), get("LongVideos")},
 	"ProcessingLongVideos": {{"Scan", "LongVideos", ""}}, // local runtime only (restart.go)
 	"ListLongVideos":       {query("LongVideos", IndexUserCreatedAt), batchGet("LongVideos")},
 	"SetSceneStatus":       {update("LongVideos"), get("LongVideos")},

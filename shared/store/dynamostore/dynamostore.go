@@ -103,6 +103,21 @@ func isConditionFailed(err error) bool {
 // and says whether it was missing (ErrNotFound) or already final (ErrConflict).
 // extraNames are placeholder/name pairs beyond the reserved words.
 func (s *Store) updateProcessing(ctx context.Context, table, keyName, keyValue, update string, values map[string]types.AttributeValue, extraNames ...string) error {
+	return s.updateIf(ctx, table, keyName, keyValue, "", update, values, extraNames...)
+}
+
+// updateOutcome is updateProcessing for a record's terminal outcome: a
+// cancel is also refused (domain.ErrFinishing) once the record is
+// finishing, in the same conditional write.
+func (s *Store) updateOutcome(ctx context.Context, table, keyName, keyValue string, status domain.Status, update string, values map[string]types.AttributeValue) error {
+	cond := ""
+	if status == domain.StatusCanceled {
+		cond = " AND attribute_not_exists(finishing)"
+	}
+	return s.updateIf(ctx, table, keyName, keyValue, cond, update, values)
+}
+
+func (s *Store) updateIf(ctx context.Context, table, keyName, keyValue, cond, update string, values map[string]types.AttributeValue, extraNames ...string) error {
 	values[":processing"] = strAV(string(domain.StatusProcessing))
 	names := namesIn(update)
 	for i := 0; i+1 < len(extraNames); i += 2 {
@@ -112,7 +127,7 @@ func (s *Store) updateProcessing(ctx context.Context, table, keyName, keyValue, 
 		TableName:                 aws.String(table),
 		Key:                       key(keyName, keyValue),
 		UpdateExpression:          aws.String(update),
-		ConditionExpression:       aws.String("#s = :processing"),
+		ConditionExpression:       aws.String("#s = :processing" + cond),
 		ExpressionAttributeNames:  names,
 		ExpressionAttributeValues: values,
 	})
@@ -124,7 +139,7 @@ func (s *Store) updateProcessing(ctx context.Context, table, keyName, keyValue, 
 	}
 	out, err := s.db.GetItem(ctx, &dynamodb.GetItemInput{
 		TableName: aws.String(table), Key: key(keyName, keyValue), ConsistentRead: aws.Bool(true),
-		ProjectionExpression: aws.String("#s"), ExpressionAttributeNames: map[string]string{"#s": "status"},
+		ProjectionExpression: aws.String("#s, finishing"), ExpressionAttributeNames: map[string]string{"#s": "status"},
 	})
 	if err != nil {
 		return fmt.Errorf("update %s %s: %w", table, keyValue, err)
@@ -132,7 +147,11 @@ func (s *Store) updateProcessing(ctx context.Context, table, keyName, keyValue, 
 	if out.Item == nil {
 		return fmt.Errorf("update %s %s: %w", table, keyValue, domain.ErrNotFound)
 	}
-	return fmt.Errorf("update %s %s: status is %s: %w", table, keyValue, stringAttr(out.Item, "status"), domain.ErrConflict)
+	status := stringAttr(out.Item, "status")
+	if _, finishing := out.Item["finishing"]; finishing && domain.Status(status) == domain.StatusProcessing {
+		return fmt.Errorf("update %s %s: its outputs are being written: %w", table, keyValue, domain.ErrFinishing)
+	}
+	return fmt.Errorf("update %s %s: status is %s: %w", table, keyValue, status, domain.ErrConflict)
 }
 
 // namesIn maps the placeholders of reserved words that the expression uses;

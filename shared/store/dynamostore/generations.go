@@ -292,12 +292,12 @@ func (s *Store) FinishGeneration(ctx context.Context, uuid string, o domain.Outc
 		values[":err"] = strAV(o.Error)
 	}
 	set = setOutputExpiry(set, values, o)
-	return s.updateProcessing(ctx, s.tables.Generations, "uuid", uuid, set, values)
+	return s.updateOutcome(ctx, s.tables.Generations, "uuid", uuid, o.Status, set, values)
 }
 
 func (s *Store) ListGenerations(ctx context.Context, q store.ListQuery) (store.Page[domain.Generation], error) {
-	page, err := queryPage(ctx, s, s.tables.Generations, "uuid", []string{"model", "model_version"}, q,
-		decoder("generation", generationItem.stored),
+	page, err := queryPage(ctx, s, s.tables.Generations, "uuid", q, decoder("generation", generationItem.stored),
+		func(l storedGeneration) bool { return q.Matches(l.g.Status, l.g.Model, l.g.ModelVersion) },
 		func(l storedGeneration) store.Cursor { return store.Cursor{CreatedAt: l.g.CreatedAt, ID: l.g.UUID} })
 	if err != nil {
 		return store.Page[domain.Generation]{}, err

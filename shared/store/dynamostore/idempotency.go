@@ -70,6 +70,9 @@ func (s *Store) ClaimIdempotencyKey(ctx context.Context, r domain.IdempotencyRec
 }
 
 func (s *Store) FinishIdempotencyKey(ctx context.Context, userID, k string, status int, body []byte) error {
+	if len(body) > domain.MaxIdempotentAnswer {
+		return fmt.Errorf("finish idempotency key: %d bytes: %w", len(body), domain.ErrAnswerTooLarge)
+	}
 	_, err := s.db.UpdateItem(ctx, &dynamodb.UpdateItemInput{
 		TableName:           aws.String(s.tables.Idempotency),
 		Key:                 key("pk", idempotencyKey(userID, k)),

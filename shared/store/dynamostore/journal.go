@@ -313,9 +313,13 @@ func (s *Store) countUsage(userID string, at time.Time, h holdItem) types.Transa
 	}}
 }
 
-// JournalEntries queries the account's entries newest first over the key
-// range of the time bounds, the other filters applied to what it reads, a
-// page at a time until the page is full.
+// JournalEntries queries one window of the account's entries, newest
+// first, over the key range of the time bounds (q.Window() entries: the
+// page's limit, or store.ExamineLimit with a type or work filter), then
+// applies the filters to them: one Query whatever the account's history.
+// The filters are applied here rather than as a FilterExpression, which
+// would cost the same read units, so that the window's next entry tells
+// whether more follow, as in the embedded store.
 func (s *Store) JournalEntries(ctx context.Context, q store.JournalQuery) (store.Page[domain.JournalEntry], error) {
 	lo, hi := journalPrefix, journalEnd
 	if !q.From.IsZero() {
@@ -324,6 +328,7 @@ func (s *Store) JournalEntries(ctx context.Context, q store.JournalQuery) (store
 	if !q.To.IsZero() {
 		hi = journalPrefix + formatTime(q.To) // entries at To sort after it
 	}
+	window := q.Window()
 	in := &dynamodb.QueryInput{
 		TableName:              aws.String(s.tables.Ledger),
 		KeyConditionExpression: aws.String("user_id = :u AND entry BETWEEN :lo AND :hi"),
@@ -332,18 +337,7 @@ func (s *Store) JournalEntries(ctx context.Context, q store.JournalQuery) (store
 		},
 		ScanIndexForward: aws.Bool(false),
 		ConsistentRead:   aws.Bool(true),
-	}
-	var filters []string
-	if q.Type != "" {
-		filters, in.ExpressionAttributeNames = append(filters, "#t = :t"), map[string]string{"#t": "type"}
-		in.ExpressionAttributeValues[":t"] = strAV(string(q.Type))
-	}
-	if q.WorkID != "" {
-		filters = append(filters, "work_id = :w")
-		in.ExpressionAttributeValues[":w"] = strAV(q.WorkID)
-	}
-	if len(filters) > 0 {
-		in.FilterExpression = aws.String(strings.Join(filters, " AND "))
+		Limit:            aws.Int32(int32(window + 1)),
 	}
 	at, seq, after, err := store.ParseJournalCursor(q.Cursor)
 	if err != nil {
@@ -352,31 +346,34 @@ func (s *Store) JournalEntries(ctx context.Context, q store.JournalQuery) (store
 	if after {
 		in.ExclusiveStartKey = ledgerKey(q.UserID, journalEntryKey(at, seq))
 	}
-	limit := max(q.Limit, 1)
-	in.Limit = aws.Int32(int32(limit + 1))
-	var entries []domain.JournalEntry
-	for len(entries) <= limit {
-		out, err := s.db.Query(ctx, in)
-		if err != nil {
-			return store.Page[domain.JournalEntry]{}, fmt.Errorf("journal of %s: %w", q.UserID, err)
-		}
-		for _, raw := range out.Items {
-			var r entryRecord
-			if err := attributevalue.UnmarshalMap(raw, &r); err != nil {
-				return store.Page[domain.JournalEntry]{}, fmt.Errorf("decode journal of %s: %w", q.UserID, err)
-			}
-			e, err := r.entry()
-			if err != nil {
-				return store.Page[domain.JournalEntry]{}, err
-			}
-			entries = append(entries, e)
-		}
-		if out.LastEvaluatedKey == nil {
-			break
-		}
-		in.ExclusiveStartKey = out.LastEvaluatedKey
+	out, err := s.db.Query(ctx, in)
+	if err != nil {
+		return store.Page[domain.JournalEntry]{}, fmt.Errorf("journal of %s: %w", q.UserID, err)
 	}
-	return store.PageOf(entries, limit, store.JournalCursorOf), nil
+	raws, more := out.Items, out.LastEvaluatedKey != nil
+	if len(raws) == 0 {
+		return store.Page[domain.JournalEntry]{}, nil
+	}
+	if len(raws) > window {
+		raws, more = raws[:window], true
+	}
+	var (
+		matched []domain.JournalEntry
+		last    domain.JournalEntry
+	)
+	for _, raw := range raws {
+		var r entryRecord
+		if err := attributevalue.UnmarshalMap(raw, &r); err != nil {
+			return store.Page[domain.JournalEntry]{}, fmt.Errorf("decode journal of %s: %w", q.UserID, err)
+		}
+		if last, err = r.entry(); err != nil {
+			return store.Page[domain.JournalEntry]{}, err
+		}
+		if q.Matches(last) {
+			matched = append(matched, last)
+		}
+	}
+	return store.WindowPage(matched, q.Limit, store.JournalCursorOf, store.JournalCursorOf(last), more), nil
 }
 
 func (s *Store) UsageCounts(ctx context.Context, userID, fromDay, toDay string) ([]domain.UsageCount, error) {

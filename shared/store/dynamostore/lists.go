@@ -18,83 +18,69 @@ import (
 // projecting the records would be written again on every status change, so
 // the records of the keys it lists are read from the table by key
 // (BatchGetItem, eventually consistent as the index itself is) and the
-// filters applied to them. It reads until it has one more matching record
-// than asked for (to know whether a next page exists; without a filter the
-// index's next entry says so, and its record is not read) or the index
-// ends, and makes the cursor from the last record it returns.
-func queryPage[T any](ctx context.Context, s *Store, table, idName string, modelAttrs []string, q store.ListQuery,
-	decode func(map[string]types.AttributeValue) (T, error), cursorOf func(T) store.Cursor) (store.Page[T], error) {
+// filters applied to them. It examines one window of the index after the
+// cursor (q.Window(): the page's limit, or store.ExamineLimit with a
+// filter), so a page is one Query and one BatchGetItem whatever the
+// account's history; the window's next entry only says whether more
+// follow, and its record is not read. store.WindowPage makes the page.
+func queryPage[T any](ctx context.Context, s *Store, table, idName string, q store.ListQuery,
+	decode func(map[string]types.AttributeValue) (T, error), matches func(T) bool, cursorOf func(T) store.Cursor) (store.Page[T], error) {
 	c, ok, err := store.ParseCursor(q.Cursor)
 	if err != nil {
 		return store.Page[T]{}, err
 	}
+	window := q.Window()
 	in := &dynamodb.QueryInput{
 		TableName: aws.String(table), IndexName: aws.String(IndexUserCreatedAt),
 		KeyConditionExpression:    aws.String("user_id = :u"),
 		ExpressionAttributeValues: map[string]types.AttributeValue{":u": strAV(q.UserID)},
 		ScanIndexForward:          aws.Bool(false),
-		Limit:                     aws.Int32(int32(q.Limit + 1)),
+		Limit:                     aws.Int32(int32(window + 1)),
 	}
 	if ok {
 		in.ExclusiveStartKey = map[string]types.AttributeValue{
 			"user_id": strAV(q.UserID), "created_at": strAV(formatTime(c.CreatedAt)), idName: strAV(c.ID),
 		}
 	}
-	filtered := q.Status != "" || q.Model != ""
-	var (
-		items []T
-		more  bool
-	)
-	for !more {
-		out, err := s.db.Query(ctx, in)
+	out, err := s.db.Query(ctx, in)
+	if err != nil {
+		return store.Page[T]{}, fmt.Errorf("list %s of %s: %w", table, q.UserID, err)
+	}
+	entries, more := out.Items, out.LastEvaluatedKey != nil
+	if len(entries) > window {
+		entries, more = entries[:window], true
+	}
+	if len(entries) == 0 {
+		return store.Page[T]{}, nil
+	}
+	ids := make([]string, len(entries))
+	for i, e := range entries {
+		ids[i] = stringAttr(e, idName)
+	}
+	lastEntry := entries[len(entries)-1]
+	lastAt, err := parseTime(stringAttr(lastEntry, "created_at"))
+	if err != nil {
+		return store.Page[T]{}, fmt.Errorf("list %s of %s: index entry: %w", table, q.UserID, err)
+	}
+	records, err := s.batchGet(ctx, table, idName, ids, false)
+	if err != nil {
+		return store.Page[T]{}, fmt.Errorf("list %s of %s: %w", table, q.UserID, err)
+	}
+	var matched []T
+	for _, id := range ids {
+		raw, found := records[id]
+		if !found {
+			continue // none is deleted, but an index may lag
+		}
+		it, err := decode(raw)
 		if err != nil {
-			return store.Page[T]{}, fmt.Errorf("list %s of %s: %w", table, q.UserID, err)
+			return store.Page[T]{}, err
 		}
-		entries := out.Items
-		if !filtered && len(items)+len(entries) > q.Limit {
-			entries, more = entries[:q.Limit-len(items)], true
+		if matches(it) {
+			matched = append(matched, it)
 		}
-		ids := make([]string, len(entries))
-		for i, e := range entries {
-			ids[i] = stringAttr(e, idName)
-		}
-		records, err := s.batchGet(ctx, table, idName, ids, false)
-		if err != nil {
-			return store.Page[T]{}, fmt.Errorf("list %s of %s: %w", table, q.UserID, err)
-		}
-		for _, id := range ids {
-			raw, found := records[id]
-			if !found || !matches(raw, q, modelAttrs) {
-				continue // not found: none is deleted, but an index may lag
-			}
-			if len(items) == q.Limit {
-				more = true
-				break
-			}
-			it, err := decode(raw)
-			if err != nil {
-				return store.Page[T]{}, err
-			}
-			items = append(items, it)
-		}
-		if out.LastEvaluatedKey == nil {
-			break
-		}
-		in.ExclusiveStartKey = out.LastEvaluatedKey
 	}
-	if !more || len(items) == 0 {
-		return store.Page[T]{Items: items}, nil
-	}
-	return store.Page[T]{Items: items, Next: cursorOf(items[len(items)-1]).Encode()}, nil
-}
-
-// matches applies a list's filters to a record: its status, and its model
-// in any of modelAttrs.
-func matches(raw map[string]types.AttributeValue, q store.ListQuery, modelAttrs []string) bool {
-	if q.Status != "" && stringAttr(raw, "status") != string(q.Status) {
-		return false
-	}
-	return q.Model == "" || slices.ContainsFunc(modelAttrs, func(a string) bool { return stringAttr(raw, a) == q.Model })
+	return store.WindowPage(matched, q.Limit, cursorOf, store.Cursor{CreatedAt: lastAt, ID: ids[len(ids)-1]}, more), nil
 }
 
 // batchGetMax is the most keys one BatchGetItem takes.

@@ -116,12 +116,12 @@ func (s *Store) FinishLongVideo(ctx context.Context, id string, o domain.Outcome
 		values[":err"] = strAV(o.Error)
 	}
 	set = setOutputExpiry(set, values, o)
-	return s.updateProcessing(ctx, s.tables.LongVideos, "id", id, set, values)
+	return s.updateOutcome(ctx, s.tables.LongVideos, "id", id, o.Status, set, values)
 }
 
 func (s *Store) ListLongVideos(ctx context.Context, q store.ListQuery) (store.Page[domain.LongVideo], error) {
-	return queryPage(ctx, s, s.tables.LongVideos, "id", []string{"model"}, q,
-		decoder("long video", longVideoItem.longVideo),
+	return queryPage(ctx, s, s.tables.LongVideos, "id", q, decoder("long video", longVideoItem.longVideo),
+		func(v domain.LongVideo) bool { return q.Matches(v.Status, v.Model) },
 		func(v domain.LongVideo) store.Cursor { return store.Cursor{CreatedAt: v.CreatedAt, ID: v.ID} })
 }
 

@@ -18,11 +18,29 @@ import (
 type filesFields struct {
 	OutputExpiresAt string `dynamodbav:"output_expires_at,omitempty"`
 	DataRemoval     string `dynamodbav:"data_removal,omitempty"`
+	// Finishing is set (true) once the outputs are being written.
+	Finishing bool `dynamodbav:"finishing,omitempty"`
 }
 
 func (f filesFields) files() (domain.StoredFiles, error) {
 	at, err := parseTime(f.OutputExpiresAt)
-	return domain.StoredFiles{ExpiresAt: at, Removal: domain.Removal(f.DataRemoval)}, err
+	return domain.StoredFiles{ExpiresAt: at, Removal: domain.Removal(f.DataRemoval), Finishing: f.Finishing}, err
+}
+
+func (s *Store) ClaimGenerationFinish(ctx context.Context, uuid string, at time.Time) error {
+	return s.claimFinish(ctx, s.tables.Generations, "uuid", uuid, at)
+}
+
+func (s *Store) ClaimLongVideoFinish(ctx context.Context, id string, at time.Time) error {
+	return s.claimFinish(ctx, s.tables.LongVideos, "id", id, at)
+}
+
+// claimFinish sets finishing on a record still processing: one
+// conditional UpdateItem, so it and a cancel's (which requires finishing
+// absent) cannot both pass.
+func (s *Store) claimFinish(ctx context.Context, table, keyName, keyValue string, at time.Time) error {
+	return s.updateProcessing(ctx, table, keyName, keyValue, "SET finishing = :true, updated_at = :at",
+		map[string]types.AttributeValue{":true": &types.AttributeValueMemberBOOL{Value: true}, ":at": strAV(formatTime(at))})
 }
 
 // setOutputExpiry adds output_expires_at to a finishing write's SET

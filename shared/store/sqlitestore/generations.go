@@ -47,7 +47,7 @@ func (s *Store) CreateGeneration(ctx context.Context, g *domain.Generation) erro
 
 const generationColumns = `seq, uuid, user_id, upstream_id, model, model_version, kind, input, image_count,
 	output_urls, status, error, credits_used, created_at, updated_at, deadline, webhook_url, webhook_events,
-	webhook_attempts, upstream, upstream_model, upstream_jobs, output_expires_at, data_removal`
+	webhook_attempts, upstream, upstream_model, upstream_jobs, output_expires_at, data_removal, finishing`
 
 func (s *Store) GetGeneration(ctx context.Context, uuid string) (domain.Generation, error) {
 	return s.getGeneration(ctx, `uuid = ?`, uuid)
@@ -73,9 +73,10 @@ func (s *Store) queryGenerations(ctx context.Context, where string, args ...any)
 			var g domain.Generation
 			var kind, input, urls, status, created, updated, deadline, events, attempts, jobs, expires, removal string
 			var credits int64
+			var finishing bool
 			err := rows.Scan(&g.ID, &g.UUID, &g.UserID, &g.UpstreamID, &g.Model, &g.ModelVersion, &kind, &input,
 				&g.ImageCount, &urls, &status, &g.Error, &credits, &created, &updated, &deadline, &g.Webhook.URL,
-				&events, &attempts, &g.Upstream, &g.UpstreamModel, &jobs, &expires, &removal)
+				&events, &attempts, &g.Upstream, &g.UpstreamModel, &jobs, &expires, &removal, &finishing)
 			if err != nil {
 				return domain.Generation{}, fmt.Errorf("read generations: %w", err)
 			}
@@ -87,7 +88,7 @@ func (s *Store) queryGenerations(ctx context.Context, where string, args ...any)
 			}
 			g.CreatedAt, g.UpdatedAt, g.Deadline, err = parseRecordTimes(created, updated, deadline)
 			if err == nil {
-				g.Files, err = storedFiles(expires, removal)
+				g.Files, err = storedFiles(expires, removal, finishing)
 			}
 			return g, err
 		})
@@ -119,9 +120,13 @@ func (s *Store) FinishGeneration(ctx context.Context, uuid string, o domain.Outc
 	if err != nil {
 		return fmt.Errorf("finish generation %s: %w", uuid, err)
 	}
-	return s.updateProcessing(ctx, "generations", "uuid", uuid,
+	return s.updateOutcome(ctx, "generations", "uuid", uuid, o.Status,
 		`status = ?, output_urls = ?, error = ?, output_expires_at = ?, updated_at = ?`,
 		string(o.Status), string(urls), o.Error, formatOptionalTime(o.OutputExpiresAt), formatTime(at))
+}
+
+func (s *Store) ClaimGenerationFinish(ctx context.Context, uuid string, at time.Time) error {
+	return s.updateProcessing(ctx, "generations", "uuid", uuid, `finishing = 1, updated_at = ?`, formatTime(at))
 }
 
 func (s *Store) SetGenerationRemoval(ctx context.Context, uuid string, r domain.Removal, at time.Time) error {
@@ -129,7 +134,7 @@ func (s *Store) SetGenerationRemoval(ctx context.Context, uuid string, r domain.
 }
 
 func (s *Store) ListGenerations(ctx context.Context, q store.ListQuery) (store.Page[domain.Generation], error) {
-	where, args, err := listWhere(q, "uuid", "model", "model_version")
+	where, args, err := listWhere(q, "uuid")
 	if err != nil {
 		return store.Page[domain.Generation]{}, err
 	}
@@ -137,9 +142,9 @@ func (s *Store) ListGenerations(ctx context.Context, q store.ListQuery) (store.P
 	if err != nil {
 		return store.Page[domain.Generation]{}, err
 	}
-	return store.PageOf(gs, q.Limit, func(g domain.Generation) store.Cursor {
-		return store.Cursor{CreatedAt: g.CreatedAt, ID: g.UUID}
-	}), nil
+	return windowPage(gs, q.Window(), q.Limit,
+		func(g domain.Generation) bool { return q.Matches(g.Status, g.Model, g.ModelVersion) },
+		func(g domain.Generation) store.Cursor { return store.Cursor{CreatedAt: g.CreatedAt, ID: g.UUID} }), nil
 }
 
 // CountGenerations counts an account's generations; tests use it to prove

@@ -52,6 +52,9 @@ func (s *Store) ClaimIdempotencyKey(ctx context.Context, r domain.IdempotencyRec
 }
 
 func (s *Store) FinishIdempotencyKey(ctx context.Context, userID, key string, status int, body []byte) error {
+	if len(body) > domain.MaxIdempotentAnswer {
+		return fmt.Errorf("finish idempotency key: %d bytes: %w", len(body), domain.ErrAnswerTooLarge)
+	}
 	res, err := s.w.ExecContext(ctx, `UPDATE idempotency SET status_code = ?, body = ? WHERE user_id = ? AND key = ? AND status_code = 0`,
 		status, body, userID, key)
 	if err != nil {

@@ -75,14 +75,11 @@ func insertEntry(ctx context.Context, tx *sql.Tx, userID string, e domain.Journa
 
 const journalColumns = `seq, at, type, amount, balance, held, captured, granted, work_id, work_kind, grant_id, model, key_prefix`
 
+// JournalEntries reads one window of the account's entries in the time
+// range after the cursor (q.Window() of them) and applies the type and
+// work filters to it, as the DynamoDB adapter does.
 func (s *Store) JournalEntries(ctx context.Context, q store.JournalQuery) (store.Page[domain.JournalEntry], error) {
 	where, args := `WHERE user_id = ?`, []any{q.UserID}
-	if q.Type != "" {
-		where, args = where+` AND type = ?`, append(args, string(q.Type))
-	}
-	if q.WorkID != "" {
-		where, args = where+` AND work_id = ?`, append(args, q.WorkID)
-	}
 	if !q.From.IsZero() {
 		where, args = where+` AND at >= ?`, append(args, formatTime(q.From))
 	}
@@ -96,13 +93,13 @@ func (s *Store) JournalEntries(ctx context.Context, q store.JournalQuery) (store
 	if after {
 		where, args = where+` AND seq < ?`, append(args, seq)
 	}
-	limit := max(q.Limit, 1)
+	window := q.Window()
 	entries, err := queryRows(ctx, s, "journal of "+q.UserID,
-		`SELECT `+journalColumns+` FROM journal `+where+` ORDER BY seq DESC LIMIT ?`, append(args, limit+1), scanEntry)
+		`SELECT `+journalColumns+` FROM journal `+where+` ORDER BY seq DESC LIMIT ?`, append(args, window+1), scanEntry)
 	if err != nil {
 		return store.Page[domain.JournalEntry]{}, err
 	}
-	return store.PageOf(entries, limit, store.JournalCursorOf), nil
+	return windowPage(entries, window, q.Limit, q.Matches, store.JournalCursorOf), nil
 }
 
 func scanEntry(rows *sql.Rows) (domain.JournalEntry, error) {

@@ -42,15 +42,16 @@ func (s *Store) GetLongVideo(ctx context.Context, id string) (domain.LongVideo, 
 func (s *Store) queryLongVideos(ctx context.Context, where string, args ...any) ([]domain.LongVideo, error) {
 	return queryRows(ctx, s, "read long videos", `SELECT id, user_id, prompt, model, language_code, enable_narration,
 		video_style, scenes, status, final_video_url, total_duration, error, credits_held, created_at, updated_at,
-		deadline, webhook_url, webhook_events, webhook_attempts, scene_status, output_expires_at, data_removal
+		deadline, webhook_url, webhook_events, webhook_attempts, scene_status, output_expires_at, data_removal, finishing
 		FROM long_videos `+where, args,
 		func(rows *sql.Rows) (domain.LongVideo, error) {
 			var v domain.LongVideo
 			var scenes, status, created, updated, deadline, events, attempts, sceneStatus, expires, removal string
 			var credits int64
+			var finishing bool
 			err := rows.Scan(&v.ID, &v.UserID, &v.Prompt, &v.Model, &v.LanguageCode, &v.EnableNarration, &v.VideoStyle,
 				&scenes, &status, &v.FinalVideoURL, &v.TotalDuration, &v.Error, &credits, &created, &updated, &deadline,
-				&v.Webhook.URL, &events, &attempts, &sceneStatus, &expires, &removal)
+				&v.Webhook.URL, &events, &attempts, &sceneStatus, &expires, &removal, &finishing)
 			if err != nil {
 				return domain.LongVideo{}, fmt.Errorf("read long videos: %w", err)
 			}
@@ -61,7 +62,7 @@ func (s *Store) queryLongVideos(ctx context.Context, where string, args ...any) 
 			}
 			v.CreatedAt, v.UpdatedAt, v.Deadline, err = parseRecordTimes(created, updated, deadline)
 			if err == nil {
-				v.Files, err = storedFiles(expires, removal)
+				v.Files, err = storedFiles(expires, removal, finishing)
 			}
 			return v, err
 		})
@@ -72,9 +73,13 @@ func (s *Store) FinishLongVideo(ctx context.Context, id string, o domain.Outcome
 	if len(o.OutputURLs) > 0 {
 		url = o.OutputURLs[0]
 	}
-	return s.updateProcessing(ctx, "long_videos", "id", id,
+	return s.updateOutcome(ctx, "long_videos", "id", id, o.Status,
 		`status = ?, final_video_url = ?, total_duration = ?, error = ?, output_expires_at = ?, updated_at = ?`,
 		string(o.Status), url, o.TotalDuration, o.Error, formatOptionalTime(o.OutputExpiresAt), formatTime(at))
+}
+
+func (s *Store) ClaimLongVideoFinish(ctx context.Context, id string, at time.Time) error {
+	return s.updateProcessing(ctx, "long_videos", "id", id, `finishing = 1, updated_at = ?`, formatTime(at))
 }
 
 func (s *Store) SetLongVideoRemoval(ctx context.Context, id string, r domain.Removal, at time.Time) error {
@@ -82,7 +87,7 @@ func (s *Store) SetLongVideoRemoval(ctx context.Context, id string, r domain.Rem
 }
 
 func (s *Store) ListLongVideos(ctx context.Context, q store.ListQuery) (store.Page[domain.LongVideo], error) {
-	where, args, err := listWhere(q, "id", "model")
+	where, args, err := listWhere(q, "id")
 	if err != nil {
 		return store.Page[domain.LongVideo]{}, err
 	}
@@ -90,9 +95,8 @@ func (s *Store) ListLongVideos(ctx context.Context, q store.ListQuery) (store.Pa
 	if err != nil {
 		return store.Page[domain.LongVideo]{}, err
 	}
-	return store.PageOf(vs, q.Limit, func(v domain.LongVideo) store.Cursor {
-		return store.Cursor{CreatedAt: v.CreatedAt, ID: v.ID}
-	}), nil
+	return windowPage(vs, q.Window(), q.Limit, func(v domain.LongVideo) bool { return q.Matches(v.Status, v.Model) },
+		func(v domain.LongVideo) store.Cursor { return store.Cursor{CreatedAt: v.CreatedAt, ID: v.ID} }), nil
 }
 
 func (s *Store) SetSceneStatus(ctx context.Context, videoID string, scene int, state domain.SceneState, at time.Time) error {

@@ -18,9 +18,10 @@ func formatOptionalTime(t time.Time) string {
 	return formatTime(t)
 }
 
-// storedFiles reads the output_expires_at and data_removal columns.
-func storedFiles(expires, removal string) (domain.StoredFiles, error) {
-	f := domain.StoredFiles{Removal: domain.Removal(removal)}
+// storedFiles reads the output_expires_at, data_removal and finishing
+// columns.
+func storedFiles(expires, removal string, finishing bool) (domain.StoredFiles, error) {
+	f := domain.StoredFiles{Removal: domain.Removal(removal), Finishing: finishing}
 	if expires == "" {
 		return f, nil
 	}

@@ -189,6 +189,10 @@ var addedColumns = []struct{ table, column, decl string }{
 	{"generations", "data_removal", "TEXT NOT NULL DEFAULT ''"},
 	{"long_videos", "output_expires_at", "TEXT NOT NULL DEFAULT ''"},
 	{"long_videos", "data_removal", "TEXT NOT NULL DEFAULT ''"},
+	// 1 once the record's outputs are being written: it ends completed or
+	// failed, never canceled (ClaimGenerationFinish).
+	{"generations", "finishing", "INTEGER NOT NULL DEFAULT 0"},
+	{"long_videos", "finishing", "INTEGER NOT NULL DEFAULT 0"},
 	// 0: the default retention.
 	{"accounts", "output_retention_days", "INTEGER NOT NULL DEFAULT 0"},
 	// Keys managed by their holder: scopes '' (a key made before scopes)

@@ -150,8 +150,23 @@ func (s *Store) tx(ctx context.Context, what string, fn func(*sql.Tx) error) err
 // updateProcessing changes a record only while it is processing, and says
 // whether it was missing (ErrNotFound) or already final (ErrConflict).
 func (s *Store) updateProcessing(ctx context.Context, table, keyCol, key, set string, args ...any) error {
+	return s.updateIf(ctx, table, keyCol, key, "", set, args...)
+}
+
+// updateOutcome is updateProcessing for a record's terminal outcome: a
+// cancel is also refused (domain.ErrFinishing) once the record is
+// finishing, in the same conditional write.
+func (s *Store) updateOutcome(ctx context.Context, table, keyCol, key string, status domain.Status, set string, args ...any) error {
+	cond := ""
+	if status == domain.StatusCanceled {
+		cond = ` AND finishing = 0`
+	}
+	return s.updateIf(ctx, table, keyCol, key, cond, set, args...)
+}
+
+func (s *Store) updateIf(ctx context.Context, table, keyCol, key, cond, set string, args ...any) error {
 	args = append(args, key, string(domain.StatusProcessing))
-	res, err := s.w.ExecContext(ctx, `UPDATE `+table+` SET `+set+` WHERE `+keyCol+` = ? AND status = ?`, args...)
+	res, err := s.w.ExecContext(ctx, `UPDATE `+table+` SET `+set+` WHERE `+keyCol+` = ? AND status = ?`+cond, args...)
 	if err != nil {
 		return fmt.Errorf("update %s %s: %w", table, key, err)
 	}
@@ -159,12 +174,16 @@ func (s *Store) updateProcessing(ctx context.Context, table, keyCol, key, set st
 		return nil
 	}
 	var status string
-	err = s.w.QueryRowContext(ctx, `SELECT status FROM `+table+` WHERE `+keyCol+` = ?`, key).Scan(&status)
+	var finishing bool
+	err = s.w.QueryRowContext(ctx, `SELECT status, finishing FROM `+table+` WHERE `+keyCol+` = ?`, key).Scan(&status, &finishing)
 	if errors.Is(err, sql.ErrNoRows) {
 		return fmt.Errorf("update %s %s: %w", table, key, domain.ErrNotFound)
 	}
 	if err != nil {
 		return fmt.Errorf("update %s %s: %w", table, key, err)
+	}
+	if domain.Status(status) == domain.StatusProcessing && finishing {
+		return fmt.Errorf("update %s %s: its outputs are being written: %w", table, key, domain.ErrFinishing)
 	}
 	return fmt.Errorf("update %s %s: status is %s: %w", table, key, status, domain.ErrConflict)
 }

@@ -1,6 +1,7 @@
 package storetest
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"sync"
@@ -78,5 +79,42 @@ func testIdempotency(t *testing.T, s store.Store) {
 	wg.Wait()
 	if wins != 1 {
 		t.Errorf("%d concurrent claims won, want 1", wins)
+	}
+}
+
+// testIdempotencyBound: an answer over domain.MaxIdempotentAnswer is
+// refused and nothing of it is kept; one at the bound is kept whole.
+func testIdempotencyBound(t *testing.T, s store.Store) {
+	ctx := context.Background()
+	user := newAccount(t, s, domain.PlanFree, "0")
+	claim := func(key string, at time.Time) (domain.IdempotencyRecord, bool) {
+		t.Helper()
+		existing, claimed, err := s.ClaimIdempotencyKey(ctx, domain.IdempotencyRecord{UserID: user, Key: key, Fingerprint: "fp",
+			CreatedAt: at, ExpiresAt: at.Add(24 * time.Hour)})
+		if err != nil {
+			t.Fatalf("claim %s: %v", key, err)
+		}
+		return existing, claimed
+	}
+	if _, claimed := claim("big", now); !claimed {
+		t.Fatal("first claim not claimed")
+	}
+	huge := bytes.Repeat([]byte("x"), 5_200_000)
+	if err := s.FinishIdempotencyKey(ctx, user, "big", 400, huge); !errors.Is(err, domain.ErrAnswerTooLarge) {
+		t.Errorf("finish with a %d-byte answer = %v, want ErrAnswerTooLarge", len(huge), err)
+	}
+	if err := s.FinishIdempotencyKey(ctx, user, "big", 400, huge[:domain.MaxIdempotentAnswer+1]); !errors.Is(err, domain.ErrAnswerTooLarge) {
+		t.Errorf("finish one byte over the bound = %v, want ErrAnswerTooLarge", err)
+	}
+	if existing, claimed := claim("big", now.Add(time.Second)); claimed || existing.StatusCode != 0 || len(existing.Body) != 0 {
+		t.Errorf("after a refused finish: claimed %v, status %d, %d bytes kept; want the claim still in progress, nothing kept",
+			claimed, existing.StatusCode, len(existing.Body))
+	}
+	atBound := huge[:domain.MaxIdempotentAnswer]
+	if err := s.FinishIdempotencyKey(ctx, user, "big", 200, atBound); err != nil {
+		t.Fatalf("finish at the bound: %v", err)
+	}
+	if existing, _ := claim("big", now.Add(2*time.Second)); existing.StatusCode != 200 || !bytes.Equal(existing.Body, atBound) {
+		t.Errorf("kept status %d, %d bytes; want 200 and the %d bytes", existing.StatusCode, len(existing.Body), len(atBound))
 	}
 }

@@ -273,7 +273,19 @@ func testSweeper(t *testing.T, s store.Store) {
 	if err := s.Hold(ctx, id, domain.Hold{WorkID: young, Kind: domain.WorkGeneration, Amount: credits("1"), CreatedAt: now.Add(-time.Minute)}); err != nil {
 		t.Fatal(err)
 	}
-	checkAccount(t, s, id, "93", "7", "100", "0")
+	// Claimed as finishing, its outputs may be stored: past its deadline
+	// it is left to the poller, failed or not, never refunded here.
+	finishing := mk(domain.StatusProcessing, now.Add(-time.Minute))
+	failedFinishing := mk(domain.StatusProcessing, now.Add(time.Hour))
+	for _, g := range []string{finishing, failedFinishing} {
+		if err := s.ClaimGenerationFinish(ctx, g, old); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := s.FinishGeneration(ctx, failedFinishing, domain.Outcome{Status: domain.StatusFailed}, old); err != nil {
+		t.Fatal(err)
+	}
+	checkAccount(t, s, id, "91", "9", "100", "0")
 
 	sw := &sweeper.Sweeper{Store: s, Grace: 10 * time.Minute, Now: func() time.Time { return now }}
 	report, err := sw.Sweep(ctx)
@@ -281,13 +293,16 @@ func testSweeper(t *testing.T, s store.Store) {
 		t.Fatalf("Sweep: %v", err)
 	}
 	// Only this account's holds count: others in the shared store may be swept too.
-	checkAccount(t, s, id, "97", "2", "100", "1")
+	checkAccount(t, s, id, "95", "4", "100", "1")
 	open := map[string]bool{}
 	for _, h := range accountHolds(t, s, id) {
 		open[h.WorkID] = true
 	}
-	if !open[running] || !open[young] || len(open) != 2 {
-		t.Errorf("open holds after sweep = %v, want the running and the young one", open)
+	if !open[running] || !open[young] || !open[finishing] || !open[failedFinishing] || len(open) != 4 {
+		t.Errorf("open holds after sweep = %v, want the running, the young and the two finishing ones", open)
+	}
+	if g, err := s.GetGeneration(ctx, finishing); err != nil || g.Status != domain.StatusProcessing {
+		t.Errorf("the finishing generation past its deadline = %s, %v; want it left processing", g.Status, err)
 	}
 	for _, w := range []string{completed, failed, overdue, orphan, orphanVideo} {
 		if open[w] {
@@ -305,7 +320,7 @@ func testSweeper(t *testing.T, s store.Store) {
 	if _, err := sw.Sweep(ctx); err != nil {
 		t.Fatal(err)
 	}
-	checkAccount(t, s, id, "97", "2", "100", "1")
+	checkAccount(t, s, id, "95", "4", "100", "1")
 }
 
 func testUsage(t *testing.T, s store.Store) {

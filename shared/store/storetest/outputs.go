@@ -204,3 +204,92 @@ func testOutputRetention(t *testing.T, s store.Store) {
 		t.Errorf("an account created with 1 day: %d, %v", a.RetentionDays(), err)
 	}
 }
+
+// testFinishingClaim: a record claimed as finishing can no longer be
+// canceled, while completing or failing it still works; a cancel written
+// first makes the claim a conflict; claiming again is harmless; and of a
+// claim and a cancel racing, exactly one wins.
+func testFinishingClaim(t *testing.T, s store.Store) {
+	kinds := []struct {
+		recordKind
+		claim func(s store.Store, id string) error
+	}{
+		{recordKinds[0], func(s store.Store, id string) error {
+			return s.ClaimGenerationFinish(context.Background(), id, now.Add(time.Second))
+		}},
+		{recordKinds[1], func(s store.Store, id string) error {
+			return s.ClaimLongVideoFinish(context.Background(), id, now.Add(time.Second))
+		}},
+	}
+	canceled := domain.Outcome{Status: domain.StatusCanceled, Error: "canceled by the caller"}
+	for _, k := range kinds {
+		t.Run(k.name, func(t *testing.T) {
+			user := newAccount(t, s, domain.PlanFree, "0")
+			for _, end := range []domain.Outcome{
+				{Status: domain.StatusCompleted, OutputURLs: []string{"https://cdn.example/x.mp4"}, OutputExpiresAt: now.AddDate(0, 0, 30)},
+				{Status: domain.StatusFailed, Error: domain.TimedOutError},
+			} {
+				id := k.create(t, s, user)
+				if f, err := k.files(s, id); err != nil || f.Finishing {
+					t.Fatalf("a new %s's files = %+v, %v; want not finishing", k.name, f, err)
+				}
+				for i := 0; i < 2; i++ {
+					if err := k.claim(s, id); err != nil {
+						t.Fatalf("claim %d of a processing %s = %v", i+1, k.name, err)
+					}
+				}
+				if f, err := k.files(s, id); err != nil || !f.Finishing {
+					t.Errorf("claimed %s's files = %+v, %v; want finishing", k.name, f, err)
+				}
+				if f, err := k.listed(s, user, id); err != nil || !f.Finishing {
+					t.Errorf("claimed %s as listed = %+v, %v; want finishing", k.name, f, err)
+				}
+				err := k.finish(s, id, canceled)
+				if !errors.Is(err, domain.ErrFinishing) || !errors.Is(err, domain.ErrConflict) {
+					t.Errorf("cancel of a finishing %s = %v, want ErrFinishing (a conflict)", k.name, err)
+				}
+				if err := k.finish(s, id, end); err != nil {
+					t.Errorf("%s of a finishing %s = %v", end.Status, k.name, err)
+				}
+				if err := k.claim(s, id); !errors.Is(err, domain.ErrConflict) || errors.Is(err, domain.ErrFinishing) {
+					t.Errorf("claim of a %s %s = %v, want a plain conflict", end.Status, k.name, err)
+				}
+			}
+			id := k.create(t, s, user)
+			if err := k.finish(s, id, canceled); err != nil {
+				t.Fatal(err)
+			}
+			if err := k.claim(s, id); !errors.Is(err, domain.ErrConflict) {
+				t.Errorf("claim of a canceled %s = %v, want ErrConflict", k.name, err)
+			}
+			if f, _ := k.files(s, id); f.Finishing {
+				t.Errorf("the refused claim marked the canceled %s finishing", k.name)
+			}
+			if err := k.claim(s, uuid.NewString()); !errors.Is(err, domain.ErrNotFound) {
+				t.Errorf("claim of a missing %s = %v, want ErrNotFound", k.name, err)
+			}
+			for round := 0; round < 8; round++ {
+				id := k.create(t, s, user)
+				errs := make(chan error, 2)
+				go func() { errs <- k.claim(s, id) }()
+				go func() { errs <- k.finish(s, id, canceled) }()
+				e1, e2 := <-errs, <-errs
+				if (e1 == nil) == (e2 == nil) {
+					t.Fatalf("round %d: claim and cancel answered %v and %v; want exactly one to win", round, e1, e2)
+				}
+				f, err := k.files(s, id)
+				status := domain.StatusProcessing
+				if k.name == "generation" {
+					g, _ := s.GetGeneration(context.Background(), id)
+					status = g.Status
+				} else {
+					v, _ := s.GetLongVideo(context.Background(), id)
+					status = v.Status
+				}
+				if err != nil || f.Finishing == (status == domain.StatusCanceled) {
+					t.Errorf("round %d: after the race the %s is %s with finishing %v (%v)", round, k.name, status, f.Finishing, err)
+				}
+			}
+		})
+	}
+}
