@@ -14,6 +14,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
+	"github.com/mediagen-dev/mediagen/shared/domain"
 	"github.com/mediagen-dev/mediagen/shared/local/runtime"
 	"github.com/mediagen-dev/mediagen/shared/routing"
 	"github.com/mediagen-dev/mediagen/shared/store/dynamostore"
@@ -40,6 +41,13 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fs.StringVar(&cfg.PublicBaseURL, "public-url", os.Getenv("PUBLIC_BASE_URL"), "where an upstream off this machine can call back (a tunnel to --addr); without it they complete by polling")
 	fs.StringVar(&cfg.SimulatorAddr, "sim-addr", "127.0.0.1:8090", "the built-in simulator's API address (loopback unless --allow-remote)")
 	fs.DurationVar(&cfg.AuthCacheTTL, "auth-cache-ttl", 0, "reuse the authorizer's answer for the same Authorization header this long, as API Gateway does (the template's AuthorizerCacheTtl, 60s); a revoked key is then accepted until its answer expires (0: no cache, revocation at once)")
+	fs.Func("webhook-allow", "a webhook receiver on this machine, HOST:PORT (repeatable): webhooks may reach these loopback ports and no other (default: none)", func(s string) error {
+		if _, err := runtime.ParseWebhookAllow(s); err != nil {
+			return err
+		}
+		cfg.WebhookAllow = append(cfg.WebhookAllow, s)
+		return nil
+	})
 	logLevel := fs.String("log-level", "info", "debug, info, warn or error")
 	var df dynamoFlags
 	df.register(fs)
@@ -70,7 +78,7 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 			}
 		}
 	}
-	cfg.Log = slog.New(slog.NewJSONHandler(stderr, &slog.HandlerOptions{Level: level}))
+	cfg.Log = domain.NewJSONLogger(stderr, &slog.HandlerOptions{Level: level})
 	where := "data in " + cfg.DataDir
 	if df.dynamo {
 		client, err := df.dynamoClient(ctx)
