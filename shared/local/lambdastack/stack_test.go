@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -183,4 +184,57 @@ func (s *Stack) logsOf(logical string) string {
 		raw = raw[len(raw)-8000:]
 	}
 	return string(raw)
+}
+
+// The roles are what is tested: with one action taken out of one
+// function's expanded policy (the generate function's sqs:SendMessage*
+// on the poll queue), that path fails, moto names the denial, and the
+// function's own log says AccessDenied.
+func TestARoleWithoutOneActionFailsThatPathWithAccessDenied(t *testing.T) {
+	requireTools(t)
+	cfg := testConfig(t, "denied")
+	removed := false
+	cfg.Edit = func(doc map[string]any) {
+		role, _ := doc["Resources"].(map[string]any)["GenerateFunctionRole"].(map[string]any)
+		props, _ := role["Properties"].(map[string]any)
+		policies, _ := props["Policies"].([]any)
+		for _, p := range policies {
+			stmts, _ := p.(map[string]any)["PolicyDocument"].(map[string]any)["Statement"].([]any)
+			for _, st := range stmts {
+				sm := st.(map[string]any)
+				actions := actionList(sm["Action"])
+				if i := slices.Index(actions, "sqs:SendMessage*"); i >= 0 {
+					kept := []any{}
+					for _, a := range slices.Delete(actions, i, i+1) {
+						kept = append(kept, a)
+					}
+					if len(kept) == 0 {
+						kept = append(kept, "sqs:GetQueueUrl")
+					}
+					sm["Action"] = kept
+					removed = true
+				}
+			}
+		}
+	}
+	l, err := StartLocal(context.Background(), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	if !removed {
+		t.Fatal("the generate function's expanded policy has no sqs:SendMessage* to remove")
+	}
+	status, body := call(t, l, http.MethodPost, "/api/generations/generate",
+		`{"model":"provider-a","model_version":"theta-4-fast","input":{"prompt":"a lighthouse at dawn"},"image_count":1}`)
+	if status < 500 {
+		t.Errorf("generate without its queue permission answered %d %v, want a 5xx", status, body)
+	}
+	denials := l.Moto.Denials()
+	if len(denials) == 0 || denials[0].Caller != "GenerateFunction" || !strings.Contains(denials[0].Message, "sqs:SendMessage") {
+		t.Errorf("moto's denials %+v, want the generate function's sqs:SendMessage", denials)
+	}
+	if log := l.logsOf("GenerateFunction"); !strings.Contains(log, "AccessDenied") {
+		t.Errorf("the generate function's log does not name AccessDenied:\n%s", log)
+	}
 }
