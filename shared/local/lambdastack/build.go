@@ -38,7 +38,8 @@ func FunctionFolder(logical string) string {
 }
 
 // sourceHash is a digest of what a bootstrap is built from: go.mod, go.sum,
-// the Makefile and every non-test Go file under functions/ and shared/,
+// the Makefile and every non-test Go file under functions/ and shared/
+// (but the local-only packages),
 // with this machine's OS and architecture. A cached build is reused while
 // it is the same.
 func sourceHash(root string) (string, error) {
@@ -57,14 +58,23 @@ func sourceHash(root string) (string, error) {
 			if err != nil {
 				return err
 			}
-			if d.IsDir() || !strings.HasSuffix(path, ".go") || strings.HasSuffix(path, "_test.go") {
+			rel, _ := filepath.Rel(root, path)
+			if d.IsDir() {
+				// Never linked into a bootstrap (scripts/build-lambdas.sh
+				// refuses one that links them): a change there rebuilds
+				// nothing.
+				if rel == filepath.Join("shared", "local") || rel == filepath.Join("shared", "testsupport") {
+					return filepath.SkipDir
+				}
+				return nil
+			}
+			if !strings.HasSuffix(path, ".go") || strings.HasSuffix(path, "_test.go") {
 				return nil
 			}
 			raw, err := os.ReadFile(path)
 			if err != nil {
 				return err
 			}
-			rel, _ := filepath.Rel(root, path)
 			fmt.Fprintf(h, "%s %d\n", rel, len(raw))
 			h.Write(raw)
 			return nil
