@@ -32,6 +32,7 @@ func TestMain(m *testing.M) {
 	if sharedStack != nil {
 		printRan(sharedStack.Stack)
 		sharedStack.Close()
+		os.RemoveAll(sharedStack.cfg.Dir)
 	}
 	os.Exit(code)
 }
@@ -217,6 +218,7 @@ func TestARoleWithoutOneActionFailsThatPathWithAccessDenied(t *testing.T) {
 			}
 		}
 	}
+	defer os.RemoveAll(cfg.Dir)
 	l, err := StartLocal(context.Background(), cfg)
 	if err != nil {
 		t.Fatal(err)
