@@ -43,13 +43,16 @@ mediagen:
 # The local runtime on its embedded defaults: prints the base URL and the dev
 # account's API key. ADDR and DATA override the address and data directory;
 # ROUTING names a routing file (docs/routing.md; default: every variant on
-# the built-in simulator).
+# the built-in simulator). LAMBDAS=1 runs the deployed shape instead: every
+# function's built bootstrap with its template environment and IAM role, on
+# moto's server (serve --lambdas; docs/deploy.md).
 ADDR ?= 127.0.0.1:8080
 DATA ?= .mediagen
 ROUTING ?=
+LAMBDAS ?=
 run: mediagen
 	@scripts/install-deps.sh runtime
-	bin/mediagen serve --addr $(ADDR) --data $(DATA) $(if $(ROUTING),--routing $(ROUTING))
+	bin/mediagen serve --addr $(ADDR) --data $(DATA) $(if $(ROUTING),--routing $(ROUTING)) $(if $(LAMBDAS),--lambdas)
 
 # The local runtime beside a bare net/http server under the same loopback
 # load, the cost counts in dollars, and the long-form timings
