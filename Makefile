@@ -43,13 +43,16 @@ mediagen:
 # The local runtime on its embedded defaults: prints the base URL and the dev
 # account's API key. ADDR and DATA override the address and data directory;
 # ROUTING names a routing file (docs/routing.md; default: every variant on
-# the built-in simulator).
+# the built-in simulator). LAMBDAS=1 runs the deployed shape instead: every
+# function's built bootstrap with its template environment and IAM role, on
+# moto's server (serve --lambdas; docs/deploy.md).
 ADDR ?= 127.0.0.1:8080
 DATA ?= .mediagen
 ROUTING ?=
+LAMBDAS ?=
 run: mediagen
 	@scripts/install-deps.sh runtime
-	bin/mediagen serve --addr $(ADDR) --data $(DATA) $(if $(ROUTING),--routing $(ROUTING))
+	bin/mediagen serve --addr $(ADDR) --data $(DATA) $(if $(ROUTING),--routing $(ROUTING)) $(if $(LAMBDAS),--lambdas)
 
 # The local runtime beside a bare net/http server under the same loopback
 # load, the cost counts in dollars, and the long-form timings
@@ -70,10 +73,18 @@ LAMBDA_BUILD = $(LAMBDA_GOFLAGS) $(GO) build -tags lambda.norpc -trimpath -ldfla
 # A function's folder is its logical ID without "Function", in kebab case
 # (build-GenerationEstimateFunction builds ./functions/generation-estimate;
 # the deploy tests check it for every function of template.yaml). Every
-# function gets routing.json from the repository root, when there is one
-# (the RoutingFile parameter names it; docs/routing.md).
+# function gets routing.json from the repository root (the RoutingFile
+# parameter names it; docs/routing.md). Without one a deployed stack could
+# route nothing (the embedded file names the local simulator), so `sam
+# build` stops here and says how to make it; `make build`, which only
+# checks the binaries, sets ROUTING_OPTIONAL=1.
+ROUTING_OPTIONAL ?=
 function_folder = $(shell printf '%s' '$(1)' | sed -E 's/([a-z0-9])([A-Z])/\1-\2/g' | tr '[:upper:]' '[:lower:]')
 build-%Function:
+	@if [ ! -f routing.json ] && [ -z "$(ROUTING_OPTIONAL)" ]; then \
+	  echo "routing.json is missing: the deployed functions would route no request. Make one at the repository root before sam build (docs/deploy.md#the-routing-file; example: docs/routing.md)." >&2; \
+	  exit 1; \
+	fi
 	$(LAMBDA_BUILD) -o $(ARTIFACTS_DIR)/bootstrap ./functions/$(call function_folder,$*)
 	@if [ -f routing.json ]; then cp routing.json $(ARTIFACTS_DIR)/routing.json; fi
 

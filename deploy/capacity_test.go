@@ -5,6 +5,7 @@ import (
 	"os"
 	"regexp"
 	"slices"
+	"strings"
 	"testing"
 )
 
@@ -62,8 +63,10 @@ func maximumConcurrency(t *testing.T, function string) map[string]int {
 func TestTheAPIReservesConcurrencyWithinTheRegionsQuota(t *testing.T) {
 	tpl := tmpl(t)
 	p, _ := tpl.Parameters["ReserveConcurrency"].(map[string]any)
-	if p["Default"] != "true" || !slices.Equal(stringsOf(p["AllowedValues"]), []string{"true", "false"}) {
-		t.Errorf("Parameters.ReserveConcurrency is %s, want AllowedValues [true, false] and Default true", show(p))
+	// Off by default: with it on, a deploy on an account with less than
+	// the reservations + 100 unreserved fails as a whole.
+	if p["Default"] != "false" || !slices.Equal(stringsOf(p["AllowedValues"]), []string{"true", "false"}) {
+		t.Errorf("Parameters.ReserveConcurrency is %s, want AllowedValues [true, false] and Default false", show(p))
 	}
 	on, off := map[string]string{"ReserveConcurrency": "true"}, map[string]string{"ReserveConcurrency": "false"}
 
@@ -130,6 +133,29 @@ func TestTheAPIReservesConcurrencyWithinTheRegionsQuota(t *testing.T) {
 	}
 	if !regexp.MustCompile(fmt.Sprintf(`\b%d\b`, sum)).Match(plan) {
 		t.Errorf("docs/capacity.md does not state the total reserved, %d", sum)
+	}
+
+	// Both docs say what turning it on needs, with the command that checks
+	// it, and docs/deploy.md's parameter row gives today's numbers.
+	deploy, err := os.ReadFile("../docs/deploy.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	needed := sum + minUnreserved
+	const check = "aws lambda get-account-settings --query AccountLimit.UnreservedConcurrentExecutions"
+	for name, doc := range map[string][]byte{"docs/capacity.md": plan, "docs/deploy.md": deploy} {
+		if !strings.Contains(string(doc), check) || !regexp.MustCompile(fmt.Sprintf(`\b%d\b`, needed)).Match(doc) {
+			t.Errorf("%s does not give the check before ReserveConcurrency=true (%q, at least %d)", name, check, needed)
+		}
+	}
+	row := regexp.MustCompile("(?m)^\\| `ReserveConcurrency` \\|.*$").Find(deploy)
+	if row == nil {
+		t.Fatal("docs/deploy.md has no parameter row for ReserveConcurrency")
+	}
+	for _, n := range regexp.MustCompile(`\b\d{3}\b`).FindAll(row, -1) {
+		if got := string(n); got != fmt.Sprint(sum) && got != fmt.Sprint(needed) && got != fmt.Sprint(minUnreserved) {
+			t.Errorf("docs/deploy.md's ReserveConcurrency row says %s; the template reserves %d and needs %d", got, sum, needed)
+		}
 	}
 }
 

@@ -1,6 +1,7 @@
 package deploy
 
 import (
+	"context"
 	"encoding/json"
 	"os"
 	"os/exec"
@@ -129,26 +130,6 @@ func allUses(t *testing.T) map[string][]use {
 	return out
 }
 
-// samExpand is what aws-sam-translator makes of a template, as `sam deploy`
-// transforms it after `sam package` has put the code in S3 (the local
-// CodeUri, DefinitionUri and ContentUri become S3 URIs first).
-const samExpand = `
-import json, sys
-from samtranslator.yaml_helper import yaml_parse
-from samtranslator.translator.transform import transform
-
-class NoManagedPolicyNames:
-    def load(self):
-        return {}
-
-tpl = yaml_parse(open(sys.argv[1]).read())
-for scope in [tpl.get("Globals", {}).get("Function", {})] + [r.get("Properties", {}) for r in tpl["Resources"].values()]:
-    for k in ("CodeUri", "DefinitionUri", "ContentUri"):
-        if isinstance(scope.get(k), str) and not scope[k].startswith("s3://"):
-            scope[k] = "s3://packaged/" + k
-json.dump(transform(tpl, {}, NoManagedPolicyNames()), sys.stdout, default=str)
-`
-
 // expanded is template.yaml as aws-sam-translator expands it.
 func expanded(t *testing.T) map[string]any {
 	t.Helper()
@@ -156,16 +137,8 @@ func expanded(t *testing.T) map[string]any {
 	if err != nil {
 		t.Fatal(err)
 	}
-	cmd := exec.Command("python3", "-c", samExpand, path)
-	cmd.Env = append(os.Environ(), "AWS_DEFAULT_REGION=us-east-1")
-	var stderr strings.Builder
-	cmd.Stderr = &stderr
-	out, err := cmd.Output()
+	doc, err := Expand(context.Background(), path)
 	if err != nil {
-		t.Fatalf("aws-sam-translator does not expand template.yaml: %v\n%s\n(fix: pip install aws-sam-translator==1.110.0)", err, stderr.String())
-	}
-	var doc map[string]any
-	if err := json.Unmarshal(out, &doc); err != nil {
 		t.Fatal(err)
 	}
 	return doc

@@ -187,8 +187,12 @@ func TestAlarmsWatchTheDeadLettersAndTheWorkflowAndMailTheTopic(t *testing.T) {
 		}
 	}
 
-	// An execution that failed, timed out or was aborted.
-	for _, metric := range []string{"ExecutionsFailed", "ExecutionsTimedOut", "ExecutionsAborted"} {
+	// A customer's cancel aborts its execution: no alarm on that.
+	if alarms := alarmsOn(t, "AWS/States", "ExecutionsAborted", "StateMachineArn", map[string]any{"Ref": "LongStoryStateMachine"}); len(alarms) > 0 {
+		t.Errorf("%v alarm on AWS/States ExecutionsAborted, which every customer cancel raises (StopExecution); alarm on failures and timeouts", alarms)
+	}
+	// An execution that failed or timed out.
+	for _, metric := range []string{"ExecutionsFailed", "ExecutionsTimedOut"} {
 		alarms := alarmsOn(t, "AWS/States", metric, "StateMachineArn", map[string]any{"Ref": "LongStoryStateMachine"})
 		if len(alarms) == 0 {
 			t.Errorf("no alarm on AWS/States %s with StateMachineArn !Ref LongStoryStateMachine", metric)

@@ -30,6 +30,9 @@ type Resource struct {
 	Metadata   map[string]any
 	// Condition is the condition the resource is created under ("": always).
 	Condition string
+	// DeletionPolicy and UpdateReplacePolicy are the resource's attributes
+	// ("": CloudFormation's default, Delete).
+	DeletionPolicy, UpdateReplacePolicy string
 	// Declared is Properties as written, before Globals.
 	Declared map[string]any
 }
@@ -95,6 +98,8 @@ func FromDocument(doc any) (*Template, error) {
 		res.Declared, _ = rm["Properties"].(map[string]any)
 		res.Metadata, _ = rm["Metadata"].(map[string]any)
 		res.Condition, _ = rm["Condition"].(string)
+		res.DeletionPolicy, _ = rm["DeletionPolicy"].(string)
+		res.UpdateReplacePolicy, _ = rm["UpdateReplacePolicy"].(string)
 		if res.Declared == nil {
 			res.Declared = map[string]any{}
 		}

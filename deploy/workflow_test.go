@@ -10,6 +10,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/mediagen-dev/mediagen/shared/lambdawiring"
+	"github.com/mediagen-dev/mediagen/shared/store"
 	"github.com/mediagen-dev/mediagen/shared/webhook"
 	"github.com/mediagen-dev/mediagen/statemachines"
 )
@@ -25,48 +27,6 @@ func number(v any) (int, bool) {
 		return int(n), n == float64(int(n))
 	}
 	return 0, false
-}
-
-// taskTimeouts maps each placeholder a Task state names as its Resource to
-// the TimeoutSeconds of those states (0: none), through Parallel branches
-// and Map processors.
-func taskTimeouts(t *testing.T, states map[string]any, out map[string][]int) {
-	t.Helper()
-	for name, s := range states {
-		sm, _ := s.(map[string]any)
-		switch sm["Type"] {
-		case "Task":
-			res, _ := sm["Resource"].(string)
-			if res == "arn:aws:states:::lambda:invoke.waitForTaskToken" {
-				// The function is the integration's FunctionName; the
-				// state's timeout bounds the wait for the token, which
-				// outlasts the invocation by design.
-				params, _ := sm["Parameters"].(map[string]any)
-				res, _ = params["FunctionName"].(string)
-			}
-			m := regexp.MustCompile(`^\$\{([A-Za-z0-9_]+)\}$`).FindStringSubmatch(res)
-			if m == nil {
-				t.Errorf("%s: state %s's Resource %q is not one ${placeholder}", definitionFile, name, res)
-				continue
-			}
-			timeout, _ := number(sm["TimeoutSeconds"])
-			out[m[1]] = append(out[m[1]], timeout)
-		case "Parallel":
-			branches, _ := sm["Branches"].([]any)
-			for _, b := range branches {
-				bm, _ := b.(map[string]any)
-				inner, _ := bm["States"].(map[string]any)
-				taskTimeouts(t, inner, out)
-			}
-		case "Map":
-			for _, key := range []string{"ItemProcessor", "Iterator"} {
-				if p, ok := sm[key].(map[string]any); ok {
-					inner, _ := p["States"].(map[string]any)
-					taskTimeouts(t, inner, out)
-				}
-			}
-		}
-	}
 }
 
 func TestEveryWorkflowPlaceholderIsSubstitutedAndUsed(t *testing.T) {
@@ -119,29 +79,27 @@ func TestEveryWorkflowPlaceholderIsSubstitutedAndUsed(t *testing.T) {
 		taskFunction[name] = fn
 	}
 
-	// A task's function must give up before its state does, so the
-	// workflow sees the function's own error rather than States.Timeout
-	// while the function still runs.
+	// A task's state gives up before its function does: the state's
+	// States.Timeout is retried, whereas a function killed at its own
+	// timeout ends as Sandbox.Timedout (older: Lambda.Unknown). A state
+	// waiting on a task token times the wait for the token, not the
+	// function's invocation.
 	var def map[string]any
 	if err := json.Unmarshal(raw, &def); err != nil {
 		t.Fatal(err)
 	}
-	states, _ := def["States"].(map[string]any)
-	timeouts := map[string][]int{}
-	taskTimeouts(t, states, timeouts)
-	for placeholder, list := range timeouts {
-		fn, ok := taskFunction[placeholder]
+	for _, task := range tasks(t, def) {
+		fn, ok := taskFunction[task.placeholder]
 		if !ok {
 			continue
 		}
 		fnTimeout, _ := number(tmpl(t).Resources[fn].Properties["Timeout"])
-		for _, stateTimeout := range list {
-			switch {
-			case stateTimeout == 0:
-				t.Errorf("%s: a Task state on ${%s} has no TimeoutSeconds; a hung task would hold the execution", definitionFile, placeholder)
-			case fnTimeout > stateTimeout:
-				t.Errorf("%s: Timeout %d s is longer than the %d s TimeoutSeconds of its Task state in %s", fn, fnTimeout, stateTimeout, definitionFile)
-			}
+		stateTimeout, _ := number(task.state["TimeoutSeconds"])
+		switch {
+		case stateTimeout == 0:
+			t.Errorf("%s: state %s has no TimeoutSeconds; a hung task would hold the execution", definitionFile, task.name)
+		case !task.token && stateTimeout >= fnTimeout:
+			t.Errorf("%s: state %s's TimeoutSeconds %d s is not below %s's Timeout %d s: the function dies first, with Sandbox.Timedout", definitionFile, task.name, stateTimeout, fn, fnTimeout)
 		}
 	}
 
@@ -293,5 +251,156 @@ func TestQueuesHaveDeadLettersAndFitTheirConsumers(t *testing.T) {
 		if d > 15*time.Minute {
 			t.Errorf("webhook.DefaultBackoff[%d] is %s; SQS's DelaySeconds stops at 900 s", i, d)
 		}
+	}
+}
+
+// task is a Task state of the definition.
+type task struct {
+	name, placeholder string
+	state             map[string]any
+	token             bool // waits for a task token
+}
+
+// tasks lists every Task state, through Parallel branches and Map
+// processors.
+func tasks(t *testing.T, def map[string]any) []task {
+	t.Helper()
+	var out []task
+	var walk func(states map[string]any)
+	walk = func(states map[string]any) {
+		for _, name := range sortedKeys(states) {
+			sm, _ := states[name].(map[string]any)
+			switch sm["Type"] {
+			case "Task":
+				tk := task{name: name, state: sm}
+				res, _ := sm["Resource"].(string)
+				if res == "arn:aws:states:::lambda:invoke.waitForTaskToken" {
+					tk.token = true
+					params, _ := sm["Parameters"].(map[string]any)
+					res, _ = params["FunctionName"].(string)
+				}
+				m := regexp.MustCompile(`^\$\{([A-Za-z0-9_]+)\}$`).FindStringSubmatch(res)
+				if m == nil {
+					t.Errorf("%s: state %s's Resource %q is not one ${placeholder}", definitionFile, name, res)
+					continue
+				}
+				tk.placeholder = m[1]
+				out = append(out, tk)
+			case "Parallel":
+				branches, _ := sm["Branches"].([]any)
+				for _, b := range branches {
+					bm, _ := b.(map[string]any)
+					inner, _ := bm["States"].(map[string]any)
+					walk(inner)
+				}
+			case "Map":
+				for _, key := range []string{"ItemProcessor", "Iterator"} {
+					if p, ok := sm[key].(map[string]any); ok {
+						inner, _ := p["States"].(map[string]any)
+						walk(inner)
+					}
+				}
+			}
+		}
+	}
+	states, _ := def["States"].(map[string]any)
+	walk(states)
+	return out
+}
+
+// lambdaErrors are the errors of a Lambda invocation that AWS's best
+// practice for Step Functions asks every Lambda task to retry
+// (https://docs.aws.amazon.com/step-functions/latest/dg/bp-lambda-serviceexception.html),
+// and Sandbox.Timedout, a function killed at its timeout.
+var lambdaErrors = []string{"Lambda.Unknown", "Lambda.ServiceException", "Lambda.ClientExecutionTimeoutException",
+	"Lambda.AWSLambdaException", "Lambda.SdkClientException", "Lambda.TooManyRequestsException", "Sandbox.Timedout"}
+
+// retrier is the retrier of a state that catches an error (nil: none).
+func retrier(state map[string]any, err string) map[string]any {
+	retry, _ := state["Retry"].([]any)
+	for _, r := range retry {
+		rm, _ := r.(map[string]any)
+		for _, e := range stringsOf(rm["ErrorEquals"]) {
+			if e == err || e == "States.ALL" {
+				return rm
+			}
+		}
+	}
+	return nil
+}
+
+// schedule is how long a retrier waits over all its retries, in seconds.
+func schedule(r map[string]any) float64 {
+	interval, ok := number(r["IntervalSeconds"])
+	if !ok {
+		interval = 1
+	}
+	attempts, ok := number(r["MaxAttempts"])
+	if !ok {
+		attempts = 3
+	}
+	rate, _ := r["BackoffRate"].(float64)
+	if n, ok := number(r["BackoffRate"]); ok {
+		rate = float64(n)
+	}
+	if rate == 0 {
+		rate = 2
+	}
+	maxDelay, hasMax := number(r["MaxDelaySeconds"])
+	total, wait := 0.0, float64(interval)
+	for range attempts {
+		if hasMax && wait > float64(maxDelay) {
+			wait = float64(maxDelay)
+		}
+		total += wait
+		wait *= rate
+	}
+	return total
+}
+
+// Every Lambda task retries the invocation errors AWS asks to retry and a
+// function killed at its timeout; a scene waiting for a slot gives up
+// within the execution's time, leaving room for the assembly, and asks
+// often enough to keep its place in line; SubmitScene outlasts the
+// upstream client's worst case.
+func TestTheWorkflowRetriesLambdasErrorsWithinItsTime(t *testing.T) {
+	raw, err := os.ReadFile("../" + definitionFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var def map[string]any
+	if err := json.Unmarshal(raw, &def); err != nil {
+		t.Fatal(err)
+	}
+	byName := map[string]map[string]any{}
+	for _, tk := range tasks(t, def) {
+		byName[tk.name] = tk.state
+		for _, e := range lambdaErrors {
+			if retrier(tk.state, e) == nil {
+				t.Errorf("%s: state %s does not retry %s", definitionFile, tk.name, e)
+			}
+		}
+	}
+
+	execution, _ := number(def["TimeoutSeconds"])
+	slots := retrier(byName["Scene"], "SlotsFullError")
+	if slots == nil {
+		t.Fatalf("%s: state Scene does not retry SlotsFullError", definitionFile)
+	}
+	wait := schedule(slots)
+	assemble, _ := number(byName["Assemble"]["TimeoutSeconds"])
+	finalize, _ := number(byName["Finalize"]["TimeoutSeconds"])
+	if left := float64(execution) - wait - float64(assemble) - float64(finalize); left < 0 {
+		t.Errorf("%s: a scene may wait %.0f s for a slot, which with Assemble (%d s) and Finalize (%d s) outlasts the execution's %d s: a provider backlog ends TIMED_OUT", definitionFile, wait, assemble, finalize, execution)
+	}
+	if maxDelay, ok := number(slots["MaxDelaySeconds"]); !ok || time.Duration(maxDelay)*time.Second >= store.SlotWaiterTimeout {
+		t.Errorf("%s: the SlotsFullError retries are up to %s apart, not within store.SlotWaiterTimeout (%s): a waiting scene would lose its place in line", definitionFile, show(slots["MaxDelaySeconds"]), store.SlotWaiterTimeout)
+	}
+	t.Logf("a scene waits at most %.0f s for a slot; the execution has %d s", wait, execution)
+
+	submit, _ := number(tmpl(t).Resources["SubmitSceneFunction"].Properties["Timeout"])
+	worst := lambdawiring.UpstreamTuning.WorstCase()
+	if time.Duration(submit)*time.Second < worst+20*time.Second {
+		t.Errorf("SubmitSceneFunction: Timeout %d s is not well beyond the upstream client's worst case %s: a slow create would end as a function timeout with the create left in flight", submit, worst)
 	}
 }

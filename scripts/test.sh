@@ -12,6 +12,7 @@ if [ -n "$unformatted" ]; then
   exit 1
 fi
 go vet ./...
+scripts/check-file-sizes.sh
 
 # The DynamoDB tests run on moto's server (DynamoDB with transactions),
 # started here on a free loopback port for the whole run and stopped by its

@@ -7,16 +7,22 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"maps"
 	"os"
+	"path/filepath"
+	"slices"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
+	"github.com/mediagen-dev/mediagen/shared/domain"
+	"github.com/mediagen-dev/mediagen/shared/local/lambdastack"
 	"github.com/mediagen-dev/mediagen/shared/local/runtime"
 	"github.com/mediagen-dev/mediagen/shared/routing"
 	"github.com/mediagen-dev/mediagen/shared/store/dynamostore"
+	"github.com/mediagen-dev/mediagen/shared/testsupport"
 )
 
 // serve runs the local runtime until ctx ends (Ctrl-C): on the embedded
@@ -40,7 +46,15 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fs.StringVar(&cfg.PublicBaseURL, "public-url", os.Getenv("PUBLIC_BASE_URL"), "where an upstream off this machine can call back (a tunnel to --addr); without it they complete by polling")
 	fs.StringVar(&cfg.SimulatorAddr, "sim-addr", "127.0.0.1:8090", "the built-in simulator's API address (loopback unless --allow-remote)")
 	fs.DurationVar(&cfg.AuthCacheTTL, "auth-cache-ttl", 0, "reuse the authorizer's answer for the same Authorization header this long, as API Gateway does (the template's AuthorizerCacheTtl, 60s); a revoked key is then accepted until its answer expires (0: no cache, revocation at once)")
+	fs.Func("webhook-allow", "a webhook receiver on this machine, HOST:PORT (repeatable): webhooks may reach these loopback ports and no other (default: none)", func(s string) error {
+		if _, err := runtime.ParseWebhookAllow(s); err != nil {
+			return err
+		}
+		cfg.WebhookAllow = append(cfg.WebhookAllow, s)
+		return nil
+	})
 	logLevel := fs.String("log-level", "info", "debug, info, warn or error")
+	lambdas := fs.Bool("lambdas", false, "run the deployed shape: template.yaml expanded by aws-sam-translator, every function's built bootstrap as its own process with its template environment and IAM role, on moto's server with IAM enforced (docs/deploy.md#the-deployed-shape-locally-serve---lambdas)")
 	var df dynamoFlags
 	df.register(fs)
 	err := parse(fs, args)
@@ -70,7 +84,13 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 			}
 		}
 	}
-	cfg.Log = slog.New(slog.NewJSONHandler(stderr, &slog.HandlerOptions{Level: level}))
+	cfg.Log = domain.NewJSONLogger(stderr, &slog.HandlerOptions{Level: level})
+	if *lambdas {
+		if df.dynamo {
+			return fail(stderr, exitUsage, errors.New("serve: --lambdas makes its own tables in moto; it takes no --dynamodb"))
+		}
+		return serveLambdas(ctx, cfg, stdout, stderr)
+	}
 	where := "data in " + cfg.DataDir
 	if df.dynamo {
 		client, err := df.dynamoClient(ctx)
@@ -140,4 +160,44 @@ func tablesExist(ctx context.Context, client dynamodb.DescribeTableAPIClient, t 
 		}
 	}
 	return nil
+}
+
+// serveLambdas runs the deployed shape (lambdastack) until ctx ends: what
+// serve prints, plus each function's role, and each process as it starts.
+func serveLambdas(ctx context.Context, cfg runtime.Config, stdout, stderr io.Writer) int {
+	root, err := testsupport.ModuleRoot()
+	if err != nil {
+		return fail(stderr, exitError, fmt.Errorf("serve --lambdas builds the functions from the source tree (run it from the repository): %w", err))
+	}
+	dir := filepath.Join(cfg.DataDir, "lambdas")
+	// moto keeps nothing across runs: each run starts on a fresh stack.
+	if err := os.RemoveAll(dir); err != nil {
+		return fail(stderr, exitError, fmt.Errorf("serve --lambdas: %w", err))
+	}
+	l, err := lambdastack.StartLocal(ctx, lambdastack.LocalConfig{
+		Config:           lambdastack.Config{Root: root, Dir: dir, Addr: cfg.Addr, Log: cfg.Log, Progress: stdout},
+		SimulatorLatency: cfg.SimulatorLatency, Routing: cfg.Routing})
+	if err != nil {
+		return fail(stderr, exitError, fmt.Errorf("serve --lambdas: %w", err))
+	}
+	defer l.Close()
+	fns := l.Functions()
+	fmt.Fprintf(stdout, "\nmediagen is running as deployed (%d functions, logs in %s; Ctrl-C stops it)\n\n", len(fns), filepath.Join(dir, "logs"))
+	for _, name := range slices.Sorted(maps.Keys(fns)) {
+		fn := fns[name]
+		fmt.Fprintf(stdout, "  %-36s role %s, timeout %s, %d MB\n", name, fn.Role, fn.Timeout, fn.MemoryMB)
+	}
+	fmt.Fprintf(stdout, `
+  base URL: %s   (the HTTP API: no playground or dashboard in the deployed shape)
+  outputs:  %s   (the CDN's stand-in, TLS with a certificate of its own: curl -k)
+  moto:     %s   (IAM enforced; its refusals in %s)
+  API key:  %s   (dev account %s)
+  simulator: %s/v1 (Replicate), %s (fal queue)
+
+  export MEDIAGEN_BASE_URL=%s MEDIAGEN_API_KEY=%s
+`, l.BaseURL, l.Media.URL, l.Moto.Endpoint, filepath.Join(dir, "logs", "moto-access.log"), l.Dev.APIKey, l.Dev.UserID,
+		l.Simulator.BaseURL, l.Simulator.FalURL, l.BaseURL, l.Dev.APIKey)
+	<-ctx.Done()
+	fmt.Fprintln(stdout, "stopping…")
+	return exitOK
 }

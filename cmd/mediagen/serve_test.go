@@ -64,6 +64,22 @@ func TestServeRefusesANegativeAuthCacheTTL(t *testing.T) {
 	}
 }
 
+// TestServeRefusesAWebhookReceiverBeyondThisMachine: --webhook-allow takes
+// HOST:PORT of this machine only; anything else is a usage error naming
+// the value, and starts nothing.
+func TestServeRefusesAWebhookReceiverBeyondThisMachine(t *testing.T) {
+	for _, value := range []string{"192.168.1.10:9000", "0.0.0.0:9000", "hooks.example:443", "127.0.0.1", "127.0.0.1:0", "127.0.0.1:70000"} {
+		data := filepath.Join(t.TempDir(), "data")
+		code, out, errOut := mediagen(t, "serve", "--data", data, "--addr", "127.0.0.1:0", "--webhook-allow", "127.0.0.1:9000", "--webhook-allow", value)
+		if code != exitUsage || !strings.Contains(errOut, "webhook-allow") || !strings.Contains(errOut, value) || out != "" {
+			t.Errorf("serve --webhook-allow %s: exit %d, stdout %q, stderr %q; want exit 2 naming the value", value, code, out, errOut)
+		}
+		if _, err := os.Stat(data); err == nil {
+			t.Errorf("serve --webhook-allow %s made its data directory: it started", value)
+		}
+	}
+}
+
 // TestServeAllowRemoteWarnsWhatBecomesReachable: --allow-remote starts the
 // runtime and says on stderr which addresses then serve what. (The test
 // listens on loopback: what it checks is the warning.)

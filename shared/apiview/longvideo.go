@@ -43,7 +43,8 @@ type LongVideoStatus struct {
 }
 
 // SceneStatus is one scene's state in the status view: pending until the
-// workflow submits it.
+// workflow submits it, canceled when its video ended (failed or canceled)
+// before it finished, since its job was then stopped.
 type SceneStatus struct {
 	SceneNumber int    `json:"scene_number"`
 	Status      string `json:"status"`
@@ -66,14 +67,23 @@ func LongVideoStatusAt(v domain.LongVideo, now time.Time) LongVideoStatus {
 		e := v.Error
 		view.Error = &e
 	}
+	// A video that ended without completing stopped every scene still
+	// waiting or running: those read canceled, not pending or processing
+	// forever. The record keeps their last state; the view tells what
+	// became of them.
+	stopped := v.Status.Terminal() && v.Status != domain.StatusCompleted
 	done := 0
 	for _, sc := range v.Scenes {
 		st := ScenePending
-		if state, ok := v.SceneStatus[sc.SceneNumber]; ok {
+		state, ok := v.SceneStatus[sc.SceneNumber]
+		if ok {
 			st = string(state.Status)
 			if state.Status == domain.StatusCompleted {
 				done++
 			}
+		}
+		if stopped && state.Status != domain.StatusCompleted && state.Status != domain.StatusFailed {
+			st = string(domain.StatusCanceled)
 		}
 		view.Scenes = append(view.Scenes, SceneStatus{SceneNumber: sc.SceneNumber, Status: st})
 	}

@@ -24,10 +24,12 @@ func WebhookOf(w domain.Webhook, attempts []domain.WebhookAttempt, all []string)
 	if len(events) == 0 {
 		events = all
 	}
-	if attempts == nil {
-		attempts = []domain.WebhookAttempt{}
+	shown := make([]domain.WebhookAttempt, len(attempts))
+	for i, a := range attempts {
+		a.Error = webhook.CurrentClass(a.Error)
+		shown[i] = a
 	}
-	return &Webhook{URL: w.URL, Events: events, Attempts: attempts}
+	return &Webhook{URL: w.URL, Events: events, Attempts: shown}
 }
 
 // WebhookRecords loads records for the webhook deliverer and renders their

@@ -32,6 +32,11 @@ type Options struct {
 	// localhost, which the local runtime and tests need; link-local and
 	// private addresses stay refused.
 	AllowLoopbackURLs bool
+	// WebhookLoopbackPorts are the ports of this machine a webhook_url may
+	// name where AllowLoopbackURLs admits loopback (serve --webhook-allow);
+	// a loopback webhook to any other port is refused, so that a key can
+	// neither reach nor probe the machine's other services.
+	WebhookLoopbackPorts []uint16
 	// MaxDataURIBytes bounds a decoded data: URI image; 0 means
 	// DefaultMaxDataURIBytes.
 	MaxDataURIBytes int

@@ -2,7 +2,9 @@ package catalog
 
 import (
 	"fmt"
+	"net/url"
 	"slices"
+	"strconv"
 	"strings"
 
 	"github.com/mediagen-dev/mediagen/shared/domain"
@@ -31,7 +33,11 @@ func CheckWebhook(obj map[string]any, events []string, opts Options, p *Problems
 		case len(s) >= 5 && strings.EqualFold(s[:5], "data:"):
 			p.Add("webhook_url", "must be an https URL")
 		default:
-			if msg := urlProblem(s, opts, "must be an https URL"); msg != "" {
+			msg := urlProblem(s, opts, "must be an https URL")
+			if msg == "" {
+				msg = loopbackPortProblem(s, opts)
+			}
+			if msg != "" {
 				p.Add("webhook_url", msg)
 			} else {
 				w.URL = s
@@ -61,4 +67,26 @@ func CheckWebhook(obj map[string]any, events []string, opts Options, p *Problems
 		}
 	}
 	return w
+}
+
+// loopbackPortProblem refuses a webhook URL (already checked by
+// urlProblem) on this machine whose port is not one of
+// opts.WebhookLoopbackPorts.
+func loopbackPortProblem(s string, opts Options) string {
+	u, err := url.Parse(s)
+	if err != nil || !isLoopbackHost(u.Hostname()) {
+		return ""
+	}
+	port := u.Port()
+	if port == "" {
+		port = map[string]string{"http": "80", "https": "443"}[u.Scheme]
+	}
+	n, err := strconv.ParseUint(port, 10, 16)
+	if err != nil || n == 0 {
+		return "URL port must be a number from 1 to 65535"
+	}
+	if slices.Contains(opts.WebhookLoopbackPorts, uint16(n)) {
+		return ""
+	}
+	return fmt.Sprintf("port %d of this machine is not open to webhooks (serve --webhook-allow 127.0.0.1:%d opens it)", n, n)
 }

@@ -2,6 +2,7 @@ package domain
 
 import (
 	"encoding/json"
+	"fmt"
 	"time"
 
 	"github.com/shopspring/decimal"
@@ -150,6 +151,10 @@ type SceneState struct {
 	// the first create may have started a paid job.
 	Submitting bool `json:"submitting,omitempty"`
 }
+
+// SceneSlotHolder names scene n of a long video in its upstream's slot
+// line (a generation is named by its UUID).
+func SceneSlotHolder(videoID string, n int) string { return fmt.Sprintf("%s#scene-%d", videoID, n) }
 
 // Job is the scene's upstream job, as its upstream answered the create.
 func (s SceneState) Job() UpstreamJob {

@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/shopspring/decimal"
@@ -94,9 +95,41 @@ type Gate struct {
 	Idempotency IdempotencyGuard
 	Now         func() time.Time
 	Log         *slog.Logger
+
+	// authLogs throttles the lines of refused credentials: a flood of
+	// them (guessed keys, a client retrying a revoked one) logs a line a
+	// minute per key prefix, and one for tokens, with the count held back.
+	// Made on first use (refusedLogs).
+	authLogs *domain.LogThrottle
+}
+
+// authLogsInit guards the making of a gate's authLogs: a Gate is a struct
+// literal in its wirings, and copies of it share the throttle once made.
+var authLogsInit sync.Mutex
+
+func (g *Gate) refusedLogs() *domain.LogThrottle {
+	authLogsInit.Lock()
+	defer authLogsInit.Unlock()
+	if g.authLogs == nil {
+		g.authLogs = &domain.LogThrottle{}
+	}
+	return g.authLogs
 }
 
 func (g *Gate) now() time.Time { return domain.Now(g.Now) }
+
+// logRefused logs a refused credential at WARN, at most once a minute per
+// throttle key, saying how many refusals of that key it held back.
+func (g *Gate) logRefused(ctx context.Context, msg, throttleKey string, attrs ...any) {
+	ok, held := g.refusedLogs().Allow(throttleKey, g.now())
+	if !ok {
+		return
+	}
+	if held > 0 {
+		attrs = append(attrs, "suppressed", held)
+	}
+	g.log().WarnContext(ctx, msg, attrs...)
+}
 
 func (g *Gate) log() *slog.Logger { return domain.Logger(g.Log) }
 
@@ -147,14 +180,14 @@ func (g *Gate) authenticate(ctx context.Context, authorization string, allowToke
 			k, err = g.Store.GetAPIKey(ctx, hash)
 		}
 		if errors.Is(err, domain.ErrNotFound) {
-			g.log().InfoContext(ctx, "unknown api key", "key_prefix", prefix)
+			g.logRefused(ctx, "unknown api key", "key:"+prefix, "key_prefix", prefix)
 			return domain.Account{}, cred, unauthorized("invalid API key")
 		}
 		if err != nil {
 			return domain.Account{}, cred, fmt.Errorf("authenticate: %w", err)
 		}
 		if k.Revoked() {
-			g.log().InfoContext(ctx, "revoked api key", "key_prefix", prefix)
+			g.logRefused(ctx, "revoked api key", "key:"+prefix, "key_prefix", prefix)
 			return domain.Account{}, cred, unauthorized("invalid API key")
 		}
 		cred.key, cred.caller = k, k.Caller()
@@ -172,7 +205,7 @@ func (g *Gate) authenticate(ctx context.Context, authorization string, allowToke
 			sub, err = g.Tokens.Verify(ctx, secret)
 		}
 		if err != nil {
-			g.log().InfoContext(ctx, "token refused", "reason", err.Error())
+			g.logRefused(ctx, "token refused", "token", "reason", err.Error())
 			return domain.Account{}, cred, unauthorized("invalid token")
 		}
 		userID, cred.caller = sub, domain.TokenCaller()

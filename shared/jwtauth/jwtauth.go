@@ -1,7 +1,10 @@
 // Package jwtauth verifies identity-provider tokens: RS256 or ES256 JWTs
 // from a configured issuer and audience, signed by a key from the issuer's
 // JWKS. Keys are cached; an unknown key id triggers at most one refresh per
-// MinRefresh interval, so a flood of forged kids cannot hammer the issuer.
+// MinRefresh interval, so a flood of forged kids cannot hammer the issuer,
+// and a failed fetch is retried only after a backoff that doubles with each
+// failure (up to MaxBackoff). One fetch runs at a time, and no lock is held
+// across it: tokens with known keys verify meanwhile.
 package jwtauth
 
 import (
@@ -34,14 +37,28 @@ type Verifier struct {
 	HTTP     *http.Client
 	// MinRefresh is the least time between two JWKS fetches (default 1 min).
 	MinRefresh time.Duration
+	// MaxBackoff caps the wait before another fetch after failed ones
+	// (default 5 min); the first wait is a second, doubling per failure.
+	MaxBackoff time.Duration
 	// Leeway tolerates clock skew on exp and nbf (default 30 s).
 	Leeway time.Duration
 	Now    func() time.Time
 
-	mu        sync.Mutex
-	keys      map[string]crypto.PublicKey
-	fetchedAt time.Time
+	mu   sync.Mutex
+	keys map[string]crypto.PublicKey
+	// nextFetch is the earliest a fetch may start: MinRefresh after a
+	// success, the backoff after failures (zero: at once).
+	nextFetch time.Time
+	failures  int
+	// fetching is closed when the fetch in flight ends; nil when none runs.
+	fetching chan struct{}
 }
+
+// firstBackoff is the wait after the first failed fetch.
+const firstBackoff = time.Second
+
+// maxKidInError bounds how much of a token's kid an error repeats.
+const maxKidInError = 64
 
 // Verify checks the token and returns its subject.
 func (v *Verifier) Verify(ctx context.Context, token string) (string, error) {
@@ -99,39 +116,105 @@ func (v *Verifier) now() time.Time {
 	return time.Now()
 }
 
-// key finds the key for kid, refreshing the JWKS once if it is unknown.
+// key finds the key for kid, refreshing the JWKS once if it is unknown and
+// a fetch is due (see nextFetch), or waiting for the fetch in flight.
 func (v *Verifier) key(ctx context.Context, kid, alg string) (crypto.PublicKey, error) {
-	v.mu.Lock()
-	defer v.mu.Unlock()
-	k, ok := v.keys[kid]
-	minRefresh := v.MinRefresh
-	if minRefresh == 0 {
-		minRefresh = time.Minute
-	}
-	if !ok && (v.keys == nil || v.now().Sub(v.fetchedAt) >= minRefresh) {
-		keys, err := v.fetch(ctx)
-		v.fetchedAt = v.now()
-		if err != nil {
-			return nil, err
-		}
-		v.keys = keys
-		k, ok = keys[kid]
-	}
-	if !ok {
-		return nil, fmt.Errorf("unknown key id %q", kid)
+	k, err := v.lookup(ctx, kid)
+	if err != nil {
+		return nil, err
 	}
 	// The key's type must fit the algorithm: no RSA key for ES256 and so on.
 	switch k.(type) {
 	case *rsa.PublicKey:
 		if alg != "RS256" {
-			return nil, fmt.Errorf("key %q is RSA, token says %s", kid, alg)
+			return nil, fmt.Errorf("key %q is RSA, token says %s", shortKid(kid), alg)
 		}
 	case *ecdsa.PublicKey:
 		if alg != "ES256" {
-			return nil, fmt.Errorf("key %q is EC, token says %s", kid, alg)
+			return nil, fmt.Errorf("key %q is EC, token says %s", shortKid(kid), alg)
 		}
 	}
 	return k, nil
+}
+
+func (v *Verifier) lookup(ctx context.Context, kid string) (crypto.PublicKey, error) {
+	fetched := false
+	for {
+		v.mu.Lock()
+		if k, ok := v.keys[kid]; ok {
+			v.mu.Unlock()
+			return k, nil
+		}
+		if wait := v.fetching; wait != nil {
+			v.mu.Unlock()
+			select {
+			case <-wait:
+				continue
+			case <-ctx.Done():
+				return nil, fmt.Errorf("wait for the JWKS: %w", ctx.Err())
+			}
+		}
+		if fetched || v.now().Before(v.nextFetch) {
+			noKeys := v.keys == nil // read under the lock: a fetch may be setting it
+			v.mu.Unlock()
+			if noKeys {
+				return nil, errors.New("the issuer's keys are unavailable (the last JWKS fetch failed)")
+			}
+			return nil, fmt.Errorf("unknown key id %q", shortKid(kid))
+		}
+		done := make(chan struct{})
+		v.fetching = done
+		v.mu.Unlock()
+
+		// The fetch is the verifier's, not the request's: one caller going
+		// away must not count as the issuer failing.
+		keys, err := v.fetch(context.WithoutCancel(ctx))
+		v.mu.Lock()
+		if err != nil {
+			v.failures++
+			v.nextFetch = v.now().Add(v.backoff())
+		} else {
+			v.keys, v.failures = keys, 0
+			v.nextFetch = v.now().Add(v.minRefresh())
+		}
+		v.fetching = nil
+		close(done)
+		v.mu.Unlock()
+		if err != nil {
+			return nil, err
+		}
+		fetched = true
+	}
+}
+
+func (v *Verifier) minRefresh() time.Duration {
+	if v.MinRefresh > 0 {
+		return v.MinRefresh
+	}
+	return time.Minute
+}
+
+// backoff is the wait after v.failures failed fetches in a row: a second,
+// doubling, capped at MaxBackoff (default 5 min).
+func (v *Verifier) backoff() time.Duration {
+	limit := v.MaxBackoff
+	if limit <= 0 {
+		limit = 5 * time.Minute
+	}
+	d := firstBackoff
+	for i := 1; i < v.failures && d < limit; i++ {
+		d *= 2
+	}
+	return min(d, limit)
+}
+
+// shortKid is a kid as errors and logs repeat it: at most maxKidInError
+// bytes, since it is the token's sender's to choose.
+func shortKid(kid string) string {
+	if len(kid) <= maxKidInError {
+		return kid
+	}
+	return kid[:maxKidInError] + fmt.Sprintf("…(%d bytes)", len(kid))
 }
 
 type jwk struct {

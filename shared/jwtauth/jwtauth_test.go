@@ -5,6 +5,10 @@ import (
 	"crypto/x509"
 	"encoding/pem"
 	"errors"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -121,5 +125,134 @@ func TestUnknownKidRefreshesTheKeysOnceThenFails(t *testing.T) {
 	v2.Verify(context.Background(), is.SignRS256(is.Claims("usr_1"), "rotated-away"))
 	if n := is.Fetches.Load() - before; n != 1 {
 		t.Errorf("an unknown kid caused %d refreshes, want exactly 1", n)
+	}
+}
+
+// jwksFront stands before an issuer's JWKS: it counts fetches, fails them
+// while failing is set, and holds each while hold is set (saying so on
+// held) until release.
+type jwksFront struct {
+	srv     *httptest.Server
+	fetches atomic.Int32
+	failing atomic.Bool
+	hold    atomic.Bool
+	held    chan struct{}
+	release chan struct{}
+}
+
+func newJWKSFront(t *testing.T, is *jwttest.Issuer) *jwksFront {
+	f := &jwksFront{held: make(chan struct{}, 1), release: make(chan struct{})}
+	f.srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		f.fetches.Add(1)
+		if f.hold.Load() {
+			f.held <- struct{}{}
+			<-f.release
+		}
+		if f.failing.Load() {
+			http.Error(w, "issuer down", http.StatusInternalServerError)
+			return
+		}
+		resp, err := http.Get(is.JWKSURL())
+		if err != nil {
+			http.Error(w, err.Error(), http.StatusBadGateway)
+			return
+		}
+		defer resp.Body.Close()
+		io.Copy(w, resp.Body)
+	}))
+	t.Cleanup(f.srv.Close)
+	return f
+}
+
+// TestAFailedJWKSFetchBacksOff: while the issuer fails, a flood of tokens
+// makes one fetch; the next comes only after a backoff that doubles with
+// each failure up to MaxBackoff (on a moved clock), and once the issuer is
+// back the keys are fetched and tokens verify.
+func TestAFailedJWKSFetchBacksOff(t *testing.T) {
+	is, _ := setup(t)
+	front := newJWKSFront(t, is)
+	front.failing.Store(true)
+	var clock atomic.Int64
+	clock.Store(time.Now().UnixNano())
+	advance := func(d time.Duration) { clock.Add(int64(d)) }
+	v := &jwtauth.Verifier{Issuer: is.Issuer, Audience: is.Audience, JWKSURL: front.srv.URL, MinRefresh: time.Hour,
+		MaxBackoff: 8 * time.Second, Now: func() time.Time { return time.Unix(0, clock.Load()) }}
+	token := is.Token("usr_1")
+	verifyAll := func(n int) {
+		t.Helper()
+		for range n {
+			if _, err := v.Verify(context.Background(), token); !errors.Is(err, jwtauth.ErrInvalidToken) {
+				t.Fatalf("Verify while the issuer fails = %v, want ErrInvalidToken", err)
+			}
+		}
+	}
+	verifyAll(20)
+	if n := front.fetches.Load(); n != 1 {
+		t.Fatalf("%d JWKS fetches for 20 tokens while the issuer fails, want 1", n)
+	}
+	// Each wait: just short of it fetches nothing, reaching it fetches once.
+	want := int32(1)
+	for _, wait := range []time.Duration{time.Second, 2 * time.Second, 4 * time.Second, 8 * time.Second, 8 * time.Second} {
+		advance(wait - time.Millisecond)
+		verifyAll(5)
+		if n := front.fetches.Load(); n != want {
+			t.Fatalf("%d fetches %v into a %v backoff, want %d", n, wait-time.Millisecond, wait, want)
+		}
+		advance(time.Millisecond)
+		verifyAll(5)
+		if want++; front.fetches.Load() != want {
+			t.Fatalf("%d fetches once the %v backoff passed, want %d", front.fetches.Load(), wait, want)
+		}
+	}
+	front.failing.Store(false)
+	advance(8 * time.Second)
+	if sub, err := v.Verify(context.Background(), token); err != nil || sub != "usr_1" {
+		t.Fatalf("Verify once the issuer is back = %q, %v", sub, err)
+	}
+}
+
+// TestAJWKSFetchBlocksNoTokenWithAKnownKey: while an unknown kid's fetch
+// hangs at the issuer, tokens whose key is known verify at once (no lock
+// is held across the fetch); unknown kids are refused once it ends.
+func TestAJWKSFetchBlocksNoTokenWithAKnownKey(t *testing.T) {
+	is, _ := setup(t)
+	front := newJWKSFront(t, is)
+	v := &jwtauth.Verifier{Issuer: is.Issuer, Audience: is.Audience, JWKSURL: front.srv.URL, MinRefresh: time.Nanosecond}
+	if _, err := v.Verify(context.Background(), is.Token("usr_1")); err != nil {
+		t.Fatal(err)
+	}
+	front.hold.Store(true)
+	unknown := make(chan error, 2)
+	go func() {
+		_, err := v.Verify(context.Background(), is.SignRS256(is.Claims("usr_1"), "rotated-away"))
+		unknown <- err
+	}()
+	<-front.held // the refresh is at the issuer, held
+	known := make(chan error, 1)
+	go func() {
+		_, err := v.Verify(context.Background(), is.Token("usr_2"))
+		known <- err
+	}()
+	select {
+	case err := <-known:
+		if err != nil {
+			t.Errorf("a token with a known key during a fetch: %v", err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("a token with a known key waited for the JWKS fetch of another")
+	}
+	go func() {
+		_, err := v.Verify(context.Background(), is.SignRS256(is.Claims("usr_1"), "also-unknown"))
+		unknown <- err
+	}()
+	front.hold.Store(false)
+	close(front.release)
+	for range 2 {
+		if err := <-unknown; !errors.Is(err, jwtauth.ErrInvalidToken) {
+			t.Errorf("an unknown kid: %v, want ErrInvalidToken", err)
+		}
+	}
+	if n := front.fetches.Load(); n > 3 {
+		t.Errorf("%d fetches, want at most 3 (the first, the held one, and one more for the second kid)", n)
 	}
 }

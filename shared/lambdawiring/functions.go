@@ -115,7 +115,7 @@ func Webhooks(ctx context.Context, log *slog.Logger) (any, error) {
 	}
 	st := storewiring.Store(cfg)
 	d := &webhook.Deliverer{Records: apiview.WebhookRecords{Store: st}, Store: st, Queue: q,
-		Client: webhook.SafeClient(false), Log: log}
+		Client: webhook.SafeClient(), Log: log}
 	return sqsbatch.Handler(d.HandleBatch), nil
 }
 

@@ -83,8 +83,13 @@ func Upstreams(ctx context.Context, cfg aws.Config) (*upstream.Router, error) {
 			return ""
 		}
 		return storewiring.Getenv(u.WebhookSecretEnv)
-	}, upstream.Tuning{HTTP: &http.Client{Timeout: 20 * time.Second}})
+	}, UpstreamTuning)
 }
+
+// UpstreamTuning is how the functions call the providers: each try waits
+// 20 s at most. A function that creates jobs outside the API's 29 s
+// (SubmitScene) has a Timeout well beyond its WorstCase (deploy/ checks it).
+var UpstreamTuning = upstream.Tuning{HTTP: &http.Client{Timeout: 20 * time.Second}}
 
 // tokenSecret reads the upstreams' tokens: one JSON object in one secret
 // (or, for sam local invoke, in UPSTREAM_TOKENS).

@@ -92,7 +92,7 @@ func (e *SlotsFullError) Error() string { return e.Msg }
 const MaxSceneReadErrors = 5
 
 // sceneHolder names a scene in its upstream's slot line.
-func sceneHolder(videoID string, n int) string { return fmt.Sprintf("%s#scene-%d", videoID, n) }
+func sceneHolder(videoID string, n int) string { return domain.SceneSlotHolder(videoID, n) }
 
 // sceneKeyBase is where a scene's clip is kept (the extension is added).
 func sceneKeyBase(videoID string, n int) string {

@@ -27,20 +27,47 @@ func Files() fs.FS {
 	return sub
 }
 
+// The pages' Content-Security-Policy: their own scripts and stylesheet
+// only (no inline script or style, no eval), the API anywhere (a page on a
+// static host asks for the API's URL), no plugins, no <base>, no form
+// posts, and never inside a frame (the pages hold API keys: a page on
+// another origin framing them could trick clicks). The playground shows
+// outputs, which live on an origin of their own (the file origin, a CDN),
+// so its images and videos may come from anywhere; the dashboard shows
+// none.
+const (
+	PlaygroundCSP = "default-src 'self'; script-src 'self'; style-src 'self'; img-src * data: blob:; media-src * data: blob:; " +
+		"connect-src *; object-src 'none'; base-uri 'none'; form-action 'none'; frame-ancestors 'none'"
+	DashboardCSP = "default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' data:; " +
+		"connect-src *; object-src 'none'; base-uri 'none'; form-action 'none'; frame-ancestors 'none'"
+)
+
 // Mount serves the playground at /, the dashboard at /dashboard and their
-// assets under /playground/ on mux.
+// assets under /playground/ on mux, each page with its CSP and
+// X-Frame-Options: DENY (for browsers without frame-ancestors).
 func Mount(mux *http.ServeMux) {
 	static := Files()
 	h := http.FileServerFS(static)
-	mux.Handle("GET /{$}", h)
-	mux.HandleFunc("GET /dashboard", func(w http.ResponseWriter, r *http.Request) {
+	mux.Handle("GET /{$}", page(PlaygroundCSP, h))
+	mux.Handle("GET /dashboard", page(DashboardCSP, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		http.ServeFileFS(w, r, static, "dashboard.html")
-	})
+	})))
 	mux.Handle("GET /playground/", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if strings.HasSuffix(r.URL.Path, "/") {
 			http.NotFound(w, r) // files only, no directory listing
 			return
 		}
+		w.Header().Set("X-Content-Type-Options", "nosniff")
 		h.ServeHTTP(w, r)
 	}))
+}
+
+// page serves a page with its policy and no framing.
+func page(csp string, h http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Security-Policy", csp)
+		w.Header().Set("X-Frame-Options", "DENY")
+		w.Header().Set("X-Content-Type-Options", "nosniff")
+		h.ServeHTTP(w, r)
+	})
 }

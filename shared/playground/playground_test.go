@@ -77,3 +77,47 @@ func TestThePagesListsAreTheServices(t *testing.T) {
 		t.Errorf("the page's styles %v, the service's %v (auto first)", styles, want)
 	}
 }
+
+// TestThePagesForbidFramingAndCarryTheirCSP: each page is sent with a
+// Content-Security-Policy that forbids framing (frame-ancestors 'none', and
+// X-Frame-Options: DENY for older browsers), runs its own scripts and
+// styles only (no inline script or style, no eval), and posts no form;
+// the page's own <meta> policy says the same but frame-ancestors, which a
+// meta cannot say (for static hosts).
+func TestThePagesForbidFramingAndCarryTheirCSP(t *testing.T) {
+	mux := http.NewServeMux()
+	Mount(mux)
+	srv := httptest.NewServer(mux)
+	defer srv.Close()
+	meta := regexp.MustCompile(`<meta http-equiv="Content-Security-Policy" content="([^"]*)">`)
+	for _, tt := range []struct{ path, csp string }{{"/", PlaygroundCSP}, {"/dashboard", DashboardCSP}} {
+		resp, err := http.Get(srv.URL + tt.path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		body, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		csp := resp.Header.Get("Content-Security-Policy")
+		if csp != tt.csp || resp.Header.Get("X-Frame-Options") != "DENY" {
+			t.Errorf("GET %s: CSP %q, X-Frame-Options %q", tt.path, csp, resp.Header.Get("X-Frame-Options"))
+		}
+		directives := map[string]string{}
+		for _, d := range strings.Split(csp, ";") {
+			name, value, _ := strings.Cut(strings.TrimSpace(d), " ")
+			directives[name] = value
+		}
+		for name, want := range map[string]string{"frame-ancestors": "'none'", "script-src": "'self'", "style-src": "'self'",
+			"object-src": "'none'", "base-uri": "'none'", "form-action": "'none'"} {
+			if directives[name] != want {
+				t.Errorf("GET %s: %s is %q, want %q", tt.path, name, directives[name], want)
+			}
+		}
+		if strings.Contains(csp, "unsafe-") {
+			t.Errorf("GET %s: the policy allows %q", tt.path, csp)
+		}
+		m := meta.FindSubmatch(body)
+		if m == nil || string(m[1])+"; frame-ancestors 'none'" != csp {
+			t.Errorf("GET %s: the page's meta policy is %q, want the header's but frame-ancestors", tt.path, m)
+		}
+	}
+}

@@ -29,10 +29,20 @@ type SweepStore interface {
 	FinishLongVideo(ctx context.Context, id string, o domain.Outcome, at time.Time) error
 }
 
+// SlotReleaser frees a holder's upstream slot or place in line (a repeat
+// changes nothing).
+type SlotReleaser interface {
+	ReleaseSlot(ctx context.Context, provider, holder string) error
+}
+
 // Sweeper settles holds whose work is finished, failed, past its deadline,
-// or never appeared.
+// or never appeared, and frees the upstream slots that work held.
 type Sweeper struct {
 	Store SweepStore
+	// Slots, when set, frees the slots of the work it settles: work whose
+	// poll chain was lost still holds its slot, which would otherwise be
+	// taken from the upstream's max_concurrent until it expires.
+	Slots SlotReleaser
 	Grace time.Duration
 	Now   func() time.Time
 	Log   *slog.Logger
@@ -51,9 +61,14 @@ type work struct {
 	exists   bool
 	status   domain.Status
 	deadline time.Time
+	// slots are the upstream slots it may hold.
+	slots []slot
 	// finishing: its outputs were being stored (StoredFiles.Finishing).
 	finishing bool
 }
+
+// slot is a holder at an upstream.
+type slot struct{ upstream, holder string }
 
 // Sweep looks at every open hold older than the grace period once.
 func (s *Sweeper) Sweep(ctx context.Context) (SweepReport, error) {
@@ -115,6 +130,10 @@ func (s *Sweeper) settle(ctx context.Context, h domain.OpenHold, now time.Time, 
 	if w.exists {
 		status = w.status
 	}
+	// Before the hold: a slot left held comes back at the next sweep.
+	if err := s.releaseSlots(ctx, h, w); err != nil {
+		return err
+	}
 	how, settled, err := domain.Settle(ctx, s.Store, h.UserID, h.WorkID, status)
 	if err != nil {
 		return err
@@ -142,15 +161,40 @@ func (s *Sweeper) lookup(ctx context.Context, h domain.OpenHold) (work, error) {
 		var v domain.LongVideo
 		v, err = s.Store.GetLongVideo(ctx, h.WorkID)
 		w = work{exists: err == nil, status: v.Status, deadline: v.Deadline, finishing: v.Files.Finishing}
+		for n, sc := range v.SceneStatus {
+			// A finished scene freed its slot; the others may hold one.
+			if sc.Upstream != "" && sc.Status != domain.StatusCompleted && sc.Status != domain.StatusFailed {
+				w.slots = append(w.slots, slot{sc.Upstream, domain.SceneSlotHolder(v.ID, n)})
+			}
+		}
 	default:
 		var g domain.Generation
 		g, err = s.Store.GetGeneration(ctx, h.WorkID)
 		w = work{exists: err == nil, status: g.Status, deadline: g.Deadline, finishing: g.Files.Finishing}
+		if g.Upstream != "" {
+			w.slots = []slot{{g.Upstream, g.UUID}}
+		}
 	}
 	if err != nil && !errors.Is(err, domain.ErrNotFound) {
 		return work{}, err
 	}
 	return w, nil
+}
+
+// releaseSlots frees the slots of work that is no longer processing. A
+// waiter's place in line (work never submitted names no upstream) is left
+// to expire: it stopped asking (store.SlotWaiterTimeout).
+func (s *Sweeper) releaseSlots(ctx context.Context, h domain.OpenHold, w work) error {
+	if s.Slots == nil || w.status == domain.StatusProcessing {
+		return nil
+	}
+	for _, sl := range w.slots {
+		if err := s.Slots.ReleaseSlot(ctx, sl.upstream, sl.holder); err != nil {
+			return fmt.Errorf("release the slot of %s at %s: %w", sl.holder, sl.upstream, err)
+		}
+		s.log().InfoContext(ctx, "sweeper released the work's upstream slot", "user_id", h.UserID, "work_id", h.WorkID, "upstream", sl.upstream, "holder", sl.holder)
+	}
+	return nil
 }
 
 func (s *Sweeper) finish(ctx context.Context, h domain.OpenHold, now time.Time) error {

@@ -159,6 +159,19 @@ func (t Tuning) maxRetryAfter() time.Duration {
 	return 10 * time.Second
 }
 
+// WorstCase is the longest one call may take: every try timed out by the
+// HTTP client, with the longest wait between tries (a capped Retry-After
+// or the backoff). A caller's own deadline (a Lambda's timeout) must be
+// well beyond it, or a slow create ends with the caller killed rather than
+// with the call's error.
+func (t Tuning) WorstCase() time.Duration {
+	total := time.Duration(t.attempts()) * t.client().Timeout
+	for attempt := 1; attempt < t.attempts(); attempt++ {
+		total += max(t.backoff(attempt), t.maxRetryAfter())
+	}
+	return total
+}
+
 // request is one HTTP call of a protocol.
 type request struct {
 	op, method, url string

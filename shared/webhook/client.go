@@ -7,6 +7,7 @@ import (
 	"net"
 	"net/http"
 	"net/netip"
+	"slices"
 	"syscall"
 	"time"
 
@@ -20,8 +21,9 @@ var ErrPrivateAddress = errors.New("address is not public")
 // SafeClient is an HTTP client for URLs that callers chose: it checks the
 // address it actually connects to (after DNS, so a public name resolving
 // to a private address is refused too), follows no redirects and has a
-// timeout. allowLoopback admits loopback addresses, for local use.
-func SafeClient(allowLoopback bool) *http.Client {
+// timeout. loopbackPorts are the ports of this machine it may reach too,
+// for local use (serve --webhook-allow); none in AWS.
+func SafeClient(loopbackPorts ...uint16) *http.Client {
 	dialer := &net.Dialer{
 		Timeout: 5 * time.Second,
 		Control: func(network, address string, _ syscall.RawConn) error {
@@ -29,7 +31,8 @@ func SafeClient(allowLoopback bool) *http.Client {
 			if err != nil {
 				return fmt.Errorf("%w: %s", ErrPrivateAddress, address)
 			}
-			if !netguard.Allowed(ap.Addr(), allowLoopback) {
+			allowed := netguard.Public(ap.Addr()) || netguard.Loopback(ap.Addr()) && slices.Contains(loopbackPorts, ap.Port())
+			if !allowed {
 				return fmt.Errorf("%w: %s", ErrPrivateAddress, ap.Addr())
 			}
 			return nil

@@ -253,7 +253,7 @@ func (d *Deliverer) post(ctx context.Context, rec Record, m Message, hookID, sec
 	}
 	client := d.Client
 	if client == nil {
-		client = SafeClient(false)
+		client = SafeClient()
 	}
 	resp, err := client.Do(req)
 	if err != nil {

@@ -68,7 +68,7 @@ func TestAnEventEnqueuedTwiceIsPostedOnce(t *testing.T) {
 	st := claimStore{attemptStore: &attemptStore{}, Store: db}
 	q := &delayQueue{}
 	d := &webhook.Deliverer{Records: oneRecord{url: receiver.URL}, Store: st, Queue: q,
-		Client: webhook.SafeClient(true), Log: slog.New(slog.DiscardHandler)}
+		Client: webhook.SafeClient(portOf(t, receiver.URL)), Log: slog.New(slog.DiscardHandler)}
 	m := webhook.Message{Kind: domain.WorkGeneration, ID: "g1", Event: "generation.completed", Attempt: 1}
 
 	var wg sync.WaitGroup

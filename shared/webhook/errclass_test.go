@@ -7,6 +7,8 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"net/url"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -44,7 +46,9 @@ func (discardQueue) Send(context.Context, []byte, time.Duration) error { return 
 
 // TestAttemptErrorsNameAClassNotTheAddress: each way a delivery can fail,
 // made for real on loopback, is reported as its class, and the class says
-// nothing of the address or port.
+// nothing of the address or port, nor how a port failed: a closed port, a
+// silent one, one that hangs up and one that speaks something else all
+// read could_not_connect. A loopback port not allowed is not dialled.
 func TestAttemptErrorsNameAClassNotTheAddress(t *testing.T) {
 	closed := func() string { // a port nothing listens on
 		l, err := net.Listen("tcp", "127.0.0.1:0")
@@ -57,37 +61,43 @@ func TestAttemptErrorsNameAClassNotTheAddress(t *testing.T) {
 	}
 	silent := acceptor(t, func(c net.Conn) { t.Cleanup(func() { c.Close() }) })       // accepts, never answers
 	hangUp := acceptor(t, func(c net.Conn) { c.Read(make([]byte, 4096)); c.Close() }) // reads the request, closes
+	ssh := acceptor(t, func(c net.Conn) { c.Read(make([]byte, 4096)); c.Write([]byte("SSH-2.0-OpenSSH_9.6\r\n")); c.Close() })
 	status := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { w.WriteHeader(http.StatusTeapot) }))
 	defer status.Close()
 	untrusted := httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {}))
 	defer untrusted.Close()
 
 	tests := []struct {
-		name, url     string
-		allowLoopback bool
-		want          string
+		name, url   string
+		portAllowed bool // the URL's loopback port is one the client may reach
+		want        string
 	}{
-		{"nothing listens", closed(), true, webhook.ErrorConnectionRefused},
-		{"no answer in time", silent, true, webhook.ErrorTimeout},
-		{"closed before answering", hangUp, true, webhook.ErrorConnectionReset},
+		{"nothing listens", closed(), true, webhook.ErrorCouldNotConnect},
+		{"no answer in time", silent, true, webhook.ErrorCouldNotConnect},
+		{"closed before answering", hangUp, true, webhook.ErrorCouldNotConnect},
+		{"another protocol answers", ssh, true, webhook.ErrorCouldNotConnect},
 		{"an answer other than 2xx", status.URL, true, webhook.ErrorHTTPStatus},
 		{"a certificate no one vouches for", untrusted.URL, true, webhook.ErrorTLS},
-		{"loopback in production", status.URL, false, webhook.ErrorAddressNotPublic},
-		{"a link-local address", "http://169.254.169.254/latest/meta-data", true, webhook.ErrorAddressNotPublic},
+		{"a loopback port not allowed", status.URL, false, webhook.ErrorAddressNotPublic},
+		{"a link-local address", "http://169.254.169.254/latest/meta-data", false, webhook.ErrorAddressNotPublic},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			// The attempt's own bound is 10 s; the silent receiver's case
 			// stops sooner, the others have time for a loaded machine.
 			bound := webhook.Timeout
-			if tt.want == webhook.ErrorTimeout {
+			if tt.url == silent {
 				bound = 300 * time.Millisecond
 			}
 			ctx, cancel := context.WithTimeout(context.Background(), bound)
 			defer cancel()
+			var ports []uint16
+			if tt.portAllowed {
+				ports = append(ports, portOf(t, tt.url))
+			}
 			st := &attemptStore{}
 			d := &webhook.Deliverer{Records: oneRecord{url: tt.url}, Store: st, Queue: discardQueue{},
-				Client: webhook.SafeClient(tt.allowLoopback), Log: slog.New(slog.DiscardHandler)}
+				Client: webhook.SafeClient(ports...), Log: slog.New(slog.DiscardHandler)}
 			if err := d.Deliver(ctx, webhook.Message{Kind: domain.WorkGeneration, ID: "g1", Event: "generation.completed", Attempt: 1}); err != nil {
 				t.Fatalf("Deliver: %v", err)
 			}
@@ -102,8 +112,8 @@ func TestAttemptErrorsNameAClassNotTheAddress(t *testing.T) {
 	if got := webhook.Classify(&net.DNSError{Err: "no such host", Name: "hooks.example", IsNotFound: true}); got != webhook.ErrorDNS {
 		t.Errorf("a name that does not resolve: %s, want %s", got, webhook.ErrorDNS)
 	}
-	if got := webhook.Classify(fmt.Errorf("encode: %w", fmt.Errorf("odd"))); got != webhook.ErrorRequestFailed {
-		t.Errorf("an unknown error: %s, want %s", got, webhook.ErrorRequestFailed)
+	if got := webhook.Classify(fmt.Errorf("encode: %w", fmt.Errorf("odd"))); got != webhook.ErrorCouldNotConnect {
+		t.Errorf("an unknown error: %s, want %s", got, webhook.ErrorCouldNotConnect)
 	}
 	for _, c := range webhook.ErrorClasses {
 		if strings.ContainsAny(c, ".:/ ") {
@@ -130,4 +140,33 @@ func acceptor(t *testing.T, handle func(net.Conn)) string {
 		}
 	}()
 	return "http://" + l.Addr().String() + "/hook"
+}
+
+// portOf is the port of a loopback URL.
+func portOf(t *testing.T, raw string) uint16 {
+	t.Helper()
+	u, err := url.Parse(raw)
+	if err != nil {
+		t.Fatal(err)
+	}
+	n, err := strconv.ParseUint(u.Port(), 10, 16)
+	if err != nil {
+		t.Fatalf("port of %s: %v", raw, err)
+	}
+	return uint16(n)
+}
+
+// TestAttemptsRecordedBeforeReadAsTodaysClasses: the classes of attempts
+// recorded before could_not_connect, which told how a port failed, read
+// as it; today's pass unchanged.
+func TestAttemptsRecordedBeforeReadAsTodaysClasses(t *testing.T) {
+	for stored, want := range map[string]string{
+		"connection_refused": webhook.ErrorCouldNotConnect, "connection_reset": webhook.ErrorCouldNotConnect,
+		"timeout": webhook.ErrorCouldNotConnect, "request_failed": webhook.ErrorCouldNotConnect,
+		webhook.ErrorHTTPStatus: webhook.ErrorHTTPStatus, webhook.ErrorTLS: webhook.ErrorTLS, "": "",
+	} {
+		if got := webhook.CurrentClass(stored); got != want {
+			t.Errorf("CurrentClass(%q) = %q, want %q", stored, got, want)
+		}
+	}
 }

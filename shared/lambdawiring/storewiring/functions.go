@@ -149,7 +149,8 @@ func Sweeper(ctx context.Context, log *slog.Logger) (any, error) {
 	if err != nil {
 		return nil, err
 	}
-	sw := &sweeper.Sweeper{Store: Store(cfg), Log: log}
+	st := Store(cfg)
+	sw := &sweeper.Sweeper{Store: st, Slots: st, Log: log}
 	return func(ctx context.Context, _ events.EventBridgeEvent) (sweeper.SweepReport, error) {
 		return sw.Sweep(ctx)
 	}, nil

@@ -22,6 +22,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 
+	"github.com/mediagen-dev/mediagen/shared/domain"
 	"github.com/mediagen-dev/mediagen/shared/httpapi"
 	"github.com/mediagen-dev/mediagen/shared/jwtauth"
 	"github.com/mediagen-dev/mediagen/shared/pricing"
@@ -56,9 +57,10 @@ func Build(name string, c Constructor) any {
 	return Must(c(context.Background(), Logger().With("function", name)))
 }
 
-// Logger is the JSON logger every function uses.
+// Logger is the JSON logger every function uses, its values bounded
+// (domain.NewJSONLogger).
 func Logger() *slog.Logger {
-	return slog.New(slog.NewJSONHandler(os.Stdout, nil))
+	return domain.NewJSONLogger(os.Stdout, nil)
 }
 
 // Must ends a function's init with a logged error: Lambda reports the init

@@ -18,6 +18,7 @@ import (
 	"net"
 	"net/http"
 	"net/textproto"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -57,11 +58,22 @@ type Timeouts struct {
 	Write time.Duration
 	// Idle bounds a kept-alive connection between requests.
 	Idle time.Duration
+	// Integration is API Gateway's integration timeout (30 s, the most an
+	// HTTP API allows): a route's handler still running then gets the
+	// client the gateway's own 503 {"message":"Service Unavailable"},
+	// while the handler runs on to its end, as a Lambda function does
+	// after the gateway gave up on it. 0: no bound.
+	Integration time.Duration
 }
+
+// IntegrationTimeout is API Gateway's: an HTTP API's integration timeout
+// is at most 30 s, for Lambda integrations too.
+const IntegrationTimeout = 30 * time.Second
 
 // DefaultTimeouts are the API's: a 6 MB body must arrive at 200 KB/s or
 // faster; answers are small (the largest is the OpenAPI document).
-var DefaultTimeouts = Timeouts{ReadHeader: 10 * time.Second, Read: 30 * time.Second, Write: 2 * time.Minute, Idle: 2 * time.Minute}
+var DefaultTimeouts = Timeouts{ReadHeader: 10 * time.Second, Read: 30 * time.Second, Write: 2 * time.Minute, Idle: 2 * time.Minute,
+	Integration: IntegrationTimeout}
 
 // Server is an HTTP server for h bounded by t.
 func (t Timeouts) Server(h http.Handler) *http.Server {
@@ -237,7 +249,26 @@ func serve(w http.ResponseWriter, r *http.Request, rt *mounted, authorizer *Lamb
 		}
 		ev.RequestContext.Authorizer = &events.APIGatewayV2HTTPRequestContextAuthorizerDescription{Lambda: lambda}
 	}
-	resp, err := rt.Handler(r.Context(), ev)
+	resp, inTime, err := invoke(r.Context(), rt.Handler, ev, timeouts.Integration, func() {
+		log.WarnContext(r.Context(), "integration timeout: the client got 503 while the handler runs on", "route", ev.RouteKey,
+			"integration_timeout", timeouts.Integration.String())
+		// The answer is complete and the connection is not reused: the
+		// client has its 503 now, while this request waits for the handler
+		// (so a shutdown still waits for it too).
+		body := []byte(`{"message":"Service Unavailable"}` + "\n")
+		w.Header().Set("Connection", "close")
+		w.Header().Set("Content-Type", "application/json")
+		w.Header().Set("Content-Length", strconv.Itoa(len(body)))
+		w.WriteHeader(http.StatusServiceUnavailable)
+		w.Write(body)
+		_ = http.NewResponseController(w).Flush()
+	})
+	if !inTime {
+		if err != nil {
+			log.ErrorContext(r.Context(), "handler returned an error after the integration timeout", "route", ev.RouteKey, "error", err)
+		}
+		return
+	}
 	if err != nil {
 		// Lambda reports a handler error as a 500 from the gateway.
 		log.ErrorContext(r.Context(), "handler returned an error", "route", ev.RouteKey, "error", err)
@@ -252,6 +283,46 @@ func serve(w http.ResponseWriter, r *http.Request, rt *mounted, authorizer *Lamb
 func tooLarge(w http.ResponseWriter) {
 	w.Header().Set("Connection", "close")
 	writeGatewayError(w, http.StatusRequestEntityTooLarge, "Request Entity Too Large")
+}
+
+// invoke runs a handler as the gateway invokes a Lambda function: the
+// invocation is not canceled when the client goes away or the gateway
+// stops waiting. Past timeout (when > 0) it calls onTimeout once, then
+// still waits for the handler's end, and reports inTime false.
+func invoke(ctx context.Context, h Handler, ev events.APIGatewayV2HTTPRequest, timeout time.Duration, onTimeout func()) (resp events.APIGatewayV2HTTPResponse, inTime bool, err error) {
+	ctx = context.WithoutCancel(ctx)
+	if timeout <= 0 {
+		resp, err := h(ctx, ev)
+		return resp, true, err
+	}
+	type result struct {
+		resp events.APIGatewayV2HTTPResponse
+		err  error
+	}
+	done := make(chan result, 1)
+	go func() {
+		var res result
+		defer func() {
+			// A panic here would end the process, where net/http would
+			// have recovered it on its own goroutine: report it as the
+			// handler's error, as Lambda does.
+			if p := recover(); p != nil {
+				res.err = fmt.Errorf("handler panicked: %v", p)
+			}
+			done <- res
+		}()
+		res.resp, res.err = h(ctx, ev)
+	}()
+	t := time.NewTimer(timeout)
+	defer t.Stop()
+	select {
+	case res := <-done:
+		return res.resp, true, res.err
+	case <-t.C:
+	}
+	onTimeout()
+	res := <-done
+	return res.resp, false, res.err
 }
 
 // readBody reads the request's body, bounded by timeouts.Read from now. A

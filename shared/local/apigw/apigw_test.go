@@ -308,3 +308,62 @@ func TestTheAuthorizersAnswersAreCachedByTheIdentitySourceForTheTTL(t *testing.T
 		})
 	}
 }
+
+// TestAHandlerPastTheIntegrationTimeoutGets503AndRunsOn: as API Gateway's
+// HTTP API does at its 30 s integration timeout (shortened here), the
+// client gets the gateway's own 503 while the handler is still running;
+// the handler is not canceled and finishes its work, and a handler that
+// ends in time answers as usual.
+func TestAHandlerPastTheIntegrationTimeoutGets503AndRunsOn(t *testing.T) {
+	release := make(chan struct{})
+	finished := make(chan error, 1)
+	slow := func(ctx context.Context, _ events.APIGatewayV2HTTPRequest) (events.APIGatewayV2HTTPResponse, error) {
+		<-release
+		finished <- ctx.Err() // the work goes on with a live context
+		return events.APIGatewayV2HTTPResponse{StatusCode: http.StatusOK, Body: `{"late":true}`}, nil
+	}
+	quick := func(context.Context, events.APIGatewayV2HTTPRequest) (events.APIGatewayV2HTTPResponse, error) {
+		return events.APIGatewayV2HTTPResponse{StatusCode: http.StatusOK, Body: `{"quick":true}`}, nil
+	}
+	mux := http.NewServeMux()
+	timeouts := apigw.DefaultTimeouts
+	timeouts.Integration = 50 * time.Millisecond
+	apigw.Mount(mux, []apigw.Route{
+		{Method: http.MethodPost, Path: "/slow", Handler: slow},
+		{Method: http.MethodGet, Path: "/quick", Handler: quick},
+	}, nil, timeouts, slog.New(slog.NewTextHandler(io.Discard, nil)))
+	srv := httptest.NewServer(mux)
+	defer srv.Close()
+	defer close(release)
+
+	resp, err := http.Post(srv.URL+"/slow", "application/json", strings.NewReader("{}"))
+	if err != nil {
+		t.Fatalf("the client got no answer: %v", err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusServiceUnavailable || strings.TrimSpace(string(body)) != `{"message":"Service Unavailable"}` ||
+		resp.Header.Get(apigw.RequestIDHeader) == "" {
+		t.Errorf("past the integration timeout: HTTP %d %s (request id %q), want the gateway's 503",
+			resp.StatusCode, body, resp.Header.Get(apigw.RequestIDHeader))
+	}
+	select {
+	case err := <-finished:
+		t.Fatalf("the handler ended (context %v) before the client had its 503", err)
+	default:
+	}
+	release <- struct{}{}
+	if err := <-finished; err != nil {
+		t.Errorf("the handler's context ended with the gateway's wait: %v", err)
+	}
+
+	resp, err = http.Get(srv.URL + "/quick")
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ = io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusOK || string(body) != `{"quick":true}` {
+		t.Errorf("a handler within the timeout: HTTP %d %s", resp.StatusCode, body)
+	}
+}

@@ -37,6 +37,11 @@ func TestMain(m *testing.M) {
 type testEvent struct {
 	Name string `json:"name"`
 	Fail bool   `json:"fail"`
+	// Hang never answers; Exit ends the process mid-invocation; Big
+	// answers this many bytes.
+	Hang bool `json:"hang"`
+	Exit bool `json:"exit"`
+	Big  int  `json:"big"`
 }
 
 // testHandler answers with what it learnt from the Runtime API and the
@@ -44,6 +49,15 @@ type testEvent struct {
 func testHandler(ctx context.Context, ev testEvent) (map[string]string, error) {
 	if ev.Fail {
 		return nil, errors.New("failed on purpose")
+	}
+	if ev.Hang {
+		<-make(chan struct{})
+	}
+	if ev.Exit {
+		os.Exit(3)
+	}
+	if ev.Big > 0 {
+		return map[string]string{"big": strings.Repeat("x", ev.Big)}, nil
 	}
 	lc, _ := lambdacontext.FromContext(ctx)
 	deadline, _ := ctx.Deadline()

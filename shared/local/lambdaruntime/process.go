@@ -33,6 +33,9 @@ type Function struct {
 	Timeout time.Duration
 	// Region is AWS_REGION and AWS_DEFAULT_REGION (default us-east-1).
 	Region string
+	// AccountID is the account in the function's ARN (default
+	// 123456789012).
+	AccountID string
 	// Credentials stand in for the execution role's (AWS_ACCESS_KEY_ID,
 	// AWS_SECRET_ACCESS_KEY, AWS_SESSION_TOKEN); empty ones are "test".
 	AccessKeyID, SecretAccessKey, SessionToken string
@@ -49,10 +52,7 @@ type Function struct {
 // inherited from this process.
 func (fn Function) Environment(runtimeAPI string) []string {
 	region := or(fn.Region, "us-east-1")
-	mem := fn.MemoryMB
-	if mem <= 0 {
-		mem = 128
-	}
+	mem := fn.memoryMB()
 	env := maps.Clone(fn.Env)
 	if env == nil {
 		env = map[string]string{}
@@ -85,6 +85,13 @@ func (fn Function) Environment(runtimeAPI string) []string {
 		out = append(out, k+"="+env[k])
 	}
 	return out
+}
+
+func (fn Function) memoryMB() int {
+	if fn.MemoryMB <= 0 {
+		return 128
+	}
+	return fn.MemoryMB
 }
 
 func (fn Function) taskRoot() string {

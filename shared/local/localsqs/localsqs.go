@@ -1,7 +1,9 @@
 // Package localsqs is the local runtime's stand-in for SQS: an in-process queue
 // with per-message delay, batches delivered as events.SQSEvent to the same
 // handler the poller Lambda runs, partial batch failures redelivered after a
-// visibility timeout, and a dead-letter list after too many receives.
+// visibility timeout, and a dead-letter list after too many receives. It
+// also applies Lambda's recursive-loop guard to the consuming function (see
+// Lineage).
 package localsqs
 
 import (
@@ -45,6 +47,59 @@ type Config struct {
 	Log     *slog.Logger
 	// Now and the wake-up clock can be replaced in tests.
 	Now func() time.Time
+	// Function names the consuming function (its logical ID in
+	// template.yaml), whose invocations the recursive-loop guard counts.
+	Function string
+	// RecursiveLoop is the consuming function's RecursiveLoop setting in
+	// template.yaml: RecursiveLoopAllow, or RecursiveLoopTerminate (the
+	// default, as in AWS), which stops a chain at MaxChainInvocations.
+	RecursiveLoop string
+}
+
+// The values of a function's RecursiveLoop property.
+const (
+	RecursiveLoopAllow     = "Allow"
+	RecursiveLoopTerminate = "Terminate"
+)
+
+// MaxChainInvocations is how many times Lambda lets one chain of requests
+// invoke the same function before its recursive-loop guard stops it (AWS
+// documents "about 16"): the message that would invoke it once more goes
+// to the dead-letter queue instead.
+const MaxChainInvocations = 16
+
+// Lineage is what the X-Ray trace header carries through a chain of
+// requests: the chain's id and how many times each function was invoked in
+// it. In AWS the Go SDK sends the invocation's _X_AMZN_TRACE_ID with every
+// SendMessage, SQS keeps it as the message's AWSTraceHeader, and Lambda
+// counts the consuming function's invocations in it; here a delivery puts
+// the invocation's lineage in its context and Send copies it from there.
+type Lineage struct {
+	Trace  string
+	Counts map[string]int
+}
+
+type lineageKey struct{}
+
+// WithLineage is ctx carrying an invocation's lineage.
+func WithLineage(ctx context.Context, l Lineage) context.Context {
+	return context.WithValue(ctx, lineageKey{}, l)
+}
+
+// LineageFrom is the lineage of the invocation ctx belongs to, if any.
+func LineageFrom(ctx context.Context) (Lineage, bool) {
+	l, ok := ctx.Value(lineageKey{}).(Lineage)
+	return l, ok
+}
+
+// invoked is the lineage of an invocation of function by a message of l.
+func (l Lineage) invoked(function string) Lineage {
+	counts := make(map[string]int, len(l.Counts)+1)
+	for f, n := range l.Counts {
+		counts[f] = n
+	}
+	counts[function]++
+	return Lineage{Trace: l.Trace, Counts: counts}
 }
 
 type message struct {
@@ -53,6 +108,7 @@ type message struct {
 	visibleAt time.Time
 	receives  int
 	sentAt    time.Time
+	lineage   Lineage
 }
 
 // Queue is the in-process queue. Start it with Run.
@@ -88,16 +144,26 @@ func New(handler BatchHandler, cfg Config) *Queue {
 	if cfg.Now == nil {
 		cfg.Now = time.Now
 	}
+	if cfg.RecursiveLoop == "" {
+		cfg.RecursiveLoop = RecursiveLoopTerminate
+	}
 	return &Queue{cfg: cfg, handler: handler, wake: make(chan struct{}, 1)}
 }
 
-// Send enqueues body for delivery after delay, like SQS SendMessage.
-func (q *Queue) Send(_ context.Context, body []byte, delay time.Duration) error {
+// Send enqueues body for delivery after delay, like SQS SendMessage. The
+// message carries the lineage of the invocation sending it (ctx), or starts
+// a chain of its own.
+func (q *Queue) Send(ctx context.Context, body []byte, delay time.Duration) error {
 	q.mu.Lock()
 	q.seq++
 	now := q.cfg.Now()
 	sum := sha256.Sum256([]byte(strconv.Itoa(q.seq) + now.String()))
-	q.pending = append(q.pending, &message{id: hex.EncodeToString(sum[:8]), body: string(body), visibleAt: now.Add(delay), sentAt: now})
+	id := hex.EncodeToString(sum[:8])
+	lineage, ok := LineageFrom(ctx)
+	if !ok {
+		lineage = Lineage{Trace: "chain-" + id}
+	}
+	q.pending = append(q.pending, &message{id: id, body: string(body), visibleAt: now.Add(delay), sentAt: now, lineage: lineage})
 	q.mu.Unlock()
 	q.poke()
 	return nil
@@ -115,6 +181,39 @@ func (q *Queue) Len() int {
 	q.mu.Lock()
 	defer q.mu.Unlock()
 	return len(q.pending) + q.running
+}
+
+// DeliverDue delivers the messages visible now, one batch after another in
+// the caller's goroutine, until none is left visible (a message sent with no
+// delay meanwhile is delivered too), and says how many deliveries it made.
+// A test that moves a fake clock drives the queue with it instead of Run.
+func (q *Queue) DeliverDue(ctx context.Context) int {
+	n := 0
+	for {
+		batch, _ := q.take()
+		if len(batch) == 0 {
+			return n
+		}
+		q.deliver(ctx, batch)
+		n += len(batch)
+	}
+}
+
+// NextVisible is when the next waiting message becomes visible; false when
+// none waits.
+func (q *Queue) NextVisible() (time.Time, bool) {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	if len(q.pending) == 0 {
+		return time.Time{}, false
+	}
+	next := q.pending[0].visibleAt
+	for _, m := range q.pending[1:] {
+		if m.visibleAt.Before(next) {
+			next = m.visibleAt
+		}
+	}
+	return next, true
 }
 
 // DeadLetters are the bodies of messages that failed MaxReceives times.
@@ -193,6 +292,20 @@ func (q *Queue) putBack(batch []*message) {
 }
 
 func (q *Queue) deliver(ctx context.Context, batch []*message) {
+	batch = q.guard(ctx, batch)
+	if len(batch) == 0 {
+		q.poke()
+		return
+	}
+	// One invocation has one trace header: the deepest chain of the batch
+	// (so a loop is never counted short).
+	invocation := batch[0].lineage
+	for _, m := range batch[1:] {
+		if m.lineage.Counts[q.cfg.Function] > invocation.Counts[q.cfg.Function] {
+			invocation = m.lineage
+		}
+	}
+	ctx = WithLineage(ctx, invocation.invoked(q.cfg.Function))
 	ev := events.SQSEvent{}
 	for _, m := range batch {
 		m.receives++
@@ -233,6 +346,38 @@ func (q *Queue) deliver(ctx context.Context, batch []*message) {
 		q.pending = append(q.pending, m)
 	}
 	q.poke()
+}
+
+// guard applies Lambda's recursive-loop guard: unless the function allows
+// recursion, a message whose chain already invoked it MaxChainInvocations
+// times is not delivered but moved to the dead letters, as AWS does. It
+// returns the messages to deliver.
+func (q *Queue) guard(ctx context.Context, batch []*message) []*message {
+	if q.cfg.RecursiveLoop == RecursiveLoopAllow {
+		return batch
+	}
+	keep := batch[:0:0]
+	var stopped []*message
+	for _, m := range batch {
+		if m.lineage.Counts[q.cfg.Function] >= MaxChainInvocations {
+			stopped = append(stopped, m)
+			continue
+		}
+		keep = append(keep, m)
+	}
+	if len(stopped) == 0 {
+		return keep
+	}
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	for _, m := range stopped {
+		q.running--
+		q.dead = append(q.dead, m)
+		q.cfg.Log.ErrorContext(ctx, "local queue: recursive loop detected, message moved to dead letters",
+			"function", q.cfg.Function, "message_id", m.id, "trace", m.lineage.Trace,
+			"invocations", m.lineage.Counts[q.cfg.Function])
+	}
+	return keep
 }
 
 // safeHandle turns a handler panic into a failed batch, as Lambda would.

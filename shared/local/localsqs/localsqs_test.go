@@ -130,3 +130,53 @@ func TestHandlerErrorOrPanicFailsTheWholeBatch(t *testing.T) {
 	waitFor(t, "the third delivery", func() bool { mu.Lock(); defer mu.Unlock(); return calls == 3 })
 	waitFor(t, "an empty queue", func() bool { return q.Len() == 0 })
 }
+
+// A handler that sends its next message to its own queue, as the poller
+// does, is stopped by the recursive-loop guard at its 17th message unless
+// its function allows recursion; a chain started anew counts from zero.
+func TestRecursiveLoopGuardStopsASelfSendingChainUnlessAllowed(t *testing.T) {
+	tests := []struct {
+		setting       string
+		wantDelivered int
+		wantDead      int
+	}{
+		{setting: "", wantDelivered: MaxChainInvocations, wantDead: 1}, // AWS's default
+		{setting: RecursiveLoopTerminate, wantDelivered: MaxChainInvocations, wantDead: 1},
+		{setting: RecursiveLoopAllow, wantDelivered: 40, wantDead: 0},
+	}
+	for _, tt := range tests {
+		t.Run("RecursiveLoop="+tt.setting, func(t *testing.T) {
+			ctx := context.Background()
+			var q *Queue
+			delivered := 0
+			q = New(func(ctx context.Context, ev events.SQSEvent) (events.SQSEventResponse, error) {
+				delivered += len(ev.Records)
+				if delivered < 40 {
+					if err := q.Send(ctx, []byte("next"), 0); err != nil {
+						t.Fatal(err)
+					}
+				}
+				return events.SQSEventResponse{}, nil
+			}, Config{Function: "PollerFunction", RecursiveLoop: tt.setting})
+			if err := q.Send(ctx, []byte("first"), 0); err != nil {
+				t.Fatal(err)
+			}
+			q.DeliverDue(ctx)
+			if delivered != tt.wantDelivered || len(q.DeadLetters()) != tt.wantDead {
+				t.Fatalf("%d invocations, %d dead letters; want %d and %d", delivered, len(q.DeadLetters()), tt.wantDelivered, tt.wantDead)
+			}
+			if q.Len() != 0 {
+				t.Errorf("%d messages left in the queue", q.Len())
+			}
+			// A message sent outside any invocation starts a chain of its own.
+			before := delivered
+			if err := q.Send(ctx, []byte("fresh"), 0); err != nil {
+				t.Fatal(err)
+			}
+			q.DeliverDue(ctx)
+			if delivered == before {
+				t.Error("a new chain was stopped by the old chain's count")
+			}
+		})
+	}
+}

@@ -3,7 +3,8 @@
 // their own (never on the API's origin):
 //
 //   - the S3 API (gofakes3), through which the service writes and reads with
-//     the real S3 adapter; it answers only SigV4-signed requests, no CORS
+//     the real S3 adapter; it answers only requests whose SigV4 signature
+//     is right for its credentials (sigv4.go), no CORS
 //     preflight and no CORS headers, and (on loopback) only requests naming
 //     a loopback host, so no page in a browser can use it;
 //   - the file origin, the base of every output URL the API returns: GET and
@@ -16,6 +17,7 @@
 package objectstore
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -39,8 +41,9 @@ import (
 	"github.com/mediagen-dev/mediagen/shared/s3bucket"
 )
 
-// AccessKey and SecretKey are the local S3 API's credentials (any signed
-// request is taken; the signature is what a browser cannot send).
+// AccessKey and SecretKey are the local S3 API's default credentials
+// (Config's, when set, replace them): every request must carry a SigV4
+// signature made with them, which a browser cannot send.
 const AccessKey, SecretKey = "local", "local"
 
 // Timeouts of the two servers. A file may be 512 MB: its answer may take
@@ -62,6 +65,10 @@ type Config struct {
 	APIAddr string
 	// FilesAddr is where the file origin listens; default 127.0.0.1:0.
 	FilesAddr string
+	// AccessKey and SecretKey are the credentials the S3 API checks every
+	// request's signature with; default the constants AccessKey and
+	// SecretKey.
+	AccessKey, SecretKey string
 	// Wrap, when set, wraps the bucket's handler behind both servers' checks
 	// (the runtime's cost meter counts the requests the bucket answers, as
 	// S3 bills them; refused ones never reach S3 in AWS either).
@@ -78,6 +85,7 @@ type Store struct {
 	FilesURL string
 
 	s3       http.Handler
+	creds    aws.Credentials
 	backend  gofakes3.Backend
 	tags     *tags
 	api, fls *http.Server
@@ -99,7 +107,8 @@ func Serve(ctx context.Context, cfg Config) (*Store, error) {
 	if err != nil {
 		return nil, err
 	}
-	s := &Store{Bucket: cfg.Bucket, s3: t.handler(cfg.Bucket, backend, faker.Server()), backend: backend, tags: t}
+	s := &Store{Bucket: cfg.Bucket, s3: t.handler(cfg.Bucket, backend, faker.Server()), backend: backend, tags: t,
+		creds: aws.Credentials{AccessKeyID: cmp.Or(cfg.AccessKey, AccessKey), SecretAccessKey: cmp.Or(cfg.SecretKey, SecretKey)}}
 	if cfg.Wrap != nil {
 		s.s3 = cfg.Wrap(s.s3)
 	}
@@ -156,9 +165,11 @@ func listen(addr, what string) (net.Listener, error) {
 	return l, nil
 }
 
-// apiHandler is the S3 API for the service: signed requests only, on a
-// loopback listener only ones naming a loopback host (a page that rebinds
-// its own name to 127.0.0.1 sends its own name), and never CORS.
+// apiHandler is the S3 API for the service: requests signed with the
+// store's credentials only (403 AccessDenied, InvalidAccessKeyId or
+// SignatureDoesNotMatch otherwise, as S3 answers), on a loopback listener
+// only ones naming a loopback host (a page that rebinds its own name to
+// 127.0.0.1 sends its own name), and never CORS.
 func (s *Store) apiHandler(listening net.Addr) http.Handler {
 	loopback := false
 	if ap, err := netip.ParseAddrPort(listening.String()); err == nil {
@@ -168,11 +179,13 @@ func (s *Store) apiHandler(listening net.Addr) http.Handler {
 		switch {
 		case r.Method == http.MethodOptions:
 			http.Error(w, "the object store answers no CORS preflight", http.StatusForbidden)
-		case !strings.HasPrefix(r.Header.Get("Authorization"), "AWS4-HMAC-SHA256 Credential="+AccessKey+"/"):
-			http.Error(w, "the object store's S3 API takes signed requests only", http.StatusForbidden)
 		case loopback && !loopbackHost(r.Host):
 			http.Error(w, "the object store's S3 API answers requests to a loopback host only", http.StatusForbidden)
 		default:
+			if err := verifySigV4(r, s.creds); err != nil {
+				writeS3Error(w, err)
+				return
+			}
 			s.s3.ServeHTTP(noCORS{w}, r)
 		}
 	})
@@ -312,7 +325,7 @@ func stripCORS(h http.Header) {
 // credentials).
 func (s *Store) Client() *s3.Client {
 	return s3.New(s3.Options{
-		Region: "us-east-1", Credentials: credentials.NewStaticCredentialsProvider(AccessKey, SecretKey, ""),
+		Region: "us-east-1", Credentials: credentials.NewStaticCredentialsProvider(s.creds.AccessKeyID, s.creds.SecretAccessKey, ""),
 		BaseEndpoint: aws.String(s.Endpoint), UsePathStyle: true,
 	})
 }

@@ -165,6 +165,7 @@ func TestWebhooksMatchTheDocument(t *testing.T) {
 	defer receiver.Close()
 	cfg := storyConfig()
 	cfg.WebhookBackoff = []time.Duration{10 * time.Millisecond}
+	cfg.WebhookAllow = []string{hostPort(t, receiver.URL)}
 	rt := start(t, cfg)
 	owner := newAccount(t, rt, domain.PlanEnterprise, 1000)
 

@@ -3,9 +3,12 @@ package runtime_test
 import (
 	"net/http"
 	"testing"
+	"time"
 
 	"github.com/mediagen-dev/mediagen/shared/domain"
 	"github.com/mediagen-dev/mediagen/shared/local/apigw"
+	"github.com/mediagen-dev/mediagen/shared/local/runtime"
+	"github.com/mediagen-dev/mediagen/shared/local/simulator"
 )
 
 // TestEveryErrorCarriesItsRequestID: a request no route takes is the error
@@ -67,5 +70,45 @@ func TestAMissingKeyIsTheGatewaysOwn401(t *testing.T) {
 	}
 	if d := rt.Costs.Snapshot().Sub(before); d.LambdaInvocations != 0 || d.APIRequests != 0 {
 		t.Errorf("the gateway's 401s counted %d invocations (%v) and %d routed requests, want none", d.LambdaInvocations, d.ByFunction, d.APIRequests)
+	}
+}
+
+// TestARoutePastTheIntegrationTimeoutGets503AndItsWorkIsSettled: a
+// generate whose provider answers late runs past the gateway's integration
+// timeout (30 s in AWS, shortened here). The client gets API Gateway's own
+// 503 at the timeout instead of a dropped connection, while the route runs
+// on: its one job completes and is charged once, and the account has no
+// open hold.
+func TestARoutePastTheIntegrationTimeoutGets503AndItsWorkIsSettled(t *testing.T) {
+	rt := start(t, runtime.Config{Timeouts: apigw.Timeouts{Integration: 300 * time.Millisecond}})
+	owner := newAccount(t, rt, domain.PlanEnterprise, 1000)
+	// The provider starts the job and answers it 2 s late.
+	rt.Simulator.Inject(simulator.Fault{Face: simulator.FaceReplicate, Model: thetaModel, Status: http.StatusCreated,
+		AfterCreate: true, Hang: 2 * time.Second})
+	body := imageBody("a harbor at night")
+	a := call(t, rt, http.MethodPost, "/api/generations/generate", owner.APIKey, body)
+	if a.status != http.StatusServiceUnavailable || string(a.body) != `{"message":"Service Unavailable"}`+"\n" ||
+		a.header.Get(apigw.RequestIDHeader) == "" {
+		t.Fatalf("generate past the integration timeout: HTTP %d %q, want the gateway's 503", a.status, a.body)
+	}
+	var id string
+	for deadline := time.Now().Add(time.Minute); id == ""; time.Sleep(100 * time.Millisecond) {
+		list := call(t, rt, http.MethodGet, "/api/generations", owner.APIKey, nil)
+		if items, _ := list.decoded["data"].([]any); len(items) == 1 {
+			id, _ = items[0].(map[string]any)["id"].(string)
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("no generation listed after the 503: %s", list.body)
+		}
+	}
+	if s, ok := waitFinal(t, rt, owner.APIKey, id, time.Minute); !ok || s.str("status") != "completed" {
+		t.Fatalf("the generation behind the 503 ended %s: %s, want completed", s.str("status"), s.body)
+	}
+	price := quote(t, body)
+	if acct := settledAccount(t, rt, owner.UserID); !acct.Held.IsZero() || !acct.Captured.Equal(price) || !acct.Balance.Equal(credits("1000").Sub(price)) {
+		t.Errorf("balance %s held %s captured %s, want %s charged once and no hold", acct.Balance, acct.Held, acct.Captured, price)
+	}
+	if n := rt.Simulator.Jobs(thetaModel); n != 1 {
+		t.Errorf("%d upstream jobs, want 1", n)
 	}
 }

@@ -9,6 +9,7 @@ import (
 	"regexp"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -52,6 +53,8 @@ func TestNoSecretEverReachesTheLogs(t *testing.T) {
 	cfg.Log = slog.New(slog.NewJSONHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	cfg.JWTIssuer, cfg.JWTAudience, cfg.JWKSURL = is.Issuer, is.Audience, is.JWKSURL()
 	cfg.WebhookBackoff = []time.Duration{50 * time.Millisecond}
+	recv := newHookReceiver(t, 1) // one refused attempt, then delivered: both logged
+	cfg.WebhookAllow = []string{hostPort(t, recv.srv.URL)}
 	rt := start(t, cfg)
 
 	ctx := context.Background()
@@ -84,7 +87,6 @@ func TestNoSecretEverReachesTheLogs(t *testing.T) {
 	}
 	secrets["the webhook signing secret"] = signing
 	secrets["the webhook signing key"] = strings.TrimPrefix(signing, "whsec_")
-	recv := newHookReceiver(t, 1) // one refused attempt, then delivered: both logged
 	hooked := gen("theta-4-fast", map[string]any{"prompt": "a logged heron"})
 	hooked["webhook_url"] = recv.srv.URL
 	call(t, rt, http.MethodPost, "/api/generations/generate", owner.APIKey, hooked)
@@ -141,4 +143,67 @@ func TestNoSecretEverReachesTheLogs(t *testing.T) {
 		t.Error("an Authorization header value appears in the logs")
 	}
 	t.Logf("searched %d log lines", lines)
+}
+
+// TestRefusedCredentialsLogBoundedThrottledLines: with a JWKS configured, a
+// token whose kid is 500 KB writes no line past the bound; an unknown API
+// key sent 30 times in a minute logs one WARN line, and the first after
+// the minute (on the service's clock) says how many were held back.
+func TestRefusedCredentialsLogBoundedThrottledLines(t *testing.T) {
+	is, err := jwttest.New()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer is.Close()
+	logs := &logBuffer{}
+	var clock atomic.Int64
+	clock.Store(time.Now().UnixNano())
+	cfg := runtimeConfig()
+	cfg.Log = slog.New(slog.NewJSONHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
+	cfg.JWTIssuer, cfg.JWTAudience, cfg.JWKSURL = is.Issuer, is.Audience, is.JWKSURL()
+	cfg.Clock = func() time.Time { return time.Unix(0, clock.Load()) }
+	rt := start(t, cfg)
+
+	hugeKid := is.SignRS256(is.Claims(rt.Dev.UserID), strings.Repeat("k", 500<<10))
+	if a := call(t, rt, http.MethodGet, "/api/generations/status/1", hugeKid, nil); a.status != http.StatusUnauthorized {
+		t.Errorf("a token with a 500 KB kid: HTTP %d, want 401", a.status)
+	}
+	unknown, _ := apikey.New()
+	for range 30 {
+		if a := call(t, rt, http.MethodGet, "/api/account", unknown.Plain, nil); a.status != http.StatusUnauthorized {
+			t.Fatalf("an unknown key: HTTP %d, want 401", a.status)
+		}
+	}
+	clock.Add(int64(time.Minute))
+	call(t, rt, http.MethodGet, "/api/account", unknown.Plain, nil)
+
+	var refusedKey []map[string]any
+	sawToken := false
+	for _, line := range strings.Split(strings.TrimSpace(logs.String()), "\n") {
+		if len(line) > 3*domain.MaxLogValue {
+			t.Errorf("a %d-byte log line: %.200s…", len(line), line)
+		}
+		var entry map[string]any
+		if err := json.Unmarshal([]byte(line), &entry); err != nil {
+			continue
+		}
+		switch entry["msg"] {
+		case "unknown api key":
+			refusedKey = append(refusedKey, entry)
+		case "token refused":
+			sawToken = true
+			if entry["level"] != "WARN" {
+				t.Errorf("token refused logged at %v, want WARN", entry["level"])
+			}
+		}
+	}
+	if !sawToken {
+		t.Error("the refused token was not logged")
+	}
+	if len(refusedKey) != 2 {
+		t.Fatalf("%d lines for 31 refusals of one key over a minute, want 2: %v", len(refusedKey), refusedKey)
+	}
+	if refusedKey[0]["level"] != "WARN" || refusedKey[1]["suppressed"] != float64(29) {
+		t.Errorf("the lines are %v; want WARN, the second with suppressed 29", refusedKey)
+	}
 }

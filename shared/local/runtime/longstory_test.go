@@ -436,3 +436,68 @@ func TestAnExecutionStoppedOutsideItsCatchStillFailsTheVideo(t *testing.T) {
 		}
 	}
 }
+
+// sceneStates reads each scene's status from a long-form status view.
+func sceneStates(t *testing.T, a answer) map[int]string {
+	t.Helper()
+	list, _ := a.decoded["scenes"].([]any)
+	states := map[int]string{}
+	for _, item := range list {
+		sc, _ := item.(map[string]any)
+		n, _ := sc["scene_number"].(float64)
+		st, _ := sc["status"].(string)
+		states[int(n)] = st
+	}
+	return states
+}
+
+func TestScenesOfAStoppedVideoReadCanceledOrFailed(t *testing.T) {
+	rt := start(t, storyConfig())
+	owner := newAccount(t, rt, domain.PlanEnterprise, 10000)
+	tests := []struct {
+		name   string
+		scenes []storyScene
+		cancel bool
+		video  string
+		want   map[int]string
+	}{
+		{"canceled while its scenes wait or run", []storyScene{{1, "waves [simulate:slow]"}, {2, "gulls [simulate:slow]"}, {3, "a pier [simulate:slow]"}},
+			true, "canceled", map[int]string{1: "canceled", 2: "canceled", 3: "canceled"}},
+		{"failed by one scene while another runs", []storyScene{{1, "this scene fails [simulate:fail]"}, {2, "a slow one [simulate:slow]"}},
+			false, "failed", map[int]string{1: "failed", 2: "canceled"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			created := call(t, rt, http.MethodPost, "/api/long-story/videos", owner.APIKey, storyBody("tides", "en", false, "auto", tt.scenes))
+			if created.status != http.StatusOK {
+				t.Fatalf("create: HTTP %d %s", created.status, created.body)
+			}
+			id := created.str("id")
+			if tt.cancel {
+				if a := call(t, rt, http.MethodPost, "/api/long-story/videos/"+id+"/cancel", owner.APIKey, nil); a.status != http.StatusOK {
+					t.Fatalf("cancel: HTTP %d %s", a.status, a.body)
+				}
+			}
+			final := waitStory(t, rt, owner.APIKey, id)
+			if final.str("status") != tt.video {
+				t.Fatalf("video: %s; want %s", final.body, tt.video)
+			}
+			if got := sceneStates(t, final); fmt.Sprint(got) != fmt.Sprint(tt.want) {
+				t.Errorf("scenes of the %s video = %v, want %v", tt.video, got, tt.want)
+			}
+			// Later reads, after the workflow and the poller had their say,
+			// tell the same.
+			if e, ok := rt.Workflow.Execution(id); ok {
+				select {
+				case <-e.Done():
+				case <-time.After(30 * time.Second):
+					t.Error("the execution still runs after the video ended")
+				}
+			}
+			later := call(t, rt, http.MethodGet, "/api/long-story/videos/"+id, owner.APIKey, nil)
+			if got := sceneStates(t, later); fmt.Sprint(got) != fmt.Sprint(tt.want) {
+				t.Errorf("scenes later = %v, want %v", got, tt.want)
+			}
+		})
+	}
+}

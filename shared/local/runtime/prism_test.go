@@ -248,7 +248,18 @@ func contractPath(t *testing.T) string {
 // the document itself, so Prism refuses it first; the contract transport's
 // tests check the service's answers to those.
 func TestPrismProxyFindsNoViolation(t *testing.T) {
-	rt := start(t, storyConfig())
+	delivered := make(chan struct{}, 4)
+	receiver := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		select {
+		case delivered <- struct{}{}:
+		default:
+		}
+		w.WriteHeader(http.StatusNoContent)
+	}))
+	defer receiver.Close()
+	cfg := storyConfig()
+	cfg.WebhookAllow = []string{hostPort(t, receiver.URL)}
+	rt := start(t, cfg)
 	p := startPrism(t, contractPath(t), rt.BaseURL)
 	owner := newAccount(t, rt, domain.PlanEnterprise, 1000)
 	key := owner.APIKey
@@ -266,15 +277,6 @@ func TestPrismProxyFindsNoViolation(t *testing.T) {
 
 	var imageUUID, videoUUID string
 	t.Run("generations", func(t *testing.T) {
-		delivered := make(chan struct{}, 4)
-		receiver := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-			select {
-			case delivered <- struct{}{}:
-			default:
-			}
-			w.WriteHeader(http.StatusNoContent)
-		}))
-		defer receiver.Close()
 		image := gen("zeta", map[string]any{"prompt": "a fox in the snow"})
 		image["webhook_url"] = receiver.URL + "/hook"
 		image["webhook_events"] = []string{"generation.completed"}

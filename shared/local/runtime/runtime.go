@@ -109,6 +109,12 @@ type Config struct {
 	// that generations complete by polling only (as with a provider that
 	// cannot call back).
 	NoUpstreamWebhooks bool
+	// WebhookAllow are the receivers on this machine ("HOST:PORT", a
+	// loopback host) webhooks may reach (serve --webhook-allow): a webhook
+	// to another loopback port is refused at create time (400), and
+	// delivery dials no other. Default none; the rule holds under
+	// AllowRemote too.
+	WebhookAllow []string
 	// WebhookBackoff is the wait before each retry of a webhook delivery;
 	// default webhook.DefaultBackoff (tests make it short).
 	WebhookBackoff []time.Duration
@@ -158,6 +164,14 @@ type DynamoDBConfig struct {
 	// the burst, then sends DynamoDB what the Lambda functions would.
 	Unmetered bool
 }
+
+// The queue consumers' RecursiveLoop settings, as template.yaml gives them
+// (deploy/ holds the template to these): the local queues apply Lambda's
+// recursive-loop guard with them.
+const (
+	PollerRecursiveLoop   = localsqs.RecursiveLoopAllow
+	WebhooksRecursiveLoop = localsqs.RecursiveLoopAllow
+)
 
 // Bucket is the local output bucket.
 const Bucket = "mediagen-outputs"
@@ -218,6 +232,14 @@ func Start(ctx context.Context, cfg Config) (*Runtime, error) {
 	narrator := espeak.Narrator{}
 	if err := narrator.Available(); err != nil {
 		return nil, fmt.Errorf("long-form narration: %w", err)
+	}
+	var hookPorts []uint16
+	for _, hp := range cfg.WebhookAllow {
+		port, err := ParseWebhookAllow(hp)
+		if err != nil {
+			return nil, err
+		}
+		hookPorts = append(hookPorts, port)
 	}
 	if !cfg.AllowRemote {
 		for _, addr := range []string{cfg.Addr, cfg.FilesAddr, cfg.S3Addr, cfg.SimulatorAddr} {
@@ -308,7 +330,7 @@ func Start(ctx context.Context, cfg Config) (*Runtime, error) {
 	copier := &media.Copier{Bucket: copyBucket, HTTP: &http.Client{Timeout: 5 * time.Minute},
 		AllowedHosts: rc.OutputHosts(), MaxBytes: 512 << 20, AllowLoopback: true}
 	settings := generation.Settings{
-		Validation:   catalog.Options{AllowLoopbackURLs: true},
+		Validation:   catalog.Options{AllowLoopbackURLs: true, WebhookLoopbackPorts: hookPorts},
 		PollInterval: cfg.PollInterval,
 		PollLease:    cfg.QueueVisibility,
 		Now:          cfg.Clock,
@@ -324,13 +346,15 @@ func Start(ctx context.Context, cfg Config) (*Runtime, error) {
 	// The poller; its queue, notifier and the scenes' polls are set below,
 	// once they exist (each needs the other).
 	svc := generation.NewPoller(st, r.Upstreams, nil, st, copier, outputs, nil, prices, nil, settings)
-	r.Queue = localsqs.New(r.Costs.SQSConsumer("poller", sqsbatch.Handler(svc.HandleBatch)), localsqs.Config{Visibility: cfg.QueueVisibility, Log: log.With("component", "queue")})
+	r.Queue = localsqs.New(r.Costs.SQSConsumer("poller", sqsbatch.Handler(svc.HandleBatch)), localsqs.Config{Visibility: cfg.QueueVisibility, Log: log.With("component", "queue"),
+		Function: "PollerFunction", RecursiveLoop: PollerRecursiveLoop})
 	svc.Queue = r.Costs.SQSSender(r.Queue)
 	r.Generations = svc
 
 	deliverer := &webhook.Deliverer{Records: apiview.WebhookRecords{Store: st, Now: cfg.Clock}, Store: st,
-		Client: webhook.SafeClient(true), Backoff: cfg.WebhookBackoff, Log: log.With("component", "webhooks")}
-	r.WebhookQueue = localsqs.New(r.Costs.SQSConsumer("webhooks", sqsbatch.Handler(deliverer.HandleBatch)), localsqs.Config{Visibility: cfg.QueueVisibility, Log: log.With("component", "webhook-queue")})
+		Client: webhook.SafeClient(hookPorts...), Backoff: cfg.WebhookBackoff, Log: log.With("component", "webhooks")}
+	r.WebhookQueue = localsqs.New(r.Costs.SQSConsumer("webhooks", sqsbatch.Handler(deliverer.HandleBatch)), localsqs.Config{Visibility: cfg.QueueVisibility, Log: log.With("component", "webhook-queue"),
+		Function: "WebhooksFunction", RecursiveLoop: WebhooksRecursiveLoop})
 	deliverer.Queue = r.Costs.SQSSender(r.WebhookQueue)
 	notifier := webhook.Notifier{Queue: deliverer.Queue}
 	svc.Notifier = notifier
@@ -351,7 +375,7 @@ func Start(ctx context.Context, cfg Config) (*Runtime, error) {
 		return nil, err
 	}
 	steps.Tokens = stepfunctions.TaskTokens{Workflow: r.Workflow}
-	storySettings := longstory.Settings{Validation: catalog.Options{AllowLoopbackURLs: true}, Now: cfg.Clock, Log: log}
+	storySettings := longstory.Settings{Validation: settings.Validation, Now: cfg.Clock, Log: log}
 	videos := longstory.NewReader(st)
 
 	reader := generation.NewReader(st, st, r.Upstreams)
@@ -439,6 +463,7 @@ func withDefaults(cfg Config) Config {
 		def time.Duration
 	}{
 		{&cfg.Timeouts.ReadHeader, d.ReadHeader}, {&cfg.Timeouts.Read, d.Read}, {&cfg.Timeouts.Write, d.Write}, {&cfg.Timeouts.Idle, d.Idle},
+		{&cfg.Timeouts.Integration, d.Integration},
 	} {
 		if *t.dst == 0 {
 			*t.dst = t.def
@@ -447,9 +472,9 @@ func withDefaults(cfg Config) Config {
 	if cfg.DevCredits.IsZero() {
 		cfg.DevCredits = decimal.NewFromInt(1000)
 	}
-	if cfg.Log == nil {
-		cfg.Log = slog.Default()
-	}
+	// Whatever logger is given, no line of it carries a value past
+	// domain.MaxLogValue.
+	cfg.Log = domain.Bounded(cfg.Log)
 	return cfg
 }
 
@@ -573,7 +598,7 @@ func (r *Runtime) settleEndedVideo(ctx context.Context, h domain.OpenHold) (int,
 }
 
 func (r *Runtime) sweepLoop(ctx context.Context, every time.Duration) {
-	sw := &sweeper.Sweeper{Store: r.Store, Log: r.log.With("component", "sweeper")}
+	sw := &sweeper.Sweeper{Store: r.Store, Slots: r.Store, Log: r.log.With("component", "sweeper")}
 	t := time.NewTicker(every)
 	defer t.Stop()
 	for {
@@ -779,6 +804,24 @@ func portAfter(addr string, n int) string {
 
 // ErrNotLoopback is an address that other machines could reach.
 var ErrNotLoopback = errors.New("not a loopback address")
+
+// ParseWebhookAllow reads a --webhook-allow receiver, "HOST:PORT" with a
+// loopback host, as the port of this machine webhooks may reach.
+func ParseWebhookAllow(hostport string) (uint16, error) {
+	host, port, err := net.SplitHostPort(hostport)
+	if err != nil {
+		return 0, fmt.Errorf("webhook receiver %q: want HOST:PORT, such as 127.0.0.1:9000: %w", hostport, err)
+	}
+	a, err := netip.ParseAddr(host)
+	if !strings.EqualFold(host, "localhost") && (err != nil || !netguard.Loopback(a)) {
+		return 0, fmt.Errorf("webhook receiver %q: the host must be this machine (127.0.0.1, ::1 or localhost); others are reached by https on a public address", hostport)
+	}
+	n, err := strconv.ParseUint(port, 10, 16)
+	if err != nil || n == 0 {
+		return 0, fmt.Errorf("webhook receiver %q: the port must be a number from 1 to 65535", hostport)
+	}
+	return uint16(n), nil
+}
 
 // CheckLoopback refuses a listen address that other machines could reach:
 // its host must be localhost or a loopback IP (an empty host or 0.0.0.0

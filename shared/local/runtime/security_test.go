@@ -16,9 +16,13 @@ import (
 	"testing"
 	"time"
 
+	"github.com/aws/aws-sdk-go-v2/aws"
+	v4 "github.com/aws/aws-sdk-go-v2/aws/signer/v4"
+
 	"github.com/mediagen-dev/mediagen/shared/catalog"
 	"github.com/mediagen-dev/mediagen/shared/domain"
 	"github.com/mediagen-dev/mediagen/shared/local/apigw"
+	"github.com/mediagen-dev/mediagen/shared/local/objectstore"
 	"github.com/mediagen-dev/mediagen/shared/local/runtime"
 	"github.com/mediagen-dev/mediagen/shared/longstory"
 )
@@ -79,46 +83,118 @@ func TestConcurrentCancelsAnswerOne200AndTheRest409(t *testing.T) {
 	}
 }
 
-// TestWebhookAttemptErrorsNameAClassNotTheAddress: a webhook to a loopback
-// port nothing listens on is recorded as connection_refused, and the
-// status view says nothing of the address, port or the system's error.
+// TestWebhookAttemptErrorsNameAClassNotTheAddress: webhooks to two
+// allowed loopback ports, one where nothing listens and one where another
+// protocol answers, are recorded alike as could_not_connect: the attempts
+// do not tell an open port from a closed one, and the status view says
+// nothing of the address, port or the system's error.
 func TestWebhookAttemptErrorsNameAClassNotTheAddress(t *testing.T) {
-	rt := start(t, runtime.Config{SimulatorLatency: 100 * time.Millisecond, WebhookBackoff: []time.Duration{time.Hour}})
-	owner := newAccount(t, rt, domain.PlanEnterprise, 100)
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
 	closed := l.Addr().String()
 	l.Close()
-	_, port, _ := net.SplitHostPort(closed)
-	body := imageBody("a lantern")
-	body["webhook_url"] = "http://" + closed + "/hooks"
-	created := call(t, rt, http.MethodPost, "/api/generations/generate", owner.APIKey, body)
-	if created.status != http.StatusOK {
-		t.Fatalf("generate: HTTP %d %s", created.status, created.body)
+	other, err := net.Listen("tcp", "127.0.0.1:0") // a service that is not HTTP
+	if err != nil {
+		t.Fatal(err)
 	}
-	var view answer
-	var attempts []any
-	for deadline := time.Now().Add(30 * time.Second); len(attempts) == 0 && time.Now().Before(deadline); time.Sleep(50 * time.Millisecond) {
-		view = call(t, rt, http.MethodGet, "/api/generations/status/"+created.str("uuid"), owner.APIKey, nil)
-		hook, _ := view.decoded["webhook"].(map[string]any)
-		attempts, _ = hook["attempts"].([]any)
-	}
-	if len(attempts) != 1 {
-		t.Fatalf("%d attempts on the record, want 1: %s", len(attempts), view.body)
-	}
-	first, _ := attempts[0].(map[string]any)
-	if first["error"] != "connection_refused" || first["delivered"] != false {
-		t.Errorf("the attempt is %v, want error connection_refused", first)
-	}
-	// The URL is the caller's own; beyond it the view names no address or port.
-	withoutURL := strings.ReplaceAll(string(view.body), body["webhook_url"].(string), "")
-	for _, leak := range []string{port, "dial", "connect:", "tcp"} {
-		if strings.Contains(withoutURL, leak) {
-			t.Errorf("the status view shows %q: %s", leak, view.body)
+	t.Cleanup(func() { other.Close() })
+	go func() {
+		for {
+			c, err := other.Accept()
+			if err != nil {
+				return
+			}
+			c.Read(make([]byte, 4096))
+			c.Write([]byte("SSH-2.0-OpenSSH_9.6\r\n"))
+			c.Close()
+		}
+	}()
+	rt := start(t, runtime.Config{SimulatorLatency: 100 * time.Millisecond, WebhookBackoff: []time.Duration{time.Hour},
+		WebhookAllow: []string{closed, other.Addr().String()}})
+	owner := newAccount(t, rt, domain.PlanEnterprise, 100)
+	for _, addr := range []string{closed, other.Addr().String()} {
+		_, port, _ := net.SplitHostPort(addr)
+		body := imageBody("a lantern")
+		body["webhook_url"] = "http://" + addr + "/hooks"
+		created := call(t, rt, http.MethodPost, "/api/generations/generate", owner.APIKey, body)
+		if created.status != http.StatusOK {
+			t.Fatalf("generate: HTTP %d %s", created.status, created.body)
+		}
+		var view answer
+		var attempts []any
+		for deadline := time.Now().Add(30 * time.Second); len(attempts) == 0 && time.Now().Before(deadline); time.Sleep(50 * time.Millisecond) {
+			view = call(t, rt, http.MethodGet, "/api/generations/status/"+created.str("uuid"), owner.APIKey, nil)
+			hook, _ := view.decoded["webhook"].(map[string]any)
+			attempts, _ = hook["attempts"].([]any)
+		}
+		if len(attempts) != 1 {
+			t.Fatalf("%d attempts on the record, want 1: %s", len(attempts), view.body)
+		}
+		first, _ := attempts[0].(map[string]any)
+		if first["error"] != "could_not_connect" || first["delivered"] != false {
+			t.Errorf("the attempt to %s is %v, want error could_not_connect whether the port is closed or open", addr, first)
+		}
+		// The URL is the caller's own; beyond it the view names no address or port.
+		withoutURL := strings.ReplaceAll(string(view.body), body["webhook_url"].(string), "")
+		for _, leak := range []string{port, "dial", "connect:", "tcp", "refused", "reset", "SSH"} {
+			if strings.Contains(withoutURL, leak) {
+				t.Errorf("the status view shows %q: %s", leak, view.body)
+			}
 		}
 	}
+}
+
+// TestLocalWebhooksReachOnlyAllowedPorts: in local mode, also with
+// AllowRemote, a webhook may name only a receiver the user allowed
+// (--webhook-allow). One to any other port of this machine, by any
+// loopback name, is refused at create time with a 400 naming webhook_url,
+// and nothing is created or charged; the allowed one is delivered.
+func TestLocalWebhooksReachOnlyAllowedPorts(t *testing.T) {
+	recv := newHookReceiver(t, 0)
+	rt := start(t, runtime.Config{AllowRemote: true, SimulatorLatency: 100 * time.Millisecond,
+		WebhookAllow: []string{hostPort(t, recv.srv.URL)}})
+	owner := newAccount(t, rt, domain.PlanEnterprise, 1000)
+	s3Port := strings.TrimPrefix(hostPort(t, rt.Objects.Endpoint), "127.0.0.1:")
+	for _, target := range []string{
+		rt.Objects.Endpoint + "/mediagen-outputs",                         // the object store's S3 API
+		rt.BaseURL + "/api/account",                                       // the API itself
+		rt.Simulator.BaseURL + "/v1/predictions",                          // the simulator
+		"http://localhost:" + s3Port + "/",                                // another loopback name
+		"http://[::1]:22/",                                                // a port nothing of ours uses
+		"http://127.0.0.1/",                                               // the scheme's own port
+		strings.Replace(recv.srv.URL, "127.0.0.1", "127.0.0.2", 1) + "/x", // the receiver's port is allowed on any loopback name
+	} {
+		body := imageBody("a probe")
+		body["webhook_url"] = target
+		a := call(t, rt, http.MethodPost, "/api/generations/generate", owner.APIKey, body)
+		wantOK := strings.Contains(target, "127.0.0.2")
+		if wantOK {
+			if a.status != http.StatusOK {
+				t.Errorf("webhook to %s (the allowed port): HTTP %d %s", target, a.status, a.body)
+			}
+			continue
+		}
+		if a.status != http.StatusBadRequest || !strings.Contains(string(a.body), `"field":"webhook_url"`) {
+			t.Errorf("webhook to %s: HTTP %d %s, want 400 naming webhook_url", target, a.status, a.body)
+		}
+		story := storyBody("a probe", "en", false, "auto", []storyScene{{1, "a probe"}})
+		story["webhook_url"] = target
+		if a := call(t, rt, http.MethodPost, "/api/long-story/videos", owner.APIKey, story); a.status != http.StatusBadRequest {
+			t.Errorf("long-form webhook to %s: HTTP %d %s, want 400", target, a.status, a.body)
+		}
+	}
+	list := call(t, rt, http.MethodGet, "/api/generations", owner.APIKey, nil)
+	if items, _ := list.decoded["data"].([]any); len(items) != 1 {
+		t.Errorf("%d generations, want only the one with the allowed webhook: %s", len(items), list.body)
+	}
+	body := imageBody("a kite")
+	body["webhook_url"] = recv.srv.URL + "/hooks"
+	if a := call(t, rt, http.MethodPost, "/api/generations/generate", owner.APIKey, body); a.status != http.StatusOK {
+		t.Fatalf("webhook to the allowed receiver: HTTP %d %s", a.status, a.body)
+	}
+	recv.wait(t, 1)
 }
 
 // TestIntegerIDsCountPerAccount: an account's first generation is id 1
@@ -422,7 +498,8 @@ func TestOutputsAreServedReadOnlyFromTheirOwnOrigin(t *testing.T) {
 	// naming another host (a page that rebinds its name to 127.0.0.1)
 	// are refused, without CORS headers.
 	s3 := rt.Objects.Endpoint
-	signed := map[string]string{"Authorization": "AWS4-HMAC-SHA256 Credential=local/20261121/us-east-1/s3/aws4_request, SignedHeaders=host, Signature=00"}
+	madeUp := map[string]string{"Authorization": "AWS4-HMAC-SHA256 Credential=local/20261121/us-east-1/s3/aws4_request, SignedHeaders=host;x-amz-date, Signature=00",
+		"X-Amz-Date": "20261121T000000Z"}
 	for _, tt := range []struct {
 		name, method, url string
 		header            map[string]string
@@ -432,6 +509,7 @@ func TestOutputsAreServedReadOnlyFromTheirOwnOrigin(t *testing.T) {
 		{"an unsigned DELETE", http.MethodDelete, s3 + "/" + runtime.Bucket + "/" + strings.TrimPrefix(out, rt.FilesURL+"/"), nil},
 		{"an unsigned form POST", http.MethodPost, s3 + "/" + runtime.Bucket, map[string]string{"Content-Type": "multipart/form-data; boundary=x", "Origin": "http://evil.example"}},
 		{"a preflight", http.MethodOptions, s3 + "/" + runtime.Bucket, map[string]string{"Origin": "http://evil.example", "Access-Control-Request-Method": "PUT"}},
+		{"a made-up signature", http.MethodDelete, s3 + "/" + runtime.Bucket + "/" + strings.TrimPrefix(out, rt.FilesURL+"/"), madeUp},
 	} {
 		resp, _ := rawRequest(t, tt.method, tt.url, "x", tt.header)
 		if resp.StatusCode != http.StatusForbidden || resp.Header.Get("Access-Control-Allow-Origin") != "" {
@@ -444,8 +522,10 @@ func TestOutputsAreServedReadOnlyFromTheirOwnOrigin(t *testing.T) {
 	}{{"rebound.evil.example:" + mustParse(t, s3).Port(), http.StatusForbidden}, {mustParse(t, s3).Host, http.StatusOK}} {
 		req, _ := http.NewRequest(http.MethodGet, s3+"/"+runtime.Bucket+"?list-type=2", nil)
 		req.Host = tt.host
-		for k, v := range signed {
-			req.Header.Set(k, v)
+		req.Header.Set("X-Amz-Content-Sha256", "UNSIGNED-PAYLOAD")
+		if err := v4.NewSigner(func(o *v4.SignerOptions) { o.DisableURIPathEscaping = true }).SignHTTP(context.Background(),
+			aws.Credentials{AccessKeyID: objectstore.AccessKey, SecretAccessKey: objectstore.SecretKey}, req, "UNSIGNED-PAYLOAD", "s3", "us-east-1", time.Now()); err != nil {
+			t.Fatal(err)
 		}
 		resp, err := http.DefaultClient.Do(req)
 		if err != nil {

@@ -8,6 +8,7 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"net/url"
 	"strings"
 	"sync"
 	"testing"
@@ -49,6 +50,16 @@ func newHookReceiver(t *testing.T, refuse int) *hookReceiver {
 	return h
 }
 
+// hostPort is a local URL's HOST:PORT, as Config.WebhookAllow takes it.
+func hostPort(t *testing.T, raw string) string {
+	t.Helper()
+	u, err := url.Parse(raw)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return u.Host
+}
+
 func (h *hookReceiver) wait(t *testing.T, n int) []receivedHook {
 	t.Helper()
 	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(50 * time.Millisecond) {
@@ -65,14 +76,14 @@ func (h *hookReceiver) wait(t *testing.T, n int) []receivedHook {
 }
 
 func TestWebhooksAreSignedRetriedAndRecorded(t *testing.T) {
-	rt := start(t, runtime.Config{SimulatorLatency: 200 * time.Millisecond,
+	recv := newHookReceiver(t, 2) // the first two attempts fail
+	rt := start(t, runtime.Config{SimulatorLatency: 200 * time.Millisecond, WebhookAllow: []string{hostPort(t, recv.srv.URL)},
 		WebhookBackoff: []time.Duration{50 * time.Millisecond, 50 * time.Millisecond, 50 * time.Millisecond}})
 	owner := newAccount(t, rt, domain.PlanEnterprise, 100)
 	secret := call(t, rt, http.MethodGet, "/api/account", owner.APIKey, nil).str("webhooks", "signing_secret")
 	if !strings.HasPrefix(secret, "whsec_") {
 		t.Fatalf("signing secret %q", secret)
 	}
-	recv := newHookReceiver(t, 2) // the first two attempts fail
 	body := imageBody("a kite over the dunes")
 	body["webhook_url"] = recv.srv.URL + "/hooks"
 	created := call(t, rt, http.MethodPost, "/api/generations/generate", owner.APIKey, body)
@@ -136,9 +147,11 @@ func TestWebhooksAreSignedRetriedAndRecorded(t *testing.T) {
 }
 
 func TestWebhookEventsFilterAndLongForm(t *testing.T) {
-	rt := start(t, storyConfig())
-	owner := newAccount(t, rt, domain.PlanEnterprise, 1000)
 	recv := newHookReceiver(t, 0)
+	cfg := storyConfig()
+	cfg.WebhookAllow = []string{hostPort(t, recv.srv.URL)}
+	rt := start(t, cfg)
+	owner := newAccount(t, rt, domain.PlanEnterprise, 1000)
 	// Only failures are asked for: a completed generation sends nothing.
 	body := imageBody("quiet harbour")
 	body["webhook_url"] = recv.srv.URL

@@ -36,7 +36,8 @@ type Fault struct {
 	Status int
 	// AfterCreate starts the job before answering: the answer is lost
 	// although a paid job runs. Hang, when set, holds the answer that long
-	// first (a client's timeout fires), then answers Status.
+	// first (a client's timeout fires), then answers Status; a 2xx Status
+	// then gives the right answer, late (a slow provider).
 	AfterCreate bool
 	Hang        time.Duration
 	Count       int
@@ -71,8 +72,10 @@ func (s *Simulator) takeFault(face, model string, after bool) (Fault, bool) {
 	return Fault{}, false
 }
 
-// misanswer loses the answer of a create that started its job.
-func (s *Simulator) misanswer(w http.ResponseWriter, r *http.Request, f Fault) {
+// misanswer loses the answer of a create that started its job, or only
+// delays it when the fault's Status is a success: then it answers nothing
+// and reports false, and the create answers as usual.
+func (s *Simulator) misanswer(w http.ResponseWriter, r *http.Request, f Fault) (answered bool) {
 	if f.Hang > 0 {
 		t := time.NewTimer(f.Hang)
 		select {
@@ -82,7 +85,11 @@ func (s *Simulator) misanswer(w http.ResponseWriter, r *http.Request, f Fault) {
 		}
 		t.Stop()
 	}
+	if f.Status >= 200 && f.Status < 300 {
+		return false
+	}
 	writeDetail(w, f.Status, "simulated fault: the answer was lost after the job started")
+	return true
 }
 
 // Jobs counts the jobs ever created for a model ("owner/name"), on either
@@ -300,7 +307,9 @@ func (s *Simulator) handleFalSubmit(w http.ResponseWriter, r *http.Request) {
 	}
 	raw, err := io.ReadAll(http.MaxBytesReader(w, r.Body, maxBodyBytes))
 	if err != nil {
-		writeJSON(w, http.StatusRequestEntityTooLarge, map[string]string{"detail": "body too large"})
+		if !bodyProblem(w, err, func(status int, detail string) { writeJSON(w, status, map[string]string{"detail": detail}) }) {
+			writeJSON(w, http.StatusBadRequest, map[string]string{"detail": "the body could not be read"})
+		}
 		return
 	}
 	s.countCreate(model)
@@ -313,8 +322,7 @@ func (s *Simulator) handleFalSubmit(w http.ResponseWriter, r *http.Request) {
 		refused.writeFal(w)
 		return
 	}
-	if f, ok := s.takeFault(FaceFal, model, true); ok {
-		s.misanswer(w, r, f)
+	if f, ok := s.takeFault(FaceFal, model, true); ok && s.misanswer(w, r, f) {
 		return
 	}
 	// The queue's URLs are under the app's owner/alias, without its

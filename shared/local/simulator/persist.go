@@ -64,6 +64,7 @@ func (s *Simulator) load() error {
 	if err != nil {
 		return fmt.Errorf("simulator: %w", err)
 	}
+	var resume []func()
 	for _, e := range entries {
 		if !strings.HasSuffix(e.Name(), ".json") {
 			continue
@@ -101,10 +102,15 @@ func (s *Simulator) load() error {
 		p.cancel = cancel
 		s.jobs.Add(1)
 		s.log.Info("prediction resumed after a restart", "prediction", id)
-		go func() {
+		resume = append(resume, func() {
 			defer cancel()
 			s.runJob(ctx, id, p.job)
-		}()
+		})
+	}
+	// The renders start once every record is in the map: a render updates
+	// its prediction under s.mu, which the loading above does not take.
+	for _, run := range resume {
+		go run()
 	}
 	return nil
 }

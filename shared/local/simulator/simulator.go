@@ -59,7 +59,9 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
+	"net"
 	"net/http"
 	"net/url"
 	"os"
@@ -150,7 +152,14 @@ type Config struct {
 	// FilesBaseURL is where outputs are served (another host than the
 	// API's); empty means BaseURL.
 	FilesBaseURL string
+	// BodyReadTimeout bounds the arrival of a request's body (default
+	// DefaultBodyReadTimeout): a client sending it a byte at a time is
+	// answered 408 and cut off rather than holding a connection open.
+	BodyReadTimeout time.Duration
 }
+
+// DefaultBodyReadTimeout lets an 8 MB body arrive at about 280 KB/s.
+const DefaultBodyReadTimeout = 30 * time.Second
 
 // Simulator is the provider stand-in. Create it with New; stop it with Close.
 type Simulator struct {
@@ -208,6 +217,9 @@ func New(cfg Config) (*Simulator, error) {
 	}
 	if _, err := os.Stat(cfg.FontFile); err != nil {
 		return nil, fmt.Errorf("simulator: font (install it with `apt-get install fonts-dejavu-core`): %w", err)
+	}
+	if cfg.BodyReadTimeout <= 0 {
+		cfg.BodyReadTimeout = DefaultBodyReadTimeout
 	}
 	if cfg.MaxConcurrentRenders <= 0 {
 		cfg.MaxConcurrentRenders = DefaultMaxConcurrentRenders
@@ -271,7 +283,52 @@ func New(cfg Config) (*Simulator, error) {
 }
 
 // ServeHTTP serves the protocol.
-func (s *Simulator) ServeHTTP(w http.ResponseWriter, r *http.Request) { s.mux.ServeHTTP(w, r) }
+func (s *Simulator) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if r.Body != nil && r.Body != http.NoBody {
+		// The body must arrive within BodyReadTimeout; the deadline is lifted
+		// once it has, so a create that waits for its job (Prefer: wait)
+		// keeps its connection.
+		rc := http.NewResponseController(w)
+		if rc.SetReadDeadline(time.Now().Add(s.cfg.BodyReadTimeout)) == nil {
+			r.Body = &deadlineBody{ReadCloser: r.Body, lift: func() { rc.SetReadDeadline(time.Time{}) }}
+		}
+	}
+	s.mux.ServeHTTP(w, r)
+}
+
+// deadlineBody lifts the read deadline at the end of the body.
+type deadlineBody struct {
+	io.ReadCloser
+	lift   func()
+	lifted bool
+}
+
+func (b *deadlineBody) Read(p []byte) (int, error) {
+	n, err := b.ReadCloser.Read(p)
+	if err == io.EOF && !b.lifted {
+		b.lifted = true
+		b.lift()
+	}
+	return n, err
+}
+
+// bodyProblem answers a body that could not be read: 408 (and the
+// connection closed) when it did not arrive in time, 413 when too large,
+// false when neither.
+func bodyProblem(w http.ResponseWriter, err error, answer func(status int, detail string)) bool {
+	var tooBig *http.MaxBytesError
+	var netErr net.Error
+	switch {
+	case errors.As(err, &netErr) && netErr.Timeout():
+		w.Header().Set("Connection", "close")
+		answer(http.StatusRequestTimeout, "the body did not arrive in time")
+	case errors.As(err, &tooBig):
+		answer(http.StatusRequestEntityTooLarge, fmt.Sprintf("body is over %d bytes", maxBodyBytes))
+	default:
+		return false
+	}
+	return true
+}
 
 // WorkDir is where outputs are written.
 func (s *Simulator) WorkDir() string { return s.cfg.WorkDir }
@@ -352,9 +409,7 @@ func readCreateRequest(w http.ResponseWriter, r *http.Request) (createRequest, b
 	var req createRequest
 	dec := json.NewDecoder(http.MaxBytesReader(w, r.Body, maxBodyBytes))
 	if err := dec.Decode(&req); err != nil {
-		var tooBig *http.MaxBytesError
-		if errors.As(err, &tooBig) {
-			writeDetail(w, http.StatusRequestEntityTooLarge, fmt.Sprintf("body is over %d bytes", maxBodyBytes))
+		if bodyProblem(w, err, func(status int, detail string) { writeDetail(w, status, detail) }) {
 			return req, false
 		}
 		writeDetail(w, http.StatusBadRequest, "body is not a valid JSON object: "+err.Error())
@@ -382,9 +437,8 @@ func (s *Simulator) create(w http.ResponseWriter, r *http.Request, model string,
 		refused.writeReplicate(w)
 		return
 	}
-	if f, ok := s.takeFault(FaceReplicate, model, true); ok {
+	if f, ok := s.takeFault(FaceReplicate, model, true); ok && s.misanswer(w, r, f) {
 		// The job runs, but the answer is lost: a 5xx or a hang.
-		s.misanswer(w, r, f)
 		return
 	}
 	// Without Prefer: wait the answer is the prediction as it was made

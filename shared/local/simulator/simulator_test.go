@@ -1,15 +1,18 @@
 package simulator
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"image"
 	"image/color"
 	"image/jpeg"
 	"image/png"
 	"io"
 	"math"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -795,4 +798,67 @@ func outputURLs(p Prediction) []string {
 		return out
 	}
 	return nil
+}
+
+// TestASlowBodyIsCutOffWithinTheBodyReadTimeout: a create whose body
+// comes a byte at a time, on either face, is answered 408 within the body
+// read timeout, long before the whole body would have arrived, and starts
+// no job; a body that arrives in time still creates one.
+func TestASlowBodyIsCutOffWithinTheBodyReadTimeout(t *testing.T) {
+	h := start(t, Config{BodyReadTimeout: 500 * time.Millisecond})
+	body := `{"input":{"prompt":"a slow drip of a request"}}`
+	for _, tt := range []struct{ face, path, auth string }{
+		{"replicate", "/v1/models/" + imageModel + "/predictions", "Bearer " + testToken},
+		{"fal", "/fal/" + imageModel, "Key " + testToken},
+	} {
+		t.Run(tt.face, func(t *testing.T) {
+			conn, err := net.Dial("tcp", h.srv.Listener.Addr().String())
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer conn.Close()
+			fmt.Fprintf(conn, "POST %s HTTP/1.1\r\nHost: %s\r\nAuthorization: %s\r\nContent-Type: application/json\r\nContent-Length: %d\r\n\r\n",
+				tt.path, h.srv.Listener.Addr(), tt.auth, len(body))
+			answered := make(chan string, 1)
+			go func() {
+				resp, err := http.ReadResponse(bufio.NewReader(conn), nil)
+				if err != nil {
+					answered <- "no answer: " + err.Error()
+					return
+				}
+				resp.Body.Close()
+				answered <- resp.Status
+			}()
+			// One byte every 100 ms: the whole body would take about 5 s.
+			var answer string
+			sent := 0
+		drip:
+			for ; sent < len(body); sent++ {
+				select {
+				case answer = <-answered:
+					break drip
+				case <-time.After(100 * time.Millisecond):
+				}
+				if _, err := conn.Write([]byte{body[sent]}); err != nil {
+					break
+				}
+			}
+			if sent == len(body) {
+				t.Fatalf("the whole %d-byte body was taken a byte at a time; the simulator never cut it off", len(body))
+			}
+			if answer == "" {
+				answer = <-answered
+			}
+			if !strings.HasPrefix(answer, "408") {
+				t.Errorf("after %d of %d bytes the simulator answered %q, want 408", sent, len(body), answer)
+			}
+		})
+	}
+	if n := h.sim.Jobs(imageModel); n != 0 {
+		t.Errorf("%d jobs started by the cut-off requests, want none", n)
+	}
+	h.create(imageModel, map[string]any{"prompt": "in time"}, "")
+	if n := h.sim.Jobs(imageModel); n != 1 {
+		t.Errorf("%d jobs after a create in time, want 1", n)
+	}
 }

@@ -81,7 +81,7 @@ var Accesses = map[string][]Access{
 	"FinishIdempotencyKey":  {update("Idempotency")},
 	"ReleaseIdempotencyKey": {del("Idempotency")},
 
-	"AcquireSlot":       {get("Slots"), query("Slots", IndexSlotWait), update("Slots"), put("Slots")},
+	"AcquireSlot":       {get("Slots"), query("Slots", IndexSlotWait), update("Slots"), put("Slots"), query("Slots", ""), del("Slots")},
 	"ReleaseSlot":       {get("Slots"), del("Slots"), update("Slots")},
 	"SlotQueuePosition": {get("Slots"), query("Slots", IndexSlotWait)},
 	"SlotsInUse":        {get("Slots")},

@@ -11,28 +11,45 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
 	"github.com/mediagen-dev/mediagen/shared/domain"
+	"github.com/mediagen-dev/mediagen/shared/store"
 )
 
 // The slots table keeps each upstream's slots under its name, with no item
 // that grows with the holders or the waiters:
 //
-//	entry "#counter"      in_use: the slots taken
+//	entry "#counter"      in_use: the slots taken; rev: counts the takes
+//	                      and releases; reclaimed_at: the last look for
+//	                      slots of work that is gone (Unix seconds)
 //	entry "h#<holder>"    state holding, or state waiting with wait_key
 //	                      "<since>#<holder>", which puts the waiter in the
 //	                      sparse wait-index (an LSI, read consistently) in
-//	                      the order waiters are served
+//	                      the order waiters are served; expires_at (Unix
+//	                      seconds, the table's TTL): a holder's at +
+//	                      store.SlotHoldLimit, a waiter's last ask +
+//	                      store.SlotWaiterTimeout
 //
 // Taking a slot is one transaction of the counter (in_use < limit) and the
 // holder's item; joining the wait list and leaving it write the holder's
 // item alone. The rules are store.SlotState's: a holder keeps its slot, a
 // new holder takes a free slot only when no one waits ahead of it, and
-// waiters take free slots in the order of their wait keys.
+// waiters take free slots in the order of their wait keys. An ask that
+// gets no slot first frees the slots and places of work that is gone
+// (reclaimSlots): the holders and waiters past expires_at, and the count of
+// holders TTL removed.
 const (
 	slotCounter  = "#counter"
 	slotHolder   = "h#"
 	slotHolding  = "holding"
 	slotWaiting  = "waiting"
 	slotAttempts = 25
+	// slotReclaimEvery spaces the looks for slots of work that is gone (a
+	// read of the upstream's items) at each upstream.
+	slotReclaimEvery = 30 * time.Second
+	// slotAskRefresh is how often a waiter's asks move its expires_at.
+	slotAskRefresh = time.Minute
+	// slotReclaimMax bounds the items one reclaim deletes (a transaction
+	// holds 100 with the counter).
+	slotReclaimMax = 99
 )
 
 func slotKey(upstream, entry string) map[string]types.AttributeValue {
@@ -45,6 +62,36 @@ type slotHolderState struct {
 	state   string // "", holding or waiting
 	at      time.Time
 	waitKey string
+	expires time.Time // zero: none recorded
+}
+
+// unixAttr is an item's number attribute as Unix seconds (zero time when
+// it has none).
+func unixAttr(item map[string]types.AttributeValue, name string) (time.Time, error) {
+	v, ok := item[name].(*types.AttributeValueMemberN)
+	if !ok {
+		return time.Time{}, nil
+	}
+	n, err := strconv.ParseInt(v.Value, 10, 64)
+	if err != nil {
+		return time.Time{}, fmt.Errorf("stored %s %q: %w", name, v.Value, err)
+	}
+	return time.Unix(n, 0).UTC(), nil
+}
+
+func unixAV(t time.Time) types.AttributeValue { return intAV(t.Unix()) }
+
+// slotItemState reads a holder's item.
+func slotItemState(item map[string]types.AttributeValue) (slotHolderState, error) {
+	st := slotHolderState{state: stringAttr(item, "state"), waitKey: stringAttr(item, "wait_key")}
+	var err error
+	if st.at, err = parseTime(stringAttr(item, "at")); err != nil {
+		return slotHolderState{}, err
+	}
+	if st.expires, err = unixAttr(item, "expires_at"); err != nil {
+		return slotHolderState{}, err
+	}
+	return st, nil
 }
 
 func (s *Store) slotHolder(ctx context.Context, upstream, holder string) (slotHolderState, error) {
@@ -54,11 +101,7 @@ func (s *Store) slotHolder(ctx context.Context, upstream, holder string) (slotHo
 	if err != nil {
 		return slotHolderState{}, fmt.Errorf("read slot of %s at %s: %w", holder, upstream, err)
 	}
-	st := slotHolderState{state: stringAttr(out.Item, "state"), waitKey: stringAttr(out.Item, "wait_key")}
-	if st.at, err = parseTime(stringAttr(out.Item, "at")); err != nil {
-		return slotHolderState{}, err
-	}
-	return st, nil
+	return slotItemState(out.Item)
 }
 
 // SlotsInUse reads the upstream's counter.
@@ -107,6 +150,7 @@ func (s *Store) waitersAhead(ctx context.Context, upstream, key string, limit in
 }
 
 func (s *Store) AcquireSlot(ctx context.Context, upstream, holder string, limit int, at time.Time) (bool, error) {
+	reclaimed := false
 	for attempt := 0; attempt < slotAttempts; attempt++ {
 		me, err := s.slotHolder(ctx, upstream, holder)
 		if err != nil {
@@ -140,13 +184,25 @@ func (s *Store) AcquireSlot(ctx context.Context, upstream, holder string, limit 
 				continue // the counter or the holder changed meanwhile: decide again
 			}
 		}
+		// No slot: first free those of work that is gone, once per ask.
+		if !reclaimed {
+			reclaimed = true
+			changed, err := s.reclaimSlots(ctx, upstream, at)
+			if err != nil {
+				return false, err
+			}
+			if changed {
+				continue
+			}
+		}
 		if waiting {
-			return false, nil
+			return false, s.askedAgain(ctx, upstream, holder, me, at)
 		}
 		_, err = s.db.PutItem(ctx, &dynamodb.PutItemInput{
 			TableName: aws.String(s.tables.Slots),
 			Item: map[string]types.AttributeValue{"upstream": strAV(upstream), "entry": strAV(slotHolder + holder),
-				"state": strAV(slotWaiting), "at": strAV(formatTime(at)), "wait_key": strAV(mine)},
+				"state": strAV(slotWaiting), "at": strAV(formatTime(at)), "wait_key": strAV(mine),
+				"expires_at": unixAV(at.Add(store.SlotWaiterTimeout))},
 			ConditionExpression: aws.String("attribute_not_exists(entry)"),
 		})
 		if err == nil {
@@ -171,7 +227,7 @@ func (s *Store) takeSlot(ctx context.Context, upstream, holder string, limit int
 	put := &types.Put{
 		TableName: aws.String(s.tables.Slots),
 		Item: map[string]types.AttributeValue{"upstream": strAV(upstream), "entry": strAV(slotHolder + holder),
-			"state": strAV(slotHolding), "at": strAV(formatTime(at))},
+			"state": strAV(slotHolding), "at": strAV(formatTime(at)), "expires_at": unixAV(at.Add(store.SlotHoldLimit))},
 		ConditionExpression: aws.String(cond),
 	}
 	if waiting {
@@ -182,7 +238,7 @@ func (s *Store) takeSlot(ctx context.Context, upstream, holder string, limit int
 		types.TransactWriteItem{Update: &types.Update{
 			TableName:                 aws.String(s.tables.Slots),
 			Key:                       slotKey(upstream, slotCounter),
-			UpdateExpression:          aws.String("SET in_use = if_not_exists(in_use, :zero) + :one"),
+			UpdateExpression:          aws.String("SET in_use = if_not_exists(in_use, :zero) + :one, rev = if_not_exists(rev, :zero) + :one"),
 			ConditionExpression:       aws.String("attribute_not_exists(in_use) OR in_use < :limit"),
 			ExpressionAttributeValues: map[string]types.AttributeValue{":zero": intAV(0), ":one": intAV(1), ":limit": intAV(int64(limit))},
 		}},
@@ -233,7 +289,7 @@ func (s *Store) ReleaseSlot(ctx context.Context, upstream, holder string) error 
 				types.TransactWriteItem{Update: &types.Update{
 					TableName:                 aws.String(s.tables.Slots),
 					Key:                       slotKey(upstream, slotCounter),
-					UpdateExpression:          aws.String("SET in_use = in_use - :one"),
+					UpdateExpression:          aws.String("SET in_use = in_use - :one, rev = if_not_exists(rev, :zero) + :one"),
 					ConditionExpression:       aws.String("in_use > :zero"),
 					ExpressionAttributeValues: map[string]types.AttributeValue{":zero": intAV(0), ":one": intAV(1)},
 				}})
@@ -261,4 +317,140 @@ func (s *Store) SlotQueuePosition(ctx context.Context, upstream, holder string) 
 		return 0, err
 	}
 	return ahead + 1, nil
+}
+
+// askedAgain moves a waiter's expires_at on when its asks have not moved it
+// for slotAskRefresh; a waiter that changed meanwhile is left as it is.
+func (s *Store) askedAgain(ctx context.Context, upstream, holder string, me slotHolderState, at time.Time) error {
+	if !me.expires.IsZero() && me.expires.Sub(at) > store.SlotWaiterTimeout-slotAskRefresh {
+		return nil
+	}
+	_, err := s.db.UpdateItem(ctx, &dynamodb.UpdateItemInput{
+		TableName: aws.String(s.tables.Slots), Key: slotKey(upstream, slotHolder+holder),
+		UpdateExpression:          aws.String("SET expires_at = :exp"),
+		ConditionExpression:       aws.String("#st = :waiting AND wait_key = :mine"),
+		ExpressionAttributeNames:  map[string]string{"#st": "state"},
+		ExpressionAttributeValues: map[string]types.AttributeValue{":exp": unixAV(at.Add(store.SlotWaiterTimeout)), ":waiting": strAV(slotWaiting), ":mine": strAV(me.waitKey)},
+	})
+	if err != nil && !isConditionFailed(err) {
+		return fmt.Errorf("keep a place in line at %s: %w", upstream, err)
+	}
+	return nil
+}
+
+// reclaimSlots frees the slots and places in line of work that is gone: it
+// deletes the holders and waiters past their expires_at, and sets in_use to
+// the holders left, which also gives back a slot whose item TTL removed.
+// One transaction does it, on the condition that no slot was taken or
+// released since the counter was read (rev), so the count it writes is
+// exact. It looks at most every slotReclaimEvery per upstream, and says
+// whether it changed anything.
+func (s *Store) reclaimSlots(ctx context.Context, upstream string, now time.Time) (bool, error) {
+	out, err := s.db.GetItem(ctx, &dynamodb.GetItemInput{
+		TableName: aws.String(s.tables.Slots), Key: slotKey(upstream, slotCounter), ConsistentRead: aws.Bool(true),
+	})
+	if err != nil {
+		return false, fmt.Errorf("read slots of %s: %w", upstream, err)
+	}
+	last, err := unixAttr(out.Item, "reclaimed_at")
+	if err != nil {
+		return false, fmt.Errorf("slots of %s: %w", upstream, err)
+	}
+	if !last.IsZero() && now.Before(last.Add(slotReclaimEvery)) {
+		return false, nil
+	}
+	inUse, _ := out.Item["in_use"].(*types.AttributeValueMemberN)
+	rev, hasRev := out.Item["rev"].(*types.AttributeValueMemberN)
+
+	live := 0
+	var gone []types.TransactWriteItem
+	in := &dynamodb.QueryInput{
+		TableName:              aws.String(s.tables.Slots),
+		KeyConditionExpression: aws.String("upstream = :u AND begins_with(entry, :h)"),
+		ExpressionAttributeValues: map[string]types.AttributeValue{
+			":u": strAV(upstream), ":h": strAV(slotHolder)},
+		ConsistentRead: aws.Bool(true),
+	}
+	for {
+		page, err := s.db.Query(ctx, in)
+		if err != nil {
+			return false, fmt.Errorf("read the slots of %s: %w", upstream, err)
+		}
+		for _, item := range page.Items {
+			st, err := slotItemState(item)
+			if err != nil {
+				return false, fmt.Errorf("slots of %s: %w", upstream, err)
+			}
+			expires := st.expires
+			if expires.IsZero() && st.state == slotHolding {
+				expires = st.at.Add(store.SlotHoldLimit) // taken before items expired
+			}
+			if expires.IsZero() || now.Before(expires) {
+				if st.state == slotHolding {
+					live++
+				}
+				continue
+			}
+			if len(gone) < slotReclaimMax {
+				// Unless it changed since it was read (a waiter asked again).
+				cond, values := "attribute_not_exists(entry) OR (#st = :st AND attribute_not_exists(expires_at))",
+					map[string]types.AttributeValue{":st": strAV(st.state)}
+				if exp, ok := item["expires_at"]; ok {
+					cond, values[":exp"] = "attribute_not_exists(entry) OR (#st = :st AND expires_at = :exp)", exp
+				}
+				gone = append(gone, types.TransactWriteItem{Delete: &types.Delete{
+					TableName:                 aws.String(s.tables.Slots),
+					Key:                       map[string]types.AttributeValue{"upstream": item["upstream"], "entry": item["entry"]},
+					ConditionExpression:       aws.String(cond),
+					ExpressionAttributeNames:  map[string]string{"#st": "state"},
+					ExpressionAttributeValues: values,
+				}})
+			} else if st.state == slotHolding {
+				live++ // left for the next look
+			}
+		}
+		if page.LastEvaluatedKey == nil {
+			break
+		}
+		in.ExclusiveStartKey = page.LastEvaluatedKey
+	}
+
+	counted := -1
+	if inUse != nil {
+		if counted, err = strconv.Atoi(inUse.Value); err != nil {
+			return false, fmt.Errorf("slots of %s: stored count %q: %w", upstream, inUse.Value, err)
+		}
+	}
+	counter := &types.Update{
+		TableName: aws.String(s.tables.Slots), Key: slotKey(upstream, slotCounter),
+		UpdateExpression:          aws.String("SET reclaimed_at = :now"),
+		ExpressionAttributeValues: map[string]types.AttributeValue{":now": unixAV(now)},
+	}
+	if len(gone) == 0 && (counted == live || (counted < 0 && live == 0)) {
+		// Nothing is gone: note the look, whatever else changed meanwhile.
+		_, err := s.db.UpdateItem(ctx, &dynamodb.UpdateItemInput{TableName: counter.TableName, Key: counter.Key,
+			UpdateExpression: counter.UpdateExpression, ExpressionAttributeValues: counter.ExpressionAttributeValues})
+		if err != nil {
+			return false, fmt.Errorf("note the look at the slots of %s: %w", upstream, err)
+		}
+		return false, nil
+	}
+	counter.UpdateExpression = aws.String("SET reclaimed_at = :now, in_use = :live, rev = if_not_exists(rev, :zero) + :one")
+	counter.ExpressionAttributeValues[":live"] = intAV(int64(live))
+	counter.ExpressionAttributeValues[":zero"] = intAV(0)
+	counter.ExpressionAttributeValues[":one"] = intAV(1)
+	if hasRev {
+		counter.ConditionExpression = aws.String("rev = :rev")
+		counter.ExpressionAttributeValues[":rev"] = rev
+	} else {
+		counter.ConditionExpression = aws.String("attribute_not_exists(rev)")
+	}
+	err = s.transact(ctx, append([]types.TransactWriteItem{{Update: counter}}, gone...)...)
+	if err == nil {
+		return true, nil
+	}
+	if cancelReasons(err) != nil {
+		return false, nil // a slot was taken or released, or a waiter asked, meanwhile: the next ask looks again
+	}
+	return false, fmt.Errorf("free the slots of work that is gone at %s: %w", upstream, err)
 }

@@ -60,7 +60,7 @@ const (
 // by table name; the template and CreateTables enable it, the code never
 // does at run time.
 func TTLAttribute(t Tables) map[string]string {
-	return map[string]string{t.RateLimits: "expires_at", t.Idempotency: "expires_at", t.Ledger: "expires_at"}
+	return map[string]string{t.RateLimits: "expires_at", t.Idempotency: "expires_at", t.Ledger: "expires_at", t.Slots: "expires_at"}
 }
 
 // TablesWithPrefix names every table "<prefix>-<name>".

@@ -57,10 +57,7 @@ func (s *Store) AcquireSlot(ctx context.Context, provider, holder string, limit 
 }
 
 func (s *Store) ReleaseSlot(ctx context.Context, provider, holder string) error {
-	return s.changeSlots(ctx, provider, func(st *store.SlotState) {
-		delete(st.Holders, holder)
-		delete(st.Waiting, holder)
-	})
+	return s.changeSlots(ctx, provider, func(st *store.SlotState) { st.Release(holder) })
 }
 
 func (s *Store) SlotQueuePosition(ctx context.Context, provider, holder string) (int, error) {

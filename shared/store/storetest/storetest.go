@@ -52,6 +52,8 @@ func Run(t *testing.T, s store.Store) {
 		{"KeyChainBudgetBoundsEveryKeyAbove", testKeyChainBudget},
 		{"ConcurrentHoldsOfAKeyTreeNeverPassTheRootsLimit", testConcurrentKeyChainBudget},
 		{"SlotsNeverExceedTheLimitAndServeWaitersInOrder", testSlots},
+		{"SlotsOfWorkThatIsGoneAreFreed", testSlotsOfGoneWork},
+		{"SweeperFreesTheSlotsOfWorkItEnds", testSweeperFreesSlots},
 		{"UpstreamJobIsRecordedOnce", testUpstreamIDOnce},
 		{"RestartListsGenerationsInFlight", testRestartListsGenerations},
 		{"RestartListsLongVideosInFlight", testRestartListsLongVideos},

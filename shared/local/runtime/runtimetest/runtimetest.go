@@ -35,6 +35,13 @@ func Start(t testing.TB, cfg runtime.Config) *runtime.Runtime {
 	if cfg.WorkflowWaitScale == 0 {
 		cfg.WorkflowWaitScale = 0.05
 	}
+	if cfg.Timeouts.Integration == 0 {
+		// API Gateway's 30 s is for a route's own time; under -race on a
+		// loaded 2-core machine a status read has taken longer, and a 503
+		// then makes clients send it again (tests counting requests see
+		// double). Tests of the 503 itself set their own, shorter bound.
+		cfg.Timeouts.Integration = 10 * time.Minute
+	}
 	if cfg.Log == nil {
 		var w io.Writer = io.Discard
 		if os.Getenv("MEDIAGEN_TEST_LOGS") != "" {
