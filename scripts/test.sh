@@ -28,7 +28,9 @@ if ! python3 -c "import samtranslator" >/dev/null 2>&1 || ! command -v cfn-lint 
 fi
 mkdir -p test-output
 moto_port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1]); s.close()')
-moto_server -H 127.0.0.1 -p "$moto_port" >test-output/moto.log 2>&1 &
+# Through scripts/moto_server.py: moto's server with a cancelled transaction
+# rolled back item by item, not by copying whole tables (see the script).
+python3 scripts/moto_server.py -H 127.0.0.1 -p "$moto_port" >test-output/moto.log 2>&1 &
 moto_pid=$!
 trap 'kill "$moto_pid" 2>/dev/null; wait "$moto_pid" 2>/dev/null || true' EXIT
 for _ in $(seq 1 300); do

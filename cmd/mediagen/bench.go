@@ -52,6 +52,10 @@ type benchConfig struct {
 	SkipLongForm bool
 	ColdStarts   int
 	ProfileDir   string `json:"-"`
+	// AccountConns clients create generations on one account for
+	// AccountDuration (the per-account figure).
+	AccountConns    int
+	AccountDuration time.Duration
 }
 
 // List prices used for the cost figures: AWS us-east-1, arm64, on-demand,
@@ -128,6 +132,8 @@ func bench(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fs.StringVar(&c.JSONPath, "json", "", "also write the figures as JSON to this file")
 	fs.BoolVar(&c.SkipLongForm, "skip-long-form", false, "skip the long-form figures")
 	fs.IntVar(&c.ColdStarts, "cold-starts", 5, "cold starts timed per Lambda function (authorizer, generate, status; 0 skips them)")
+	fs.IntVar(&c.AccountConns, "account-conns", 32, "clients creating generations at once on one account (the per-account figure; 0 skips it)")
+	fs.DurationVar(&c.AccountDuration, "account-duration", 5*time.Second, "duration of the per-account load")
 	fs.StringVar(&c.ProfileDir, "profile-dir", "", "write a CPU profile of each load (status.pprof, generate.pprof) to this directory, for go tool pprof")
 	if err := parse(fs, args); errors.Is(err, errHelp) {
 		return exitOK
@@ -385,6 +391,18 @@ func runBench(ctx context.Context, c benchConfig, log io.Writer) (*benchReport, 
 		return nil, err
 	}
 
+	// 5b. One account's sustained creates per second, on the embedded store
+	// and on the DynamoDB stand-in.
+	if c.AccountConns > 0 {
+		fmt.Fprintln(log, "bench: one account's creates per second…")
+		if err := benchAccountCreates(ctx, c, client, rep, nil); err != nil {
+			return nil, err
+		}
+		if err := benchAccountCreates(ctx, c, client, rep, dynamo); err != nil {
+			return nil, err
+		}
+	}
+
 	// Cold starts of the authorizer, generate and status Lambda binaries,
 	// each started as Lambda would (coldstart.go).
 	if c.ColdStarts > 0 {
@@ -601,6 +619,12 @@ func summarize(lat []time.Duration, errs int, took time.Duration) loadResult {
 // closedLoop runs conns workers, each sending GET url again as soon as the
 // last answer arrives, for d.
 func closedLoop(ctx context.Context, client *http.Client, url, key string, conns int, d time.Duration) loadResult {
+	return closedLoopOf(ctx, conns, d, func() error { return get(ctx, client, url, key) })
+}
+
+// closedLoopOf runs conns workers, each calling send again as soon as the
+// last call returned, for d.
+func closedLoopOf(ctx context.Context, conns int, d time.Duration, send func() error) loadResult {
 	var (
 		mu   sync.Mutex
 		all  []time.Duration
@@ -616,7 +640,7 @@ func closedLoop(ctx context.Context, client *http.Client, url, key string, conns
 			lat := make([]time.Duration, 0, 4096)
 			for time.Now().Before(end) && ctx.Err() == nil {
 				t := time.Now()
-				if err := get(ctx, client, url, key); err != nil {
+				if err := send(); err != nil {
 					errs.Add(1)
 					continue
 				}
@@ -914,4 +938,60 @@ func completionLags(ctx context.Context, client *http.Client, rt *runtime.Runtim
 		lags = append(lags, seen.Sub(done))
 	}
 	return lags, nil
+}
+
+// benchAccountCreates runs c.AccountConns clients that create generations
+// on one account, each again as soon as it is answered, for
+// c.AccountDuration: the account's sustained creates per second, where
+// every create holds credits on the same account (the upstream never
+// finishes during the load). dynamo nil: the embedded store; else the
+// DynamoDB stand-in, whose answers come one at a time from moto and which
+// cancels overlapping transactions as DynamoDB does (counted in the note).
+func benchAccountCreates(ctx context.Context, c benchConfig, client *http.Client, rep *benchReport, dynamo *testsupport.DynamoDB) error {
+	cfg := runtime.Config{SimulatorLatency: time.Hour, PollInterval: time.Hour}
+	where := "embedded store"
+	if dynamo != nil {
+		tables, err := dynamo.NewTables(ctx, "bench-account")
+		if err != nil {
+			return err
+		}
+		cfg.DynamoDB = &runtime.DynamoDBConfig{Client: dynamo.Client(), Tables: tables, Unmetered: true}
+		where = "DynamoDB stand-in"
+	}
+	rt, key, stop, err := benchRuntime(ctx, cfg)
+	if err != nil {
+		return err
+	}
+	defer stop()
+	var conflictsBefore, txBefore, requestsBefore int64
+	requests := func() (n int64) {
+		for _, c := range dynamo.Proxy.Requests() {
+			n += c
+		}
+		return n
+	}
+	if dynamo != nil {
+		conflictsBefore, _ = dynamo.Proxy.Conflicts()
+		txBefore, requestsBefore = dynamo.Proxy.Transactions(), requests()
+	}
+	var busy atomic.Int64
+	url := rt.BaseURL + "/api/generations/generate"
+	res := closedLoopOf(ctx, c.AccountConns, c.AccountDuration, func() error {
+		_, err := postJSON(ctx, client, url, key, imageBody)
+		if err != nil && strings.Contains(err.Error(), "HTTP 503") {
+			busy.Add(1)
+		}
+		return err
+	})
+	note := fmt.Sprintf("%d clients for %s; p50 %s, p99 %s; errors %d (503 busy %d)",
+		c.AccountConns, c.AccountDuration, ms(res.p50), ms(res.p99), res.errors, busy.Load())
+	if dynamo != nil {
+		conflicts, _ := dynamo.Proxy.Conflicts()
+		sent := requests() - requestsBefore
+		note += fmt.Sprintf("; %d of %d transactions cancelled for TransactionConflict; moto, one request at a time, answered %.0f requests/s (%.1f a create)",
+			conflicts-conflictsBefore, dynamo.Proxy.Transactions()-txBefore, float64(sent)/c.AccountDuration.Seconds(), float64(sent)/float64(max(res.ok, 1)))
+	}
+	rep.add("one account: sustained creates/s, "+where, res.rps, "req/s", "", nil, note)
+	rep.add("one account: create errors, "+where, float64(res.errors), "requests", "0", is(res.errors == 0), "")
+	return nil
 }

@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"slices"
 
+	"github.com/shopspring/decimal"
+
 	"github.com/mediagen-dev/mediagen/shared/domain"
 	"github.com/mediagen-dev/mediagen/shared/store"
 )
@@ -32,10 +34,11 @@ type Verified struct {
 }
 
 // VerifyLedger replays the journal of every account (or of userID alone)
-// and checks it against the account: the entries' seqs run from 1 with no
-// gap; each entry's totals are the previous ones with its movement applied
-// (domain.Totals.Apply); the last ones are the account's balance, held,
-// captured and granted; each work is held once and settled at most once,
+// and checks it against the account: in each purse (domain.JournalEntry)
+// the entries' seqs run from 1 with no gap and each entry's totals are the
+// purse's previous ones with its movement applied (domain.Totals.Apply);
+// the purses' last ones add up to the account's balance, held, captured
+// and granted; the transfers between purses add up to nothing; each work is held once and settled at most once,
 // for the amount held; and the works held and not settled are exactly the
 // account's open holds. Run it while no ledger write is in flight for the
 // accounts checked (the journal and the account are read one after the
@@ -94,28 +97,49 @@ func verifyAccount(ctx context.Context, st JournalStore, userID string) (int, []
 		return 0, nil, err
 	}
 	var problems []Discrepancy
-	report := func(seq int64, format string, args ...any) {
+	report := func(purse int, seq int64, format string, args ...any) {
+		if purse != 0 {
+			format = fmt.Sprintf("purse %d: ", purse) + format
+		}
 		problems = append(problems, Discrepancy{UserID: userID, Seq: seq, Problem: fmt.Sprintf(format, args...)})
 	}
-	var running domain.Totals
+	type purseState struct {
+		running domain.Totals
+		last    int64
+	}
+	purses := map[int]*purseState{}
 	held := map[string]domain.JournalEntry{} // work id → its hold entry
 	settled := map[string]bool{}             // work ids settled
 	opened := false                          // an opening entry carried earlier totals
-	for i, e := range entries {
-		if want := int64(i + 1); e.Seq != want {
-			report(e.Seq, "entry %d follows entry %d: the seqs have a gap or a repeat", e.Seq, want-1)
+	transfers := decimal.Zero
+	for _, e := range entries {
+		p := purses[e.Purse]
+		if p == nil {
+			p = &purseState{}
+			purses[e.Purse] = p
 		}
+		if e.Purse < 0 || e.Purse >= domain.Purses {
+			report(e.Purse, e.Seq, "an entry of purse %d, past the %d purses an account has", e.Purse, domain.Purses)
+		}
+		if want := p.last + 1; e.Seq != want {
+			report(e.Purse, e.Seq, "entry %d follows entry %d: the seqs have a gap or a repeat", e.Seq, want-1)
+		}
+		p.last = e.Seq
+		running := p.running
 		switch e.Type {
 		case domain.EntryOpening:
-			if i != 0 {
-				report(e.Seq, "an opening entry that is not the first")
+			if e.Seq != 1 {
+				report(e.Purse, e.Seq, "an opening entry that is not the first")
 			}
 			running, opened = e.After, true
 		case domain.EntryGrant:
 			running = running.Apply(e.Type, e.Amount)
+		case domain.EntryTransfer:
+			transfers = transfers.Add(e.Amount)
+			running = running.Apply(e.Type, e.Amount)
 		case domain.EntryHold:
 			if _, again := held[e.WorkID]; again {
-				report(e.Seq, "work %s held twice", e.WorkID)
+				report(e.Purse, e.Seq, "work %s held twice", e.WorkID)
 			}
 			held[e.WorkID] = e
 			running = running.Apply(e.Type, e.Amount)
@@ -123,30 +147,41 @@ func verifyAccount(ctx context.Context, st JournalStore, userID string) (int, []
 			h, ok := held[e.WorkID]
 			switch {
 			case settled[e.WorkID]:
-				report(e.Seq, "work %s settled twice", e.WorkID)
+				report(e.Purse, e.Seq, "work %s settled twice", e.WorkID)
 			case !ok && !opened:
-				report(e.Seq, "work %s settled but never held", e.WorkID)
+				report(e.Purse, e.Seq, "work %s settled but never held", e.WorkID)
 			case ok && !h.Amount.Equal(e.Amount):
-				report(e.Seq, "work %s held %s but settled %s", e.WorkID, h.Amount.StringFixed(2), e.Amount.StringFixed(2))
+				report(e.Purse, e.Seq, "work %s held %s but settled %s", e.WorkID, h.Amount.StringFixed(2), e.Amount.StringFixed(2))
+			case ok && h.Purse != e.Purse:
+				report(e.Purse, e.Seq, "work %s held in purse %d but settled in purse %d", e.WorkID, h.Purse, e.Purse)
 			}
 			settled[e.WorkID] = true
 			running = running.Apply(e.Type, e.Amount)
 		default:
-			report(e.Seq, "unknown entry type %q", e.Type)
+			report(e.Purse, e.Seq, "unknown entry type %q", e.Type)
 		}
 		if !sameTotals(running, e.After) {
-			report(e.Seq, "the entry says %s after it; replaying gives %s", totalsText(e.After), totalsText(running))
+			report(e.Purse, e.Seq, "the entry says %s after it; replaying gives %s", totalsText(e.After), totalsText(running))
 			running = e.After // report each break once, not every entry after it
 		}
 		if running.Balance.IsNegative() || running.Held.IsNegative() {
-			report(e.Seq, "negative totals after the entry: %s", totalsText(running))
+			report(e.Purse, e.Seq, "negative totals after the entry: %s", totalsText(running))
 		}
+		p.running = running
+	}
+	if !transfers.IsZero() {
+		report(0, 0, "the transfers between purses add up to %s, not 0", transfers.StringFixed(2))
+	}
+	var running domain.Totals
+	for _, p := range purses {
+		running.Balance, running.Held = running.Balance.Add(p.running.Balance), running.Held.Add(p.running.Held)
+		running.Captured, running.Granted = running.Captured.Add(p.running.Captured), running.Granted.Add(p.running.Granted)
 	}
 	if !sameTotals(running, a.Totals()) {
-		report(0, "the journal ends at %s; the account has %s", totalsText(running), totalsText(a.Totals()))
+		report(0, 0, "the journal's purses end at %s together; the account has %s", totalsText(running), totalsText(a.Totals()))
 	}
 	if !a.Granted.Equal(a.Balance.Add(a.Held).Add(a.Captured)) {
-		report(0, "the account's granted %s is not balance + held + captured", a.Granted.StringFixed(2))
+		report(0, 0, "the account's granted %s is not balance + held + captured", a.Granted.StringFixed(2))
 	}
 	openByWork := map[string]domain.Hold{}
 	for _, h := range open {
@@ -154,16 +189,16 @@ func verifyAccount(ctx context.Context, st JournalStore, userID string) (int, []
 		e, ok := held[h.WorkID]
 		switch {
 		case !ok && !opened:
-			report(0, "open hold %s has no hold entry", h.WorkID)
+			report(0, 0, "open hold %s has no hold entry", h.WorkID)
 		case ok && !e.Amount.Equal(h.Amount):
-			report(0, "open hold %s is for %s; its entry says %s", h.WorkID, h.Amount.StringFixed(2), e.Amount.StringFixed(2))
+			report(0, 0, "open hold %s is for %s; its entry says %s", h.WorkID, h.Amount.StringFixed(2), e.Amount.StringFixed(2))
 		case settled[h.WorkID]:
-			report(0, "hold %s is open but its work was settled", h.WorkID)
+			report(0, 0, "hold %s is open but its work was settled", h.WorkID)
 		}
 	}
 	for work, e := range held {
 		if _, ok := openByWork[work]; !ok && !settled[work] {
-			report(e.Seq, "work %s was held and never settled, but no hold is open", work)
+			report(e.Purse, e.Seq, "work %s was held and never settled, but no hold is open", work)
 		}
 	}
 	slices.SortStableFunc(problems, func(x, y Discrepancy) int { return int(x.Seq - y.Seq) })

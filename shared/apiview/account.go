@@ -45,9 +45,12 @@ type RotatedWebhookSecret struct {
 // Transaction is one entry of GET /api/account/transactions: one movement of
 // credits. Amount is its size; BalanceChange and HeldChange are what it did
 // to the balance and the held credits (signed), so the balance changes of a
-// time range sum to the balance's change over it.
+// time range sum to the balance's change over it. BalanceAfter and HeldAfter
+// are those of the entry's purse (domain.JournalEntry says why an account
+// has purses): the account's own are the sum over its purses.
 type Transaction struct {
 	ID            string  `json:"id"`
+	Purse         int     `json:"purse"`
 	Type          string  `json:"type"`
 	Amount        string  `json:"amount"`
 	BalanceChange string  `json:"balance_change"`

@@ -21,6 +21,10 @@ var (
 	// ErrTaskGone is a workflow task token no task waits on any more: the
 	// task ended, timed out or was retried with a new token.
 	ErrTaskGone = errors.New("the workflow task no longer waits on this token")
+	// ErrBusy is a write that other writes of the same records kept
+	// conflicting with for its whole retry budget: nothing was written, and
+	// the same request may succeed a moment later (503 with Retry-After).
+	ErrBusy = errors.New("busy")
 	// ErrAnswerTooLarge is an answer over MaxIdempotentAnswer given to a
 	// store to keep.
 	ErrAnswerTooLarge = errors.New("answer too large to keep")

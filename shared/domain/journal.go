@@ -24,10 +24,16 @@ const (
 	// balance.
 	EntryRelease EntryType = "release"
 	EntryRefund  EntryType = "refund"
+	// EntryTransfer moves balance between two purses of one account (a
+	// hold that no purse alone could cover, or spreading credits under a
+	// burst): its amount is signed, negative on the purse it leaves and
+	// positive on the one it joins, in one atomic write, so the account's
+	// totals do not change.
+	EntryTransfer EntryType = "transfer"
 )
 
 // EntryTypes lists the types a caller may filter the journal by.
-var EntryTypes = []EntryType{EntryOpening, EntryGrant, EntryHold, EntryCapture, EntryRelease, EntryRefund}
+var EntryTypes = []EntryType{EntryOpening, EntryGrant, EntryHold, EntryCapture, EntryRelease, EntryRefund, EntryTransfer}
 
 // ParseEntryType accepts exactly the documented entry types.
 func ParseEntryType(s string) (EntryType, error) {
@@ -36,7 +42,7 @@ func ParseEntryType(s string) (EntryType, error) {
 			return t, nil
 		}
 	}
-	return "", fmt.Errorf("%w: unknown transaction type %q (allowed: opening, grant, hold, capture, release, refund)", ErrInvalid, s)
+	return "", fmt.Errorf("%w: unknown transaction type %q (allowed: opening, grant, hold, capture, release, refund, transfer)", ErrInvalid, s)
 }
 
 // Totals are an account's four amounts; Granted = Balance + Held + Captured.
@@ -57,6 +63,10 @@ func (t Totals) Apply(typ EntryType, amount decimal.Decimal) Totals {
 		t.Held, t.Captured = t.Held.Sub(amount), t.Captured.Add(amount)
 	case EntryRelease, EntryRefund:
 		t.Held, t.Balance = t.Held.Sub(amount), t.Balance.Add(amount)
+	case EntryTransfer:
+		// A purse's granted counts what came into it, so that each purse
+		// keeps granted = balance + held + captured on its own.
+		t.Balance, t.Granted = t.Balance.Add(amount), t.Granted.Add(amount)
 	}
 	return t
 }
@@ -67,13 +77,21 @@ func (a Account) Totals() Totals {
 }
 
 // JournalEntry is one movement of credits, written in the same atomic write
-// as the change of the account's totals it records, and never changed
-// after. Seq counts an account's entries from 1 with no gap.
+// as the change of the totals it records, and never changed after.
+//
+// An account's credits are kept in purses (Purses at most), so that a
+// burst of one account's writes is not a queue on one item: each entry
+// moves the credits of one purse, Seq counts that purse's entries from 1
+// with no gap, and After are that purse's totals once the entry applied.
+// The account's totals are the sum of its purses'. Purse 0 is the
+// account's first, and its only one until a burst spreads it (the
+// embedded store, which serializes its writes, keeps only purse 0).
 type JournalEntry struct {
+	Purse  int
 	Seq    int64
 	Type   EntryType
 	Amount decimal.Decimal
-	// After are the account's totals once the entry applied.
+	// After are the purse's totals once the entry applied.
 	After Totals
 	// WorkID and WorkKind name the generation or long video of a hold and
 	// its settlement; GrantID the grant of a grant entry.
@@ -85,6 +103,18 @@ type JournalEntry struct {
 	Model     string
 	KeyPrefix string
 	At        time.Time
+}
+
+// Purses bounds the purses of an account.
+const Purses = 8
+
+// EntryID names an entry in the API: txn_<seq> in purse 0 (as before
+// accounts had purses), txn_<purse>.<seq> in the others.
+func (e JournalEntry) EntryID() string {
+	if e.Purse == 0 {
+		return fmt.Sprintf("txn_%d", e.Seq)
+	}
+	return fmt.Sprintf("txn_%d.%d", e.Purse, e.Seq)
 }
 
 // UsageCount is what an account's captures added up to on one UTC day for

@@ -7,7 +7,6 @@ import (
 	"maps"
 	"net/http"
 	"slices"
-	"strconv"
 	"strings"
 	"time"
 
@@ -120,7 +119,7 @@ func transactionView(e domain.JournalEntry) apiview.Transaction {
 		return &s
 	}
 	return apiview.Transaction{
-		ID: "txn_" + strconv.FormatInt(e.Seq, 10), Type: string(e.Type), Amount: domain.FormatCredits(e.Amount),
+		ID: e.EntryID(), Purse: e.Purse, Type: string(e.Type), Amount: domain.FormatCredits(e.Amount.Abs()),
 		BalanceChange: signedCredits(balanceChange), HeldChange: signedCredits(heldChange),
 		BalanceAfter: domain.FormatCredits(e.After.Balance), HeldAfter: domain.FormatCredits(e.After.Held),
 		WorkID: opt(e.WorkID), WorkType: opt(string(e.WorkKind)), Model: opt(e.Model), KeyPrefix: opt(e.KeyPrefix),

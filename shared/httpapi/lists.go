@@ -28,8 +28,10 @@ var listStatuses = []string{string(domain.StatusProcessing), string(domain.Statu
 // query string asks for, each rendered by view at the time of the request.
 func listRoute[T, V any](gate *Gate, list func(context.Context, store.ListQuery) (store.Page[T], error),
 	view func(T, time.Time) V) Handler {
-	return gate.Authed(readAccess, func(ctx context.Context, req Request, a domain.Account) (Response, error) {
-		q, err := listQuery(req, a.UserID)
+	// The caller's id is all a list needs: not the account's totals, which
+	// on DynamoDB are a read of its purses and usage.
+	return gate.AuthedUser(readAccess, func(ctx context.Context, req Request, userID string) (Response, error) {
+		q, err := listQuery(req, userID)
 		if err != nil {
 			return Response{}, err
 		}

@@ -160,6 +160,10 @@ func classifyCause(err error) *Error {
 		return &Error{Status: http.StatusConflict, Code: "conflict", Message: sentinelMessage(err, domain.ErrConflict)}
 	case errors.Is(err, domain.ErrNotFound):
 		return &Error{Status: http.StatusNotFound, Code: "not_found", Message: "no such resource"}
+	case errors.Is(err, domain.ErrBusy):
+		return &Error{Status: http.StatusServiceUnavailable, Code: "busy",
+			Message: "other requests of this account kept the ledger busy; nothing was charged, please retry",
+			Headers: map[string]string{"Retry-After": "1"}}
 	case errors.Is(err, longstory.ErrWorkflowUnavailable):
 		return &Error{Status: http.StatusBadGateway, Code: "workflow_unavailable",
 			Message: "the video workflow could not be started; no credits were charged, please retry"}

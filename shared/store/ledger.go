@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/shopspring/decimal"
@@ -85,7 +86,32 @@ func (q JournalQuery) Matches(e domain.JournalEntry) bool {
 
 // JournalCursorOf is the cursor after entry e of a journal page.
 func JournalCursorOf(e domain.JournalEntry) Cursor {
-	return Cursor{CreatedAt: e.At, ID: strconv.FormatInt(e.Seq, 10)}
+	id := strconv.FormatInt(e.Seq, 10)
+	if e.Purse != 0 {
+		id = strconv.Itoa(e.Purse) + "." + id
+	}
+	return Cursor{CreatedAt: e.At, ID: id}
+}
+
+// ParseJournalPosition reads a journal page's cursor with the purse of its
+// last entry (ParseJournalCursor's, for a store that keeps purses).
+func ParseJournalPosition(s string) (at time.Time, purse int, seq int64, ok bool, err error) {
+	c, ok, err := ParseCursor(s)
+	if err != nil || !ok {
+		return time.Time{}, 0, 0, false, err
+	}
+	id := c.ID
+	if p, rest, found := strings.Cut(id, "."); found {
+		if purse, err = strconv.Atoi(p); err != nil || purse < 1 || purse >= domain.Purses {
+			return time.Time{}, 0, 0, false, fmt.Errorf("%w: cursor is not one this API gave out", domain.ErrInvalid)
+		}
+		id = rest
+	}
+	seq, err = strconv.ParseInt(id, 10, 64)
+	if err != nil || seq < 1 {
+		return time.Time{}, 0, 0, false, fmt.Errorf("%w: cursor is not one this API gave out", domain.ErrInvalid)
+	}
+	return c.CreatedAt, purse, seq, true, nil
 }
 
 // ParseJournalCursor reads a journal page's cursor: the time and seq of the

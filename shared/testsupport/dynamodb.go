@@ -8,13 +8,10 @@ import (
 	"fmt"
 	"net"
 	"net/http"
-	"net/http/httputil"
-	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strconv"
-	"sync"
 	"sync/atomic"
 	"syscall"
 	"time"
@@ -68,28 +65,38 @@ const MotoFix = "moto's server is missing: pip install 'moto[server]==5.2.1' (py
 
 // DynamoDB is a DynamoDB protocol server: moto's server (moto_server),
 // which has transactions, cancellation reasons, GSIs, LSIs, the TTL API
-// and the 400 KB item limit, behind a loopback proxy of this process that
-// passes it one request at a time.
-//
-// The proxy is what makes moto's server hold to DynamoDB's guarantees under
-// concurrent requests: it runs each request on its own thread with no lock,
-// so two conditional writes of one item can both pass their condition, and
-// a cancelled transaction puts back a copy of its tables taken before it
-// began, undoing what other requests wrote meanwhile. DynamoDB does
-// neither: its single-item writes are atomic and its transactions
-// serializable, and one request at a time is a serial order. Tests in other
-// processes use tables of their own (NewTables), which the copies never
+// and the 400 KB item limit, behind a loopback ConflictProxy of this
+// process, which gives it DynamoDB's per-item atomicity and answers
+// overlapping transactions with TransactionConflict as DynamoDB does (see
+// ConflictProxy). Tests in other processes use tables of their own
+// (NewTables), which a cancelled transaction's restored copies never
 // include.
 type DynamoDB struct {
 	// Endpoint is the proxy's URL, for clients.
 	Endpoint string
 	// Server is moto's own URL.
 	Server string
-	cmd    *exec.Cmd
-	proxy  *http.Server
+	// Proxy counts the conflicts it answered.
+	Proxy *ConflictProxy
+	cmd   *exec.Cmd
+	proxy *http.Server
 }
 
-// StartDynamoDB starts moto_server on a free loopback port, waits until it
+// MotoLauncher is scripts/moto_server.py, which runs moto's server with a
+// cancelled transaction rolled back item by item (see the script), or an
+// error that names the fix.
+func MotoLauncher() (string, error) {
+	if err := exec.Command("python3", "-c", "import moto").Run(); err != nil {
+		return "", fmt.Errorf("%s (%w)", MotoFix, err)
+	}
+	root, err := ModuleRoot()
+	if err != nil {
+		return "", err
+	}
+	return filepath.Join(root, "scripts", "moto_server.py"), nil
+}
+
+// StartDynamoDB starts moto's server (MotoLauncher) on a free loopback port, waits until it
 // answers and puts the proxy in front of it; DYNAMODB_ENDPOINT, when set,
 // names a running server to proxy instead (then Stop leaves it running).
 func StartDynamoDB(ctx context.Context) (*DynamoDB, error) {
@@ -97,9 +104,9 @@ func StartDynamoDB(ctx context.Context) (*DynamoDB, error) {
 		d := &DynamoDB{Server: ep}
 		return d, d.startProxy()
 	}
-	bin, err := exec.LookPath("moto_server")
+	launcher, err := MotoLauncher()
 	if err != nil {
-		return nil, fmt.Errorf("%s (%w)", MotoFix, err)
+		return nil, err
 	}
 	var lastErr error
 	for attempt := 0; attempt < 3; attempt++ {
@@ -107,12 +114,12 @@ func StartDynamoDB(ctx context.Context) (*DynamoDB, error) {
 		if err != nil {
 			return nil, err
 		}
-		cmd := exec.Command(bin, "-H", "127.0.0.1", "-p", strconv.Itoa(port))
+		cmd := exec.Command("python3", launcher, "-H", "127.0.0.1", "-p", strconv.Itoa(port))
 		// Its own process group, so that Stop ends it and nothing else.
 		cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 		cmd.Stdout, cmd.Stderr = nil, nil
 		if err := cmd.Start(); err != nil {
-			return nil, fmt.Errorf("start moto_server (%s): %w", bin, err)
+			return nil, fmt.Errorf("start moto's server (%s): %w", launcher, err)
 		}
 		d := &DynamoDB{Server: "http://127.0.0.1:" + strconv.Itoa(port), cmd: cmd}
 		if lastErr = waitAnswering(ctx, d.Server, 30*time.Second); lastErr == nil {
@@ -127,23 +134,18 @@ func StartDynamoDB(ctx context.Context) (*DynamoDB, error) {
 	return nil, fmt.Errorf("moto_server did not start on a loopback port: %w", lastErr)
 }
 
-// startProxy serves the one-request-at-a-time proxy on a loopback port.
+// startProxy serves the conflict-faithful proxy on a loopback port.
 func (d *DynamoDB) startProxy() error {
-	target, err := url.Parse(d.Server)
+	cp, err := NewConflictProxy(d.Server)
 	if err != nil {
-		return fmt.Errorf("DynamoDB endpoint %q: %w", d.Server, err)
+		return err
 	}
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		return fmt.Errorf("listen for the DynamoDB proxy: %w", err)
 	}
-	rp := httputil.NewSingleHostReverseProxy(target)
-	var one sync.Mutex
-	d.proxy = &http.Server{ReadHeaderTimeout: 10 * time.Second, Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		one.Lock()
-		defer one.Unlock()
-		rp.ServeHTTP(w, r)
-	})}
+	d.Proxy = cp
+	d.proxy = &http.Server{ReadHeaderTimeout: 10 * time.Second, Handler: cp}
 	go d.proxy.Serve(ln)
 	d.Endpoint = "http://" + ln.Addr().String()
 	return nil
@@ -201,8 +203,15 @@ func (d *DynamoDB) NewStore(ctx context.Context, name string) (*dynamostore.Stor
 	if err != nil {
 		return nil, err
 	}
-	return dynamostore.New(d.Client(), tables), nil
+	return dynamostore.New(d.Client(), tables, dynamostore.WithLedgerBudget(StandInLedgerBudget)), nil
 }
+
+// StandInLedgerBudget is the ledger's retry budget on the stand-in: it
+// answers one request at a time, so each of N concurrent clients waits for
+// N requests of moto (milliseconds each, more under -race on a loaded
+// machine) where DynamoDB answers them side by side; the default budget
+// (dynamostore.LedgerBudget) is sized for DynamoDB.
+const StandInLedgerBudget = 3 * time.Minute
 
 func freePort() (int, error) {
 	l, err := net.Listen("tcp", "127.0.0.1:0")

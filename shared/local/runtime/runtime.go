@@ -155,6 +155,14 @@ type Config struct {
 type DynamoDBConfig struct {
 	Client dynamostore.API
 	Tables dynamostore.Tables
+	// LedgerBudget, when set, bounds a ledger write's retries instead of
+	// dynamostore.LedgerBudget (tests on the one-request-at-a-time stand-in).
+	LedgerBudget time.Duration
+	// Unmetered sends the handlers' requests straight to Client, past the
+	// cost meter, which reads each item a write names before and after it
+	// (Costs stays zero): a test of load on DynamoDB's semantics, such as
+	// the burst, then sends DynamoDB what the Lambda functions would.
+	Unmetered bool
 }
 
 // The queue consumers' RecursiveLoop settings, as template.yaml gives them
@@ -260,8 +268,11 @@ func Start(ctx context.Context, cfg Config) (*Runtime, error) {
 	// whose requests the meter counts; r.Store reads past the meter.
 	var st store.Store
 	if d := cfg.DynamoDB; d != nil {
-		r.Store = dynamostore.New(d.Client, d.Tables)
-		st = dynamostore.New(costs.MeterDynamoDB(d.Client, d.Tables, r.Costs), d.Tables)
+		r.Store = dynamostore.New(d.Client, d.Tables, dynamostore.WithLedgerBudget(d.LedgerBudget))
+		st = dynamostore.New(costs.MeterDynamoDB(d.Client, d.Tables, r.Costs), d.Tables, dynamostore.WithLedgerBudget(d.LedgerBudget))
+		if d.Unmetered {
+			st = r.Store
+		}
 	} else {
 		if r.Embedded, err = sqlitestore.Open(ctx, cfg.DataDir); err != nil {
 			return nil, err

@@ -25,13 +25,15 @@ func query(t, index string) Access { return Access{"Query", t, index} }
 // function's DynamoDB permissions.
 var Accesses = map[string][]Access{
 	"CreateAccount":      {put("Accounts")},
-	"GetAccount":         {get("Accounts")},
+	"GetAccount":         {get("Accounts"), query("Ledger", "")},
+	"GetAccountHeader":   {get("Accounts")},
 	"SetOutputRetention": {update("Accounts")},
 
-	// Every ledger write reads the account and writes it, its own items
-	// and the journal entry (journal.go).
+	// Every ledger write reads a purse and writes it (the account item or
+	// a purse item of the ledger), its own items and the journal entries
+	// (purses.go, journal.go).
 	"Grant":        {get("Accounts"), put("Ledger"), update("Accounts")},
-	"Hold":         {get("Accounts"), update("Accounts"), put("Ledger"), get("Ledger"), update("Ledger")},
+	"Hold":         {get("Accounts"), query("Ledger", ""), update("Accounts"), put("Ledger"), get("Ledger"), update("Ledger")},
 	"Capture":      {get("Ledger"), update("Ledger"), update("Accounts"), get("Accounts"), put("Ledger")},
 	"Release":      {get("Ledger"), update("Ledger"), update("Accounts"), get("Accounts"), put("Ledger")},
 	"Refund":       {get("Ledger"), update("Ledger"), update("Accounts"), get("Accounts"), put("Ledger")},

@@ -3,10 +3,10 @@ package dynamostore
 import (
 	"context"
 	"fmt"
-	"strconv"
-	"strings"
+	"time"
 
-	"github.com/aws/aws-sdk-go-v2/feature/dynamodb/attributevalue"
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
 	"github.com/mediagen-dev/mediagen/shared/domain"
@@ -26,17 +26,20 @@ type accountItem struct {
 	Granted   int64  `dynamodbav:"granted"`
 	Captured  int64  `dynamodbav:"captured"`
 	CreatedAt string `dynamodbav:"created_at"`
-	// JournalSeq is the seq of the account's last journal entry and
-	// JournalAt its time: every ledger write is conditioned on JournalSeq
-	// being what it read, and moves it on (journal.go).
+	// The totals, JournalSeq and JournalAt are purse 0's (purses.go): the
+	// seq of its last journal entry and that entry's time. Every write of
+	// the purse is conditioned on JournalSeq being what it read, and moves
+	// it on.
 	JournalSeq int64  `dynamodbav:"jseq,omitempty"`
 	JournalAt  string `dynamodbav:"jat,omitempty"`
+	// Spread is set by the first transfer between purses: from then on a
+	// hold chooses among all the purses from its first attempt.
+	Spread bool `dynamodbav:"spread,omitempty"`
 	// WebhookSecret signs the account's webhooks.
 	WebhookSecret string `dynamodbav:"webhook_secret,omitempty"`
 	// OutputRetentionDays: absent for the default retention.
 	OutputRetentionDays int `dynamodbav:"output_retention_days,omitempty"`
-	// Usage is read from the usage_credits_<month> and usage_jobs_<month>
-	// attributes that Capture adds to (see usageFrom).
+	// Usage is this month's, read from the day counters (monthUsage).
 	Usage map[string]domain.Usage `dynamodbav:"-"`
 }
 
@@ -59,64 +62,67 @@ func (s *Store) CreateAccount(ctx context.Context, a domain.Account) error {
 	}, "create account "+a.UserID)
 }
 
-func decodeAccount(userID string, raw map[string]types.AttributeValue) (domain.Account, error) {
-	var it accountItem
-	if err := attributevalue.UnmarshalMap(raw, &it); err != nil {
-		return domain.Account{}, fmt.Errorf("decode account %s: %w", userID, err)
-	}
-	var err error
-	if it.Usage, err = usageFrom(raw); err != nil {
-		return domain.Account{}, fmt.Errorf("decode account %s: %w", userID, err)
-	}
-	return it.account()
-}
-
-// GetAccount is one consistent GetItem of the account item, whose size does
-// not depend on the holds open.
+// GetAccount reads the account item, the account's other purses (one
+// Query) and this month's usage (one Query of its day items); its size
+// does not depend on the holds open.
 func (s *Store) GetAccount(ctx context.Context, userID string) (domain.Account, error) {
-	return getItem(ctx, s, s.tables.Accounts, "user_id", userID, "account "+userID,
-		func(raw map[string]types.AttributeValue) (domain.Account, error) { return decodeAccount(userID, raw) })
+	a, err := s.readAccountItem(ctx, userID)
+	if err != nil {
+		return domain.Account{}, err
+	}
+	ps, err := s.pursesWith(ctx, userID, a)
+	if err != nil {
+		return domain.Account{}, err
+	}
+	t := sumPurses(ps)
+	a.Balance, a.Held, a.Captured, a.Granted = t.balance, t.held, t.captured, t.granted
+	month := domain.UsageMonth(time.Now())
+	u, err := s.monthUsage(ctx, userID, month)
+	if err != nil {
+		return domain.Account{}, err
+	}
+	a.Usage = map[string]domain.Usage{month: u}
+	return a.account()
 }
 
-// Capture adds to these per-month attributes of the account item, so that
-// the usage of a month is kept in the same write as the capture.
-const (
-	usageCreditsPrefix = "usage_credits_"
-	usageJobsPrefix    = "usage_jobs_"
-)
-
-func usageFrom(item map[string]types.AttributeValue) (map[string]domain.Usage, error) {
-	var out map[string]domain.Usage
-	for name, av := range item {
-		month, credits := strings.CutPrefix(name, usageCreditsPrefix)
-		if !credits {
-			var jobs bool
-			if month, jobs = strings.CutPrefix(name, usageJobsPrefix); !jobs {
-				continue
-			}
-		}
-		n, ok := av.(*types.AttributeValueMemberN)
-		if !ok {
-			return nil, fmt.Errorf("usage attribute %s is not a number", name)
-		}
-		if out == nil {
-			out = map[string]domain.Usage{}
-		}
-		u := out[month]
-		if credits {
-			c, err := strconv.ParseInt(n.Value, 10, 64)
-			if err != nil {
-				return nil, fmt.Errorf("usage attribute %s: %w", name, err)
-			}
-			u.Credits = domain.CentsToCredits(c)
-		} else {
-			j, err := strconv.Atoi(n.Value)
-			if err != nil {
-				return nil, fmt.Errorf("usage attribute %s: %w", name, err)
-			}
-			u.Jobs = j
-		}
-		out[month] = u
+// GetAccountHeader is the account item alone, all that authentication
+// needs: its plan and settings, not its totals (zero here) or usage.
+func (s *Store) GetAccountHeader(ctx context.Context, userID string) (domain.Account, error) {
+	a, err := s.readAccountItem(ctx, userID)
+	if err != nil {
+		return domain.Account{}, err
 	}
-	return out, nil
+	a.Balance, a.Held, a.Captured, a.Granted = 0, 0, 0, 0
+	return a.account()
+}
+
+// monthUsage adds up a month's day counters (journal.go): the credits
+// captured and the works they paid for. They are items of their own, so
+// the account item does not grow by a pair of attributes every month.
+func (s *Store) monthUsage(ctx context.Context, userID, month string) (domain.Usage, error) {
+	p := dynamodb.NewQueryPaginator(s.db, &dynamodb.QueryInput{
+		TableName:              aws.String(s.tables.Ledger),
+		KeyConditionExpression: aws.String("user_id = :u AND begins_with(entry, :m)"),
+		ExpressionAttributeValues: map[string]types.AttributeValue{
+			":u": strAV(userID), ":m": strAV(usagePrefix + month + "-"),
+		},
+	})
+	var u domain.Usage
+	for p.HasMorePages() {
+		page, err := p.NextPage(ctx)
+		if err != nil {
+			return domain.Usage{}, fmt.Errorf("usage of %s in %s: %w", userID, month, err)
+		}
+		for _, raw := range page.Items {
+			counts, err := usageCountsOf(raw)
+			if err != nil {
+				return domain.Usage{}, fmt.Errorf("usage of %s in %s: %w", userID, month, err)
+			}
+			for _, c := range counts {
+				u.Credits = u.Credits.Add(c.Credits)
+				u.Jobs += c.Generations + c.Videos
+			}
+		}
+	}
+	return u, nil
 }

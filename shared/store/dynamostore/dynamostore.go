@@ -42,10 +42,34 @@ type API interface {
 type Store struct {
 	db     API
 	tables Tables
+	// budget bounds the retries of one ledger write (purses.go).
+	budget time.Duration
 }
 
 // New wires the adapter to a client and a set of tables.
-func New(db API, tables Tables) *Store { return &Store{db: db, tables: tables} }
+func New(db API, tables Tables, opts ...Option) *Store {
+	s := &Store{db: db, tables: tables, budget: LedgerBudget}
+	for _, o := range opts {
+		o(s)
+	}
+	s.db = conflictRetrying{API: db, budget: s.budget}
+	return s
+}
+
+// Option configures a Store.
+type Option func(*Store)
+
+// WithLedgerBudget sets how long one ledger write may retry conflicts
+// before it fails with domain.ErrBusy (LedgerBudget by default; zero keeps
+// it). Only a stand-in much slower than DynamoDB needs another: one that
+// answers a request at a time makes each of N clients wait N requests.
+func WithLedgerBudget(d time.Duration) Option {
+	return func(s *Store) {
+		if d > 0 {
+			s.budget = d
+		}
+	}
+}
 
 const timeLayout = "2006-01-02T15:04:05.000000000Z"
 

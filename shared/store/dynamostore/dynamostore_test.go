@@ -55,7 +55,7 @@ func TestConformance(t *testing.T) {
 		t.Fatal(err)
 	}
 	rec := newRecorder(server.Client(), tables)
-	storetest.Run(t, dynamostore.New(rec, tables))
+	storetest.Run(t, dynamostore.New(rec, tables, dynamostore.WithLedgerBudget(testsupport.StandInLedgerBudget)))
 	t.Run("AccessesDeclareEveryRequest", rec.checkAccesses)
 }
 

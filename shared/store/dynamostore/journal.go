@@ -2,9 +2,10 @@ package dynamostore
 
 import (
 	"context"
+	"errors"
 	"fmt"
-	"math/rand/v2"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -20,21 +21,25 @@ import (
 
 // The journal's items in the ledger table:
 //
-//	entry "j#<at>#<seq>"       seq, at, type, amount, the account's balance,
-//	                           held, captured and granted after it, work_id,
-//	                           work_kind, grant_id, model, key_prefix; <at> is
-//	                           the fixed-width time, <seq> 12 digits, so the
-//	                           entries sort by time and a time range is a key
-//	                           range
+//	entry "j#<at>#<seq>[#<purse>]"  purse (absent: 0), seq, at, type, amount,
+//	                           the purse's balance, held, captured and
+//	                           granted after it, work_id, work_kind,
+//	                           grant_id, model, key_prefix; <at> is the
+//	                           fixed-width time, <seq> 12 digits, so the
+//	                           entries sort by time and a time range is a
+//	                           key range
 //	entry "usage#<day>"        "c#<model>#<key>" (cents), "g#…" and "v#…"
 //	                           (generations and videos) added by captures
-//	entry "spend#<day>#<key>"  spent (cents): the key's holds of the day less
-//	                           what was released or refunded; expires_at
+//	entry "spend#<day>#<key>"  spent (cents): a limited key's holds of the
+//	                           day less what was released or refunded;
+//	                           expires_at. "spend#<day>#<key>#<purse>": a
+//	                           purse's share of the same, for a key
+//	                           without a limit
 //
-// The account item carries jseq and jat, the seq and time of its last entry.
-// Every ledger write sets them and is conditioned on jseq being what was
-// read just before, so the writes of an account are serialized, the entry's
-// "after" totals are exact, and the seqs have no gap.
+// Each purse (purses.go) carries jseq and jat, the seq and time of its last
+// entry. Every ledger write sets them and is conditioned on jseq being what
+// was read just before, so the writes of a purse are serialized, an entry's
+// "after" totals are exact, and a purse's seqs have no gap.
 const (
 	journalPrefix = "j#"
 	usagePrefix   = "usage#"
@@ -44,123 +49,91 @@ const (
 
 	// spendTTL keeps a key's spend item past its day, for the keys list.
 	spendTTL = 3 * 24 * time.Hour
-
-	// ledgerAttempts bounds the attempts of one ledger write that other
-	// writes of the same account kept overtaking (each attempt rereads).
-	ledgerAttempts = 40
-	// transactAttempts bounds the retries of a transaction that DynamoDB
-	// cancelled for a conflict with another one in flight on its items.
-	transactAttempts = 10
 )
 
-func journalEntryKey(at time.Time, seq int64) string {
-	return fmt.Sprintf("%s%s#%012d", journalPrefix, formatTime(at), seq)
+// journalEntryKey is an entry's sort key: purse 0's as before purses, the
+// others' with the purse after the seq (unique, and still in time order).
+func journalEntryKey(at time.Time, purse int, seq int64) string {
+	if purse == 0 {
+		return fmt.Sprintf("%s%s#%012d", journalPrefix, formatTime(at), seq)
+	}
+	return fmt.Sprintf("%s%s#%012d#%d", journalPrefix, formatTime(at), seq, purse)
 }
 
-// ledgerChange is one ledger operation: its journal entry (type, amount and
-// what it names; journaled sets the seq, time and totals), the items it
-// writes besides the account and the entry, more SET clauses of the account
-// item, and what a failed condition of item i of items means.
+// ledgerChange is one ledger operation: the purses it moves with their
+// entries (journaled numbers them and sets their totals), the items it
+// writes besides, and what a failed condition of items[i] means (nil: the
+// item moved since it was read, and the write is built again).
 type ledgerChange struct {
-	entry   domain.JournalEntry
-	items   []types.TransactWriteItem
-	account string
-	names   map[string]string
-	values  map[string]types.AttributeValue
-	failed  func(i int, old map[string]types.AttributeValue) error
+	moves  []purseMove
+	items  []types.TransactWriteItem
+	failed func(i int, old map[string]types.AttributeValue) error
 }
 
-// journaled runs one ledger write: it reads the account, lets build make
-// the change from it (or refuse), and writes the account's new totals and
-// journal position, the change's items and the journal entry in one
-// TransactWriteItems conditioned on the position read. When another write
-// of the account got in first, it reads again and rebuilds.
-func (s *Store) journaled(ctx context.Context, userID string, build func(accountItem) (ledgerChange, error)) error {
-	for attempt := 0; attempt < ledgerAttempts; attempt++ {
-		a, err := s.readAccountItem(ctx, userID)
-		if err != nil {
-			return err
-		}
-		change, err := build(a)
-		if err != nil {
-			return err
-		}
-		items, err := s.journalItems(userID, a, change)
-		if err != nil {
-			return err
-		}
-		err = s.transact(ctx, items...)
+// journaled runs one ledger write: build reads what it needs and makes the
+// change (or refuses), and the change's items, its purses' new totals and
+// positions and its entries go in one TransactWriteItems conditioned on
+// the positions read. When another write got in first or DynamoDB
+// cancelled the transaction for a conflict, it builds again (contended)
+// after a jittered backoff, within the store's budget, then domain.ErrBusy.
+func (s *Store) journaled(ctx context.Context, userID string, build func(contended bool) (ledgerChange, error)) error {
+	start := time.Now()
+	contended := false
+	for attempt := 0; ; attempt++ {
+		began := time.Now()
+		change, err := build(contended)
 		if err == nil {
-			return nil
+			err = s.writeChange(ctx, userID, change)
 		}
-		reasons := cancelReasons(err)
-		if reasons == nil {
+		if err == nil || !errors.Is(err, errRebuild) {
 			return err
 		}
-		for i := range change.items {
-			if failed, old := conditionFailed(reasons, 1+i); failed {
-				return change.failed(i, old)
+		contended = true
+		wait := ledgerBackoff(attempt, time.Since(began))
+		if time.Since(start)+wait > s.budget {
+			return fmt.Errorf("account %s: other ledger writes kept conflicting for %s (%d attempts): %w",
+				userID, s.budget, attempt+1, domain.ErrBusy)
+		}
+		if err := pause(ctx, wait); err != nil {
+			return err
+		}
+	}
+}
+
+// writeChange writes a change in one transaction; errRebuild when it may be
+// built and tried again.
+func (s *Store) writeChange(ctx context.Context, userID string, change ledgerChange) error {
+	items := slices.Clone(change.items)
+	for _, m := range change.moves {
+		mi, err := s.moveItems(userID, m)
+		if err != nil {
+			return err
+		}
+		items = append(items, mi...)
+	}
+	_, err := s.db.TransactWriteItems(ctx, &dynamodb.TransactWriteItemsInput{TransactItems: items})
+	if err == nil {
+		return nil
+	}
+	var inProgress *types.TransactionInProgressException
+	if errors.As(err, &inProgress) {
+		return errRebuild
+	}
+	reasons := cancelReasons(err)
+	if reasons == nil {
+		return err
+	}
+	for i := range change.items {
+		if failed, old := conditionFailed(reasons, i); failed && change.failed != nil {
+			if ferr := change.failed(i, old); ferr != nil {
+				return ferr
 			}
 		}
-		if failed, _ := conditionFailed(reasons, 0); !failed {
-			return fmt.Errorf("ledger write cancelled for reasons %s", reasonCodes(reasons))
-		}
-		// Another write moved the journal on: read it again.
-		if err := pause(ctx, retryWait(attempt)); err != nil {
-			return err
-		}
 	}
-	return fmt.Errorf("account %s: other ledger writes kept getting in first over %d attempts", userID, ledgerAttempts)
-}
-
-// journalItems are the transaction of a change: the account (item 0), the
-// change's items, then the entry (after an opening entry for an account
-// whose totals predate its journal).
-func (s *Store) journalItems(userID string, a accountItem, change ledgerChange) ([]types.TransactWriteItem, error) {
-	before := centsTotals{balance: a.Balance, held: a.Held, captured: a.Captured, granted: a.Granted}
-	e := change.entry
-	e.Seq = a.JournalSeq
-	var entries []domain.JournalEntry
-	if e.Seq == 0 && before != (centsTotals{}) {
-		e.Seq = 1
-		entries = append(entries, domain.JournalEntry{Seq: 1, Type: domain.EntryOpening, After: before.credits(), At: e.At})
+	if !retryableReasons(reasons) {
+		return fmt.Errorf("ledger write cancelled for reasons %s", reasonCodes(reasons))
 	}
-	if last, err := parseTime(a.JournalAt); err == nil && e.At.Before(last) {
-		e.At = last // time order is seq order
-	}
-	e.Seq++
-	e.After = before.credits().Apply(e.Type, e.Amount)
-	entries = append(entries, e)
-	after := centsOf(e.After)
-	values := map[string]types.AttributeValue{
-		":b": intAV(after.balance), ":h": intAV(after.held), ":c": intAV(after.captured), ":g": intAV(after.granted),
-		":seq": intAV(e.Seq), ":at": strAV(formatTime(e.At)), ":read": intAV(a.JournalSeq),
-	}
-	for k, v := range change.values {
-		values[k] = v
-	}
-	cond := "jseq = :read"
-	if a.JournalSeq == 0 {
-		cond = "attribute_exists(user_id) AND (attribute_not_exists(jseq) OR jseq = :read)"
-	}
-	items := []types.TransactWriteItem{{Update: &types.Update{
-		TableName: aws.String(s.tables.Accounts), Key: key("user_id", userID),
-		UpdateExpression:          aws.String("SET balance = :b, held = :h, captured = :c, granted = :g, jseq = :seq, jat = :at" + change.account),
-		ConditionExpression:       aws.String(cond),
-		ExpressionAttributeNames:  change.names,
-		ExpressionAttributeValues: values,
-	}}}
-	items = append(items, change.items...)
-	for _, e := range entries {
-		item, err := entryItem(userID, e)
-		if err != nil {
-			return nil, err
-		}
-		items = append(items, types.TransactWriteItem{Put: &types.Put{
-			TableName: aws.String(s.tables.Ledger), Item: item, ConditionExpression: aws.String("attribute_not_exists(entry)"),
-		}})
-	}
-	return items, nil
+	return errRebuild
 }
 
 // readAccountItem is a consistent read of the account item.
@@ -181,28 +154,27 @@ func (s *Store) readAccountItem(ctx context.Context, userID string) (accountItem
 	return a, nil
 }
 
-// transact runs one TransactWriteItems, again after a short random wait when
-// DynamoDB cancelled it only for a conflict with another transaction (or
-// throttling). A cancellation for a failed condition is returned as the
+// transact runs one TransactWriteItems, again after a jittered backoff
+// while DynamoDB cancels it only for a conflict with another transaction
+// (or throttling), within the store's budget, then domain.ErrBusy. A
+// cancellation for a failed condition is returned as the
 // *types.TransactionCanceledException for the caller to decode.
 func (s *Store) transact(ctx context.Context, items ...types.TransactWriteItem) error {
-	var err error
-	for attempt := 0; attempt < transactAttempts; attempt++ {
-		_, err = s.db.TransactWriteItems(ctx, &dynamodb.TransactWriteItemsInput{TransactItems: items})
+	start := time.Now()
+	for attempt := 0; ; attempt++ {
+		began := time.Now()
+		_, err := s.db.TransactWriteItems(ctx, &dynamodb.TransactWriteItemsInput{TransactItems: items})
 		if err == nil || !retryableCancel(err) {
 			return err
 		}
-		if err := pause(ctx, retryWait(attempt)); err != nil {
+		wait := ledgerBackoff(attempt, time.Since(began))
+		if time.Since(start)+wait > s.budget {
+			return fmt.Errorf("transaction kept conflicting for %s (%d attempts): %w: %w", s.budget, attempt+1, domain.ErrBusy, err)
+		}
+		if err := pause(ctx, wait); err != nil {
 			return err
 		}
 	}
-	return fmt.Errorf("transaction kept conflicting over %d attempts: %w", transactAttempts, err)
-}
-
-// retryWait is a random few milliseconds, more after each attempt
-// (capped), so that writers who met spread out.
-func retryWait(attempt int) time.Duration {
-	return time.Duration(1+rand.IntN(min(5*(attempt+1), 50))) * time.Millisecond
 }
 
 func reasonCodes(reasons []types.CancellationReason) string {
@@ -231,6 +203,7 @@ func centsOf(t domain.Totals) centsTotals {
 type entryRecord struct {
 	UserID    string `dynamodbav:"user_id"`
 	Entry     string `dynamodbav:"entry"`
+	Purse     int    `dynamodbav:"purse,omitempty"`
 	Seq       int64  `dynamodbav:"seq"`
 	At        string `dynamodbav:"at"`
 	Type      string `dynamodbav:"type"`
@@ -248,7 +221,7 @@ type entryRecord struct {
 
 func entryItem(userID string, e domain.JournalEntry) (map[string]types.AttributeValue, error) {
 	after := centsOf(e.After)
-	item, err := attributevalue.MarshalMap(entryRecord{UserID: userID, Entry: journalEntryKey(e.At, e.Seq), Seq: e.Seq,
+	item, err := attributevalue.MarshalMap(entryRecord{UserID: userID, Entry: journalEntryKey(e.At, e.Purse, e.Seq), Purse: e.Purse, Seq: e.Seq,
 		At: formatTime(e.At), Type: string(e.Type), Amount: e.Amount.Shift(2).IntPart(),
 		Balance: after.balance, Held: after.held, Captured: after.captured, Granted: after.granted,
 		WorkID: e.WorkID, WorkKind: string(e.WorkKind), GrantID: e.GrantID, Model: e.Model, KeyPrefix: e.KeyPrefix})
@@ -263,82 +236,125 @@ func (r entryRecord) entry() (domain.JournalEntry, error) {
 	if err != nil {
 		return domain.JournalEntry{}, err
 	}
-	return domain.JournalEntry{Seq: r.Seq, Type: domain.EntryType(r.Type), Amount: domain.CentsToCredits(r.Amount),
+	return domain.JournalEntry{Purse: r.Purse, Seq: r.Seq, Type: domain.EntryType(r.Type), Amount: domain.CentsToCredits(r.Amount),
 		After:  centsTotals{balance: r.Balance, held: r.Held, captured: r.Captured, granted: r.Granted}.credits(),
 		WorkID: r.WorkID, WorkKind: domain.WorkKind(r.WorkKind), GrantID: r.GrantID, Model: r.Model, KeyPrefix: r.KeyPrefix, At: at}, nil
 }
 
 func spendEntry(day, prefix string) string { return spendPrefix + day + "#" + prefix }
 
-// keySpent is the key's spend of the day in cents (0 when none), read
-// consistently: the journal's condition keeps it true until the write.
-func (s *Store) keySpent(ctx context.Context, userID, day, prefix string) (int64, error) {
-	out, err := s.db.GetItem(ctx, &dynamodb.GetItemInput{
-		TableName: aws.String(s.tables.Ledger), Key: ledgerKey(userID, spendEntry(day, prefix)), ConsistentRead: aws.Bool(true),
+// spendShareEntry is a purse's share of a key's spend of the day.
+func spendShareEntry(day, prefix string, purse int) string {
+	return spendEntry(day, prefix) + "#" + strconv.Itoa(purse)
+}
+
+// keySpent is the key's spend of the day in cents, read consistently in
+// one Query: its own item's (own) and, with the purses' shares of it,
+// the whole (0 when none).
+func (s *Store) keySpent(ctx context.Context, userID, day, prefix string) (own, total int64, err error) {
+	entry := spendEntry(day, prefix)
+	out, err := s.db.Query(ctx, &dynamodb.QueryInput{
+		TableName:              aws.String(s.tables.Ledger),
+		KeyConditionExpression: aws.String("user_id = :u AND begins_with(entry, :e)"),
+		ExpressionAttributeValues: map[string]types.AttributeValue{
+			":u": strAV(userID), ":e": strAV(entry),
+		},
+		ConsistentRead: aws.Bool(true),
 	})
 	if err != nil {
-		return 0, fmt.Errorf("key %s spend: %w", prefix, err)
+		return 0, 0, fmt.Errorf("key %s spend: %w", prefix, err)
 	}
-	var it struct {
-		Spent int64 `dynamodbav:"spent"`
+	for _, raw := range out.Items {
+		var it struct {
+			Entry string `dynamodbav:"entry"`
+			Spent int64  `dynamodbav:"spent"`
+		}
+		if err := attributevalue.UnmarshalMap(raw, &it); err != nil {
+			return 0, 0, fmt.Errorf("key %s spend: %w", prefix, err)
+		}
+		switch {
+		case it.Entry == entry:
+			own += it.Spent
+			total += it.Spent
+		case strings.HasPrefix(it.Entry, entry+"#"):
+			total += it.Spent
+		}
 	}
-	if err := attributevalue.UnmarshalMap(out.Item, &it); err != nil {
-		return 0, fmt.Errorf("key %s spend: %w", prefix, err)
-	}
-	return it.Spent, nil
+	return own, total, nil
 }
 
 // spendChain is the writes that add a hold of cents to the day's spend of
-// its key and of every key above it, once their limits were checked on
-// what they spent (domain.CheckKeyBudget); none for a hold no key made.
-// The reads are consistent and the journal's condition keeps them true
-// until the transaction writes.
-func (s *Store) spendChain(ctx context.Context, userID string, h domain.Hold, cents int64) ([]types.TransactWriteItem, error) {
+// its key and of every key above it (domain.Hold.KeyChain), once their
+// limits were checked on what they spent (domain.CheckKeyBudget), and the
+// prefixes of the chain's keys without a limit, whose spend went to
+// purse's share (the hold records them so that its settlement gives back
+// to the same items). None for a hold no key made.
+//
+// A key with a limit adds to its own item, conditioned on that item
+// leaving room for the hold beside the shares read, so each limit of the
+// chain is kept exactly although the account's holds write different
+// purses (the holds of one limited key do queue on its item). A key
+// without a limit has nothing to check, and a burst of its holds writes as
+// many share items as there are purses.
+func (s *Store) spendChain(ctx context.Context, userID string, h domain.Hold, cents int64, purse int) ([]types.TransactWriteItem, []string, error) {
 	chain := h.KeyChain()
 	day := domain.UsageDay(h.CreatedAt)
-	spent := make([]int64, len(chain))
-	credits := make([]decimal.Decimal, len(chain))
+	spent := make([]decimal.Decimal, len(chain))
+	items := make([]types.TransactWriteItem, 0, len(chain))
+	var shares []string
 	for i, k := range chain {
-		c, err := s.keySpent(ctx, userID, day, k.Prefix)
+		limit, err := domain.CreditsToCents(k.DailyCreditLimit)
 		if err != nil {
-			return nil, err
+			return nil, nil, err
 		}
-		spent[i], credits[i] = c, domain.CentsToCredits(c)
+		if limit <= 0 {
+			items = append(items, types.TransactWriteItem{Update: s.addSpend(userID, day, spendShareEntry(day, k.Prefix, purse), cents)})
+			shares = append(shares, k.Prefix)
+			continue
+		}
+		own, total, err := s.keySpent(ctx, userID, day, k.Prefix)
+		if err != nil {
+			return nil, nil, err
+		}
+		spent[i] = domain.CentsToCredits(total)
+		u := s.addSpend(userID, day, spendEntry(day, k.Prefix), cents)
+		u.ConditionExpression = aws.String("attribute_not_exists(spent) OR spent <= :room")
+		u.ExpressionAttributeValues[":room"] = intAV(limit - cents - (total - own))
+		items = append(items, types.TransactWriteItem{Update: u})
 	}
-	if err := domain.CheckKeyBudget(h, credits); err != nil {
-		return nil, err
+	if err := domain.CheckKeyBudget(h, spent); err != nil {
+		return nil, nil, err
 	}
-	items := make([]types.TransactWriteItem, len(chain))
-	for i, k := range chain {
-		items[i] = s.setSpend(userID, day, k.Prefix, spent[i]+cents)
-	}
-	return items, nil
+	return items, shares, nil
 }
 
-// giveBackChain is the writes that take a released or refunded hold of
-// cents back off the spend, on the day it was held, of the keys it counted
-// against (prefixes: its key, then those above it).
-func (s *Store) giveBackChain(ctx context.Context, userID, day string, prefixes []string, cents int64) ([]types.TransactWriteItem, error) {
-	items := make([]types.TransactWriteItem, len(prefixes))
-	for i, p := range prefixes {
-		spent, err := s.keySpent(ctx, userID, day, p)
-		if err != nil {
-			return nil, err
+// giveBackChain is the writes that take a released or refunded hold back
+// off the spend, on the day it was held, of the keys it counted against:
+// from the items spendChain added it to.
+func (s *Store) giveBackChain(userID string, h holdItem, heldAt time.Time) []types.TransactWriteItem {
+	day := domain.UsageDay(heldAt)
+	var items []types.TransactWriteItem
+	for _, p := range h.keyChain() {
+		entry := spendEntry(day, p)
+		if slices.Contains(h.SpendShares, p) {
+			entry = spendShareEntry(day, p, h.Purse)
 		}
-		items[i] = s.setSpend(userID, day, p, max(0, spent-cents))
+		items = append(items, types.TransactWriteItem{Update: s.addSpend(userID, day, entry, -h.Amount)})
 	}
-	return items, nil
+	return items
 }
 
-func (s *Store) setSpend(userID, day, prefix string, cents int64) types.TransactWriteItem {
+// addSpend adds cents (negative: gives them back) to a spend item of the
+// day, which expires spendTTL after the day began.
+func (s *Store) addSpend(userID, day, entry string, cents int64) *types.Update {
 	dayStart, _ := time.Parse(time.DateOnly, day)
-	return types.TransactWriteItem{Update: &types.Update{
-		TableName: aws.String(s.tables.Ledger), Key: ledgerKey(userID, spendEntry(day, prefix)),
-		UpdateExpression: aws.String("SET spent = :s, expires_at = :exp"),
+	return &types.Update{
+		TableName: aws.String(s.tables.Ledger), Key: ledgerKey(userID, entry),
+		UpdateExpression: aws.String("ADD spent :s SET expires_at = :exp"),
 		ExpressionAttributeValues: map[string]types.AttributeValue{
 			":s": intAV(cents), ":exp": intAV(dayStart.Add(spendTTL).Unix()),
 		},
-	}}
+	}
 }
 
 // countUsage adds a capture to the counters of its day, model and key.
@@ -381,12 +397,12 @@ func (s *Store) JournalEntries(ctx context.Context, q store.JournalQuery) (store
 		ConsistentRead:   aws.Bool(true),
 		Limit:            aws.Int32(int32(window + 1)),
 	}
-	at, seq, after, err := store.ParseJournalCursor(q.Cursor)
+	at, purse, seq, after, err := store.ParseJournalPosition(q.Cursor)
 	if err != nil {
 		return store.Page[domain.JournalEntry]{}, err
 	}
 	if after {
-		in.ExclusiveStartKey = ledgerKey(q.UserID, journalEntryKey(at, seq))
+		in.ExclusiveStartKey = ledgerKey(q.UserID, journalEntryKey(at, purse, seq))
 	}
 	out, err := s.db.Query(ctx, in)
 	if err != nil {
@@ -510,7 +526,9 @@ func (s *Store) KeySpend(ctx context.Context, userID, day string) (map[string]de
 			if err := attributevalue.UnmarshalMap(raw, &it); err != nil {
 				return nil, fmt.Errorf("key spend of %s: %w", userID, err)
 			}
-			out[strings.TrimPrefix(it.Entry, spendPrefix+day+"#")] = domain.CentsToCredits(it.Spent)
+			// The key's own item and the purses' shares ("<key>#<purse>").
+			prefix, _, _ := strings.Cut(strings.TrimPrefix(it.Entry, spendPrefix+day+"#"), "#")
+			out[prefix] = out[prefix].Add(domain.CentsToCredits(it.Spent))
 		}
 	}
 	return out, nil

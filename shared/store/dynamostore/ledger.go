@@ -29,14 +29,16 @@ import (
 //	                         open-holds index; expires_at once settled
 //	                         (the table's TTL)
 //	entry "grant#<grant id>" amount, created_at
-//	entry "j#<at>#<seq>"     the journal (journal.go)
+//	entry "purse#<n>"        a purse's totals and journal position (purses.go)
+//	entry "j#<at>#<seq>…"    the journal (journal.go)
 //	entry "usage#<day>"      the day's usage counters (journal.go)
-//	entry "spend#<day>#<key>" what a key's holds took that day (journal.go)
+//	entry "spend#<day>#<key>…" what a key's holds took that day (journal.go)
 //
 // Every ledger operation is one TransactWriteItems of these items, the
-// account's totals and the journal entry (journaled), so Granted = Balance +
-// Held + Captured after any crash or retry, the journal always agrees with
-// the totals, and the account item never grows.
+// totals of the purses it moves and their journal entries (journaled), so
+// Granted = Balance + Held + Captured in every purse after any crash or
+// retry, the journal always agrees with the totals, and the account item
+// never grows.
 const (
 	holdPrefix  = "hold#"
 	grantPrefix = "grant#"
@@ -90,6 +92,12 @@ type holdItem struct {
 	CreatedAt    string   `dynamodbav:"created_at"`
 	State        string   `dynamodbav:"state"`
 	OpenShard    string   `dynamodbav:"open_shard,omitempty"`
+	// Purse is the purse the hold took from (purses.go), which its
+	// settlement writes; SpendShares are the keys of its chain without a
+	// limit, whose spend it added to that purse's share rather than to
+	// the key's own item (spendChain).
+	Purse       int      `dynamodbav:"purse,omitempty"`
+	SpendShares []string `dynamodbav:"spend_shares,omitempty"`
 }
 
 // keyChain is the prefixes of the hold's key and of the keys above it.
@@ -163,10 +171,14 @@ func (s *Store) Grant(ctx context.Context, userID, grantID string, amount decima
 		return false, fmt.Errorf("grant %s to %s: %w", grantID, userID, err)
 	}
 	errApplied := errors.New("applied before")
-	err = s.journaled(ctx, userID, func(accountItem) (ledgerChange, error) {
+	err = s.journaled(ctx, userID, func(bool) (ledgerChange, error) {
+		p, err := s.readPurse(ctx, userID, 0)
+		if err != nil {
+			return ledgerChange{}, err
+		}
 		now := time.Now()
 		return ledgerChange{
-			entry: domain.JournalEntry{Type: domain.EntryGrant, Amount: amount, GrantID: grantID, At: now},
+			moves: []purseMove{{p: p, entries: []domain.JournalEntry{{Type: domain.EntryGrant, Amount: amount, GrantID: grantID, At: now}}}},
 			items: []types.TransactWriteItem{{Put: &types.Put{
 				TableName: aws.String(s.tables.Ledger),
 				Item: map[string]types.AttributeValue{"user_id": strAV(userID), "entry": strAV(grantEntry(grantID)),
@@ -185,35 +197,44 @@ func (s *Store) Grant(ctx context.Context, userID, grantID string, amount decima
 	return true, nil
 }
 
-// Hold puts the hold, takes its amount from the balance and adds it to its
-// key's spend of the day, in one journaled transaction. The balance and the
-// key's budget are checked on what was read, which the transaction's
-// condition on the journal's position keeps true.
+// Hold puts the hold, takes its amount from a purse's balance (purses.go)
+// and adds it to its key's spend of the day, in one journaled transaction.
+// The balance and the key's budget are checked on what was read, which the
+// transaction's conditions (the purse's position, the spend's room) keep
+// true.
 func (s *Store) Hold(ctx context.Context, userID string, h domain.Hold) error {
 	cents, err := domain.CreditsToCents(h.Amount)
 	if err != nil {
 		return fmt.Errorf("hold %s: %w", h.WorkID, err)
 	}
-	item, err := attributevalue.MarshalMap(holdItem{UserID: userID, Entry: holdEntry(h.WorkID), Amount: cents,
-		Kind: string(h.Kind), Model: h.Model, KeyPrefix: h.KeyPrefix, KeyAncestors: h.AncestorPrefixes(),
-		CreatedAt: formatTime(h.CreatedAt), State: holdOpen, OpenShard: openShard(h.WorkID)})
-	if err != nil {
-		return fmt.Errorf("hold %s: %w", h.WorkID, err)
-	}
-	err = s.journaled(ctx, userID, func(a accountItem) (ledgerChange, error) {
-		if a.Balance < cents {
-			return ledgerChange{}, s.refusedUnlessHeld(ctx, userID, h.WorkID, &domain.InsufficientCreditsError{
-				Required: h.Amount, Available: domain.CentsToCredits(a.Balance)})
+	err = s.journaled(ctx, userID, func(contended bool) (ledgerChange, error) {
+		moves, err := s.holdMoves(ctx, userID, h, cents, contended)
+		if err != nil {
+			return ledgerChange{}, err
 		}
-		change := ledgerChange{
-			entry: domain.JournalEntry{Type: domain.EntryHold, Amount: h.Amount, WorkID: h.WorkID, WorkKind: h.Kind,
-				Model: h.Model, KeyPrefix: h.KeyPrefix, At: h.CreatedAt},
-			items: []types.TransactWriteItem{{Put: &types.Put{
+		purse := moves[0].p.n
+		spend, shares, err := s.spendChain(ctx, userID, h, cents, purse)
+		if err != nil {
+			return ledgerChange{}, s.refusedUnlessHeld(ctx, userID, h.WorkID, err)
+		}
+		item, err := attributevalue.MarshalMap(holdItem{UserID: userID, Entry: holdEntry(h.WorkID), Amount: cents,
+			Kind: string(h.Kind), Model: h.Model, KeyPrefix: h.KeyPrefix, KeyAncestors: h.AncestorPrefixes(),
+			CreatedAt: formatTime(h.CreatedAt), State: holdOpen, OpenShard: openShard(h.WorkID),
+			Purse: purse, SpendShares: shares})
+		if err != nil {
+			return ledgerChange{}, err
+		}
+		return ledgerChange{
+			moves: moves,
+			items: append([]types.TransactWriteItem{{Put: &types.Put{
 				TableName: aws.String(s.tables.Ledger), Item: item,
 				ConditionExpression:                 aws.String("attribute_not_exists(entry)"),
 				ReturnValuesOnConditionCheckFailure: types.ReturnValuesOnConditionCheckFailureAllOld,
-			}}},
-			failed: func(_ int, old map[string]types.AttributeValue) error {
+			}}}, spend...),
+			failed: func(i int, old map[string]types.AttributeValue) error {
+				if i > 0 {
+					return nil // the key's spend moved since it was read: check again
+				}
 				var prior holdItem
 				if err := attributevalue.UnmarshalMap(old, &prior); err != nil {
 					return fmt.Errorf("decode hold: %w", err)
@@ -223,13 +244,7 @@ func (s *Store) Hold(ctx context.Context, userID string, h domain.Hold) error {
 				}
 				return ErrAlreadySettled
 			},
-		}
-		spend, err := s.spendChain(ctx, userID, h, cents)
-		if err != nil {
-			return ledgerChange{}, s.refusedUnlessHeld(ctx, userID, h.WorkID, err)
-		}
-		change.items = append(change.items, spend...)
-		return change, nil
+		}, nil
 	})
 	if err == nil || errors.Is(err, ErrAlreadyHeld) {
 		return nil // holding the same open work again changes nothing
@@ -271,10 +286,11 @@ func (s *Store) Refund(ctx context.Context, userID, workID string) (bool, error)
 	return s.settle(ctx, userID, workID, domain.EntryRefund)
 }
 
-// settle reads the hold (for its amount), then in one journaled transaction
-// moves it from open to captured or released and its amount from held to
-// captured (adding to this month's usage and the day's counters) or back to
-// the balance (and to its key's budget of the day it was held).
+// settle reads the hold (for its amount and purse), then in one journaled
+// transaction moves it from open to captured or released and its amount
+// from its purse's held to captured (adding to the day's usage counters)
+// or back to the purse's balance (and to its key's budget of the day it
+// was held).
 func (s *Store) settle(ctx context.Context, userID, workID string, typ domain.EntryType) (bool, error) {
 	out, err := s.db.GetItem(ctx, &dynamodb.GetItemInput{
 		TableName: aws.String(s.tables.Ledger), Key: ledgerKey(userID, holdEntry(workID)), ConsistentRead: aws.Bool(true),
@@ -301,11 +317,27 @@ func (s *Store) settle(ctx context.Context, userID, workID string, typ domain.En
 	if typ == domain.EntryCapture {
 		state = holdCaptured
 	}
-	err = s.journaled(ctx, userID, func(accountItem) (ledgerChange, error) {
+	err = s.journaled(ctx, userID, func(contended bool) (ledgerChange, error) {
+		if contended { // another settlement may be the one that got in
+			out, err := s.db.GetItem(ctx, &dynamodb.GetItemInput{
+				TableName: aws.String(s.tables.Ledger), Key: ledgerKey(userID, holdEntry(workID)), ConsistentRead: aws.Bool(true),
+				ProjectionExpression: aws.String("#st"), ExpressionAttributeNames: map[string]string{"#st": "state"},
+			})
+			if err != nil {
+				return ledgerChange{}, fmt.Errorf("read hold: %w", err)
+			}
+			if stringAttr(out.Item, "state") != holdOpen {
+				return ledgerChange{}, ErrAlreadySettled
+			}
+		}
+		p, err := s.readPurse(ctx, userID, h.Purse)
+		if err != nil {
+			return ledgerChange{}, err
+		}
 		now := time.Now()
 		change := ledgerChange{
-			entry: domain.JournalEntry{Type: typ, Amount: domain.CentsToCredits(h.Amount), WorkID: workID,
-				WorkKind: domain.WorkKind(h.Kind), Model: h.Model, KeyPrefix: h.KeyPrefix, At: now},
+			moves: []purseMove{{p: p, entries: []domain.JournalEntry{{Type: typ, Amount: domain.CentsToCredits(h.Amount), WorkID: workID,
+				WorkKind: domain.WorkKind(h.Kind), Model: h.Model, KeyPrefix: h.KeyPrefix, At: now}}}},
 			items: []types.TransactWriteItem{{Update: &types.Update{
 				TableName:                aws.String(s.tables.Ledger),
 				Key:                      ledgerKey(userID, holdEntry(workID)),
@@ -317,21 +349,18 @@ func (s *Store) settle(ctx context.Context, userID, workID string, typ domain.En
 					":now": strAV(formatTime(now)), ":exp": intAV(now.Add(settledHoldTTL).Unix()),
 				},
 			}}},
-			failed: func(int, map[string]types.AttributeValue) error { return ErrAlreadySettled },
+			failed: func(i int, _ map[string]types.AttributeValue) error {
+				if i == 0 {
+					return ErrAlreadySettled
+				}
+				return nil
+			},
 		}
 		if typ == domain.EntryCapture {
-			month := domain.UsageMonth(now)
-			change.account = ", #uc = if_not_exists(#uc, :zero) + :amt, #uj = if_not_exists(#uj, :zero) + :one"
-			change.names = map[string]string{"#uc": usageCreditsPrefix + month, "#uj": usageJobsPrefix + month}
-			change.values = map[string]types.AttributeValue{":amt": intAV(h.Amount), ":zero": intAV(0), ":one": intAV(1)}
 			change.items = append(change.items, s.countUsage(userID, now, h))
-			return change, nil
+		} else {
+			change.items = append(change.items, s.giveBackChain(userID, h, heldAt)...)
 		}
-		giveBack, err := s.giveBackChain(ctx, userID, domain.UsageDay(heldAt), h.keyChain(), h.Amount)
-		if err != nil {
-			return ledgerChange{}, err
-		}
-		change.items = append(change.items, giveBack...)
 		return change, nil
 	})
 	switch {

@@ -28,4 +28,17 @@ func testAccounts(t *testing.T, s store.Store) {
 	if _, err := s.GetAccount(ctx, "user-missing-"+uuid.NewString()); !errors.Is(err, domain.ErrNotFound) {
 		t.Errorf("GetAccount(missing) = %v, want ErrNotFound", err)
 	}
+	// A store may read the header alone for authentication: the same
+	// account, its settings at least.
+	if hr, ok := s.(interface {
+		GetAccountHeader(ctx context.Context, userID string) (domain.Account, error)
+	}); ok {
+		h, err := hr.GetAccountHeader(ctx, id)
+		if err != nil || h.UserID != id || h.Plan != domain.PlanEnterprise || h.RateLimit() != 500 || !h.CreatedAt.Equal(now) {
+			t.Errorf("GetAccountHeader = %+v, %v; want the account's plan, limit and creation", h, err)
+		}
+		if _, err := hr.GetAccountHeader(ctx, "user-missing-"+uuid.NewString()); !errors.Is(err, domain.ErrNotFound) {
+			t.Errorf("GetAccountHeader(missing) = %v, want ErrNotFound", err)
+		}
+	}
 }

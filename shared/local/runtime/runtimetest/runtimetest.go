@@ -68,6 +68,14 @@ func Start(t testing.TB, cfg runtime.Config) *runtime.Runtime {
 // for a runtime on DynamoDB (runtime.Config.DynamoDB).
 func DynamoDB(t testing.TB) *runtime.DynamoDBConfig {
 	t.Helper()
+	cfg, _ := DynamoDBStandIn(t)
+	return cfg
+}
+
+// DynamoDBStandIn is DynamoDB with the stand-in's proxy, whose counts show
+// the conflicts a test's load met.
+func DynamoDBStandIn(t testing.TB) (*runtime.DynamoDBConfig, *testsupport.ConflictProxy) {
+	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	server, err := testsupport.StartDynamoDB(ctx)
@@ -79,5 +87,5 @@ func DynamoDB(t testing.TB) *runtime.DynamoDBConfig {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return &runtime.DynamoDBConfig{Client: server.Client(), Tables: tables}
+	return &runtime.DynamoDBConfig{Client: server.Client(), Tables: tables, LedgerBudget: testsupport.StandInLedgerBudget}, server.Proxy
 }
