@@ -80,7 +80,7 @@ func TestTheLargestImageFitsTheBodyLimit(t *testing.T) {
 	}
 	body, err := json.Marshal(map[string]any{"model": "provider-a", "model_version": "zeta-pro", "image_count": 4,
 		"webhook_url": "https://" + strings.Repeat("h", catalog.MaxURLLength-8),
-		"input": map[string]any{"prompt": strings.Repeat(`"`, catalog.ZetaProPromptMaxLen), "image_input": []string{img}}})
+		"input":       map[string]any{"prompt": strings.Repeat(`"`, catalog.ZetaProPromptMaxLen), "image_input": []string{img}}})
 	if err != nil {
 		t.Fatal(err)
 	}
