@@ -155,8 +155,9 @@ func (v *Verifier) lookup(ctx context.Context, kid string) (crypto.PublicKey, er
 			}
 		}
 		if fetched || v.now().Before(v.nextFetch) {
+			noKeys := v.keys == nil // read under the lock: a fetch may be setting it
 			v.mu.Unlock()
-			if v.keys == nil {
+			if noKeys {
 				return nil, errors.New("the issuer's keys are unavailable (the last JWKS fetch failed)")
 			}
 			return nil, fmt.Errorf("unknown key id %q", shortKid(kid))

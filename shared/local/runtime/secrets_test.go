@@ -24,7 +24,9 @@ func TestTheWebhookSecretIsShownOnlyToAdminKeysAndRotatedByItsOwnRoute(t *testin
 		t.Fatal(err)
 	}
 	defer is.Close()
-	rt := start(t, runtime.Config{JWTIssuer: is.Issuer, JWTAudience: is.Audience, JWKSURL: is.JWKSURL(), SimulatorLatency: 100 * time.Millisecond})
+	recv := newHookReceiver(t, 0)
+	rt := start(t, runtime.Config{JWTIssuer: is.Issuer, JWTAudience: is.Audience, JWKSURL: is.JWKSURL(), SimulatorLatency: 100 * time.Millisecond,
+		WebhookAllow: []string{hostPort(t, recv.srv.URL)}})
 	owner := newAccount(t, rt, domain.PlanEnterprise, 100)
 	reader := createKey(t, rt, owner.APIKey, map[string]any{"name": "dashboard", "scopes": []string{"read"}}).str("api_key")
 	worker := createKey(t, rt, owner.APIKey, map[string]any{"name": "worker"}).str("api_key") // generate and read
@@ -77,7 +79,6 @@ func TestTheWebhookSecretIsShownOnlyToAdminKeysAndRotatedByItsOwnRoute(t *testin
 	}
 
 	// The next webhook is signed with the new secret, not the old one.
-	recv := newHookReceiver(t, 0)
 	body := imageBody("a kite after the rotation")
 	body["webhook_url"] = recv.srv.URL + "/hooks"
 	if a := call(t, rt, http.MethodPost, "/api/generations/generate", worker, body); a.status != http.StatusOK {
