@@ -71,14 +71,14 @@ func TestABodyOverTheLimitGetsTheServices413(t *testing.T) {
 
 // TestTheLargestImageFitsTheBodyLimit: a generate body with one data URI
 // image of the documented maximum and the longest prompt any variant
-// takes stays within MaxBodyBytes, so the image limit, not the body's,
+// takes (zeta-pro's, here in zeta's body) stays within MaxBodyBytes, so the image limit, not the body's,
 // is what a client meets first with one image.
 func TestTheLargestImageFitsTheBodyLimit(t *testing.T) {
 	img := "data:image/jpeg;base64," + base64.StdEncoding.EncodeToString(make([]byte, catalog.DefaultMaxDataURIBytes))
 	if len(img) != catalog.MaxImageRefLength {
 		t.Errorf("the largest data URI is %d characters, MaxImageRefLength says %d", len(img), catalog.MaxImageRefLength)
 	}
-	body, err := json.Marshal(map[string]any{"model": "provider-a", "model_version": "zeta-pro", "image_count": 4,
+	body, err := json.Marshal(map[string]any{"model": "provider-a", "model_version": "zeta", "image_count": 4,
 		"webhook_url": "https://" + strings.Repeat("h", catalog.MaxURLLength-8),
 		"input":       map[string]any{"prompt": strings.Repeat(`"`, catalog.ZetaProPromptMaxLen), "image_input": []string{img}}})
 	if err != nil {
