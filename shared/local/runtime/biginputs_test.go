@@ -162,3 +162,35 @@ func TestImageInputsUpToTheLimitWorkEndToEndOnDynamoDB(t *testing.T) {
 		t.Errorf("the service's payload limit %d is not the gateway's %d", httpapi.LambdaPayloadLimit, n)
 	}
 }
+
+// TestInputsKeptInTheBucketAreNeverServedAndExpireAfterADay: the origin
+// answers 404 for an input kept in the bucket, and the local sweep's
+// lifecycle deletes it once its day (rounded up to midnight UTC) has come,
+// as the bucket's expire-inputs rule does.
+func TestInputsKeptInTheBucketAreNeverServedAndExpireAfterADay(t *testing.T) {
+	clock := &movedClock{}
+	cfg := runtimeConfig()
+	cfg.Clock = clock.Now
+	rt := start(t, cfg)
+	owner := newAccount(t, rt, domain.PlanEnterprise, 1000)
+	body := gen("eta-context-max", map[string]any{"prompt": "a harbour", "input_image": dataURI(noisePNG(t, 160))})
+	body["model"] = "provider-f"
+	a := call(t, rt, http.MethodPost, "/api/generations/generate", owner.APIKey, body)
+	if a.status != http.StatusOK {
+		t.Fatalf("generate: HTTP %d %.300s", a.status, a.body)
+	}
+	key := media.InputKey(a.str("uuid"))
+	if keys := keysUnder(t, rt, key); len(keys) != 1 {
+		t.Fatalf("the bucket holds %v, want the input %s", keys, key)
+	}
+	if got := fileStatus(t, rt.Objects.MediaBucket().URL(key)); got != http.StatusNotFound {
+		t.Errorf("the origin answers %d for the input, want 404", got)
+	}
+	clock.Advance(time.Duration(media.InputRetentionDays)*24*time.Hour + 24*time.Hour)
+	if _, err := rt.ExpireOutputs(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if keys := keysUnder(t, rt, key); len(keys) != 0 {
+		t.Errorf("after the lifecycle's day the bucket still holds %v", keys)
+	}
+}
