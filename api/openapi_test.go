@@ -106,7 +106,27 @@ func plain(t *testing.T, v any) any {
 	if err := json.Unmarshal(raw, &out); err != nil {
 		t.Fatal(err)
 	}
-	return out
+	return wholeNumbers(out)
+}
+
+// wholeNumbers makes the whole float64s of a decoded value int64s, so
+// that YAML writes 6000023, not 6.000023e+06, for a maxLength.
+func wholeNumbers(v any) any {
+	switch x := v.(type) {
+	case float64:
+		if x == float64(int64(x)) {
+			return int64(x)
+		}
+	case map[string]any:
+		for k, e := range x {
+			x[k] = wholeNumbers(e)
+		}
+	case []any:
+		for i, e := range x {
+			x[i] = wholeNumbers(e)
+		}
+	}
+	return v
 }
 
 // TestGeneratedInputSchemas keeps the per-variant input schemas in the

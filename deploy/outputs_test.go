@@ -13,8 +13,9 @@ import (
 
 // TestOutputsExpireAfterTheRetention: the bucket's lifecycle rules expire
 // each record prefix after the default retention, the one the records'
-// output_expires_at counts (domain.DefaultRetentionDays), and the bucket
-// holds nothing outside those prefixes that a rule would miss.
+// output_expires_at counts (domain.DefaultRetentionDays), the inputs kept
+// in the bucket after media.InputRetentionDays, and the bucket holds
+// nothing outside those prefixes that a rule would miss.
 func TestOutputsExpireAfterTheRetention(t *testing.T) {
 	props := resource(t, "OutputBucket", "AWS::S3::Bucket").Properties
 	lc, _ := props["LifecycleConfiguration"].(map[string]any)
@@ -64,8 +65,13 @@ func TestOutputsExpireAfterTheRetention(t *testing.T) {
 			t.Errorf("OutputBucket: no enabled rule expiring %s after %d days (rules: %s)", prefix, domain.DefaultRetentionDays, show(rules))
 		}
 	}
-	for _, key := range append(objectKeys, media.GenerationPrefix("x"), media.LongVideoPrefix("x")) {
-		if !slices.ContainsFunc(media.ExpiringPrefixes, func(p string) bool { return strings.HasPrefix(key, p) }) {
+	// The inputs kept in the bucket expire too, after their own days.
+	if days, ok := expires[media.InputsPrefix]; !ok || days != media.InputRetentionDays {
+		t.Errorf("OutputBucket: no enabled rule expiring %s after %d days (rules: %s)", media.InputsPrefix, media.InputRetentionDays, show(rules))
+	}
+	prefixes := append([]string{media.InputsPrefix}, media.ExpiringPrefixes...)
+	for _, key := range append(objectKeys, media.GenerationPrefix("x"), media.LongVideoPrefix("x"), media.InputKey("x")) {
+		if !slices.ContainsFunc(prefixes, func(p string) bool { return strings.HasPrefix(key, p) }) {
 			t.Errorf("the object %s is under no expiring prefix", key)
 		}
 	}

@@ -29,9 +29,10 @@ const (
 	sceneKey      = "long-videos/6f1c2a8e-3b7d-4e2f-9a51-0c8d7e6b5a43/scenes/001.mp4"
 	narrationKey  = "long-videos/6f1c2a8e-3b7d-4e2f-9a51-0c8d7e6b5a43/narration/001.mp3"
 	finalKey      = "long-videos/6f1c2a8e-3b7d-4e2f-9a51-0c8d7e6b5a43/final.mp4"
+	inputKey      = "inputs/3348f3aa-5fd0-4758-860a-3ebaf4cfbcc7/input.json"
 )
 
-var objectKeys = []string{generationKey, sceneKey, narrationKey, finalKey}
+var objectKeys = []string{generationKey, sceneKey, narrationKey, finalKey, inputKey}
 
 // execution is an execution of the long-form workflow: it is named after
 // its video (workflow.StepFunctions.ExecutionARN).
@@ -44,6 +45,8 @@ var keyLayouts = []struct{ file, layout string }{
 	{"../shared/media/keys.go", `"long-videos/" + videoID + "/final.mp4"`},
 	{"../shared/media/outputs.go", `"generations/" + generationUUID + "/"`},
 	{"../shared/media/outputs.go", `"long-videos/" + videoID + "/"`},
+	{"../shared/media/keys.go", `InputsPrefix = "inputs/"`},
+	{"../shared/media/keys.go", `InputsPrefix + generationUUID + "/input.json"`},
 }
 
 // A use is a call the code makes: its actions on one target, and where.
@@ -80,6 +83,7 @@ var usesOf = map[string][]use{
 	"GenerateFunction": {
 		uses("queue:PollQueue", "the first poll", "sqs:SendMessage"),
 		upstreamToken,
+		uses("object:OutputBucket/"+inputKey, "an input too large for its record", putObject...),
 	},
 	"StatusFunction":             nil,
 	"GenerationsListFunction":    nil,
@@ -97,6 +101,7 @@ var usesOf = map[string][]use{
 		uses("bucket:OutputBucket", "lists a generation's outputs to tag (under generations/)", "s3:ListBucket"),
 		uses("object:OutputBucket/"+generationKey, "tags the outputs with a shorter retention", "s3:PutObjectTagging"),
 		uses("object:OutputBucket/"+generationKey, "deletes the outputs of a generation that failed while finishing, or a late copy's", "s3:DeleteObject"),
+		uses("object:OutputBucket/"+inputKey, "the whole input of a generation that waited for a slot", "s3:GetObject"),
 		byToken(uses("statemachine:LongStoryStateMachine", "resumes the scenes' tasks",
 			"states:SendTaskSuccess", "states:SendTaskFailure", "states:SendTaskHeartbeat")),
 		upstreamToken,

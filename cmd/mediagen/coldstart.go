@@ -96,6 +96,9 @@ func benchColdStarts(ctx context.Context, runs int, dynamo *testsupport.DynamoDB
 		"LongVideosTable": tables.LongVideos, "RateLimitsTable": tables.RateLimits, "CountersTable": tables.Counters,
 		"IdempotencyTable": tables.Idempotency, "LedgerTable": tables.Ledger, "SlotsTable": tables.Slots,
 		"PollQueue": queueURL,
+		// Never written: the sample event's input is far below what is
+		// kept in the bucket (generation.InputInlineMax).
+		"OutputBucket": "mediagen-bench-outputs",
 		// Never read: UPSTREAM_TOKENS is set below, as env.json sets it for
 		// sam local invoke.
 		"UpstreamTokenSecret": "arn:aws:secretsmanager:us-east-1:123456789012:secret:mediagen-upstream-tokens-bench",

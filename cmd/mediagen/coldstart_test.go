@@ -28,7 +28,7 @@ func TestColdStartFunctionsHaveTheTemplatesEnvironment(t *testing.T) {
 		"AccountsTable": "t-accounts", "ApiKeysTable": "t-keys", "GenerationsTable": "t-generations",
 		"LongVideosTable": "t-videos", "RateLimitsTable": "t-limits", "CountersTable": "t-counters",
 		"IdempotencyTable": "t-idem", "LedgerTable": "t-ledger", "SlotsTable": "t-slots",
-		"PollQueue": "http://queue", "UpstreamTokenSecret": "arn:secret",
+		"PollQueue": "http://queue", "UpstreamTokenSecret": "arn:secret", "OutputBucket": "t-outputs",
 	}
 	local := map[string]string{"AWS_ENDPOINT_URL_DYNAMODB": "http://moto", "UPSTREAM_TOKENS": `{"simulator":"x"}`}
 	for _, name := range coldStartFunctions {

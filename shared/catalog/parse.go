@@ -18,8 +18,13 @@ const (
 	// MaxDepth bounds the nesting of a body; the deepest valid request is
 	// three levels (body, input, an image list).
 	MaxDepth = 32
-	// DefaultMaxDataURIBytes is the largest decoded data: URI image.
-	DefaultMaxDataURIBytes = 5 << 20
+	// DefaultMaxDataURIBytes is the largest decoded data: URI image:
+	// 4,500,000 bytes are 6,000,000 of base64, so that a body holding one
+	// of them, a prompt and the other fields stays under the 6,258,688
+	// bytes the body may take in the function's event
+	// (httpapi.MaxBodyBytes, which Lambda's 6 MiB invocation payload
+	// sets). Several images together are bounded by the body's limit.
+	DefaultMaxDataURIBytes = 4_500_000
 	MaxImageCount          = 4
 )
 

@@ -2,6 +2,7 @@ package catalog
 
 import (
 	"encoding/json"
+	"fmt"
 	"strconv"
 )
 
@@ -93,20 +94,38 @@ func (f Field) schema() map[string]any {
 	case TypeImage:
 		s["type"] = "string"
 		s["pattern"] = imageRefPattern
-		s["description"] = describeImage(f.Description, "An https URL or a data:image/(png|jpeg|webp|gif);base64 URI.")
+		s["maxLength"] = MaxImageRefLength
+		s["description"] = describeImage(f.Description, "An https URL or a data:image/(png|jpeg|webp|gif);base64 URI"+dataURILimit+".")
 	case TypeImageList:
 		maxItems := f.MaxItems
 		if maxItems == 0 {
 			maxItems = DefaultMaxImages
 		}
 		s["type"] = "array"
-		s["items"] = map[string]any{"type": "string", "pattern": imageRefPattern}
+		s["items"] = map[string]any{"type": "string", "pattern": imageRefPattern, "maxLength": MaxImageRefLength}
 		s["minItems"] = 1
 		s["maxItems"] = maxItems
-		s["description"] = describeImage(f.Description, "Each an https URL or a data:image/(png|jpeg|webp|gif);base64 URI.")
+		s["description"] = describeImage(f.Description, "Each an https URL or a data:image/(png|jpeg|webp|gif);base64 URI"+dataURILimit+".")
 	}
 	if f.Default != "" {
 		s["default"] = f.Default
+	}
+	return s
+}
+
+// MaxImageRefLength is the longest image reference: a data: URI of a
+// DefaultMaxDataURIBytes image ("data:image/jpeg;base64," and its base64),
+// far longer than the longest URL (MaxURLLength).
+const MaxImageRefLength = len("data:image/jpeg;base64,") + (DefaultMaxDataURIBytes+2)/3*4
+
+// dataURILimit says the decoded size limit in the schemas' descriptions.
+var dataURILimit = fmt.Sprintf(" of at most %s bytes decoded", groupThousands(DefaultMaxDataURIBytes))
+
+// groupThousands writes n with commas between groups of three digits.
+func groupThousands(n int) string {
+	s := strconv.Itoa(n)
+	for i := len(s) - 3; i > 0; i -= 3 {
+		s = s[:i] + "," + s[i:]
 	}
 	return s
 }

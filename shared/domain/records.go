@@ -49,7 +49,12 @@ type Generation struct {
 	ModelVersion  string
 	Kind          MediaKind
 	// Input is the request's input object, echoed as input_parameters.
-	Input       json.RawMessage
+	// When InputObject is set, the record keeps only its elided form (its
+	// data: URI images shortened) and the whole input is that object.
+	Input json.RawMessage
+	// InputObject is the bucket key of the whole input of a request too
+	// large for its record (media.InputKey); "" when Input is whole.
+	InputObject string
 	ImageCount  int
 	OutputURLs  []string
 	Status      Status

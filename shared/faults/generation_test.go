@@ -40,7 +40,7 @@ func runGenerations(w *world, before func()) {
 	w.in.Phase("create")
 	for _, body := range generateBodies {
 		faults.Run(func() error {
-			_, err := generation.NewCreator(w.svc.Store, w.svc.Upstreams, w.svc.Queue, w.svc.Slots, w.svc.Prices, w.svc.Settings).Create(ctx, w.user, []byte(body))
+			_, err := generation.NewCreator(w.svc.Store, w.svc.Upstreams, w.svc.Queue, w.svc.Slots, w.svc.Inputs, w.svc.Prices, w.svc.Settings).Create(ctx, w.user, []byte(body))
 			return err
 		})
 	}

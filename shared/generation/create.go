@@ -22,9 +22,10 @@ import (
 type Creator struct{ s *Service }
 
 // NewCreator validates, prices, holds, records, submits and enqueues the
-// first poll; slots may be nil (no caps).
-func NewCreator(store Store, upstreams Upstreams, queue Queue, slots Slots, prices *pricing.Table, settings Settings) *Creator {
-	return &Creator{s: &Service{Store: store, Upstreams: upstreams, Queue: queue, Slots: slots, Prices: prices, Settings: settings}}
+// first poll; slots may be nil (no caps), inputs too (every input stays
+// in its record).
+func NewCreator(store Store, upstreams Upstreams, queue Queue, slots Slots, inputs InputObjects, prices *pricing.Table, settings Settings) *Creator {
+	return &Creator{s: &Service{Store: store, Upstreams: upstreams, Queue: queue, Slots: slots, Inputs: inputs, Prices: prices, Settings: settings}}
 }
 
 // Create starts a generation (see Service.create).
@@ -65,12 +66,21 @@ func (s *Service) create(ctx context.Context, userID string, body []byte) (domai
 	if err := s.Store.Hold(ctx, userID, domain.NewHold(ctx, g.UUID, domain.WorkGeneration, quote.Credits, now, g.ModelVersion)); err != nil {
 		return domain.Generation{}, fmt.Errorf("hold credits for %s: %w", g.UUID, err)
 	}
-	if err := s.Store.CreateGeneration(ctx, &g); err != nil {
+	// An input too large for its record is written to the bucket first,
+	// once the credits are held (a refused hold leaves nothing), and the
+	// record keeps it elided; the answer and the upstream get it whole.
+	rec := g
+	if rec.Input, rec.InputObject, err = recordInput(ctx, s.Inputs, g.UUID, input, req.Input); err != nil {
+		s.abandon(ctx, log, g, "", "the input could not be stored")
+		return domain.Generation{}, fmt.Errorf("record generation: %w", err)
+	}
+	if err := s.Store.CreateGeneration(ctx, &rec); err != nil {
 		// The write may have landed although its answer was lost: fail the
 		// record too, or nothing would ever look at it again.
 		s.abandon(ctx, log, g, "", "the generation could not be recorded")
 		return domain.Generation{}, fmt.Errorf("record generation: %w", err)
 	}
+	g.ID, g.InputObject = rec.ID, rec.InputObject
 	waiting, err := s.start(ctx, log, &g, plans, 0)
 	if err != nil {
 		return domain.Generation{}, &domain.RecordedWorkError{Kind: domain.WorkGeneration, ID: g.UUID, Err: err}
@@ -276,11 +286,11 @@ func (s *Service) cancelJobs(ctx context.Context, log *slog.Logger, p upstream.P
 	}
 }
 
-// requestOf rebuilds a recorded generation's validated request, to submit
-// one that waited for a slot.
-func (s *Service) requestOf(g domain.Generation) (catalog.Request, error) {
+// requestOf rebuilds a recorded generation's validated request from its
+// whole input (wholeInput), to submit one that waited for a slot.
+func (s *Service) requestOf(g domain.Generation, input json.RawMessage) (catalog.Request, error) {
 	body, err := json.Marshal(map[string]any{"model": g.Model, "model_version": g.ModelVersion,
-		"input": g.Input, "image_count": g.ImageCount})
+		"input": input, "image_count": g.ImageCount})
 	if err != nil {
 		return catalog.Request{}, err
 	}

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"image"
 	"image/png"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
@@ -43,7 +44,8 @@ type fakeUpstream struct {
 	gets      atomic.Int32
 	canceled  atomic.Int32
 	file      []byte
-	secret    string // signs the callbacks (Replicate's webhook secret)
+	secret    string   // signs the callbacks (Replicate's webhook secret)
+	created   [][]byte // the bodies of the creates
 }
 
 func newFakeUpstream(t *testing.T) *fakeUpstream {
@@ -72,6 +74,8 @@ func newFakeUpstream(t *testing.T) *fakeUpstream {
 			w.Write([]byte(`{"id":"p1","status":"canceled"}`))
 		case r.Method == http.MethodPost:
 			f.creates.Add(1)
+			body, _ := io.ReadAll(r.Body)
+			f.created = append(f.created, body)
 			if f.createErr != 0 {
 				w.WriteHeader(f.createErr)
 				w.Write([]byte(`{"detail":"provider down"}`))
@@ -178,7 +182,7 @@ const imageBody = `{"model":"provider-a","model_version":"theta-4-fast","input":
 // creator, reader and callbacks are the routes' use cases over the
 // fixture's adapters, built as the wirings build them.
 func (f *fixture) creator() *generation.Creator {
-	return generation.NewCreator(f.svc.Store, f.svc.Upstreams, f.svc.Queue, f.svc.Slots, f.svc.Prices, f.svc.Settings)
+	return generation.NewCreator(f.svc.Store, f.svc.Upstreams, f.svc.Queue, f.svc.Slots, f.svc.Inputs, f.svc.Prices, f.svc.Settings)
 }
 
 func (f *fixture) reader() *generation.Reader {

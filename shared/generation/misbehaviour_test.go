@@ -216,7 +216,7 @@ func runMisbehaviour(t *testing.T, tc misbehaviour, srvURL string, hits *atomic.
 	if err != nil {
 		t.Fatal(err)
 	}
-	g, err := generation.NewCreator(svc.Store, svc.Upstreams, svc.Queue, svc.Slots, svc.Prices, svc.Settings).Create(ctx, acct.UserID, []byte(`{"model":"provider-a","model_version":"zeta","input":{"prompt":"a cat"}}`))
+	g, err := generation.NewCreator(svc.Store, svc.Upstreams, svc.Queue, svc.Slots, svc.Inputs, svc.Prices, svc.Settings).Create(ctx, acct.UserID, []byte(`{"model":"provider-a","model_version":"zeta","input":{"prompt":"a cat"}}`))
 	if tc.createRefused {
 		want := tc.refusedWith
 		if want == nil {

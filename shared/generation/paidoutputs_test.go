@@ -219,7 +219,7 @@ func (w *paidWorld) start(t *testing.T, svc *generation.Service) (user string, g
 	if err != nil {
 		t.Fatal(err)
 	}
-	g, err = generation.NewCreator(svc.Store, svc.Upstreams, svc.Queue, nil, svc.Prices, svc.Settings).Create(ctx, acct.UserID, []byte(fourImages))
+	g, err = generation.NewCreator(svc.Store, svc.Upstreams, svc.Queue, nil, svc.Inputs, svc.Prices, svc.Settings).Create(ctx, acct.UserID, []byte(fourImages))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -357,7 +357,13 @@ func (s *Service) submitWaiting(ctx context.Context, log *slog.Logger, g domain.
 		return err
 	}
 	next := m.Attempt + 1
-	req, err := s.requestOf(g)
+	input, err := s.wholeInput(ctx, g)
+	if err != nil {
+		// The bucket did not answer: the message comes back and asks again
+		// (until the deadline, when the sweeper fails the generation).
+		return fmt.Errorf("submit waiting generation: %w", err)
+	}
+	req, err := s.requestOf(g, input)
 	if err != nil {
 		return s.finish(ctx, log, g, domain.Outcome{Status: domain.StatusFailed, Error: "the recorded request no longer validates: " + err.Error()})
 	}

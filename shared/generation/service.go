@@ -96,6 +96,9 @@ type Service struct {
 	Prices *pricing.Table
 	// Others takes the queue's other messages; nil: there are none.
 	Others MessageHandler
+	// Inputs keeps the inputs too large for their record; nil: every
+	// input stays in its record (stores without an item size limit).
+	Inputs InputObjects
 	Settings
 }
 
@@ -104,11 +107,12 @@ type Service struct {
 // when there are none, like notifier (no webhooks) and slots (no caps).
 // outputs tags the outputs the copier keeps when their account's
 // retention is not the default, and deletes those of a generation that
-// did not end completed.
+// did not end completed. inputs reads the whole input of a generation
+// that waited for a slot when its record keeps it elided.
 func NewPoller(store Store, upstreams Upstreams, queue Queue, slots Slots, copier Copier, outputs OutputFiles,
-	notifier Notifier, prices *pricing.Table, others MessageHandler, settings Settings) *Service {
+	notifier Notifier, prices *pricing.Table, others MessageHandler, inputs InputObjects, settings Settings) *Service {
 	return &Service{Store: store, Upstreams: upstreams, Queue: queue, Slots: slots, Copier: copier, Outputs: outputs,
-		Notifier: notifier, Prices: prices, Others: others, Settings: settings}
+		Notifier: notifier, Prices: prices, Others: others, Inputs: inputs, Settings: settings}
 }
 
 func (s *Service) now() time.Time { return domain.Now(s.Now) }

@@ -68,8 +68,51 @@ type AuthorizerResult struct {
 	Context      map[string]any
 }
 
-// MaxBodyBytes is Lambda's synchronous payload limit.
-const MaxBodyBytes = 6 << 20
+// The body limit is what the whole path holds: API Gateway passes a
+// request to its function as one JSON event (payload format 2.0), and
+// Lambda refuses a synchronous invocation whose event is 6 MiB or more
+// ("Request must be smaller than 6291456 bytes"), before any code runs,
+// so that the client gets the gateway's 413 and no envelope. The body is
+// in the event as a JSON string: a JSON body (Content-Type:
+// application/json) as text, with a backslash more before each quote or
+// backslash, a body without a JSON type base64-encoded, a third larger.
+// The rest of the event (headers, the request line twice, the request
+// context, the authorizer's context) is kept under EventEnvelopeBytes, so
+// a body the service takes always reaches it, and one just over
+// MaxBodyBytes gets the service's own 413 body_too_large.
+const (
+	// LambdaPayloadLimit: an invocation's event must be smaller.
+	LambdaPayloadLimit = 6 << 20
+	// EventEnvelopeBytes is the room kept for the event around the body:
+	// an HTTP API takes at most 10,240 bytes of request line and headers,
+	// and the event carries the path and query twice.
+	EventEnvelopeBytes = 32 << 10
+	// MaxBodyBytes is the most a body may take in the event (BodyEventSize).
+	MaxBodyBytes = LambdaPayloadLimit - EventEnvelopeBytes
+)
+
+// BodyEventSize is how many bytes a body takes in the event: a base64
+// body as it is, a text one as a JSON string's content (escapes as Go's
+// encoder writes them without HTML escaping: two bytes for a quote, a
+// backslash, \n, \r, \t, \b or \f, six for another control character
+// or U+2028/U+2029).
+func BodyEventSize(body string, isBase64 bool) int {
+	if isBase64 {
+		return len(body)
+	}
+	n := len(body)
+	for i := 0; i < len(body); i++ {
+		switch c := body[i]; {
+		case c == '"' || c == '\\' || c == '\n' || c == '\r' || c == '\t' || c == '\b' || c == '\f':
+			n++
+		case c < 0x20:
+			n += 5
+		case c == 0xe2 && i+2 < len(body) && body[i+1] == 0x80 && (body[i+2] == 0xa8 || body[i+2] == 0xa9):
+			n += 3 // U+2028 and U+2029 are three bytes written as six
+		}
+	}
+	return n
+}
 
 // Error is an answer other than success, rendered as the error envelope.
 type Error struct {
@@ -254,16 +297,19 @@ func jsonBody(req Request) ([]byte, error) {
 				Message: "send the body as JSON with Content-Type: application/json"}
 		}
 	}
+	if n := BodyEventSize(req.Body, req.IsBase64Encoded); n > MaxBodyBytes {
+		msg := fmt.Sprintf("the body takes %d bytes in the function's event, over the limit of %d", n, MaxBodyBytes)
+		if req.IsBase64Encoded {
+			msg += "; sent without Content-Type: application/json it is base64-encoded, a third larger"
+		}
+		return nil, &Error{Status: http.StatusRequestEntityTooLarge, Code: "body_too_large", Message: msg}
+	}
 	body := []byte(req.Body)
 	if req.IsBase64Encoded {
 		var err error
 		if body, err = base64.StdEncoding.DecodeString(req.Body); err != nil {
 			return nil, &Error{Status: http.StatusBadRequest, Code: "invalid_request", Message: "the body could not be decoded"}
 		}
-	}
-	if len(body) > MaxBodyBytes {
-		return nil, &Error{Status: http.StatusRequestEntityTooLarge, Code: "body_too_large",
-			Message: fmt.Sprintf("the body is over %d bytes", MaxBodyBytes)}
 	}
 	if !utf8.Valid(body) {
 		return nil, &Error{Status: http.StatusBadRequest, Code: "invalid_request", Message: "the body is not valid UTF-8"}

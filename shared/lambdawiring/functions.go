@@ -46,11 +46,11 @@ func AWSConfig(ctx context.Context) (aws.Config, error) { return storewiring.AWS
 
 // Generate is POST /api/generations/generate.
 func Generate(ctx context.Context, log *slog.Logger) (any, error) {
-	p, err := generationWiring(ctx, log, withGenerationPolls, withPrices)
+	p, err := generationWiring(ctx, log, withGenerationPolls, withPrices, withInputObjects)
 	if err != nil {
 		return nil, err
 	}
-	creator := generation.NewCreator(p.store, p.ups, p.queue, p.store, p.prices, p.settings)
+	creator := generation.NewCreator(p.store, p.ups, p.queue, p.store, p.inputs, p.prices, p.settings)
 	return lambdahttp.Route(httpapi.GenerateRoute(creator, storewiring.PostGate(p.cfg, log))), nil
 }
 
@@ -65,7 +65,7 @@ func Poller(ctx context.Context, log *slog.Logger) (any, error) {
 	// generations' upstream clients and copier.
 	scenes := longstory.ScenePoller(p.store, p.ups, p.store, p.queue, &workflow.TaskTokens{Client: sfn.NewFromConfig(p.cfg)},
 		p.copier, p.outputs, stepSettings(log))
-	poller := generation.NewPoller(p.store, p.ups, p.queue, p.store, p.copier, p.outputs, p.notifier, p.prices, scenes, p.settings)
+	poller := generation.NewPoller(p.store, p.ups, p.queue, p.store, p.copier, p.outputs, p.notifier, p.prices, scenes, p.outputs, p.settings)
 	return sqsbatch.Handler(poller.HandleBatch), nil
 }
 

@@ -141,8 +141,12 @@ type generationParts struct {
 	notifier webhook.Notifier
 	copier   *media.Copier
 	// outputs is the copier's bucket, which also tags the outputs kept
-	// for less than the default retention.
+	// for less than the default retention, and reads the inputs kept in
+	// the bucket.
 	outputs *s3bucket.Bucket
+	// inputs keeps the inputs too large for their record (the generate
+	// route's; the poller reads them through outputs).
+	inputs *s3bucket.Bucket
 }
 
 // generationPart wires one optional adapter of generationParts.
@@ -199,6 +203,17 @@ func withOutputCopier(p *generationParts) error {
 	}
 	p.outputs = s3bucket.New(s3.NewFromConfig(p.cfg), bucket, mediaBase)
 	p.copier = copier(p.outputs, p.ups.Routing.OutputHosts())
+	return nil
+}
+
+// withInputObjects keeps the inputs too large for their record in the
+// output bucket, under inputs/ (generation.InputObjects).
+func withInputObjects(p *generationParts) error {
+	bucket, err := storewiring.Required(EnvOutputBucket)
+	if err != nil {
+		return err
+	}
+	p.inputs = s3bucket.New(s3.NewFromConfig(p.cfg), bucket, "")
 	return nil
 }
 

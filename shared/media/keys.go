@@ -15,6 +15,20 @@ func OutputKeyBase(generationUUID string, i int) string {
 	return fmt.Sprintf("generations/%s/%d", generationUUID, i)
 }
 
+// InputsPrefix holds the whole inputs of requests too large for their
+// record (InputKey): the service's own, never published, so no origin
+// serves them.
+const InputsPrefix = "inputs/"
+
+// InputRetentionDays is how long the bucket keeps an input (its lifecycle
+// rule, and the local runtime's sweep): an input is read only to submit
+// its generation, which ends within its deadline (at most 30 minutes), so
+// the shortest rule S3 has, a day rounded up to midnight UTC, is plenty.
+const InputRetentionDays = 1
+
+// InputKey is the key of a generation's whole input.
+func InputKey(generationUUID string) string { return InputsPrefix + generationUUID + "/input.json" }
+
 // FinalVideoKey is the key of a long-form video's final file.
 func FinalVideoKey(videoID string) string { return "long-videos/" + videoID + "/final.mp4" }
 

@@ -61,6 +61,24 @@ func (b *Bucket) URL(key string) string {
 	return b.PublicBaseURL + "/" + strings.Join(parts, "/")
 }
 
+// Get reads a whole object of at most maxBytes; a larger one is an error,
+// not a truncated read.
+func (b *Bucket) Get(ctx context.Context, key string, maxBytes int64) ([]byte, error) {
+	out, err := b.Client.GetObject(ctx, &s3.GetObjectInput{Bucket: aws.String(b.Name), Key: aws.String(key)})
+	if err != nil {
+		return nil, fmt.Errorf("get s3://%s/%s: %w", b.Name, key, err)
+	}
+	defer out.Body.Close()
+	data, err := io.ReadAll(io.LimitReader(out.Body, maxBytes+1))
+	if err != nil {
+		return nil, fmt.Errorf("get s3://%s/%s: %w", b.Name, key, err)
+	}
+	if int64(len(data)) > maxBytes {
+		return nil, fmt.Errorf("get s3://%s/%s: over %d bytes", b.Name, key, maxBytes)
+	}
+	return data, nil
+}
+
 // Exists reports whether key is in the bucket.
 func (b *Bucket) Exists(ctx context.Context, key string) (bool, error) {
 	_, err := b.Client.HeadObject(ctx, &s3.HeadObjectInput{Bucket: aws.String(b.Name), Key: aws.String(key)})

@@ -37,7 +37,9 @@ type Generations interface {
 	// ErrNotFound if missing.
 	ClaimGenerationFinish(ctx context.Context, uuid string, at time.Time) error
 	// ListGenerations pages through an account's generations, newest first.
-	// A filtered page examines q.Window() records (WindowPage).
+	// A filtered page examines q.Window() records (WindowPage). The list
+	// shows no input, so its items carry none (Input nil): a store need
+	// not read an input kept apart from its record.
 	ListGenerations(ctx context.Context, q ListQuery) (Page[domain.Generation], error)
 	// SetGenerationRemoval moves the deletion of a final generation's
 	// files forward. The state only moves forward (none, removing,

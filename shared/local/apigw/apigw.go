@@ -15,6 +15,7 @@ import (
 	"io"
 	"log/slog"
 	"maps"
+	"mime"
 	"net"
 	"net/http"
 	"net/textproto"
@@ -39,9 +40,20 @@ type Route struct {
 	Handler Handler
 }
 
-// maxPayload is API Gateway's request limit; Lambda's own 6 MB limit is
-// checked by the handlers, so bigger bodies still reach them (and get 413).
+// maxPayload is API Gateway's request limit: a larger body is refused 413
+// before any of it reaches a function.
 const maxPayload = 10 << 20
+
+// LambdaPayloadLimit is Lambda's limit on a synchronous invocation's
+// payload, here the event: Lambda refuses an event of this size or more
+// ("Request must be smaller than 6291456 bytes for the InvokeFunction
+// operation", RequestEntityTooLargeException) before the function runs,
+// and the gateway answers the client 413 {"message":"Request Too Long"}
+// itself (as observed of API Gateway in front of Lambda; AWS documents
+// the limit, not the gateway's answer). The gateway applies it to the
+// event it built, after the authorizer (whose context the event carries):
+// a request AWS would refuse never reaches a route locally either.
+const LambdaPayloadLimit = 6 << 20
 
 // Timeouts bound how long a client may take over a request and its answer,
 // so a client sending its body a byte at a time, or never reading the
@@ -166,7 +178,11 @@ func (a *LambdaAuthorizer) authorize(ctx context.Context, identity string, req e
 // and its context reaches the route's event. A body over 10 MB is refused
 // 413: on its Content-Length before any of it is read, or, sent without a
 // length, as soon as one byte more than 10 MB has come. A body must arrive
-// within timeouts.Read of the handler's start (408 otherwise).
+// within timeouts.Read of the handler's start (408 otherwise). An event
+// that reaches Lambda's payload limit (LambdaPayloadLimit: 6 MiB, the
+// body escaped as a JSON string or base64-encoded, with the headers and
+// the authorizer's context) is refused 413 {"message":"Request Too Long"}
+// without invoking the route.
 func Mount(mux *http.ServeMux, routes []Route, authorizer *LambdaAuthorizer, timeouts Timeouts, log *slog.Logger) {
 	for _, rt := range routes {
 		m := mount(rt)
@@ -249,6 +265,12 @@ func serve(w http.ResponseWriter, r *http.Request, rt *mounted, authorizer *Lamb
 		}
 		ev.RequestContext.Authorizer = &events.APIGatewayV2HTTPRequestContextAuthorizerDescription{Lambda: lambda}
 	}
+	if n, over := overPayloadLimit(ev); over {
+		log.WarnContext(r.Context(), "the event is over Lambda's payload limit: the gateway answers 413", "route", ev.RouteKey,
+			"event_bytes", n, "limit", LambdaPayloadLimit)
+		writeGatewayError(w, http.StatusRequestEntityTooLarge, "Request Too Long")
+		return
+	}
 	resp, inTime, err := invoke(r.Context(), rt.Handler, ev, timeouts.Integration, func() {
 		log.WarnContext(r.Context(), "integration timeout: the client got 503 while the handler runs on", "route", ev.RouteKey,
 			"integration_timeout", timeouts.Integration.String())
@@ -276,6 +298,49 @@ func serve(w http.ResponseWriter, r *http.Request, rt *mounted, authorizer *Lamb
 		return
 	}
 	Write(w, resp)
+}
+
+// EventSize is the size of ev as Lambda receives it: its JSON, strings
+// escaped as a JSON encoder does without HTML escaping.
+func EventSize(ev events.APIGatewayV2HTTPRequest) (int, error) {
+	var n countingWriter
+	enc := json.NewEncoder(&n)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(ev); err != nil {
+		return 0, err
+	}
+	return int(n) - 1, nil // Encode ends with a newline
+}
+
+type countingWriter int
+
+func (c *countingWriter) Write(p []byte) (int, error) {
+	*c += countingWriter(len(p))
+	return len(p), nil
+}
+
+// overPayloadLimit reports whether ev reaches LambdaPayloadLimit, and its
+// size when measured. An event is measured only when it might: each byte
+// of its strings takes at most six in the JSON, and the rest of it is
+// well under eventFrame.
+func overPayloadLimit(ev events.APIGatewayV2HTTPRequest) (int, bool) {
+	const eventFrame = 16 << 10
+	strs := len(ev.Body) + 2*(len(ev.RawPath)+len(ev.RawQueryString)) + len(ev.RequestContext.DomainName) +
+		len(ev.RequestContext.HTTP.UserAgent)
+	for k, v := range ev.Headers {
+		strs += len(k) + len(v)
+	}
+	for _, c := range ev.Cookies {
+		strs += len(c)
+	}
+	for k, v := range ev.QueryStringParameters {
+		strs += len(k) + len(v)
+	}
+	if 6*strs+eventFrame < LambdaPayloadLimit && ev.RequestContext.Authorizer == nil {
+		return 0, false
+	}
+	n, err := EventSize(ev)
+	return n, err != nil || n >= LambdaPayloadLimit
 }
 
 // tooLarge answers 413 and closes the connection, whose unread body is
@@ -383,13 +448,32 @@ func event(r *http.Request, rt *mounted, body []byte, requestID string) events.A
 			ev.PathParameters[name] = r.PathValue(name)
 		}
 	}
-	// API Gateway passes text bodies as they are and others base64-encoded.
-	if utf8.Valid(body) {
+	// An HTTP API infers the encoding from the Content-Type: a text body
+	// is passed as it is, any other (and one without a type) base64-encoded.
+	if len(body) > 0 && textType(r.Header.Get("Content-Type")) && utf8.Valid(body) {
 		ev.Body = string(body)
-	} else {
+	} else if len(body) > 0 {
 		ev.Body, ev.IsBase64Encoded = base64.StdEncoding.EncodeToString(body), true
 	}
 	return ev
+}
+
+// textType reports whether a body of this Content-Type reaches the
+// function as text: text/*, JSON, XML, JavaScript and form data.
+func textType(contentType string) bool {
+	mt, _, err := mime.ParseMediaType(contentType)
+	if err != nil {
+		return false
+	}
+	switch {
+	case strings.HasPrefix(mt, "text/"), strings.HasSuffix(mt, "+json"), strings.HasSuffix(mt, "+xml"):
+		return true
+	}
+	switch mt {
+	case "application/json", "application/xml", "application/javascript", "application/x-www-form-urlencoded":
+		return true
+	}
+	return false
 }
 
 // requestTime is requestContext's time and timeEpoch for now. The text

@@ -367,3 +367,71 @@ func TestAHandlerPastTheIntegrationTimeoutGets503AndRunsOn(t *testing.T) {
 		t.Errorf("a handler within the timeout: HTTP %d %s", resp.StatusCode, body)
 	}
 }
+
+// TestAnEventOverLambdasPayloadLimitIsRefusedBeforeTheRoute: the gateway
+// measures the event it built (the body escaped as a JSON string, or
+// base64-encoded when its type is not text, plus the headers and the
+// authorizer's context) and answers 413 {"message":"Request Too Long"}
+// itself for one of 6 MiB or more, as AWS does, without invoking the
+// route; every event a route gets is under the limit.
+func TestAnEventOverLambdasPayloadLimitIsRefusedBeforeTheRoute(t *testing.T) {
+	var got []int
+	measure := func(_ context.Context, req events.APIGatewayV2HTTPRequest) (events.APIGatewayV2HTTPResponse, error) {
+		n, err := apigw.EventSize(req)
+		if err != nil {
+			return events.APIGatewayV2HTTPResponse{}, err
+		}
+		got = append(got, n)
+		return events.APIGatewayV2HTTPResponse{StatusCode: http.StatusNoContent}, nil
+	}
+	allow := func(context.Context, events.APIGatewayV2CustomAuthorizerV2Request) (events.APIGatewayV2CustomAuthorizerSimpleResponse, error) {
+		return events.APIGatewayV2CustomAuthorizerSimpleResponse{IsAuthorized: true, Context: map[string]any{"user_id": "usr_1"}}, nil
+	}
+	mux := http.NewServeMux()
+	apigw.Mount(mux, []apigw.Route{{Method: http.MethodPost, Path: "/measure", Handler: measure}},
+		&apigw.LambdaAuthorizer{Func: allow}, apigw.Timeouts{}, slog.New(slog.NewTextHandler(io.Discard, nil)))
+	srv := httptest.NewServer(mux)
+	defer srv.Close()
+
+	const limit = apigw.LambdaPayloadLimit
+	str := func(n int, c string) string { return `"` + strings.Repeat(c, n) + `"` }
+	tests := []struct {
+		name, contentType, body string
+		refused                 bool
+	}{
+		{"JSON a little under the limit", "application/json", str(limit-4<<10, "a"), false},
+		{"JSON at the limit", "application/json", str(limit, "a"), true},
+		{"JSON under the limit in bytes, over it escaped", "application/json", str(limit/2+1, `"`), true},
+		{"three quarters of the limit as JSON", "application/json", str(limit/4*3, "a"), false},
+		{"the same without a Content-Type, base64-encoded", "", str(limit/4*3, "a"), true},
+		{"the same as an image, base64-encoded", "image/png", str(limit/4*3, "a"), true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got = nil
+			req, err := http.NewRequest(http.MethodPost, srv.URL+"/measure", strings.NewReader(tt.body))
+			if err != nil {
+				t.Fatal(err)
+			}
+			req.Header.Set("Authorization", "Bearer k")
+			if tt.contentType != "" {
+				req.Header.Set("Content-Type", tt.contentType)
+			}
+			resp, err := http.DefaultClient.Do(req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			body, _ := io.ReadAll(resp.Body)
+			resp.Body.Close()
+			refused := resp.StatusCode == http.StatusRequestEntityTooLarge && strings.TrimSpace(string(body)) == `{"message":"Request Too Long"}`
+			if refused != tt.refused || (refused && len(got) > 0) || (!refused && resp.StatusCode != http.StatusNoContent) {
+				t.Fatalf("HTTP %d %.100s (route ran with events of %v bytes), want refused by the gateway: %v", resp.StatusCode, body, got, tt.refused)
+			}
+			for _, n := range got {
+				if n >= limit {
+					t.Errorf("the route got an event of %d bytes, at or over the %d limit", n, limit)
+				}
+			}
+		})
+	}
+}

@@ -18,6 +18,7 @@ import (
 	"github.com/mediagen-dev/mediagen/api"
 	"github.com/mediagen-dev/mediagen/api/contracttest"
 	"github.com/mediagen-dev/mediagen/shared/domain"
+	"github.com/mediagen-dev/mediagen/shared/httpapi"
 	"github.com/mediagen-dev/mediagen/shared/local/simulator"
 	"github.com/mediagen-dev/mediagen/shared/webhook"
 )
@@ -122,9 +123,15 @@ func TestIdempotencyAndBodyErrorsAnswerAsDocumented(t *testing.T) {
 	if code := checkEnvelope(t, post(`model=beta-2`, "text/plain", "", true), http.StatusUnsupportedMediaType); code != "unsupported_media_type" {
 		t.Errorf("text body: code %q", code)
 	}
+	// Just over the service's limit, the event still fits Lambda's: the
+	// service answers. At 7 MB the gateway refuses the event itself.
+	over := `{"model":"beta-2","scene_count":2,"pad":"` + strings.Repeat("x", httpapi.MaxBodyBytes) + `"}`
+	if code := checkEnvelope(t, post(over, "application/json", "", true), http.StatusRequestEntityTooLarge); code != "body_too_large" {
+		t.Errorf("a body over the limit: code %q", code)
+	}
 	huge := `{"model":"beta-2","scene_count":2,"pad":"` + strings.Repeat("x", 7<<20) + `"}`
-	if code := checkEnvelope(t, post(huge, "application/json", "", true), http.StatusRequestEntityTooLarge); code != "body_too_large" {
-		t.Errorf("7 MB body: code %q", code)
+	if a := post(huge, "application/json", "", true); a.status != http.StatusRequestEntityTooLarge || !strings.Contains(string(a.body), `"message"`) {
+		t.Errorf("a 7 MB body: HTTP %d %.200s, want the gateway's 413", a.status, a.body)
 	}
 }
 

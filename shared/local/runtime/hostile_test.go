@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/mediagen-dev/mediagen/shared/domain"
+	"github.com/mediagen-dev/mediagen/shared/httpapi"
 )
 
 // Routes of the table. New routes add a constant and their lines below.
@@ -112,7 +113,7 @@ var hostileRequests = []hostile{
 	{"generate: form-encoded", routeGenerate, "", "application/x-www-form-urlencoded", `model=provider-a&model_version=zeta`, 415},
 	{"generate: multipart", routeGenerate, "", "multipart/form-data; boundary=x", "--x\r\n\r\n--x--", 415},
 	{"generate: XML", routeGenerate, "", "application/xml", `<generate/>`, 415},
-	{"generate: a 7 MB body", routeGenerate, "", "", gen1(`{"prompt":"` + strings.Repeat("a", 7<<20) + `"}`), 413},
+	{"generate: a body just over the limit", routeGenerate, "", "", gen1(`{"prompt":"` + strings.Repeat("a", httpapi.MaxBodyBytes) + `"}`), 413},
 	// Path ids that are neither a UUID nor a positive integer.
 	{"status: letters", routeStatus, "abc", "-", "", 400},
 	{"status: zero", routeStatus, "0", "-", "", 400},
@@ -170,7 +171,7 @@ var hostileRequests = []hostile{
 	{"estimate: duplicate keys", routeEstimate, "", "", `{"model":"beta-2","scene_count":3,"scene_count":4}`, 400},
 	{"estimate: NoSQL model", routeEstimate, "", "", `{"model":{"$regex":".*"},"scene_count":3}`, 400},
 	{"estimate: text/plain", routeEstimate, "", "text/plain", `{"model":"beta-2","scene_count":3}`, 415},
-	{"estimate: a 7 MB body", routeEstimate, "", "", `{"model":"` + strings.Repeat("b", 7<<20) + `"}`, 413},
+	{"estimate: a body just over the limit", routeEstimate, "", "", `{"model":"` + strings.Repeat("b", httpapi.MaxBodyBytes) + `"}`, 413},
 	// The long-form create.
 	{"long video: an array", routeLongVideo, "", "", `[]`, 400},
 	{"long video: theme 5,001 characters", routeLongVideo, "", "", `{"prompt":"` + strings.Repeat("é", 5001) + `","language_code":"en",` + oneScene + `}`, 400},
@@ -189,7 +190,7 @@ var hostileRequests = []hostile{
 	{"long video: non-UTF-8 theme", routeLongVideo, "", "", "{\"prompt\":\"\xc3\x28\",\"language_code\":\"en\"," + oneScene + "}", 400},
 	{"long video: nested 40 deep", routeLongVideo, "", "", story(`"x":` + nest(40, "1") + `,` + oneScene), 400},
 	{"long video: text/plain", routeLongVideo, "", "text/plain", story(oneScene), 415},
-	{"long video: a 7 MB body", routeLongVideo, "", "", story(`"x":"` + strings.Repeat("a", 7<<20) + `",` + oneScene), 413},
+	{"long video: a body just over the limit", routeLongVideo, "", "", story(`"x":"` + strings.Repeat("a", httpapi.MaxBodyBytes) + `",` + oneScene), 413},
 }
 
 // TestMalformedRequestsAnswer4xxAndChangeNothing sends every line of the

@@ -345,7 +345,7 @@ func Start(ctx context.Context, cfg Config) (*Runtime, error) {
 	}
 	// The poller; its queue, notifier and the scenes' polls are set below,
 	// once they exist (each needs the other).
-	svc := generation.NewPoller(st, r.Upstreams, nil, st, copier, outputs, nil, prices, nil, settings)
+	svc := generation.NewPoller(st, r.Upstreams, nil, st, copier, outputs, nil, prices, nil, outputs, settings)
 	r.Queue = localsqs.New(r.Costs.SQSConsumer("poller", sqsbatch.Handler(svc.HandleBatch)), localsqs.Config{Visibility: cfg.QueueVisibility, Log: log.With("component", "queue"),
 		Function: "PollerFunction", RecursiveLoop: PollerRecursiveLoop})
 	svc.Queue = r.Costs.SQSSender(r.Queue)
@@ -380,7 +380,7 @@ func Start(ctx context.Context, cfg Config) (*Runtime, error) {
 
 	reader := generation.NewReader(st, st, r.Upstreams)
 	apigw.Mount(mux, r.Costs.Routes([]apigw.Route{
-		{Method: http.MethodPost, Path: "/api/generations/generate", Handler: lambdahttp.Route(httpapi.GenerateRoute(generation.NewCreator(st, r.Upstreams, svc.Queue, st, prices, settings), gate))},
+		{Method: http.MethodPost, Path: "/api/generations/generate", Handler: lambdahttp.Route(httpapi.GenerateRoute(generation.NewCreator(st, r.Upstreams, svc.Queue, st, outputs, prices, settings), gate))},
 		{Method: http.MethodGet, Path: "/api/generations/status/{id}", Handler: lambdahttp.Route(httpapi.GenerationStatusRoute(reader, gate))},
 		{Method: http.MethodGet, Path: "/api/generations", Handler: lambdahttp.Route(httpapi.GenerationsListRoute(reader, gate))},
 		{Method: http.MethodPost, Path: "/api/generations/estimate", Handler: lambdahttp.Route(httpapi.GenerationEstimateRoute(generation.NewEstimator(prices, settings.Validation), gate))},
@@ -622,8 +622,9 @@ func (r *Runtime) sweepLoop(ctx context.Context, every time.Duration) {
 // passed since it was written (rounded up to midnight UTC), or its tagged
 // retention's days when an account keeps outputs less long. Like S3 it
 // leaves the records alone: their views stop listing URLs at
-// output_expires_at, before the files go. The sweep runs it every
-// SweepEvery; tests call it.
+// output_expires_at, before the files go. The inputs kept in the bucket
+// (media.InputsPrefix) go after media.InputRetentionDays. The sweep runs
+// it every SweepEvery; tests call it.
 func (r *Runtime) ExpireOutputs(ctx context.Context) (int, error) {
 	var rules []objectstore.ExpiryRule
 	for _, p := range media.ExpiringPrefixes {
@@ -634,6 +635,7 @@ func (r *Runtime) ExpireOutputs(ctx context.Context) (int, error) {
 			rules = append(rules, objectstore.ExpiryRule{Tag: domain.RetentionTag, Value: strconv.Itoa(days), Days: days})
 		}
 	}
+	rules = append(rules, objectstore.ExpiryRule{Prefix: media.InputsPrefix, Days: media.InputRetentionDays})
 	n, err := r.Objects.Expire(ctx, domain.Now(r.clock), rules)
 	if n > 0 {
 		r.log.Info("expired outputs deleted", "objects", n)

@@ -51,7 +51,10 @@ type generationItem struct {
 	Kind         string `dynamodbav:"kind"`
 	Input        string `dynamodbav:"input,omitempty"`
 	// InputApart: the input is in the item inputApartSuffix keys.
-	InputApart  bool                  `dynamodbav:"input_apart,omitempty"`
+	InputApart bool `dynamodbav:"input_apart,omitempty"`
+	// InputObject: the bucket key of the whole input, of which the record
+	// keeps the elided form (domain.Generation.InputObject).
+	InputObject string                `dynamodbav:"input_object,omitempty"`
 	ImageCount  int                   `dynamodbav:"image_count"`
 	OutputURLs  []string              `dynamodbav:"output_urls"`
 	Status      string                `dynamodbav:"status"`
@@ -69,9 +72,12 @@ type generationItem struct {
 func (it generationItem) generation() (domain.Generation, error) {
 	g := domain.Generation{
 		ID: it.ID, UUID: it.UUID, UserID: it.UserID, UpstreamID: it.UpstreamID, Model: it.Model,
-		ModelVersion: it.ModelVersion, Kind: domain.MediaKind(it.Kind), Input: json.RawMessage(it.Input),
+		ModelVersion: it.ModelVersion, Kind: domain.MediaKind(it.Kind), InputObject: it.InputObject,
 		ImageCount: it.ImageCount, OutputURLs: it.OutputURLs, Status: domain.Status(it.Status), Error: it.Error,
 		Webhook: it.webhook(), Upstream: it.Upstream, UpstreamModel: it.UpstreamModel,
+	}
+	if it.Input != "" {
+		g.Input = json.RawMessage(it.Input)
 	}
 	var err error
 	if g.CreditsUsed, err = dec(it.CreditsUsed); err != nil {
@@ -133,7 +139,7 @@ func (s *Store) CreateGeneration(ctx context.Context, g *domain.Generation) erro
 	}
 	it := generationItem{
 		UUID: g.UUID, ID: id, UserID: g.UserID, UpstreamID: g.UpstreamID, Model: g.Model,
-		ModelVersion: g.ModelVersion, Kind: string(g.Kind), Input: string(g.Input), ImageCount: g.ImageCount,
+		ModelVersion: g.ModelVersion, Kind: string(g.Kind), Input: string(g.Input), InputObject: g.InputObject, ImageCount: g.ImageCount,
 		OutputURLs: urls, Status: string(g.Status), Error: g.Error, CreditsUsed: num(g.CreditsUsed),
 		recordTimes: recordTimesOf(g.CreatedAt, g.UpdatedAt, g.Deadline), webhookFields: webhookFieldsOf(g.Webhook),
 	}
@@ -302,9 +308,12 @@ func (s *Store) ListGenerations(ctx context.Context, q store.ListQuery) (store.P
 	if err != nil {
 		return store.Page[domain.Generation]{}, err
 	}
-	items, err := s.withInputs(ctx, page.Items)
-	if err != nil {
-		return store.Page[domain.Generation]{}, fmt.Errorf("list generations of %s: %w", q.UserID, err)
+	// The list shows no input: one kept apart is not read, and one in its
+	// record is left out too, so that no item carries one.
+	items := make([]domain.Generation, len(page.Items))
+	for i, l := range page.Items {
+		items[i] = l.g
+		items[i].Input = nil
 	}
 	return store.Page[domain.Generation]{Items: items, Next: page.Next}, nil
 }

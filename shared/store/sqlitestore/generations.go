@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/mediagen-dev/mediagen/shared/domain"
@@ -28,12 +29,12 @@ func (s *Store) CreateGeneration(ctx context.Context, g *domain.Generation) erro
 	// The account's next number is taken in the insert itself: one
 	// statement, under SQLite's write lock.
 	err = s.w.QueryRowContext(ctx, `INSERT INTO generations
-		(uuid, user_id, upstream_id, model, model_version, kind, input, image_count, output_urls, status, error,
+		(uuid, user_id, upstream_id, model, model_version, kind, input, input_object, image_count, output_urls, status, error,
 		 credits_used, created_at, updated_at, deadline, webhook_url, webhook_events, seq)
-		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?,
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?,
 		        (SELECT COALESCE(MAX(seq), 0) + 1 FROM generations WHERE user_id = ?))
 		ON CONFLICT(uuid) DO NOTHING RETURNING seq`,
-		g.UUID, g.UserID, g.UpstreamID, g.Model, g.ModelVersion, string(g.Kind), string(g.Input), g.ImageCount,
+		g.UUID, g.UserID, g.UpstreamID, g.Model, g.ModelVersion, string(g.Kind), string(g.Input), g.InputObject, g.ImageCount,
 		string(urls), string(g.Status), g.Error, credits, formatTime(g.CreatedAt), formatTime(g.UpdatedAt),
 		formatTime(g.Deadline), g.Webhook.URL, string(events), g.UserID).Scan(&g.ID)
 	if errors.Is(err, sql.ErrNoRows) {
@@ -45,9 +46,13 @@ func (s *Store) CreateGeneration(ctx context.Context, g *domain.Generation) erro
 	return nil
 }
 
-const generationColumns = `seq, uuid, user_id, upstream_id, model, model_version, kind, input, image_count,
+const generationColumns = `seq, uuid, user_id, upstream_id, model, model_version, kind, input, input_object, image_count,
 	output_urls, status, error, credits_used, created_at, updated_at, deadline, webhook_url, webhook_events,
 	webhook_attempts, upstream, upstream_model, upstream_jobs, output_expires_at, data_removal, finishing`
+
+// listedColumns are generationColumns without the input, which the list
+// does not show (store.Generations.ListGenerations).
+var listedColumns = strings.Replace(generationColumns, " input,", " '' AS input,", 1)
 
 func (s *Store) GetGeneration(ctx context.Context, uuid string) (domain.Generation, error) {
 	return s.getGeneration(ctx, `uuid = ?`, uuid)
@@ -63,24 +68,27 @@ func (s *Store) GetGenerationByID(ctx context.Context, userID string, id int64) 
 // about 8 % of a status request's CPU. Other reads stay cancelable (and
 // TestCanceledReadsLeaveNoStaleSnapshot keeps cancelling them).
 func (s *Store) getGeneration(ctx context.Context, where string, args ...any) (domain.Generation, error) {
-	gs, err := s.queryGenerations(context.WithoutCancel(ctx), `WHERE `+where, args...)
+	gs, err := s.queryGenerations(context.WithoutCancel(ctx), generationColumns, `WHERE `+where, args...)
 	return firstOf(gs, err, fmt.Sprintf("generation %v", args[len(args)-1]))
 }
 
-func (s *Store) queryGenerations(ctx context.Context, where string, args ...any) ([]domain.Generation, error) {
-	return queryRows(ctx, s, "read generations", `SELECT `+generationColumns+` FROM generations `+where, args,
+func (s *Store) queryGenerations(ctx context.Context, columns, where string, args ...any) ([]domain.Generation, error) {
+	return queryRows(ctx, s, "read generations", `SELECT `+columns+` FROM generations `+where, args,
 		func(rows *sql.Rows) (domain.Generation, error) {
 			var g domain.Generation
 			var kind, input, urls, status, created, updated, deadline, events, attempts, jobs, expires, removal string
 			var credits int64
 			var finishing bool
 			err := rows.Scan(&g.ID, &g.UUID, &g.UserID, &g.UpstreamID, &g.Model, &g.ModelVersion, &kind, &input,
-				&g.ImageCount, &urls, &status, &g.Error, &credits, &created, &updated, &deadline, &g.Webhook.URL,
+				&g.InputObject, &g.ImageCount, &urls, &status, &g.Error, &credits, &created, &updated, &deadline, &g.Webhook.URL,
 				&events, &attempts, &g.Upstream, &g.UpstreamModel, &jobs, &expires, &removal, &finishing)
 			if err != nil {
 				return domain.Generation{}, fmt.Errorf("read generations: %w", err)
 			}
-			g.Kind, g.Status, g.Input = domain.MediaKind(kind), domain.Status(status), json.RawMessage(input)
+			g.Kind, g.Status = domain.MediaKind(kind), domain.Status(status)
+			if input != "" {
+				g.Input = json.RawMessage(input)
+			}
 			g.CreditsUsed = domain.CentsToCredits(credits)
 			if err := unmarshalColumns(g.UUID, []any{&g.OutputURLs, &g.Webhook.Events, &g.WebhookAttempts, &g.UpstreamJobs},
 				urls, events, attempts, jobs); err != nil {
@@ -138,7 +146,7 @@ func (s *Store) ListGenerations(ctx context.Context, q store.ListQuery) (store.P
 	if err != nil {
 		return store.Page[domain.Generation]{}, err
 	}
-	gs, err := s.queryGenerations(ctx, where, args...)
+	gs, err := s.queryGenerations(ctx, listedColumns, where, args...)
 	if err != nil {
 		return store.Page[domain.Generation]{}, err
 	}

@@ -14,7 +14,7 @@ import (
 // ProcessingGenerations lists up to limit generations still processing,
 // oldest first.
 func (s *Store) ProcessingGenerations(ctx context.Context, limit int) ([]domain.Generation, error) {
-	return s.queryGenerations(ctx, `WHERE status = ? ORDER BY created_at LIMIT ?`, string(domain.StatusProcessing), limit)
+	return s.queryGenerations(ctx, generationColumns, `WHERE status = ? ORDER BY created_at LIMIT ?`, string(domain.StatusProcessing), limit)
 }
 
 // ProcessingLongVideos lists up to limit long videos still processing,

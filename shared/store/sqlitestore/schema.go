@@ -206,6 +206,8 @@ var addedColumns = []struct{ table, column, decl string }{
 	// records its key's ancestors ("mgk_a,mgk_b") to give back to them.
 	{"api_keys", "ancestors", "TEXT NOT NULL DEFAULT ''"},
 	{"holds", "key_ancestors", "TEXT NOT NULL DEFAULT ''"},
+	// The bucket key of the whole input when input holds its elided form.
+	{"generations", "input_object", "TEXT NOT NULL DEFAULT ''"},
 }
 
 // numberGenerations gives the generations of a database made before seq its

@@ -31,6 +31,7 @@ func Run(t *testing.T, s store.Store) {
 		{"APIKeysStoreHashRevokeAndList", testAPIKeys},
 		{"GenerationsRoundTripAndFinishOnce", testGenerations},
 		{"LongInputRoundTrips", testLongInputRoundTrips},
+		{"InputObjectIsKept", testInputObjectIsKept},
 		{"LongVideosRoundTripAndFinishOnce", testLongVideos},
 		{"RateLimitCountsPerAccountAndMinute", testRateLimits},
 		{"PollChainAdmitsEachAttemptOnce", testPollChain},
