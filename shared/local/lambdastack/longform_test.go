@@ -212,7 +212,8 @@ func TestAStoppedExecutionReachesMarkFailedThroughTheEventRule(t *testing.T) {
 
 // A Finalize past its function's timeout on the deployed shape (its
 // Timeout lowered to 5 s in the expanded template, its first call held
-// 12 s): Lambda kills it and reports Sandbox.Timedout, the Finalize
+// 12 s): Lambda kills it and reports Sandbox.Timedout (its REPORT line
+// says so), the Finalize
 // state's Retry names that error, and the retry completes the video with
 // its credits captured once.
 func TestAFinalizePastItsFunctionTimeoutIsRetriedAsOnAWS(t *testing.T) {
@@ -240,7 +241,7 @@ func TestAFinalizePastItsFunctionTimeoutIsRetriedAsOnAWS(t *testing.T) {
 	if n := l.Functions()["FinalizeFunction"].Invocations(); n < 2 {
 		t.Errorf("FinalizeFunction ran %d times, want the timed-out attempt and its retry", n)
 	}
-	if log := l.logsOf("FinalizeFunction"); !strings.Contains(log, "Task timed out after 5.00 seconds") {
+	if log := l.logsOf("FinalizeFunction"); !strings.Contains(log, "Status: Sandbox.Timedout") {
 		t.Errorf("FinalizeFunction's log does not show Lambda's timeout:\n%s", log)
 	}
 	entries := journal(t, l, id, "hold", "capture")
