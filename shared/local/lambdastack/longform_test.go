@@ -210,6 +210,46 @@ func TestAStoppedExecutionReachesMarkFailedThroughTheEventRule(t *testing.T) {
 	}
 }
 
+// A caller's cancel stops the execution with the cancel function's own
+// StopExecution (its role's states:StopExecution on the stack's execution
+// ARNs): the video ends canceled, the execution ABORTED, and the
+// execution-ended rule's MarkFailed that follows changes nothing: the
+// hold is released once.
+func TestACanceledLongVideoStopsItsExecutionAndReleasesOnce(t *testing.T) {
+	l := shared(t)
+	sm := l.StateMachines()["LongStoryStateMachine"]
+	l.Moto.Stall("SubmitSceneFunction", 3*time.Second, 1)
+	before := l.Functions()["MarkFailedFunction"].Invocations()
+	id, price := createLong(t, l, 1, false)
+	status, body := call(t, l, http.MethodPost, "/api/long-story/videos/"+id+"/cancel", "")
+	if status != http.StatusOK {
+		t.Fatalf("cancel: %d %v\n%s", status, body, l.logsOf("LongStoryCancelFunction"))
+	}
+	deadline := time.Now().Add(time.Minute)
+	for {
+		st, _, _ := sm.Execution(id)
+		if st == "ABORTED" && l.Functions()["MarkFailedFunction"].Invocations() > before {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("after the cancel the execution is %s and MarkFailedFunction ran %d times (before: %d)\n%s",
+				st, l.Functions()["MarkFailedFunction"].Invocations(), before, l.logsOf("LongStoryCancelFunction"))
+		}
+		time.Sleep(250 * time.Millisecond)
+	}
+	view := waitLong(t, l, id, time.Minute)
+	if view["status"] != "canceled" {
+		t.Errorf("the video is %v after its cancel, want canceled: %v", view["status"], view)
+	}
+	entries := journal(t, l, id, "hold", "release")
+	if len(entries["release"]) != 1 || len(entries["capture"]) != 0 || !sameAmount(entries["release"][0], price) {
+		t.Errorf("journal of %s: %v; want its hold of %.2f released once", id, entries, price)
+	}
+	if d := l.Moto.Denials(); len(d) > 0 {
+		t.Errorf("moto denied %d calls: %+v", len(d), d)
+	}
+}
+
 // A Finalize past its function's timeout on the deployed shape (its
 // Timeout lowered to 5 s in the expanded template, its first call held
 // 12 s): Lambda kills it and reports Sandbox.Timedout (its REPORT line
