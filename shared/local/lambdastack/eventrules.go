@@ -52,7 +52,6 @@ func (s *Stack) loadPatternRules() error {
 			rule.targets = append(rule.targets, fn)
 		}
 		s.rules = append(s.rules, rule)
-		fmt.Fprintf(s.cfg.Progress, "event rule %s → %d target(s)\n", logical, len(rule.targets))
 	}
 	return nil
 }
@@ -170,4 +169,16 @@ func (s *Stack) invokeAsync(ctx context.Context, rule string, fn *Function, even
 		case <-time.After(asyncRetryDelays[attempt]):
 		}
 	}
+}
+
+// EventRules are the event-pattern rules the stack runs, by logical ID,
+// with their targets' logical IDs.
+func (s *Stack) EventRules() map[string][]string {
+	out := map[string][]string{}
+	for _, r := range s.rules {
+		for _, fn := range r.targets {
+			out[r.logical] = append(out[r.logical], fn.Logical)
+		}
+	}
+	return out
 }

@@ -114,7 +114,6 @@ func (s *Stack) loadStateMachines(ctx context.Context) error {
 			return fmt.Errorf("%s: %w", logical, err)
 		}
 		s.machines[logical] = sm
-		fmt.Fprintf(s.cfg.Progress, "state machine %s (%s) in the local ASL runner\n", logical, sm.ARN)
 	}
 	return nil
 }
