@@ -2,6 +2,7 @@ package lambdastack
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -15,8 +16,11 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/sfn"
+	sfntypes "github.com/aws/aws-sdk-go-v2/service/sfn/types"
 
 	"github.com/mediagen-dev/mediagen/shared/ffmpeg"
+	"github.com/mediagen-dev/mediagen/shared/local/lambdaruntime"
+	"github.com/mediagen-dev/mediagen/shared/local/stepfunctions"
 )
 
 // longBody is a long-form create request of n scenes.
@@ -190,6 +194,21 @@ func TestAStoppedExecutionReachesMarkFailedThroughTheEventRule(t *testing.T) {
 	before := l.Functions()["MarkFailedFunction"].Invocations()
 	id, price := createLong(t, l, 1, false)
 	client := sfn.NewFromConfig(l.AdminConfig())
+	// StartExecution as the service answers it: the running execution's
+	// name with its input is that execution; with another input, a name
+	// in use is ExecutionAlreadyExists.
+	desc, err := client.DescribeExecution(context.Background(), &sfn.DescribeExecutionInput{ExecutionArn: aws.String(sm.executionARN(id))})
+	if err != nil || desc.Status != "RUNNING" {
+		t.Fatalf("DescribeExecution of the new video's execution: %v %+v", err, desc)
+	}
+	again, err := client.StartExecution(context.Background(), &sfn.StartExecutionInput{StateMachineArn: aws.String(sm.ARN), Name: aws.String(id), Input: desc.Input})
+	if err != nil || aws.ToString(again.ExecutionArn) != sm.executionARN(id) || !again.StartDate.Equal(aws.ToTime(desc.StartDate)) {
+		t.Errorf("StartExecution again with the same name and input: %v %+v, want the running execution", err, again)
+	}
+	var exists *sfntypes.ExecutionAlreadyExists
+	if _, err := client.StartExecution(context.Background(), &sfn.StartExecutionInput{StateMachineArn: aws.String(sm.ARN), Name: aws.String(id), Input: aws.String(`{"other":true}`)}); !errors.As(err, &exists) {
+		t.Errorf("StartExecution with the name and another input answered %v, want ExecutionAlreadyExists", err)
+	}
 	if _, err := client.StopExecution(context.Background(), &sfn.StopExecutionInput{ExecutionArn: aws.String(sm.executionARN(id)),
 		Error: aws.String("Operator"), Cause: aws.String("stopped by hand")}); err != nil {
 		t.Fatalf("StopExecution: %v", err)
@@ -315,5 +334,65 @@ func TestAFinalizePastItsFunctionTimeoutIsRetriedAsOnAWS(t *testing.T) {
 	}
 	if !found {
 		t.Errorf("moto's denials %+v do not name the poller's StartExecution", l.Moto.Denials())
+	}
+}
+
+// The rule's pattern, as the template expands it, matches Step Functions'
+// status change events of the stack's machine that failed, timed out or
+// were aborted, and no other.
+func TestTheExecutionEndedRuleMatchesAsEventBridgeDoes(t *testing.T) {
+	l := shared(t)
+	sm := l.StateMachines()["LongStoryStateMachine"]
+	if len(l.rules) != 1 || len(l.rules[0].targets) != 1 || l.rules[0].targets[0].Logical != "MarkFailedFunction" {
+		t.Fatalf("the stack's pattern rules: %+v, want the one on executions, to MarkFailedFunction", l.EventRules())
+	}
+	other := strings.Replace(sm.ARN, sm.Name, "another-machine", 1)
+	for _, tt := range []struct {
+		machine, status string
+		want            bool
+	}{
+		{sm.ARN, "FAILED", true},
+		{sm.ARN, "TIMED_OUT", true},
+		{sm.ARN, "ABORTED", true},
+		{sm.ARN, "SUCCEEDED", false},
+		{sm.ARN, "RUNNING", false},
+		{other, "FAILED", false},
+	} {
+		end := stepfunctions.ExecutionEnd{ExecutionArn: strings.Replace(tt.machine, ":stateMachine:", ":execution:", 1) + ":v1", Name: "v1",
+			StateMachineArn: tt.machine, Status: tt.status, Input: []byte(`{}`), StartDate: time.Now(), StopDate: time.Now()}
+		raw, err := end.EventBridgeEvent()
+		if err != nil {
+			t.Fatal(err)
+		}
+		var ev map[string]any
+		if err := json.Unmarshal(raw, &ev); err != nil {
+			t.Fatal(err)
+		}
+		if got := matchPattern(l.rules[0].pattern, ev); got != tt.want {
+			t.Errorf("%s execution of %s: matched %v, want %v", tt.status, tt.machine, got, tt.want)
+		}
+	}
+}
+
+// A function's failure is the task's error under the name Step Functions
+// reports for it, with Lambda's error payload as the cause.
+func TestLambdaFailuresAreNamedAsStepFunctionsReportsThem(t *testing.T) {
+	for _, tt := range []struct {
+		err        error
+		name       string
+		causeHolds string
+	}{
+		{&lambdaruntime.FunctionError{Type: "TransientError", Message: "try again"}, "TransientError", `"errorMessage":"try again"`},
+		{&lambdaruntime.FunctionError{Type: lambdaruntime.ErrorTypeTimedOut, Message: "Task timed out after 5.00 seconds"}, "Sandbox.Timedout", "Task timed out"},
+		{&lambdaruntime.FunctionError{Type: lambdaruntime.ErrorTypeExit, Message: "Runtime exited"}, "Runtime.ExitError", "Runtime exited"},
+		{&lambdaruntime.FunctionError{HeaderType: "Unhandled", Raw: []byte("boom")}, "Unhandled", "boom"},
+		{&lambdaruntime.FunctionError{Raw: []byte("no type")}, "Lambda.Unknown", "no type"},
+		{fmt.Errorf("invoke: %w", lambdaruntime.ErrThrottled), "Lambda.TooManyRequestsException", "TooManyRequests"},
+		{errors.New("the function is stopped"), "Lambda.ServiceException", "stopped"},
+	} {
+		got := lambdaError(tt.err)
+		if got.Name != tt.name || !strings.Contains(got.Cause, tt.causeHolds) {
+			t.Errorf("%v: %s (%s), want %s with a cause holding %q", tt.err, got.Name, got.Cause, tt.name, tt.causeHolds)
+		}
 	}
 }
