@@ -11,6 +11,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -186,6 +187,14 @@ func serveLambdas(ctx context.Context, cfg runtime.Config, stdout, stderr io.Wri
 	for _, name := range slices.Sorted(maps.Keys(fns)) {
 		fn := fns[name]
 		fmt.Fprintf(stdout, "  %-36s role %s, timeout %s, %d MB\n", name, fn.Role, fn.Timeout, fn.MemoryMB)
+	}
+	machines := l.StateMachines()
+	for _, name := range slices.Sorted(maps.Keys(machines)) {
+		fmt.Fprintf(stdout, "  %-36s %s (the local ASL runner; the Step Functions API at moto's endpoint)\n", name, machines[name].ARN)
+	}
+	rules := l.EventRules()
+	for _, name := range slices.Sorted(maps.Keys(rules)) {
+		fmt.Fprintf(stdout, "  %-36s event rule → %s\n", name, strings.Join(rules[name], ", "))
 	}
 	fmt.Fprintf(stdout, `
   base URL: %s   (the HTTP API: no playground or dashboard in the deployed shape)

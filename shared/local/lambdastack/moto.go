@@ -17,6 +17,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -40,6 +41,11 @@ type Moto struct {
 	log     io.Writer
 	callers map[string]string // access key id -> who holds it
 	errors  []Call
+	stalls  map[string]*stall // by caller (Stall)
+
+	// intercept, when set, answers the requests the stack serves itself
+	// (the Step Functions API, Polly) and reports that it did.
+	intercept atomic.Pointer[func(http.ResponseWriter, *http.Request) bool]
 }
 
 // Call is one request that moto answered with an error.
@@ -207,6 +213,9 @@ func (m *Moto) startProxy() error {
 	}
 	var dynamo sync.Mutex
 	m.proxy = &http.Server{ReadHeaderTimeout: 10 * time.Second, Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if f := m.intercept.Load(); f != nil && (*f)(w, r) {
+			return
+		}
 		if strings.HasPrefix(r.Header.Get("X-Amz-Target"), "DynamoDB_") {
 			dynamo.Lock()
 			defer dynamo.Unlock()

@@ -24,6 +24,7 @@ import (
 	"slices"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -81,6 +82,15 @@ type Stack struct {
 	cancel    context.CancelFunc
 	wg        sync.WaitGroup
 	logFiles  []*os.File
+
+	// machines are the state machines the ASL runner runs, rules the
+	// event rules on their executions' ends (statemachine.go,
+	// eventrules.go); runCtx lives until Close, closing is set as it
+	// starts.
+	machines map[string]*StateMachine
+	rules    []patternRule
+	runCtx   context.Context
+	closing  atomic.Bool
 }
 
 type roleInfo struct {
@@ -157,7 +167,7 @@ func Start(ctx context.Context, cfg Config) (_ *Stack, err error) {
 		}
 	}()
 	runCtx, cancel := context.WithCancel(context.WithoutCancel(ctx))
-	s.cancel = cancel
+	s.cancel, s.runCtx = cancel, runCtx
 
 	fmt.Fprintln(cfg.Progress, "expanding template.yaml with aws-sam-translator…")
 	if s.doc, err = deploy.Expand(ctx, filepath.Join(cfg.Root, "template.yaml")); err != nil {
@@ -229,6 +239,18 @@ func Start(ctx context.Context, cfg Config) (_ *Stack, err error) {
 			return nil, err
 		}
 	}
+	if err := s.loadStateMachines(ctx); err != nil {
+		ln.Close()
+		return nil, err
+	}
+	if err := s.loadPatternRules(); err != nil {
+		ln.Close()
+		return nil, err
+	}
+	// The functions' Step Functions and Polly calls are answered here,
+	// behind moto's endpoint (sfnapi.go).
+	intercept := s.intercept
+	s.Moto.intercept.Store(&intercept)
 	mux := http.NewServeMux()
 	if err := s.mountAPI(mux); err != nil {
 		ln.Close()
@@ -281,6 +303,14 @@ func (s *Stack) addFunction(logical, bootstrap string) error {
 	// runs set as env.json sets them (moto does not take every flexible
 	// checksum).
 	env["AWS_ENDPOINT_URL"] = s.Moto.Endpoint
+	if layers, _ := raw["Layers"].([]any); len(layers) > 0 {
+		// Lambda extracts a function's layers into /opt, which this
+		// machine's processes share: the paths under /opt the
+		// environment names are the layer's stand-in (layers.go).
+		if err := s.layerPaths(env); err != nil {
+			return fmt.Errorf("%s: %w", logical, err)
+		}
+	}
 	for _, k := range []string{"AWS_REQUEST_CHECKSUM_CALCULATION", "AWS_RESPONSE_CHECKSUM_VALIDATION"} {
 		if _, declared := env[k]; declared && env[k] == "" {
 			env[k] = "when_required"
@@ -338,6 +368,10 @@ func (s *Stack) AdminConfig() aws.Config { return s.awsConfig(s.admin) }
 // Close stops the event sources, the API, every function's processes and
 // moto (by its process id).
 func (s *Stack) Close() {
+	s.closing.Store(true)
+	for _, sm := range s.machines {
+		sm.stopAll(5 * time.Second)
+	}
 	if s.cancel != nil {
 		s.cancel()
 	}

@@ -1,0 +1,152 @@
+package lambdastack
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"os"
+	"os/exec"
+	"path"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/mediagen-dev/mediagen/shared/local/espeak"
+	"github.com/mediagen-dev/mediagen/shared/longstory"
+)
+
+// servePolly answers Polly's SynthesizeSpeech (POST /v1/speech) with
+// espeak-ng's speech in the voice's language, encoded as the request asks
+// (mp3 at its sample rate), as Amazon Polly answers: the audio as the
+// body, its type, and x-amzn-RequestCharacters. moto's Polly answers
+// eight zero bytes (and refuses the neural voices' 24000 Hz), which no
+// assembly can use. Only mp3 is modelled, the format the narrator asks
+// for.
+func (s *Stack) servePolly(w http.ResponseWriter, r *http.Request, body []byte) {
+	var in struct {
+		Text, VoiceId, LanguageCode, OutputFormat, SampleRate, TextType string
+	}
+	if err := json.Unmarshal(body, &in); err != nil {
+		writeJSONError(w, http.StatusBadRequest, "SerializationException", err.Error())
+		return
+	}
+	if in.OutputFormat != "mp3" || in.TextType == "ssml" {
+		writeJSONError(w, http.StatusBadRequest, "ValidationException", "the local Polly speaks text into mp3 only")
+		return
+	}
+	var lang longstory.Language
+	found := false
+	for _, l := range longstory.Languages {
+		if l.PollyVoice == in.VoiceId && (in.LanguageCode == "" || l.PollyLanguage == in.LanguageCode) {
+			lang, found = l, true
+			break
+		}
+	}
+	if !found {
+		writeJSONError(w, http.StatusBadRequest, "ValidationException", "no local voice for "+in.VoiceId+" ("+in.LanguageCode+")")
+		return
+	}
+	rate := in.SampleRate
+	if rate == "" {
+		rate = "24000"
+	}
+	if _, err := strconv.Atoi(rate); err != nil {
+		writeJSONError(w, http.StatusBadRequest, "InvalidSampleRateException", "The specified sample rate is not valid.")
+		return
+	}
+	ctx, cancel := context.WithTimeout(r.Context(), 2*time.Minute)
+	defer cancel()
+	dir, err := os.MkdirTemp(s.cfg.Dir, "polly-")
+	if err != nil {
+		writeJSONError(w, http.StatusInternalServerError, "ServiceFailureException", err.Error())
+		return
+	}
+	defer os.RemoveAll(dir)
+	wav, _, err := espeak.Narrator{}.Speak(ctx, lang, in.Text, dir)
+	if err != nil {
+		writeJSONError(w, http.StatusInternalServerError, "ServiceFailureException", err.Error())
+		return
+	}
+	var mp3, stderr bytes.Buffer
+	cmd := exec.CommandContext(ctx, "ffmpeg", "-nostdin", "-hide_banner", "-loglevel", "error", "-i", wav,
+		"-ar", rate, "-ac", "1", "-codec:a", "libmp3lame", "-f", "mp3", "pipe:1")
+	cmd.Stdout, cmd.Stderr = &mp3, &stderr
+	if err := cmd.Run(); err != nil {
+		writeJSONError(w, http.StatusInternalServerError, "ServiceFailureException", "ffmpeg: "+err.Error()+": "+stderr.String())
+		return
+	}
+	w.Header().Set("Content-Type", "audio/mpeg")
+	w.Header().Set("x-amzn-RequestCharacters", strconv.Itoa(len([]rune(in.Text))))
+	w.Write(mp3.Bytes())
+}
+
+// pollyAction is the action AWS authorizes SynthesizeSpeech as.
+const pollyAction = "polly:SynthesizeSpeech"
+
+// pollyAuthorized decides a SynthesizeSpeech call as IAM does for the
+// actions: the admin may; a function may when a statement of its role's
+// inline policies (the template's) allows polly:SynthesizeSpeech and none
+// denies it. The managed policies SAM attaches grant no Polly action. A
+// refusal is recorded with moto's denials, in IAM's words.
+func (s *Stack) pollyAuthorized(r *http.Request) *Call {
+	caller := "unsigned"
+	if k := credentialKey.FindStringSubmatch(r.Header.Get("Authorization")); k != nil {
+		s.Moto.mu.Lock()
+		caller = s.Moto.callers[k[1]]
+		s.Moto.mu.Unlock()
+	}
+	if caller == "admin" {
+		return nil
+	}
+	allowed := false
+	if role, ok := s.roles[caller]; ok {
+		allowed = s.roleAllows(caller, pollyAction)
+		if !allowed {
+			msg := fmt.Sprintf("User: arn:aws:sts::%s:assumed-role/%s/%s is not authorized to perform: %s", AccountID, role.name, sessionName(s.res.created[caller].ref), pollyAction)
+			s.Moto.record(r, http.StatusForbidden, "AccessDeniedException", msg)
+			return &Call{Caller: caller, Action: pollyAction, Status: http.StatusForbidden, Code: "AccessDeniedException", Message: msg}
+		}
+		return nil
+	}
+	msg := "The security token included in the request is invalid."
+	s.Moto.record(r, http.StatusForbidden, "AccessDeniedException", msg)
+	return &Call{Caller: caller, Action: pollyAction, Status: http.StatusForbidden, Code: "AccessDeniedException", Message: msg}
+}
+
+// roleAllows reports whether the inline policies of a function's role
+// allow action, and none denies it (actions only, as moto checks them).
+func (s *Stack) roleAllows(function, action string) bool {
+	roleRef, _ := s.rawProperties(function)["Role"].(map[string]any)
+	att, _ := roleRef["Fn::GetAtt"].([]any)
+	if len(att) != 2 {
+		return false
+	}
+	props, err := s.properties(fmt.Sprint(att[0]))
+	if err != nil {
+		return false
+	}
+	allowed := false
+	policies, _ := props["Policies"].([]any)
+	for _, p := range policies {
+		doc, _ := p.(map[string]any)["PolicyDocument"].(map[string]any)
+		stmts, _ := doc["Statement"].([]any)
+		if one, ok := doc["Statement"].(map[string]any); ok {
+			stmts = []any{one}
+		}
+		for _, st := range stmts {
+			sm, _ := st.(map[string]any)
+			for _, a := range actionList(sm["Action"]) {
+				if ok, _ := path.Match(strings.ToLower(a), strings.ToLower(action)); !ok {
+					continue
+				}
+				if sm["Effect"] == "Deny" {
+					return false
+				}
+				allowed = true
+			}
+		}
+	}
+	return allowed
+}
