@@ -176,8 +176,8 @@ func serveLambdas(ctx context.Context, cfg runtime.Config, stdout, stderr io.Wri
 	}
 	// --webhook-allow opens its ports to the deployed functions too
 	// (WEBHOOK_LOOPBACK_PORTS); the provider's callbacks are on at the
-	// API's own URL unless --public-base-url or --no-upstream-webhooks
-	// says otherwise (the template's PublicBaseUrl).
+	// API's own URL unless --public-url names another (the template's
+	// PublicBaseUrl), as serve has them.
 	var ports []uint16
 	for _, hp := range cfg.WebhookAllow {
 		port, err := runtime.ParseWebhookAllow(hp)
