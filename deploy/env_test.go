@@ -23,11 +23,12 @@ import (
 // localOnly are the variables the template declares empty for one reason:
 // `sam local invoke --env-vars env.json` only overrides the variables a
 // function declares, so these must be declared for env.json to reach the
-// function. In AWS an empty value is inert (TestLocalOnlyVariablesAreInertInAWS);
+// function (and serve --lambdas fills WEBHOOK_LOOPBACK_PORTS the same way).
+// In AWS an empty value is inert (TestLocalOnlyVariablesAreInertInAWS);
 // the provider token in particular is never in the template, only in
 // Secrets Manager.
 var localOnly = []string{
-	lambdawiring.EnvUpstreamTokens,
+	lambdawiring.EnvUpstreamTokens, lambdawiring.EnvWebhookLoopbackPorts,
 	"AWS_ENDPOINT_URL_DYNAMODB", "AWS_ENDPOINT_URL_S3",
 	"AWS_REQUEST_CHECKSUM_CALCULATION", "AWS_RESPONSE_CHECKSUM_VALIDATION",
 }

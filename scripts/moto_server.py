@@ -1,7 +1,9 @@
 #!/usr/bin/env python3
-"""moto's server (moto_server) for the tests, with one change: a DynamoDB
+"""moto's server (moto_server) for the tests, with three changes: a DynamoDB
 transaction that is cancelled puts back the items it named, not copies of
-its whole tables.
+its whole tables; and, with IAM enforced, a request's signature is checked
+against its query string as it was sent, and S3's DeleteObjects is
+authorized key by key.
 
 moto 5.2.1's transact_write_items deep-copies every table a transaction
 names, once per item, before it writes anything, and a cancelled transaction
@@ -19,6 +21,22 @@ another version refuses to start, since the copy below would no longer be
 moto's. shared/testsupport's TestACancelledTransactionChangesNothing holds
 this to DynamoDB's semantics.
 
+With IAM enforced (INITIAL_NO_AUTH_ACTION_COUNT), moto 5.2.1 recomputes a
+request's SigV4 signature from werkzeug's request.url, which has unescaped
+%2F in the query to "/"; the signer encodes "/" in a query value as %2F,
+as SigV4 requires, so S3's ListObjectsV2 with a prefix such as
+"generations/<id>/" is refused SignatureDoesNotMatch where S3 answers it.
+Here the URL moto checks the signature against keeps the query string as it
+came (QUERY_STRING); the parameters moto reads from it are the same.
+
+With IAM enforced, moto 5.2.1 authorizes S3's DeleteObjects (POST ?delete)
+as s3:DeleteObject on the bucket's ARN, which a policy granting it on
+"<bucket>/generations/*" does not match, and then refuses every key. S3
+checks s3:DeleteObject on each key's ARN. Here each key is authorized; when
+all are allowed the delete goes on as moto's own, and when any is refused
+every key is refused (S3 would delete the others: a batch mixing allowed
+and refused keys is what no role here sends).
+
 Usage: the same as moto_server, e.g. python3 scripts/moto_server.py -H
 127.0.0.1 -p 5000.
 """
@@ -26,8 +44,15 @@ import copy
 import sys
 from typing import Any
 
+from urllib.parse import urlparse, urlunparse
+
+import xmltodict
+
 import moto
 import moto.server
+from moto.core.responses import BaseResponse
+from moto.s3.exceptions import BucketAccessDeniedError, S3AccessDeniedError
+from moto.s3.responses import S3Response
 from moto.dynamodb.comparisons import get_filter_expression
 from moto.dynamodb.exceptions import (
     ConditionalCheckFailed,
@@ -179,6 +204,33 @@ def transact_write_items(self: DynamoDBBackend, transact_items: list[dict[str, A
         raise TransactionCanceledException(errors)
 
 
+_setup_class = BaseResponse.setup_class
+
+
+def setup_class(self: BaseResponse, request: Any, full_url: str, headers: Any, use_raw_body: bool = False) -> None:
+    _setup_class(self, request, full_url, headers, use_raw_body)
+    raw = getattr(request, "environ", {}).get("QUERY_STRING")
+    if raw:
+        self.uri = urlunparse(urlparse(self.uri)._replace(query=raw))
+
+
+_delete_keys = S3Response._bucket_response_delete_keys
+
+
+def delete_keys(self: S3Response, bucket_name: str, authenticated: bool = True) -> Any:
+    if authenticated:
+        return _delete_keys(self, bucket_name, authenticated)
+    objects = xmltodict.parse(self.body, strip_whitespace=False).get("Delete", {}).get("Object", [])
+    if not isinstance(objects, list):
+        objects = [objects]
+    try:
+        for obj in objects:
+            self._authenticate_and_authorize_s3_action(bucket_name=bucket_name, key_name=obj["Key"])
+    except (BucketAccessDeniedError, S3AccessDeniedError):
+        return _delete_keys(self, bucket_name, False)
+    return _delete_keys(self, bucket_name, True)
+
+
 def main() -> None:
     if moto.__version__ != MOTO_VERSION:
         sys.exit(
@@ -186,6 +238,8 @@ def main() -> None:
             f"pip install 'moto[server]=={MOTO_VERSION}'"
         )
     DynamoDBBackend.transact_write_items = transact_write_items  # type: ignore[method-assign]
+    BaseResponse.setup_class = setup_class  # type: ignore[method-assign]
+    S3Response._bucket_response_delete_keys = delete_keys  # type: ignore[method-assign]
     moto.server.main(sys.argv[1:])
 
 

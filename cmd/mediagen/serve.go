@@ -175,8 +175,28 @@ func serveLambdas(ctx context.Context, cfg runtime.Config, stdout, stderr io.Wri
 	if err := os.RemoveAll(dir); err != nil {
 		return fail(stderr, exitError, fmt.Errorf("serve --lambdas: %w", err))
 	}
+	// --webhook-allow opens its ports to the deployed functions too
+	// (WEBHOOK_LOOPBACK_PORTS); the provider's callbacks are on at the
+	// API's own URL unless --public-url names another (the template's
+	// PublicBaseUrl), as serve has them.
+	var ports []uint16
+	for _, hp := range cfg.WebhookAllow {
+		port, err := runtime.ParseWebhookAllow(hp)
+		if err != nil {
+			return fail(stderr, exitUsage, err)
+		}
+		ports = append(ports, port)
+	}
+	params := map[string]string{}
+	switch {
+	case cfg.NoUpstreamWebhooks:
+		params["PublicBaseUrl"] = ""
+	case cfg.PublicBaseURL != "":
+		params["PublicBaseUrl"] = cfg.PublicBaseURL
+	}
 	l, err := lambdastack.StartLocal(ctx, lambdastack.LocalConfig{
-		Config:           lambdastack.Config{Root: root, Dir: dir, Addr: cfg.Addr, Log: cfg.Log, Progress: stdout},
+		Config: lambdastack.Config{Root: root, Dir: dir, Addr: cfg.Addr, Log: cfg.Log, Progress: stdout,
+			Parameters: params, WebhookLoopbackPorts: ports},
 		SimulatorLatency: cfg.SimulatorLatency, Routing: cfg.Routing})
 	if err != nil {
 		return fail(stderr, exitError, fmt.Errorf("serve --lambdas: %w", err))

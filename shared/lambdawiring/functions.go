@@ -13,6 +13,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/sfn"
 
 	"github.com/mediagen-dev/mediagen/shared/apiview"
+	"github.com/mediagen-dev/mediagen/shared/catalog"
 	"github.com/mediagen-dev/mediagen/shared/generation"
 	"github.com/mediagen-dev/mediagen/shared/httpapi"
 	"github.com/mediagen-dev/mediagen/shared/lambdahttp"
@@ -49,6 +50,13 @@ func Generate(ctx context.Context, log *slog.Logger) (any, error) {
 	p, err := generationWiring(ctx, log, withGenerationPolls, withPrices, withInputObjects)
 	if err != nil {
 		return nil, err
+	}
+	ports, err := webhookLoopbackPorts()
+	if err != nil {
+		return nil, err
+	}
+	if len(ports) > 0 {
+		p.settings.Validation = catalog.Options{AllowLoopbackURLs: true, WebhookLoopbackPorts: ports}
 	}
 	creator := generation.NewCreator(p.store, p.ups, p.queue, p.store, p.inputs, p.prices, p.settings)
 	return lambdahttp.Route(httpapi.GenerateRoute(creator, storewiring.PostGate(p.cfg, log))), nil
@@ -113,9 +121,13 @@ func Webhooks(ctx context.Context, log *slog.Logger) (any, error) {
 	if err != nil {
 		return nil, err
 	}
+	ports, err := webhookLoopbackPorts()
+	if err != nil {
+		return nil, err
+	}
 	st := storewiring.Store(cfg)
 	d := &webhook.Deliverer{Records: apiview.WebhookRecords{Store: st}, Store: st, Queue: q,
-		Client: webhook.SafeClient(), Log: log}
+		Client: webhook.SafeClient(ports...), Log: log}
 	return sqsbatch.Handler(d.HandleBatch), nil
 }
 
@@ -278,6 +290,8 @@ func ReadsEnvironment(ctx context.Context, name string) ([]string, error) {
 			return routingFile
 		case EnvUpstreamTokens:
 			return `{"example":"token"}`
+		case EnvWebhookLoopbackPorts:
+			return "" // none, as in AWS
 		}
 		return "https://example.invalid/" + k
 	}

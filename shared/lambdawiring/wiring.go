@@ -16,6 +16,7 @@ import (
 	"net"
 	"net/http"
 	"net/netip"
+	"strconv"
 	"strings"
 	"time"
 
@@ -59,7 +60,26 @@ const (
 	// EnvPublicBaseURL is the API's own URL, where the provider calls back
 	// (POST /api/upstream/webhook); unset, generations complete by polling.
 	EnvPublicBaseURL = "PUBLIC_BASE_URL"
+	// EnvWebhookLoopbackPorts lists ports of this machine ("8080,9090")
+	// that a webhook_url may name and a delivery may reach, as serve
+	// --webhook-allow opens them: for serve --lambdas, where the receiver
+	// is a local server. Empty in AWS, where a webhook goes to a public
+	// host only.
+	EnvWebhookLoopbackPorts = "WEBHOOK_LOOPBACK_PORTS"
 )
+
+// webhookLoopbackPorts reads EnvWebhookLoopbackPorts (none when empty).
+func webhookLoopbackPorts() ([]uint16, error) {
+	var ports []uint16
+	for _, p := range splitList(storewiring.Getenv(EnvWebhookLoopbackPorts)) {
+		n, err := strconv.ParseUint(p, 10, 16)
+		if err != nil || n == 0 {
+			return nil, fmt.Errorf("%s: %q is not a port number from 1 to 65535", EnvWebhookLoopbackPorts, p)
+		}
+		ports = append(ports, uint16(n))
+	}
+	return ports, nil
+}
 
 // Upstreams builds each upstream's client of the routing file, with the
 // tokens from the secret UPSTREAM_TOKENS_SECRET_ARN names ({"<upstream>":

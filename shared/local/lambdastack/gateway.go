@@ -51,7 +51,7 @@ func (s *Stack) mountAPI(mux *http.ServeMux) error {
 				return fmt.Errorf("%s: authorizer %s: %w", logical, name, err)
 			}
 			ttl := time.Duration(intOf(a["authorizerResultTtlInSeconds"], 0)) * time.Second
-			authorizers[name] = &apigw.LambdaAuthorizer{CacheTTL: ttl,
+			authorizers[name] = &apigw.LambdaAuthorizer{CacheTTL: ttl, Now: s.cfg.GatewayNow,
 				Func: func(ctx context.Context, req events.APIGatewayV2CustomAuthorizerV2Request) (resp events.APIGatewayV2CustomAuthorizerSimpleResponse, err error) {
 					err = invokeJSON(ctx, fn, req, &resp)
 					return resp, err

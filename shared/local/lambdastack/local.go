@@ -6,8 +6,10 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"net/http/httptest"
+	"strconv"
 	"strings"
 	"sync/atomic"
 	"time"
@@ -92,15 +94,33 @@ func StartLocal(ctx context.Context, cfg LocalConfig) (_ *Local, err error) {
 	l.Media.StartTLS()
 	cfg.MediaHost = strings.TrimPrefix(l.Media.URL, "https://")
 
+	// The provider's callbacks on, as serve has them: it calls the API
+	// back at the API's own address (the template's PublicBaseUrl), which
+	// needs its port before the stack starts.
+	if cfg.Parameters == nil {
+		cfg.Parameters = map[string]string{}
+	}
+	if _, set := cfg.Parameters["PublicBaseUrl"]; !set {
+		if cfg.Addr, err = concreteAddr(cfg.Addr); err != nil {
+			return nil, err
+		}
+		cfg.Parameters["PublicBaseUrl"] = "http://" + cfg.Addr
+	}
 	if l.Stack, err = Start(ctx, cfg.Config); err != nil {
 		return nil, err
 	}
 	stack.Store(l.Stack)
-	svc := &accounts.Service{Store: dynamostore.New(dynamodb.NewFromConfig(l.AdminConfig()), l.Tables())}
-	if l.Dev, err = svc.CreateAccount(ctx, accounts.NewAccount{Plan: domain.PlanPro, Credits: decimal.NewFromInt(1000)}); err != nil {
+	if l.Dev, err = l.NewAccount(ctx, accounts.NewAccount{Plan: domain.PlanPro, Credits: decimal.NewFromInt(1000)}); err != nil {
 		return nil, fmt.Errorf("make the dev account: %w", err)
 	}
 	return l, nil
+}
+
+// NewAccount makes an account, as the operator's `mediagen accounts
+// create` does on the stack's tables; its key has every scope.
+func (l *Local) NewAccount(ctx context.Context, a accounts.NewAccount) (accounts.CreatedAccount, error) {
+	svc := &accounts.Service{Store: dynamostore.New(dynamodb.NewFromConfig(l.AdminConfig()), l.Tables())}
+	return svc.CreateAccount(ctx, a)
 }
 
 // Tables are the stack's tables, as the functions' environment names them.
@@ -143,4 +163,26 @@ func (l *Local) Close() {
 	if l.Simulator != nil {
 		l.Simulator.Close()
 	}
+}
+
+// concreteAddr is addr (default 127.0.0.1:0) with a free port for port 0.
+func concreteAddr(addr string) (string, error) {
+	if addr == "" {
+		addr = "127.0.0.1:0"
+	}
+	host, port, err := net.SplitHostPort(addr)
+	if err != nil {
+		return "", fmt.Errorf("the HTTP API's address %q: %w", addr, err)
+	}
+	if host == "" {
+		host = "127.0.0.1"
+	}
+	if port == "0" {
+		p, err := freePort()
+		if err != nil {
+			return "", err
+		}
+		port = strconv.Itoa(p)
+	}
+	return net.JoinHostPort(host, port), nil
 }

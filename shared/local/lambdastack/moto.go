@@ -37,6 +37,8 @@ type Moto struct {
 	cmd    *exec.Cmd
 	proxy  *http.Server
 
+	observer atomic.Pointer[func(Exchange)]
+
 	mu      sync.Mutex
 	log     io.Writer
 	callers map[string]string // access key id -> who holds it
@@ -61,13 +63,36 @@ type Call struct {
 	Message string `json:"message,omitempty"`
 }
 
+// Exchange is one JSON-protocol request (DynamoDB, SQS, Secrets Manager,
+// Step Functions) and moto's answer, as Observe shows it.
+type Exchange struct {
+	// Caller is the function (or "admin") whose access key signed it.
+	Caller, Action    string
+	Status            int
+	Request, Response []byte
+}
+
+// Observe has f told of each JSON-protocol request moto answered, after
+// moto applied it and before its caller has the answer (so f can stop the
+// caller's process between a write and its reply, as a crash does), until
+// stop is called. One observer at a time.
+func (m *Moto) Observe(f func(Exchange)) (stop func()) {
+	m.observer.Store(&f)
+	return func() { m.observer.Store(nil) }
+}
+
+type requestBody struct{}
+
 // startMoto starts moto_server on a free loopback port with IAM checks off
 // for now (Enforce turns them on), loading AWS's managed policies, and
 // its proxy; accessLog gets one JSON line per request.
 func startMoto(ctx context.Context, accessLog, serverLog io.Writer) (*Moto, error) {
-	bin, err := exec.LookPath("moto_server")
+	// moto's server with the repository's two fixes (scripts/moto_server.py):
+	// a cancelled transaction restores the items it named, and a signature
+	// is checked against the query string as it was sent.
+	launcher, err := testsupport.MotoLauncher()
 	if err != nil {
-		return nil, fmt.Errorf("%s (%w)", testsupport.MotoFix, err)
+		return nil, err
 	}
 	var lastErr error
 	for attempt := 0; attempt < 3; attempt++ {
@@ -75,7 +100,7 @@ func startMoto(ctx context.Context, accessLog, serverLog io.Writer) (*Moto, erro
 		if err != nil {
 			return nil, err
 		}
-		cmd := exec.Command(bin, "-H", "127.0.0.1", "-p", strconv.Itoa(port))
+		cmd := exec.Command("python3", launcher, "-H", "127.0.0.1", "-p", strconv.Itoa(port))
 		// INITIAL_NO_AUTH_ACTION_COUNT: this many calls go unchecked; the
 		// set-up resets it to 0 (Enforce) once the roles exist, and from
 		// then on every call must be signed by an identity whose policies
@@ -84,7 +109,7 @@ func startMoto(ctx context.Context, accessLog, serverLog io.Writer) (*Moto, erro
 		cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 		cmd.Stdout, cmd.Stderr = serverLog, serverLog
 		if err := cmd.Start(); err != nil {
-			return nil, fmt.Errorf("start moto_server (%s): %w", bin, err)
+			return nil, fmt.Errorf("start moto's server (%s): %w", launcher, err)
 		}
 		m := &Moto{Server: "http://127.0.0.1:" + strconv.Itoa(port), cmd: cmd, log: accessLog, callers: map[string]string{}}
 		if lastErr = waitAnswering(ctx, m.Server, 60*time.Second); lastErr == nil {
@@ -183,6 +208,17 @@ func (m *Moto) startProxy() error {
 	}
 	rp := httputil.NewSingleHostReverseProxy(target)
 	rp.ModifyResponse = func(resp *http.Response) error {
+		if req, ok := resp.Request.Context().Value(requestBody{}).([]byte); ok {
+			if f := m.observer.Load(); f != nil {
+				body, err := io.ReadAll(resp.Body)
+				resp.Body.Close()
+				if err != nil {
+					return err
+				}
+				resp.Body = io.NopCloser(bytes.NewReader(body))
+				(*f)(Exchange{Caller: m.caller(resp.Request), Action: action(resp.Request), Status: resp.StatusCode, Request: req, Response: body})
+			}
+		}
 		if resp.StatusCode < 400 {
 			return nil
 		}
@@ -220,6 +256,15 @@ func (m *Moto) startProxy() error {
 			dynamo.Lock()
 			defer dynamo.Unlock()
 		}
+		if m.observer.Load() != nil && jsonProtocol(r) {
+			body, err := io.ReadAll(r.Body)
+			if err != nil {
+				http.Error(w, err.Error(), http.StatusBadRequest)
+				return
+			}
+			r.Body = io.NopCloser(bytes.NewReader(body))
+			r = r.WithContext(context.WithValue(r.Context(), requestBody{}, body))
+		}
 		rp.ServeHTTP(w, r)
 	})}
 	go m.proxy.Serve(ln)
@@ -230,20 +275,29 @@ func (m *Moto) startProxy() error {
 // record logs a call moto answered with an error.
 func (m *Moto) record(r *http.Request, status int, code, msg string) {
 	c := Call{Time: time.Now().UTC(), Action: action(r), Status: status, Code: code, Message: msg}
+	c.Caller = m.caller(r)
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	c.Caller = "unsigned"
-	if k := credentialKey.FindStringSubmatch(r.Header.Get("Authorization")); k != nil {
-		c.Caller = m.callers[k[1]]
-		if c.Caller == "" {
-			c.Caller = k[1]
-		}
-	}
 	m.errors = append(m.errors, c)
 	if m.log != nil {
 		line, _ := json.Marshal(c)
 		m.log.Write(append(line, '\n'))
 	}
+}
+
+// caller names who signed a request: the function (or "admin") holding
+// its access key.
+func (m *Moto) caller(r *http.Request) string {
+	k := credentialKey.FindStringSubmatch(r.Header.Get("Authorization"))
+	if k == nil {
+		return "unsigned"
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if who := m.callers[k[1]]; who != "" {
+		return who
+	}
+	return k[1]
 }
 
 // jsonProtocol reports whether a request uses AWS's JSON protocol.

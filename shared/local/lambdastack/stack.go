@@ -23,6 +23,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -30,6 +31,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 
 	"github.com/mediagen-dev/mediagen/deploy"
+	"github.com/mediagen-dev/mediagen/shared/lambdawiring"
 	"github.com/mediagen-dev/mediagen/shared/local/apigw"
 	"github.com/mediagen-dev/mediagen/shared/local/lambdaruntime"
 )
@@ -57,6 +59,13 @@ type Config struct {
 	// MediaHost is what the CDN's domain name resolves to (the outputs'
 	// origin, host:port).
 	MediaHost string
+	// WebhookLoopbackPorts are the ports of this machine a webhook_url may
+	// name and a delivery reach (serve --webhook-allow): they fill the
+	// template's WEBHOOK_LOOPBACK_PORTS, empty in AWS.
+	WebhookLoopbackPorts []uint16
+	// GatewayNow is the clock of the authorizer's cache (default the wall
+	// clock): a test moves it past the cache's TTL rather than wait.
+	GatewayNow func() time.Time
 	// Edit, when set, may change the expanded template before anything is
 	// made from it (a test removes a permission with it).
 	Edit func(doc map[string]any)
@@ -77,6 +86,8 @@ type Stack struct {
 	admin     creds
 	roles     map[string]roleInfo
 	functions map[string]*Function
+	// schedules are the scheduled rules' targets by the rule's logical ID.
+	schedules map[string][]*Function
 	made      []string
 	server    *http.Server
 	cancel    context.CancelFunc
@@ -160,7 +171,7 @@ func Start(ctx context.Context, cfg Config) (_ *Stack, err error) {
 	if err := os.MkdirAll(filepath.Join(cfg.Dir, "logs"), 0o755); err != nil {
 		return nil, err
 	}
-	s := &Stack{cfg: cfg, roles: map[string]roleInfo{}, functions: map[string]*Function{}}
+	s := &Stack{cfg: cfg, roles: map[string]roleInfo{}, functions: map[string]*Function{}, schedules: map[string][]*Function{}}
 	defer func() {
 		if err != nil {
 			s.Close()
@@ -315,6 +326,13 @@ func (s *Stack) addFunction(logical, bootstrap string) error {
 		if _, declared := env[k]; declared && env[k] == "" {
 			env[k] = "when_required"
 		}
+	}
+	if v, declared := env[lambdawiring.EnvWebhookLoopbackPorts]; declared && v == "" {
+		var ports []string
+		for _, p := range s.cfg.WebhookLoopbackPorts {
+			ports = append(ports, strconv.Itoa(int(p)))
+		}
+		env[lambdawiring.EnvWebhookLoopbackPorts] = strings.Join(ports, ",")
 	}
 	name := s.res.created[logical].ref
 	root := filepath.Join(s.cfg.Dir, "functions", logical)
