@@ -22,16 +22,29 @@ var integrationFunction = regexp.MustCompile(`/functions/(.+)/invocations$`)
 // path and method of its OpenAPI body invokes its integration's function
 // with a payload format 2.0 event, behind its Lambda authorizer (with the
 // authorizer's cache TTL) unless the route says NONE; API Gateway's own
-// limits (10 MB bodies, the 30 s integration timeout) are apigw's.
-func (s *Stack) mountAPI(mux *http.ServeMux) error {
-	for _, logical := range s.resourcesOfType("AWS::ApiGatewayV2::Api") {
+// limits (10 MB bodies, the 30 s integration timeout) are apigw's. The
+// handler it returns answers CORS as the API's configuration says.
+func (s *Stack) mountAPI(mux *http.ServeMux) (http.Handler, error) {
+	var handler http.Handler = mux
+	apis := s.resourcesOfType("AWS::ApiGatewayV2::Api")
+	if len(apis) > 1 {
+		return nil, fmt.Errorf("the template has %d HTTP APIs; one listener serves one", len(apis))
+	}
+	for _, logical := range apis {
 		props, err := s.properties(logical)
 		if err != nil {
-			return err
+			return nil, err
 		}
 		body, _ := props["Body"].(map[string]any)
 		if body == nil {
-			return fmt.Errorf("%s has no OpenAPI Body", logical)
+			return nil, fmt.Errorf("%s has no OpenAPI Body", logical)
+		}
+		cors, err := apigw.CORSFromBody(body)
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", logical, err)
+		}
+		if cors != nil {
+			handler = cors.Wrap(mux)
 		}
 		authorizers := map[string]*apigw.LambdaAuthorizer{}
 		schemes, _ := body["components"].(map[string]any)["securitySchemes"].(map[string]any)
@@ -41,14 +54,14 @@ func (s *Stack) mountAPI(mux *http.ServeMux) error {
 				continue
 			}
 			if a["type"] != "request" || fmt.Sprint(a["authorizerPayloadFormatVersion"]) != "2.0" || a["enableSimpleResponses"] != true {
-				return fmt.Errorf("%s: authorizer %s is not a payload 2.0 request authorizer with simple responses, the one shape modelled here", logical, name)
+				return nil, fmt.Errorf("%s: authorizer %s is not a payload 2.0 request authorizer with simple responses, the one shape modelled here", logical, name)
 			}
 			if ids, _ := a["identitySource"].([]any); len(ids) != 1 || ids[0] != "$request.header.Authorization" {
-				return fmt.Errorf("%s: authorizer %s's identity source is %v; apigw models $request.header.Authorization", logical, name, a["identitySource"])
+				return nil, fmt.Errorf("%s: authorizer %s's identity source is %v; apigw models $request.header.Authorization", logical, name, a["identitySource"])
 			}
 			fn, err := s.uriFunction(fmt.Sprint(a["authorizerUri"]))
 			if err != nil {
-				return fmt.Errorf("%s: authorizer %s: %w", logical, name, err)
+				return nil, fmt.Errorf("%s: authorizer %s: %w", logical, name, err)
 			}
 			ttl := time.Duration(intOf(a["authorizerResultTtlInSeconds"], 0)) * time.Second
 			authorizers[name] = &apigw.LambdaAuthorizer{CacheTTL: ttl, Now: s.cfg.GatewayNow,
@@ -68,11 +81,11 @@ func (s *Stack) mountAPI(mux *http.ServeMux) error {
 					continue
 				}
 				if integ["type"] != "aws_proxy" || fmt.Sprint(integ["payloadFormatVersion"]) != "2.0" {
-					return fmt.Errorf("%s: %s %s is not a Lambda proxy integration with payload format 2.0", logical, method, path)
+					return nil, fmt.Errorf("%s: %s %s is not a Lambda proxy integration with payload format 2.0", logical, method, path)
 				}
 				fn, err := s.uriFunction(fmt.Sprint(integ["uri"]))
 				if err != nil {
-					return fmt.Errorf("%s: %s %s: %w", logical, method, path, err)
+					return nil, fmt.Errorf("%s: %s %s: %w", logical, method, path, err)
 				}
 				auth := ""
 				if sec, _ := op["security"].([]any); len(sec) > 0 {
@@ -81,7 +94,7 @@ func (s *Stack) mountAPI(mux *http.ServeMux) error {
 					}
 				}
 				if auth != "NONE" && auth != "" && authorizers[auth] == nil {
-					return fmt.Errorf("%s: %s %s names authorizer %s, which the API does not define", logical, method, path, auth)
+					return nil, fmt.Errorf("%s: %s %s names authorizer %s, which the API does not define", logical, method, path, auth)
 				}
 				byAuth[auth] = append(byAuth[auth], apigw.Route{Method: strings.ToUpper(method), Path: path,
 					Handler: func(ctx context.Context, ev events.APIGatewayV2HTTPRequest) (resp events.APIGatewayV2HTTPResponse, err error) {
@@ -94,7 +107,7 @@ func (s *Stack) mountAPI(mux *http.ServeMux) error {
 			apigw.Mount(mux, routes, authorizers[auth], apigw.DefaultTimeouts, s.cfg.Log)
 		}
 	}
-	return nil
+	return handler, nil
 }
 
 // uriFunction is the function an integration URI invokes.

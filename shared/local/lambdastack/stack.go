@@ -263,11 +263,12 @@ func Start(ctx context.Context, cfg Config) (_ *Stack, err error) {
 	intercept := s.intercept
 	s.Moto.intercept.Store(&intercept)
 	mux := http.NewServeMux()
-	if err := s.mountAPI(mux); err != nil {
+	api, err := s.mountAPI(mux)
+	if err != nil {
 		ln.Close()
 		return nil, err
 	}
-	s.server = apigw.DefaultTimeouts.Server(mux)
+	s.server = apigw.DefaultTimeouts.Server(api)
 	go s.server.Serve(ln)
 	if err := s.startEventSources(runCtx); err != nil {
 		return nil, err

@@ -676,3 +676,45 @@ func (s *Stack) parameter(name string) string {
 	p, _ := s.doc["Parameters"].(map[string]any)[name].(map[string]any)
 	return fmt.Sprint(p["Default"])
 }
+
+// A browser on another origin reaches the API as the template's
+// CorsConfiguration allows: the gateway answers the preflight itself (no
+// authorizer, no route runs), and a real request's answer names the
+// origin and exposes the rate-limit headers.
+func TestABrowserOnAnotherOriginPassesCORSAsConfigured(t *testing.T) {
+	l := shared(t)
+	authorizer, generate := l.Functions()["AuthorizerFunction"], l.Functions()["GenerateFunction"]
+	authBefore, genBefore := authorizer.Invocations(), generate.Invocations()
+	req, _ := http.NewRequest(http.MethodOptions, l.BaseURL+"/api/generations/generate", nil)
+	req.Header.Set("Origin", "https://studio.example")
+	req.Header.Set("Access-Control-Request-Method", "POST")
+	req.Header.Set("Access-Control-Request-Headers", "authorization,content-type,idempotency-key")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	h := resp.Header
+	if resp.StatusCode != http.StatusNoContent || h.Get("Access-Control-Allow-Origin") != "*" ||
+		!strings.Contains(h.Get("Access-Control-Allow-Methods"), "POST") ||
+		!strings.Contains(h.Get("Access-Control-Allow-Headers"), "idempotency-key") || h.Get("Access-Control-Max-Age") != "600" {
+		t.Errorf("preflight: HTTP %d, headers %v; want 204 with the template's CORS configuration", resp.StatusCode, h)
+	}
+	if authorizer.Invocations() != authBefore || generate.Invocations() != genBefore {
+		t.Errorf("the preflight invoked the authorizer %d and the route %d times; the gateway answers it alone",
+			authorizer.Invocations()-authBefore, generate.Invocations()-genBefore)
+	}
+
+	req, _ = http.NewRequest(http.MethodGet, l.BaseURL+"/api/account", nil)
+	req.Header.Set("Origin", "https://studio.example")
+	req.Header.Set("Authorization", "Bearer "+l.Dev.APIKey)
+	resp, err = http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusOK || resp.Header.Get("Access-Control-Allow-Origin") != "*" ||
+		!strings.Contains(resp.Header.Get("Access-Control-Expose-Headers"), "x-ratelimit-remaining") {
+		t.Errorf("GET /api/account from another origin: HTTP %d, headers %v; want 200 allowing the origin and exposing the rate-limit headers", resp.StatusCode, resp.Header)
+	}
+}
