@@ -57,7 +57,8 @@ type Config struct {
 	// Resources maps each Task's (substituted) Resource to its function; for
 	// arn:aws:states:::lambda:invoke, its Parameters.FunctionName.
 	Resources map[string]TaskFunc
-	// WaitScale multiplies Wait durations and Retry intervals (tests: 0.01).
+	// WaitScale multiplies Wait durations, Retry intervals, TimeoutSeconds,
+	// HeartbeatSeconds and FunctionTimeouts alike (tests: 0.01).
 	WaitScale float64
 	// Clock is the machine's time (default: the wall clock).
 	Clock Clock
