@@ -325,3 +325,28 @@ func TestFailPathsThatSelectNoStringAreRuntimeErrors(t *testing.T) {
 		})
 	}
 }
+
+// On the wall clock a handler sees its function's deadline, as a Lambda
+// handler does; one that returns its context's error at the deadline is
+// still reported as Lambda reports it, Sandbox.Timedout.
+func TestAHandlerSeesItsDeadlineAndStillTimesOut(t *testing.T) {
+	var hadDeadline atomic.Bool
+	res := map[string]TaskFunc{"slow": func(ctx context.Context, _ json.RawMessage) (json.RawMessage, error) {
+		_, ok := ctx.Deadline()
+		hadDeadline.Store(ok)
+		<-ctx.Done()
+		return nil, ctx.Err()
+	}}
+	for range 5 {
+		m, err := Load("deadline", []byte(`{"StartAt":"T","States":{"T":{"Type":"Task","Resource":"slow","End":true}}}`),
+			Config{Resources: res, WaitScale: 0.01, FunctionTimeouts: map[string]time.Duration{"slow": 3 * time.Second}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, err = m.Run(context.Background(), "x", json.RawMessage(`{}`))
+		m.Close()
+		if ee, _ := AsExecutionError(err); ee.Error != "Sandbox.Timedout" || !hadDeadline.Load() {
+			t.Fatalf("%v (the handler had a deadline: %v); want Sandbox.Timedout", err, hadDeadline.Load())
+		}
+	}
+}

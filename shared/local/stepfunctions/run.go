@@ -700,16 +700,21 @@ func (m *Machine) invoke(ctx context.Context, fn string, input json.RawMessage) 
 	stopLife := context.AfterFunc(m.life, func() { cancel(errClosed) })
 	fnCtx, stopDeadline := callCtx, context.CancelFunc(func() {})
 	stopTimer := func() bool { return false }
+	pastTimeout := func() bool { return false }
+	var timedOut invocation
 	if limit := m.cfg.FunctionTimeouts[fn]; limit > 0 {
 		d := m.scaled(limit.Seconds())
+		deadline := m.cfg.Clock.Now().Add(d)
+		pastTimeout = func() bool { return !m.cfg.Clock.Now().Before(deadline) }
+		timedOut = invocation{err: &TaskError{Name: "Sandbox.Timedout",
+			Cause: fmt.Sprintf("Task timed out after %.2f seconds", limit.Seconds())}}
 		if _, wall := m.cfg.Clock.(wallClock); wall {
 			// The handler sees its deadline, as a Lambda handler does.
 			fnCtx, stopDeadline = context.WithTimeout(callCtx, d)
 		}
 		stopTimer = m.cfg.Clock.AfterFunc(d, func() {
-			cancel(context.DeadlineExceeded) // Lambda stops the function, then reports it
-			finish(invocation{err: &TaskError{Name: "Sandbox.Timedout",
-				Cause: fmt.Sprintf("Task timed out after %.2f seconds", limit.Seconds())}})
+			finish(timedOut) // Lambda reports the function it stops
+			cancel(context.DeadlineExceeded)
 		})
 	}
 	go func() {
@@ -719,6 +724,9 @@ func (m *Machine) invoke(ctx context.Context, fn string, input json.RawMessage) 
 		defer stopLife()
 		defer stopTimer()
 		out, err := m.call(fnCtx, fn, input)
+		if pastTimeout() { // whatever a handler answers at its deadline, Lambda has stopped it
+			finish(timedOut)
+		}
 		finish(invocation{out: out, err: err})
 	}()
 	return done
