@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"strings"
+	"time"
 
 	"gopkg.in/yaml.v3"
 )
@@ -112,6 +113,34 @@ func FromDocument(doc any) (*Template, error) {
 		t.Resources[name] = res
 	}
 	return t, nil
+}
+
+// LambdaDefaultTimeout is a function's Timeout when neither it nor the
+// Globals set one (Lambda's default, 3 s).
+const LambdaDefaultTimeout = 3 * time.Second
+
+// FunctionTimeout is the Timeout of the function id: its own, else the
+// Globals', else Lambda's default.
+func (t *Template) FunctionTimeout(id string) (time.Duration, error) {
+	r, ok := t.Resources[id]
+	if !ok || (r.Type != "AWS::Serverless::Function" && r.Type != "AWS::Lambda::Function") {
+		return 0, fmt.Errorf("%s is not a function of the template", id)
+	}
+	v, ok := r.Properties["Timeout"]
+	if !ok {
+		return LambdaDefaultTimeout, nil
+	}
+	switch n := v.(type) {
+	case int:
+		if n > 0 {
+			return time.Duration(n) * time.Second, nil
+		}
+	case float64:
+		if n > 0 && n == float64(int(n)) {
+			return time.Duration(n) * time.Second, nil
+		}
+	}
+	return 0, fmt.Errorf("%s: Timeout %v is not a whole positive number of seconds", id, v)
 }
 
 // shortTags maps CloudFormation's short-form tags to their long form.

@@ -15,6 +15,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/mediagen-dev/mediagen/shared/lambdawiring"
 )
@@ -525,5 +526,36 @@ func TestEveryRouteOfTheSpecReachesItsFunction(t *testing.T) {
 	}
 	for key, fn := range found {
 		t.Errorf("%s: route %s is not in the spec", fn, key)
+	}
+}
+
+// A function's Timeout is its own, else the Globals', else Lambda's 3 s.
+func TestFunctionTimeoutFallsBackToGlobalsThenLambdasDefault(t *testing.T) {
+	tests := []struct {
+		name, yaml string
+		want       time.Duration
+		fails      bool
+	}{
+		{"own", "Globals: {Function: {Timeout: 29}}\nResources: {F: {Type: AWS::Serverless::Function, Properties: {Timeout: 150}}}", 150 * time.Second, false},
+		{"Globals", "Globals: {Function: {Timeout: 29}}\nResources: {F: {Type: AWS::Serverless::Function, Properties: {}}}", 29 * time.Second, false},
+		{"Lambda's default", "Resources: {F: {Type: AWS::Serverless::Function, Properties: {}}}", 3 * time.Second, false},
+		{"not a function", "Resources: {F: {Type: AWS::SQS::Queue, Properties: {}}}", 0, true},
+		{"not a number", "Resources: {F: {Type: AWS::Serverless::Function, Properties: {Timeout: !Ref T}}}", 0, true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			doc, err := Parse([]byte(tt.yaml))
+			if err != nil {
+				t.Fatal(err)
+			}
+			tpl, err := FromDocument(doc)
+			if err != nil {
+				t.Fatal(err)
+			}
+			got, err := tpl.FunctionTimeout("F")
+			if (err != nil) != tt.fails || got != tt.want {
+				t.Errorf("FunctionTimeout = %s, %v; want %s (an error: %v)", got, err, tt.want, tt.fails)
+			}
+		})
 	}
 }

@@ -79,11 +79,13 @@ func TestEveryWorkflowPlaceholderIsSubstitutedAndUsed(t *testing.T) {
 		taskFunction[name] = fn
 	}
 
-	// A task's state gives up before its function does: the state's
-	// States.Timeout is retried, whereas a function killed at its own
-	// timeout ends as Sandbox.Timedout (older: Lambda.Unknown). A state
-	// waiting on a task token times the wait for the token, not the
-	// function's invocation.
+	// A task's state gives up before its function does, or the state
+	// retries both ways its invocation may end too long: a state that
+	// times out fails with States.Timeout while the function runs on, and
+	// a function past its own Timeout is stopped by Lambda and reported as
+	// Sandbox.Timedout (older: Lambda.Unknown). A state waiting on a task
+	// token times the wait for the token, which outlasts the invocation:
+	// its function's timeout must be retried.
 	var def map[string]any
 	if err := json.Unmarshal(raw, &def); err != nil {
 		t.Fatal(err)
@@ -93,13 +95,20 @@ func TestEveryWorkflowPlaceholderIsSubstitutedAndUsed(t *testing.T) {
 		if !ok {
 			continue
 		}
-		fnTimeout, _ := number(tmpl(t).Resources[fn].Properties["Timeout"])
+		fnTimeout, err := tmpl(t).FunctionTimeout(fn)
+		if err != nil {
+			t.Errorf("%s: %v", definitionFile, err)
+			continue
+		}
 		stateTimeout, _ := number(task.state["TimeoutSeconds"])
+		bothRetried := retrier(task.state, "States.Timeout") != nil && retrier(task.state, "Sandbox.Timedout") != nil
 		switch {
 		case stateTimeout == 0:
 			t.Errorf("%s: state %s has no TimeoutSeconds; a hung task would hold the execution", definitionFile, task.name)
-		case !task.token && stateTimeout >= fnTimeout:
-			t.Errorf("%s: state %s's TimeoutSeconds %d s is not below %s's Timeout %d s: the function dies first, with Sandbox.Timedout", definitionFile, task.name, stateTimeout, fn, fnTimeout)
+		case task.token && retrier(task.state, "Sandbox.Timedout") == nil:
+			t.Errorf("%s: state %s waits for a task token %d s, beyond %s's Timeout %s, and does not retry Sandbox.Timedout", definitionFile, task.name, stateTimeout, fn, fnTimeout)
+		case !task.token && time.Duration(stateTimeout)*time.Second >= fnTimeout && !bothRetried:
+			t.Errorf("%s: state %s's TimeoutSeconds %d s is not below %s's Timeout %s, and it does not retry both States.Timeout and Sandbox.Timedout: the function dies first, with Sandbox.Timedout", definitionFile, task.name, stateTimeout, fn, fnTimeout)
 		}
 	}
 

@@ -31,75 +31,10 @@ import (
 	"github.com/mediagen-dev/mediagen/statemachines"
 )
 
-// fakeClock is the test's time, the provider's, the queue's and the
-// workflow's alike: it moves only when the queue delivers a delayed
-// message, so 40 minutes of provider latency pass in moments, and the
-// workflow's timeouts and heartbeats count that time, not how long a
-// loaded machine takes over ffmpeg.
-type fakeClock struct {
-	mu     sync.Mutex
-	now    time.Time
-	timers []*fakeTimer
-}
-
-type fakeTimer struct {
-	at    time.Time
-	f     func()
-	ended bool // fired or stopped
-}
-
-func (c *fakeClock) Now() time.Time { c.mu.Lock(); defer c.mu.Unlock(); return c.now }
-
-// AfterFunc is stepfunctions.Clock's: f runs once the clock has been moved
-// d past now.
-func (c *fakeClock) AfterFunc(d time.Duration, f func()) func() bool {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	t := &fakeTimer{at: c.now.Add(d), f: f}
-	if d <= 0 {
-		t.ended = true
-		go f()
-	} else {
-		c.timers = append(c.timers, t)
-	}
-	return func() bool {
-		c.mu.Lock()
-		defer c.mu.Unlock()
-		stopped := !t.ended
-		t.ended = true
-		return stopped
-	}
-}
-
-// advanceTo moves the clock to t and runs the timers due by then.
-func (c *fakeClock) advanceTo(t time.Time) {
-	c.mu.Lock()
-	if t.After(c.now) {
-		c.now = t
-	}
-	var due []func()
-	pending := c.timers[:0]
-	for _, tm := range c.timers {
-		switch {
-		case tm.ended:
-		case !tm.at.After(c.now):
-			tm.ended = true
-			due = append(due, tm.f)
-		default:
-			pending = append(pending, tm)
-		}
-	}
-	c.timers = pending
-	c.mu.Unlock()
-	for _, f := range due {
-		go f()
-	}
-}
-
 // slowProvider renders every job in latency of the fake clock.
 type slowProvider struct {
 	srv     *httptest.Server
-	clock   *fakeClock
+	clock   *stepfunctions.ManualClock
 	latency time.Duration
 	clip    []byte
 	mu      sync.Mutex
@@ -134,7 +69,7 @@ func (p *slowProvider) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 // fake clock, to the poller's handler, as SQS and the poller would.
 type clockQueue struct {
 	mu    sync.Mutex
-	clock *fakeClock
+	clock *stepfunctions.ManualClock
 	msgs  []clockMsg
 	sent  chan struct{} // a message was sent (buffered: one is enough)
 }
@@ -201,7 +136,12 @@ func TestTheLongestVideoFitsStepFunctionsLimits(t *testing.T) {
 	clip, _ := os.ReadFile(clipPath)
 	wav, _ := os.ReadFile(wavPath)
 
-	clock := &fakeClock{now: time.Date(2026, 11, 24, 12, 0, 0, 0, time.UTC)}
+	// The test's time, the provider's, the queue's and the workflow's
+	// alike: it moves only when the queue delivers a delayed message, so 40
+	// minutes of provider latency pass in moments, and the workflow's
+	// timeouts and heartbeats count that time, not how long a loaded
+	// machine takes over ffmpeg.
+	clock := stepfunctions.NewManualClock(time.Date(2026, 11, 24, 12, 0, 0, 0, time.UTC))
 	p := &slowProvider{clock: clock, latency: 40 * time.Minute, clip: clip, started: map[string]time.Time{}}
 	p.srv = httptest.NewServer(p)
 	defer p.srv.Close()
@@ -294,7 +234,7 @@ poll:
 			continue
 		}
 		running.Lock()
-		clock.advanceTo(msg.at)
+		clock.AdvanceTo(msg.at)
 		polls++
 		_, err := steps.HandleMessage(ctx, msg.body)
 		running.Unlock()

@@ -49,17 +49,25 @@ type Failure struct {
 // MarkFailed marks the video failed with a readable error, releases its
 // hold in full and stops every scene job that may still run, freeing its
 // slot. A repeat, or an event for a video already final, changes nothing.
+// Its output always has an error: the workflow's Fail state reads its
+// cause from it (CausePath $.error), and one that selects nothing would
+// fail the execution with States.Runtime instead — as it would when the
+// video had already completed or been canceled.
 func (s *Steps) MarkFailed(ctx context.Context, in FailTask) (Ended, error) {
 	if in.Detail != nil {
 		in = failTaskOf(*in.Detail)
 		if _, err := s.Store.GetLongVideo(ctx, in.VideoID); errors.Is(err, domain.ErrNotFound) {
 			s.log().WarnContext(ctx, "execution event for no video of ours", "execution", in.VideoID)
-			return Ended{}, nil
+			return Ended{VideoID: in.VideoID, Error: "no such video: " + readable(in.Failure)}, nil
 		}
 	}
-	view, err := s.finish(ctx, in.VideoID, domain.Outcome{Status: domain.StatusFailed, Error: readable(in.Failure)})
+	failure := readable(in.Failure)
+	view, err := s.finish(ctx, in.VideoID, domain.Outcome{Status: domain.StatusFailed, Error: failure})
 	if err != nil {
 		return view, err
+	}
+	if view.Error == "" {
+		view.Error = fmt.Sprintf("%s (the video had already ended %s)", failure, view.Status)
 	}
 	v, err := s.Store.GetLongVideo(ctx, in.VideoID)
 	if err != nil {

@@ -350,6 +350,48 @@ func TestAStoppedVideosSceneIsCanceledUpstreamAndFreed(t *testing.T) {
 	}
 }
 
+// MarkFailed's output always carries an error, however the video ended:
+// the workflow's Fail state reads its cause from $.error, and a CausePath
+// that selects nothing fails the execution with States.Runtime instead of
+// LongVideoFailed. The video itself keeps how it ended.
+func TestMarkFailedAlwaysYieldsAnError(t *testing.T) {
+	ctx := context.Background()
+	tests := []struct {
+		ended domain.Outcome
+		says  string
+	}{
+		{domain.Outcome{Status: domain.StatusCompleted, OutputURLs: []string{"https://files.example/final.mp4"}, TotalDuration: 10},
+			"(the video had already ended completed)"},
+		{domain.Outcome{Status: domain.StatusCanceled, Error: "canceled by the caller"}, "canceled by the caller"},
+		{domain.Outcome{Status: domain.StatusProcessing}, "a step kept failing: finalize kept failing"},
+	}
+	for _, tt := range tests {
+		t.Run(string(tt.ended.Status), func(t *testing.T) {
+			r := newSceneRig(t, 0, "processing")
+			if tt.ended.Status != domain.StatusProcessing {
+				if err := r.store.FinishLongVideo(ctx, r.video.ID, tt.ended, time.Now()); err != nil {
+					t.Fatal(err)
+				}
+			}
+			view, err := r.steps.MarkFailed(ctx, longstory.FailTask{VideoID: r.video.ID,
+				Failure: longstory.Failure{Error: "TransientError", Cause: "finalize kept failing"}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if view.Error == "" || !strings.Contains(view.Error, tt.says) {
+				t.Errorf("MarkFailed on a %s video: %+v, want an error saying %q", tt.ended.Status, view, tt.says)
+			}
+			v, err := r.store.GetLongVideo(ctx, r.video.ID)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if want := tt.ended.Status; want != domain.StatusProcessing && v.Status != want {
+				t.Errorf("the video is %s, want it left %s", v.Status, want)
+			}
+		})
+	}
+}
+
 func TestParseScenePollTellsScenesFromGenerations(t *testing.T) {
 	for _, tc := range []struct {
 		body        string

@@ -31,6 +31,8 @@ import (
 
 	"github.com/shopspring/decimal"
 
+	"github.com/mediagen-dev/mediagen"
+	"github.com/mediagen-dev/mediagen/deploy"
 	"github.com/mediagen-dev/mediagen/shared/accounts"
 	"github.com/mediagen-dev/mediagen/shared/apiview"
 	"github.com/mediagen-dev/mediagen/shared/catalog"
@@ -40,6 +42,7 @@ import (
 	"github.com/mediagen-dev/mediagen/shared/httpapi"
 	"github.com/mediagen-dev/mediagen/shared/jwtauth"
 	"github.com/mediagen-dev/mediagen/shared/lambdahttp"
+	"github.com/mediagen-dev/mediagen/shared/lambdawiring"
 	"github.com/mediagen-dev/mediagen/shared/local/apigw"
 	"github.com/mediagen-dev/mediagen/shared/local/costs"
 	"github.com/mediagen-dev/mediagen/shared/local/espeak"
@@ -98,7 +101,8 @@ type Config struct {
 	// SimulatorAddr is the built-in simulator's API address (default
 	// 127.0.0.1:0).
 	SimulatorAddr string
-	// UpstreamTimeout bounds one call to an upstream (default 30 s).
+	// UpstreamTimeout bounds one try of a call to an upstream (default: the
+	// deployed functions', lambdawiring.UpstreamTuning).
 	UpstreamTimeout time.Duration
 	// PublicBaseURL is where an upstream off this machine can call back
 	// (a tunnel to this runtime); without it only upstreams on loopback
@@ -449,7 +453,7 @@ func withDefaults(cfg Config) Config {
 		cfg.PollInterval = time.Second
 	}
 	if cfg.UpstreamTimeout == 0 {
-		cfg.UpstreamTimeout = 30 * time.Second
+		cfg.UpstreamTimeout = lambdawiring.UpstreamTuning.HTTP.Timeout
 	}
 	if cfg.QueueVisibility == 0 {
 		cfg.QueueVisibility = 5 * time.Second
@@ -656,6 +660,11 @@ func (r *Runtime) Close(ctx context.Context) error {
 	if r.cancel != nil {
 		r.cancel()
 	}
+	if r.Workflow != nil {
+		// The stopped executions' invocations run on, as in AWS, until
+		// the runner closes: they end before what they use does.
+		r.Workflow.Close()
+	}
 	r.wg.Wait()
 	return errors.Join(err, r.closeParts())
 }
@@ -695,10 +704,14 @@ func longStoryWorkflow(steps *longstory.Steps, waitScale float64, log *slog.Logg
 		arn := "arn:aws:lambda:local:000000000000:function:" + strings.TrimSuffix(name, "FunctionArn")
 		subs[name], resources[arn] = arn, meter.Task(arn, stepfunctions.Handler(fn))
 	}
+	timeouts, err := taskTimeouts(subs)
+	if err != nil {
+		return nil, fmt.Errorf("long-story workflow: %w", err)
+	}
 	safetyNet := resources[subs["MarkFailedFunctionArn"]]
 	wlog := log.With("component", "workflow")
 	m, err := stepfunctions.Load("long-story", statemachines.LongStory, stepfunctions.Config{
-		Substitutions: subs, Resources: resources, WaitScale: waitScale, Log: wlog,
+		Substitutions: subs, Resources: resources, WaitScale: waitScale, Log: wlog, FunctionTimeouts: timeouts,
 		OnTransition: func() { meter.AddTransitions(1) },
 		OnExecutionEnd: func(end stepfunctions.ExecutionEnd) {
 			if end.Status == "SUCCEEDED" || shuttingDown() {
@@ -716,6 +729,31 @@ func longStoryWorkflow(steps *longstory.Steps, waitScale float64, log *slog.Logg
 		return nil, fmt.Errorf("long-story workflow: %w", err)
 	}
 	return &stepfunctions.Workflow{Machine: m}, nil
+}
+
+// taskTimeouts gives each task function (by its ARN in subs, keyed by its
+// placeholder) the Timeout template.yaml gives it: the runner fails an
+// invocation past it with Sandbox.Timedout, as Lambda does. The template's
+// DefinitionSubstitutions name each placeholder's function, <name minus
+// Arn> (deploy/ checks it).
+func taskTimeouts(subs map[string]string) (map[string]time.Duration, error) {
+	doc, err := deploy.Parse(mediagen.Template)
+	if err != nil {
+		return nil, fmt.Errorf("template.yaml: %w", err)
+	}
+	tpl, err := deploy.FromDocument(doc)
+	if err != nil {
+		return nil, fmt.Errorf("template.yaml: %w", err)
+	}
+	timeouts := make(map[string]time.Duration, len(subs))
+	for name, arn := range subs {
+		d, err := tpl.FunctionTimeout(strings.TrimSuffix(name, "Arn"))
+		if err != nil {
+			return nil, fmt.Errorf("template.yaml: %w", err)
+		}
+		timeouts[arn] = d
+	}
+	return timeouts, nil
 }
 
 // ensureDevAccount makes the dev account on first start and reads it after.

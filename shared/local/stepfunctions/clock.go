@@ -2,6 +2,7 @@ package stepfunctions
 
 import (
 	"context"
+	"sync"
 	"time"
 )
 
@@ -84,4 +85,87 @@ func (h *heartbeat) expiredChan() <-chan struct{} {
 		return nil
 	}
 	return h.expired
+}
+
+// ManualClock is a Clock that moves only when told to (tests): a workflow
+// on it times out when the test says that much time has passed.
+type ManualClock struct {
+	mu     sync.Mutex
+	now    time.Time
+	timers []*manualTimer
+}
+
+type manualTimer struct {
+	at    time.Time
+	f     func()
+	ended bool // fired or stopped
+}
+
+// NewManualClock is a clock standing at now.
+func NewManualClock(now time.Time) *ManualClock { return &ManualClock{now: now} }
+
+func (c *ManualClock) Now() time.Time { c.mu.Lock(); defer c.mu.Unlock(); return c.now }
+
+// AfterFunc calls f in its own goroutine once the clock has been moved d
+// past now (at once when d <= 0).
+func (c *ManualClock) AfterFunc(d time.Duration, f func()) func() bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	t := &manualTimer{at: c.now.Add(d), f: f}
+	if d <= 0 {
+		t.ended = true
+		go f()
+	} else {
+		c.timers = append(c.timers, t)
+	}
+	return func() bool {
+		c.mu.Lock()
+		defer c.mu.Unlock()
+		stopped := !t.ended
+		t.ended = true
+		return stopped
+	}
+}
+
+// AdvanceTo moves the clock to t (never back) and runs the timers due by
+// then.
+func (c *ManualClock) AdvanceTo(t time.Time) {
+	c.mu.Lock()
+	if t.After(c.now) {
+		c.now = t
+	}
+	var due []func()
+	pending := c.timers[:0]
+	for _, tm := range c.timers {
+		switch {
+		case tm.ended:
+		case !tm.at.After(c.now):
+			tm.ended = true
+			due = append(due, tm.f)
+		default:
+			pending = append(pending, tm)
+		}
+	}
+	c.timers = pending
+	c.mu.Unlock()
+	for _, f := range due {
+		go f()
+	}
+}
+
+// Advance moves the clock d forward.
+func (c *ManualClock) Advance(d time.Duration) { c.AdvanceTo(c.Now().Add(d)) }
+
+// Pending counts the timers set and neither fired nor stopped: a test
+// waits for the workflow to set the timer it means to move past.
+func (c *ManualClock) Pending() int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	n := 0
+	for _, t := range c.timers {
+		if !t.ended {
+			n++
+		}
+	}
+	return n
 }

@@ -7,7 +7,11 @@
 // or through lambda:invoke and lambda:invoke.waitForTaskToken with task
 // tokens and heartbeats) and refuses anything else when the definition is
 // loaded, naming the state. It holds executions to the service's hard
-// quotas: 256 KiB payloads and 25,000 history events (limits.go).
+// quotas: 256 KiB payloads and 25,000 history events (limits.go). It runs a
+// task's function as Step Functions runs a Lambda invocation: never
+// cancelled by the execution (a state's timeout, a failed branch, a stop),
+// its late result discarded, and past its function's own timeout
+// (Config.FunctionTimeouts) reported as Sandbox.Timedout (run.go, invoke).
 package stepfunctions
 
 import (

@@ -57,7 +57,8 @@ type Config struct {
 	// Resources maps each Task's (substituted) Resource to its function; for
 	// arn:aws:states:::lambda:invoke, its Parameters.FunctionName.
 	Resources map[string]TaskFunc
-	// WaitScale multiplies Wait durations and Retry intervals (tests: 0.01).
+	// WaitScale multiplies Wait durations, Retry intervals, TimeoutSeconds,
+	// HeartbeatSeconds and FunctionTimeouts alike (tests: 0.01).
 	WaitScale float64
 	// Clock is the machine's time (default: the wall clock).
 	Clock Clock
@@ -69,6 +70,13 @@ type Config struct {
 	// before Wait returns (the local runtime raises the EventBridge event
 	// from it).
 	OnExecutionEnd func(ExecutionEnd)
+	// FunctionTimeouts gives each Task resource (a key of Resources) its
+	// function's own Timeout, as the template sets it. An invocation still
+	// running when its function's timeout has passed (on the machine's
+	// clock, scaled by WaitScale) fails its task with Sandbox.Timedout, as
+	// Lambda reports a function it stopped at its timeout, and its context
+	// ends. A resource without one runs until it returns.
+	FunctionTimeouts map[string]time.Duration
 }
 
 // Machine is a loaded definition.
@@ -79,6 +87,15 @@ type Machine struct {
 
 	tokMu  sync.Mutex
 	tokens map[string]*pendingTask // task tokens of all executions
+
+	// life ends at Close, the only thing that cuts a running invocation
+	// short besides its function's timeout; inflight counts invocations.
+	life      context.Context
+	endLife   context.CancelFunc
+	lifeMu    sync.Mutex
+	closed    bool
+	inflight  sync.WaitGroup
+	closeOnce sync.Once
 }
 
 const (
@@ -114,6 +131,7 @@ func Load(name string, definition []byte, cfg Config) (*Machine, error) {
 		cfg.Clock = wallClock{}
 	}
 	m := &Machine{def: def, cfg: cfg, name: name}
+	m.life, m.endLife = context.WithCancel(context.Background())
 	return m, m.checkResources(def)
 }
 
@@ -259,7 +277,9 @@ func (e *Execution) Wait() (json.RawMessage, error) {
 func (e *Execution) Done() <-chan struct{} { return e.done }
 
 // Stop aborts the execution, as StopExecution does: its task tokens close
-// at once and running tasks see their context end.
+// at once and its states end without waiting for the functions they
+// invoked, which run on to their end (Step Functions never cancels a Lambda
+// invocation); what they return is discarded.
 func (e *Execution) Stop() {
 	e.m.closeTasksOf(e)
 	e.cancel(errStopped)
@@ -358,13 +378,16 @@ func (x *run) state(ctx context.Context, st *state, input any) (any, string, err
 	switch st.Type {
 	case "Fail":
 		name, cause := st.Error, st.Cause
+		var err error
 		if st.ErrorPath != "" {
-			v, _ := x.lookup(st.ErrorPath, input)
-			name, _ = v.(string)
+			if name, err = x.failField(st, "ErrorPath", st.ErrorPath, input); err != nil {
+				return nil, "", err
+			}
 		}
 		if st.CausePath != "" {
-			v, _ := x.lookup(st.CausePath, input)
-			cause, _ = v.(string)
+			if cause, err = x.failField(st, "CausePath", st.CausePath, input); err != nil {
+				return nil, "", err
+			}
 		}
 		return nil, "", &stateError{name: name, cause: cause}
 	case "Succeed":
@@ -437,6 +460,41 @@ func (x *run) state(ctx context.Context, st *state, input any) (any, string, err
 		return out, "", err
 	}
 	return out, st.Next, err
+}
+
+// failField resolves a Fail state's ErrorPath or CausePath. The guide: "the
+// reference path must select a field that contains a string value"; one
+// that selects nothing, or something else, fails the execution with
+// States.Runtime, as the service does.
+func (x *run) failField(st *state, field, path string, input any) (string, error) {
+	v, ok := x.lookup(path, input)
+	if !ok {
+		return "", &stateError{name: "States.Runtime",
+			cause: fmt.Sprintf("the %s %s of Fail state %q selects nothing in the state's input", field, path, st.name)}
+	}
+	text, ok := v.(string)
+	if !ok {
+		return "", &stateError{name: "States.Runtime",
+			cause: fmt.Sprintf("the %s %s of Fail state %q selects %s, not a string", field, path, st.name, jsonKind(v))}
+	}
+	return text, nil
+}
+
+// jsonKind names the JSON type of a decoded value.
+func jsonKind(v any) string {
+	switch v.(type) {
+	case nil:
+		return "null"
+	case bool:
+		return "a boolean"
+	case float64:
+		return "a number"
+	case string:
+		return "a string"
+	case []any:
+		return "an array"
+	}
+	return "an object"
 }
 
 // parameters applies a state's Parameters to its effective input; the
@@ -570,7 +628,17 @@ func (x *run) task(ctx context.Context, st *state, eff any) (any, error) {
 		}
 		return ended(outcome, failure)
 	}
-	out, err := x.invoke(callCtx, fn, raw)
+	// The invocation runs as Lambda runs it, never cancelled by the
+	// execution: a state that times out, a failed sibling branch or a
+	// stopped execution moves on without it, and what it returns late is
+	// discarded. A retry may start while it still runs.
+	var out json.RawMessage
+	select {
+	case r := <-x.m.invoke(ctx, fn, raw):
+		out, err = r.out, r.err
+	case <-callCtx.Done():
+		err = callCtx.Err()
+	}
 	if err != nil {
 		return nil, stopped("Failed", taskError(err))
 	}
@@ -601,15 +669,93 @@ func (x *run) task(ctx context.Context, st *state, eff any) (any, error) {
 	return result, ended("Succeeded", nil)
 }
 
-// invoke calls a task's function; a panic fails the task as a crashed
+// invocation is how one call of a task's function ended.
+type invocation struct {
+	out json.RawMessage
+	err error
+}
+
+// errClosed ends the invocations still running when the machine closes.
+var errClosed = errors.New("the state machine runner closed")
+
+// invoke starts a call of a task's function and answers how it ended, as
+// Lambda runs an invocation: on a context of its own that nothing the
+// execution does cancels (ctx lends it only its values). The call ends when
+// the function returns, or at the function's timeout (FunctionTimeouts),
+// which ends it as Sandbox.Timedout and cancels its context; only Close cuts
+// it short otherwise.
+func (m *Machine) invoke(ctx context.Context, fn string, input json.RawMessage) <-chan invocation {
+	done := make(chan invocation, 1)
+	var once sync.Once
+	finish := func(r invocation) { once.Do(func() { done <- r }) }
+	m.lifeMu.Lock()
+	if m.closed {
+		m.lifeMu.Unlock()
+		finish(invocation{err: &TaskError{Name: "Lambda.ServiceException", Cause: errClosed.Error()}})
+		return done
+	}
+	m.inflight.Add(1)
+	m.lifeMu.Unlock()
+	callCtx, cancel := context.WithCancelCause(context.WithoutCancel(ctx))
+	stopLife := context.AfterFunc(m.life, func() { cancel(errClosed) })
+	fnCtx, stopDeadline := callCtx, context.CancelFunc(func() {})
+	stopTimer := func() bool { return false }
+	pastTimeout := func() bool { return false }
+	var timedOut invocation
+	if limit := m.cfg.FunctionTimeouts[fn]; limit > 0 {
+		d := m.scaled(limit.Seconds())
+		deadline := m.cfg.Clock.Now().Add(d)
+		pastTimeout = func() bool { return !m.cfg.Clock.Now().Before(deadline) }
+		timedOut = invocation{err: &TaskError{Name: "Sandbox.Timedout",
+			Cause: fmt.Sprintf("Task timed out after %.2f seconds", limit.Seconds())}}
+		if _, wall := m.cfg.Clock.(wallClock); wall {
+			// The handler sees its deadline, as a Lambda handler does.
+			fnCtx, stopDeadline = context.WithTimeout(callCtx, d)
+		}
+		stopTimer = m.cfg.Clock.AfterFunc(d, func() {
+			finish(timedOut) // Lambda reports the function it stops
+			cancel(context.DeadlineExceeded)
+		})
+	}
+	go func() {
+		defer m.inflight.Done()
+		defer cancel(context.Canceled)
+		defer stopDeadline()
+		defer stopLife()
+		defer stopTimer()
+		out, err := m.call(fnCtx, fn, input)
+		if pastTimeout() { // whatever a handler answers at its deadline, Lambda has stopped it
+			finish(timedOut)
+		}
+		finish(invocation{out: out, err: err})
+	}()
+	return done
+}
+
+// call runs a task's function; a panic fails the task as a crashed
 // function does.
-func (x *run) invoke(ctx context.Context, fn string, input json.RawMessage) (out json.RawMessage, err error) {
+func (m *Machine) call(ctx context.Context, fn string, input json.RawMessage) (out json.RawMessage, err error) {
 	defer func() {
 		if r := recover(); r != nil {
 			out, err = nil, &TaskError{Name: "States.TaskFailed", Cause: fmt.Sprintf("the task panicked: %v", r)}
 		}
 	}()
-	return x.m.cfg.Resources[fn](ctx, input)
+	return m.cfg.Resources[fn](ctx, input)
+}
+
+// Close ends the machine, as the local runtime does when it shuts down: the
+// invocations still running see their context end (Step Functions would let
+// them run, but the process is going away), and Close returns once every
+// one has returned. A task started after Close fails at once. Stop the
+// executions first: Close does not.
+func (m *Machine) Close() {
+	m.closeOnce.Do(func() {
+		m.lifeMu.Lock()
+		m.closed = true
+		m.lifeMu.Unlock()
+		m.endLife()
+	})
+	m.inflight.Wait()
 }
 
 // taskError names a task's error the way Lambda reports errorType: the
@@ -736,7 +882,8 @@ func (x *run) iteration(ctx context.Context, st *state, proc *machineDef, select
 }
 
 // concurrently runs n jobs, at most limit at once (0: no limit); the first
-// error cancels the others and is returned.
+// error cancels the others and is returned. The others' states end at once;
+// the functions they invoked run on (invoke).
 func concurrently(ctx context.Context, n, limit int, job func(context.Context, int) error) error {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()

@@ -221,6 +221,7 @@ func TestCatchRoutesByErrorName(t *testing.T) {
 			t.Fatal(err)
 		}
 		out, err := m.Run(context.Background(), "c", json.RawMessage(`{"in":1}`))
+		m.Close() // "slow" runs on past its state's timeout until the runner closes
 		var got map[string]any
 		json.Unmarshal(out, &got)
 		e, _ := got["err"].(map[string]any)

@@ -66,6 +66,24 @@ func (w *Workflow) StopAll() {
 	}
 }
 
+// Close shuts the workflow down: it stops every execution, waits for each
+// to end, then closes the machine, which ends the invocations still running
+// and waits for them (Machine.Close), so that none outlives what its
+// handler uses.
+func (w *Workflow) Close() {
+	w.StopAll()
+	w.mu.Lock()
+	executions := make([]*Execution, 0, len(w.executions))
+	for _, e := range w.executions {
+		executions = append(executions, e)
+	}
+	w.mu.Unlock()
+	for _, e := range executions {
+		<-e.Done()
+	}
+	w.Machine.Close()
+}
+
 // Stop aborts the named execution, as StopExecution does; an unknown or
 // finished one is left alone.
 func (w *Workflow) Stop(_ context.Context, name, _ string) error {
