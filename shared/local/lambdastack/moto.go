@@ -42,6 +42,9 @@ type Moto struct {
 	callers map[string]string // access key id -> who holds it
 	errors  []Call
 	stalls  map[string]*stall // by caller (Stall)
+	// traces are the trace headers messages were sent with, by message
+	// id (sqstrace.go).
+	traces map[string]string
 
 	// intercept, when set, answers the requests the stack serves itself
 	// (the Step Functions API, Polly) and reports that it did.
@@ -184,7 +187,7 @@ func (m *Moto) startProxy() error {
 	rp := httputil.NewSingleHostReverseProxy(target)
 	rp.ModifyResponse = func(resp *http.Response) error {
 		if resp.StatusCode < 400 {
-			return nil
+			return m.traceResponse(resp)
 		}
 		body, err := io.ReadAll(io.LimitReader(resp.Body, 64<<10))
 		resp.Body.Close()
@@ -220,7 +223,7 @@ func (m *Moto) startProxy() error {
 			dynamo.Lock()
 			defer dynamo.Unlock()
 		}
-		rp.ServeHTTP(w, r)
+		rp.ServeHTTP(w, noteTraceRequest(r))
 	})}
 	go m.proxy.Serve(ln)
 	m.Endpoint = "http://" + ln.Addr().String()

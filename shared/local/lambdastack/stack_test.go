@@ -159,9 +159,16 @@ func TestAnImageGenerationCompletesOnTheDeployedShape(t *testing.T) {
 // the only clock here: the functions run on wall time, as Lambda's do).
 func waitStatus(t *testing.T, l *Local, path string) map[string]any {
 	t.Helper()
-	tick := time.NewTicker(250 * time.Millisecond)
+	return waitStatusFor(t, l, path, time.Minute)
+}
+
+// waitStatusFor is waitStatus for at most limit, reading the view at most
+// 150 times (the dev account's plan allows 100 requests a minute).
+func waitStatusFor(t *testing.T, l *Local, path string, limit time.Duration) map[string]any {
+	t.Helper()
+	tick := time.NewTicker(max(250*time.Millisecond, limit/150))
 	defer tick.Stop()
-	limit := time.After(time.Minute)
+	deadline := time.After(limit)
 	for {
 		status, view := call(t, l, http.MethodGet, path, "")
 		if status != http.StatusOK {
@@ -172,7 +179,7 @@ func waitStatus(t *testing.T, l *Local, path string) map[string]any {
 		}
 		select {
 		case <-tick.C:
-		case <-limit:
+		case <-deadline:
 			return view
 		}
 	}
