@@ -199,7 +199,7 @@ func (s *Server) EnqueueTraced(payload []byte, traceID string) *Invocation {
 	if traceID == "" {
 		traceID = newTraceID()
 	}
-	inv := &Invocation{RequestID: newRequestID(), Payload: payload, TraceID: traceID, Queued: time.Now(),
+	inv := &Invocation{RequestID: NewRequestID(), Payload: payload, TraceID: traceID, Queued: time.Now(),
 		done: make(chan struct{})}
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -381,8 +381,8 @@ func apiError(w http.ResponseWriter, status int, typ, msg string) {
 	json.NewEncoder(w).Encode(map[string]string{"errorType": typ, "errorMessage": msg})
 }
 
-// newRequestID is a random UUID, as Lambda's request ids are.
-func newRequestID() string {
+// NewRequestID is a random UUID, as Lambda's request ids are.
+func NewRequestID() string {
 	var b [16]byte
 	rand.Read(b[:])
 	b[6] = b[6]&0x0f | 0x40

@@ -232,16 +232,25 @@ func (m *Moto) startProxy() error {
 
 // record logs a call moto answered with an error.
 func (m *Moto) record(r *http.Request, status int, code, msg string) {
-	c := Call{Time: time.Now().UTC(), Action: action(r), Status: status, Code: code, Message: msg}
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	c.Caller = "unsigned"
+	c := Call{Action: action(r), Status: status, Code: code, Message: msg, Caller: "unsigned"}
 	if k := credentialKey.FindStringSubmatch(r.Header.Get("Authorization")); k != nil {
+		m.mu.Lock()
 		c.Caller = m.callers[k[1]]
+		m.mu.Unlock()
 		if c.Caller == "" {
 			c.Caller = k[1]
 		}
 	}
+	m.recordCall(c)
+}
+
+// recordCall logs a failed call: one moto answered, or one the stack
+// decided for AWS (a service's own call with its role, such as Step
+// Functions invoking a function).
+func (m *Moto) recordCall(c Call) {
+	c.Time = time.Now().UTC()
+	m.mu.Lock()
+	defer m.mu.Unlock()
 	m.errors = append(m.errors, c)
 	if m.log != nil {
 		line, _ := json.Marshal(c)
