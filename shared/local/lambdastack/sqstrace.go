@@ -20,7 +20,8 @@ import (
 // moto's proxy does the rest: it notes the header of each SendMessage it
 // passes on, by the message id moto answers, and adds it to the
 // ReceiveMessage answers that ask for it. (SendMessageBatch, which no
-// function calls, is not covered.)
+// function calls, is not covered.) The notes last as long as the stack: a
+// few hundred bytes a message, which a local run can afford.
 
 const (
 	targetSendMessage    = "AmazonSQS.SendMessage"
