@@ -115,6 +115,12 @@ func StartEnvironment(fn Function) (*Environment, error) {
 // ErrRequestTooLarge for a payload over 6 MB, or says the environment is
 // dead; either way the function was not invoked.
 func (e *Environment) Invoke(payload []byte) (*Invocation, error) {
+	return e.InvokeTraced(payload, "")
+}
+
+// InvokeTraced is Invoke with the event's X-Ray trace header (see
+// Server.EnqueueTraced).
+func (e *Environment) InvokeTraced(payload []byte, traceID string) (*Invocation, error) {
 	if len(payload) > MaxRequestBytes {
 		return nil, ErrRequestTooLarge
 	}
@@ -128,7 +134,7 @@ func (e *Environment) Invoke(payload []byte) (*Invocation, error) {
 	if timeout <= 0 {
 		timeout = 3 * time.Second
 	}
-	inv := e.srv.Enqueue(payload)
+	inv := e.srv.EnqueueTraced(payload, traceID)
 	start := time.Now()
 	fmt.Fprintf(e.log, "START RequestId: %s Version: $LATEST\n", inv.RequestID)
 	limit := time.NewTimer(timeout)

@@ -284,3 +284,37 @@ func TestInitErrorIsRecorded(t *testing.T) {
 		t.Error("an init error counted as the first /next")
 	}
 }
+
+// An invoker's trace header is the one the function gets
+// (Lambda-Runtime-Trace-Id, which aws-lambda-go puts in _X_AMZN_TRACE_ID
+// for the SDK to send on): an event source mapping passes on the
+// message's, with its lineage; without one the event gets a trace of its
+// own.
+func TestAnInvocationCarriesItsInvokersTraceHeader(t *testing.T) {
+	p := &Pool{Fn: testFunction(t, "echo")}
+	defer p.Close()
+	tests := []struct{ name, trace string }{
+		{"given", "Root=1-6553f100-0123456789abcdef01234567;Parent=89abcdef01234567;Sampled=0;Lineage=a87bd80c:3"},
+		{"its own", ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			inv, err := p.InvokeTraced(context.Background(), []byte(`{"name":"trace"}`), tt.trace)
+			if err != nil || inv.Err != nil {
+				t.Fatalf("invoke: %v %v", err, inv.Err)
+			}
+			var got map[string]string
+			json.Unmarshal(inv.Response, &got)
+			want := tt.trace
+			if want == "" {
+				want = inv.TraceID
+				if !strings.HasPrefix(want, "Root=1-") {
+					t.Errorf("trace id %q is not an X-Ray trace header", want)
+				}
+			}
+			if got["trace_id"] != want || inv.TraceID != want {
+				t.Errorf("the function saw trace %q (handed out %q), want %q", got["trace_id"], inv.TraceID, want)
+			}
+		})
+	}
+}

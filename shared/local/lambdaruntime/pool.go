@@ -62,6 +62,12 @@ func (p *Pool) init() {
 // the *FunctionError Lambda reports for it). A function's own error, a
 // timeout and a crash are in the invocation's Err.
 func (p *Pool) Invoke(ctx context.Context, payload []byte) (*Invocation, error) {
+	return p.InvokeTraced(ctx, payload, "")
+}
+
+// InvokeTraced is Invoke with the event's X-Ray trace header (see
+// Server.EnqueueTraced).
+func (p *Pool) InvokeTraced(ctx context.Context, payload []byte, traceID string) (*Invocation, error) {
 	p.init()
 	if len(payload) > MaxRequestBytes {
 		return nil, ErrRequestTooLarge
@@ -85,7 +91,7 @@ func (p *Pool) Invoke(ctx context.Context, payload []byte) (*Invocation, error) 
 	if err != nil {
 		return nil, err
 	}
-	inv, err := env.Invoke(payload)
+	inv, err := env.InvokeTraced(payload, traceID)
 	p.put(env)
 	return inv, err
 }

@@ -189,7 +189,17 @@ func (s *Server) Close() error {
 
 // Enqueue queues an event; the runtime gets it from its next /next.
 func (s *Server) Enqueue(payload []byte) *Invocation {
-	inv := &Invocation{RequestID: newRequestID(), Payload: payload, TraceID: newTraceID(), Queued: time.Now(),
+	return s.EnqueueTraced(payload, "")
+}
+
+// EnqueueTraced queues an event with the X-Ray trace header its invoker
+// gives it (Lambda-Runtime-Trace-Id: an event source mapping passes on
+// the message's, with the lineage Lambda counts); "" is a trace of its own.
+func (s *Server) EnqueueTraced(payload []byte, traceID string) *Invocation {
+	if traceID == "" {
+		traceID = newTraceID()
+	}
+	inv := &Invocation{RequestID: NewRequestID(), Payload: payload, TraceID: traceID, Queued: time.Now(),
 		done: make(chan struct{})}
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -371,8 +381,8 @@ func apiError(w http.ResponseWriter, status int, typ, msg string) {
 	json.NewEncoder(w).Encode(map[string]string{"errorType": typ, "errorMessage": msg})
 }
 
-// newRequestID is a random UUID, as Lambda's request ids are.
-func newRequestID() string {
+// NewRequestID is a random UUID, as Lambda's request ids are.
+func NewRequestID() string {
 	var b [16]byte
 	rand.Read(b[:])
 	b[6] = b[6]&0x0f | 0x40

@@ -13,6 +13,8 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	sqstypes "github.com/aws/aws-sdk-go-v2/service/sqs/types"
+
+	"github.com/mediagen-dev/mediagen/shared/local/localsqs"
 )
 
 // startEventSources starts each SQS event source mapping's poller and each
@@ -130,6 +132,13 @@ type sqsMapping struct {
 	maxConcurrency int
 	reportFailures bool
 	client         *sqs.Client
+	// recursiveLoop is the function's RecursiveLoop (Terminate unless the
+	// template allows it); deadLetterURL the queue's redrive target
+	// ("" without one), where the recursive-loop guard puts the messages
+	// it stops, sent by the Lambda service itself (admin).
+	recursiveLoop string
+	deadLetterURL string
+	admin         *sqs.Client
 }
 
 func (s *Stack) sqsMapping(logical string) (*sqsMapping, error) {
@@ -143,15 +152,27 @@ func (s *Stack) sqsMapping(logical string) (*sqsMapping, error) {
 	}
 	arn := fmt.Sprint(props["EventSourceArn"])
 	m := &sqsMapping{stack: s, logical: logical, fn: fn, queueARN: arn, batchSize: intOf(props["BatchSize"], 10)}
+	queue := ""
 	for name, p := range s.res.created {
 		if p.attrs["Arn"] == arn && p.attrs["QueueUrl"] != "" {
-			m.queueURL = p.attrs["QueueUrl"]
-			_ = name
+			m.queueURL, queue = p.attrs["QueueUrl"], name
 		}
 	}
 	if m.queueURL == "" {
 		return nil, fmt.Errorf("%s: event source %s is not a queue of the stack (only SQS mappings are modelled)", logical, arn)
 	}
+	qprops, err := s.properties(queue)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", logical, err)
+	}
+	if rp, ok := qprops["RedrivePolicy"].(map[string]any); ok {
+		m.deadLetterURL = s.queueURLOfARN(fmt.Sprint(rp["deadLetterTargetArn"]))
+	}
+	m.recursiveLoop, _ = s.rawProperties(fn.Logical)["RecursiveLoop"].(string)
+	if m.recursiveLoop == "" {
+		m.recursiveLoop = localsqs.RecursiveLoopTerminate
+	}
+	m.admin = sqs.NewFromConfig(s.AdminConfig())
 	if sc, ok := props["ScalingConfig"].(map[string]any); ok {
 		m.maxConcurrency = intOf(sc["MaximumConcurrency"], 0)
 	}
@@ -205,6 +226,10 @@ func (m *sqsMapping) run(ctx context.Context) {
 // after their visibility timeout, and go to the dead-letter queue after
 // maxReceiveCount receives, by the queue's redrive policy).
 func (m *sqsMapping) deliver(ctx context.Context, msgs []sqstypes.Message) {
+	msgs, trace := m.guard(ctx, msgs)
+	if len(msgs) == 0 {
+		return
+	}
 	ev := events.SQSEvent{}
 	for _, msg := range msgs {
 		rec := events.SQSMessage{MessageId: aws.ToString(msg.MessageId), ReceiptHandle: aws.ToString(msg.ReceiptHandle),
@@ -217,7 +242,7 @@ func (m *sqsMapping) deliver(ctx context.Context, msgs []sqstypes.Message) {
 		ev.Records = append(ev.Records, rec)
 	}
 	var resp events.SQSEventResponse
-	err := invokeJSON(ctx, m.fn, ev, &resp)
+	err := invokeJSONTraced(ctx, m.fn, trace, ev, &resp)
 	if err != nil {
 		m.stack.cfg.Log.Warn("batch failed: its messages return after their visibility timeout", "mapping", m.logical, "messages", len(msgs), "error", err)
 		return
@@ -249,4 +274,76 @@ func (m *sqsMapping) deliver(ctx context.Context, msgs []sqstypes.Message) {
 
 func newID() string {
 	return physicalName("", "", 14, true)[2:]
+}
+
+// guard applies Lambda's recursive-loop guard to a batch, as AWS documents
+// it: Lambda counts a function's invocations in a chain of requests in the
+// X-Ray trace header's Lineage (the messages' AWSTraceHeader), and unless
+// the function's RecursiveLoop is Allow, a message whose chain already
+// invoked it localsqs.MaxChainInvocations times does not invoke it again:
+// Lambda sends it to the queue's dead-letter queue (or drops it, without
+// one) and notifies. It returns the messages to deliver and the trace
+// header of their invocation: the deepest chain's (so a loop is never
+// counted short), with this invocation counted.
+func (m *sqsMapping) guard(ctx context.Context, msgs []sqstypes.Message) ([]sqstypes.Message, string) {
+	key := localsqs.FunctionKey(m.fn.Name)
+	kept := msgs[:0:0]
+	var invocation localsqs.Lineage
+	deepest := -1
+	for _, msg := range msgs {
+		l, ok := localsqs.ParseTraceHeader(msg.Attributes[attrTraceHeader])
+		if !ok {
+			l = localsqs.Lineage{Trace: localsqs.NewTraceRoot(time.Now())}
+		}
+		if m.recursiveLoop != localsqs.RecursiveLoopAllow && l.Counts[key] >= localsqs.MaxChainInvocations {
+			m.stopLoop(ctx, msg, l.Counts[key])
+			continue
+		}
+		kept = append(kept, msg)
+		if l.Counts[key] > deepest {
+			invocation, deepest = l, l.Counts[key]
+		}
+	}
+	if len(kept) == 0 {
+		return nil, ""
+	}
+	invocation = invocation.Invoked(key)
+	m.fn.noteChain(invocation.Counts[key])
+	return kept, invocation.TraceHeader()
+}
+
+// stopLoop moves a message the guard stopped to the dead-letter queue,
+// with its body, attributes and trace header, and deletes it from the
+// source queue; if the move fails, the message stays (it comes back after
+// its visibility timeout and is stopped again).
+func (m *sqsMapping) stopLoop(ctx context.Context, msg sqstypes.Message, invocations int) {
+	log := m.stack.cfg.Log.With("mapping", m.logical, "function", m.fn.Logical, "message", aws.ToString(msg.MessageId),
+		"trace", msg.Attributes[attrTraceHeader], "invocations", invocations)
+	log.Error("recursive loop detected: the function is not invoked and the message goes to the dead-letter queue (RecursiveLoop is Terminate)",
+		"dead_letter_queue", m.deadLetterURL)
+	if m.deadLetterURL != "" {
+		in := &sqs.SendMessageInput{QueueUrl: aws.String(m.deadLetterURL), MessageBody: msg.Body,
+			MessageAttributes: msg.MessageAttributes}
+		if h := msg.Attributes[attrTraceHeader]; h != "" {
+			in.MessageSystemAttributes = map[string]sqstypes.MessageSystemAttributeValue{
+				attrTraceHeader: {DataType: aws.String("String"), StringValue: aws.String(h)}}
+		}
+		if _, err := m.admin.SendMessage(ctx, in); err != nil {
+			log.Error("recursive loop detected: moving the message to the dead-letter queue failed: it returns after its visibility timeout", "error", err)
+			return
+		}
+	}
+	if _, err := m.client.DeleteMessage(ctx, &sqs.DeleteMessageInput{QueueUrl: aws.String(m.queueURL), ReceiptHandle: msg.ReceiptHandle}); err != nil {
+		log.Error("recursive loop detected: deleting the stopped message failed", "error", err)
+	}
+}
+
+// queueURLOfARN is the URL of the stack's queue with that ARN ("" if none).
+func (s *Stack) queueURLOfARN(arn string) string {
+	for _, p := range s.res.created {
+		if p.attrs["Arn"] == arn && p.attrs["QueueUrl"] != "" {
+			return p.attrs["QueueUrl"]
+		}
+	}
+	return ""
 }

@@ -44,6 +44,9 @@ type Moto struct {
 	callers map[string]string // access key id -> who holds it
 	errors  []Call
 	stalls  map[string]*stall // by caller (Stall)
+	// traces are the trace headers messages were sent with, by message
+	// id (sqstrace.go).
+	traces map[string]string
 
 	// intercept, when set, answers the requests the stack serves itself
 	// (the Step Functions API, Polly) and reports that it did.
@@ -220,7 +223,7 @@ func (m *Moto) startProxy() error {
 			}
 		}
 		if resp.StatusCode < 400 {
-			return nil
+			return m.traceResponse(resp)
 		}
 		body, err := io.ReadAll(io.LimitReader(resp.Body, 64<<10))
 		resp.Body.Close()
@@ -265,7 +268,7 @@ func (m *Moto) startProxy() error {
 			r.Body = io.NopCloser(bytes.NewReader(body))
 			r = r.WithContext(context.WithValue(r.Context(), requestBody{}, body))
 		}
-		rp.ServeHTTP(w, r)
+		rp.ServeHTTP(w, noteTraceRequest(r))
 	})}
 	go m.proxy.Serve(ln)
 	m.Endpoint = "http://" + ln.Addr().String()
@@ -274,8 +277,14 @@ func (m *Moto) startProxy() error {
 
 // record logs a call moto answered with an error.
 func (m *Moto) record(r *http.Request, status int, code, msg string) {
-	c := Call{Time: time.Now().UTC(), Action: action(r), Status: status, Code: code, Message: msg}
-	c.Caller = m.caller(r)
+	m.recordCall(Call{Action: action(r), Status: status, Code: code, Message: msg, Caller: m.caller(r)})
+}
+
+// recordCall logs a failed call: one moto answered, or one the stack
+// decided for AWS (a service's own call with its role, such as Step
+// Functions invoking a function).
+func (m *Moto) recordCall(c Call) {
+	c.Time = time.Now().UTC()
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	m.errors = append(m.errors, c)

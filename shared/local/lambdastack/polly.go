@@ -8,9 +8,7 @@ import (
 	"net/http"
 	"os"
 	"os/exec"
-	"path"
 	"strconv"
-	"strings"
 	"time"
 
 	"github.com/mediagen-dev/mediagen/shared/local/espeak"
@@ -113,40 +111,4 @@ func (s *Stack) pollyAuthorized(r *http.Request) *Call {
 	msg := "The security token included in the request is invalid."
 	s.Moto.record(r, http.StatusForbidden, "AccessDeniedException", msg)
 	return &Call{Caller: caller, Action: pollyAction, Status: http.StatusForbidden, Code: "AccessDeniedException", Message: msg}
-}
-
-// roleAllows reports whether the inline policies of a function's role
-// allow action, and none denies it (actions only, as moto checks them).
-func (s *Stack) roleAllows(function, action string) bool {
-	roleRef, _ := s.rawProperties(function)["Role"].(map[string]any)
-	att, _ := roleRef["Fn::GetAtt"].([]any)
-	if len(att) != 2 {
-		return false
-	}
-	props, err := s.properties(fmt.Sprint(att[0]))
-	if err != nil {
-		return false
-	}
-	allowed := false
-	policies, _ := props["Policies"].([]any)
-	for _, p := range policies {
-		doc, _ := p.(map[string]any)["PolicyDocument"].(map[string]any)
-		stmts, _ := doc["Statement"].([]any)
-		if one, ok := doc["Statement"].(map[string]any); ok {
-			stmts = []any{one}
-		}
-		for _, st := range stmts {
-			sm, _ := st.(map[string]any)
-			for _, a := range actionList(sm["Action"]) {
-				if ok, _ := path.Match(strings.ToLower(a), strings.ToLower(action)); !ok {
-					continue
-				}
-				if sm["Effect"] == "Deny" {
-					return false
-				}
-				allowed = true
-			}
-		}
-	}
-	return allowed
 }

@@ -121,6 +121,24 @@ type Function struct {
 	Timeout  time.Duration
 	MemoryMB int
 	pool     *lambdaruntime.Pool
+	// chain is the most invocations of the function in one chain of
+	// requests that Lambda counted (its trace header's lineage).
+	chain atomic.Int64
+}
+
+// ChainDepth is the most times one chain of requests (one X-Ray trace)
+// invoked the function, as Lambda's recursive-loop guard counts them in the
+// trace header's lineage: above localsqs.MaxChainInvocations only when
+// its RecursiveLoop is Allow.
+func (f *Function) ChainDepth() int { return int(f.chain.Load()) }
+
+func (f *Function) noteChain(n int) {
+	for {
+		cur := f.chain.Load()
+		if int64(n) <= cur || f.chain.CompareAndSwap(cur, int64(n)) {
+			return
+		}
+	}
 }
 
 // Invocations is how many times the function was invoked.
@@ -141,7 +159,13 @@ func (f *Function) PIDs() []int {
 // *lambdaruntime.FunctionError: its own, Sandbox.Timedout,
 // Runtime.ExitError), or why it was not invoked.
 func (f *Function) Invoke(ctx context.Context, payload []byte) ([]byte, error) {
-	inv, err := f.pool.Invoke(ctx, payload)
+	return f.invokeTraced(ctx, payload, "")
+}
+
+// invokeTraced is Invoke with the invocation's X-Ray trace header ("" for
+// a trace of its own).
+func (f *Function) invokeTraced(ctx context.Context, payload []byte, trace string) ([]byte, error) {
+	inv, err := f.pool.InvokeTraced(ctx, payload, trace)
 	if err != nil {
 		return nil, fmt.Errorf("invoke %s: %w", f.Logical, err)
 	}
@@ -451,11 +475,16 @@ var errFunctionFailed = errors.New("the function failed")
 
 // invokeJSON invokes fn with v as its event and decodes the answer into out.
 func invokeJSON(ctx context.Context, fn *Function, v, out any) error {
+	return invokeJSONTraced(ctx, fn, "", v, out)
+}
+
+// invokeJSONTraced is invokeJSON with the invocation's trace header.
+func invokeJSONTraced(ctx context.Context, fn *Function, trace string, v, out any) error {
 	payload, err := json.Marshal(v)
 	if err != nil {
 		return err
 	}
-	answer, err := fn.Invoke(ctx, payload)
+	answer, err := fn.invokeTraced(ctx, payload, trace)
 	if err != nil {
 		return err
 	}

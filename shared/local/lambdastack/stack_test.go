@@ -168,10 +168,11 @@ func waitStatus(t *testing.T, l *Local, path string) map[string]any {
 	return waitStatusAs(t, l, l.Dev.APIKey, path, time.Minute)
 }
 
-// waitStatusAs is waitStatus with key, for at most limit.
+// waitStatusAs is waitStatus with key, for at most limit, reading the view
+// at most 150 times (the dev account's plan allows 100 requests a minute).
 func waitStatusAs(t *testing.T, l *Local, key, path string, limit time.Duration) map[string]any {
 	t.Helper()
-	tick := time.NewTicker(250 * time.Millisecond)
+	tick := time.NewTicker(max(250*time.Millisecond, limit/150))
 	defer tick.Stop()
 	deadline := time.After(limit)
 	for {

@@ -2,9 +2,11 @@ package lambdastack
 
 import (
 	"context"
+	"crypto/rand"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
@@ -29,6 +31,9 @@ type StateMachine struct {
 
 	stack   *Stack
 	machine *stepfunctions.Machine
+	// role is the logical ID of its execution role (RoleArn), whose
+	// policies decide each lambda:InvokeFunction of its tasks.
+	role string
 
 	mu         sync.Mutex
 	executions map[string]*execution // by name
@@ -95,18 +100,22 @@ func (s *Stack) loadStateMachines(ctx context.Context) error {
 			}
 		}
 		p := s.res.created[logical]
-		sm := &StateMachine{Logical: logical, ARN: p.attrs["Arn"], Name: p.attrs["Name"], stack: s, executions: map[string]*execution{}}
+		sm := &StateMachine{Logical: logical, ARN: p.attrs["Arn"], Name: p.attrs["Name"], stack: s, executions: map[string]*execution{},
+			role: s.roleOf(logical, "RoleArn")}
+		if sm.role == "" {
+			return fmt.Errorf("%s: RoleArn is %v, want the role SAM makes (Fn::GetAtt <role>.Arn)", logical, props["RoleArn"])
+		}
 		// Every function the definition may name: a Task's Resource is its
 		// function's ARN, or lambda:invoke's FunctionName (the runner
 		// refuses the definition if one names anything else).
 		resources := map[string]stepfunctions.TaskFunc{}
 		for _, fn := range s.functions {
-			task := lambdaTask(fn)
+			task := lambdaTask(fn, sm.invokeDenied)
 			resources[s.res.created[fn.Logical].attrs["Arn"]] = task
 			resources[fn.Name] = task
 		}
 		sm.machine, err = stepfunctions.Load(sm.Name, definition, stepfunctions.Config{
-			Substitutions: subs, Resources: resources,
+			Substitutions: subs, Resources: resources, ARN: sm.ARN,
 			Log:            s.cfg.Log.With("state_machine", logical),
 			OnExecutionEnd: sm.ended,
 		})
@@ -194,9 +203,13 @@ func (sm *StateMachine) stopAll(wait time.Duration) {
 // crash), with Lambda's error payload as the cause. Step Functions never
 // stops an invocation it started: when the state times out or the
 // execution stops, the invocation runs on to its own end and its result
-// is discarded.
-func lambdaTask(fn *Function) stepfunctions.TaskFunc {
+// is discarded. Step Functions invokes with the state machine's role:
+// denied (the task's error), fn is not invoked.
+func lambdaTask(fn *Function, denied func(*Function) *stepfunctions.TaskError) stepfunctions.TaskFunc {
 	return func(ctx context.Context, input json.RawMessage) (json.RawMessage, error) {
+		if err := denied(fn); err != nil {
+			return nil, err
+		}
 		type result struct {
 			out []byte
 			err error
@@ -244,4 +257,41 @@ func lambdaError(err error) *stepfunctions.TaskError {
 		return &stepfunctions.TaskError{Name: "Lambda.RequestTooLargeException", Cause: err.Error()}
 	}
 	return &stepfunctions.TaskError{Name: "Lambda.ServiceException", Cause: err.Error()}
+}
+
+// invokeDenied decides the state machine's lambda:InvokeFunction of fn as
+// IAM does on its role's policies (the function's ARN as the resource,
+// which SAM's LambdaInvokePolicy names): nil when allowed, else the error
+// Step Functions reports to the Task state, Lambda's 403 as
+// Lambda.AWSLambdaException with Lambda's message as the cause (the
+// denial is recorded with moto's).
+func (sm *StateMachine) invokeDenied(fn *Function) *stepfunctions.TaskError {
+	const action = "lambda:InvokeFunction"
+	s := sm.stack
+	arn := s.res.created[fn.Logical].attrs["Arn"]
+	d := s.roleDecision(sm.role, action, arn)
+	if d == allowed {
+		return nil
+	}
+	why := "because no identity-based policy allows the " + action + " action"
+	if d == explicitDeny {
+		why = "with an explicit deny in an identity-based policy"
+	}
+	msg := fmt.Sprintf("User: arn:aws:sts::%s:assumed-role/%s/%s is not authorized to perform: %s on resource: %s %s",
+		AccountID, s.res.created[sm.role].ref, sfnSessionName(), action, arn, why)
+	s.Moto.recordCall(Call{Caller: sm.Logical, Action: action, Status: http.StatusForbidden, Code: "AccessDeniedException", Message: msg})
+	return &stepfunctions.TaskError{Name: "Lambda.AWSLambdaException",
+		Cause: fmt.Sprintf("%s (Service: AWSLambda; Status Code: 403; Error Code: AccessDeniedException; Request ID: %s; Proxy: null)", msg, lambdaruntime.NewRequestID())}
+}
+
+// sfnSessionName is a role session's name as Step Functions makes them:
+// 32 random letters.
+func sfnSessionName() string {
+	const letters = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
+	b := make([]byte, 32)
+	rand.Read(b)
+	for i := range b {
+		b[i] = letters[int(b[i])%len(letters)]
+	}
+	return string(b)
 }

@@ -92,8 +92,9 @@ func LineageFrom(ctx context.Context) (Lineage, bool) {
 	return l, ok
 }
 
-// invoked is the lineage of an invocation of function by a message of l.
-func (l Lineage) invoked(function string) Lineage {
+// Invoked is the lineage of an invocation of function by a message of l:
+// its count of function's invocations one higher.
+func (l Lineage) Invoked(function string) Lineage {
 	counts := make(map[string]int, len(l.Counts)+1)
 	for f, n := range l.Counts {
 		counts[f] = n
@@ -305,7 +306,7 @@ func (q *Queue) deliver(ctx context.Context, batch []*message) {
 			invocation = m.lineage
 		}
 	}
-	ctx = WithLineage(ctx, invocation.invoked(q.cfg.Function))
+	ctx = WithLineage(ctx, invocation.Invoked(q.cfg.Function))
 	ev := events.SQSEvent{}
 	for _, m := range batch {
 		m.receives++

@@ -77,6 +77,9 @@ type Config struct {
 	// Lambda reports a function it stopped at its timeout, and its context
 	// ends. A resource without one runs until it returns.
 	FunctionTimeouts map[string]time.Duration
+	// ARN is the state machine's ARN, which its executions' ARNs
+	// ($$.Execution.Id) derive from (default: one in a local account).
+	ARN string
 }
 
 // Machine is a loaded definition.
@@ -201,7 +204,7 @@ func (m *Machine) Start(ctx context.Context, name string, input json.RawMessage)
 	if err := json.Unmarshal(input, &in); err != nil {
 		return nil, fmt.Errorf("execution input: %w", err)
 	}
-	e := &Execution{ID: "arn:aws:states:local:000000000000:execution:" + m.name + ":" + name, Name: name,
+	e := &Execution{ID: m.executionARN(name), Name: name,
 		m: m, input: bytes.Clone(input), done: make(chan struct{}), history: []string{"ExecutionStarted"}}
 	e.notePayload(len(input))
 	e.status.Store("RUNNING")
@@ -213,7 +216,7 @@ func (m *Machine) Start(ctx context.Context, name string, input json.RawMessage)
 		defer func() { go func() { <-e.done; stop() }() }()
 	}
 	start := m.cfg.Clock.Now().UTC()
-	machineArn := "arn:aws:states:local:000000000000:stateMachine:" + m.name
+	machineArn := m.arn()
 	x := &run{m: m, exec: e, ctxObj: map[string]any{
 		"Execution":    map[string]any{"Id": e.ID, "Name": name, "Input": in, "StartTime": start.Format(time.RFC3339Nano)},
 		"StateMachine": map[string]any{"Id": machineArn, "Name": m.name},
