@@ -152,8 +152,11 @@ func TestQueuesHaveDeadLettersAndFitTheirConsumers(t *testing.T) {
 	sort.Strings(queues)
 	for _, name := range queues {
 		p := tpl.Resources[name].Properties
-		if p["SqsManagedSseEnabled"] != true && p["KmsMasterKeyId"] == nil {
-			t.Errorf("%s: not encrypted at rest (SqsManagedSseEnabled: true or KmsMasterKeyId)", name)
+		// SSE-SQS: encrypted at rest with keys SQS manages, free; a
+		// KmsMasterKeyId (SSE-KMS) bills KMS requests per data key reuse
+		// period.
+		if p["SqsManagedSseEnabled"] != true || p["KmsMasterKeyId"] != nil {
+			t.Errorf("%s: SqsManagedSseEnabled %s, KmsMasterKeyId %s; want SqsManagedSseEnabled: true and no KMS key (SSE-SQS, no KMS charges)", name, show(p["SqsManagedSseEnabled"]), show(p["KmsMasterKeyId"]))
 		}
 		rp, ok := p["RedrivePolicy"].(map[string]any)
 		if !ok {
