@@ -70,6 +70,8 @@ func byToken(u use) use { u.byToken = true; return u }
 // (webhook.Notifier).
 var notify = uses("queue:WebhookQueue", "Notifier: the webhook event of a final record", "sqs:SendMessage")
 
+var invalidate = uses("distribution:MediaDistribution", "media.RemoveFiles: the deleted files leave the CDN's caches", "cloudfront:CreateInvalidation")
+
 var upstreamToken = uses("secret:UpstreamTokenSecret", "the upstreams' tokens", "secretsmanager:GetSecretValue")
 
 // sqsPolling is what an SQS event source mapping needs of its function's
@@ -139,12 +141,14 @@ var usesOf = map[string][]use{
 	"GenerationOutputDeleteFunction": {
 		uses("bucket:OutputBucket", "lists the generation's objects (under generations/)", "s3:ListBucket"),
 		uses("object:OutputBucket/"+generationKey, "deletes the generation's outputs", "s3:DeleteObject"),
+		invalidate,
 	},
 	"LongStoryOutputDeleteFunction": {
 		uses("bucket:OutputBucket", "lists the video's objects (under long-videos/)", "s3:ListBucket"),
 		uses("object:OutputBucket/"+finalKey, "deletes the final video", "s3:DeleteObject"),
 		uses("object:OutputBucket/"+sceneKey, "deletes the scenes' clips", "s3:DeleteObject"),
 		uses("object:OutputBucket/"+narrationKey, "deletes the narration", "s3:DeleteObject"),
+		invalidate,
 	},
 	"LongStoryCancelFunction": {
 		uses(execution, "Workflow.Stop", "states:StopExecution"),
@@ -216,6 +220,7 @@ var resourceVariable = map[string]string{
 	"queue:PollQueue":        "POLL_QUEUE_URL", "bucket:OutputBucket": "OUTPUT_BUCKET",
 	"queue:WebhookQueue":         "WEBHOOK_QUEUE_URL",
 	"secret:UpstreamTokenSecret": "UPSTREAM_TOKENS_SECRET_ARN", "statemachine:LongStoryStateMachine": "STATE_MACHINE_ARN",
+	"distribution:MediaDistribution": "MEDIA_DISTRIBUTION_ID",
 }
 
 // namesOnly: a resource variable a function reads without calling the
@@ -307,6 +312,9 @@ func statementTarget(tpl *Template, v any) (string, error) {
 		}
 	}
 	if text, vars, ok := sub(v); ok && vars == nil {
+		if m := distributionARN.FindStringSubmatch(text); m != nil && tpl.Resources[m[1]].Type == "AWS::CloudFront::Distribution" {
+			return "distribution:" + m[1], nil
+		}
 		if m := executionARN.FindStringSubmatch(text); m != nil && tpl.Resources[m[1]].Type == "AWS::Serverless::StateMachine" {
 			return "execution:" + m[1] + "/" + m[2], nil
 		}
@@ -323,6 +331,10 @@ func statementTarget(tpl *Template, v any) (string, error) {
 	}
 	return "", fmt.Errorf("cannot tell which resource %s names: write !GetAtt X.Arn, !Ref <secret or state machine>, !Sub ${Bucket.Arn}/<prefix>*, !Sub ${Table.Arn}/index/<name>, !Sub arn:${AWS::Partition}:states:${AWS::Region}:${AWS::AccountId}:execution:${StateMachine.Name}:<name>, or \"*\"", show(v))
 }
+
+// distributionARN is a CloudFront distribution of the template (Ref is its
+// id; CloudFront is global: no region).
+var distributionARN = regexp.MustCompile(`^arn:\$\{AWS::Partition\}:cloudfront::\$\{AWS::AccountId\}:distribution/\$\{([A-Za-z0-9]+)\}$`)
 
 // executionARN is an execution of a state machine of the template: Step
 // Functions names it arn:...:execution:<state machine name>:<execution name>.
