@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 	"github.com/shopspring/decimal"
@@ -165,5 +166,56 @@ func TestListReadsUnprocessedKeysAgain(t *testing.T) {
 	}
 	if slow.requests < 3 {
 		t.Errorf("%d batch reads; the keys left unprocessed were not asked again", slow.requests)
+	}
+}
+
+// TestAUsageItemHoldsOnePairWhateverTheAccountUses: a capture adds to the
+// counters of its day, model and key. In one item per day those counters
+// grew by three attributes per pair the account used, towards DynamoDB's
+// 400 KB item limit (a capture's transaction would then fail), and each
+// capture rewrote the whole item's size in write units; one item per pair
+// stays the same size.
+func TestAUsageItemHoldsOnePairWhateverTheAccountUses(t *testing.T) {
+	ctx := context.Background()
+	tables, err := server.NewTables(ctx, "t")
+	if err != nil {
+		t.Fatal(err)
+	}
+	st := dynamostore.New(server.Client(), tables, dynamostore.WithLedgerBudget(testsupport.StandInLedgerBudget))
+	user := "user-usage-pairs"
+	if err := st.CreateAccount(ctx, domain.Account{UserID: user, Plan: domain.PlanPro, CreatedAt: time.Now()}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := st.Grant(ctx, user, "initial", decimal.NewFromInt(1000)); err != nil {
+		t.Fatal(err)
+	}
+	for i := range storetest.UsagePairs {
+		work := fmt.Sprintf("work-%d", i)
+		model, key := storetest.UsageModels[i%len(storetest.UsageModels)], fmt.Sprintf("mgk_%02d", i/len(storetest.UsageModels))
+		if err := st.Hold(ctx, user, domain.Hold{WorkID: work, Kind: domain.WorkGeneration, Amount: decimal.NewFromInt(1), CreatedAt: time.Now(), Model: model, KeyPrefix: key}); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := st.Capture(ctx, user, work); err != nil {
+			t.Fatal(err)
+		}
+	}
+	out, err := server.Client().Query(ctx, &dynamodb.QueryInput{
+		TableName:              aws.String(tables.Ledger),
+		KeyConditionExpression: aws.String("user_id = :u AND begins_with(entry, :p)"),
+		ExpressionAttributeValues: map[string]types.AttributeValue{
+			":u": &types.AttributeValueMemberS{Value: user}, ":p": &types.AttributeValueMemberS{Value: "usage#"},
+		},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(out.Items) != storetest.UsagePairs {
+		t.Errorf("%d usage items for %d model and key pairs, want one each", len(out.Items), storetest.UsagePairs)
+	}
+	for _, item := range out.Items {
+		if len(item) > 5 { // user_id, entry, c, g, v
+			entry, _ := item["entry"].(*types.AttributeValueMemberS)
+			t.Errorf("usage item %s has %d attributes: it grows with the pairs the account uses", entry.Value, len(item))
+		}
 	}
 }

@@ -48,6 +48,7 @@ func Run(t *testing.T, s store.Store) {
 		{"JournalPagesAndFilters", testJournalQueries},
 		{"FilteredJournalExaminesABoundedWindow", testFilteredJournalExaminesABoundedWindow},
 		{"UsageCountsByDayModelAndKey", testUsageCounts},
+		{"UsageCountsOfManyModelsAndKeys", testUsageCountsOfManyPairs},
 		{"KeyBudgetRefusesPastTheDailyLimit", testKeyBudget},
 		{"ConcurrentHoldsNeverPassAKeysBudget", testConcurrentKeyBudget},
 		{"KeyChainBudgetBoundsEveryKeyAbove", testKeyChainBudget},
