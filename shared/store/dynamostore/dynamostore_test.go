@@ -219,3 +219,45 @@ func TestAUsageItemHoldsOnePairWhateverTheAccountUses(t *testing.T) {
 		}
 	}
 }
+
+// TestASceneUpdateWritesABoundedItem: each scene's update rewrites the
+// video's record, billed by the item's whole size. With the longest texts
+// the API takes (20 scenes of 2,000 characters, with narration) the record
+// stays the size of its scenes' states (at most 12 KB, with fal's three
+// URLs per scene), not the 170 KB of its texts.
+func TestASceneUpdateWritesABoundedItem(t *testing.T) {
+	ctx := context.Background()
+	tables, err := server.NewTables(ctx, "t")
+	if err != nil {
+		t.Fatal(err)
+	}
+	st := dynamostore.New(server.Client(), tables)
+	v := storetest.LongTextsVideo("user-long-texts", time.Now())
+	if err := st.CreateLongVideo(ctx, v); err != nil {
+		t.Fatal(err)
+	}
+	record := func() int {
+		out, err := server.Client().GetItem(ctx, &dynamodb.GetItemInput{TableName: aws.String(tables.LongVideos),
+			Key: map[string]types.AttributeValue{"id": &types.AttributeValueMemberS{Value: v.ID}}, ConsistentRead: aws.Bool(true)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return dynamostore.ItemSize(out.Item)
+	}
+	// The record's own fields and 20 states of at most 512 bytes.
+	const bound = 2<<10 + 20*512
+	for n := 1; n <= len(v.Scenes); n++ {
+		// A fal scene's state, with its three URLs: the largest there is.
+		state := domain.SceneState{Status: domain.StatusProcessing, UpstreamID: fmt.Sprintf("0a1b2c3d-4e5f-6789-abcd-%012d", n), Upstream: "fal-main",
+			CancelURL:   fmt.Sprintf("https://queue.fal.run/fal-ai/kling-video/requests/0a1b2c3d-4e5f-6789-abcd-%012d/cancel", n),
+			StatusURL:   fmt.Sprintf("https://queue.fal.run/fal-ai/kling-video/requests/0a1b2c3d-4e5f-6789-abcd-%012d/status", n),
+			ResponseURL: fmt.Sprintf("https://queue.fal.run/fal-ai/kling-video/requests/0a1b2c3d-4e5f-6789-abcd-%012d", n)}
+		if err := st.SetSceneStatus(ctx, v.ID, n, state, time.Now()); err != nil {
+			t.Fatal(err)
+		}
+		if size := record(); size > bound {
+			t.Fatalf("after scene %d's update the record is %d bytes, over %d: each update is billed %d write units", n, size, bound, (size+1023)/1024)
+		}
+	}
+	t.Logf("the record after its 20 scenes' updates: %d bytes", record())
+}

@@ -38,6 +38,7 @@ func Run(t *testing.T, s store.Store) {
 		{"GenerationIDsCountPerAccount", testGenerationIDsPerAccount},
 		{"ListGenerationsPagesNewestFirstWithFilters", testListGenerations},
 		{"ListLongVideosPagesNewestFirst", testListLongVideos},
+		{"LongVideoTextsComeBackWhole", testLongVideoTexts},
 		{"FilteredListsExamineABoundedWindow", testFilteredListsExamineABoundedWindow},
 		{"SceneStatusWhileProcessingOnly", testSceneStatus},
 		{"WebhookSecretAndAttempts", testWebhooks},
