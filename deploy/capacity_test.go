@@ -47,13 +47,8 @@ func evaluated(t *testing.T, function, property string, params map[string]string
 // event source of the function (0 when it has none).
 func maximumConcurrency(t *testing.T, function string) map[string]int {
 	out := map[string]int{}
-	events, _ := resource(t, function, "AWS::Serverless::Function").Properties["Events"].(map[string]any)
-	for name, e := range events {
-		em, _ := e.(map[string]any)
-		if em["Type"] != "SQS" {
-			continue
-		}
-		p, _ := em["Properties"].(map[string]any)
+	resource(t, function, "AWS::Serverless::Function")
+	for name, p := range sqsTriggers(tmpl(t), function) {
 		sc, _ := p["ScalingConfig"].(map[string]any)
 		out[name], _ = number(sc["MaximumConcurrency"])
 	}
@@ -166,7 +161,7 @@ func TestEveryQueueConsumerHasABoundedConcurrency(t *testing.T) {
 			found++
 			// SQS event sources accept 2 to 1,000.
 			if max < 2 || max > 1000 {
-				t.Errorf("%s.Events.%s: ScalingConfig.MaximumConcurrency is %d, want 2 to 1000", f.ID, event, max)
+				t.Errorf("%s (%s): ScalingConfig.MaximumConcurrency is %d, want 2 to 1000", f.ID, event, max)
 			}
 		}
 	}

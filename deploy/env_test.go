@@ -56,6 +56,7 @@ var expectedValue = map[string]any{
 	"POLL_QUEUE_URL":             map[string]any{"Ref": "PollQueue"}, // Ref of a queue is its URL
 	"OUTPUT_BUCKET":              map[string]any{"Ref": "OutputBucket"},
 	"MEDIA_BASE_URL":             map[string]any{"Fn::Sub": "https://${MediaDistribution.DomainName}"},
+	"MEDIA_DISTRIBUTION_ID":      map[string]any{"Ref": "MediaDistribution"}, // Ref of a distribution is its id
 	"ROUTING_FILE":               map[string]any{"Ref": "RoutingFile"},
 	"UPSTREAM_TOKENS_SECRET_ARN": map[string]any{"Ref": "UpstreamTokenSecret"}, // Ref of a secret is its ARN
 	"WEBHOOK_QUEUE_URL":          map[string]any{"Ref": "WebhookQueue"},

@@ -70,7 +70,14 @@ func byToken(u use) use { u.byToken = true; return u }
 // (webhook.Notifier).
 var notify = uses("queue:WebhookQueue", "Notifier: the webhook event of a final record", "sqs:SendMessage")
 
+var invalidate = uses("distribution:MediaDistribution", "media.RemoveFiles: the deleted files leave the CDN's caches", "cloudfront:CreateInvalidation")
+
 var upstreamToken = uses("secret:UpstreamTokenSecret", "the upstreams' tokens", "secretsmanager:GetSecretValue")
+
+// sqsPolling is what an SQS event source mapping needs of its function's
+// execution role on the queue (Lambda's "Execution role permissions" for
+// SQS).
+var sqsPolling = []string{"sqs:ReceiveMessage", "sqs:DeleteMessage", "sqs:GetQueueAttributes"}
 
 var putObject = []string{"s3:PutObject", "s3:AbortMultipartUpload"} // the upload manager aborts a failed multipart upload
 
@@ -94,6 +101,7 @@ var usesOf = map[string][]use{
 	},
 	"PollerFunction": {
 		uses("queue:PollQueue", "the next poll", "sqs:SendMessage"),
+		uses("queue:PollQueue", "PollerFunctionPolls polls the queue with the execution role", sqsPolling...),
 		notify,
 		uses("object:OutputBucket/"+generationKey, "the generation's outputs", putObject...),
 		uses("object:OutputBucket/"+sceneKey, "the scenes' clips", putObject...),
@@ -112,6 +120,7 @@ var usesOf = map[string][]use{
 	},
 	"WebhooksFunction": {
 		uses("queue:WebhookQueue", "the next attempt, delayed by the backoff", "sqs:SendMessage"),
+		uses("queue:WebhookQueue", "WebhooksFunctionDeliveries polls the queue with the execution role", sqsPolling...),
 	},
 	"SweeperFunction":                    nil,
 	"AccountFunction":                    nil,
@@ -132,12 +141,14 @@ var usesOf = map[string][]use{
 	"GenerationOutputDeleteFunction": {
 		uses("bucket:OutputBucket", "lists the generation's objects (under generations/)", "s3:ListBucket"),
 		uses("object:OutputBucket/"+generationKey, "deletes the generation's outputs", "s3:DeleteObject"),
+		invalidate,
 	},
 	"LongStoryOutputDeleteFunction": {
 		uses("bucket:OutputBucket", "lists the video's objects (under long-videos/)", "s3:ListBucket"),
 		uses("object:OutputBucket/"+finalKey, "deletes the final video", "s3:DeleteObject"),
 		uses("object:OutputBucket/"+sceneKey, "deletes the scenes' clips", "s3:DeleteObject"),
 		uses("object:OutputBucket/"+narrationKey, "deletes the narration", "s3:DeleteObject"),
+		invalidate,
 	},
 	"LongStoryCancelFunction": {
 		uses(execution, "Workflow.Stop", "states:StopExecution"),
@@ -209,6 +220,7 @@ var resourceVariable = map[string]string{
 	"queue:PollQueue":        "POLL_QUEUE_URL", "bucket:OutputBucket": "OUTPUT_BUCKET",
 	"queue:WebhookQueue":         "WEBHOOK_QUEUE_URL",
 	"secret:UpstreamTokenSecret": "UPSTREAM_TOKENS_SECRET_ARN", "statemachine:LongStoryStateMachine": "STATE_MACHINE_ARN",
+	"distribution:MediaDistribution": "MEDIA_DISTRIBUTION_ID",
 }
 
 // namesOnly: a resource variable a function reads without calling the
@@ -300,6 +312,9 @@ func statementTarget(tpl *Template, v any) (string, error) {
 		}
 	}
 	if text, vars, ok := sub(v); ok && vars == nil {
+		if m := distributionARN.FindStringSubmatch(text); m != nil && tpl.Resources[m[1]].Type == "AWS::CloudFront::Distribution" {
+			return "distribution:" + m[1], nil
+		}
 		if m := executionARN.FindStringSubmatch(text); m != nil && tpl.Resources[m[1]].Type == "AWS::Serverless::StateMachine" {
 			return "execution:" + m[1] + "/" + m[2], nil
 		}
@@ -316,6 +331,10 @@ func statementTarget(tpl *Template, v any) (string, error) {
 	}
 	return "", fmt.Errorf("cannot tell which resource %s names: write !GetAtt X.Arn, !Ref <secret or state machine>, !Sub ${Bucket.Arn}/<prefix>*, !Sub ${Table.Arn}/index/<name>, !Sub arn:${AWS::Partition}:states:${AWS::Region}:${AWS::AccountId}:execution:${StateMachine.Name}:<name>, or \"*\"", show(v))
 }
+
+// distributionARN is a CloudFront distribution of the template (Ref is its
+// id; CloudFront is global: no region).
+var distributionARN = regexp.MustCompile(`^arn:\$\{AWS::Partition\}:cloudfront::\$\{AWS::AccountId\}:distribution/\$\{([A-Za-z0-9]+)\}$`)
 
 // executionARN is an execution of a state machine of the template: Step
 // Functions names it arn:...:execution:<state machine name>:<execution name>.
@@ -676,6 +695,105 @@ func TestIdempotencyKeysOnEveryGuardedPostAndNoGet(t *testing.T) {
 			t.Errorf("%s (%s): a POST behind the Gate keeps Idempotency-Keys; its code does not call the idempotency table (storewiring.PostGate)", rt.Function, key)
 		case !want && has:
 			t.Errorf("%s (%s): a GET, a public route or one of postsWithoutIdempotency never reaches Gate.Idempotency, but its code calls the idempotency table", rt.Function, key)
+		}
+	}
+}
+
+// managedGrants is what the AWS managed policies SAM may attach allow on
+// every resource ("*"), as AWS publishes them.
+var managedGrants = map[string][]string{
+	"arn:aws:iam::aws:policy/service-role/AWSLambdaBasicExecutionRole": {"logs:CreateLogGroup", "logs:CreateLogStream", "logs:PutLogEvents"},
+	"arn:aws:iam::aws:policy/AWSXrayWriteOnlyAccess": {"xray:PutTraceSegments", "xray:PutTelemetryRecords", "xray:GetSamplingRules",
+		"xray:GetSamplingTargets", "xray:GetSamplingStatisticSummaries"},
+	"arn:aws:iam::aws:policy/service-role/AWSLambdaSQSQueueExecutionRole": {"sqs:ReceiveMessage", "sqs:DeleteMessage", "sqs:GetQueueAttributes",
+		"logs:CreateLogGroup", "logs:CreateLogStream", "logs:PutLogEvents"},
+}
+
+// TestNoRoleReceivesDeletesOrOwnsLogsEverywhere reads the roles as sam
+// deploy creates them (the expanded template): no role may receive or
+// delete the messages of every queue, nor hold logs:* (or *) on every
+// resource; each queue is polled by a role allowed on that queue.
+func TestNoRoleReceivesDeletesOrOwnsLogsEverywhere(t *testing.T) {
+	resources, _ := expanded(t)["Resources"].(map[string]any)
+	forbidden := []string{"sqs:ReceiveMessage", "sqs:DeleteMessage", "sqs:DeleteMessageBatch", "logs:DeleteLogGroup", "logs:PutRetentionPolicy"}
+	onQueue := map[string]map[string]bool{} // role -> "action queue" allowed
+	for _, name := range sortedKeys(resources) {
+		r, _ := resources[name].(map[string]any)
+		if r["Type"] != "AWS::IAM::Role" {
+			continue
+		}
+		props, _ := r["Properties"].(map[string]any)
+		everywhere := map[string]string{} // action -> where
+		managed, _ := props["ManagedPolicyArns"].([]any)
+		for _, m := range managed {
+			arn := show(m)
+			s, _ := m.(string)
+			grants, known := managedGrants[s]
+			if !known {
+				t.Errorf("%s: managed policy %s, whose grants this test does not know", name, arn)
+			}
+			for _, a := range grants {
+				everywhere[a] = "managed policy " + s
+			}
+		}
+		onQueue[name] = map[string]bool{}
+		policies, _ := props["Policies"].([]any)
+		for _, p := range policies {
+			pm, _ := p.(map[string]any)
+			doc, _ := pm["PolicyDocument"].(map[string]any)
+			stmts, _ := doc["Statement"].([]any)
+			for _, s := range stmts {
+				sm, _ := s.(map[string]any)
+				if sm["Effect"] != "Allow" {
+					continue
+				}
+				actions, _ := stringList(sm["Action"])
+				res, isList := sm["Resource"].([]any)
+				if !isList {
+					res = []any{sm["Resource"]}
+				}
+				for _, rv := range res {
+					for _, a := range actions {
+						if rv == "*" {
+							everywhere[a] = "policy " + show(pm["PolicyName"])
+							continue
+						}
+						// SQSPollerPolicy: arn:...:sqs:...:${queueName}, the queue's name a GetAtt.
+						_, vars, _ := sub(rv)
+						if q, attr, ok := getAtt(vars["queueName"]); ok && attr == "QueueName" {
+							onQueue[name][strings.ToLower(a)+" "+q] = true
+						}
+					}
+				}
+			}
+		}
+		for _, a := range sortedKeys(everywhere) {
+			onQueue[name][strings.ToLower(a)+" *"] = true
+			broad := a == "*" || strings.EqualFold(a, "logs:*") || strings.EqualFold(a, "sqs:*")
+			for _, f := range forbidden {
+				broad = broad || glob(a, f, true)
+			}
+			if broad {
+				t.Errorf("%s: %s on every resource (\"*\"), from %s; scope it to the function's own queue or log group", name, a, everywhere[a])
+			}
+		}
+	}
+	// Each mapping's function may poll exactly its queue.
+	for _, name := range sortedKeys(resources) {
+		r, _ := resources[name].(map[string]any)
+		if r["Type"] != "AWS::Lambda::EventSourceMapping" {
+			continue
+		}
+		props, _ := r["Properties"].(map[string]any)
+		queue, _, _ := getAtt(props["EventSourceArn"])
+		fn, _ := ref(props["FunctionName"])
+		f, _ := resources[fn].(map[string]any)
+		fp, _ := f["Properties"].(map[string]any)
+		role, _, _ := getAtt(fp["Role"])
+		for _, a := range sqsPolling {
+			if !onQueue[role][strings.ToLower(a)+" "+queue] && !onQueue[role][strings.ToLower(a)+" *"] {
+				t.Errorf("%s: %s's role %s is not allowed %s on %s: Lambda refuses the mapping", name, fn, role, a, queue)
+			}
 		}
 	}
 }

@@ -2,16 +2,43 @@ package deploy
 
 import "testing"
 
-// sqsSources are the queues (logical ID) of an SQS event of a function.
-func sqsSources(fn Resource) []string {
-	var out []string
-	events, _ := fn.Properties["Events"].(map[string]any)
-	for _, e := range events {
+// sqsTriggers are a function's SQS event sources by name: its SAM events
+// of Type SQS, and the AWS::Lambda::EventSourceMapping resources whose
+// FunctionName is !Ref function (their EventSourceArn read as Queue), each
+// with its properties.
+func sqsTriggers(tpl *Template, function string) map[string]map[string]any {
+	out := map[string]map[string]any{}
+	events, _ := tpl.Resources[function].Properties["Events"].(map[string]any)
+	for name, e := range events {
 		em, _ := e.(map[string]any)
 		if em["Type"] != "SQS" {
 			continue
 		}
 		p, _ := em["Properties"].(map[string]any)
+		out[function+".Events."+name] = p
+	}
+	for name, r := range tpl.Resources {
+		if r.Type != "AWS::Lambda::EventSourceMapping" {
+			continue
+		}
+		if fn, _ := ref(r.Properties["FunctionName"]); fn != function {
+			continue
+		}
+		p := map[string]any{"Queue": r.Properties["EventSourceArn"]}
+		for k, v := range r.Properties {
+			if k != "EventSourceArn" && k != "FunctionName" {
+				p[k] = v
+			}
+		}
+		out[name] = p
+	}
+	return out
+}
+
+// sqsSources are the queues (logical ID) of an SQS trigger of a function.
+func sqsSources(tpl *Template, function string) []string {
+	var out []string
+	for _, p := range sqsTriggers(tpl, function) {
 		if q, ok := getAttOf(p["Queue"]); ok {
 			out = append(out, q)
 		}
@@ -59,7 +86,7 @@ func TestFunctionsThatFeedTheirOwnQueueAllowRecursion(t *testing.T) {
 	loops := map[string]bool{}
 	for _, f := range functions {
 		fn := resource(t, f.ID, "AWS::Serverless::Function")
-		for _, q := range sqsSources(fn) {
+		for _, q := range sqsSources(tmpl(t), f.ID) {
 			for _, s := range sendsTo(fn) {
 				if s == q {
 					loops[f.ID] = true

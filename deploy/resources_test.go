@@ -424,6 +424,11 @@ func TestSamconfigDeploysTheTemplate(t *testing.T) {
 		if overrides["Stage"] != want.stage {
 			t.Errorf("samconfig.toml: [%s] deploys Stage=%q, want %s", env, overrides["Stage"], want.stage)
 		}
+		// prod's alarms reach a person: AlarmEmail subscribes an address
+		// (a placeholder the operator replaces, docs/deploy.md).
+		if env == "prod" && overrides["AlarmEmail"] == "" {
+			t.Errorf("samconfig.toml: [prod] sets no AlarmEmail; prod's alarms would mail no one")
+		}
 	}
 }
 

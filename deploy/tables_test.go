@@ -88,8 +88,15 @@ func TestTablesMatchTheStoresSchema(t *testing.T) {
 		if pitr, _ := p["PointInTimeRecoverySpecification"].(map[string]any); pitr["PointInTimeRecoveryEnabled"] != true {
 			t.Errorf("%s: PointInTimeRecoverySpecification is %s, want PointInTimeRecoveryEnabled: true", res, show(p["PointInTimeRecoverySpecification"]))
 		}
-		if sse, _ := p["SSESpecification"].(map[string]any); sse["SSEEnabled"] != true {
-			t.Errorf("%s: SSESpecification is %s, want SSEEnabled: true", res, show(p["SSESpecification"]))
+		// DynamoDB encrypts every table at rest. Without SSESpecification
+		// (or with SSEEnabled false) the key is the AWS owned key, free;
+		// SSEEnabled true makes it KMS (the AWS managed key aws/dynamodb, or
+		// KMSMasterKeyId), billed per request (AWS::DynamoDB::Table
+		// SSESpecification).
+		if sse, ok := p["SSESpecification"].(map[string]any); ok && (sse["SSEEnabled"] != false || sse["KMSMasterKeyId"] != nil || sse["SSEType"] != nil) {
+			t.Errorf("%s: SSESpecification is %s, which encrypts with KMS, billed per request; omit it (the AWS owned key, free)", res, show(p["SSESpecification"]))
+		} else if !ok && p["SSESpecification"] != nil {
+			t.Errorf("%s: SSESpecification is %s", res, show(p["SSESpecification"]))
 		}
 	}
 	// The TTL of each table is the store's (dynamostore.TTLAttribute), set

@@ -161,8 +161,11 @@ func TestQueuesHaveDeadLettersAndFitTheirConsumers(t *testing.T) {
 	sort.Strings(queues)
 	for _, name := range queues {
 		p := tpl.Resources[name].Properties
-		if p["SqsManagedSseEnabled"] != true && p["KmsMasterKeyId"] == nil {
-			t.Errorf("%s: not encrypted at rest (SqsManagedSseEnabled: true or KmsMasterKeyId)", name)
+		// SSE-SQS: encrypted at rest with keys SQS manages, free; a
+		// KmsMasterKeyId (SSE-KMS) bills KMS requests per data key reuse
+		// period.
+		if p["SqsManagedSseEnabled"] != true || p["KmsMasterKeyId"] != nil {
+			t.Errorf("%s: SqsManagedSseEnabled %s, KmsMasterKeyId %s; want SqsManagedSseEnabled: true and no KMS key (SSE-SQS, no KMS charges)", name, show(p["SqsManagedSseEnabled"]), show(p["KmsMasterKeyId"]))
 		}
 		rp, ok := p["RedrivePolicy"].(map[string]any)
 		if !ok {
@@ -216,26 +219,20 @@ func TestQueuesHaveDeadLettersAndFitTheirConsumers(t *testing.T) {
 		if !ok {
 			t.Errorf("%s: Timeout %s is not a number", f.ID, show(fp["Timeout"]))
 		}
-		events, _ := fp["Events"].(map[string]any)
-		for ename, e := range events {
-			em, _ := e.(map[string]any)
-			if em["Type"] != "SQS" {
-				continue
-			}
-			ep, _ := em["Properties"].(map[string]any)
+		for ename, ep := range sqsTriggers(tpl, f.ID) {
 			q, attr, _ := getAtt(ep["Queue"])
 			if _, known := consumerOf[q]; !known || attr != "Arn" {
-				t.Errorf("%s.Events.%s: Queue is %s, want !GetAtt <one of %v>.Arn", f.ID, ename, show(ep["Queue"]), sortedKeys(consumerOf))
+				t.Errorf("%s: Queue is %s, want !GetAtt <one of %v>.Arn", ename, show(ep["Queue"]), sortedKeys(consumerOf))
 				continue
 			}
 			consumers[q] = append(consumers[q], f.ID)
 			batch, ok := number(ep["BatchSize"])
 			if !ok || batch < 1 || batch > 10 {
-				t.Errorf("%s.Events.%s: BatchSize is %s, want 1 to 10", f.ID, ename, show(ep["BatchSize"]))
+				t.Errorf("%s: BatchSize is %s, want 1 to 10", ename, show(ep["BatchSize"]))
 			}
 			frt, _ := ep["FunctionResponseTypes"].([]any)
 			if !slices.Contains(frt, any("ReportBatchItemFailures")) {
-				t.Errorf("%s.Events.%s: FunctionResponseTypes is %s; the handler answers partial batch failures, which Lambda ignores (and deletes the failed messages) without ReportBatchItemFailures", f.ID, ename, show(ep["FunctionResponseTypes"]))
+				t.Errorf("%s: FunctionResponseTypes is %s; the handler answers partial batch failures, which Lambda ignores (and deletes the failed messages) without ReportBatchItemFailures", ename, show(ep["FunctionResponseTypes"]))
 			}
 			if vis, _ := number(tpl.Resources[q].Properties["VisibilityTimeout"]); vis < 6*timeout {
 				t.Errorf("%s: VisibilityTimeout %d s is under 6 x %s's Timeout (%d s): Lambda advises 6x, or a slow batch is delivered twice", q, vis, f.ID, timeout)

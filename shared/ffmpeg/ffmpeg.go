@@ -105,13 +105,41 @@ func (e *Error) Error() string {
 
 func (e *Error) Unwrap() error { return e.Err }
 
-// Run runs ffmpeg with args, after "-hide_banner -loglevel error -nostdin -y".
+// Run runs ffmpeg with args, after "-hide_banner -loglevel error -nostdin -y",
+// each input (-i) bounded by InputProtocols and InputFormats.
 func (r Runner) Run(ctx context.Context, args ...string) error {
 	return r.run(ctx, r.ffmpegPath(), ffmpegArgs(args), nil)
 }
 
+// InputProtocols are the only protocols an input may open, itself or
+// through what it names: the files of the work directory and pipes, never
+// the network (http, tcp, rtmp, ...), nor data: URIs.
+const InputProtocols = "file,pipe"
+
+// InputFormats are the only demuxers an input may be read with, itself or
+// through what it names (a concat list's files): the media the service
+// reads (provider clips and images, narration, its own concat lists and
+// lavfi sources). Never a playlist (hls, dash) that names other files or
+// URLs, nor a demuxer that renders a text file (tty) into frames: a
+// provider's "mp4" is whatever bytes it sent, and ffmpeg picks the demuxer
+// from the content.
+const InputFormats = "concat,lavfi,mov,matroska,mp3,wav,aac,image2,png_pipe,jpeg_pipe,webp_pipe,gif"
+
+// inputBounds are the options that bound one input.
+func inputBounds() []string {
+	return []string{"-protocol_whitelist", InputProtocols, "-format_whitelist", InputFormats}
+}
+
 func ffmpegArgs(args []string) []string {
-	return append([]string{"-hide_banner", "-loglevel", "error", "-nostdin", "-y"}, args...)
+	out := []string{"-hide_banner", "-loglevel", "error", "-nostdin", "-y"}
+	for _, a := range args {
+		// Input options apply to the next -i only: each input gets its own.
+		if a == "-i" {
+			out = append(out, inputBounds()...)
+		}
+		out = append(out, a)
+	}
+	return out
 }
 
 // run executes one program bounded by the runner's timeout, writing its

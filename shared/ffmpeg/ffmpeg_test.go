@@ -8,9 +8,12 @@ import (
 	"image/color"
 	"image/png"
 	"math"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 )
@@ -319,4 +322,84 @@ func maxChannelDiff(a, b color.RGBA) int {
 		}
 	}
 	return d
+}
+
+// TestProviderMediaOpensNoURLAndNoOtherFile: a provider's "clip" is
+// whatever bytes it sent, and ffmpeg picks the demuxer from the content. A
+// playlist may name a URL (the network, from inside the function) or a
+// local file (the function's own files, its /proc/self/environ with the
+// role's credentials); ffmpeg must read neither, nor render a text file
+// into frames.
+func TestProviderMediaOpensNoURLAndNoOtherFile(t *testing.T) {
+	r := requireFFmpeg(t)
+	ctx := context.Background()
+	dir := t.TempDir()
+
+	var requests atomic.Int32
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		requests.Add(1)
+		http.NotFound(w, nil)
+	}))
+	defer srv.Close()
+
+	// A real segment on disk, which a playlist may name.
+	segment := filepath.Join(dir, "segment.ts")
+	if err := r.Run(ctx, "-f", "lavfi", "-i", "testsrc=d=1:s=64x64:r=10", segment); err != nil {
+		t.Fatal(err)
+	}
+	hls := func(entry string) string {
+		return "#EXTM3U\n#EXT-X-TARGETDURATION:1\n#EXTINF:1,\n" + entry + "\n#EXT-X-ENDLIST\n"
+	}
+	for _, c := range []struct{ name, body string }{
+		{"an HLS playlist naming a local file", hls(segment)},
+		{"an HLS playlist naming a URL", hls(srv.URL + "/segment.ts")},
+		{"a concat list naming a URL", "ffconcat version 1.0\nfile '" + srv.URL + "/clip.mp4'\n"},
+		{"a text file", "AWS_SECRET_ACCESS_KEY=shown as a picture by the tty demuxer\n"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			clip := filepath.Join(dir, strings.ReplaceAll(c.name, " ", "-")+".mp4")
+			if c.name == "a text file" {
+				clip = strings.TrimSuffix(clip, ".mp4") + ".txt" // tty is chosen by extension
+			}
+			if err := os.WriteFile(clip, []byte(c.body), 0o600); err != nil {
+				t.Fatal(err)
+			}
+			before := requests.Load()
+			out := filepath.Join(dir, "out.mp4")
+			os.Remove(out)
+			if err := r.Run(ctx, "-i", clip, "-t", "1", out); err == nil {
+				t.Errorf("ffmpeg read %s into %s", c.name, out)
+			}
+			if _, err := r.Probe(ctx, clip); err == nil {
+				t.Errorf("ffprobe read %s", c.name)
+			}
+			if n := requests.Load() - before; n != 0 {
+				t.Errorf("ffmpeg or ffprobe made %d requests to the URL the file names", n)
+			}
+		})
+	}
+
+	// What the service reads still opens: a clip through a concat list
+	// of absolute paths (as Assemble writes it), and an image.
+	clip := filepath.Join(dir, "clip.mp4")
+	if err := r.Run(ctx, "-f", "lavfi", "-i", "testsrc=d=1:s=64x64:r=10", "-f", "lavfi", "-i", "sine=d=1", "-shortest", clip); err != nil {
+		t.Fatal(err)
+	}
+	list := filepath.Join(dir, "list.txt")
+	if err := os.WriteFile(list, []byte("file '"+clip+"'\nfile '"+clip+"'\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := r.Run(ctx, "-f", "concat", "-safe", "0", "-i", list, "-i", clip, "-map", "0:v", "-map", "1:a", filepath.Join(dir, "joined.mp4")); err != nil {
+		t.Errorf("a concat list of clips no longer opens: %v", err)
+	}
+	if info, err := r.Probe(ctx, clip); err != nil || !strings.Contains(info.Format, "mp4") {
+		t.Errorf("Probe(clip) = %+v, %v", info, err)
+	}
+	img := filepath.Join(dir, "image.png")
+	if err := r.Run(ctx, "-f", "lavfi", "-i", "color=c=red:s=8x8", "-frames:v", "1", img); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := r.PixelAt(ctx, img, 0, 1, 1); err != nil {
+		t.Errorf("an image no longer opens: %v", err)
+	}
 }

@@ -62,7 +62,8 @@ func (i Info) first(kind string) (Stream, bool) {
 // Probe reads the format and streams of the file at path.
 func (r Runner) Probe(ctx context.Context, path string) (Info, error) {
 	var out bytes.Buffer
-	args := []string{"-v", "error", "-print_format", "json", "-show_format", "-show_streams", "-show_data_hash", "sha256", path}
+	args := append([]string{"-v", "error", "-print_format", "json", "-show_format", "-show_streams", "-show_data_hash", "sha256"}, inputBounds()...)
+	args = append(args, path)
 	if err := r.run(ctx, r.ffprobePath(), args, &out); err != nil {
 		return Info{}, fmt.Errorf("probe %s: %w", path, err)
 	}

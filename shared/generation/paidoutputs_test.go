@@ -7,6 +7,7 @@ import (
 	"io"
 	"net/http"
 	"net/url"
+	"reflect"
 	"sync"
 	"testing"
 	"time"
@@ -254,7 +255,7 @@ func (w *paidWorld) race(t *testing.T, action string, step int) {
 	case "cancel":
 		_, actErr = generation.NewCanceler(w.st, svc.Upstreams, nil, nil, svc.Settings).Cancel(ctx, user, g.UUID)
 	case "delete":
-		_, actErr = generation.NewOutputRemover(w.st, w.bucket, svc.Settings).RemoveOutput(ctx, user, g.UUID)
+		_, actErr = generation.NewOutputRemover(w.st, w.bucket, nil, svc.Settings).RemoveOutput(ctx, user, g.UUID)
 	}
 	close(resume)
 	if err := <-polled; err != nil {
@@ -278,7 +279,7 @@ func (w *paidWorld) race(t *testing.T, action string, step int) {
 			t.Errorf("a delete during the copy = %v, ended %s removal %q; want a conflict, completed and kept", actErr, got.Status, got.Files.Removal)
 		}
 		// Deleted once completed: nothing is served or left.
-		if _, err := generation.NewOutputRemover(w.st, w.bucket, svc.Settings).RemoveOutput(ctx, user, g.UUID); err != nil {
+		if _, err := generation.NewOutputRemover(w.st, w.bucket, nil, svc.Settings).RemoveOutput(ctx, user, g.UUID); err != nil {
 			t.Fatal(err)
 		}
 		if got, err = w.st.GetGeneration(ctx, g.UUID); err != nil {
@@ -345,8 +346,13 @@ func (w *paidWorld) lateCopy(t *testing.T) {
 	if err := second.Poll(ctx, generation.PollMessage{GenerationID: g.UUID}); err != nil {
 		t.Fatalf("the redelivered poll: %v", err)
 	}
-	if _, err := generation.NewOutputRemover(w.st, w.bucket, second.Settings).RemoveOutput(ctx, user, g.UUID); err != nil {
+	cdn := &recordingCDN{}
+	if _, err := generation.NewOutputRemover(w.st, w.bucket, cdn, second.Settings).RemoveOutput(ctx, user, g.UUID); err != nil {
 		t.Fatal(err)
+	}
+	// The delete drops exactly the generation's paths from the CDN.
+	if want := [][]string{{"/generations/" + g.UUID + "/*"}}; !reflect.DeepEqual(cdn.calls, want) {
+		t.Errorf("CDN invalidations %v, want %v", cdn.calls, want)
 	}
 	close(slow.resume)
 	if err := <-polled; err != nil {
@@ -391,4 +397,17 @@ func (w *paidWorld) failedWhileFinishing(t *testing.T) {
 	if served, objects := w.served(t, g.UUID); served != 0 || objects != 0 {
 		t.Errorf("failed: %d outputs served, %d objects left; want none", served, objects)
 	}
+}
+
+// recordingCDN is the CDN's invalidations (media.Invalidator).
+type recordingCDN struct {
+	mu    sync.Mutex
+	calls [][]string
+}
+
+func (c *recordingCDN) Invalidate(_ context.Context, paths []string) error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.calls = append(c.calls, paths)
+	return nil
 }

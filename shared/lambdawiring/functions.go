@@ -9,16 +9,19 @@ import (
 	"sort"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/cloudfront"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 	"github.com/aws/aws-sdk-go-v2/service/sfn"
 
 	"github.com/mediagen-dev/mediagen/shared/apiview"
 	"github.com/mediagen-dev/mediagen/shared/catalog"
+	"github.com/mediagen-dev/mediagen/shared/cdn"
 	"github.com/mediagen-dev/mediagen/shared/generation"
 	"github.com/mediagen-dev/mediagen/shared/httpapi"
 	"github.com/mediagen-dev/mediagen/shared/lambdahttp"
 	"github.com/mediagen-dev/mediagen/shared/lambdawiring/storewiring"
 	"github.com/mediagen-dev/mediagen/shared/longstory"
+	"github.com/mediagen-dev/mediagen/shared/media"
 	"github.com/mediagen-dev/mediagen/shared/routing"
 	"github.com/mediagen-dev/mediagen/shared/s3bucket"
 	"github.com/mediagen-dev/mediagen/shared/sqsbatch"
@@ -95,7 +98,7 @@ func GenerationOutputDelete(ctx context.Context, log *slog.Logger) (any, error) 
 	if err != nil {
 		return nil, err
 	}
-	remover := generation.NewOutputRemover(storewiring.Store(cfg), bucket, generation.Settings{Log: log})
+	remover := generation.NewOutputRemover(storewiring.Store(cfg), bucket, outputCDN(cfg), generation.Settings{Log: log})
 	return lambdahttp.Route(httpapi.GenerationOutputDeleteRoute(remover, storewiring.Gate(cfg, log))), nil
 }
 
@@ -176,8 +179,19 @@ func LongStoryOutputDelete(ctx context.Context, log *slog.Logger) (any, error) {
 	if err != nil {
 		return nil, err
 	}
-	remover := longstory.NewOutputRemover(storewiring.Store(cfg), bucket, longstory.Settings{Log: log})
+	remover := longstory.NewOutputRemover(storewiring.Store(cfg), bucket, outputCDN(cfg), longstory.Settings{Log: log})
 	return lambdahttp.Route(httpapi.LongVideoOutputDeleteRoute(remover, storewiring.Gate(cfg, log))), nil
+}
+
+// outputCDN is the media distribution, where the delete-output functions
+// invalidate what they delete; nil without MEDIA_DISTRIBUTION_ID (sam local
+// invoke: nothing caches the files).
+func outputCDN(cfg aws.Config) media.Invalidator {
+	id := storewiring.Getenv(EnvMediaDistributionID)
+	if id == "" {
+		return nil
+	}
+	return cdn.CloudFront{API: cloudfront.NewFromConfig(cfg), DistributionID: id}
 }
 
 // outputObjects is the output bucket of a function that lists and deletes

@@ -43,6 +43,9 @@ const (
 	EnvPollQueueURL = "POLL_QUEUE_URL"
 	EnvOutputBucket = "OUTPUT_BUCKET"
 	EnvMediaBaseURL = "MEDIA_BASE_URL"
+	// EnvMediaDistributionID is the CloudFront distribution in front of the
+	// output bucket (the delete-output functions invalidate there).
+	EnvMediaDistributionID = "MEDIA_DISTRIBUTION_ID"
 	// EnvRoutingFile, EnvPriceFile and the JWT variables are read in
 	// storewiring.
 	EnvRoutingFile = storewiring.EnvRoutingFile

@@ -20,12 +20,14 @@ type OutputStore interface {
 type OutputRemover struct {
 	store    OutputStore
 	objects  media.Objects
+	cdn      media.Invalidator
 	settings Settings
 }
 
-// NewOutputRemover deletes from objects and records it in store.
-func NewOutputRemover(store OutputStore, objects media.Objects, settings Settings) *OutputRemover {
-	return &OutputRemover{store: store, objects: objects, settings: settings}
+// NewOutputRemover deletes from objects, invalidates the deleted files at
+// cdn (nil: nothing caches them) and records it in store.
+func NewOutputRemover(store OutputStore, objects media.Objects, cdn media.Invalidator, settings Settings) *OutputRemover {
+	return &OutputRemover{store: store, objects: objects, cdn: cdn, settings: settings}
 }
 
 // RemoveOutput deletes every file stored for a caller's final video (its
@@ -39,7 +41,7 @@ func (r *OutputRemover) RemoveOutput(ctx context.Context, userID, id string) (do
 	}
 	wasRemoved := v.Files.Removal == domain.RemovalRemoved
 	err = media.RemoveFiles(ctx, r.objects, media.FilesOf{What: "video " + v.ID, Status: v.Status, Files: v.Files,
-		Prefix: media.LongVideoPrefix(v.ID), Mark: func(ctx context.Context, rm domain.Removal) error {
+		Prefix: media.LongVideoPrefix(v.ID), CDN: r.cdn, Log: r.settings.Log, Mark: func(ctx context.Context, rm domain.Removal) error {
 			return r.store.SetLongVideoRemoval(ctx, v.ID, rm, domain.Now(r.settings.Now))
 		}})
 	if err != nil {

@@ -177,7 +177,7 @@ func raceFinalVideo(t *testing.T, st store.Store, bucket *s3bucket.Bucket, clip,
 	case "cancel":
 		_, actErr = longstory.NewCanceler(st, noWorkflow{}, nil, nil, nil, longstory.Settings{Log: quietLog()}).Cancel(ctx, v.UserID, v.ID)
 	case "delete":
-		_, actErr = longstory.NewOutputRemover(st, bucket, longstory.Settings{}).RemoveOutput(ctx, v.UserID, v.ID)
+		_, actErr = longstory.NewOutputRemover(st, bucket, nil, longstory.Settings{}).RemoveOutput(ctx, v.UserID, v.ID)
 	}
 	close(g.resume)
 	if err := <-ended; err != nil {
@@ -200,7 +200,7 @@ func raceFinalVideo(t *testing.T, st store.Store, bucket *s3bucket.Bucket, clip,
 		if !errors.Is(actErr, domain.ErrConflict) || got.Status != domain.StatusCompleted {
 			t.Errorf("a delete %s = %v, ended %s; want a conflict and completed", at, actErr, got.Status)
 		}
-		if _, err := longstory.NewOutputRemover(st, bucket, longstory.Settings{}).RemoveOutput(ctx, v.UserID, v.ID); err != nil {
+		if _, err := longstory.NewOutputRemover(st, bucket, nil, longstory.Settings{}).RemoveOutput(ctx, v.UserID, v.ID); err != nil {
 			t.Fatal(err)
 		}
 		if got, err = st.GetLongVideo(ctx, v.ID); err != nil {
@@ -343,7 +343,7 @@ func TestAClipCopiedAfterItsVideoWasCanceledAndDeletedIsNotLeft(t *testing.T) {
 	var canceled, removed error
 	copier.Bucket = &beforePut{Bucket: bucket, hook: func() {
 		_, canceled = longstory.NewCanceler(r.store, noWorkflow{}, nil, nil, nil, longstory.Settings{Log: quietLog()}).Cancel(ctx, r.video.UserID, r.video.ID)
-		_, removed = longstory.NewOutputRemover(r.store, bucket, longstory.Settings{}).RemoveOutput(ctx, r.video.UserID, r.video.ID)
+		_, removed = longstory.NewOutputRemover(r.store, bucket, nil, longstory.Settings{}).RemoveOutput(ctx, r.video.UserID, r.video.ID)
 	}}
 	if err := r.steps.PollScene(ctx, r.queue.last(t)); err != nil {
 		t.Fatal(err)

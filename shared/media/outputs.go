@@ -3,6 +3,7 @@ package media
 import (
 	"context"
 	"fmt"
+	"log/slog"
 	"strconv"
 
 	"github.com/mediagen-dev/mediagen/shared/domain"
@@ -66,6 +67,25 @@ func KeepFor(ctx context.Context, r Retainer, prefix string, days int) error {
 	return nil
 }
 
+// CacheControl is the Cache-Control of every object the service stores,
+// which the CDN and browsers keep to: a key is written once (it carries its
+// work's UUID), so immutable; and a day at most, the shortest retention an
+// account may choose (domain.RetentionChoices), so a cached copy outlives
+// its expired object by a day at most. A deleted record's files are
+// invalidated at the CDN (Invalidator).
+const CacheControl = "public, max-age=86400, immutable"
+
+// Invalidator drops paths from the CDN in front of the bucket, so a file
+// deleted before its cached copy expires stops being served. A path is
+// the URL path under the media base URL, "/" first; a trailing "*" covers
+// every path that begins with the rest.
+type Invalidator interface {
+	Invalidate(ctx context.Context, paths []string) error
+}
+
+// InvalidationPaths are the CDN paths of every object under prefix.
+func InvalidationPaths(prefix string) []string { return []string{"/" + prefix + "*"} }
+
 // FilesOf is a record whose stored files a caller deletes.
 type FilesOf struct {
 	// What names the record in errors ("generation <uuid>").
@@ -79,6 +99,11 @@ type FilesOf struct {
 	// Mark moves the record's removal forward (the store's
 	// Set*Removal).
 	Mark func(ctx context.Context, r domain.Removal) error
+	// CDN, when set, caches the files: their paths are invalidated once
+	// they are deleted. nil: nothing caches them (the local file origin).
+	CDN Invalidator
+	// Log takes an invalidation that failed.
+	Log *slog.Logger
 }
 
 // RemoveFiles deletes a final record's stored files in the order that
@@ -105,6 +130,16 @@ func RemoveFiles(ctx context.Context, objects Objects, r FilesOf) error {
 	}
 	if err := objects.Delete(ctx, keys); err != nil {
 		return fmt.Errorf("delete the files of %s: %w", r.What, err)
+	}
+	// After the delete, so the CDN cannot fetch them again. By prefix, not
+	// by the keys just listed: a repeat after a crash lists none. A failure
+	// does not fail the request (the files are gone; the cached copies
+	// expire within CacheControl's max-age): it is logged.
+	if r.CDN != nil {
+		paths := InvalidationPaths(r.Prefix)
+		if err := r.CDN.Invalidate(ctx, paths); err != nil {
+			domain.Logger(r.Log).ErrorContext(ctx, "CDN invalidation failed: the deleted files stay cached until they expire", "record", r.What, "paths", paths, "error", err)
+		}
 	}
 	if err := r.Mark(ctx, domain.RemovalRemoved); err != nil {
 		return fmt.Errorf("mark %s removed: %w", r.What, err)

@@ -175,3 +175,72 @@ func TestKeepForTagsOnlyAShorterRetentionAndOnlyTheRecordsObjects(t *testing.T) 
 		t.Error("KeepFor without a bucket to tag in succeeded")
 	}
 }
+
+// fakeCDN records the invalidations asked of it; the objects left in the
+// bucket at each call tell whether it came after the delete.
+type fakeCDN struct {
+	objects *fakeObjects
+	calls   [][]string
+	leftAt  [][]string
+	fail    error
+}
+
+func (f *fakeCDN) Invalidate(_ context.Context, paths []string) error {
+	f.calls = append(f.calls, slices.Clone(paths))
+	f.leftAt = append(f.leftAt, slices.Clone(f.objects.keys))
+	return f.fail
+}
+
+// TestRemoveFilesInvalidatesTheRecordsPathsAtTheCDN: once a record's files
+// are deleted the CDN is asked to drop exactly the record's paths (its
+// prefix, whatever was listed: a repeat after a crash lists nothing), and
+// never for a record whose files were not deleted. A CDN that fails does
+// not fail the delete: the files are gone, the cached copies expire.
+func TestRemoveFilesInvalidatesTheRecordsPathsAtTheCDN(t *testing.T) {
+	ctx := context.Background()
+	other := "generations/g2/0.png"
+	for _, tt := range []struct {
+		name      string
+		status    domain.Status
+		removal   domain.Removal
+		cdnFails  bool
+		wantCalls int
+		wantErr   bool
+	}{
+		{"a completed record", domain.StatusCompleted, domain.RemovalNone, false, 1, false},
+		{"a repeat after a crash while removing", domain.StatusFailed, domain.RemovalRemoving, false, 1, false},
+		{"the CDN fails", domain.StatusCompleted, domain.RemovalNone, true, 1, false},
+		{"a record removed already", domain.StatusCompleted, domain.RemovalRemoved, false, 0, false},
+		{"a record still processing", domain.StatusProcessing, domain.RemovalNone, false, 0, true},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			objects := &fakeObjects{keys: []string{"generations/g1/0.png", "generations/g1/1.png", other}}
+			cdn := &fakeCDN{objects: objects}
+			if tt.cdnFails {
+				cdn.fail = errors.New("throttled")
+			}
+			rec := &fakeRecord{status: tt.status, removal: tt.removal}
+			files := rec.filesOf()
+			files.CDN = cdn
+			err := RemoveFiles(ctx, objects, files)
+			if (err != nil) != tt.wantErr {
+				t.Fatalf("RemoveFiles: %v", err)
+			}
+			if len(cdn.calls) != tt.wantCalls {
+				t.Fatalf("invalidations %v, want %d", cdn.calls, tt.wantCalls)
+			}
+			if tt.wantCalls == 0 {
+				return
+			}
+			if want := []string{"/generations/g1/*"}; !slices.Equal(cdn.calls[0], want) {
+				t.Errorf("invalidated %v, want %v: the record's paths, and no other record's", cdn.calls[0], want)
+			}
+			if !slices.Equal(cdn.leftAt[0], []string{other}) {
+				t.Errorf("invalidated while %v were in the bucket; want it after the delete, or the CDN fetches them again", cdn.leftAt[0])
+			}
+			if rec.removal != domain.RemovalRemoved {
+				t.Errorf("removal %q, want removed", rec.removal)
+			}
+		})
+	}
+}

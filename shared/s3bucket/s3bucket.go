@@ -41,10 +41,12 @@ func New(client *s3.Client, bucket, publicBaseURL string) *Bucket {
 		uploader: manager.NewUploader(client, func(u *manager.Uploader) { u.Concurrency = 2 })}
 }
 
-// Put uploads body under key.
+// Put uploads body under key, with media.CacheControl: S3 keeps it with
+// the object and CloudFront passes it on to every client.
 func (b *Bucket) Put(ctx context.Context, key string, body io.Reader, contentType string) error {
 	_, err := b.uploader.Upload(ctx, &s3.PutObjectInput{
 		Bucket: aws.String(b.Name), Key: aws.String(key), Body: body, ContentType: aws.String(contentType),
+		CacheControl: aws.String(media.CacheControl),
 	})
 	if err != nil {
 		return fmt.Errorf("upload s3://%s/%s: %w", b.Name, key, err)

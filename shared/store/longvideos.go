@@ -20,7 +20,10 @@ type LongVideos interface {
 	// a generation.
 	ClaimLongVideoFinish(ctx context.Context, id string, at time.Time) error
 	// ListLongVideos pages through an account's long videos, newest first.
-	// A filtered page examines q.Window() records (WindowPage).
+	// A filtered page examines q.Window() records (WindowPage). The list
+	// shows no texts, so its items may carry none (Prompt empty, Scenes
+	// with their numbers only): a store need not read texts kept apart
+	// from their record.
 	ListLongVideos(ctx context.Context, q ListQuery) (Page[domain.LongVideo], error)
 	// SetSceneStatus records a scene's state while the video is processing
 	// (ErrConflict once it is final, ErrNotFound if it is missing).

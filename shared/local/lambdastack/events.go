@@ -260,7 +260,7 @@ func (m *sqsMapping) deliver(ctx context.Context, msgs []sqstypes.Message) {
 		}
 	}
 	// One DeleteMessage each: the execution role's permission
-	// (AWSLambdaSQSQueueExecutionRole) is sqs:DeleteMessage, which AWS
+	// (SQSPollerPolicy on its own queue) is sqs:DeleteMessage, which AWS
 	// checks for a batch too and moto does not.
 	for _, msg := range msgs {
 		if failed[aws.ToString(msg.MessageId)] {

@@ -107,7 +107,7 @@ func Serve(ctx context.Context, cfg Config) (*Store, error) {
 	if err != nil {
 		return nil, err
 	}
-	s := &Store{Bucket: cfg.Bucket, s3: t.handler(cfg.Bucket, backend, faker.Server()), backend: backend, tags: t,
+	s := &Store{Bucket: cfg.Bucket, s3: t.handler(cfg.Bucket, backend, keepCacheControl(faker.Server())), backend: backend, tags: t,
 		creds: aws.Credentials{AccessKeyID: cmp.Or(cfg.AccessKey, AccessKey), SecretAccessKey: cmp.Or(cfg.SecretKey, SecretKey)}}
 	if cfg.Wrap != nil {
 		s.s3 = cfg.Wrap(s.s3)
@@ -256,7 +256,7 @@ func (f *fileAnswer) Header() http.Header {
 	return f.header
 }
 
-var passedHeaders = []string{"Content-Length", "Content-Range", "Accept-Ranges", "ETag", "Last-Modified"}
+var passedHeaders = []string{"Content-Length", "Content-Range", "Accept-Ranges", "ETag", "Last-Modified", "Cache-Control"}
 
 func (f *fileAnswer) WriteHeader(code int) {
 	if f.wrote {
@@ -297,6 +297,57 @@ func (f *fileAnswer) Write(b []byte) (int, error) {
 
 // Unwrap lets http.ResponseController reach the connection.
 func (f *fileAnswer) Unwrap() http.ResponseWriter { return f.w }
+
+// cacheControlMeta is where the store keeps an object's Cache-Control:
+// S3 keeps it with the object (system metadata, given at PutObject,
+// CreateMultipartUpload or CopyObject and answered by GetObject and
+// HeadObject); gofakes3 keeps only Content-Type, Content-Disposition,
+// Content-Encoding and X-Amz-* headers.
+const cacheControlMeta = "X-Amz-Meta-Objectstore-Cache-Control"
+
+// keepCacheControl stores a write's Cache-Control as metadata gofakes3
+// keeps, and answers it back as Cache-Control.
+func keepCacheControl(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		r.Header.Del(cacheControlMeta) // only this store writes it
+		if v := r.Header.Get("Cache-Control"); v != "" && (r.Method == http.MethodPut || r.Method == http.MethodPost) {
+			r.Header.Set(cacheControlMeta, v)
+		}
+		answer := &cacheControlAnswer{ResponseWriter: w}
+		next.ServeHTTP(answer, r)
+		if !answer.wrote {
+			// gofakes3 answers HEAD with headers alone, which net/http
+			// sends as a 200 once the handler returns: so does this.
+			answer.WriteHeader(http.StatusOK)
+		}
+	})
+}
+
+type cacheControlAnswer struct {
+	http.ResponseWriter
+	wrote bool
+}
+
+func (c *cacheControlAnswer) WriteHeader(code int) {
+	if !c.wrote {
+		c.wrote = true
+		h := c.ResponseWriter.Header()
+		if v := h.Get(cacheControlMeta); v != "" {
+			h.Set("Cache-Control", v)
+		}
+		h.Del(cacheControlMeta)
+	}
+	c.ResponseWriter.WriteHeader(code)
+}
+
+func (c *cacheControlAnswer) Write(b []byte) (int, error) {
+	if !c.wrote {
+		c.WriteHeader(http.StatusOK)
+	}
+	return c.ResponseWriter.Write(b)
+}
+
+func (c *cacheControlAnswer) Unwrap() http.ResponseWriter { return c.ResponseWriter }
 
 // noCORS drops the CORS headers gofakes3 sets on every answer.
 type noCORS struct{ http.ResponseWriter }

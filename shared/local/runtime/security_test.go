@@ -25,6 +25,7 @@ import (
 	"github.com/mediagen-dev/mediagen/shared/local/objectstore"
 	"github.com/mediagen-dev/mediagen/shared/local/runtime"
 	"github.com/mediagen-dev/mediagen/shared/longstory"
+	"github.com/mediagen-dev/mediagen/shared/media"
 )
 
 // TestConcurrentCancelsAnswerOne200AndTheRest409: cancels of one generation
@@ -436,8 +437,16 @@ func TestOutputsAreServedReadOnlyFromTheirOwnOrigin(t *testing.T) {
 	if ct := resp.Header.Get("Content-Type"); ct != "image/png" || !bytes.HasPrefix(png, []byte("\x89PNG")) {
 		t.Errorf("GET: Content-Type %q, %d bytes; want the stored image/png", ct, len(png))
 	}
+	// The Cache-Control the S3 adapter stores with every object, which the
+	// distribution passes on: browsers and the CDN keep an output a day.
+	if got := resp.Header.Get("Cache-Control"); got != media.CacheControl {
+		t.Errorf("GET: Cache-Control %q, want %q", got, media.CacheControl)
+	}
 	resp, _ = rawRequest(t, http.MethodHead, out, "", nil)
 	checkFile("HEAD", resp, http.StatusOK)
+	if got := resp.Header.Get("Cache-Control"); got != media.CacheControl {
+		t.Errorf("HEAD: Cache-Control %q, want %q", got, media.CacheControl)
+	}
 	resp, part := rawRequest(t, http.MethodGet, out, "", map[string]string{"Range": "bytes=0-3"})
 	checkFile("a range", resp, http.StatusPartialContent)
 	if string(part) != "\x89PNG" {

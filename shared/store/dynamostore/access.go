@@ -66,7 +66,7 @@ var Accesses = map[string][]Access{
 	"GetLongVideo":         {get("LongVideos")},
 	"FinishLongVideo":      {update("LongVideos"), get("LongVideos")},
 	"ClaimLongVideoFinish": {update("LongVideos"), get("LongVideos")},
-	"ProcessingLongVideos": {{"Scan", "LongVideos", ""}}, // local runtime only (restart.go)
+	"ProcessingLongVideos": {{"Scan", "LongVideos", ""}, batchGet("LongVideos")}, // local runtime only (restart.go)
 	"ListLongVideos":       {query("LongVideos", IndexUserCreatedAt), batchGet("LongVideos")},
 	"SetSceneStatus":       {update("LongVideos"), get("LongVideos")},
 	"SetLongVideoRemoval":  {update("LongVideos"), get("LongVideos")},

@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 	"github.com/shopspring/decimal"
@@ -166,4 +167,97 @@ func TestListReadsUnprocessedKeysAgain(t *testing.T) {
 	if slow.requests < 3 {
 		t.Errorf("%d batch reads; the keys left unprocessed were not asked again", slow.requests)
 	}
+}
+
+// TestAUsageItemHoldsOnePairWhateverTheAccountUses: a capture adds to the
+// counters of its day, model and key. In one item per day those counters
+// grew by three attributes per pair the account used, towards DynamoDB's
+// 400 KB item limit (a capture's transaction would then fail), and each
+// capture rewrote the whole item's size in write units; one item per pair
+// stays the same size.
+func TestAUsageItemHoldsOnePairWhateverTheAccountUses(t *testing.T) {
+	ctx := context.Background()
+	tables, err := server.NewTables(ctx, "t")
+	if err != nil {
+		t.Fatal(err)
+	}
+	st := dynamostore.New(server.Client(), tables, dynamostore.WithLedgerBudget(testsupport.StandInLedgerBudget))
+	user := "user-usage-pairs"
+	if err := st.CreateAccount(ctx, domain.Account{UserID: user, Plan: domain.PlanPro, CreatedAt: time.Now()}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := st.Grant(ctx, user, "initial", decimal.NewFromInt(1000)); err != nil {
+		t.Fatal(err)
+	}
+	for i := range storetest.UsagePairs {
+		work := fmt.Sprintf("work-%d", i)
+		model, key := storetest.UsageModels[i%len(storetest.UsageModels)], fmt.Sprintf("mgk_%02d", i/len(storetest.UsageModels))
+		if err := st.Hold(ctx, user, domain.Hold{WorkID: work, Kind: domain.WorkGeneration, Amount: decimal.NewFromInt(1), CreatedAt: time.Now(), Model: model, KeyPrefix: key}); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := st.Capture(ctx, user, work); err != nil {
+			t.Fatal(err)
+		}
+	}
+	out, err := server.Client().Query(ctx, &dynamodb.QueryInput{
+		TableName:              aws.String(tables.Ledger),
+		KeyConditionExpression: aws.String("user_id = :u AND begins_with(entry, :p)"),
+		ExpressionAttributeValues: map[string]types.AttributeValue{
+			":u": &types.AttributeValueMemberS{Value: user}, ":p": &types.AttributeValueMemberS{Value: "usage#"},
+		},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(out.Items) != storetest.UsagePairs {
+		t.Errorf("%d usage items for %d model and key pairs, want one each", len(out.Items), storetest.UsagePairs)
+	}
+	for _, item := range out.Items {
+		if len(item) > 5 { // user_id, entry, c, g, v
+			entry, _ := item["entry"].(*types.AttributeValueMemberS)
+			t.Errorf("usage item %s has %d attributes: it grows with the pairs the account uses", entry.Value, len(item))
+		}
+	}
+}
+
+// TestASceneUpdateWritesABoundedItem: each scene's update rewrites the
+// video's record, billed by the item's whole size. With the longest texts
+// the API takes (20 scenes of 2,000 characters, with narration) the record
+// stays the size of its scenes' states (at most 12 KB, with fal's three
+// URLs per scene), not the 170 KB of its texts.
+func TestASceneUpdateWritesABoundedItem(t *testing.T) {
+	ctx := context.Background()
+	tables, err := server.NewTables(ctx, "t")
+	if err != nil {
+		t.Fatal(err)
+	}
+	st := dynamostore.New(server.Client(), tables)
+	v := storetest.LongTextsVideo("user-long-texts", time.Now())
+	if err := st.CreateLongVideo(ctx, v); err != nil {
+		t.Fatal(err)
+	}
+	record := func() int {
+		out, err := server.Client().GetItem(ctx, &dynamodb.GetItemInput{TableName: aws.String(tables.LongVideos),
+			Key: map[string]types.AttributeValue{"id": &types.AttributeValueMemberS{Value: v.ID}}, ConsistentRead: aws.Bool(true)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return dynamostore.ItemSize(out.Item)
+	}
+	// The record's own fields and 20 states of at most 512 bytes.
+	const bound = 2<<10 + 20*512
+	for n := 1; n <= len(v.Scenes); n++ {
+		// A fal scene's state, with its three URLs: the largest there is.
+		state := domain.SceneState{Status: domain.StatusProcessing, UpstreamID: fmt.Sprintf("0a1b2c3d-4e5f-6789-abcd-%012d", n), Upstream: "fal-main",
+			CancelURL:   fmt.Sprintf("https://queue.fal.run/fal-ai/kling-video/requests/0a1b2c3d-4e5f-6789-abcd-%012d/cancel", n),
+			StatusURL:   fmt.Sprintf("https://queue.fal.run/fal-ai/kling-video/requests/0a1b2c3d-4e5f-6789-abcd-%012d/status", n),
+			ResponseURL: fmt.Sprintf("https://queue.fal.run/fal-ai/kling-video/requests/0a1b2c3d-4e5f-6789-abcd-%012d", n)}
+		if err := st.SetSceneStatus(ctx, v.ID, n, state, time.Now()); err != nil {
+			t.Fatal(err)
+		}
+		if size := record(); size > bound {
+			t.Fatalf("after scene %d's update the record is %d bytes, over %d: each update is billed %d write units", n, size, bound, (size+1023)/1024)
+		}
+	}
+	t.Logf("the record after its 20 scenes' updates: %d bytes", record())
 }

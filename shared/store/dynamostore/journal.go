@@ -28,8 +28,13 @@ import (
 //	                           fixed-width time, <seq> 12 digits, so the
 //	                           entries sort by time and a time range is a
 //	                           key range
-//	entry "usage#<day>"        "c#<model>#<key>" (cents), "g#…" and "v#…"
-//	                           (generations and videos) added by captures
+//	entry "usage#<day>#<model>#<key>"  c (cents), g and v (generations
+//	                           and videos) added by captures: one item per
+//	                           day, model and key, so none grows with the
+//	                           pairs an account uses (a day's usage is a
+//	                           key range). Items written before hold
+//	                           "c#<model>#<key>", "g#…" and "v#…" in one
+//	                           "usage#<day>" item, still read.
 //	entry "spend#<day>#<key>"  spent (cents): a limited key's holds of the
 //	                           day less what was released or refunded;
 //	                           expires_at. "spend#<day>#<key>#<purse>": a
@@ -357,14 +362,18 @@ func (s *Store) addSpend(userID, day, entry string, cents int64) *types.Update {
 	}
 }
 
+// usageEntry is the sort key of the usage counters of a day, model and key.
+func usageEntry(day, model, keyPrefix string) string {
+	return usagePrefix + day + "#" + model + "#" + keyPrefix
+}
+
 // countUsage adds a capture to the counters of its day, model and key.
 func (s *Store) countUsage(userID string, at time.Time, h holdItem) types.TransactWriteItem {
-	dim := "#" + h.Model + "#" + h.KeyPrefix
 	gens, videos := domain.WorkKind(h.Kind).Counts()
 	return types.TransactWriteItem{Update: &types.Update{
-		TableName: aws.String(s.tables.Ledger), Key: ledgerKey(userID, usagePrefix+domain.UsageDay(at)),
+		TableName: aws.String(s.tables.Ledger), Key: ledgerKey(userID, usageEntry(domain.UsageDay(at), h.Model, h.KeyPrefix)),
 		UpdateExpression:         aws.String("ADD #c :c, #g :g, #v :v"),
-		ExpressionAttributeNames: map[string]string{"#c": "c" + dim, "#g": "g" + dim, "#v": "v" + dim},
+		ExpressionAttributeNames: map[string]string{"#c": "c", "#g": "g", "#v": "v"},
 		ExpressionAttributeValues: map[string]types.AttributeValue{
 			":c": intAV(h.Amount), ":g": intAV(int64(gens)), ":v": intAV(int64(videos)),
 		},
@@ -439,7 +448,8 @@ func (s *Store) UsageCounts(ctx context.Context, userID, fromDay, toDay string) 
 		TableName:              aws.String(s.tables.Ledger),
 		KeyConditionExpression: aws.String("user_id = :u AND entry BETWEEN :lo AND :hi"),
 		ExpressionAttributeValues: map[string]types.AttributeValue{
-			":u": strAV(userID), ":lo": strAV(usagePrefix + fromDay), ":hi": strAV(usagePrefix + toDay),
+			// "$" sorts after "#": the last day's per-model items too.
+			":u": strAV(userID), ":lo": strAV(usagePrefix + fromDay), ":hi": strAV(usagePrefix + toDay + "$"),
 		},
 	})
 	var out []domain.UsageCount
@@ -468,11 +478,16 @@ func usageCountsOf(raw map[string]types.AttributeValue) ([]domain.UsageCount, er
 	if err := attributevalue.UnmarshalMap(raw, &head); err != nil {
 		return nil, err
 	}
-	day := strings.TrimPrefix(head.Entry, usagePrefix)
+	day, itemDim, perPair := strings.Cut(strings.TrimPrefix(head.Entry, usagePrefix), "#")
 	byDim := map[string]*domain.UsageCount{}
 	var dims []string
 	for name, av := range raw {
-		kind, dim, ok := strings.Cut(name, "#")
+		// One pair's item: "c", "g", "v"; an older day item:
+		// "c#<model>#<key>", ...
+		kind, dim, ok := name, itemDim, perPair
+		if !perPair {
+			kind, dim, ok = strings.Cut(name, "#")
+		}
 		if !ok || (kind != "c" && kind != "g" && kind != "v") {
 			continue
 		}

@@ -31,7 +31,7 @@ import (
 //	entry "grant#<grant id>" amount, created_at
 //	entry "purse#<n>"        a purse's totals and journal position (purses.go)
 //	entry "j#<at>#<seq>…"    the journal (journal.go)
-//	entry "usage#<day>"      the day's usage counters (journal.go)
+//	entry "usage#<day>#…"    the day's usage counters, per model and key (journal.go)
 //	entry "spend#<day>#<key>…" what a key's holds took that day (journal.go)
 //
 // Every ledger operation is one TransactWriteItems of these items, the

@@ -4,9 +4,12 @@ import (
 	"context"
 	"fmt"
 	"strconv"
+	"strings"
 	"time"
 
+	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/feature/dynamodb/attributevalue"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
 	"github.com/mediagen-dev/mediagen/shared/domain"
@@ -17,6 +20,24 @@ type sceneItem struct {
 	SceneNumber int    `dynamodbav:"scene_number"`
 	Prompt      string `dynamodbav:"prompt"`
 	Narration   string `dynamodbav:"narration,omitempty"`
+}
+
+// A long video's texts (its prompt, each scene's prompt and narration: up
+// to 20 scenes of 2,000 characters each, about 138 KB) never change, but
+// every write of its record (each scene's state, the heartbeats' polls,
+// the outcome) is billed by the whole item's size. Texts of more than one
+// write unit are kept in an item of their own, "<id>#texts", written once
+// before the record, which keeps the scenes' numbers and says so
+// (texts_apart): a scene update then writes a few KB at most (the record
+// and the scenes' states), whatever the texts. Like a generation's input
+// item it has no index key and no status, so no list and no restart scan
+// sees it.
+const textsApartSuffix = "#texts"
+
+type longVideoTexts struct {
+	ID     string      `dynamodbav:"id"`
+	Prompt string      `dynamodbav:"prompt"`
+	Scenes []sceneItem `dynamodbav:"scenes"`
 }
 
 type longVideoItem struct {
@@ -37,6 +58,9 @@ type longVideoItem struct {
 	// SceneStatus maps scene numbers to states; created empty so that
 	// SetSceneStatus can set one entry.
 	SceneStatus map[string]sceneStateItem `dynamodbav:"scene_status"`
+	// TextsApart: the prompt and the scenes' texts are in the item
+	// textsApartSuffix keys; Scenes keeps their numbers.
+	TextsApart bool `dynamodbav:"texts_apart,omitempty"`
 	webhookFields
 	filesFields
 }
@@ -49,18 +73,112 @@ func (s *Store) CreateLongVideo(ctx context.Context, v domain.LongVideo) error {
 	for i, sc := range v.Scenes {
 		scenes[i] = sceneItem(sc)
 	}
-	return s.putNew(ctx, s.tables.LongVideos, "id", longVideoItem{
+	it := longVideoItem{
 		ID: v.ID, UserID: v.UserID, Prompt: v.Prompt, Model: v.Model, LanguageCode: v.LanguageCode,
 		EnableNarration: v.EnableNarration, VideoStyle: v.VideoStyle, Scenes: scenes, Status: string(v.Status),
 		FinalVideoURL: v.FinalVideoURL, TotalDuration: v.TotalDuration, Error: v.Error, CreditsHeld: num(v.CreditsHeld),
 		recordTimes: recordTimesOf(v.CreatedAt, v.UpdatedAt, v.Deadline),
 		SceneStatus: map[string]sceneStateItem{}, webhookFields: webhookFieldsOf(v.Webhook),
-	}, "create long video "+v.ID)
+	}
+	if err := s.keepTextsApart(ctx, &it); err != nil {
+		return fmt.Errorf("create long video %s: %w", v.ID, err)
+	}
+	return s.putNew(ctx, s.tables.LongVideos, "id", it, "create long video "+v.ID)
+}
+
+// keepTextsApart writes the video's texts to their own item, and takes
+// them out of the record, when they are more than one write unit. The
+// write is not conditional: the creator makes a new id for each request,
+// so the item is this video's, written again at most by a retry of the
+// same create.
+func (s *Store) keepTextsApart(ctx context.Context, it *longVideoItem) error {
+	texts, err := attributevalue.MarshalMap(longVideoTexts{ID: it.ID + textsApartSuffix, Prompt: it.Prompt, Scenes: it.Scenes})
+	if err != nil {
+		return err
+	}
+	if ItemSize(texts) <= writeUnitBytes {
+		return nil
+	}
+	if _, err := s.db.PutItem(ctx, &dynamodb.PutItemInput{TableName: aws.String(s.tables.LongVideos), Item: texts}); err != nil {
+		return fmt.Errorf("write the texts: %w", err)
+	}
+	numbers := make([]sceneItem, len(it.Scenes))
+	for i, sc := range it.Scenes {
+		numbers[i] = sceneItem{SceneNumber: sc.SceneNumber}
+	}
+	it.Prompt, it.Scenes, it.TextsApart = "", numbers, true
+	return nil
+}
+
+// storedLongVideo is a record as its item holds it: when its texts are
+// apart, they are still to read.
+type storedLongVideo struct {
+	v          domain.LongVideo
+	textsApart bool
+}
+
+func (it longVideoItem) stored() (storedLongVideo, error) {
+	v, err := it.longVideo()
+	return storedLongVideo{v: v, textsApart: it.TextsApart}, err
 }
 
 func (s *Store) GetLongVideo(ctx context.Context, id string) (domain.LongVideo, error) {
 	what := "long video " + id
-	return getItem(ctx, s, s.tables.LongVideos, "id", id, what, decoder(what, longVideoItem.longVideo))
+	if strings.Contains(id, "#") {
+		return domain.LongVideo{}, fmt.Errorf("%s: %w", what, domain.ErrNotFound) // a texts item's key
+	}
+	l, err := getItem(ctx, s, s.tables.LongVideos, "id", id, what, decoder(what, longVideoItem.stored))
+	if err != nil || !l.textsApart {
+		return l.v, err
+	}
+	texts, err := getItem(ctx, s, s.tables.LongVideos, "id", id+textsApartSuffix, what+" texts", decoder(what+" texts",
+		func(t longVideoTexts) (longVideoTexts, error) { return t, nil }))
+	if err != nil {
+		return domain.LongVideo{}, err
+	}
+	return withTexts(l.v, texts), nil
+}
+
+// withTexts puts a video's texts back into its record.
+func withTexts(v domain.LongVideo, t longVideoTexts) domain.LongVideo {
+	v.Prompt = t.Prompt
+	v.Scenes = make([]domain.Scene, len(t.Scenes))
+	for i, sc := range t.Scenes {
+		v.Scenes[i] = domain.Scene(sc)
+	}
+	return v
+}
+
+// withLongVideoTexts reads the texts kept apart of the records stored, in
+// consistent batch reads (the texts are written before their record).
+func (s *Store) withLongVideoTexts(ctx context.Context, stored []storedLongVideo) ([]domain.LongVideo, error) {
+	var apart []string
+	for _, l := range stored {
+		if l.textsApart {
+			apart = append(apart, l.v.ID+textsApartSuffix)
+		}
+	}
+	items, err := s.batchGet(ctx, s.tables.LongVideos, "id", apart, true)
+	if err != nil {
+		return nil, fmt.Errorf("read the long videos' texts: %w", err)
+	}
+	out := make([]domain.LongVideo, len(stored))
+	for i, l := range stored {
+		out[i] = l.v
+		if !l.textsApart {
+			continue
+		}
+		raw, ok := items[l.v.ID+textsApartSuffix]
+		if !ok {
+			return nil, fmt.Errorf("long video %s: its texts item is missing", l.v.ID)
+		}
+		var t longVideoTexts
+		if err := attributevalue.UnmarshalMap(raw, &t); err != nil {
+			return nil, fmt.Errorf("long video %s texts: %w", l.v.ID, err)
+		}
+		out[i] = withTexts(l.v, t)
+	}
+	return out, nil
 }
 
 func (it longVideoItem) longVideo() (domain.LongVideo, error) {

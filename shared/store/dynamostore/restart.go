@@ -36,9 +36,13 @@ func (s *Store) ProcessingGenerations(ctx context.Context, limit int) ([]domain.
 // that a restarted local runtime can run their workflows again. Only the
 // local runtime uses it; Step Functions keeps its own executions.
 func (s *Store) ProcessingLongVideos(ctx context.Context, limit int) ([]domain.LongVideo, error) {
-	return scanProcessing(ctx, s, s.tables.LongVideos, "long videos", limit,
-		decoder("long video", longVideoItem.longVideo),
-		func(v domain.LongVideo) time.Time { return v.CreatedAt })
+	listed, err := scanProcessing(ctx, s, s.tables.LongVideos, "long videos", limit,
+		decoder("long video", longVideoItem.stored),
+		func(l storedLongVideo) time.Time { return l.v.CreatedAt })
+	if err != nil {
+		return nil, err
+	}
+	return s.withLongVideoTexts(ctx, listed)
 }
 
 // scanProcessing scans table for the records still processing until it has

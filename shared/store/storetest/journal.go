@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -233,6 +234,62 @@ func testUsageCounts(t *testing.T, s store.Store) {
 	yesterday := domain.UsageDay(time.Now().Add(-24 * time.Hour))
 	if counts, err := s.UsageCounts(ctx, user, yesterday, yesterday); err != nil || len(counts) != 0 {
 		t.Errorf("yesterday's usage = %+v, %v; want none", counts, err)
+	}
+}
+
+// UsagePairs are how many model and key pairs testUsageCountsOfManyPairs
+// captures in one day: an adapter whose day item grew by a counter per
+// pair shows it in the item (dynamostore's test reads the items).
+const UsagePairs = 24
+
+// UsageModels are the models testUsageCountsOfManyPairs captures for.
+var UsageModels = []string{"flux", "beta-2", "seedance"}
+
+// testUsageCountsOfManyPairs: an account using many models with many keys
+// in a day has each pair counted, in the day's range and the month's
+// usage, whatever the range's bounds.
+func testUsageCountsOfManyPairs(t *testing.T, s store.Store) {
+	ctx := context.Background()
+	user := newAccount(t, s, domain.PlanPro, "1000")
+	type dim struct{ model, key string }
+	want := map[dim]int{}
+	for i := range UsagePairs {
+		d := dim{UsageModels[i%len(UsageModels)], fmt.Sprintf("mgk_%02d", i/len(UsageModels))}
+		want[d]++
+		w := uuid.NewString()
+		if err := s.Hold(ctx, user, domain.Hold{WorkID: w, Kind: domain.WorkGeneration, Amount: credits("1.5"), CreatedAt: time.Now(),
+			Model: d.model, KeyPrefix: d.key}); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := s.Capture(ctx, user, w); err != nil {
+			t.Fatal(err)
+		}
+	}
+	now := time.Now()
+	today, yesterday, tomorrow := domain.UsageDay(now), domain.UsageDay(now.Add(-24*time.Hour)), domain.UsageDay(now.Add(24*time.Hour))
+	for _, r := range [][2]string{{today, today}, {yesterday, today}, {today, tomorrow}} {
+		counts, err := s.UsageCounts(ctx, user, r[0], r[1])
+		if err != nil {
+			t.Fatal(err)
+		}
+		got := map[dim]int{}
+		for _, c := range counts {
+			if c.Day != today || !c.Credits.Equal(credits("1.5").Mul(decimal.NewFromInt(int64(c.Generations)))) {
+				t.Errorf("%s..%s: %+v", r[0], r[1], c)
+			}
+			got[dim{c.Model, c.KeyPrefix}] += c.Generations
+		}
+		if !maps.Equal(got, want) {
+			t.Errorf("%s..%s: %d pairs %v, want %d %v", r[0], r[1], len(got), got, len(want), want)
+		}
+	}
+	a, err := s.GetAccount(ctx, user)
+	if err != nil {
+		t.Fatal(err)
+	}
+	u := a.Usage[domain.UsageMonth(now)]
+	if u.Jobs != UsagePairs || !u.Credits.Equal(credits("1.5").Mul(decimal.NewFromInt(UsagePairs))) {
+		t.Errorf("the month's usage is %d jobs, %s credits; want %d, %s", u.Jobs, u.Credits, UsagePairs, credits("1.5").Mul(decimal.NewFromInt(UsagePairs)))
 	}
 }
 

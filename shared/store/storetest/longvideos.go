@@ -3,7 +3,9 @@ package storetest
 import (
 	"context"
 	"errors"
+	"fmt"
 	"reflect"
+	"strings"
 	"testing"
 	"time"
 
@@ -60,6 +62,55 @@ func testLongVideos(t *testing.T, s store.Store) {
 	got, _ = s.GetLongVideo(ctx, v.ID)
 	if got.Status != domain.StatusCompleted || got.FinalVideoURL != done.OutputURLs[0] || got.TotalDuration != 10.04 || got.Error != "" {
 		t.Errorf("finished long video = %+v", got)
+	}
+}
+
+// LongTextsVideo is a long video of the longest texts the API takes: 20
+// scenes of 2,000-character prompts (4-byte characters) with narration.
+func LongTextsVideo(userID string, created time.Time) domain.LongVideo {
+	v := domain.LongVideo{ID: uuid.NewString(), UserID: userID, Prompt: strings.Repeat("a long story, ", 140), Model: "beta-2",
+		LanguageCode: "en", EnableNarration: true, Status: domain.StatusProcessing, CreditsHeld: credits("200"),
+		CreatedAt: created, UpdatedAt: created, Deadline: created.Add(time.Hour)}
+	for n := 1; n <= 20; n++ {
+		v.Scenes = append(v.Scenes, domain.Scene{SceneNumber: n, Prompt: strings.Repeat("🌊", 2000), Narration: strings.Repeat("waves. ", 50)})
+	}
+	return v
+}
+
+// testLongVideoTexts: a video's texts come back whole however long they
+// are, after its scenes' updates too; a list shows its scenes.
+func testLongVideoTexts(t *testing.T, s store.Store) {
+	ctx := context.Background()
+	user := newAccount(t, s, domain.PlanFree, "0")
+	v := LongTextsVideo(user, now)
+	if err := s.CreateLongVideo(ctx, v); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.CreateLongVideo(ctx, v); !errors.Is(err, domain.ErrAlreadyExists) {
+		t.Errorf("second CreateLongVideo = %v, want ErrAlreadyExists", err)
+	}
+	for n := 1; n <= len(v.Scenes); n++ {
+		if err := s.SetSceneStatus(ctx, v.ID, n, domain.SceneState{Status: domain.StatusProcessing, UpstreamID: fmt.Sprintf("up-%d", n)}, now); err != nil {
+			t.Fatal(err)
+		}
+	}
+	got, err := s.GetLongVideo(ctx, v.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.Prompt != v.Prompt || !reflect.DeepEqual(got.Scenes, v.Scenes) || len(got.SceneStatus) != len(v.Scenes) {
+		t.Errorf("the video of long texts comes back with a %d-byte prompt, %d scenes (equal: %v) and %d scene states; want them whole",
+			len(got.Prompt), len(got.Scenes), reflect.DeepEqual(got.Scenes, v.Scenes), len(got.SceneStatus))
+	}
+	page, err := s.ListLongVideos(ctx, store.ListQuery{UserID: user, Limit: 5})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(page.Items) != 1 || page.Items[0].ID != v.ID || len(page.Items[0].Scenes) != len(v.Scenes) || page.Items[0].Scenes[19].SceneNumber != 20 {
+		t.Errorf("the list shows %+v; want the video with its %d scenes' numbers", page.Items, len(v.Scenes))
+	}
+	if _, err := s.GetLongVideo(ctx, v.ID+"#texts"); !errors.Is(err, domain.ErrNotFound) {
+		t.Errorf("GetLongVideo of a key that is no video's = %v, want ErrNotFound", err)
 	}
 }
 

@@ -72,12 +72,22 @@ func testRestartListsLongVideos(t *testing.T, s store.Store) {
 	ctx := context.Background()
 	user := newAccount(t, s, domain.PlanFree, "0")
 	v := newLongVideo(t, s, user, "beta-2", now, domain.Webhook{})
+	// A restart runs the workflow again from the recorded texts, so those
+	// come back whole too, however long.
+	long := LongTextsVideo(user, now.Add(time.Second))
+	if err := s.CreateLongVideo(ctx, long); err != nil {
+		t.Fatal(err)
+	}
 	processing, err := l.ProcessingLongVideos(ctx, 1000)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if i := slices.IndexFunc(processing, func(p domain.LongVideo) bool { return p.ID == v.ID }); i < 0 || len(processing[i].Scenes) != 2 {
 		t.Errorf("ProcessingLongVideos does not list the processing video with its scenes")
+	}
+	if i := slices.IndexFunc(processing, func(p domain.LongVideo) bool { return p.ID == long.ID }); i < 0 ||
+		processing[i].Prompt != long.Prompt || !slices.Equal(processing[i].Scenes, long.Scenes) {
+		t.Errorf("ProcessingLongVideos does not list the video of long texts with its texts whole")
 	}
 	done := domain.Outcome{Status: domain.StatusCompleted, OutputURLs: []string{"https://cdn.example/v.mp4"}, TotalDuration: 10.04}
 	if err := s.FinishLongVideo(ctx, v.ID, done, now.Add(time.Minute)); err != nil {
