@@ -13,6 +13,10 @@ if [ -n "$unformatted" ]; then
 fi
 go vet ./...
 scripts/check-file-sizes.sh
+# make build as sam build runs it: every function's arm64 bootstrap builds,
+# links no local-only package and stays within its size limit.
+mkdir -p test-output
+scripts/build-lambdas.sh >test-output/build.log 2>&1 || { cat test-output/build.log >&2; echo "make build failed (log: test-output/build.log)" >&2; exit 1; }
 
 # The DynamoDB tests run on moto's server (DynamoDB with transactions),
 # started here on a free loopback port for the whole run and stopped by its
