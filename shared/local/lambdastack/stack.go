@@ -48,7 +48,9 @@ type Config struct {
 	Addr string
 	// StackName names the resources (default mediagen-local).
 	StackName string
-	// Parameters override the template's parameter defaults.
+	// Parameters override the template's parameter defaults. PublicBaseUrl,
+	// when not given, is the HTTP API's own URL (BaseURL, the port the
+	// API listens on): the provider's callbacks on, as serve has them.
 	Parameters map[string]string
 	// RoutingFile is the routing file put in every function's package as
 	// routing.json (what sam build copies from the repository's root).
@@ -216,8 +218,14 @@ func Start(ctx context.Context, cfg Config) (_ *Stack, err error) {
 		return nil, fmt.Errorf("the HTTP API: listen on %s: %w", cfg.Addr, err)
 	}
 	s.BaseURL = "http://" + ln.Addr().String()
+	s.cfg.Parameters = maps.Clone(s.cfg.Parameters)
 	if s.cfg.Parameters == nil {
 		s.cfg.Parameters = map[string]string{}
+	}
+	if _, set := s.cfg.Parameters["PublicBaseUrl"]; !set {
+		// The listener's own port: no port picked, closed and bound again
+		// later, which another process can take in between.
+		s.cfg.Parameters["PublicBaseUrl"] = s.BaseURL
 	}
 	if s.res, err = newResolver(s.doc, cfg.StackName, Region, AccountID, s.cfg.Parameters); err != nil {
 		ln.Close()

@@ -520,6 +520,20 @@ func TestTheOtherRoutesAnswer(t *testing.T) {
 			t.Errorf("%s %s: HTTP %d %.300v, want %d with %q", c.method, c.path, status, out, c.want, c.has)
 		}
 	}
+	// The provider calls back at the API's own address: the port it
+	// listens on.
+	named := 0
+	for name, fn := range l.Functions() {
+		if v, ok := fn.pool.Fn.Env["PUBLIC_BASE_URL"]; ok {
+			named++
+			if v != l.BaseURL {
+				t.Errorf("%s's PUBLIC_BASE_URL is %q, want the API's %s", name, v, l.BaseURL)
+			}
+		}
+	}
+	if named == 0 {
+		t.Error("no function has the template's PUBLIC_BASE_URL")
+	}
 }
 
 // The sweeper's schedule runs on the deployed shape: its tick invokes the
