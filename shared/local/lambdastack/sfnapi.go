@@ -45,8 +45,11 @@ func (s *Stack) serveSFN(w http.ResponseWriter, op string, body []byte) {
 			se = &sfnError{code: "InternalFailure", message: err.Error()}
 		}
 		status := http.StatusBadRequest
-		if se.code == "InternalFailure" {
+		switch se.code {
+		case "InternalFailure":
 			status = http.StatusInternalServerError
+		case "ServiceUnavailable":
+			status = http.StatusServiceUnavailable
 		}
 		writeJSONError(w, status, se.code, se.message)
 		return
@@ -191,6 +194,11 @@ func (sm *StateMachine) start(ctx context.Context, name string, input *string) (
 	}
 	sm.mu.Lock()
 	defer sm.mu.Unlock()
+	// Under sm.mu, which stopAll takes to list the executions it stops:
+	// one started before Close set closing is stopped with the others.
+	if sm.stack.closing.Load() {
+		return nil, &sfnError{"ServiceUnavailable", "the local Step Functions is shutting down"}
+	}
 	if x, ok := sm.executions[name]; ok {
 		if x.input == in && x.end == nil {
 			return map[string]any{"executionArn": x.arn, "startDate": epoch(x.start)}, nil

@@ -99,10 +99,12 @@ type Stack struct {
 	// machines are the state machines the ASL runner runs, rules the
 	// event rules on their executions' ends (statemachine.go,
 	// eventrules.go); runCtx lives until Close, closing is set as it
-	// starts.
+	// starts, under closeMu, which orders it against putEvent's wg.Add
+	// (no Add after Close's wg.Wait has begun).
 	machines map[string]*StateMachine
 	rules    []patternRule
 	runCtx   context.Context
+	closeMu  sync.Mutex
 	closing  atomic.Bool
 }
 
@@ -416,10 +418,14 @@ func (s *Stack) Ref(logical string) string { return s.res.created[logical].ref }
 // operator's own calls: making the dev account, reading the outputs).
 func (s *Stack) AdminConfig() aws.Config { return s.awsConfig(s.admin) }
 
-// Close stops the event sources, the API, every function's processes and
-// moto (by its process id).
+// Close stops the executions (new ones are refused), the event sources,
+// the API, every function's processes, then the state machines' runners
+// (which return once no invocation of theirs runs) and moto (by its
+// process id).
 func (s *Stack) Close() {
+	s.closeMu.Lock()
 	s.closing.Store(true)
+	s.closeMu.Unlock()
 	for _, sm := range s.machines {
 		sm.stopAll(5 * time.Second)
 	}
@@ -434,6 +440,9 @@ func (s *Stack) Close() {
 	s.wg.Wait()
 	for _, fn := range s.functions {
 		fn.pool.Close()
+	}
+	for _, sm := range s.machines {
+		sm.machine.Close()
 	}
 	s.Moto.Stop()
 	for _, f := range s.logFiles {

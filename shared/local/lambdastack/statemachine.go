@@ -210,24 +210,13 @@ func lambdaTask(fn *Function, denied func(*Function) *stepfunctions.TaskError) s
 		if err := denied(fn); err != nil {
 			return nil, err
 		}
-		type result struct {
-			out []byte
-			err error
+		// The runner calls on a context nothing the execution does
+		// cancels (stepfunctions.Machine.invoke): only its Close ends it.
+		out, err := fn.Invoke(ctx, input)
+		if err != nil {
+			return nil, lambdaError(err)
 		}
-		done := make(chan result, 1)
-		go func() {
-			out, err := fn.Invoke(context.WithoutCancel(ctx), input)
-			done <- result{out, err}
-		}()
-		select {
-		case r := <-done:
-			if r.err != nil {
-				return nil, lambdaError(r.err)
-			}
-			return r.out, nil
-		case <-ctx.Done():
-			return nil, ctx.Err()
-		}
+		return out, nil
 	}
 }
 
