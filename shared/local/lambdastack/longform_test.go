@@ -21,6 +21,7 @@ import (
 	"github.com/mediagen-dev/mediagen/shared/ffmpeg"
 	"github.com/mediagen-dev/mediagen/shared/local/lambdaruntime"
 	"github.com/mediagen-dev/mediagen/shared/local/stepfunctions"
+	"github.com/mediagen-dev/mediagen/shared/testsupport"
 )
 
 // longBody is a long-form create request of n scenes.
@@ -151,15 +152,7 @@ func TestALongNarratedVideoCompletesThroughTheStateMachine(t *testing.T) {
 	if err != nil {
 		t.Fatalf("final_video_url %s is not a video ffprobe reads: %v", url, err)
 	}
-	videos, audios := 0, 0
-	for _, s := range info.Streams {
-		switch s.Type {
-		case "video":
-			videos++
-		case "audio":
-			audios++
-		}
-	}
+	videos, audios := testsupport.StreamCounts(info)
 	if videos != 1 || audios != 1 || math.Abs(info.Duration-15) > 1 {
 		t.Errorf("final video: %d video and %d audio streams, %.2f s; want one of each and 15 s", videos, audios, info.Duration)
 	}

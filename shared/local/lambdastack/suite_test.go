@@ -32,6 +32,7 @@ import (
 	"github.com/mediagen-dev/mediagen/shared/domain"
 	"github.com/mediagen-dev/mediagen/shared/local/lambdaruntime"
 	"github.com/mediagen-dev/mediagen/shared/local/simulator"
+	"github.com/mediagen-dev/mediagen/shared/testsupport"
 	"github.com/mediagen-dev/mediagen/shared/webhook"
 )
 
@@ -292,16 +293,9 @@ func TestAVideoCompletesAndItsSignedWebhookArrives(t *testing.T) {
 	if err := webhook.Verify(secret, h.header, h.body, time.Now()); err != nil {
 		t.Errorf("the webhook's signature does not verify with the account's secret: %v\n%s", err, h.body)
 	}
-	var payload struct {
-		Type string `json:"type"`
-		Data struct {
-			ID     string   `json:"id"`
-			Status string   `json:"status"`
-			Output []string `json:"output"`
-		} `json:"data"`
-	}
-	if err := json.Unmarshal(h.body, &payload); err != nil {
-		t.Fatalf("the webhook's body: %v\n%s", err, h.body)
+	payload, err := testsupport.DecodeGenerationWebhook(h.body)
+	if err != nil {
+		t.Fatalf("%v\n%s", err, h.body)
 	}
 	if payload.Type != "generation.completed" || payload.Data.ID != id || payload.Data.Status != "completed" || len(payload.Data.Output) != 1 {
 		t.Errorf("the webhook says %s; want generation.completed with the status view", h.body)
