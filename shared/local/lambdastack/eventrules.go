@@ -118,12 +118,16 @@ func matchPattern(pattern, event map[string]any) bool {
 // putEvent puts an event on the default bus: each rule it matches invokes
 // its targets asynchronously.
 func (s *Stack) putEvent(raw []byte) {
-	if s.closing.Load() {
-		return
-	}
 	var ev map[string]any
 	if err := json.Unmarshal(raw, &ev); err != nil {
 		s.cfg.Log.Error("an event that is not JSON", "error", err)
+		return
+	}
+	// The check and the Adds under closeMu: once Close has set closing,
+	// no target is added to what its wg.Wait waits for.
+	s.closeMu.Lock()
+	defer s.closeMu.Unlock()
+	if s.closing.Load() {
 		return
 	}
 	for _, rule := range s.rules {

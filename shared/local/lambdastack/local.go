@@ -6,10 +6,8 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"net/http/httptest"
-	"strconv"
 	"strings"
 	"sync/atomic"
 	"time"
@@ -94,18 +92,6 @@ func StartLocal(ctx context.Context, cfg LocalConfig) (_ *Local, err error) {
 	l.Media.StartTLS()
 	cfg.MediaHost = strings.TrimPrefix(l.Media.URL, "https://")
 
-	// The provider's callbacks on, as serve has them: it calls the API
-	// back at the API's own address (the template's PublicBaseUrl), which
-	// needs its port before the stack starts.
-	if cfg.Parameters == nil {
-		cfg.Parameters = map[string]string{}
-	}
-	if _, set := cfg.Parameters["PublicBaseUrl"]; !set {
-		if cfg.Addr, err = concreteAddr(cfg.Addr); err != nil {
-			return nil, err
-		}
-		cfg.Parameters["PublicBaseUrl"] = "http://" + cfg.Addr
-	}
 	if l.Stack, err = Start(ctx, cfg.Config); err != nil {
 		return nil, err
 	}
@@ -163,26 +149,4 @@ func (l *Local) Close() {
 	if l.Simulator != nil {
 		l.Simulator.Close()
 	}
-}
-
-// concreteAddr is addr (default 127.0.0.1:0) with a free port for port 0.
-func concreteAddr(addr string) (string, error) {
-	if addr == "" {
-		addr = "127.0.0.1:0"
-	}
-	host, port, err := net.SplitHostPort(addr)
-	if err != nil {
-		return "", fmt.Errorf("the HTTP API's address %q: %w", addr, err)
-	}
-	if host == "" {
-		host = "127.0.0.1"
-	}
-	if port == "0" {
-		p, err := freePort()
-		if err != nil {
-			return "", err
-		}
-		port = strconv.Itoa(p)
-	}
-	return net.JoinHostPort(host, port), nil
 }

@@ -21,6 +21,7 @@ import (
 	"github.com/mediagen-dev/mediagen/shared/ffmpeg"
 	"github.com/mediagen-dev/mediagen/shared/local/lambdaruntime"
 	"github.com/mediagen-dev/mediagen/shared/local/stepfunctions"
+	"github.com/mediagen-dev/mediagen/shared/testsupport"
 )
 
 // longBody is a long-form create request of n scenes.
@@ -151,15 +152,7 @@ func TestALongNarratedVideoCompletesThroughTheStateMachine(t *testing.T) {
 	if err != nil {
 		t.Fatalf("final_video_url %s is not a video ffprobe reads: %v", url, err)
 	}
-	videos, audios := 0, 0
-	for _, s := range info.Streams {
-		switch s.Type {
-		case "video":
-			videos++
-		case "audio":
-			audios++
-		}
-	}
+	videos, audios := testsupport.StreamCounts(info)
 	if videos != 1 || audios != 1 || math.Abs(info.Duration-15) > 1 {
 		t.Errorf("final video: %d video and %d audio streams, %.2f s; want one of each and 15 s", videos, audios, info.Duration)
 	}
@@ -188,9 +181,10 @@ func TestALongNarratedVideoCompletesThroughTheStateMachine(t *testing.T) {
 func TestAStoppedExecutionReachesMarkFailedThroughTheEventRule(t *testing.T) {
 	l := shared(t)
 	sm := l.StateMachines()["LongStoryStateMachine"]
-	// Hold the scenes' submissions so that the execution is surely
-	// running when it is stopped.
-	l.Moto.Stall("SubmitSceneFunction", 3*time.Second, 1)
+	// Hold the scene's submission so that the execution is surely
+	// running when it is stopped; released once it is.
+	release := l.Moto.Stall("SubmitSceneFunction", 1)
+	t.Cleanup(release)
 	before := l.Functions()["MarkFailedFunction"].Invocations()
 	id, price := createLong(t, l, 1, false)
 	client := sfn.NewFromConfig(l.AdminConfig())
@@ -213,6 +207,7 @@ func TestAStoppedExecutionReachesMarkFailedThroughTheEventRule(t *testing.T) {
 		Error: aws.String("Operator"), Cause: aws.String("stopped by hand")}); err != nil {
 		t.Fatalf("StopExecution: %v", err)
 	}
+	release()
 	view := waitLong(t, l, id, 2*time.Minute)
 	if view["status"] != "failed" {
 		t.Fatalf("the video ended %v, want failed: %v\n%s", view["status"], view, l.workflowLogs())
@@ -237,13 +232,16 @@ func TestAStoppedExecutionReachesMarkFailedThroughTheEventRule(t *testing.T) {
 func TestACanceledLongVideoStopsItsExecutionAndReleasesOnce(t *testing.T) {
 	l := shared(t)
 	sm := l.StateMachines()["LongStoryStateMachine"]
-	l.Moto.Stall("SubmitSceneFunction", 3*time.Second, 1)
+	// The scene's submission held until the cancel has answered.
+	release := l.Moto.Stall("SubmitSceneFunction", 1)
+	t.Cleanup(release)
 	before := l.Functions()["MarkFailedFunction"].Invocations()
 	id, price := createLong(t, l, 1, false)
 	status, body := call(t, l, http.MethodPost, "/api/long-story/videos/"+id+"/cancel", "")
 	if status != http.StatusOK {
 		t.Fatalf("cancel: %d %v\n%s", status, body, l.logsOf("LongStoryCancelFunction"))
 	}
+	release()
 	deadline := time.Now().Add(time.Minute)
 	for {
 		st, _, _ := sm.Execution(id)
@@ -271,16 +269,32 @@ func TestACanceledLongVideoStopsItsExecutionAndReleasesOnce(t *testing.T) {
 
 // A Finalize past its function's timeout on the deployed shape (its
 // Timeout lowered to 5 s in the expanded template, its first call held
-// 12 s): Lambda kills it and reports Sandbox.Timedout (its REPORT line
+// until then): Lambda kills it and reports Sandbox.Timedout (its REPORT line
 // says so), the Finalize
 // state's Retry names that error, and the retry completes the video with
 // its credits captured once.
 func TestAFinalizePastItsFunctionTimeoutIsRetriedAsOnAWS(t *testing.T) {
 	requireTools(t)
 	cfg := testConfig(t, "finalize")
+	otherExecutions := "arn:aws:states:" + Region + ":" + AccountID + ":execution:another-machine:*"
+	rescoped := 0
 	cfg.Edit = func(doc map[string]any) {
 		fn, _ := doc["Resources"].(map[string]any)["FinalizeFunction"].(map[string]any)
 		fn["Properties"].(map[string]any)["Timeout"] = 5
+		// The cancel function's states:StopExecution scoped to another
+		// state machine's executions.
+		role, _ := doc["Resources"].(map[string]any)["LongStoryCancelFunctionRole"].(map[string]any)
+		policies, _ := role["Properties"].(map[string]any)["Policies"].([]any)
+		for _, p := range policies {
+			doc, _ := p.(map[string]any)["PolicyDocument"].(map[string]any)
+			stmts, _ := doc["Statement"].([]any)
+			for _, st := range stmts {
+				if st := st.(map[string]any); st["Action"] == "states:StopExecution" {
+					st["Resource"] = otherExecutions
+					rescoped++
+				}
+			}
+		}
 	}
 	defer os.RemoveAll(cfg.Dir)
 	l, err := StartLocal(context.Background(), cfg)
@@ -291,7 +305,8 @@ func TestAFinalizePastItsFunctionTimeoutIsRetriedAsOnAWS(t *testing.T) {
 	if got := l.Functions()["FinalizeFunction"].Timeout; got != 5*time.Second {
 		t.Fatalf("FinalizeFunction's timeout is %s, want the edited 5s", got)
 	}
-	l.Moto.Stall("FinalizeFunction", 12*time.Second, 1)
+	// Finalize's first call held until Lambda kills it at its timeout.
+	t.Cleanup(l.Moto.Stall("FinalizeFunction", 1))
 	id, price := createLong(t, l, 1, false)
 	view := waitLong(t, l, id, 3*time.Minute)
 	if view["status"] != "completed" {
@@ -334,6 +349,23 @@ func TestAFinalizePastItsFunctionTimeoutIsRetriedAsOnAWS(t *testing.T) {
 	}
 	if !found {
 		t.Errorf("moto's denials %+v do not name the poller's StartExecution", l.Moto.Denials())
+	}
+
+	// IAM decides a Step Functions action on its resource: the cancel
+	// function's role, its StopExecution scoped to another machine's
+	// executions, may not stop this machine's.
+	if rescoped != 1 {
+		t.Fatalf("rescoped %d StopExecution statements of LongStoryCancelFunctionRole, want its one", rescoped)
+	}
+	sm := l.StateMachines()["LongStoryStateMachine"]
+	cancel := sfn.NewFromConfig(l.awsConfig(l.roles["LongStoryCancelFunction"].creds))
+	_, err = cancel.StopExecution(context.Background(), &sfn.StopExecutionInput{ExecutionArn: aws.String(sm.executionARN(id))})
+	if errorCodeOf(err) != "AccessDeniedException" || !strings.Contains(err.Error(), "states:StopExecution on resource: "+sm.executionARN(id)) {
+		t.Errorf("the cancel function's StopExecution outside its role's resources answered %v, want AccessDeniedException on the execution", err)
+	}
+	_, err = cancel.StopExecution(context.Background(), &sfn.StopExecutionInput{ExecutionArn: aws.String(strings.TrimSuffix(otherExecutions, "*") + "x")})
+	if errorCodeOf(err) != "ExecutionDoesNotExist" {
+		t.Errorf("the cancel function's StopExecution inside its role's resources answered %v, want ExecutionDoesNotExist", err)
 	}
 }
 

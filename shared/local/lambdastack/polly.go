@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"fmt"
 	"net/http"
 	"os"
 	"os/exec"
@@ -83,32 +82,16 @@ func (s *Stack) servePolly(w http.ResponseWriter, r *http.Request, body []byte) 
 // pollyAction is the action AWS authorizes SynthesizeSpeech as.
 const pollyAction = "polly:SynthesizeSpeech"
 
-// pollyAuthorized decides a SynthesizeSpeech call as IAM does for the
-// actions: the admin may; a function may when a statement of its role's
-// inline policies (the template's) allows polly:SynthesizeSpeech and none
-// denies it. The managed policies SAM attaches grant no Polly action. A
-// refusal is recorded with moto's denials, in IAM's words.
-func (s *Stack) pollyAuthorized(r *http.Request) *Call {
-	caller := "unsigned"
-	if k := credentialKey.FindStringSubmatch(r.Header.Get("Authorization")); k != nil {
-		s.Moto.mu.Lock()
-		caller = s.Moto.callers[k[1]]
-		s.Moto.mu.Unlock()
-	}
+// pollyDenied decides a SynthesizeSpeech call, its caller authenticated,
+// as IAM does for the action: the admin may; a function may when a
+// statement of its role's inline policies (the template's) allows
+// polly:SynthesizeSpeech and none denies it. The managed policies SAM
+// attaches grant no Polly action. A refusal is Polly's 403
+// AccessDeniedException, recorded with moto's denials in IAM's words.
+func (s *Stack) pollyDenied(r *http.Request) *Call {
+	caller := s.Moto.caller(r)
 	if caller == "admin" {
 		return nil
 	}
-	allowed := false
-	if role, ok := s.roles[caller]; ok {
-		allowed = s.roleAllows(caller, pollyAction)
-		if !allowed {
-			msg := fmt.Sprintf("User: arn:aws:sts::%s:assumed-role/%s/%s is not authorized to perform: %s", AccountID, role.name, sessionName(s.res.created[caller].ref), pollyAction)
-			s.Moto.record(r, http.StatusForbidden, "AccessDeniedException", msg)
-			return &Call{Caller: caller, Action: pollyAction, Status: http.StatusForbidden, Code: "AccessDeniedException", Message: msg}
-		}
-		return nil
-	}
-	msg := "The security token included in the request is invalid."
-	s.Moto.record(r, http.StatusForbidden, "AccessDeniedException", msg)
-	return &Call{Caller: caller, Action: pollyAction, Status: http.StatusForbidden, Code: "AccessDeniedException", Message: msg}
+	return s.functionDenied(r, caller, pollyAction, "", http.StatusForbidden)
 }

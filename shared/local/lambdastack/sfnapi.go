@@ -19,11 +19,13 @@ import (
 // The Step Functions API of the local state machines, behind moto's
 // endpoint (every function's AWS_ENDPOINT_URL): a request whose
 // X-Amz-Target is AWSStepFunctions.<Op> is first sent to moto as signed,
-// for moto's IAM decision on its action; a refusal is the caller's answer
-// (AccessDeniedException, as AWS answers it), anything else moto says is
-// dropped and the runner answers instead (moto has no state machine of
-// the stack: its StateMachineDoesNotExist or TaskDoesNotExist mean only
-// that the call was allowed).
+// for moto's check of its access key and signature; a request moto does
+// not answer as it answers an authenticated one is refused as AWS refuses
+// it (MissingAuthenticationTokenException, UnrecognizedClientException,
+// InvalidSignatureException). The caller's role then decides the action
+// on its resource (sfnDenied), and the runner answers (moto has no state
+// machine of the stack: its StateMachineDoesNotExist or TaskDoesNotExist
+// mean only that the call passed).
 
 const sfnTargetPrefix = "AWSStepFunctions."
 
@@ -43,8 +45,11 @@ func (s *Stack) serveSFN(w http.ResponseWriter, op string, body []byte) {
 			se = &sfnError{code: "InternalFailure", message: err.Error()}
 		}
 		status := http.StatusBadRequest
-		if se.code == "InternalFailure" {
+		switch se.code {
+		case "InternalFailure":
 			status = http.StatusInternalServerError
+		case "ServiceUnavailable":
+			status = http.StatusServiceUnavailable
 		}
 		writeJSONError(w, status, se.code, se.message)
 		return
@@ -189,6 +194,11 @@ func (sm *StateMachine) start(ctx context.Context, name string, input *string) (
 	}
 	sm.mu.Lock()
 	defer sm.mu.Unlock()
+	// Under sm.mu, which stopAll takes to list the executions it stops:
+	// one started before Close set closing is stopped with the others.
+	if sm.stack.closing.Load() {
+		return nil, &sfnError{"ServiceUnavailable", "the local Step Functions is shutting down"}
+	}
 	if x, ok := sm.executions[name]; ok {
 		if x.input == in && x.end == nil {
 			return map[string]any{"executionArn": x.arn, "startDate": epoch(x.start)}, nil
@@ -234,8 +244,10 @@ func (sm *StateMachine) describe(x *execution) map[string]any {
 
 // intercept takes the requests to moto's endpoint that the stack answers
 // itself: the Step Functions API and Polly's SynthesizeSpeech (polly.go),
-// each after moto's IAM decision; and it holds a caller's calls that a
-// test stalls (Moto.Stall). It reports whether it answered.
+// each after moto has authenticated its caller (authenticate) and the
+// caller's role allowed it (sfnDenied, pollyDenied); and it holds a
+// caller's calls that a test stalls (Moto.Stall). It reports whether it
+// answered.
 func (s *Stack) intercept(w http.ResponseWriter, r *http.Request) bool {
 	s.Moto.stall(r)
 	target := r.Header.Get("X-Amz-Target")
@@ -250,18 +262,27 @@ func (s *Stack) intercept(w http.ResponseWriter, r *http.Request) bool {
 		return true
 	}
 	if isSFN {
-		if denied := s.Moto.authorize(r, body); denied != nil {
-			writeJSONError(w, http.StatusBadRequest, "AccessDeniedException", denied.Message)
+		if refused := s.Moto.authenticate(r, body, sfnAnswered); refused != nil {
+			writeJSONError(w, refused.Status, refused.Code, refused.Message)
+			return true
+		}
+		if denied := s.sfnDenied(r, op, body); denied != nil {
+			writeJSONError(w, denied.Status, denied.Code, denied.Message)
 			return true
 		}
 		s.serveSFN(w, op, body)
 		return true
 	}
+	if refused := s.Moto.authenticate(r, body, pollyAnswered); refused != nil {
+		// Polly's REST protocol answers its authentication errors as 403.
+		writeJSONError(w, http.StatusForbidden, refused.Code, refused.Message)
+		return true
+	}
 	// moto names Polly's action after the path (polly:speech), where AWS
 	// checks polly:SynthesizeSpeech: the caller's role's policies decide
-	// here (pollyAuthorized).
-	if denied := s.pollyAuthorized(r); denied != nil {
-		writeJSONError(w, http.StatusForbidden, "AccessDeniedException", denied.Message)
+	// here (pollyDenied).
+	if denied := s.pollyDenied(r); denied != nil {
+		writeJSONError(w, denied.Status, denied.Code, denied.Message)
 		return true
 	}
 	s.servePolly(w, r, body)
@@ -283,29 +304,151 @@ func signingService(r *http.Request) string {
 	return parts[3]
 }
 
-// authorize sends the request to moto as it was signed, for moto's IAM
-// decision on its action: the denial moto answered, recorded as a call,
-// or nil when the call is allowed (what else moto answered is dropped).
-func (m *Moto) authorize(r *http.Request, body []byte) *Call {
+// sfnOwnErrors are the errors of the Step Functions API itself: moto
+// answers one only after it has authenticated the caller and allowed the
+// action (moto has none of the stack's state machines, executions or
+// tokens, so StateMachineDoesNotExist and the like are its usual answer).
+var sfnOwnErrors = map[string]bool{
+	"StateMachineDoesNotExist": true, "ExecutionDoesNotExist": true, "TaskDoesNotExist": true,
+	"TaskTimedOut": true, "InvalidToken": true, "InvalidArn": true, "InvalidName": true,
+	"InvalidOutput": true, "InvalidExecutionInput": true, "ExecutionAlreadyExists": true,
+	"ExecutionLimitExceeded": true, "ValidationException": true,
+}
+
+// sfnAnswered reports whether moto's answer to a Step Functions call
+// means it authenticated the caller and allowed the action.
+func sfnAnswered(status int, code string) bool {
+	return status < 400 || status == http.StatusBadRequest && sfnOwnErrors[code]
+}
+
+// pollyAnswered reports whether moto's answer to SynthesizeSpeech means it
+// authenticated the caller. moto authorizes the action as polly:speech,
+// which no role has: its AccessDenied comes after the caller's key and
+// signature were checked, and the role's own decision is pollyDenied's.
+func pollyAnswered(status int, code string) bool {
+	return status < 400 || IsDenial(code) ||
+		status == http.StatusBadRequest && (code == "InvalidSampleRateException" || code == "ValidationException")
+}
+
+// authenticate sends the request to moto as it was signed, for moto's
+// check of its access key and signature: nil when moto's answer is one
+// answered says a call that passed them gets; else the call is refused,
+// as AWS refuses it (recorded with moto's errors). A request with no
+// Authorization header is refused here: AWS answers it
+// MissingAuthenticationTokenException, where moto fails on it. Whatever
+// else moto answered is dropped.
+func (m *Moto) authenticate(r *http.Request, body []byte, answered func(status int, code string) bool) *Call {
+	refuse := func(status int, code, msg string) *Call {
+		m.record(r, status, code, msg)
+		return &Call{Caller: m.caller(r), Action: action(r), Status: status, Code: code, Message: msg}
+	}
+	if r.Header.Get("Authorization") == "" {
+		return refuse(http.StatusBadRequest, "MissingAuthenticationTokenException", "Missing Authentication Token")
+	}
 	req, err := http.NewRequestWithContext(r.Context(), r.Method, m.Server+r.URL.RequestURI(), bytes.NewReader(body))
 	if err != nil {
-		return &Call{Message: err.Error()}
+		return refuse(http.StatusInternalServerError, "InternalFailure", err.Error())
 	}
 	req.Header = r.Header.Clone()
 	req.Host = r.Host // signed
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
-		return &Call{Message: fmt.Sprintf("moto's IAM decision: %v", err)}
+		return refuse(http.StatusInternalServerError, "InternalFailure", fmt.Sprintf("moto's IAM decision: %v", err))
 	}
 	defer resp.Body.Close()
 	raw, _ := io.ReadAll(io.LimitReader(resp.Body, 64<<10))
-	if resp.StatusCode < 400 {
-		return nil
-	}
 	code, msg := errorCode(raw)
-	if !IsDenial(code) {
+	if answered(resp.StatusCode, code) {
 		return nil
 	}
-	m.record(r, resp.StatusCode, code, msg)
-	return &Call{Action: action(r), Status: resp.StatusCode, Code: code, Message: msg}
+	status, code, msg := awsAuthError(resp.StatusCode, code, msg)
+	return refuse(status, code, msg)
+}
+
+// awsAuthError is AWS's answer for moto's refusal of a request: its
+// authentication errors by the names AWS's JSON services give them (moto
+// answers in IAM's words), an authorization error as AccessDeniedException,
+// a failure of moto's as InternalFailure, anything else as moto said.
+func awsAuthError(status int, code, msg string) (int, string, string) {
+	switch {
+	case code == "InvalidClientTokenId":
+		return http.StatusBadRequest, "UnrecognizedClientException", "The security token included in the request is invalid."
+	case code == "SignatureDoesNotMatch":
+		return http.StatusBadRequest, "InvalidSignatureException", "The request signature we calculated does not match the signature you provided. Check your AWS Secret Access Key and signing method. Consult the service documentation for details."
+	case IsDenial(code), status == http.StatusUnauthorized, status == http.StatusForbidden:
+		return http.StatusBadRequest, "AccessDeniedException", msg
+	case status >= 500, code == "":
+		return http.StatusInternalServerError, "InternalFailure", fmt.Sprintf("moto answered HTTP %d %s: %s", status, code, msg)
+	}
+	return status, code, msg
+}
+
+// sfnDenied decides a Step Functions call as IAM does on the caller's
+// role's policies (the template's, which moto sees with their resources
+// made "*"), on the resource the service authorization reference names
+// for the action: the state machine for StartExecution, the execution for
+// StopExecution and DescribeExecution. SendTaskSuccess, SendTaskFailure
+// and SendTaskHeartbeat list no resource type there, yet AWS authorizes
+// them against the state machine that issued the token (its
+// AccessDeniedException names "on resource: ...:stateMachine:<name>", and
+// a policy scoped to the state machine works, as the template's is): that
+// is the resource here, and the action alone for a token no machine
+// issued. nil when allowed; else AccessDeniedException, recorded with
+// moto's denials.
+func (s *Stack) sfnDenied(r *http.Request, op string, body []byte) *Call {
+	caller := s.Moto.caller(r)
+	if caller == "admin" {
+		return nil
+	}
+	var in struct {
+		StateMachineArn string `json:"stateMachineArn"`
+		ExecutionArn    string `json:"executionArn"`
+		TaskToken       string `json:"taskToken"`
+	}
+	json.Unmarshal(body, &in) // a malformed body is serveSFN's to refuse
+	resource := ""
+	switch op {
+	case "StartExecution":
+		resource = in.StateMachineArn
+	case "StopExecution", "DescribeExecution":
+		resource = in.ExecutionArn
+	case "SendTaskSuccess", "SendTaskFailure", "SendTaskHeartbeat":
+		for _, sm := range s.machines {
+			if sm.machine.HasTask(in.TaskToken) {
+				resource = sm.ARN
+			}
+		}
+	}
+	return s.functionDenied(r, caller, "states:"+op, resource, http.StatusBadRequest)
+}
+
+// functionDenied decides action on resource ("": the action alone) for
+// the function caller as IAM does on its role's inline policies: nil when
+// allowed; else IAM's AccessDeniedException (HTTP status: the service's),
+// recorded with moto's denials.
+func (s *Stack) functionDenied(r *http.Request, caller, action, resource string, status int) *Call {
+	d := implicitDeny
+	if role := s.roleOf(caller, "Role"); role != "" {
+		d = s.roleDecision(role, action, resource)
+	}
+	if d == allowed {
+		return nil
+	}
+	msg := deniedMessage(fmt.Sprintf("arn:aws:sts::%s:assumed-role/%s/%s", AccountID, s.roles[caller].name, sessionName(s.Ref(caller))),
+		action, resource, d)
+	s.Moto.record(r, status, "AccessDeniedException", msg)
+	return &Call{Caller: caller, Action: action, Status: status, Code: "AccessDeniedException", Message: msg}
+}
+
+// deniedMessage is IAM's message for a denied action.
+func deniedMessage(principal, action, resource string, d decision) string {
+	why := "because no identity-based policy allows the " + action + " action"
+	if d == explicitDeny {
+		why = "with an explicit deny in an identity-based policy"
+	}
+	on := ""
+	if resource != "" {
+		on = " on resource: " + resource
+	}
+	return fmt.Sprintf("User: %s is not authorized to perform: %s%s %s", principal, action, on, why)
 }

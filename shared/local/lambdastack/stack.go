@@ -48,7 +48,9 @@ type Config struct {
 	Addr string
 	// StackName names the resources (default mediagen-local).
 	StackName string
-	// Parameters override the template's parameter defaults.
+	// Parameters override the template's parameter defaults. PublicBaseUrl,
+	// when not given, is the HTTP API's own URL (BaseURL, the port the
+	// API listens on): the provider's callbacks on, as serve has them.
 	Parameters map[string]string
 	// RoutingFile is the routing file put in every function's package as
 	// routing.json (what sam build copies from the repository's root).
@@ -97,10 +99,12 @@ type Stack struct {
 	// machines are the state machines the ASL runner runs, rules the
 	// event rules on their executions' ends (statemachine.go,
 	// eventrules.go); runCtx lives until Close, closing is set as it
-	// starts.
+	// starts, under closeMu, which orders it against putEvent's wg.Add
+	// (no Add after Close's wg.Wait has begun).
 	machines map[string]*StateMachine
 	rules    []patternRule
 	runCtx   context.Context
+	closeMu  sync.Mutex
 	closing  atomic.Bool
 }
 
@@ -216,8 +220,14 @@ func Start(ctx context.Context, cfg Config) (_ *Stack, err error) {
 		return nil, fmt.Errorf("the HTTP API: listen on %s: %w", cfg.Addr, err)
 	}
 	s.BaseURL = "http://" + ln.Addr().String()
+	s.cfg.Parameters = maps.Clone(s.cfg.Parameters)
 	if s.cfg.Parameters == nil {
 		s.cfg.Parameters = map[string]string{}
+	}
+	if _, set := s.cfg.Parameters["PublicBaseUrl"]; !set {
+		// The listener's own port: no port picked, closed and bound again
+		// later, which another process can take in between.
+		s.cfg.Parameters["PublicBaseUrl"] = s.BaseURL
 	}
 	if s.res, err = newResolver(s.doc, cfg.StackName, Region, AccountID, s.cfg.Parameters); err != nil {
 		ln.Close()
@@ -408,10 +418,14 @@ func (s *Stack) Ref(logical string) string { return s.res.created[logical].ref }
 // operator's own calls: making the dev account, reading the outputs).
 func (s *Stack) AdminConfig() aws.Config { return s.awsConfig(s.admin) }
 
-// Close stops the event sources, the API, every function's processes and
-// moto (by its process id).
+// Close stops the executions (new ones are refused), the event sources,
+// the API, every function's processes, then the state machines' runners
+// (which return once no invocation of theirs runs) and moto (by its
+// process id).
 func (s *Stack) Close() {
+	s.closeMu.Lock()
 	s.closing.Store(true)
+	s.closeMu.Unlock()
 	for _, sm := range s.machines {
 		sm.stopAll(5 * time.Second)
 	}
@@ -426,6 +440,9 @@ func (s *Stack) Close() {
 	s.wg.Wait()
 	for _, fn := range s.functions {
 		fn.pool.Close()
+	}
+	for _, sm := range s.machines {
+		sm.machine.Close()
 	}
 	s.Moto.Stop()
 	for _, f := range s.logFiles {

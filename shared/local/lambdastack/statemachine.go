@@ -210,24 +210,13 @@ func lambdaTask(fn *Function, denied func(*Function) *stepfunctions.TaskError) s
 		if err := denied(fn); err != nil {
 			return nil, err
 		}
-		type result struct {
-			out []byte
-			err error
+		// The runner calls on a context nothing the execution does
+		// cancels (stepfunctions.Machine.invoke): only its Close ends it.
+		out, err := fn.Invoke(ctx, input)
+		if err != nil {
+			return nil, lambdaError(err)
 		}
-		done := make(chan result, 1)
-		go func() {
-			out, err := fn.Invoke(context.WithoutCancel(ctx), input)
-			done <- result{out, err}
-		}()
-		select {
-		case r := <-done:
-			if r.err != nil {
-				return nil, lambdaError(r.err)
-			}
-			return r.out, nil
-		case <-ctx.Done():
-			return nil, ctx.Err()
-		}
+		return out, nil
 	}
 }
 
@@ -273,12 +262,7 @@ func (sm *StateMachine) invokeDenied(fn *Function) *stepfunctions.TaskError {
 	if d == allowed {
 		return nil
 	}
-	why := "because no identity-based policy allows the " + action + " action"
-	if d == explicitDeny {
-		why = "with an explicit deny in an identity-based policy"
-	}
-	msg := fmt.Sprintf("User: arn:aws:sts::%s:assumed-role/%s/%s is not authorized to perform: %s on resource: %s %s",
-		AccountID, s.res.created[sm.role].ref, sfnSessionName(), action, arn, why)
+	msg := deniedMessage(fmt.Sprintf("arn:aws:sts::%s:assumed-role/%s/%s", AccountID, s.res.created[sm.role].ref, sfnSessionName()), action, arn, d)
 	s.Moto.recordCall(Call{Caller: sm.Logical, Action: action, Status: http.StatusForbidden, Code: "AccessDeniedException", Message: msg})
 	return &stepfunctions.TaskError{Name: "Lambda.AWSLambdaException",
 		Cause: fmt.Sprintf("%s (Service: AWSLambda; Status Code: 403; Error Code: AccessDeniedException; Request ID: %s; Proxy: null)", msg, lambdaruntime.NewRequestID())}

@@ -32,6 +32,7 @@ import (
 	"github.com/mediagen-dev/mediagen/shared/domain"
 	"github.com/mediagen-dev/mediagen/shared/local/lambdaruntime"
 	"github.com/mediagen-dev/mediagen/shared/local/simulator"
+	"github.com/mediagen-dev/mediagen/shared/testsupport"
 	"github.com/mediagen-dev/mediagen/shared/webhook"
 )
 
@@ -292,16 +293,9 @@ func TestAVideoCompletesAndItsSignedWebhookArrives(t *testing.T) {
 	if err := webhook.Verify(secret, h.header, h.body, time.Now()); err != nil {
 		t.Errorf("the webhook's signature does not verify with the account's secret: %v\n%s", err, h.body)
 	}
-	var payload struct {
-		Type string `json:"type"`
-		Data struct {
-			ID     string   `json:"id"`
-			Status string   `json:"status"`
-			Output []string `json:"output"`
-		} `json:"data"`
-	}
-	if err := json.Unmarshal(h.body, &payload); err != nil {
-		t.Fatalf("the webhook's body: %v\n%s", err, h.body)
+	payload, err := testsupport.DecodeGenerationWebhook(h.body)
+	if err != nil {
+		t.Fatalf("%v\n%s", err, h.body)
 	}
 	if payload.Type != "generation.completed" || payload.Data.ID != id || payload.Data.Status != "completed" || len(payload.Data.Output) != 1 {
 		t.Errorf("the webhook says %s; want generation.completed with the status view", h.body)
@@ -334,11 +328,9 @@ func TestACancelReturnsTheHold(t *testing.T) {
 	l := shared(t)
 	acct := newAccount(t, l, 100)
 	before, _ := balance(t, l, acct.APIKey)
-	// The cancel function started before the generation (an unknown id is
-	// a 404), so that its cold start does not use up the 2 s the
-	// generation runs for.
-	mustCall(t, l, acct.APIKey, http.MethodPost, "/api/generations/6f1d3c1e-0000-4000-8000-000000000000/cancel", "", http.StatusNotFound)
-	id, _ := generate(t, l, acct.APIKey, imageRequest("a lantern in the fog "+simulator.MarkerSlow))
+	// The provider holds the generation until it is canceled: the cancel
+	// has no race to win against its completion.
+	id, _ := generate(t, l, acct.APIKey, imageRequest("a lantern in the fog "+simulator.MarkerHold))
 	view := mustCall(t, l, acct.APIKey, http.MethodPost, "/api/generations/"+id+"/cancel", "", http.StatusOK)
 	if view["status"] != "canceled" {
 		t.Errorf("the cancel answered %v", view)
@@ -521,6 +513,20 @@ func TestTheOtherRoutesAnswer(t *testing.T) {
 		if status != c.want || !strings.Contains(fmt.Sprint(out), c.has) {
 			t.Errorf("%s %s: HTTP %d %.300v, want %d with %q", c.method, c.path, status, out, c.want, c.has)
 		}
+	}
+	// The provider calls back at the API's own address: the port it
+	// listens on.
+	named := 0
+	for name, fn := range l.Functions() {
+		if v, ok := fn.pool.Fn.Env["PUBLIC_BASE_URL"]; ok {
+			named++
+			if v != l.BaseURL {
+				t.Errorf("%s's PUBLIC_BASE_URL is %q, want the API's %s", name, v, l.BaseURL)
+			}
+		}
+	}
+	if named == 0 {
+		t.Error("no function has the template's PUBLIC_BASE_URL")
 	}
 }
 

@@ -20,6 +20,7 @@ import (
 	"github.com/mediagen-dev/mediagen/shared/local/runtime"
 	"github.com/mediagen-dev/mediagen/shared/local/simulator"
 	"github.com/mediagen-dev/mediagen/shared/longstory"
+	"github.com/mediagen-dev/mediagen/shared/testsupport"
 )
 
 // storyConfig runs the workflow's waits and retries at 1/20 of real time.
@@ -134,15 +135,7 @@ func TestNarratedLongVideoIsAssembledInSceneOrder(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	videos, audios := 0, 0
-	for _, s := range info.Streams {
-		switch s.Type {
-		case "video":
-			videos++
-		case "audio":
-			audios++
-		}
-	}
+	videos, audios := testsupport.StreamCounts(info)
 	total := final.decoded["total_duration"].(float64)
 	if videos != 1 || audios != 1 {
 		t.Errorf("%d video and %d audio streams, want one of each", videos, audios)

@@ -16,6 +16,7 @@ import (
 
 	"github.com/mediagen-dev/mediagen/shared/domain"
 	"github.com/mediagen-dev/mediagen/shared/local/runtime"
+	"github.com/mediagen-dev/mediagen/shared/testsupport"
 	"github.com/mediagen-dev/mediagen/shared/webhook"
 )
 
@@ -99,15 +100,8 @@ func TestWebhooksAreSignedRetriedAndRecorded(t *testing.T) {
 			t.Errorf("attempt %d has webhook-id %q, want the first's %q", i+1, h.header.Get("webhook-id"), hooks[0].header.Get("webhook-id"))
 		}
 	}
-	var payload struct {
-		Type string `json:"type"`
-		Data struct {
-			ID     string   `json:"id"`
-			Status string   `json:"status"`
-			Output []string `json:"output"`
-		} `json:"data"`
-	}
-	if err := json.Unmarshal(hooks[2].body, &payload); err != nil {
+	payload, err := testsupport.DecodeGenerationWebhook(hooks[2].body)
+	if err != nil {
 		t.Fatal(err)
 	}
 	if payload.Type != "generation.completed" || payload.Data.ID != created.str("uuid") || payload.Data.Status != "completed" || len(payload.Data.Output) != 1 {

@@ -31,6 +31,11 @@ func (s *Simulator) runJob(ctx context.Context, id string, j job) {
 	defer s.jobs.Done()
 	log := s.log.With("prediction", id, "model", j.model)
 
+	if strings.Contains(j.prompt, MarkerHold) {
+		<-ctx.Done() // a cancel, or the simulator closing
+		s.stopped(id, log)
+		return
+	}
 	latency := s.cfg.Latency
 	if strings.Contains(j.prompt, MarkerSlow) {
 		latency += SlowExtraLatency

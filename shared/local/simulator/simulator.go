@@ -46,6 +46,9 @@
 //	[simulate:slow]  two more seconds of latency before rendering starts
 //	[simulate:refuse] the create is refused with 422 and an invalid field
 //	                 (prompt), as a model refuses input it will not take
+//	[simulate:hold]  the prediction stays starting until it is canceled (or
+//	                 the simulator closes): a test cancels it with no race
+//	                 against its completion
 //
 // Fault hooks (Fault) make the next creates misbehave as a provider can.
 package simulator
@@ -96,6 +99,8 @@ const (
 	MarkerSlow = "[simulate:slow]"
 	// MarkerRefuse makes the create a 422 about the prompt.
 	MarkerRefuse = "[simulate:refuse]"
+	// MarkerHold keeps the prediction starting until it is canceled.
+	MarkerHold = "[simulate:hold]"
 	// SimulatedRefusal is the invalid field's description of MarkerRefuse.
 	SimulatedRefusal = "the prompt asked to be refused"
 	// SimulatedFailure is the error of a prediction whose prompt has MarkerFail.

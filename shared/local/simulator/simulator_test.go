@@ -431,6 +431,27 @@ func TestSlowMarkerAddsLatency(t *testing.T) {
 	}
 }
 
+// A held prediction stays starting while one created with it completes,
+// until its cancel.
+func TestHoldMarkerKeepsThePredictionStartingUntilCanceled(t *testing.T) {
+	h := start(t, Config{})
+	held := h.create(imageModel, map[string]any{"prompt": "a lantern " + MarkerHold}, "")
+	other := h.create(imageModel, map[string]any{"prompt": "a lantern"}, "")
+	if p := h.waitFinal(other.ID); p.Status != StatusSucceeded {
+		t.Fatalf("the prediction created with the held one ended %s", p.Status)
+	}
+	if got := h.get(held.ID).Status; got != StatusStarting {
+		t.Fatalf("the held prediction is %s after the other one completed, want starting", got)
+	}
+	var canceled Prediction
+	if code := h.call("POST", "/v1/predictions/"+held.ID+"/cancel", nil, &canceled); code != http.StatusOK || canceled.Status != StatusCanceled {
+		t.Fatalf("cancel: %d %+v", code, canceled)
+	}
+	if p := h.waitFinal(held.ID); p.Status != StatusCanceled {
+		t.Errorf("the held prediction ended %s after its cancel, want canceled", p.Status)
+	}
+}
+
 func TestCancelStopsThePrediction(t *testing.T) {
 	tests := []struct {
 		name    string

@@ -83,6 +83,16 @@ func (m *Machine) closeTasksOf(e *Execution) {
 	}
 }
 
+// HasTask reports whether the machine ever issued token (open or closed):
+// the Step Functions API authorizes a Send* call against the state machine
+// that issued its token, before it applies it.
+func (m *Machine) HasTask(token string) bool {
+	m.tokMu.Lock()
+	defer m.tokMu.Unlock()
+	_, ok := m.tokens[token]
+	return ok
+}
+
 // answer applies f to the open task of tok under the lock.
 func (m *Machine) answer(tok string, f func(*pendingTask)) error {
 	if tok == "" || len(tok) > maxTokenLength {
