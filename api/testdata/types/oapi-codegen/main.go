@@ -46,15 +46,17 @@ func main() {
 		panic(err)
 	}
 	var image, video mediagenapi.GenerateRequest
+	wide := mediagenapi.InputTheta4FastAspectRatioN169
 	if err := image.FromGenerateRequestTheta4Fast(mediagenapi.GenerateRequestTheta4Fast{
 		Model: "provider-a",
-		Input: mediagenapi.InputTheta4Fast{Prompt: "a cat", AspectRatio: "16:9"},
+		Input: mediagenapi.InputTheta4Fast{Prompt: "a cat", AspectRatio: &wide},
 	}); err != nil {
 		panic(err)
 	}
 	if err := video.FromGenerateRequestBeta2(mediagenapi.GenerateRequestBeta2{
 		Model: "provider-b",
-		Input: mediagenapi.InputBeta2{Prompt: "a paper boat", Seconds: "4", AspectRatio: "landscape"},
+		// seconds takes "4" or 4: no single Go type.
+		Input: mediagenapi.InputBeta2{Prompt: "a paper boat", Seconds: "4", AspectRatio: mediagenapi.InputBeta2AspectRatioLandscape},
 	}); err != nil {
 		panic(err)
 	}
