@@ -3,6 +3,7 @@ package api_test
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -10,8 +11,44 @@ import (
 	"testing"
 	"time"
 
+	"github.com/mediagen-dev/mediagen/shared/local/runtime"
+	"github.com/mediagen-dev/mediagen/shared/local/runtime/runtimetest"
 	"github.com/mediagen-dev/mediagen/shared/testsupport"
 )
+
+// finished is what each client prints: every generation's final status and
+// outputs, the image's first, then the video's.
+type finished []struct {
+	Status string   `json:"status"`
+	Output []string `json:"output"`
+}
+
+// checkFinished fails the test unless a client's printout says both
+// generations completed, the image with an image file and the video with an
+// mp4.
+func checkFinished(t *testing.T, client, printed string) {
+	t.Helper()
+	var got finished
+	if err := json.Unmarshal([]byte(printed), &got); err != nil {
+		t.Fatalf("%s printed %q: %v", client, printed, err)
+	}
+	wantExt := []string{".png", ".mp4"} // theta-4-fast's default format is png
+	if len(got) != len(wantExt) {
+		t.Fatalf("%s finished %d generations, want %d: %s", client, len(got), len(wantExt), printed)
+	}
+	for i, g := range got {
+		if g.Status != "completed" || len(g.Output) != 1 || filepath.Ext(g.Output[0]) != wantExt[i] {
+			t.Errorf("%s: generation %d ended %s with %v, want completed with one %s", client, i+1, g.Status, g.Output, wantExt[i])
+		}
+	}
+}
+
+// localRuntime starts a local runtime and answers the environment a client
+// reads it from.
+func localRuntime(t *testing.T) []string {
+	rt := runtimetest.Start(t, runtime.Config{})
+	return []string{"MEDIAGEN_BASE_URL=" + rt.BaseURL, "MEDIAGEN_API_KEY=" + rt.Dev.APIKey}
+}
 
 // The generators a client of the API would run on openapi.yaml, pinned:
 // the npm ones by tools/package.json (make deps installs them), oapi-codegen
@@ -75,10 +112,10 @@ func copyFiles(t *testing.T, dir string, names ...string) {
 // openapi-typescript (its default flags) and a client with
 // @hey-api/openapi-ts, then compiles with tsc a client of each
 // (testdata/types/*.ts) that creates an image and a video generation with
-// their variants' inputs and polls them; each also holds bodies with a
-// field the variant lacks, a value it does not take and a required field
-// left out, marked @ts-expect-error, so the types must refuse them (tsc
-// fails on an unused @ts-expect-error).
+// their variants' inputs and polls them, and runs both against a local
+// runtime; each also holds bodies with a field the variant lacks, a value
+// it does not take and a required field left out, marked @ts-expect-error,
+// so the types must refuse them (tsc fails on an unused @ts-expect-error).
 func TestTypeScriptClientsCompile(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
@@ -92,12 +129,24 @@ func TestTypeScriptClientsCompile(t *testing.T) {
 	run(t, ctx, dir, nil, openapiTS, doc, "-o", "schema.ts")
 	run(t, ctx, dir, nil, heyAPI, "-i", doc, "-o", "client")
 	run(t, ctx, dir, nil, tsc, "-p", ".")
+
+	// The same sources as CommonJS, which node loads without extensions,
+	// run against the local runtime: the bodies the types accept are the
+	// ones the service takes.
+	run(t, ctx, dir, nil, tsc, "-p", ".", "--noEmit", "false", "--outDir", "js", "--module", "commonjs", "--moduleResolution", "node10")
+	env := localRuntime(t)
+	for _, client := range []string{"openapi-typescript", "hey-api"} {
+		printed := run(t, ctx, dir, env, "node", "-e",
+			`require("./js/`+client+`.js").main().then((r) => console.log(JSON.stringify(r)), (e) => { console.error(e); process.exit(1); })`)
+		checkFinished(t, client, printed)
+	}
 }
 
 // TestGoClientCompiles generates a client with oapi-codegen and builds a
 // program (testdata/types/oapi-codegen/main.go) that creates an image and
-// a video generation through their variants' request types and polls them;
-// a body with a field its variant lacks must not build. skip-prune keeps
+// a video generation through their variants' request types and polls them,
+// and runs it against a local runtime; a body with a field its variant
+// lacks must not build. skip-prune keeps
 // the schemas only the document's webhooks use: oapi-codegen writes the
 // webhooks' parameters but prunes what they refer to, so without it the
 // generated package does not build (docs/api.md says so to users).
@@ -125,7 +174,9 @@ func TestGoClientCompiles(t *testing.T) {
 	run(t, ctx, module, env, "go", "get", oapiRuntime)
 	run(t, ctx, module, env, "go", "mod", "tidy")
 	run(t, ctx, module, env, "go", "vet", ".")
-	run(t, ctx, module, env, "go", "build", "-o", os.DevNull, ".")
+	bin := filepath.Join(dir, "client")
+	run(t, ctx, module, env, "go", "build", "-o", bin, ".")
+	checkFinished(t, "oapi-codegen", run(t, ctx, module, localRuntime(t), bin))
 
 	// A field theta-4-fast does not have is a compile error.
 	wrong, err := os.ReadFile(filepath.Join("testdata", "types", "oapi-codegen", "wrongfield.go.txt"))

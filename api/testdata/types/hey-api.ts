@@ -1,11 +1,14 @@
 // A client made by @hey-api/openapi-ts from api/openapi.yaml: it creates an
 // image and a video generation and polls each to its end. api/types_test.go
-// generates ./client beside it and runs tsc --noEmit.
+// generates ./client beside it, compiles it with tsc and runs main against
+// a local runtime ($MEDIAGEN_BASE_URL, $MEDIAGEN_API_KEY).
 import { client } from "./client/client.gen";
 import { createGeneration, getGeneration } from "./client/sdk.gen";
 import type { GenerateRequest, GenerationStatus } from "./client/types.gen";
 
-client.setConfig({ baseUrl: "http://127.0.0.1:8080", auth: () => "mgk_example" });
+declare const process: { env: { [name: string]: string | undefined } };
+
+client.setConfig({ baseUrl: process.env.MEDIAGEN_BASE_URL ?? "http://127.0.0.1:8080", auth: () => process.env.MEDIAGEN_API_KEY });
 
 async function run(body: GenerateRequest): Promise<GenerationStatus> {
   const created = await createGeneration({ body, throwOnError: true });
@@ -16,12 +19,13 @@ async function run(body: GenerateRequest): Promise<GenerationStatus> {
   }
 }
 
-export async function main(): Promise<string[]> {
+// main answers each generation's final status and outputs.
+export async function main(): Promise<{ status: string; output: string[] }[]> {
   const done = [
     await run({ model: "provider-a", model_version: "theta-4-fast", input: { prompt: "a cat", aspect_ratio: "16:9" } }),
     await run({ model: "provider-b", model_version: "beta-2", input: { prompt: "a paper boat", seconds: "4", aspect_ratio: "landscape" } }),
   ];
-  return done.flatMap((s) => s.output);
+  return done.map((s) => ({ status: s.status, output: s.output }));
 }
 
 // @ts-expect-error theta-4-fast has no duration
