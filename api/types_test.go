@@ -108,7 +108,7 @@ func copyFiles(t *testing.T, dir string, names ...string) {
 	}
 }
 
-// TestTypeScriptClientsCompile generates types from openapi.yaml with
+// TestGeneratedTypeScriptClientsCreateAndPoll generates types from openapi.yaml with
 // openapi-typescript (its default flags) and a client with
 // @hey-api/openapi-ts, then compiles with tsc a client of each
 // (testdata/types/*.ts) that creates an image and a video generation with
@@ -116,7 +116,7 @@ func copyFiles(t *testing.T, dir string, names ...string) {
 // runtime; each also holds bodies with a field the variant lacks, a value
 // it does not take and a required field left out, marked @ts-expect-error,
 // so the types must refuse them (tsc fails on an unused @ts-expect-error).
-func TestTypeScriptClientsCompile(t *testing.T) {
+func TestGeneratedTypeScriptClientsCreateAndPoll(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
 	openapiTS, heyAPI, tsc := nodeTool(t, "openapi-typescript"), nodeTool(t, "openapi-ts"), nodeTool(t, "tsc")
@@ -142,7 +142,7 @@ func TestTypeScriptClientsCompile(t *testing.T) {
 	}
 }
 
-// TestGoClientCompiles generates a client with oapi-codegen and builds a
+// TestGeneratedGoClientCreatesAndPolls generates a client with oapi-codegen and builds a
 // program (testdata/types/oapi-codegen/main.go) that creates an image and
 // a video generation through their variants' request types and polls them,
 // and runs it against a local runtime; a body with a field its variant
@@ -150,7 +150,7 @@ func TestTypeScriptClientsCompile(t *testing.T) {
 // the schemas only the document's webhooks use: oapi-codegen writes the
 // webhooks' parameters but prunes what they refer to, so without it the
 // generated package does not build (docs/api.md says so to users).
-func TestGoClientCompiles(t *testing.T) {
+func TestGeneratedGoClientCreatesAndPolls(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 8*time.Minute)
 	defer cancel()
 	doc, err := filepath.Abs("openapi.yaml")
