@@ -17,6 +17,7 @@ import (
 
 	"github.com/mediagen-dev/mediagen/api"
 	"github.com/mediagen-dev/mediagen/shared/catalog"
+	"github.com/mediagen-dev/mediagen/shared/domain"
 	"github.com/mediagen-dev/mediagen/shared/longstory"
 	"github.com/mediagen-dev/mediagen/shared/webhook"
 )
@@ -53,32 +54,58 @@ const (
 )
 
 // generatedSchemas renders, from the catalog, the schema of every variant's
-// input (Input_<version>, the same schema GET /api/models serves) and
-// GenerateInputByVariant, which binds each model_version to its model and
-// its input schema.
+// input (Input_<version>, the schema GET /api/models serves with each
+// field's default said in its description: see defaultsSaid), one
+// request schema per variant (GenerateRequest_<version>: its model and
+// model_version as constants, its input, and the fields every body shares),
+// and GenerateRequest, the oneOf of them with model_version as its
+// discriminator. Generators (openapi-typescript, @hey-api/openapi-ts,
+// oapi-codegen) follow oneOf and discriminator, not if/then, so each
+// variant's input becomes a type of its own.
 func generatedSchemas(t *testing.T) []byte {
 	t.Helper()
 	schemas := map[string]any{}
-	var cases []any
-	var versions []any
+	var variants []any
+	mapping := map[string]any{}
 	for _, v := range catalog.All() {
 		s := v.InputSchema()
 		delete(s, "$schema") // the document's dialect applies
-		schemas["Input_"+v.Version] = plain(t, s)
-		versions = append(versions, v.Version)
-		cases = append(cases, map[string]any{
-			"if": map[string]any{"required": []any{"model_version"},
-				"properties": map[string]any{"model_version": map[string]any{"const": v.Version}}},
-			"then": map[string]any{"properties": map[string]any{
-				"model": map[string]any{"const": v.Model},
-				"input": map[string]any{"$ref": "#/components/schemas/Input_" + v.Version},
-			}},
-		})
+		schemas["Input_"+v.Version] = defaultsSaid(plain(t, s))
+		name := "GenerateRequest_" + v.Version
+		ref := "#/components/schemas/" + name
+		variants = append(variants, map[string]any{"$ref": ref})
+		mapping[v.Version] = ref
+		maxImages, imagesSay := catalog.MaxImageCount, "Images to make, charged per image (default 1)."
+		if v.Version == "zeta-pro" {
+			imagesSay = "Images to make, charged per image (default 1); the same as `input.num_images`, which may give it instead."
+		}
+		if v.Kind == domain.MediaVideo {
+			maxImages, imagesSay = 1, "A video variant makes one video: 1 if given."
+		}
+		schemas[name] = map[string]any{
+			"title":                v.Model + "/" + v.Version + " request",
+			"description":          "The body that runs " + v.Model + "/" + v.Version + " (" + string(v.Kind) + ").",
+			"type":                 "object",
+			"additionalProperties": false,
+			"required":             []any{"model", "model_version", "input"},
+			"properties": map[string]any{
+				"model":          map[string]any{"type": "string", "const": v.Model, "description": "The provider."},
+				"model_version":  map[string]any{"type": "string", "const": v.Version, "description": "The variant."},
+				"input":          map[string]any{"$ref": "#/components/schemas/Input_" + v.Version},
+				"image_count":    map[string]any{"type": "integer", "minimum": 1, "maximum": maxImages, "description": imagesSay},
+				"webhook_url":    map[string]any{"$ref": "#/components/schemas/WebhookURL"},
+				"webhook_events": map[string]any{"$ref": "#/components/schemas/GenerationWebhookEvents"},
+			},
+			"dependentRequired": map[string]any{"webhook_events": []any{"webhook_url"}},
+		}
 	}
-	schemas["GenerateInputByVariant"] = map[string]any{
-		"description": "Each model_version with its model and the schema of its input (generated from the catalog).",
-		"properties":  map[string]any{"model_version": map[string]any{"enum": versions}},
-		"allOf":       cases,
+	schemas["GenerateRequest"] = map[string]any{
+		"description": "The body of `POST /api/generations/generate` (and of its estimate): one variant's request, " +
+			"chosen by `model_version` (with its `model`). `input` carries that variant's fields, described by its " +
+			"`Input_<model_version>` schema (and by `input_schema` in `GET /api/models`). All enumerated `input` values " +
+			"may be sent as strings, numeric ones also as numbers. Generated from the catalog.",
+		"oneOf":         variants,
+		"discriminator": map[string]any{"propertyName": "model_version", "mapping": mapping},
 	}
 	var buf bytes.Buffer
 	enc := yaml.NewEncoder(&buf)
@@ -92,6 +119,33 @@ func generatedSchemas(t *testing.T) []byte {
 	}
 	out.WriteString("\n")
 	return out.Bytes()
+}
+
+// defaultsSaid moves each property's default of an input schema into its
+// description ("Default: 8."). openapi-typescript, with its default flags
+// (defaultNonNullable), makes a property with a default required in a
+// component schema, so a body that leaves duration out would not compile;
+// the service applies the defaults whatever the document says, and
+// GET /api/models keeps them as data.
+func defaultsSaid(schema any) any {
+	props, _ := schema.(map[string]any)["properties"].(map[string]any)
+	for _, p := range props {
+		field, ok := p.(map[string]any)
+		if !ok {
+			continue
+		}
+		d, ok := field["default"]
+		if !ok {
+			continue
+		}
+		delete(field, "default")
+		said := fmt.Sprintf("Default: %v.", d)
+		if desc, _ := field["description"].(string); desc != "" {
+			said = desc + " " + said
+		}
+		field["description"] = said
+	}
+	return schema
 }
 
 // plain turns a value into what JSON decoding makes of it (json.Number
@@ -179,7 +233,7 @@ func TestEnumsFollowTheCode(t *testing.T) {
 		{"language_code", prop("LongVideoCreateRequest", "language_code")["enum"], longstory.LanguageCodes()},
 		{"estimate language_code", prop("LongVideoEstimateRequest", "language_code")["enum"], longstory.LanguageCodes()},
 		{"video_style", prop("LongVideoCreateRequest", "video_style")["enum"], longstory.StyleNames()},
-		{"generation webhook_events", items(prop("GenerateRequest", "webhook_events"))["enum"], catalog.GenerationEvents},
+		{"generation webhook_events", items(schemas["GenerationWebhookEvents"])["enum"], catalog.GenerationEvents},
 		{"long-form webhook_events", items(prop("LongVideoCreateRequest", "webhook_events"))["enum"], catalog.LongVideoEvents},
 		{"generation webhook type", prop("GenerationWebhookPayload", "type")["enum"], catalog.GenerationEvents},
 		{"long-form webhook type", prop("LongVideoWebhookPayload", "type")["enum"], catalog.LongVideoEvents},

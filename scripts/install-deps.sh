@@ -39,7 +39,7 @@ fi
 
 # npm tools, pinned by tools/package-lock.json.
 if ! command -v npm >/dev/null 2>&1; then
-  echo "npm is missing: the tests run npm tools (asl-validator, playwright-core, redocly, prism)" >&2
+  echo "npm is missing: the tests run npm tools (asl-validator, playwright-core, redocly, prism, openapi-typescript, @hey-api/openapi-ts, tsc)" >&2
   echo "fix: sudo apt-get install nodejs npm   (Node 18 or newer)" >&2
   exit 1
 fi

@@ -32,7 +32,7 @@ func (f *timeFlag) Set(s string) error {
 }
 
 // transactionsCmd prints the caller's credit journal, newest first: one
-// page, or every page with --all.
+// page (from --cursor, the one a page ended with), or every page with --all.
 func transactionsCmd(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("transactions", flag.ContinueOnError)
 	var af apiFlags
@@ -46,6 +46,7 @@ func transactionsCmd(ctx context.Context, args []string, stdout, stderr io.Write
 	fs.Var(&from, "from", "only entries at or after this time (RFC 3339 or YYYY-MM-DD)")
 	fs.Var(&to, "to", "only entries before this time (RFC 3339 or YYYY-MM-DD)")
 	fs.BoolVar(&all, "all", false, "follow the cursors to the last page")
+	fs.StringVar(&o.Cursor, "cursor", "", "start after the entries already shown: the cursor a page ended with")
 	if _, err := parseArgs(fs, args, 0); err != nil {
 		return usageFail(stderr, "transactions", err)
 	}
@@ -80,8 +81,14 @@ func transactionsCmd(ctx context.Context, args []string, stdout, stderr io.Write
 		}
 		next, more := page.NextCursor, page.NextCursor != nil
 		if !more || (!all && printed >= want) {
-			if more && !af.jsonOut {
-				fmt.Fprintf(tw, "(more: --all, or the next page's cursor %s)\n", *next)
+			if more {
+				// With --json, stdout holds only entries: the cursor goes
+				// to stderr.
+				w := io.Writer(tw)
+				if af.jsonOut {
+					w = stderr
+				}
+				fmt.Fprintf(w, "(more: --cursor %s for the next page, or --all)\n", *next)
 			}
 			break
 		}

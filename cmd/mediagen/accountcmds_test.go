@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"regexp"
 	"slices"
 	"strings"
 	"testing"
@@ -56,6 +57,79 @@ func TestTransactionsAndUsageShowAGeneration(t *testing.T) {
 	}
 	if code, _, stderr := mediagen(t, "transactions", "--from", "yesterday"); code != exitUsage || !strings.Contains(stderr, "RFC 3339") {
 		t.Errorf("transactions --from yesterday: exit %d, stderr %q", code, stderr)
+	}
+}
+
+// transactions ends a page that has more after it with the --cursor that
+// reads on (on stderr with --json, whose stdout holds only entries); paging
+// with it shows each entry once, newest first, to the end of the journal.
+func TestTransactionsCursorReadsTheNextPage(t *testing.T) {
+	rt := clientEnv(t)
+	ctx := context.Background()
+	var captured []string // oldest first
+	for range 3 {
+		w := uuid.NewString()
+		if err := rt.Store.Hold(ctx, rt.Dev.UserID, domain.Hold{WorkID: w, Kind: domain.WorkGeneration, Amount: decimal.NewFromInt(1),
+			Model: "theta-4-fast", CreatedAt: time.Now()}); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := rt.Store.Capture(ctx, rt.Dev.UserID, w); err != nil {
+			t.Fatal(err)
+		}
+		captured = append(captured, w)
+	}
+	newestFirst := slices.Clone(captured)
+	slices.Reverse(newestFirst)
+	more := regexp.MustCompile(`\(more: --cursor (\S+) for the next page, or --all\)`)
+
+	tests := []struct {
+		name string
+		json bool
+	}{
+		{"table", false},
+		{"json", true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var works []string
+			args := []string{"transactions", "--type", "capture", "--limit", "1"}
+			if tt.json {
+				args = append(args, "--json")
+			}
+			cursor := ""
+			for page := 0; page < 10; page++ {
+				pageArgs := args
+				if cursor != "" {
+					pageArgs = append(slices.Clone(args), "--cursor", cursor)
+				}
+				code, stdout, stderr := mediagen(t, pageArgs...)
+				if code != 0 {
+					t.Fatalf("%v: exit %d: %s", pageArgs, code, stderr)
+				}
+				for _, line := range strings.Split(strings.TrimSpace(stdout), "\n") {
+					if tt.json {
+						var e client.Transaction
+						if err := json.Unmarshal([]byte(line), &e); err != nil || e.WorkID == nil {
+							t.Fatalf("line %q: %v; want a capture", line, err)
+						}
+						works = append(works, *e.WorkID)
+					} else if f := strings.Fields(line); len(f) > 5 && f[1] == "capture" {
+						works = append(works, f[5])
+					}
+				}
+				m := more.FindStringSubmatch(stdout)
+				if tt.json {
+					m = more.FindStringSubmatch(stderr)
+				}
+				if m == nil {
+					break
+				}
+				cursor = m[1]
+			}
+			if !slices.Equal(works, newestFirst) {
+				t.Errorf("captures paged with --cursor = %v, want %v, newest first, each once", works, newestFirst)
+			}
+		})
 	}
 }
 

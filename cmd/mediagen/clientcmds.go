@@ -185,7 +185,18 @@ func generateCmd(ctx context.Context, args []string, stdout, stderr io.Writer) i
 		return usageFail(stderr, "generate", errors.New("--model and --version are required (mediagen models lists them)"))
 	}
 	c := af.client()
-	input, err := buildInput(ctx, c, *model, *version, inputs)
+	// The variant from the catalog: its fields' types for the inputs, its
+	// typical duration for the time left while waiting. Without it (the
+	// catalog unreachable) the service says what is wrong with the values.
+	var variant client.Model
+	if models, err := c.Models(ctx); err == nil {
+		for _, m := range models {
+			if m.Model == *model && m.Version == *version {
+				variant = m
+			}
+		}
+	}
+	input, err := buildInput(ctx, c, variant, inputs)
 	if err != nil {
 		return usageFail(stderr, "generate", err)
 	}
@@ -201,18 +212,23 @@ func generateCmd(ctx context.Context, args []string, stdout, stderr io.Writer) i
 	if !*wait && *out == "" {
 		return exitOK
 	}
-	return waitGeneration(ctx, c, af, g.UUID, *out, stdout, stderr)
+	return waitGeneration(ctx, c, af, g.UUID, time.Duration(variant.TypicalSeconds)*time.Second, *out, stdout, stderr)
 }
 
 // waitGeneration waits for a generation with a progress display, then
-// downloads its outputs.
-func waitGeneration(ctx context.Context, c *client.Client, af apiFlags, id, out string, stdout, stderr io.Writer) int {
+// downloads its outputs. typical is how long a job of its variant usually
+// takes (0 = unknown).
+func waitGeneration(ctx context.Context, c *client.Client, af apiFlags, id string, typical time.Duration, out string, stdout, stderr io.Writer) int {
 	if out == "" {
 		out = "."
 	}
 	p := newProgress(stderr, "processing")
 	st, err := c.WaitGeneration(ctx, id, client.WaitOptions{Interval: 500 * time.Millisecond, MaxInterval: 5 * time.Second},
-		func(s client.GenerationStatus) { p.Update(s.Status, float64(s.Progress)) })
+		func(s client.GenerationStatus) {
+			if !client.Final(s.Status) { // Done writes the final state, once
+				p.Update(generationLine(s, p.Elapsed(), typical), float64(s.Progress))
+			}
+		})
 	if err != nil {
 		p.Done("stopped waiting; the generation goes on: mediagen status " + id)
 		return apiFail(stderr, "generate", err)
@@ -241,18 +257,12 @@ func waitGeneration(ctx context.Context, c *client.Client, af apiFlags, id, out 
 // variant's input schema: booleans as true/false, image lists split on
 // commas, @FILE as a data URI; everything else is a string, as the API
 // wants enum values.
-func buildInput(ctx context.Context, c *client.Client, model, version string, pairs []string) (map[string]any, error) {
+func buildInput(ctx context.Context, c *client.Client, variant client.Model, pairs []string) (map[string]any, error) {
 	types := map[string]string{}
-	if models, err := c.Models(ctx); err == nil {
-		for _, m := range models {
-			if m.Model == model && m.Version == version {
-				fields, _ := m.Fields()
-				for _, f := range fields {
-					types[f.Name] = f.Type
-				}
-			}
-		}
-	} // else: the service will say what is wrong with the values
+	fields, _ := variant.Fields() // none for an unknown variant: the service will say what is wrong
+	for _, f := range fields {
+		types[f.Name] = f.Type
+	}
 	input := map[string]any{}
 	for _, pair := range pairs {
 		key, value, ok := strings.Cut(pair, "=")
@@ -506,7 +516,11 @@ func waitStory(ctx context.Context, c *client.Client, af apiFlags, id string, sc
 	}
 	p := newProgress(stderr, fmt.Sprintf("%d scenes processing", scenes))
 	st, err := c.WaitLongVideo(ctx, id, client.WaitOptions{Interval: time.Second, MaxInterval: 5 * time.Second},
-		func(v client.LongVideoStatus) { p.Update(sceneSummary(v, scenes), float64(v.Progress)) })
+		func(v client.LongVideoStatus) {
+			if !client.Final(v.Status) { // Done writes the final state, once
+				p.Update(sceneSummary(v, scenes), float64(v.Progress))
+			}
+		})
 	if err != nil {
 		p.Done("stopped waiting; the video goes on: mediagen story status " + id)
 		return apiFail(stderr, "story create", err)
@@ -531,6 +545,24 @@ func waitStory(ctx context.Context, c *client.Client, af apiFlags, id string, sc
 		fmt.Fprintf(stdout, "%s (%.1f s)\n", path, st.TotalDuration)
 	}
 	return exitOK
+}
+
+// generationLine is the status line of a generation being waited for:
+// its place in line while the provider is at its cap of jobs, else its
+// status with the time left by the variant's typical duration (typical; 0
+// = unknown), elapsed being the time waited so far.
+func generationLine(s client.GenerationStatus, elapsed, typical time.Duration) string {
+	switch {
+	case s.QueuePosition > 0:
+		return fmt.Sprintf("%s, queued at the provider (position %d)", s.Status, s.QueuePosition)
+	case typical <= 0:
+		return s.Status
+	case elapsed < typical:
+		left := (typical - elapsed + time.Second - 1).Truncate(time.Second) // rounded up: never "0s left"
+		return fmt.Sprintf("%s, about %s left", s.Status, left)
+	default:
+		return fmt.Sprintf("%s, longer than the usual %s", s.Status, typical)
+	}
 }
 
 // sceneSummary is the status line of a long-form video: each scene's

@@ -6,6 +6,7 @@ import (
 	"image/png"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 
@@ -50,6 +51,47 @@ func TestGenerateWaitsAndDownloadsTheImages(t *testing.T) {
 	// Not a terminal: plain progress lines, no carriage returns.
 	if !strings.Contains(stderr, "processing (") || !strings.Contains(stderr, "completed (") || strings.Contains(stderr, "\r") {
 		t.Errorf("stderr %q, want plain progress lines", stderr)
+	}
+}
+
+// generate --wait shows, while a video runs, the time left by the
+// variant's typical duration (GET /api/models' typical_seconds, a minute),
+// and the final state on one line, the last.
+func TestGenerateWaitShowsTimeLeftAndOneFinalLine(t *testing.T) {
+	clientEnv(t)
+	tests := []struct {
+		name     string
+		args     []string
+		timeLeft *regexp.Regexp
+	}{
+		{"video", []string{"--model", "provider-b", "--version", "beta-2", "--input", "prompt=waves",
+			"--input", "seconds=4", "--input", "aspect_ratio=landscape"}, regexp.MustCompile(`^processing, about (1m0s|[1-5]?[0-9]s) left +[0-9]+% \(`)},
+		// An image may be done by the first look (its time left is
+		// TestGenerationLineSaysTheTimeLeft's).
+		{"image", []string{"--model", "provider-a", "--version", "theta-4-fast", "--input", "prompt=an owl"}, nil},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			code, _, stderr := mediagen(t, append(append([]string{"generate"}, tt.args...), "--wait", "--out", t.TempDir())...)
+			if code != 0 {
+				t.Fatalf("exit %d: %s", code, stderr)
+			}
+			lines := strings.Split(strings.TrimSpace(stderr), "\n")
+			final := 0
+			timeLeft := false
+			for _, l := range lines {
+				if strings.HasPrefix(l, "completed") {
+					final++
+				}
+				timeLeft = timeLeft || tt.timeLeft == nil || tt.timeLeft.MatchString(l)
+			}
+			if final != 1 || !regexp.MustCompile(`^completed \([0-9.]+m?s\)$`).MatchString(lines[len(lines)-1]) {
+				t.Errorf("stderr %q: want one final line, \"completed (elapsed)\", the last", stderr)
+			}
+			if !timeLeft {
+				t.Errorf("stderr %q: want a line with the time left (%s)", stderr, tt.timeLeft)
+			}
+		})
 	}
 }
 
@@ -176,6 +218,11 @@ func TestStoryEstimateAndCreateDownloadTheVideo(t *testing.T) {
 	}
 	if !strings.Contains(stderr, "2 scenes processing (") || !strings.Contains(stderr, "completed (") {
 		t.Errorf("stderr %q, want the progress lines", stderr)
+	}
+	// The final state once, on the last line.
+	progress := strings.Split(strings.TrimSpace(stderr), "\n")
+	if last := progress[len(progress)-1]; strings.Count(stderr, "completed") != 1 || !strings.HasPrefix(last, "scene 1 ✓ · scene 2 ✓ completed (") {
+		t.Errorf("stderr %q: want the final state once, \"scene 1 ✓ · scene 2 ✓ completed (elapsed)\", the last line", stderr)
 	}
 }
 

@@ -63,7 +63,8 @@ client (calls the service at $MEDIAGEN_BASE_URL with $MEDIAGEN_API_KEY;
                [--wait] [--out DIR]
   story status ID
   story delete-output ID
-  transactions [--type T] [--work-id ID] [--from T] [--to T] [--limit N] [--all]
+  transactions [--type T] [--work-id ID] [--from T] [--to T] [--limit N]
+               [--cursor C] [--all]
                                                the account's credit journal, newest first
   usage [--from YYYY-MM-DD] [--to YYYY-MM-DD] [--group-by day|model|key]
                                                captured credits, grouped

@@ -84,6 +84,9 @@ func (p *progress) Done(text string) {
 	}
 }
 
+// Elapsed is the time since the display started.
+func (p *progress) Elapsed() time.Duration { return progressClock().Sub(p.start) }
+
 func (p *progress) elapsed() string {
 	return progressClock().Sub(p.start).Round(100 * time.Millisecond).String()
 }

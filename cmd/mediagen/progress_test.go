@@ -6,6 +6,8 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/mediagen-dev/mediagen/client"
 )
 
 // stopClock makes the elapsed time shown 1.5 s.
@@ -67,5 +69,33 @@ func TestProgressElsewhereWritesALinePerChange(t *testing.T) {
 	want := "processing (1.5s)\nprocessing  40% (1.5s)\ncompleted (1.5s)\n"
 	if out.String() != want {
 		t.Errorf("plain output %q, want %q", out.String(), want)
+	}
+}
+
+// While a generation runs, its line says its place in line at the
+// provider, else the time left by its variant's typical duration.
+func TestGenerationLineSaysTheTimeLeft(t *testing.T) {
+	processing := client.GenerationStatus{Status: "processing", Progress: 5}
+	queued := processing
+	queued.QueuePosition = 3
+	tests := []struct {
+		name             string
+		st               client.GenerationStatus
+		elapsed, typical time.Duration
+		want             string
+	}{
+		{"just started", processing, 0, time.Minute, "processing, about 1m0s left"},
+		{"time left rounded up", processing, 12300 * time.Millisecond, time.Minute, "processing, about 48s left"},
+		{"under a second left", processing, 59900 * time.Millisecond, time.Minute, "processing, about 1s left"},
+		{"past the typical duration", processing, 75 * time.Second, time.Minute, "processing, longer than the usual 1m0s"},
+		{"queued at the provider", queued, 5 * time.Second, time.Minute, "processing, queued at the provider (position 3)"},
+		{"typical duration unknown", processing, 5 * time.Second, 0, "processing"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := generationLine(tt.st, tt.elapsed, tt.typical); got != tt.want {
+				t.Errorf("generationLine(%s waited, typical %s) = %q, want %q", tt.elapsed, tt.typical, got, tt.want)
+			}
+		})
 	}
 }

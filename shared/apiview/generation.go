@@ -93,13 +93,9 @@ func outputFilesAt(f domain.StoredFiles, now time.Time) OutputFiles {
 	return out
 }
 
-// typicalSeconds is about how long the provider takes per kind, for the
-// progress estimate.
-var typicalSeconds = map[domain.MediaKind]float64{domain.MediaImage: 10, domain.MediaVideo: 60}
-
 // progressAt estimates a generation's progress at now: 100 when final; 0
 // before the provider has the job; then up to 95 by the time a job of its
-// kind usually takes (never 100 before it is done).
+// kind usually takes (catalog.TypicalDuration; never 100 before it is done).
 func progressAt(g domain.Generation, now time.Time) int {
 	if g.Status.Terminal() {
 		return 100
@@ -107,7 +103,7 @@ func progressAt(g domain.Generation, now time.Time) int {
 	if g.UpstreamID == "" {
 		return 0
 	}
-	f := now.Sub(g.CreatedAt).Seconds() / typicalSeconds[g.Kind]
+	f := now.Sub(g.CreatedAt).Seconds() / catalog.TypicalDuration(g.Kind).Seconds()
 	return int(5 + 90*min(max(f, 0), 1))
 }
 

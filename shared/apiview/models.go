@@ -17,6 +17,9 @@ type Model struct {
 	Kind        string          `json:"kind"`
 	InputSchema json.RawMessage `json:"input_schema"`
 	Price       Price           `json:"price"`
+	// TypicalSeconds is about how long the provider takes to run one job
+	// of the variant, for a time-left estimate while it runs.
+	TypicalSeconds int `json:"typical_seconds"`
 }
 
 // Price is a price rule in credits. A request costs credits_per_unit of the

@@ -91,6 +91,11 @@ func (f Field) schema() map[string]any {
 			}
 		}
 		s["enum"] = values
+		if len(values) == len(f.Enum) {
+			// Strings only: typed, so that generators (oapi-codegen) give
+			// the field a string type of its own rather than any value.
+			s["type"] = "string"
+		}
 	case TypeImage:
 		s["type"] = "string"
 		s["pattern"] = imageRefPattern

@@ -44,7 +44,7 @@ func Catalog(prices *pricing.Table) (apiview.ModelList, error) {
 			p.CreditsAtDefaults = domain.FormatCredits(q.Credits)
 		}
 		out.Models = append(out.Models, apiview.Model{Model: v.Model, Version: v.Version, Kind: string(v.Kind),
-			InputSchema: schema, Price: p})
+			InputSchema: schema, Price: p, TypicalSeconds: int(v.TypicalDuration().Seconds())})
 	}
 	return out, nil
 }

@@ -32,6 +32,10 @@ func TestModelsListsEveryVariantWithoutCredentials(t *testing.T) {
 		if schema["additionalProperties"] != false || len(props) != len(v.Fields) {
 			t.Errorf("%s: input_schema %v does not describe its %d fields", v.Version, schema, len(v.Fields))
 		}
+		// The time-left a client shows rests on the variant's typical duration.
+		if want := v.TypicalDuration().Seconds(); m["typical_seconds"] != want || want <= 0 {
+			t.Errorf("%s: typical_seconds %v, want the catalog's %v", v.Version, m["typical_seconds"], want)
+		}
 		price, _ := m["price"].(map[string]any)
 		if price["credits_per_unit"] == nil || price["unit"] == nil {
 			t.Errorf("%s: price %v", v.Version, price)
