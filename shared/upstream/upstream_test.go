@@ -8,6 +8,7 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"errors"
+	"io"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -105,7 +106,12 @@ func TestCreateIsRetriedOnlyWhenItCertainlyStartedNothing(t *testing.T) {
 		{"502", status(502, `bad gateway`), 1, false, true, false},
 		{"2xx that is not a prediction", status(201, `<html>`), 1, false, true, false},
 		{"422", status(422, `{"title":"Input validation failed","detail":"seconds: Invalid type","status":422,"invalid_fields":[{"field":"seconds","description":"Invalid type. Expected: integer, given: string"}]}`), 1, false, false, true},
-		{"hangs after the body was sent", func(w http.ResponseWriter, r *http.Request) { time.Sleep(300 * time.Millisecond) }, 1, false, true, false},
+		// Reads the body, then answers only when the client has given up
+		// (its 100 ms timeout) and closed the connection.
+		{"hangs after the body was sent", func(w http.ResponseWriter, r *http.Request) {
+			_, _ = io.Copy(io.Discard, r.Body)
+			<-r.Context().Done()
+		}, 1, false, true, false},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
