@@ -185,7 +185,7 @@ func setup(t *testing.T) *env {
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { objects.Close(ctx) })
+	t.Cleanup(func() { waitfor.Close(t, objects.Close) })
 	sim, err := runtime.StartSimulator(runtime.SimulatorConfig{})
 	if err != nil {
 		t.Fatal(err)

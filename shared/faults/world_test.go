@@ -36,6 +36,7 @@ import (
 	"github.com/mediagen-dev/mediagen/shared/store"
 	"github.com/mediagen-dev/mediagen/shared/store/sqlitestore"
 	"github.com/mediagen-dev/mediagen/shared/sweeper"
+	"github.com/mediagen-dev/mediagen/shared/testsupport/waitfor"
 	"github.com/mediagen-dev/mediagen/shared/upstream"
 )
 
@@ -224,7 +225,7 @@ func newShared(t *testing.T) *shared {
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { objects.Close(ctx) })
+	t.Cleanup(func() { waitfor.Close(t, objects.Close) })
 	p := newProvider(t)
 	return &shared{provider: p, objects: objects, bucket: objects.MediaBucket(), host: p.srv.Listener.Addr().String()}
 }

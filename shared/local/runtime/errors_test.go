@@ -16,6 +16,7 @@ import (
 	"github.com/mediagen-dev/mediagen/shared/domain"
 	"github.com/mediagen-dev/mediagen/shared/local/runtime"
 	"github.com/mediagen-dev/mediagen/shared/store/sqlitestore"
+	"github.com/mediagen-dev/mediagen/shared/testsupport/waitfor"
 )
 
 // checkEnvelope asserts the error envelope and returns its code.
@@ -222,7 +223,7 @@ func TestASecondServerOnADataDirIsRefused(t *testing.T) {
 	cfg.Addr, cfg.Log = "127.0.0.1:0", slog.New(slog.NewJSONHandler(io.Discard, nil))
 	second, err := runtime.Start(context.Background(), cfg)
 	if err == nil {
-		second.Close(context.Background())
+		waitfor.Close(t, second.Close)
 		t.Fatal("a second server started on the data directory")
 	}
 	if !errors.Is(err, sqlitestore.ErrDataDirInUse) {

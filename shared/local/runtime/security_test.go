@@ -563,7 +563,7 @@ func TestTheRuntimeListensOnLoopbackOnlyUnlessAllowed(t *testing.T) {
 		cfg.DataDir = t.TempDir()
 		rt, err := runtime.Start(context.Background(), cfg)
 		if err == nil {
-			rt.Close(context.Background())
+			waitfor.Close(t, rt.Close)
 		}
 		if !errors.Is(err, runtime.ErrNotLoopback) {
 			t.Errorf("Start(addr %q, files %q, s3 %q) = %v, want ErrNotLoopback", cfg.Addr, cfg.FilesAddr, cfg.S3Addr, err)
