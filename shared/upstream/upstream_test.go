@@ -18,6 +18,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/mediagen-dev/mediagen/shared/clock/clocktest"
 	"github.com/mediagen-dev/mediagen/shared/domain"
 )
 
@@ -319,5 +320,42 @@ func TestFalWebhookSignatureIsVerifiedWithTheJWKS(t *testing.T) {
 	r, err := c.DecodeWebhook(body)
 	if err != nil || r.ID != "r1" || r.Status != StatusSucceeded || len(r.Outputs) != 1 {
 		t.Errorf("DecodeWebhook = %+v, %v", r, err)
+	}
+}
+
+// TestACreateRefused429IsTriedAgainAfterItsRetryAfter: the provider's
+// Retry-After is waited on the client's clock, all of it and no more,
+// before the next try.
+func TestACreateRefused429IsTriedAgainAfterItsRetryAfter(t *testing.T) {
+	srv, calls := script(t, func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Retry-After", "3")
+		status(429, `{"detail":"slow down"}`)(w, r)
+	}, status(201, `{"id":"p1","status":"starting","output":null}`))
+	clk := clocktest.New(time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC))
+	c := &Replicate{BaseURL: srv.URL, Token: "tok", Tuning: Tuning{Attempts: 2, Clock: clk}}
+	type result struct {
+		job domain.UpstreamJob
+		err error
+	}
+	done := make(chan result, 1)
+	go func() {
+		job, err := c.Submit(context.Background(), "o/m", map[string]any{"prompt": "x"}, "")
+		done <- result{job, err}
+	}()
+	if !clk.WaitForTimers(1, time.Minute) {
+		t.Fatal("the client never waited after the 429")
+	}
+	clk.Advance(3*time.Second - time.Millisecond)
+	if n := calls.Load(); n != 1 || clk.Timers() != 1 {
+		t.Fatalf("%d creates sent %v into a 3 s Retry-After, want only the first, still waiting", n, 3*time.Second-time.Millisecond)
+	}
+	clk.Advance(time.Millisecond)
+	select {
+	case r := <-done:
+		if r.err != nil || r.job.ID != "p1" || calls.Load() != 2 {
+			t.Errorf("Submit = %+v, %v after %d creates; want p1 from the second", r.job, r.err, calls.Load())
+		}
+	case <-time.After(time.Minute):
+		t.Fatal("no second try once the Retry-After had passed")
 	}
 }
