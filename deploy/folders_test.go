@@ -7,27 +7,9 @@ import (
 	"slices"
 	"strings"
 	"testing"
-	"unicode"
-)
 
-// functionFolder is the folder under functions/ of the function whose
-// logical ID is id: the ID without "Function", in kebab case
-// (GenerationEstimateFunction: generation-estimate). The Makefile's
-// build-%Function rule derives it the same way.
-func functionFolder(id string) string {
-	name := strings.TrimSuffix(id, "Function")
-	var b strings.Builder
-	for i, r := range name {
-		if unicode.IsUpper(r) {
-			if i > 0 && (unicode.IsLower(rune(name[i-1])) || unicode.IsDigit(rune(name[i-1]))) {
-				b.WriteByte('-')
-			}
-			r = unicode.ToLower(r)
-		}
-		b.WriteRune(r)
-	}
-	return b.String()
-}
+	"github.com/mediagen-dev/mediagen"
+)
 
 func TestFunctionFolderIsTheLogicalIDInKebabCase(t *testing.T) {
 	for id, want := range map[string]string{
@@ -37,8 +19,8 @@ func TestFunctionFolderIsTheLogicalIDInKebabCase(t *testing.T) {
 		"OpenApiFunction":            "open-api",
 		"MarkFailedFunction":         "mark-failed",
 	} {
-		if got := functionFolder(id); got != want {
-			t.Errorf("functionFolder(%q) = %q, want %q", id, got, want)
+		if got := mediagen.FunctionFolder(id); got != want {
+			t.Errorf("FunctionFolder(%q) = %q, want %q", id, got, want)
 		}
 	}
 }
@@ -63,7 +45,7 @@ func TestEveryFunctionOfTheTemplateIsBuiltFromItsDerivedFolder(t *testing.T) {
 		t.Fatal("template.yaml has no function")
 	}
 	for _, id := range ids {
-		folder := functionFolder(id)
+		folder := mediagen.FunctionFolder(id)
 		if _, err := os.Stat(filepath.Join("..", "functions", folder, "main.go")); err != nil {
 			t.Errorf("%s: functions/%s/main.go: %v", id, folder, err)
 		}
@@ -78,5 +60,42 @@ func TestEveryFunctionOfTheTemplateIsBuiltFromItsDerivedFolder(t *testing.T) {
 		} else if !strings.Contains(string(out), "-o /ARTIFACTS/bootstrap ./functions/"+folder+"\n") {
 			t.Errorf("Makefile: build-%s runs %q, which does not build ./functions/%s", id, out, folder)
 		}
+	}
+}
+
+// TestTheEmbeddedRouteListIsTheTemplatesRoutes: mediagen.Routes (what the
+// local runtime's cost meter names functions by) reads template.yaml's
+// plain fields only; it lists exactly the HttpApi events the full reading
+// of the template finds, each with its function's folder.
+func TestTheEmbeddedRouteListIsTheTemplatesRoutes(t *testing.T) {
+	var want []string
+	for id, r := range tmpl(t).Resources {
+		if r.Type != "AWS::Serverless::Function" {
+			continue
+		}
+		events, _ := r.Properties["Events"].(map[string]any)
+		for _, e := range events {
+			em, _ := e.(map[string]any)
+			if em["Type"] != "HttpApi" {
+				continue
+			}
+			p, _ := em["Properties"].(map[string]any)
+			method, _ := p["Method"].(string)
+			path, _ := p["Path"].(string)
+			want = append(want, strings.ToUpper(method)+" "+path+" -> "+mediagen.FunctionFolder(id))
+		}
+	}
+	routes, err := mediagen.Routes()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, r := range routes {
+		got = append(got, r.Key()+" -> "+r.Function)
+	}
+	slices.Sort(want)
+	slices.Sort(got)
+	if !slices.Equal(got, want) {
+		t.Errorf("mediagen.Routes:\n%s\nthe template's HttpApi events:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
 	}
 }

@@ -36,6 +36,7 @@ import (
 	"github.com/mediagen-dev/mediagen/shared/routing"
 	"github.com/mediagen-dev/mediagen/shared/store/dynamostore"
 	"github.com/mediagen-dev/mediagen/shared/testsupport"
+	"github.com/mediagen-dev/mediagen/shared/testsupport/waitfor"
 	"github.com/mediagen-dev/mediagen/shared/upstream"
 	"github.com/mediagen-dev/mediagen/shared/webhook"
 )
@@ -184,7 +185,7 @@ func setup(t *testing.T) *env {
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { objects.Close(ctx) })
+	t.Cleanup(func() { waitfor.Close(t, objects.Close) })
 	sim, err := runtime.StartSimulator(runtime.SimulatorConfig{})
 	if err != nil {
 		t.Fatal(err)
@@ -408,14 +409,20 @@ func TestEveryFunctionAnswersItsSampleEvent(t *testing.T) {
 	t.Run("poller: a scene", func(t *testing.T) {
 		// The poller heartbeats the task while the job runs, then keeps the
 		// clip and resumes the task with it.
-		for deadline := time.Now().Add(time.Minute); time.Now().Before(deadline) && len(e.aws.tokenCalls("AWSStepFunctions.SendTaskSuccess")) == 0; time.Sleep(200 * time.Millisecond) {
+		// Each look is the poller's invocation with the last poll message,
+		// as SQS would deliver it, until the task is resumed.
+		waitfor.Condition(t, time.Minute, "the poller to resume the scene's task", func() bool {
+			if len(e.aws.tokenCalls("AWSStepFunctions.SendTaskSuccess")) > 0 {
+				return true
+			}
 			polls := e.aws.sentTo("/mediagen-poll")
 			msg, _ := json.Marshal(polls[len(polls)-1].MessageBody)
 			got := invoke(t, "poller", e.event(t, "poller", `"{\"generation_id\": \"3348f3aa-5fd0-4758-860a-3ebaf4cfbcc7\", \"attempt\": 1}"`, string(msg)))
 			if failures, _ := got["batchItemFailures"].([]any); len(failures) != 0 {
 				t.Fatalf("answered %v, want no failures", got)
 			}
-		}
+			return len(e.aws.tokenCalls("AWSStepFunctions.SendTaskSuccess")) > 0
+		})
 		done := e.aws.tokenCalls("AWSStepFunctions.SendTaskSuccess")
 		if len(done) != 1 || !strings.Contains(done[0].Output, "long-videos/"+sampleVideo+"/scenes/001.mp4") || !strings.HasPrefix(done[0].Token, "AQCE") {
 			t.Fatalf("task successes %+v, want one with the kept clip", done)

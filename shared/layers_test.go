@@ -15,7 +15,7 @@ import (
 func TestUseCasesLinkNoAWSPackage(t *testing.T) {
 	pure := []string{
 		"generation", "longstory", "httpapi", "apiview", "accounts", "webhook", "sweeper",
-		"domain", "catalog", "pricing", "routing", "media", "store", "upstream", "apikey",
+		"domain", "catalog", "pricing", "routing", "media", "store", "upstream", "apikey", "clock",
 	}
 	for _, p := range pure {
 		t.Run(p, func(t *testing.T) {

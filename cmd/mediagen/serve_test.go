@@ -21,6 +21,7 @@ import (
 	"github.com/mediagen-dev/mediagen/shared/routing"
 	"github.com/mediagen-dev/mediagen/shared/store/dynamostore"
 	"github.com/mediagen-dev/mediagen/shared/testsupport"
+	"github.com/mediagen-dev/mediagen/shared/testsupport/waitfor"
 )
 
 // TestServeRefusesAddressesBeyondThisMachine: without --allow-remote,
@@ -90,10 +91,7 @@ func TestServeAllowRemoteWarnsWhatBecomesReachable(t *testing.T) {
 	go func() {
 		done <- run(ctx, []string{"serve", "--allow-remote", "--addr", "127.0.0.1:0", "--sim-addr", "127.0.0.1:0", "--data", t.TempDir(), "--log-level", "error"}, &stdout, &stderr)
 	}()
-	deadline := time.Now().Add(time.Minute)
-	for !strings.Contains(stdout.String(), "API key:") && time.Now().Before(deadline) {
-		time.Sleep(50 * time.Millisecond)
-	}
+	waitfor.Condition(t, time.Minute, "serve to print its API key", func() bool { return strings.Contains(stdout.String(), "API key:") })
 	cancel()
 	if code := <-done; code != exitOK {
 		t.Fatalf("serve --allow-remote exited %d: %s", code, stderr.String())
@@ -191,16 +189,16 @@ func TestServeOnDynamoDBCompletesEveryKindOfWork(t *testing.T) {
 		}
 	})
 	var base, key string
-	for deadline := time.Now().Add(time.Minute); base == "" || key == ""; time.Sleep(50 * time.Millisecond) {
+	if !waitfor.Condition(t, time.Minute, "serve to print its base URL and key", func() bool {
 		if m := regexp.MustCompile(`base URL: (\S+)`).FindStringSubmatch(stdout.String()); m != nil {
 			base = m[1]
 		}
 		if m := regexp.MustCompile(`API key:  (\S+)`).FindStringSubmatch(stdout.String()); m != nil {
 			key = m[1]
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("serve printed no base URL and key: %q %q", stdout.String(), stderr.String())
-		}
+		return base != "" && key != ""
+	}) {
+		t.Fatalf("serve printed no base URL and key: %q %q", stdout.String(), stderr.String())
 	}
 	if !strings.Contains(stdout.String(), prefix+"-accounts") {
 		t.Errorf("serve does not say it keeps the records in the %s tables: %q", prefix, stdout.String())
@@ -213,18 +211,15 @@ func TestServeOnDynamoDBCompletesEveryKindOfWork(t *testing.T) {
 		req.Header.Set("Content-Type", "application/json")
 		return call(t, req, http.StatusOK)
 	}
-	// until asks again every 200 ms until done, for at most 3 minutes:
-	// serve runs on its own real time.
+	// until asks again until done, for at most 3 minutes: serve runs on
+	// its own real time.
 	until := func(what string, done func() (bool, any)) {
 		t.Helper()
-		for deadline := time.Now().Add(3 * time.Minute); ; time.Sleep(200 * time.Millisecond) {
+		if last, ok := waitfor.Value(t, 3*time.Minute, what, func() (any, bool) {
 			ok, last := done()
-			if ok {
-				return
-			}
-			if time.Now().After(deadline) {
-				t.Fatalf("%s: still %v", what, last)
-			}
+			return last, ok
+		}); !ok {
+			t.Fatalf("%s: still %v", what, last)
 		}
 	}
 	wait := func(path string) (v map[string]any) {

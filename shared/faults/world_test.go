@@ -36,6 +36,7 @@ import (
 	"github.com/mediagen-dev/mediagen/shared/store"
 	"github.com/mediagen-dev/mediagen/shared/store/sqlitestore"
 	"github.com/mediagen-dev/mediagen/shared/sweeper"
+	"github.com/mediagen-dev/mediagen/shared/testsupport/waitfor"
 	"github.com/mediagen-dev/mediagen/shared/upstream"
 )
 
@@ -162,6 +163,9 @@ type sqsQueue struct {
 	seq  int
 	msgs []*msg
 	sent []generation.PollMessage
+	// arrived hears of a message sent, so that a drain waiting on an empty
+	// queue wakes for it.
+	arrived chan struct{}
 }
 
 func (q *sqsQueue) Send(_ context.Context, body []byte, delay time.Duration) error {
@@ -172,6 +176,10 @@ func (q *sqsQueue) Send(_ context.Context, body []byte, delay time.Duration) err
 	var m generation.PollMessage
 	json.Unmarshal(body, &m)
 	q.sent = append(q.sent, m)
+	select {
+	case q.arrived <- struct{}{}:
+	default:
+	}
 	return nil
 }
 
@@ -217,7 +225,7 @@ func newShared(t *testing.T) *shared {
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { objects.Close(ctx) })
+	t.Cleanup(func() { waitfor.Close(t, objects.Close) })
 	p := newProvider(t)
 	return &shared{provider: p, objects: objects, bucket: objects.MediaBucket(), host: p.srv.Listener.Addr().String()}
 }
@@ -260,7 +268,7 @@ func newWorld(t *testing.T, sh *shared, inner store.Store) *world {
 	w := &world{t: t, in: faults.New(), inner: inner, clock: time.Date(2026, 11, 21, 12, 0, 0, 0, time.UTC),
 		bucket: sh.bucket, granted: decimal.NewFromInt(1000)}
 	w.st = &faults.Store{Inner: inner, In: w.in}
-	w.q = &sqsQueue{now: w.now}
+	w.q = &sqsQueue{now: w.now, arrived: make(chan struct{}, 1)}
 	w.svc = &generation.Service{
 		Store:     w.st,
 		Upstreams: sh.router(t, w.in),
@@ -320,16 +328,14 @@ func (w *world) drainUntil(stop <-chan struct{}) {
 		}
 		m := w.q.take()
 		if m == nil {
-			select {
-			case <-stop:
-				stop = nil
-				continue // a last look: the work may have enqueued as it ended
-			default:
-			}
 			if stop == nil {
 				return
 			}
-			time.Sleep(2 * time.Millisecond)
+			select {
+			case <-stop:
+				stop = nil // a last look: the work may have enqueued as it ended
+			case <-w.q.arrived:
+			}
 			steps--
 			continue
 		}

@@ -27,6 +27,7 @@ import (
 	"github.com/mediagen-dev/mediagen/shared/pricing"
 	"github.com/mediagen-dev/mediagen/shared/routing"
 	"github.com/mediagen-dev/mediagen/shared/store/sqlitestore"
+	"github.com/mediagen-dev/mediagen/shared/testsupport/waitfor"
 	"github.com/mediagen-dev/mediagen/shared/upstream"
 	"github.com/mediagen-dev/mediagen/shared/webhook"
 )
@@ -146,7 +147,7 @@ func setupWith(t *testing.T, edit func(*routing.Config)) *fixture {
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { objects.Close(ctx) })
+	t.Cleanup(func() { waitfor.Close(t, objects.Close) })
 	up := newFakeUpstream(t)
 	u, _ := url.Parse(up.srv.URL)
 	now := time.Now().UTC()

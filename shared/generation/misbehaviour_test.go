@@ -29,6 +29,7 @@ import (
 	"github.com/mediagen-dev/mediagen/shared/pricing"
 	"github.com/mediagen-dev/mediagen/shared/routing"
 	"github.com/mediagen-dev/mediagen/shared/store/sqlitestore"
+	"github.com/mediagen-dev/mediagen/shared/testsupport/waitfor"
 	"github.com/mediagen-dev/mediagen/shared/upstream"
 )
 
@@ -185,7 +186,7 @@ func runMisbehaviour(t *testing.T, tc misbehaviour, srvURL string, hits *atomic.
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { objects.Close(context.Background()) })
+	t.Cleanup(func() { waitfor.Close(t, objects.Close) })
 	u, _ := url.Parse(srvURL)
 	now := time.Now().UTC()
 	q := &sentQueue{}

@@ -25,6 +25,7 @@ import (
 	"github.com/mediagen-dev/mediagen/shared/store"
 	"github.com/mediagen-dev/mediagen/shared/store/sqlitestore"
 	"github.com/mediagen-dev/mediagen/shared/testsupport"
+	"github.com/mediagen-dev/mediagen/shared/testsupport/waitfor"
 	"github.com/mediagen-dev/mediagen/shared/upstream"
 )
 
@@ -202,7 +203,7 @@ func newPaidWorld(t *testing.T, st store.Store) *paidWorld {
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { objects.Close(ctx) })
+	t.Cleanup(func() { waitfor.Close(t, objects.Close) })
 	up := newFakeUpstream(t)
 	u, _ := url.Parse(up.srv.URL)
 	return &paidWorld{st: st, objects: objects, bucket: objects.MediaBucket(), up: up, host: u.Host,

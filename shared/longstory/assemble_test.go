@@ -16,6 +16,7 @@ import (
 	"github.com/mediagen-dev/mediagen/shared/local/objectstore"
 	"github.com/mediagen-dev/mediagen/shared/longstory"
 	"github.com/mediagen-dev/mediagen/shared/s3bucket"
+	"github.com/mediagen-dev/mediagen/shared/testsupport/waitfor"
 )
 
 // Narration longer than its scene is sped up to 1.5x at most; what still
@@ -27,7 +28,7 @@ func TestAssembleFitsNarrationToItsScene(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer objects.Close(ctx)
+	defer waitfor.Close(t, objects.Close)
 	bucket := objects.MediaBucket()
 	ff := ffmpeg.Runner{}
 	dir := t.TempDir()
@@ -74,7 +75,7 @@ func TestAssembleLastsFiveSecondsPerScene(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer objects.Close(ctx)
+	defer waitfor.Close(t, objects.Close)
 	bucket := objects.MediaBucket()
 	ff := ffmpeg.Runner{}
 	speeches := []float64{7.5, 0, 3, 7.5, 6, 7.5, 0, 7.5, 2, 7.5} // 0: no narration
@@ -151,7 +152,7 @@ func TestAssembleCopiesTheClipsWhenTheyMatchAndEncodesThemWhenNot(t *testing.T) 
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer objects.Close(ctx)
+	defer waitfor.Close(t, objects.Close)
 	bucket := objects.MediaBucket()
 	ff := ffmpeg.Runner{}
 	type clip struct {

@@ -27,6 +27,7 @@ import (
 	"github.com/mediagen-dev/mediagen/shared/pricing"
 	"github.com/mediagen-dev/mediagen/shared/routing"
 	"github.com/mediagen-dev/mediagen/shared/store/sqlitestore"
+	"github.com/mediagen-dev/mediagen/shared/testsupport/waitfor"
 	"github.com/mediagen-dev/mediagen/shared/upstream"
 	"github.com/mediagen-dev/mediagen/statemachines"
 )
@@ -154,7 +155,7 @@ func TestTheLongestVideoFitsStepFunctionsLimits(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer objects.Close(ctx)
+	defer waitfor.Close(t, objects.Close)
 	rc := routing.Single("slow", routing.ProtocolReplicate, p.srv.URL, []string{p.srv.Listener.Addr().String()})
 	router, err := upstream.NewRouter(rc, func(*routing.Upstream) (string, error) { return "tok", nil }, nil, upstream.Tuning{})
 	if err != nil {

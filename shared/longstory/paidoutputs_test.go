@@ -24,6 +24,7 @@ import (
 	"github.com/mediagen-dev/mediagen/shared/store"
 	"github.com/mediagen-dev/mediagen/shared/store/sqlitestore"
 	"github.com/mediagen-dev/mediagen/shared/testsupport"
+	"github.com/mediagen-dev/mediagen/shared/testsupport/waitfor"
 )
 
 // gate stops a step once, where it is placed, until the test lets it go.
@@ -85,7 +86,7 @@ func TestCancelDeleteAndCompletionRaceTheFinalVideo(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { objects.Close(ctx) })
+	t.Cleanup(func() { waitfor.Close(t, objects.Close) })
 	bucket := objects.MediaBucket()
 	clip := filepath.Join(t.TempDir(), "clip.mp4")
 	if err := (ffmpeg.Runner{}).Run(ctx, "-f", "lavfi", "-i", "testsrc2=s=160x90:r=24:d=5", "-c:v", "libx264", "-preset", "ultrafast",

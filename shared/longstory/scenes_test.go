@@ -23,6 +23,7 @@ import (
 	"github.com/mediagen-dev/mediagen/shared/media"
 	"github.com/mediagen-dev/mediagen/shared/routing"
 	"github.com/mediagen-dev/mediagen/shared/store/sqlitestore"
+	"github.com/mediagen-dev/mediagen/shared/testsupport/waitfor"
 	"github.com/mediagen-dev/mediagen/shared/upstream"
 )
 
@@ -159,7 +160,7 @@ func newSceneRig(t *testing.T, limit int, script ...string) *sceneRig {
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { objects.Close(ctx) })
+	t.Cleanup(func() { waitfor.Close(t, objects.Close) })
 	p := newSceneProvider(t, script...)
 	rc := routing.Single("scripted", routing.ProtocolReplicate, p.srv.URL, []string{p.srv.Listener.Addr().String()})
 	rc.Upstreams["scripted"].MaxConcurrent = limit

@@ -11,6 +11,7 @@ import (
 	"github.com/mediagen-dev/mediagen/shared/domain"
 	"github.com/mediagen-dev/mediagen/shared/local/objectstore"
 	"github.com/mediagen-dev/mediagen/shared/media"
+	"github.com/mediagen-dev/mediagen/shared/testsupport/waitfor"
 )
 
 // The service fetches outputs itself: the fetch never reaches link-local
@@ -23,7 +24,7 @@ func TestCopyNeverReachesPrivateAddressesUnlessLocal(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { objects.Close(context.Background()) })
+	t.Cleanup(func() { waitfor.Close(t, objects.Close) })
 	var hits int
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		hits++

@@ -19,6 +19,7 @@ import (
 	"github.com/mediagen-dev/mediagen/shared/local/objectstore"
 	"github.com/mediagen-dev/mediagen/shared/media"
 	"github.com/mediagen-dev/mediagen/shared/s3bucket"
+	"github.com/mediagen-dev/mediagen/shared/testsupport/waitfor"
 )
 
 // fakeMP4 starts with an ftyp box, which is how mp4 files are recognised.
@@ -39,7 +40,7 @@ func setup(t *testing.T, files map[string][]byte) (*media.Copier, *s3bucket.Buck
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { s3srv.Close(ctx) })
+	t.Cleanup(func() { waitfor.Close(t, s3srv.Close) })
 	up := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		b, ok := files[r.URL.Path]
 		if !ok {

@@ -16,6 +16,7 @@ import (
 
 	"github.com/mediagen-dev/mediagen/shared/local/runtime"
 	"github.com/mediagen-dev/mediagen/shared/local/runtime/runtimetest"
+	"github.com/mediagen-dev/mediagen/shared/testsupport/waitfor"
 )
 
 // attackPage tries, from its own origin, every way a page could write into
@@ -166,7 +167,9 @@ func TestAPageOnAnotherOriginCannotWriteTheStoreNorRunScriptOnThePlayground(t *t
 	// The payload does run where it is a page (the control, on the
 	// attacker's own origin, whose localStorage is empty): exactly that
 	// one call reached the attacker, none from the store, and no key.
-	time.Sleep(500 * time.Millisecond) // a late call would have arrived
+	// The browser has exited (runBrowserScript waits for it): closing the
+	// attacker's server waits for any call it had sent to be handled.
+	attack.Close()
 	mu.Lock()
 	if len(leaks) != 1 || leaks[0] != "{}" {
 		t.Errorf("calls that reached the attacker: %q; want only the control's, with its own empty storage", leaks)
@@ -200,23 +203,24 @@ func makeImage(t *testing.T, client *http.Client, rt *runtime.Runtime) (string, 
 		UUID string `json:"uuid"`
 	}
 	doJSON(t, client, req, &created)
-	for deadline := time.Now().Add(time.Minute); time.Now().Before(deadline); time.Sleep(200 * time.Millisecond) {
+	type statusView struct {
+		Status string   `json:"status"`
+		Output []string `json:"output"`
+	}
+	view, ok := waitfor.Value(t, time.Minute, "the image to end", func() (statusView, bool) {
 		req, _ := http.NewRequest(http.MethodGet, rt.BaseURL+"/api/generations/status/"+created.UUID, nil)
 		req.Header.Set("Authorization", "Bearer "+rt.Dev.APIKey)
-		var view struct {
-			Status string   `json:"status"`
-			Output []string `json:"output"`
-		}
+		var view statusView
 		doJSON(t, client, req, &view)
-		if view.Status == "completed" && len(view.Output) == 1 {
-			return view.Output[0], created.UUID
-		}
-		if view.Status != "processing" {
-			t.Fatalf("the image ended %s", view.Status)
-		}
+		return view, view.Status != "processing"
+	})
+	if !ok {
+		t.FailNow()
 	}
-	t.Fatal("the image did not complete")
-	return "", ""
+	if view.Status != "completed" || len(view.Output) != 1 {
+		t.Fatalf("the image ended %s with %d outputs", view.Status, len(view.Output))
+	}
+	return view.Output[0], created.UUID
 }
 
 func doJSON(t *testing.T, client *http.Client, req *http.Request, v any) {

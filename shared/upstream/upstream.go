@@ -24,6 +24,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/mediagen-dev/mediagen/shared/clock"
 	"github.com/mediagen-dev/mediagen/shared/domain"
 )
 
@@ -123,6 +124,9 @@ type Tuning struct {
 	MaxRetryAfter time.Duration
 	// MaxAnswer bounds an answer read; default MaxAnswerBytes.
 	MaxAnswer int
+	// Clock times the waits between tries (a backoff, a provider's
+	// Retry-After); default the wall clock.
+	Clock clock.Clock
 }
 
 // MaxAnswerBytes bounds an answer read. It is far above any answer to an
@@ -211,15 +215,13 @@ func (t Tuning) do(ctx context.Context, r request) (answer, error) {
 		if wait == 0 {
 			wait = t.backoff(attempt)
 		}
-		select {
-		case <-ctx.Done():
+		if !clock.Sleep(ctx, clock.Or(t.Clock), wait) {
 			err := fmt.Errorf("upstream %s: %w (last error: %v)", r.op, ctx.Err(), lastErr)
 			if r.create {
 				// Every try so far certainly started nothing.
 				return answer{}, fmt.Errorf("%w: %v", ErrNotStarted, err)
 			}
 			return answer{}, err
-		case <-time.After(wait):
 		}
 	}
 	return answer{}, lastErr
@@ -275,7 +277,7 @@ func (t Tuning) once(ctx context.Context, r request, payload []byte) (a answer, 
 	if resp.StatusCode >= 300 {
 		e := &Error{Op: r.op, StatusCode: resp.StatusCode, Message: ProblemMessage(raw)}
 		if resp.StatusCode == http.StatusTooManyRequests {
-			e.RetryAfter = min(retryAfter(resp.Header.Get("Retry-After")), t.maxRetryAfter())
+			e.RetryAfter = min(retryAfter(resp.Header.Get("Retry-After"), clock.Or(t.Clock).Now()), t.maxRetryAfter())
 		}
 		switch {
 		case r.create && (resp.StatusCode == http.StatusTooManyRequests || resp.StatusCode == http.StatusServiceUnavailable):
@@ -317,7 +319,7 @@ func redact(err error) error {
 	return err
 }
 
-func retryAfter(h string) time.Duration {
+func retryAfter(h string, now time.Time) time.Duration {
 	if h == "" {
 		return 0
 	}
@@ -325,7 +327,7 @@ func retryAfter(h string) time.Duration {
 		return time.Duration(secs) * time.Second
 	}
 	if t, err := http.ParseTime(h); err == nil {
-		if d := time.Until(t); d > 0 {
+		if d := t.Sub(now); d > 0 {
 			return d
 		}
 	}

@@ -8,6 +8,7 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"errors"
+	"io"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -17,6 +18,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/mediagen-dev/mediagen/shared/clock/clocktest"
 	"github.com/mediagen-dev/mediagen/shared/domain"
 )
 
@@ -105,7 +107,12 @@ func TestCreateIsRetriedOnlyWhenItCertainlyStartedNothing(t *testing.T) {
 		{"502", status(502, `bad gateway`), 1, false, true, false},
 		{"2xx that is not a prediction", status(201, `<html>`), 1, false, true, false},
 		{"422", status(422, `{"title":"Input validation failed","detail":"seconds: Invalid type","status":422,"invalid_fields":[{"field":"seconds","description":"Invalid type. Expected: integer, given: string"}]}`), 1, false, false, true},
-		{"hangs after the body was sent", func(w http.ResponseWriter, r *http.Request) { time.Sleep(300 * time.Millisecond) }, 1, false, true, false},
+		// Reads the body, then answers only when the client has given up
+		// (its 100 ms timeout) and closed the connection.
+		{"hangs after the body was sent", func(w http.ResponseWriter, r *http.Request) {
+			_, _ = io.Copy(io.Discard, r.Body)
+			<-r.Context().Done()
+		}, 1, false, true, false},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -313,5 +320,42 @@ func TestFalWebhookSignatureIsVerifiedWithTheJWKS(t *testing.T) {
 	r, err := c.DecodeWebhook(body)
 	if err != nil || r.ID != "r1" || r.Status != StatusSucceeded || len(r.Outputs) != 1 {
 		t.Errorf("DecodeWebhook = %+v, %v", r, err)
+	}
+}
+
+// TestACreateRefused429IsTriedAgainAfterItsRetryAfter: the provider's
+// Retry-After is waited on the client's clock, all of it and no more,
+// before the next try.
+func TestACreateRefused429IsTriedAgainAfterItsRetryAfter(t *testing.T) {
+	srv, calls := script(t, func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Retry-After", "3")
+		status(429, `{"detail":"slow down"}`)(w, r)
+	}, status(201, `{"id":"p1","status":"starting","output":null}`))
+	clk := clocktest.New(time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC))
+	c := &Replicate{BaseURL: srv.URL, Token: "tok", Tuning: Tuning{Attempts: 2, Clock: clk}}
+	type result struct {
+		job domain.UpstreamJob
+		err error
+	}
+	done := make(chan result, 1)
+	go func() {
+		job, err := c.Submit(context.Background(), "o/m", map[string]any{"prompt": "x"}, "")
+		done <- result{job, err}
+	}()
+	if !clk.WaitForTimers(1, time.Minute) {
+		t.Fatal("the client never waited after the 429")
+	}
+	clk.Advance(3*time.Second - time.Millisecond)
+	if n := calls.Load(); n != 1 || clk.Timers() != 1 {
+		t.Fatalf("%d creates sent %v into a 3 s Retry-After, want only the first, still waiting", n, 3*time.Second-time.Millisecond)
+	}
+	clk.Advance(time.Millisecond)
+	select {
+	case r := <-done:
+		if r.err != nil || r.job.ID != "p1" || calls.Load() != 2 {
+			t.Errorf("Submit = %+v, %v after %d creates; want p1 from the second", r.job, r.err, calls.Load())
+		}
+	case <-time.After(time.Minute):
+		t.Fatal("no second try once the Retry-After had passed")
 	}
 }

@@ -34,16 +34,21 @@ func (s claimStore) ClaimIdempotencyKey(ctx context.Context, r domain.Idempotenc
 	return s.Store.ClaimIdempotencyKey(ctx, r)
 }
 
-// delayQueue keeps the delays of the messages sent to it.
+// delayQueue keeps the delays of the messages sent to it; sent, when set,
+// hears of each.
 type delayQueue struct {
 	mu     sync.Mutex
 	delays []time.Duration
+	sent   chan struct{}
 }
 
 func (q *delayQueue) Send(_ context.Context, _ []byte, delay time.Duration) error {
 	q.mu.Lock()
 	defer q.mu.Unlock()
 	q.delays = append(q.delays, delay)
+	if q.sent != nil {
+		q.sent <- struct{}{}
+	}
 	return nil
 }
 
@@ -55,9 +60,25 @@ func (q *delayQueue) Send(_ context.Context, _ []byte, delay time.Duration) erro
 // is taken over.
 func TestAnEventEnqueuedTwiceIsPostedOnce(t *testing.T) {
 	var posts atomic.Int32
+	q := &delayQueue{sent: make(chan struct{}, 16)}
+	// The first post is held until the four other deliveries have found
+	// its attempt claimed and sent their messages to look again: they
+	// arrive while it is in flight. (At most a minute: a delivery that
+	// posts instead is counted below.)
+	others := make(chan struct{})
+	go func() {
+		for range 4 {
+			<-q.sent
+		}
+		close(others)
+	}()
 	receiver := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		posts.Add(1)
-		time.Sleep(100 * time.Millisecond) // the others arrive while this one is in flight
+		if posts.Add(1) == 1 {
+			select {
+			case <-others:
+			case <-time.After(time.Minute):
+			}
+		}
 	}))
 	defer receiver.Close()
 	db, err := sqlitestore.Open(context.Background(), t.TempDir())
@@ -66,7 +87,6 @@ func TestAnEventEnqueuedTwiceIsPostedOnce(t *testing.T) {
 	}
 	defer db.Close()
 	st := claimStore{attemptStore: &attemptStore{}, Store: db}
-	q := &delayQueue{}
 	d := &webhook.Deliverer{Records: oneRecord{url: receiver.URL}, Store: st, Queue: q,
 		Client: webhook.SafeClient(portOf(t, receiver.URL)), Log: slog.New(slog.DiscardHandler)}
 	m := webhook.Message{Kind: domain.WorkGeneration, ID: "g1", Event: "generation.completed", Attempt: 1}

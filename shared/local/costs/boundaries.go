@@ -5,46 +5,45 @@ import (
 	"encoding/json"
 	"net/http"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/aws/aws-lambda-go/events"
 
+	"github.com/mediagen-dev/mediagen"
 	"github.com/mediagen-dev/mediagen/shared/local/apigw"
 	"github.com/mediagen-dev/mediagen/shared/local/localsqs"
 	"github.com/mediagen-dev/mediagen/shared/local/stepfunctions"
 )
 
-// routeFunctions names the function behind each route (template.yaml);
-// a route not listed is counted under its route key.
-var routeFunctions = map[string]string{
-	"POST /api/generations/generate":                 "generate",
-	"GET /api/generations/status/{id}":               "status",
-	"POST /api/long-story/videos/estimate":           "long-story-estimate",
-	"POST /api/long-story/videos":                    "long-story-create",
-	"GET /api/long-story/videos/{videoId}":           "long-story-status",
-	"GET /api/models":                                "models",
-	"GET /api/openapi.json":                          "open-api",
-	"POST /api/upstream/webhook":                     "upstream-webhook",
-	"GET /api/generations":                           "generations-list",
-	"POST /api/generations/estimate":                 "generation-estimate",
-	"POST /api/generations/{id}/cancel":              "generation-cancel",
-	"GET /api/long-story/videos":                     "long-story-list",
-	"POST /api/long-story/videos/{videoId}/cancel":   "long-story-cancel",
-	"GET /api/account":                               "account",
-	"POST /api/account/webhook-secret/rotate":        "account-webhook-secret-rotate",
-	"DELETE /api/generations/{id}/output":            "generation-output-delete",
-	"DELETE /api/long-story/videos/{videoId}/output": "long-story-output-delete",
-}
+// routeFunctions names the function behind each route, by route key
+// ("GET /api/models"), as template.yaml deploys it: the one list of routes
+// and their functions, read from the template itself.
+var routeFunctions = sync.OnceValues(func() (map[string]string, error) {
+	routes, err := mediagen.Routes()
+	if err != nil {
+		return nil, err
+	}
+	out := map[string]string{}
+	for _, r := range routes {
+		out[r.Key()] = r.Function
+	}
+	return out, nil
+})
 
 // Routes counts each route call as one API Gateway request and one Lambda
 // invocation of its function.
 func (m *Meter) Routes(routes []apigw.Route) []apigw.Route {
+	functions, err := routeFunctions()
+	if err != nil {
+		panic(err) // the embedded template is part of the build: a test reads it
+	}
 	out := make([]apigw.Route, len(routes))
 	for i, rt := range routes {
 		key := rt.Method + " " + rt.Path
-		name, ok := routeFunctions[key]
+		name, ok := functions[key]
 		if !ok {
-			name = key
+			name = key // a route the template does not deploy
 		}
 		h := rt.Handler
 		rt.Handler = func(ctx context.Context, req events.APIGatewayV2HTTPRequest) (events.APIGatewayV2HTTPResponse, error) {

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"sync"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/aws/aws-lambda-go/events"
@@ -43,92 +44,110 @@ func (r *recorder) delivered() []string {
 	return append([]string(nil), r.bodies...)
 }
 
+// waitFor lets the bubble's time run (the tests run under synctest: its
+// fake clock moves only when every goroutine of the test waits, so the
+// queue's delays pass at once and exactly) until cond holds, at most 5 s of
+// that time.
 func waitFor(t *testing.T, what string, cond func() bool) {
 	t.Helper()
+	tick := time.NewTicker(time.Millisecond)
+	defer tick.Stop()
 	deadline := time.Now().Add(5 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
+	for {
+		synctest.Wait()
+		if cond() {
+			return
+		}
+		if !time.Now().Before(deadline) {
 			t.Fatalf("timed out waiting for %s", what)
 		}
-		time.Sleep(5 * time.Millisecond)
+		<-tick.C
 	}
 }
 
 func TestDeliversEveryMessageInBatchesOfAtMostTen(t *testing.T) {
-	r := &recorder{failBody: map[string]int{}}
-	q := New(r.handle, Config{Workers: 1})
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	for i := 0; i < 25; i++ {
-		q.Send(ctx, []byte{byte('a' + i)}, 0)
-	}
-	go q.Run(ctx)
-	waitFor(t, "25 deliveries", func() bool { return len(r.delivered()) == 25 })
-	for _, n := range r.batches {
-		if n > 10 {
-			t.Errorf("a batch of %d messages, SQS delivers at most 10", n)
+	synctest.Test(t, func(t *testing.T) {
+		r := &recorder{failBody: map[string]int{}}
+		q := New(r.handle, Config{Workers: 1})
+		ctx, cancel := context.WithCancel(context.Background())
+		defer cancel()
+		for i := 0; i < 25; i++ {
+			q.Send(ctx, []byte{byte('a' + i)}, 0)
 		}
-	}
+		go q.Run(ctx)
+		waitFor(t, "25 deliveries", func() bool { return len(r.delivered()) == 25 })
+		for _, n := range r.batches {
+			if n > 10 {
+				t.Errorf("a batch of %d messages, SQS delivers at most 10", n)
+			}
+		}
+	})
 }
 
 func TestDelayedMessageWaitsItsDelay(t *testing.T) {
-	r := &recorder{failBody: map[string]int{}, at: map[string]time.Time{}}
-	q := New(r.handle, Config{})
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	go q.Run(ctx)
-	sent := time.Now()
-	q.Send(ctx, []byte("later"), 150*time.Millisecond)
-	q.Send(ctx, []byte("now"), 0)
-	waitFor(t, "both deliveries", func() bool { return len(r.delivered()) == 2 })
-	if got := r.delivered(); got[0] != "now" {
-		t.Errorf("delivery order %v, want the undelayed message first", got)
-	}
-	if waited := r.at["later"].Sub(sent); waited < 150*time.Millisecond {
-		t.Errorf("delayed message delivered after %v, want at least 150ms", waited)
-	}
+	synctest.Test(t, func(t *testing.T) {
+		r := &recorder{failBody: map[string]int{}, at: map[string]time.Time{}}
+		q := New(r.handle, Config{})
+		ctx, cancel := context.WithCancel(context.Background())
+		defer cancel()
+		go q.Run(ctx)
+		sent := time.Now()
+		q.Send(ctx, []byte("later"), 150*time.Millisecond)
+		q.Send(ctx, []byte("now"), 0)
+		waitFor(t, "both deliveries", func() bool { return len(r.delivered()) == 2 })
+		if got := r.delivered(); got[0] != "now" {
+			t.Errorf("delivery order %v, want the undelayed message first", got)
+		}
+		if waited := r.at["later"].Sub(sent); waited != 150*time.Millisecond {
+			t.Errorf("delayed message delivered after %v, want its delay, 150ms", waited)
+		}
+	})
 }
 
 func TestFailedMessagesAreRedeliveredThenDeadLettered(t *testing.T) {
-	r := &recorder{failBody: map[string]int{"flaky": 2, "poison": 100}}
-	q := New(r.handle, Config{Visibility: 10 * time.Millisecond, MaxReceives: 3})
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	go q.Run(ctx)
-	q.Send(ctx, []byte("flaky"), 0)
-	q.Send(ctx, []byte("poison"), 0)
-	q.Send(ctx, []byte("fine"), 0)
-	waitFor(t, "the dead letter", func() bool { return len(q.DeadLetters()) == 1 })
-	waitFor(t, "the flaky message", func() bool { return len(r.delivered()) == 2 })
-	if dl := q.DeadLetters(); dl[0] != "poison" {
-		t.Errorf("dead letters %v, want [poison]", dl)
-	}
-	if q.Len() != 0 {
-		t.Errorf("%d messages left, want none", q.Len())
-	}
+	synctest.Test(t, func(t *testing.T) {
+		r := &recorder{failBody: map[string]int{"flaky": 2, "poison": 100}}
+		q := New(r.handle, Config{Visibility: 10 * time.Millisecond, MaxReceives: 3})
+		ctx, cancel := context.WithCancel(context.Background())
+		defer cancel()
+		go q.Run(ctx)
+		q.Send(ctx, []byte("flaky"), 0)
+		q.Send(ctx, []byte("poison"), 0)
+		q.Send(ctx, []byte("fine"), 0)
+		waitFor(t, "the dead letter", func() bool { return len(q.DeadLetters()) == 1 })
+		waitFor(t, "the flaky message", func() bool { return len(r.delivered()) == 2 })
+		if dl := q.DeadLetters(); dl[0] != "poison" {
+			t.Errorf("dead letters %v, want [poison]", dl)
+		}
+		if q.Len() != 0 {
+			t.Errorf("%d messages left, want none", q.Len())
+		}
+	})
 }
 
 func TestHandlerErrorOrPanicFailsTheWholeBatch(t *testing.T) {
-	var mu sync.Mutex
-	calls := 0
-	q := New(func(_ context.Context, ev events.SQSEvent) (events.SQSEventResponse, error) {
-		mu.Lock()
-		defer mu.Unlock()
-		calls++
-		switch calls {
-		case 1:
-			return events.SQSEventResponse{}, errors.New("boom")
-		case 2:
-			panic("bug")
-		}
-		return events.SQSEventResponse{}, nil
-	}, Config{Visibility: time.Millisecond, MaxReceives: 5})
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	go q.Run(ctx)
-	q.Send(ctx, []byte("m"), 0)
-	waitFor(t, "the third delivery", func() bool { mu.Lock(); defer mu.Unlock(); return calls == 3 })
-	waitFor(t, "an empty queue", func() bool { return q.Len() == 0 })
+	synctest.Test(t, func(t *testing.T) {
+		var mu sync.Mutex
+		calls := 0
+		q := New(func(_ context.Context, ev events.SQSEvent) (events.SQSEventResponse, error) {
+			mu.Lock()
+			defer mu.Unlock()
+			calls++
+			switch calls {
+			case 1:
+				return events.SQSEventResponse{}, errors.New("boom")
+			case 2:
+				panic("bug")
+			}
+			return events.SQSEventResponse{}, nil
+		}, Config{Visibility: time.Millisecond, MaxReceives: 5})
+		ctx, cancel := context.WithCancel(context.Background())
+		defer cancel()
+		go q.Run(ctx)
+		q.Send(ctx, []byte("m"), 0)
+		waitFor(t, "the third delivery", func() bool { mu.Lock(); defer mu.Unlock(); return calls == 3 })
+		waitFor(t, "an empty queue", func() bool { return q.Len() == 0 })
+	})
 }
 
 // A handler that sends its next message to its own queue, as the poller

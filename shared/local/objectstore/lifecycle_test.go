@@ -11,6 +11,8 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
+
+	"github.com/mediagen-dev/mediagen/shared/testsupport/waitfor"
 )
 
 func TestExpiresAtRoundsUpToTheNextMidnightUTC(t *testing.T) {
@@ -47,7 +49,7 @@ func TestExpireDeletesOnlyTheObjectsPastTheirRule(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			t.Cleanup(func() { s.Close(ctx) })
+			t.Cleanup(func() { waitfor.Close(t, s.Close) })
 			b := s.MediaBucket()
 			keys := []string{"generations/g1/0.png", "generations/g1/1.png", "long-videos/v1/final.mp4", "other/kept.txt"}
 			for _, k := range keys {
@@ -135,12 +137,12 @@ func TestTagsAreKeptAsS3KeepsThem(t *testing.T) {
 	if err := b.Tag(ctx, "generations/g1/missing.png", map[string]string{"retention-days": "7"}); err == nil {
 		t.Error("tagging a missing object succeeded")
 	}
-	s.Close(ctx)
+	waitfor.Close(t, s.Close)
 	again, err := Serve(ctx, Config{Dir: dir, Bucket: "outputs"})
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { again.Close(ctx) })
+	t.Cleanup(func() { waitfor.Close(t, again.Close) })
 	if got := tagsOf(again); got["retention-days"] != "7" {
 		t.Errorf("after a restart the tags are %v", got)
 	}
@@ -161,7 +163,7 @@ func TestExpireAppliesTheShortestMatchingRule(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { s.Close(ctx) })
+	t.Cleanup(func() { waitfor.Close(t, s.Close) })
 	b := s.MediaBucket()
 	for _, k := range []string{"generations/short/0.png", "generations/long/0.png"} {
 		if err := b.Put(ctx, k, strings.NewReader("x"), "image/png"); err != nil {

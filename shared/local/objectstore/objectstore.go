@@ -387,12 +387,16 @@ func (s *Store) MediaBucket() *s3bucket.Bucket {
 	return s3bucket.New(s.Client(), s.Bucket, s.FilesURL)
 }
 
-// Close stops both listeners.
+// Close stops both listeners, letting the requests in flight finish until
+// ctx ends; then it cuts the connections left (and reports ctx's error).
 func (s *Store) Close(ctx context.Context) error {
 	var errs []error
 	for _, srv := range []*http.Server{s.api, s.fls} {
-		if srv != nil {
-			errs = append(errs, srv.Shutdown(ctx))
+		if srv == nil {
+			continue
+		}
+		if err := srv.Shutdown(ctx); err != nil {
+			errs = append(errs, err, srv.Close())
 		}
 	}
 	return errors.Join(errs...)

@@ -14,6 +14,8 @@ import (
 	v4 "github.com/aws/aws-sdk-go-v2/aws/signer/v4"
 	"github.com/aws/aws-sdk-go-v2/credentials"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
+
+	"github.com/mediagen-dev/mediagen/shared/testsupport/waitfor"
 )
 
 // TestTheS3APIChecksSignaturesWithItsOwnKey: a store started with its own
@@ -29,7 +31,7 @@ func TestTheS3APIChecksSignaturesWithItsOwnKey(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { st.Close(context.Background()) })
+	t.Cleanup(func() { waitfor.Close(t, st.Close) })
 
 	bucket := st.MediaBucket()
 	if err := bucket.Put(ctx, "generations/g1/0.png", strings.NewReader("png bytes"), "image/png"); err != nil {

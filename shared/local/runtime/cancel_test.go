@@ -1,11 +1,13 @@
 package runtime_test
 
 import (
+	"context"
 	"net/http"
 	"testing"
 	"time"
 
 	"github.com/mediagen-dev/mediagen/shared/domain"
+	"github.com/mediagen-dev/mediagen/shared/testsupport/waitfor"
 )
 
 func TestCancelRefundsAndAFinishedOneIsAConflict(t *testing.T) {
@@ -27,8 +29,17 @@ func TestCancelRefundsAndAFinishedOneIsAConflict(t *testing.T) {
 		again.str("error", "code") != "conflict" {
 		t.Errorf("second cancel: HTTP %d %s; want 409", again.status, again.body)
 	}
-	// The upstream job was stopped too, and the poller leaves it canceled.
-	time.Sleep(500 * time.Millisecond)
+	// The upstream job was stopped too, and the poller, once it has had
+	// its look, leaves it canceled.
+	g, err := rt.Store.GetGeneration(context.Background(), created.str("uuid"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	waitfor.Condition(t, 30*time.Second, "the upstream job "+g.UpstreamID+" to be canceled", func() bool {
+		p, _ := rt.Simulator.Lookup(g.UpstreamID)
+		return p.Status == "canceled"
+	})
+	waitQueueEmpty(t, rt)
 	if v := call(t, rt, http.MethodGet, "/api/generations/status/"+created.str("uuid"), owner.APIKey, nil); v.str("status") != "canceled" {
 		t.Errorf("later: %s", v.body)
 	}
@@ -43,7 +54,12 @@ func TestCancelRefundsAndAFinishedOneIsAConflict(t *testing.T) {
 	if video.status != http.StatusOK {
 		t.Fatalf("create: HTTP %d %s", video.status, video.body)
 	}
-	time.Sleep(300 * time.Millisecond) // let the scenes start
+	if !waitfor.Condition(t, time.Minute, "both scenes submitted", func() bool {
+		v, err := rt.Store.GetLongVideo(context.Background(), video.str("id"))
+		return err == nil && v.SceneStatus[1].UpstreamID != "" && v.SceneStatus[2].UpstreamID != ""
+	}) {
+		t.FailNow()
+	}
 	stopped := call(t, rt, http.MethodPost, "/api/long-story/videos/"+video.str("id")+"/cancel", owner.APIKey, nil)
 	if stopped.status != http.StatusOK || stopped.str("status") != "canceled" {
 		t.Fatalf("cancel video: HTTP %d %s", stopped.status, stopped.body)

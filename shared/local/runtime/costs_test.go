@@ -9,6 +9,7 @@ import (
 	"github.com/mediagen-dev/mediagen/shared/local/costs"
 	"github.com/mediagen-dev/mediagen/shared/local/runtime"
 	"github.com/mediagen-dev/mediagen/shared/local/runtime/runtimetest"
+	"github.com/mediagen-dev/mediagen/shared/testsupport/waitfor"
 )
 
 // TestCostMeterCountsWhatOneGenerationWouldBill runs one image generation
@@ -29,18 +30,14 @@ func TestCostMeterCountsWhatOneGenerationWouldBill(t *testing.T) {
 	if created.status != http.StatusOK {
 		t.Fatalf("generate: HTTP %d %s", created.status, created.body)
 	}
-	deadline := time.Now().Add(30 * time.Second)
 	statusCalls := 0
-	for {
+	a, ok := waitfor.Value(t, time.Minute, "the generation to end", func() (answer, bool) {
 		a := call(t, rt, http.MethodGet, "/api/generations/status/"+created.str("uuid"), acct.APIKey, nil)
 		statusCalls++
-		if a.str("status") == "completed" {
-			break
-		}
-		if a.str("status") != "processing" || time.Now().After(deadline) {
-			t.Fatalf("status: HTTP %d %s", a.status, a.body)
-		}
-		time.Sleep(100 * time.Millisecond)
+		return a, a.str("status") != "processing"
+	})
+	if !ok || a.str("status") != "completed" {
+		t.Fatalf("status: HTTP %d %s", a.status, a.body)
 	}
 	waitQueueEmpty(t, rt)
 	c := rt.Costs.Snapshot().Sub(before)
@@ -79,13 +76,12 @@ func TestCostMeterCountsWhatOneGenerationWouldBill(t *testing.T) {
 	}
 }
 
-// waitQueueEmpty waits until no poll is waiting or running.
+// waitQueueEmpty waits until no poll and no webhook delivery is waiting or
+// running.
 func waitQueueEmpty(t *testing.T, rt *runtime.Runtime) {
 	t.Helper()
-	for deadline := time.Now().Add(10 * time.Second); rt.Queue.Len() > 0; time.Sleep(20 * time.Millisecond) {
-		if time.Now().After(deadline) {
-			t.Fatalf("the queue still holds %d messages", rt.Queue.Len())
-		}
+	if !waitfor.Condition(t, 30*time.Second, "the queues to be empty", func() bool { return rt.Queue.Len() == 0 && rt.WebhookQueue.Len() == 0 }) {
+		t.Fatalf("the poll queue still holds %d messages, the webhook queue %d", rt.Queue.Len(), rt.WebhookQueue.Len())
 	}
 }
 

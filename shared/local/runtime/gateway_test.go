@@ -9,6 +9,7 @@ import (
 	"github.com/mediagen-dev/mediagen/shared/local/apigw"
 	"github.com/mediagen-dev/mediagen/shared/local/runtime"
 	"github.com/mediagen-dev/mediagen/shared/local/simulator"
+	"github.com/mediagen-dev/mediagen/shared/testsupport/waitfor"
 )
 
 // TestEveryErrorCarriesItsRequestID: a request no route takes is the error
@@ -91,15 +92,16 @@ func TestARoutePastTheIntegrationTimeoutGets503AndItsWorkIsSettled(t *testing.T)
 		a.header.Get(apigw.RequestIDHeader) == "" {
 		t.Fatalf("generate past the integration timeout: HTTP %d %q, want the gateway's 503", a.status, a.body)
 	}
-	var id string
-	for deadline := time.Now().Add(time.Minute); id == ""; time.Sleep(100 * time.Millisecond) {
+	id, ok := waitfor.Value(t, time.Minute, "the generation behind the 503 to be listed", func() (string, bool) {
 		list := call(t, rt, http.MethodGet, "/api/generations", owner.APIKey, nil)
+		var id string
 		if items, _ := list.decoded["data"].([]any); len(items) == 1 {
 			id, _ = items[0].(map[string]any)["id"].(string)
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("no generation listed after the 503: %s", list.body)
-		}
+		return id, id != ""
+	})
+	if !ok {
+		t.FailNow()
 	}
 	if s, ok := waitFinal(t, rt, owner.APIKey, id, time.Minute); !ok || s.str("status") != "completed" {
 		t.Fatalf("the generation behind the 503 ended %s: %s, want completed", s.str("status"), s.body)

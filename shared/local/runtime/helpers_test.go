@@ -17,6 +17,7 @@ import (
 	"github.com/mediagen-dev/mediagen/shared/domain"
 	"github.com/mediagen-dev/mediagen/shared/local/runtime"
 	"github.com/mediagen-dev/mediagen/shared/local/runtime/runtimetest"
+	"github.com/mediagen-dev/mediagen/shared/testsupport/waitfor"
 )
 
 // start runs a local runtime on a free loopback port with fast polling
@@ -124,41 +125,33 @@ func account(t *testing.T, rt *runtime.Runtime, userID string) domain.Account {
 
 // settledAccount is the account once no hold of it is open: a record turns
 // final just before its hold is settled (two writes), so a test that saw
-// the final status waits for the settlement, at most 10 s, before reading
-// the totals.
+// the final status waits for the settlement, at most 30 s (a hold still
+// open then fails the test), before reading the totals.
 func settledAccount(t *testing.T, rt *runtime.Runtime, userID string) domain.Account {
 	t.Helper()
-	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(10 * time.Millisecond) {
+	waitfor.Condition(t, 30*time.Second, "the holds of "+userID+" to be settled", func() bool {
 		holds, err := rt.Store.AccountHolds(context.Background(), userID)
 		if err != nil {
 			t.Fatal(err)
 		}
-		if len(holds) == 0 || time.Now().After(deadline) {
-			return account(t, rt, userID)
-		}
-	}
+		return len(holds) == 0
+	})
+	return account(t, rt, userID)
 }
 
 // waitFinal polls the status route until the generation is final. It may
 // run on any goroutine: it reports with Errorf and ok=false.
 func waitFinal(t *testing.T, rt *runtime.Runtime, key, id string, limit time.Duration) (answer, bool) {
 	t.Helper()
-	deadline := time.Now().Add(limit)
-	for {
+	a, ok := waitfor.Value(t, limit, "generation "+id+" to end", func() (answer, bool) {
 		a := call(t, rt, http.MethodGet, "/api/generations/status/"+id, key, nil)
-		if a.status != http.StatusOK {
-			t.Errorf("status of %s: HTTP %d %s", id, a.status, a.body)
-			return a, false
-		}
-		if s := a.str("status"); s != "processing" {
-			return a, true
-		}
-		if time.Now().After(deadline) {
-			t.Errorf("generation %s still processing after %v", id, limit)
-			return a, false
-		}
-		time.Sleep(200 * time.Millisecond)
+		return a, a.status != http.StatusOK || a.str("status") != "processing"
+	})
+	if ok && a.status != http.StatusOK {
+		t.Errorf("status of %s: HTTP %d %s", id, a.status, a.body)
+		return a, false
 	}
+	return a, ok
 }
 
 // download saves url under dir; like waitFinal it may run on any goroutine.

@@ -21,6 +21,7 @@ import (
 	"github.com/mediagen-dev/mediagen/shared/local/simulator"
 	"github.com/mediagen-dev/mediagen/shared/longstory"
 	"github.com/mediagen-dev/mediagen/shared/testsupport"
+	"github.com/mediagen-dev/mediagen/shared/testsupport/waitfor"
 )
 
 // storyConfig runs the workflow's waits and retries at 1/20 of real time.
@@ -47,20 +48,17 @@ func storyBody(prompt, lang string, narrate bool, style string, scenes []storySc
 // waitStory polls the long-form status route until the video is final.
 func waitStory(t *testing.T, rt *runtime.Runtime, key, id string) answer {
 	t.Helper()
-	deadline := time.Now().Add(3 * time.Minute)
-	for {
+	a, ok := waitfor.Value(t, 3*time.Minute, "video "+id+" to end", func() (answer, bool) {
 		a := call(t, rt, http.MethodGet, "/api/long-story/videos/"+id, key, nil)
-		if a.status != http.StatusOK {
-			t.Fatalf("status of %s: HTTP %d %s", id, a.status, a.body)
-		}
-		if a.str("status") != "processing" {
-			return a
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("video %s still processing", id)
-		}
-		time.Sleep(250 * time.Millisecond)
+		return a, a.status != http.StatusOK || a.str("status") != "processing"
+	})
+	if !ok {
+		t.FailNow()
 	}
+	if a.status != http.StatusOK {
+		t.Fatalf("status of %s: HTTP %d %s", id, a.status, a.body)
+	}
+	return a
 }
 
 func TestEstimateMatchesTheSpecsSample(t *testing.T) {
@@ -340,17 +338,11 @@ func TestRestartRunsLongVideosInFlightAgain(t *testing.T) {
 	// Stop once the scenes' jobs are recorded upstream: the restarted
 	// workflow watches them again. (A stop that cuts a create off leaves
 	// its outcome unknown, and the scene fails rather than create twice.)
-	for deadline := time.Now().Add(time.Minute); ; time.Sleep(20 * time.Millisecond) {
+	if !waitfor.Condition(t, time.Minute, "both scenes submitted", func() bool {
 		v, err := rt.Store.GetLongVideo(context.Background(), a.str("id"))
-		if err != nil {
-			t.Fatal(err)
-		}
-		if v.SceneStatus[1].UpstreamID != "" && v.SceneStatus[2].UpstreamID != "" {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatal("the scenes were never submitted")
-		}
+		return err == nil && v.SceneStatus[1].UpstreamID != "" && v.SceneStatus[2].UpstreamID != ""
+	}) {
+		t.FailNow()
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
@@ -389,21 +381,21 @@ func TestAnExecutionStoppedOutsideItsCatchStillFailsTheVideo(t *testing.T) {
 		t.Fatalf("HTTP %d %s", a.status, a.body)
 	}
 	id := a.str("id")
-	var jobs []string
-	for deadline := time.Now().Add(time.Minute); len(jobs) < 2; time.Sleep(50 * time.Millisecond) {
-		if time.Now().After(deadline) {
-			t.Fatal("the scenes were never submitted")
-		}
+	jobs, ok := waitfor.Value(t, time.Minute, "both scenes submitted", func() ([]string, bool) {
 		v, err := rt.Store.GetLongVideo(context.Background(), id)
 		if err != nil {
-			t.Fatal(err)
+			return nil, false
 		}
-		jobs = jobs[:0]
+		var jobs []string
 		for _, sc := range v.SceneStatus {
 			if sc.UpstreamID != "" {
 				jobs = append(jobs, sc.UpstreamID)
 			}
 		}
+		return jobs, len(jobs) == 2
+	})
+	if !ok {
+		t.FailNow()
 	}
 	if err := rt.Workflow.Stop(context.Background(), id, "stopped by an operator"); err != nil {
 		t.Fatal(err)
@@ -418,13 +410,10 @@ func TestAnExecutionStoppedOutsideItsCatchStillFailsTheVideo(t *testing.T) {
 	}
 	// The jobs are canceled right after the video is marked failed.
 	for _, job := range jobs {
-		var p simulator.Prediction
-		for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
-			if p, _ = rt.Simulator.Lookup(job); p.Status == "canceled" {
-				break
-			}
-		}
-		if p.Status != "canceled" {
+		if p, ok := waitfor.Value(t, 30*time.Second, "scene job "+job+" canceled upstream", func() (simulator.Prediction, bool) {
+			p, _ := rt.Simulator.Lookup(job)
+			return p, p.Status == "canceled"
+		}); !ok {
 			t.Errorf("scene job %s is %q upstream, want canceled", job, p.Status)
 		}
 	}

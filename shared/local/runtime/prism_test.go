@@ -31,6 +31,7 @@ import (
 	"github.com/mediagen-dev/mediagen/shared/domain"
 	"github.com/mediagen-dev/mediagen/shared/local/simulator"
 	"github.com/mediagen-dev/mediagen/shared/testsupport"
+	"github.com/mediagen-dev/mediagen/shared/testsupport/waitfor"
 )
 
 // prismProxy is a running `prism proxy --errors`.
@@ -70,8 +71,11 @@ func startPrism(t *testing.T, spec, target string) *prismProxy {
 		if err := cmd.Start(); err != nil {
 			t.Fatalf("start prism: %v", err)
 		}
-		exited := make(chan error, 1)
-		go func() { exited <- cmd.Wait() }()
+		// exited is closed once the process has ended, with its error in
+		// waitErr: the wait below and the stop both look at it.
+		exited := make(chan struct{})
+		var waitErr error
+		go func() { waitErr = cmd.Wait(); close(exited) }()
 		stop := func() {
 			_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGTERM)
 			select {
@@ -81,7 +85,7 @@ func startPrism(t *testing.T, spec, target string) *prismProxy {
 				<-exited
 			}
 		}
-		if lastErr = p.waitListening(exited, time.Minute); lastErr == nil {
+		if lastErr = p.waitListening(t, exited, &waitErr, time.Minute); lastErr == nil {
 			t.Cleanup(stop)
 			return p
 		}
@@ -91,22 +95,40 @@ func startPrism(t *testing.T, spec, target string) *prismProxy {
 	return nil
 }
 
-func (p *prismProxy) waitListening(exited <-chan error, limit time.Duration) error {
-	deadline := time.Now().Add(limit)
-	for {
+// waitListening waits until Prism says it listens, or has exited (its
+// port taken meanwhile: the caller tries another).
+func (p *prismProxy) waitListening(t *testing.T, exited <-chan struct{}, waitErr *error, limit time.Duration) error {
+	t.Helper()
+	ended := func() bool {
 		select {
-		case err := <-exited:
-			return fmt.Errorf("prism exited (%v): %s", err, p.log.String())
+		case <-exited:
+			return true
 		default:
+			return false
 		}
-		if strings.Contains(p.log.String(), "Prism is listening") {
-			return nil
-		}
-		if time.Now().After(deadline) {
-			return fmt.Errorf("not listening after %v: %s", limit, p.log.String())
-		}
-		time.Sleep(100 * time.Millisecond)
 	}
+	if !waitfor.Condition(t, limit, "prism to listen", func() bool {
+		return ended() || strings.Contains(p.log.String(), "Prism is listening")
+	}) {
+		return fmt.Errorf("not listening after %v: %s", limit, p.log.String())
+	}
+	if ended() {
+		return fmt.Errorf("prism exited (%v): %s", *waitErr, p.log.String())
+	}
+	return nil
+}
+
+// logCaughtUp sends one more request and waits until Prism has logged its
+// arrival: Prism writes its log in order, and logs what it found wrong
+// with a request before it answers, so by then the log holds everything
+// about the requests answered before.
+func (p *prismProxy) logCaughtUp(t *testing.T, key string) {
+	t.Helper()
+	mark := "/api/generations/status/log-mark-" + strconv.FormatInt(time.Now().UnixNano(), 36)
+	p.valid(t, prismRequest{method: http.MethodGet, path: mark, key: key}, http.StatusBadRequest) // not an id
+	waitfor.Condition(t, time.Minute, "prism to log the request to "+mark, func() bool {
+		return strings.Contains(p.log.String(), mark)
+	})
 }
 
 // violations is every line of Prism's log that reports a violation: a
@@ -192,17 +214,11 @@ func (p *prismProxy) valid(t *testing.T, r prismRequest, want int) answer {
 // checked, until it is no longer processing, and returns its status.
 func (p *prismProxy) waitFinal(t *testing.T, key, ref string) string {
 	t.Helper()
-	for deadline := time.Now().Add(2 * time.Minute); ; {
+	a, _ := waitfor.Value(t, 2*time.Minute, "generation "+ref+" to end", func() (answer, bool) {
 		a := p.valid(t, prismRequest{method: http.MethodGet, path: "/api/generations/status/" + ref, key: key}, http.StatusOK)
-		if s := a.str("status"); s != "processing" || a.status != http.StatusOK {
-			return s
-		}
-		if time.Now().After(deadline) {
-			t.Errorf("generation %s still processing after 2 minutes", ref)
-			return "processing"
-		}
-		time.Sleep(200 * time.Millisecond)
-	}
+		return a, a.str("status") != "processing" || a.status != http.StatusOK
+	})
+	return a.str("status")
 }
 
 // flags reports whether Prism's problem+json answer lists a violation at
@@ -311,17 +327,13 @@ func TestPrismProxyFindsNoViolation(t *testing.T) {
 			t.Errorf("the completed webhook did not arrive")
 		}
 		// The status view with the delivery recorded.
-		for deadline := time.Now().Add(time.Minute); ; {
+		if a, ok := waitfor.Value(t, time.Minute, "the status view to list the webhook's attempt", func() (answer, bool) {
 			a := p.valid(t, prismRequest{method: http.MethodGet, path: "/api/generations/status/" + imageUUID, key: key}, http.StatusOK)
 			hook, _ := a.decoded["webhook"].(map[string]any)
-			if attempts, _ := hook["attempts"].([]any); len(attempts) > 0 {
-				break
-			}
-			if time.Now().After(deadline) {
-				t.Errorf("the status view lists no webhook attempt: %s", a.body)
-				break
-			}
-			time.Sleep(100 * time.Millisecond)
+			attempts, _ := hook["attempts"].([]any)
+			return a, len(attempts) > 0
+		}); !ok {
+			t.Errorf("the status view lists no webhook attempt: %s", a.body)
 		}
 		p.valid(t, prismRequest{method: http.MethodGet, path: "/api/generations?limit=5", key: key}, http.StatusOK)
 		p.valid(t, prismRequest{method: http.MethodGet, path: "/api/generations?limit=1&status=completed&model=provider-a", key: key}, http.StatusOK)
@@ -442,8 +454,8 @@ func TestPrismProxyFindsNoViolation(t *testing.T) {
 	})
 
 	// Prism logs a warning before it answers, through a log stream that
-	// may lag a little behind.
-	time.Sleep(300 * time.Millisecond)
+	// may lag a little behind: wait until it has logged one more request.
+	p.logCaughtUp(t, key)
 	if v := p.violations(); len(v) > 0 {
 		t.Errorf("prism logged %d violations:\n%s", len(v), strings.Join(v, "\n"))
 	}
@@ -506,10 +518,7 @@ func TestPrismProxyFindsNoViolation(t *testing.T) {
 			t.Errorf("prism's answer does not name the missing nickname: %s %s", a.header.Get("sl-violations"), clipBody(a.body))
 		}
 		// Prism logs the failure after it answers.
-		for deadline := time.Now().Add(10 * time.Second); len(p.violations()) == 0 && time.Now().Before(deadline); {
-			time.Sleep(50 * time.Millisecond)
-		}
-		if len(p.violations()) == 0 {
+		if !waitfor.Condition(t, 30*time.Second, "prism to log the violation", func() bool { return len(p.violations()) > 0 }) {
 			t.Errorf("prism logged no violation: %s", p.log.String())
 		}
 	})

@@ -11,6 +11,7 @@ import (
 
 	"github.com/mediagen-dev/mediagen/shared/domain"
 	"github.com/mediagen-dev/mediagen/shared/ffmpeg"
+	"github.com/mediagen-dev/mediagen/shared/testsupport/waitfor"
 )
 
 // TestREADMEQuickstartGivesAVideoURL runs the quickstart's curl commands word
@@ -61,14 +62,12 @@ func TestREADMEQuickstartGivesAVideoURL(t *testing.T) {
 		Status string   `json:"status"`
 		Output []string `json:"output"`
 	}
-	for deadline := time.Now().Add(time.Minute); ; time.Sleep(300 * time.Millisecond) {
+	waitfor.Condition(t, time.Minute, "the quickstart's generation to end", func() bool {
 		if err := json.Unmarshal(sh(status), &view); err != nil {
 			t.Fatal(err)
 		}
-		if view.Status != "processing" || time.Now().After(deadline) {
-			break
-		}
-	}
+		return view.Status != "processing"
+	})
 	if view.Status != "completed" || len(view.Output) != 1 || !strings.HasSuffix(view.Output[0], ".mp4") {
 		t.Fatalf("the quickstart's status command answered %+v", view)
 	}

@@ -651,7 +651,9 @@ func (r *Runtime) ExpireOutputs(ctx context.Context) (int, error) {
 func (r *Runtime) Close(ctx context.Context) error {
 	var err error
 	if r.srv != nil {
-		err = r.srv.Shutdown(ctx)
+		if err = r.srv.Shutdown(ctx); err != nil {
+			err = errors.Join(err, r.srv.Close()) // ctx ended: cut what is left
+		}
 	}
 	if r.Workflow != nil {
 		r.closing.Store(true)

@@ -26,6 +26,7 @@ import (
 	"github.com/mediagen-dev/mediagen/shared/local/runtime"
 	"github.com/mediagen-dev/mediagen/shared/longstory"
 	"github.com/mediagen-dev/mediagen/shared/media"
+	"github.com/mediagen-dev/mediagen/shared/testsupport/waitfor"
 )
 
 // TestConcurrentCancelsAnswerOne200AndTheRest409: cancels of one generation
@@ -123,13 +124,13 @@ func TestWebhookAttemptErrorsNameAClassNotTheAddress(t *testing.T) {
 		if created.status != http.StatusOK {
 			t.Fatalf("generate: HTTP %d %s", created.status, created.body)
 		}
-		var view answer
 		var attempts []any
-		for deadline := time.Now().Add(30 * time.Second); len(attempts) == 0 && time.Now().Before(deadline); time.Sleep(50 * time.Millisecond) {
-			view = call(t, rt, http.MethodGet, "/api/generations/status/"+created.str("uuid"), owner.APIKey, nil)
+		view, _ := waitfor.Value(t, time.Minute, "an attempt on the record", func() (answer, bool) {
+			view := call(t, rt, http.MethodGet, "/api/generations/status/"+created.str("uuid"), owner.APIKey, nil)
 			hook, _ := view.decoded["webhook"].(map[string]any)
 			attempts, _ = hook["attempts"].([]any)
-		}
+			return view, len(attempts) > 0
+		})
 		if len(attempts) != 1 {
 			t.Fatalf("%d attempts on the record, want 1: %s", len(attempts), view.body)
 		}
@@ -571,7 +572,7 @@ func TestTheRuntimeListensOnLoopbackOnlyUnlessAllowed(t *testing.T) {
 		cfg.DataDir = t.TempDir()
 		rt, err := runtime.Start(context.Background(), cfg)
 		if err == nil {
-			rt.Close(context.Background())
+			waitfor.Close(t, rt.Close)
 		}
 		if !errors.Is(err, runtime.ErrNotLoopback) {
 			t.Errorf("Start(addr %q, files %q, s3 %q) = %v, want ErrNotLoopback", cfg.Addr, cfg.FilesAddr, cfg.S3Addr, err)

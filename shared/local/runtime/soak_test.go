@@ -5,6 +5,7 @@ import (
 	"math/rand/v2"
 	"net/http"
 	"os"
+	"strconv"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -14,6 +15,7 @@ import (
 
 	"github.com/mediagen-dev/mediagen/shared/domain"
 	"github.com/mediagen-dev/mediagen/shared/local/runtime"
+	"github.com/mediagen-dev/mediagen/shared/testsupport/waitfor"
 )
 
 // soakCounts are what the soak reports.
@@ -124,7 +126,22 @@ func TestSoak(t *testing.T) {
 				}
 				a := count(call(t, rt, http.MethodPost, "/api/generations/generate", c.key, body))
 				if a.status != http.StatusOK {
-					time.Sleep(50 * time.Millisecond)
+					// Try again once the refusal's cause may have passed:
+					// the rate limit's window (X-RateLimit-Reset), or the
+					// balance changing (the account's other clients' work
+					// refunded); at the soak's end at the latest.
+					reset, _ := strconv.ParseInt(a.header.Get("X-RateLimit-Reset"), 10, 64)
+					before, _ := rt.Store.GetAccount(context.Background(), c.user)
+					waitfor.Condition(t, time.Until(end)+time.Minute, "a client's next try after HTTP "+strconv.Itoa(a.status), func() bool {
+						if !time.Now().Before(end) {
+							return true
+						}
+						if a.status == http.StatusTooManyRequests {
+							return time.Now().Unix() >= reset
+						}
+						now, err := rt.Store.GetAccount(context.Background(), c.user)
+						return err == nil && !now.Balance.Equal(before.Balance)
+					})
 					continue
 				}
 				counts.created.Add(1)
@@ -132,13 +149,14 @@ func TestSoak(t *testing.T) {
 				mu.Lock()
 				work[c.user] = append(work[c.user], soakWork{id: id})
 				mu.Unlock()
-				for time.Now().Before(end) {
-					s := count(call(t, rt, http.MethodGet, "/api/generations/status/"+id, c.key, nil))
-					if s.status == http.StatusOK && s.str("status") != "processing" {
-						break
+				// Poll until the work ends, or the soak does.
+				waitfor.Condition(t, time.Until(end)+time.Minute, "generation "+id+" to end", func() bool {
+					if !time.Now().Before(end) {
+						return true
 					}
-					time.Sleep(100 * time.Millisecond)
-				}
+					s := count(call(t, rt, http.MethodGet, "/api/generations/status/"+id, c.key, nil))
+					return s.status == http.StatusOK && s.str("status") != "processing"
+				})
 			}
 		}()
 	}
@@ -146,8 +164,7 @@ func TestSoak(t *testing.T) {
 
 	// Let the work in flight end, as the clients would by polling on.
 	ctx := context.Background()
-	settle := time.Now().Add(3*time.Minute + length)
-	for {
+	if !waitfor.Condition(t, 3*time.Minute+length, "the work in flight to end", func() bool {
 		gs, err := rt.Embedded.ProcessingGenerations(ctx, 1)
 		if err != nil {
 			t.Fatal(err)
@@ -156,13 +173,9 @@ func TestSoak(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if len(gs) == 0 && len(vs) == 0 {
-			break
-		}
-		if time.Now().After(settle) {
-			t.Fatalf("work still processing long after the soak: %d generations, %d videos", len(gs), len(vs))
-		}
-		time.Sleep(200 * time.Millisecond)
+		return len(gs) == 0 && len(vs) == 0
+	}) {
+		t.FailNow()
 	}
 	mu.Lock()
 	defer mu.Unlock()

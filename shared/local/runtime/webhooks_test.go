@@ -17,6 +17,7 @@ import (
 	"github.com/mediagen-dev/mediagen/shared/domain"
 	"github.com/mediagen-dev/mediagen/shared/local/runtime"
 	"github.com/mediagen-dev/mediagen/shared/testsupport"
+	"github.com/mediagen-dev/mediagen/shared/testsupport/waitfor"
 	"github.com/mediagen-dev/mediagen/shared/webhook"
 )
 
@@ -63,17 +64,16 @@ func hostPort(t *testing.T, raw string) string {
 
 func (h *hookReceiver) wait(t *testing.T, n int) []receivedHook {
 	t.Helper()
-	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(50 * time.Millisecond) {
+	got, ok := waitfor.Value(t, time.Minute, fmt.Sprintf("%d webhooks", n), func() ([]receivedHook, bool) {
 		h.mu.Lock()
+		defer h.mu.Unlock()
 		got := append([]receivedHook(nil), h.received...)
-		h.mu.Unlock()
-		if len(got) >= n {
-			return got
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("received %d webhooks, want %d", len(got), n)
-		}
+		return got, len(got) >= n
+	})
+	if !ok {
+		t.Fatalf("received %d webhooks, want %d", len(got), n)
 	}
+	return got
 }
 
 func TestWebhooksAreSignedRetriedAndRecorded(t *testing.T) {
@@ -119,12 +119,12 @@ func TestWebhooksAreSignedRetriedAndRecorded(t *testing.T) {
 		t.Error("a stale webhook verified")
 	}
 	// The attempts are on the record: two refused, then delivered.
-	var attempts []any
-	for deadline := time.Now().Add(10 * time.Second); len(attempts) < 3 && time.Now().Before(deadline); time.Sleep(50 * time.Millisecond) {
+	attempts, _ := waitfor.Value(t, 30*time.Second, "three attempts on the record", func() ([]any, bool) {
 		view := call(t, rt, http.MethodGet, "/api/generations/status/"+created.str("uuid"), owner.APIKey, nil)
 		hook, _ := view.decoded["webhook"].(map[string]any)
-		attempts, _ = hook["attempts"].([]any)
-	}
+		attempts, _ := hook["attempts"].([]any)
+		return attempts, len(attempts) >= 3
+	})
 	if len(attempts) != 3 {
 		t.Fatalf("%d attempts on the record, want 3", len(attempts))
 	}
@@ -134,7 +134,7 @@ func TestWebhooksAreSignedRetriedAndRecorded(t *testing.T) {
 			t.Errorf("attempt %d = %v; want delivered %v", i+1, a, want)
 		}
 	}
-	time.Sleep(300 * time.Millisecond)
+	waitQueueEmpty(t, rt) // no delivery waits or runs
 	if got := len(recv.wait(t, 3)); got != 3 {
 		t.Errorf("%d deliveries after success, want exactly 3", got)
 	}
@@ -165,7 +165,7 @@ func TestWebhookEventsFilterAndLongForm(t *testing.T) {
 	}
 	final := waitStory(t, rt, owner.APIKey, created.str("id"))
 	hooks := recv.wait(t, 2)
-	time.Sleep(200 * time.Millisecond)
+	waitQueueEmpty(t, rt) // no delivery waits or runs
 	types := map[string]string{}
 	for _, h := range recv.wait(t, 2) {
 		var p struct {

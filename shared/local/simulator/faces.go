@@ -18,6 +18,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/mediagen-dev/mediagen/shared/clock"
 )
 
 // Faces a fault applies to.
@@ -77,13 +79,13 @@ func (s *Simulator) takeFault(face, model string, after bool) (Fault, bool) {
 // and reports false, and the create answers as usual.
 func (s *Simulator) misanswer(w http.ResponseWriter, r *http.Request, f Fault) (answered bool) {
 	if f.Hang > 0 {
-		t := time.NewTimer(f.Hang)
+		hung, stop := clock.After(s.clock, f.Hang)
 		select {
-		case <-t.C:
+		case <-hung:
 		case <-r.Context().Done():
 		case <-s.ctx.Done():
 		}
-		t.Stop()
+		stop()
 	}
 	if f.Status >= 200 && f.Status < 300 {
 		return false

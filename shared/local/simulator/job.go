@@ -13,6 +13,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/mediagen-dev/mediagen/shared/clock"
 	signing "github.com/mediagen-dev/mediagen/shared/webhook"
 )
 
@@ -40,7 +41,7 @@ func (s *Simulator) runJob(ctx context.Context, id string, j job) {
 	if strings.Contains(j.prompt, MarkerSlow) {
 		latency += SlowExtraLatency
 	}
-	if !sleep(ctx, latency) {
+	if !clock.Sleep(ctx, s.clock, latency) {
 		s.stopped(id, log)
 		return
 	}
@@ -50,9 +51,12 @@ func (s *Simulator) runJob(ctx context.Context, id string, j job) {
 	}
 
 	// Wait for a render slot in "starting", as a busy provider would.
+	s.waitingForSlot.Add(1)
 	select {
 	case s.slots <- struct{}{}:
+		s.waitingForSlot.Add(-1)
 	case <-ctx.Done():
+		s.waitingForSlot.Add(-1)
 		s.stopped(id, log)
 		return
 	}
@@ -71,7 +75,7 @@ func (s *Simulator) runJob(ctx context.Context, id string, j job) {
 // render marks the prediction processing and renders its outputs, returning
 // file name -> path in output order.
 func (s *Simulator) render(ctx context.Context, id string, j job, log *slog.Logger) ([]outputFile, error) {
-	started := time.Now()
+	started := s.clock.Now()
 	var describe string
 	if j.kind == KindVideo {
 		v := j.video
@@ -112,7 +116,7 @@ func (s *Simulator) render(ctx context.Context, id string, j job, log *slog.Logg
 			files = append(files, f)
 		}
 	}
-	log.Info("render done", "elapsed", time.Since(started).Round(time.Millisecond).String())
+	log.Info("render done", "elapsed", s.clock.Now().Sub(started).Round(time.Millisecond).String())
 	return files, nil
 }
 
@@ -145,7 +149,7 @@ func (s *Simulator) markDone(p *prediction) {
 // finish records the outcome of a job that ran to its end, then sends the
 // webhook. A cancel that won the race keeps the prediction canceled.
 func (s *Simulator) finish(id string, log *slog.Logger, files []outputFile, err error) {
-	now := time.Now()
+	now := s.clock.Now()
 	ok := s.update(id, func(p *prediction) {
 		p.view.CompletedAt = ptr(timestamp(now))
 		if p.view.StartedAt == nil {
@@ -211,7 +215,7 @@ func (s *Simulator) stopped(id string, log *slog.Logger) {
 		s.update(id, func(p *prediction) {
 			p.view.Status = StatusFailed
 			p.view.Error = ptr("the simulator shut down before the prediction finished")
-			p.view.CompletedAt = ptr(timestamp(time.Now()))
+			p.view.CompletedAt = ptr(timestamp(s.clock.Now()))
 		})
 		log.Info("prediction stopped by shutdown")
 		return
@@ -248,7 +252,7 @@ func (s *Simulator) sendWebhook(id, event string) {
 			return
 		}
 		body := s.falWebhook(view)
-		s.post(target, body, func(h http.Header) { s.signFal(h, view.ID, body, time.Now()) }, "fal "+id)
+		s.post(target, body, func(h http.Header) { s.signFal(h, view.ID, body, s.clock.Now()) }, "fal "+id)
 		return
 	}
 	if !wants {
@@ -264,26 +268,11 @@ func (s *Simulator) sendWebhook(id, event string) {
 		if s.cfg.WebhookSecret == "" {
 			// Unsigned, as a provider without a configured secret sends them.
 			h.Set(signing.HeaderID, msgID)
-			h.Set(signing.HeaderTimestamp, strconv.FormatInt(time.Now().Unix(), 10))
+			h.Set(signing.HeaderTimestamp, strconv.FormatInt(s.clock.Now().Unix(), 10))
 			return
 		}
-		if err := signing.SetHeaders(h, s.cfg.WebhookSecret, msgID, time.Now(), body); err != nil {
+		if err := signing.SetHeaders(h, s.cfg.WebhookSecret, msgID, s.clock.Now(), body); err != nil {
 			s.log.Error("webhook signature", "prediction", id, "error", err)
 		}
 	}, "prediction "+id+" "+event)
-}
-
-// sleep waits d or until ctx ends; false means ctx ended.
-func sleep(ctx context.Context, d time.Duration) bool {
-	if d <= 0 {
-		return ctx.Err() == nil
-	}
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-t.C:
-		return true
-	case <-ctx.Done():
-		return false
-	}
 }

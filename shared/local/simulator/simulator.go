@@ -73,8 +73,10 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
+	"github.com/mediagen-dev/mediagen/shared/clock"
 	"github.com/mediagen-dev/mediagen/shared/ffmpeg"
 )
 
@@ -161,6 +163,11 @@ type Config struct {
 	// DefaultBodyReadTimeout): a client sending it a byte at a time is
 	// answered 408 and cut off rather than holding a connection open.
 	BodyReadTimeout time.Duration
+	// Clock is the simulator's time (default the wall clock): latencies,
+	// Prefer: wait, a fault's hang, and the dates it records and signs.
+	// (A request body's read deadline is the connection's, on the wall
+	// clock.)
+	Clock clock.Clock
 }
 
 // DefaultBodyReadTimeout lets an 8 MB body arrive at about 280 KB/s.
@@ -174,7 +181,11 @@ type Simulator struct {
 	log         *slog.Logger
 	mux         *http.ServeMux
 	slots       chan struct{}
-	webhooks    *http.Client
+	clock       clock.Clock
+	// waitingForSlot counts the jobs waiting for a render slot, so that a
+	// test sees a job wait there without sleeping.
+	waitingForSlot atomic.Int32
+	webhooks       *http.Client
 
 	// ctx ends at Close and stops every job.
 	ctx    context.Context
@@ -259,6 +270,7 @@ func New(cfg Config) (*Simulator, error) {
 		ownsWorkDir: owns,
 		log:         log.With("component", "simulator"),
 		slots:       make(chan struct{}, cfg.MaxConcurrentRenders),
+		clock:       clock.Or(cfg.Clock),
 		webhooks:    &http.Client{Timeout: webhookTimeout},
 		ctx:         ctx,
 		stop:        stop,
@@ -451,13 +463,13 @@ func (s *Simulator) create(w http.ResponseWriter, r *http.Request, model string,
 	// then runs.
 	view := created
 	if wait, ok := preferWait(r.Header.Get("Prefer")); ok {
-		t := time.NewTimer(wait)
+		waited, stop := clock.After(s.clock, wait)
 		select {
 		case <-p.done:
-		case <-t.C:
+		case <-waited:
 		case <-r.Context().Done():
 		}
-		t.Stop()
+		stop()
 		view, _ = s.Lookup(created.ID)
 	}
 	writeJSON(w, http.StatusCreated, view)
@@ -536,7 +548,7 @@ func (s *Simulator) start(r *http.Request, model string, rawInput json.RawMessag
 	p := &prediction{
 		view: Prediction{
 			ID: id, Model: model, Version: versionOf(model), Input: rawInput, Status: StatusStarting,
-			CreatedAt: timestamp(time.Now()), Source: "api", Webhook: hook, WebhookEventsFilter: events,
+			CreatedAt: timestamp(s.clock.Now()), Source: "api", Webhook: hook, WebhookEventsFilter: events,
 			URLs: PredictionURLs{Get: base + "/v1/predictions/" + id, Cancel: base + "/v1/predictions/" + id + "/cancel"},
 		},
 		baseURL: base, webhook: hook, events: events, job: job, fal: fal, app: app, done: make(chan struct{}),
@@ -646,7 +658,7 @@ func (s *Simulator) cancelPrediction(id string) (Prediction, bool) {
 	}
 	if !final(p.view.Status) {
 		p.view.Status = StatusCanceled
-		p.view.CompletedAt = ptr(timestamp(time.Now()))
+		p.view.CompletedAt = ptr(timestamp(s.clock.Now()))
 		p.view.Logs += "canceled\n"
 		s.markDone(p)
 		s.save(id, p)

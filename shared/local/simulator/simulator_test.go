@@ -23,7 +23,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/mediagen-dev/mediagen/shared/clock/clocktest"
 	"github.com/mediagen-dev/mediagen/shared/ffmpeg"
+	"github.com/mediagen-dev/mediagen/shared/testsupport/waitfor"
 )
 
 const (
@@ -138,17 +140,14 @@ func (h *harness) get(id string) Prediction {
 // waitFor polls until the prediction's status satisfies done.
 func (h *harness) waitFor(id string, done func(status string) bool) Prediction {
 	h.t.Helper()
-	deadline := time.Now().Add(40 * time.Second)
-	for {
+	p, ok := waitfor.Value(h.t, time.Minute, "prediction "+id+" to change state", func() (Prediction, bool) {
 		p := h.get(id)
-		if done(p.Status) {
-			return p
-		}
-		if time.Now().After(deadline) {
-			h.t.Fatalf("prediction %s still %s", id, p.Status)
-		}
-		time.Sleep(40 * time.Millisecond)
+		return p, done(p.Status)
+	})
+	if !ok {
+		h.t.Fatalf("prediction %s still %s", id, p.Status)
 	}
+	return p
 }
 
 func (h *harness) waitFinal(id string) Prediction { h.t.Helper(); return h.waitFor(id, final) }
@@ -418,16 +417,28 @@ func TestFailMarkerFailsThePredictionWithItsError(t *testing.T) {
 }
 
 func TestSlowMarkerAddsLatency(t *testing.T) {
-	h := start(t, Config{})
-	begin := time.Now()
+	clk := clocktest.New(time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC))
+	h := start(t, Config{Clock: clk})
 	p := h.create(imageModel, map[string]any{"prompt": "[simulate:slow] [simulate:fail]"}, "")
-	time.Sleep(SlowExtraLatency / 2)
-	if got := h.get(p.ID).Status; got != StatusStarting {
-		t.Errorf("status after %v = %s, want still starting", SlowExtraLatency/2, got)
+	if !clk.WaitForTimers(1, time.Minute) {
+		t.Fatal("the job never waited its latency")
 	}
-	h.waitFinal(p.ID)
-	if elapsed := time.Since(begin); elapsed < SlowExtraLatency {
-		t.Errorf("finished after %v, want at least %v", elapsed, SlowExtraLatency)
+	clk.Advance(SlowExtraLatency - time.Millisecond)
+	if got := h.get(p.ID).Status; got != StatusStarting {
+		t.Errorf("status %v after the create = %s, want still starting", SlowExtraLatency-time.Millisecond, got)
+	}
+	clk.Advance(time.Millisecond)
+	done := h.waitFinal(p.ID)
+	created, err := time.Parse(time.RFC3339Nano, p.CreatedAt)
+	if err != nil {
+		t.Fatal(err)
+	}
+	completed, err := time.Parse(time.RFC3339Nano, *done.CompletedAt)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if took := completed.Sub(created); took != SlowExtraLatency {
+		t.Errorf("completed %v after it was created, want %v", took, SlowExtraLatency)
 	}
 }
 
@@ -503,7 +514,9 @@ func TestRendersBeyondTheLimitWaitInStarting(t *testing.T) {
 	long := h.create(videoModel, map[string]any{"prompt": "hogs the slot", "duration": 60, "resolution": "1080p"}, "")
 	h.waitFor(long.ID, func(s string) bool { return s == StatusProcessing })
 	queued := h.create(imageModel, map[string]any{"prompt": "waits its turn"}, "")
-	time.Sleep(300 * time.Millisecond)
+	if !waitfor.Condition(t, time.Minute, "the second job to wait for a render slot", func() bool { return h.sim.waitingForSlot.Load() == 1 }) {
+		t.FailNow()
+	}
 	if got := h.get(queued.ID).Status; got != StatusStarting {
 		t.Errorf("second prediction is %s while the only slot is busy, want starting", got)
 	}

@@ -14,6 +14,7 @@ import (
 
 	"github.com/mediagen-dev/mediagen/shared/local/runtime"
 	"github.com/mediagen-dev/mediagen/shared/testsupport"
+	"github.com/mediagen-dev/mediagen/shared/testsupport/waitfor"
 )
 
 // Start runs a local runtime for the test; zero fields of cfg take fast
@@ -53,13 +54,7 @@ func Start(t testing.TB, cfg runtime.Config) *runtime.Runtime {
 	if err != nil {
 		t.Fatalf("start the local runtime: %v", err)
 	}
-	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-		defer cancel()
-		if err := rt.Close(ctx); err != nil {
-			t.Errorf("close the runtime: %v", err)
-		}
-	})
+	t.Cleanup(func() { waitfor.Close(t, rt.Close) })
 	return rt
 }
 

@@ -1,0 +1,50 @@
+package waitfor
+
+import (
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+)
+
+// recorder is a testing.TB that keeps what the helper reported.
+type recorder struct {
+	testing.TB
+	errors []string
+}
+
+func (r *recorder) Helper() {}
+
+func (r *recorder) Errorf(format string, args ...any) {
+	r.errors = append(r.errors, fmt.Sprintf(format, args...))
+}
+
+func TestConditionReturnsOnceTheConditionHolds(t *testing.T) {
+	r := &recorder{TB: t}
+	asked := 0
+	if !Condition(r, time.Minute, "the third look", func() bool { asked++; return asked == 3 }) {
+		t.Fatalf("gave up: %v", r.errors)
+	}
+	if asked != 3 || len(r.errors) != 0 {
+		t.Errorf("asked %d times, reported %v; want 3 looks and no failure", asked, r.errors)
+	}
+}
+
+func TestConditionThatNeverHoldsFailsNamingWhatItWaitedFor(t *testing.T) {
+	r := &recorder{TB: t}
+	if Condition(r, 20*time.Millisecond, "the moon", func() bool { return false }) {
+		t.Fatal("a condition that never holds was reported as held")
+	}
+	if len(r.errors) != 1 || !strings.Contains(r.errors[0], "the moon") {
+		t.Errorf("reported %q, want one failure naming the moon", r.errors)
+	}
+}
+
+func TestValueReturnsTheValueThatMetTheCondition(t *testing.T) {
+	r := &recorder{TB: t}
+	n := 0
+	got, ok := Value(r, time.Minute, "n to reach 5", func() (int, bool) { n++; return n, n >= 5 })
+	if !ok || got != 5 {
+		t.Errorf("got %d, %v; want 5, true", got, ok)
+	}
+}
