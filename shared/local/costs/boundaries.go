@@ -12,29 +12,13 @@ import (
 	"github.com/mediagen-dev/mediagen/shared/local/apigw"
 	"github.com/mediagen-dev/mediagen/shared/local/localsqs"
 	"github.com/mediagen-dev/mediagen/shared/local/stepfunctions"
+	"github.com/mediagen-dev/mediagen/shared/routes"
 )
 
-// routeFunctions names the function behind each route (template.yaml);
-// a route not listed is counted under its route key.
-var routeFunctions = map[string]string{
-	"POST /api/generations/generate":                 "generate",
-	"GET /api/generations/status/{id}":               "status",
-	"POST /api/long-story/videos/estimate":           "long-story-estimate",
-	"POST /api/long-story/videos":                    "long-story-create",
-	"GET /api/long-story/videos/{videoId}":           "long-story-status",
-	"GET /api/models":                                "models",
-	"GET /api/openapi.json":                          "open-api",
-	"POST /api/upstream/webhook":                     "upstream-webhook",
-	"GET /api/generations":                           "generations-list",
-	"POST /api/generations/estimate":                 "generation-estimate",
-	"POST /api/generations/{id}/cancel":              "generation-cancel",
-	"GET /api/long-story/videos":                     "long-story-list",
-	"POST /api/long-story/videos/{videoId}/cancel":   "long-story-cancel",
-	"GET /api/account":                               "account",
-	"POST /api/account/webhook-secret/rotate":        "account-webhook-secret-rotate",
-	"DELETE /api/generations/{id}/output":            "generation-output-delete",
-	"DELETE /api/long-story/videos/{videoId}/output": "long-story-output-delete",
-}
+// routeFunctions names the function behind each route (routes.Table, the
+// table template.yaml is checked against); a route not in it is counted
+// under its route key.
+var routeFunctions = routes.Functions()
 
 // Routes counts each route call as one API Gateway request and one Lambda
 // invocation of its function.

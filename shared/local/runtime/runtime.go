@@ -29,6 +29,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/aws/aws-lambda-go/events"
 	"github.com/shopspring/decimal"
 
 	"github.com/mediagen-dev/mediagen"
@@ -54,6 +55,7 @@ import (
 	"github.com/mediagen-dev/mediagen/shared/netguard"
 	"github.com/mediagen-dev/mediagen/shared/playground"
 	"github.com/mediagen-dev/mediagen/shared/pricing"
+	"github.com/mediagen-dev/mediagen/shared/routes"
 	"github.com/mediagen-dev/mediagen/shared/routing"
 	"github.com/mediagen-dev/mediagen/shared/sqsbatch"
 	"github.com/mediagen-dev/mediagen/shared/store"
@@ -347,69 +349,77 @@ func Start(ctx context.Context, cfg Config) (*Runtime, error) {
 	case allOnLoopback(rc):
 		settings.UpstreamWebhook = r.BaseURL + "/api/upstream/webhook"
 	}
-	// The poller; its queue, notifier and the scenes' polls are set below,
-	// once they exist (each needs the other).
-	svc := generation.NewPoller(st, r.Upstreams, nil, st, copier, outputs, nil, prices, nil, outputs, settings)
-	r.Queue = localsqs.New(r.Costs.SQSConsumer("poller", sqsbatch.Handler(svc.HandleBatch)), localsqs.Config{Visibility: cfg.QueueVisibility, Log: log.With("component", "queue"),
+	// Each queue exists before its consumer, as in AWS, where the event
+	// source mapping ties them: the poller and the webhook deliverer send to
+	// their own queues. A queue hands its batches to its consumer, built
+	// once, complete, below.
+	var pollBatches, deliverBatches localsqs.BatchHandler
+	r.Queue = localsqs.New(r.Costs.SQSConsumer("poller", func(ctx context.Context, ev events.SQSEvent) (events.SQSEventResponse, error) {
+		return pollBatches(ctx, ev)
+	}), localsqs.Config{Visibility: cfg.QueueVisibility, Log: log.With("component", "queue"),
 		Function: "PollerFunction", RecursiveLoop: PollerRecursiveLoop})
-	svc.Queue = r.Costs.SQSSender(r.Queue)
-	r.Generations = svc
-
-	deliverer := &webhook.Deliverer{Records: apiview.WebhookRecords{Store: st, Now: cfg.Clock}, Store: st,
-		Client: webhook.SafeClient(hookPorts...), Backoff: cfg.WebhookBackoff, Log: log.With("component", "webhooks")}
-	r.WebhookQueue = localsqs.New(r.Costs.SQSConsumer("webhooks", sqsbatch.Handler(deliverer.HandleBatch)), localsqs.Config{Visibility: cfg.QueueVisibility, Log: log.With("component", "webhook-queue"),
+	queue := r.Costs.SQSSender(r.Queue)
+	r.WebhookQueue = localsqs.New(r.Costs.SQSConsumer("webhooks", func(ctx context.Context, ev events.SQSEvent) (events.SQSEventResponse, error) {
+		return deliverBatches(ctx, ev)
+	}), localsqs.Config{Visibility: cfg.QueueVisibility, Log: log.With("component", "webhook-queue"),
 		Function: "WebhooksFunction", RecursiveLoop: WebhooksRecursiveLoop})
-	deliverer.Queue = r.Costs.SQSSender(r.WebhookQueue)
-	notifier := webhook.Notifier{Queue: deliverer.Queue}
-	svc.Notifier = notifier
+	webhookQueue := r.Costs.SQSSender(r.WebhookQueue)
+	deliverer := &webhook.Deliverer{Records: apiview.WebhookRecords{Store: st, Now: cfg.Clock}, Store: st, Queue: webhookQueue,
+		Client: webhook.SafeClient(hookPorts...), Backoff: cfg.WebhookBackoff, Log: log.With("component", "webhooks")}
+	deliverBatches = sqsbatch.Handler(deliverer.HandleBatch)
+	notifier := webhook.Notifier{Queue: webhookQueue}
+
+	// The workflow's tasks, each built by the constructor its Lambda
+	// function uses; the scenes' polls share the poller's queue, as in AWS.
+	stepSettings := longstory.StepSettings{PollInterval: cfg.PollInterval, WorkDir: filepath.Join(cfg.DataDir, "tmp"), Now: cfg.Clock, Log: log}
+	if err := os.MkdirAll(stepSettings.WorkDir, 0o755); err != nil {
+		return nil, fmt.Errorf("scratch dir: %w", err)
+	}
+	tasks := map[string]any{
+		"SubmitSceneFunctionArn": longstory.SubmitSceneStep(st, r.Upstreams, st, queue, stepSettings),
+		"NarrateFunctionArn":     longstory.NarrateStep(outputs, narrator, st, stepSettings),
+		"AssembleFunctionArn":    longstory.AssembleStep(outputs, st, outputs, ffmpeg.Runner{}, stepSettings),
+		"FinalizeFunctionArn":    longstory.FinalizeStep(outputs, outputs, st, notifier, stepSettings),
+		"MarkFailedFunctionArn":  longstory.MarkFailedStep(st, notifier, r.Upstreams, st, outputs, stepSettings),
+	}
+	if r.Workflow, err = longStoryWorkflow(tasks, cfg.WorkflowWaitScale, log, r.Costs, r.closing.Load); err != nil {
+		return nil, err
+	}
+	scenes := longstory.ScenePoller(st, r.Upstreams, st, queue, stepfunctions.TaskTokens{Workflow: r.Workflow}, copier, outputs, stepSettings)
+	r.Generations = generation.NewPoller(generation.PollerPorts{Store: st, Upstreams: r.Upstreams, Queue: queue, Slots: st,
+		Copier: copier, Outputs: outputs, Notifier: notifier, Prices: prices, Others: scenes, Inputs: outputs}, settings)
+	pollBatches = sqsbatch.Handler(r.Generations.HandleBatch)
 
 	gate := &httpapi.Gate{Store: st, Log: log, Idempotency: &httpapi.Idempotency{Store: st, Log: log}, Now: cfg.Clock}
 	if cfg.JWTIssuer != "" {
 		gate.Tokens = &jwtauth.Verifier{Issuer: cfg.JWTIssuer, Audience: cfg.JWTAudience, JWKSURL: cfg.JWKSURL}
 	}
-	// The scenes' polls share the poller's queue, as in AWS.
-	steps := &longstory.Steps{Store: st, Upstream: r.Upstreams, Copier: copier, Files: outputs, Retainer: outputs, Deleter: outputs,
-		Narrator: narrator, FFmpeg: ffmpeg.Runner{}, WorkDir: filepath.Join(cfg.DataDir, "tmp"), Log: log, Notifier: notifier,
-		Queue: svc.Queue, Slots: st, PollInterval: cfg.PollInterval, Now: cfg.Clock}
-	if err := os.MkdirAll(steps.WorkDir, 0o755); err != nil {
-		return nil, fmt.Errorf("scratch dir: %w", err)
+	storySettings := longstory.Settings{Validation: settings.Validation, Now: cfg.Clock, Log: log}
+	ports := routes.Ports{Gate: gate, Log: log, Prices: prices,
+		GenerationCreator:  generation.NewCreator(st, r.Upstreams, queue, st, outputs, prices, settings),
+		GenerationReader:   generation.NewReader(st, st, r.Upstreams),
+		GenerationEstimate: generation.NewEstimator(prices, settings.Validation),
+		GenerationCanceler: generation.NewCanceler(st, r.Upstreams, st, notifier, settings),
+		GenerationRemover:  generation.NewOutputRemover(st, outputs, nil, settings),
+		UpstreamCallbacks:  generation.NewCallbacks(st, r.Upstreams, queue, settings),
+		VideoCreator:       longstory.NewCreator(st, r.Workflow, prices, storySettings),
+		VideoReader:        longstory.NewReader(st),
+		VideoCanceler:      longstory.NewCanceler(st, r.Workflow, r.Upstreams, st, notifier, storySettings),
+		VideoRemover:       longstory.NewOutputRemover(st, outputs, nil, storySettings),
+		Secrets:            st, Journal: st, Usage: st,
+		KeyCreator:    &accounts.KeyCreator{Store: st},
+		KeyLister:     &accounts.KeyLister{Keys: st, Spend: st},
+		KeyRevoker:    &accounts.KeyRevoker{Store: st},
+		SecretRotator: &accounts.WebhookSecretRotator{Store: st},
 	}
-	svc.Others = steps
-	if r.Workflow, err = longStoryWorkflow(steps, cfg.WorkflowWaitScale, log, r.Costs, r.closing.Load); err != nil {
+	guarded, public, err := gatewayRoutes(ports)
+	if err != nil {
 		return nil, err
 	}
-	steps.Tokens = stepfunctions.TaskTokens{Workflow: r.Workflow}
-	storySettings := longstory.Settings{Validation: settings.Validation, Now: cfg.Clock, Log: log}
-	videos := longstory.NewReader(st)
-
-	reader := generation.NewReader(st, st, r.Upstreams)
-	apigw.Mount(mux, r.Costs.Routes([]apigw.Route{
-		{Method: http.MethodPost, Path: "/api/generations/generate", Handler: lambdahttp.Route(httpapi.GenerateRoute(generation.NewCreator(st, r.Upstreams, svc.Queue, st, outputs, prices, settings), gate))},
-		{Method: http.MethodGet, Path: "/api/generations/status/{id}", Handler: lambdahttp.Route(httpapi.GenerationStatusRoute(reader, gate))},
-		{Method: http.MethodGet, Path: "/api/generations", Handler: lambdahttp.Route(httpapi.GenerationsListRoute(reader, gate))},
-		{Method: http.MethodPost, Path: "/api/generations/estimate", Handler: lambdahttp.Route(httpapi.GenerationEstimateRoute(generation.NewEstimator(prices, settings.Validation), gate))},
-		{Method: http.MethodPost, Path: "/api/generations/{id}/cancel", Handler: lambdahttp.Route(httpapi.GenerationCancelRoute(generation.NewCanceler(st, r.Upstreams, st, notifier, settings), gate))},
-		{Method: http.MethodGet, Path: "/api/long-story/videos", Handler: lambdahttp.Route(httpapi.LongVideosListRoute(videos, gate))},
-		{Method: http.MethodPost, Path: "/api/long-story/videos/{videoId}/cancel", Handler: lambdahttp.Route(httpapi.LongVideoCancelRoute(longstory.NewCanceler(st, r.Workflow, r.Upstreams, st, notifier, storySettings), gate))},
-		{Method: http.MethodDelete, Path: "/api/generations/{id}/output", Handler: lambdahttp.Route(httpapi.GenerationOutputDeleteRoute(generation.NewOutputRemover(st, outputs, nil, settings), gate))},
-		{Method: http.MethodDelete, Path: "/api/long-story/videos/{videoId}/output", Handler: lambdahttp.Route(httpapi.LongVideoOutputDeleteRoute(longstory.NewOutputRemover(st, outputs, nil, storySettings), gate))},
-		{Method: http.MethodGet, Path: "/api/account", Handler: lambdahttp.Route((&httpapi.Account{Secrets: st, Gate: gate}).Get())},
-		{Method: http.MethodGet, Path: "/api/account/transactions", Handler: lambdahttp.Route(httpapi.TransactionsRoute(gate, st))},
-		{Method: http.MethodGet, Path: "/api/account/usage", Handler: lambdahttp.Route(httpapi.UsageRoute(gate, st))},
-		{Method: http.MethodPost, Path: "/api/account/keys", Handler: lambdahttp.Route(httpapi.KeyCreateRoute(&accounts.KeyCreator{Store: st}, gate))},
-		{Method: http.MethodGet, Path: "/api/account/keys", Handler: lambdahttp.Route(httpapi.KeysListRoute(&accounts.KeyLister{Keys: st, Spend: st}, gate))},
-		{Method: http.MethodDelete, Path: "/api/account/keys/{prefix}", Handler: lambdahttp.Route(httpapi.KeyRevokeRoute(&accounts.KeyRevoker{Store: st}, gate))},
-		{Method: http.MethodPost, Path: "/api/account/webhook-secret/rotate", Handler: lambdahttp.Route(httpapi.WebhookSecretRotateRoute(&accounts.WebhookSecretRotator{Store: st}, gate))},
-		{Method: http.MethodPost, Path: "/api/long-story/videos/estimate", Handler: lambdahttp.Route(httpapi.LongVideoEstimateRoute(prices, gate))},
-		{Method: http.MethodPost, Path: "/api/long-story/videos", Handler: lambdahttp.Route(httpapi.LongVideoCreateRoute(longstory.NewCreator(st, r.Workflow, prices, storySettings), gate))},
-		{Method: http.MethodGet, Path: "/api/long-story/videos/{videoId}", Handler: lambdahttp.Route(httpapi.LongVideoStatusRoute(videos, gate))},
-	}), &apigw.LambdaAuthorizer{Func: r.Costs.Authorizer(lambdahttp.Authorizer(gate.Authorize)), CacheTTL: cfg.AuthCacheTTL, Now: cfg.AuthCacheClock}, cfg.Timeouts, log)
+	apigw.Mount(mux, r.Costs.Routes(guarded), &apigw.LambdaAuthorizer{Func: r.Costs.Authorizer(lambdahttp.Authorizer(gate.Authorize)),
+		CacheTTL: cfg.AuthCacheTTL, Now: cfg.AuthCacheClock}, cfg.Timeouts, log)
 	// Public routes: no authorizer, as in template.yaml.
-	apigw.Mount(mux, r.Costs.Routes([]apigw.Route{
-		{Method: http.MethodGet, Path: "/api/models", Handler: lambdahttp.Route((&httpapi.Models{Prices: prices, Log: log}).List())},
-		{Method: http.MethodGet, Path: "/api/openapi.json", Handler: lambdahttp.Route(httpapi.OpenAPI())},
-		{Method: http.MethodPost, Path: "/api/upstream/webhook", Handler: lambdahttp.Route(httpapi.UpstreamWebhookRoute(generation.NewCallbacks(st, r.Upstreams, svc.Queue, settings), log))},
-	}), nil, cfg.Timeouts, log)
+	apigw.Mount(mux, r.Costs.Routes(public), nil, cfg.Timeouts, log)
 	playground.Mount(mux)
 	mux.HandleFunc("/", notFound)
 
@@ -434,6 +444,24 @@ func Start(ctx context.Context, cfg Config) (*Runtime, error) {
 	}()
 	ok = true
 	return r, nil
+}
+
+// gatewayRoutes are the API's routes (routes.Table) on ports, as the
+// gateway mounts them: those behind the authorizer, and the public ones.
+func gatewayRoutes(ports routes.Ports) (guarded, public []apigw.Route, err error) {
+	for _, rt := range routes.Table() {
+		h, err := rt.Build(ports)
+		if err != nil {
+			return nil, nil, err
+		}
+		mounted := apigw.Route{Method: rt.Method, Path: rt.Path, Handler: lambdahttp.Route(h)}
+		if rt.Auth == routes.Public {
+			public = append(public, mounted)
+		} else {
+			guarded = append(guarded, mounted)
+		}
+	}
+	return guarded, public, nil
 }
 
 func withDefaults(cfg Config) Config {
@@ -686,15 +714,11 @@ func (r *Runtime) closeParts() error {
 }
 
 // longStoryWorkflow loads statemachines/long-story.asl.json with each task
-// placeholder bound to the handler its Lambda function runs. An execution
+// placeholder bound to the handler its Lambda function runs (handlers, by
+// placeholder). An execution
 // that ends failed, timed out or aborted raises the event EventBridge
 // raises in AWS, and the safety-net rule's target (MarkFailed) takes it.
-func longStoryWorkflow(steps *longstory.Steps, waitScale float64, log *slog.Logger, meter *costs.Meter, shuttingDown func() bool) (*stepfunctions.Workflow, error) {
-	handlers := map[string]any{
-		"SubmitSceneFunctionArn": steps.SubmitScene,
-		"NarrateFunctionArn":     steps.Narrate, "AssembleFunctionArn": steps.Assemble,
-		"FinalizeFunctionArn": steps.Finalize, "MarkFailedFunctionArn": steps.MarkFailed,
-	}
+func longStoryWorkflow(handlers map[string]any, waitScale float64, log *slog.Logger, meter *costs.Meter, shuttingDown func() bool) (*stepfunctions.Workflow, error) {
 	subs, resources := map[string]string{}, map[string]stepfunctions.TaskFunc{}
 	for _, name := range statemachines.LongStoryTasks {
 		fn, ok := handlers[name]
