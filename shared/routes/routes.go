@@ -5,8 +5,9 @@
 //
 // It is the one list of the routes. Both composition roots build handlers
 // from it: the Lambda wiring (each route's function builds the ports its
-// route uses and calls Build) and the local runtime (which builds every
-// port once and mounts the table). The cost meter names each route's
+// route uses and its own route, routes.Generate and so on: a binary that
+// called Table would link every route's handler) and the local runtime
+// (which builds every port once and mounts Table). The cost meter names each route's
 // function from it, and the deploy tests and the events check template.yaml,
 // api/openapi.yaml and functions/ against it.
 //
@@ -73,6 +74,13 @@ func (r Route) Key() string { return r.Method + " " + r.Path }
 // LongStoryCreateFunction).
 func (r Route) LogicalID() string { return LogicalID(r.Function) }
 
+// Name is the Go name of the route's function here (routes.Generate) and
+// of its function's constructor in the Lambda wiring (lambdawiring.Generate,
+// storewiring.Status): the folder in CamelCase, "api" as API.
+func (r Route) Name() string {
+	return strings.ReplaceAll(strings.TrimSuffix(r.LogicalID(), "Function"), "Api", "API")
+}
+
 // LogicalID is the template's logical ID of the function in
 // functions/<folder>.
 func LogicalID(folder string) string {
@@ -138,92 +146,188 @@ func (r Route) Build(p Ports) (httpapi.Handler, error) {
 	return r.handler(p), nil
 }
 
-// Table lists every route of the API. It is a function, not a variable, so
-// a binary that never calls it links none of the other routes' code.
+// Table lists every route of the API. A Lambda function calls its own
+// route's function instead (Generate, Status, ...), so that its binary
+// links only its route's handler.
 func Table() []Route {
-	const (
-		get, post, del = http.MethodGet, http.MethodPost, http.MethodDelete
-		read, generate = domain.ScopeRead, domain.ScopeGenerate
-		admin          = domain.ScopeAdmin
-	)
 	return []Route{
-		{post, "/api/generations/generate", "generate", Authorizer, generate,
-			func(p Ports) httpapi.Handler { return httpapi.GenerateRoute(p.GenerationCreator, p.Gate) },
-			[]string{"Gate", "GenerationCreator"}},
-		{get, "/api/generations/status/{id}", "status", Authorizer, read,
-			func(p Ports) httpapi.Handler { return httpapi.GenerationStatusRoute(p.GenerationReader, p.Gate) },
-			[]string{"Gate", "GenerationReader"}},
-		{get, "/api/generations", "generations-list", Authorizer, read,
-			func(p Ports) httpapi.Handler { return httpapi.GenerationsListRoute(p.GenerationReader, p.Gate) },
-			[]string{"Gate", "GenerationReader"}},
-		{post, "/api/generations/estimate", "generation-estimate", Authorizer, read,
-			func(p Ports) httpapi.Handler { return httpapi.GenerationEstimateRoute(p.GenerationEstimate, p.Gate) },
-			[]string{"Gate", "GenerationEstimate"}},
-		{post, "/api/generations/{id}/cancel", "generation-cancel", Authorizer, generate,
-			func(p Ports) httpapi.Handler { return httpapi.GenerationCancelRoute(p.GenerationCanceler, p.Gate) },
-			[]string{"Gate", "GenerationCanceler"}},
-		{del, "/api/generations/{id}/output", "generation-output-delete", Authorizer, generate,
-			func(p Ports) httpapi.Handler { return httpapi.GenerationOutputDeleteRoute(p.GenerationRemover, p.Gate) },
-			[]string{"Gate", "GenerationRemover"}},
-		{post, "/api/long-story/videos/estimate", "long-story-estimate", Authorizer, read,
-			func(p Ports) httpapi.Handler { return httpapi.LongVideoEstimateRoute(p.Prices, p.Gate) },
-			[]string{"Gate", "Prices"}},
-		{post, "/api/long-story/videos", "long-story-create", Authorizer, generate,
-			func(p Ports) httpapi.Handler { return httpapi.LongVideoCreateRoute(p.VideoCreator, p.Gate) },
-			[]string{"Gate", "VideoCreator"}},
-		{get, "/api/long-story/videos/{videoId}", "long-story-status", Authorizer, read,
-			func(p Ports) httpapi.Handler { return httpapi.LongVideoStatusRoute(p.VideoReader, p.Gate) },
-			[]string{"Gate", "VideoReader"}},
-		{get, "/api/long-story/videos", "long-story-list", Authorizer, read,
-			func(p Ports) httpapi.Handler { return httpapi.LongVideosListRoute(p.VideoReader, p.Gate) },
-			[]string{"Gate", "VideoReader"}},
-		{post, "/api/long-story/videos/{videoId}/cancel", "long-story-cancel", Authorizer, generate,
-			func(p Ports) httpapi.Handler { return httpapi.LongVideoCancelRoute(p.VideoCanceler, p.Gate) },
-			[]string{"Gate", "VideoCanceler"}},
-		{del, "/api/long-story/videos/{videoId}/output", "long-story-output-delete", Authorizer, generate,
-			func(p Ports) httpapi.Handler { return httpapi.LongVideoOutputDeleteRoute(p.VideoRemover, p.Gate) },
-			[]string{"Gate", "VideoRemover"}},
-		{get, "/api/account", "account", Authorizer, read,
-			func(p Ports) httpapi.Handler { return (&httpapi.Account{Secrets: p.Secrets, Gate: p.Gate}).Get() },
-			[]string{"Gate", "Secrets"}},
-		{get, "/api/account/transactions", "account-transactions", Authorizer, read,
-			func(p Ports) httpapi.Handler { return httpapi.TransactionsRoute(p.Gate, p.Journal) },
-			[]string{"Gate", "Journal"}},
-		{get, "/api/account/usage", "account-usage", Authorizer, read,
-			func(p Ports) httpapi.Handler { return httpapi.UsageRoute(p.Gate, p.Usage) },
-			[]string{"Gate", "Usage"}},
-		{post, "/api/account/keys", "account-key-create", Authorizer, admin,
-			func(p Ports) httpapi.Handler { return httpapi.KeyCreateRoute(p.KeyCreator, p.Gate) },
-			[]string{"Gate", "KeyCreator"}},
-		{get, "/api/account/keys", "account-keys-list", Authorizer, admin,
-			func(p Ports) httpapi.Handler { return httpapi.KeysListRoute(p.KeyLister, p.Gate) },
-			[]string{"Gate", "KeyLister"}},
-		{del, "/api/account/keys/{prefix}", "account-key-revoke", Authorizer, admin,
-			func(p Ports) httpapi.Handler { return httpapi.KeyRevokeRoute(p.KeyRevoker, p.Gate) },
-			[]string{"Gate", "KeyRevoker"}},
-		{post, "/api/account/webhook-secret/rotate", "account-webhook-secret-rotate", Authorizer, admin,
-			func(p Ports) httpapi.Handler { return httpapi.WebhookSecretRotateRoute(p.SecretRotator, p.Gate) },
-			[]string{"Gate", "SecretRotator"}},
-		{get, "/api/models", "models", Public, "",
-			func(p Ports) httpapi.Handler { return (&httpapi.Models{Prices: p.Prices, Log: p.Log}).List() },
-			[]string{"Prices", "Log"}},
-		{get, "/api/openapi.json", "open-api", Public, "",
-			func(Ports) httpapi.Handler { return httpapi.OpenAPI() },
-			nil},
-		{post, "/api/upstream/webhook", "upstream-webhook", Public, "",
-			func(p Ports) httpapi.Handler { return httpapi.UpstreamWebhookRoute(p.UpstreamCallbacks, p.Log) },
-			[]string{"UpstreamCallbacks", "Log"}},
+		Generate(),
+		Status(),
+		GenerationsList(),
+		GenerationEstimate(),
+		GenerationCancel(),
+		GenerationOutputDelete(),
+		LongStoryEstimate(),
+		LongStoryCreate(),
+		LongStoryStatus(),
+		LongStoryList(),
+		LongStoryCancel(),
+		LongStoryOutputDelete(),
+		Account(),
+		AccountTransactions(),
+		AccountUsage(),
+		AccountKeyCreate(),
+		AccountKeysList(),
+		AccountKeyRevoke(),
+		AccountWebhookSecretRotate(),
+		Models(),
+		OpenAPI(),
+		UpstreamWebhook(),
 	}
 }
 
-// OfFunction is the route served by functions/<folder>.
-func OfFunction(folder string) (Route, bool) {
-	for _, r := range Table() {
-		if r.Function == folder {
-			return r, true
-		}
-	}
-	return Route{}, false
+// Generate is POST /api/generations/generate (functions/generate).
+func Generate() Route {
+	return Route{Method: http.MethodPost, Path: "/api/generations/generate", Function: "generate", Auth: Authorizer, Scope: domain.ScopeGenerate,
+		handler: func(p Ports) httpapi.Handler { return httpapi.GenerateRoute(p.GenerationCreator, p.Gate) },
+		uses:    []string{"Gate", "GenerationCreator"}}
+}
+
+// Status is GET /api/generations/status/{id} (functions/status).
+func Status() Route {
+	return Route{Method: http.MethodGet, Path: "/api/generations/status/{id}", Function: "status", Auth: Authorizer, Scope: domain.ScopeRead,
+		handler: func(p Ports) httpapi.Handler { return httpapi.GenerationStatusRoute(p.GenerationReader, p.Gate) },
+		uses:    []string{"Gate", "GenerationReader"}}
+}
+
+// GenerationsList is GET /api/generations (functions/generations-list).
+func GenerationsList() Route {
+	return Route{Method: http.MethodGet, Path: "/api/generations", Function: "generations-list", Auth: Authorizer, Scope: domain.ScopeRead,
+		handler: func(p Ports) httpapi.Handler { return httpapi.GenerationsListRoute(p.GenerationReader, p.Gate) },
+		uses:    []string{"Gate", "GenerationReader"}}
+}
+
+// GenerationEstimate is POST /api/generations/estimate (functions/generation-estimate).
+func GenerationEstimate() Route {
+	return Route{Method: http.MethodPost, Path: "/api/generations/estimate", Function: "generation-estimate", Auth: Authorizer, Scope: domain.ScopeRead,
+		handler: func(p Ports) httpapi.Handler { return httpapi.GenerationEstimateRoute(p.GenerationEstimate, p.Gate) },
+		uses:    []string{"Gate", "GenerationEstimate"}}
+}
+
+// GenerationCancel is POST /api/generations/{id}/cancel (functions/generation-cancel).
+func GenerationCancel() Route {
+	return Route{Method: http.MethodPost, Path: "/api/generations/{id}/cancel", Function: "generation-cancel", Auth: Authorizer, Scope: domain.ScopeGenerate,
+		handler: func(p Ports) httpapi.Handler { return httpapi.GenerationCancelRoute(p.GenerationCanceler, p.Gate) },
+		uses:    []string{"Gate", "GenerationCanceler"}}
+}
+
+// GenerationOutputDelete is DELETE /api/generations/{id}/output (functions/generation-output-delete).
+func GenerationOutputDelete() Route {
+	return Route{Method: http.MethodDelete, Path: "/api/generations/{id}/output", Function: "generation-output-delete", Auth: Authorizer, Scope: domain.ScopeGenerate,
+		handler: func(p Ports) httpapi.Handler { return httpapi.GenerationOutputDeleteRoute(p.GenerationRemover, p.Gate) },
+		uses:    []string{"Gate", "GenerationRemover"}}
+}
+
+// LongStoryEstimate is POST /api/long-story/videos/estimate (functions/long-story-estimate).
+func LongStoryEstimate() Route {
+	return Route{Method: http.MethodPost, Path: "/api/long-story/videos/estimate", Function: "long-story-estimate", Auth: Authorizer, Scope: domain.ScopeRead,
+		handler: func(p Ports) httpapi.Handler { return httpapi.LongVideoEstimateRoute(p.Prices, p.Gate) },
+		uses:    []string{"Gate", "Prices"}}
+}
+
+// LongStoryCreate is POST /api/long-story/videos (functions/long-story-create).
+func LongStoryCreate() Route {
+	return Route{Method: http.MethodPost, Path: "/api/long-story/videos", Function: "long-story-create", Auth: Authorizer, Scope: domain.ScopeGenerate,
+		handler: func(p Ports) httpapi.Handler { return httpapi.LongVideoCreateRoute(p.VideoCreator, p.Gate) },
+		uses:    []string{"Gate", "VideoCreator"}}
+}
+
+// LongStoryStatus is GET /api/long-story/videos/{videoId} (functions/long-story-status).
+func LongStoryStatus() Route {
+	return Route{Method: http.MethodGet, Path: "/api/long-story/videos/{videoId}", Function: "long-story-status", Auth: Authorizer, Scope: domain.ScopeRead,
+		handler: func(p Ports) httpapi.Handler { return httpapi.LongVideoStatusRoute(p.VideoReader, p.Gate) },
+		uses:    []string{"Gate", "VideoReader"}}
+}
+
+// LongStoryList is GET /api/long-story/videos (functions/long-story-list).
+func LongStoryList() Route {
+	return Route{Method: http.MethodGet, Path: "/api/long-story/videos", Function: "long-story-list", Auth: Authorizer, Scope: domain.ScopeRead,
+		handler: func(p Ports) httpapi.Handler { return httpapi.LongVideosListRoute(p.VideoReader, p.Gate) },
+		uses:    []string{"Gate", "VideoReader"}}
+}
+
+// LongStoryCancel is POST /api/long-story/videos/{videoId}/cancel (functions/long-story-cancel).
+func LongStoryCancel() Route {
+	return Route{Method: http.MethodPost, Path: "/api/long-story/videos/{videoId}/cancel", Function: "long-story-cancel", Auth: Authorizer, Scope: domain.ScopeGenerate,
+		handler: func(p Ports) httpapi.Handler { return httpapi.LongVideoCancelRoute(p.VideoCanceler, p.Gate) },
+		uses:    []string{"Gate", "VideoCanceler"}}
+}
+
+// LongStoryOutputDelete is DELETE /api/long-story/videos/{videoId}/output (functions/long-story-output-delete).
+func LongStoryOutputDelete() Route {
+	return Route{Method: http.MethodDelete, Path: "/api/long-story/videos/{videoId}/output", Function: "long-story-output-delete", Auth: Authorizer, Scope: domain.ScopeGenerate,
+		handler: func(p Ports) httpapi.Handler { return httpapi.LongVideoOutputDeleteRoute(p.VideoRemover, p.Gate) },
+		uses:    []string{"Gate", "VideoRemover"}}
+}
+
+// Account is GET /api/account (functions/account).
+func Account() Route {
+	return Route{Method: http.MethodGet, Path: "/api/account", Function: "account", Auth: Authorizer, Scope: domain.ScopeRead,
+		handler: func(p Ports) httpapi.Handler { return (&httpapi.Account{Secrets: p.Secrets, Gate: p.Gate}).Get() },
+		uses:    []string{"Gate", "Secrets"}}
+}
+
+// AccountTransactions is GET /api/account/transactions (functions/account-transactions).
+func AccountTransactions() Route {
+	return Route{Method: http.MethodGet, Path: "/api/account/transactions", Function: "account-transactions", Auth: Authorizer, Scope: domain.ScopeRead,
+		handler: func(p Ports) httpapi.Handler { return httpapi.TransactionsRoute(p.Gate, p.Journal) },
+		uses:    []string{"Gate", "Journal"}}
+}
+
+// AccountUsage is GET /api/account/usage (functions/account-usage).
+func AccountUsage() Route {
+	return Route{Method: http.MethodGet, Path: "/api/account/usage", Function: "account-usage", Auth: Authorizer, Scope: domain.ScopeRead,
+		handler: func(p Ports) httpapi.Handler { return httpapi.UsageRoute(p.Gate, p.Usage) },
+		uses:    []string{"Gate", "Usage"}}
+}
+
+// AccountKeyCreate is POST /api/account/keys (functions/account-key-create).
+func AccountKeyCreate() Route {
+	return Route{Method: http.MethodPost, Path: "/api/account/keys", Function: "account-key-create", Auth: Authorizer, Scope: domain.ScopeAdmin,
+		handler: func(p Ports) httpapi.Handler { return httpapi.KeyCreateRoute(p.KeyCreator, p.Gate) },
+		uses:    []string{"Gate", "KeyCreator"}}
+}
+
+// AccountKeysList is GET /api/account/keys (functions/account-keys-list).
+func AccountKeysList() Route {
+	return Route{Method: http.MethodGet, Path: "/api/account/keys", Function: "account-keys-list", Auth: Authorizer, Scope: domain.ScopeAdmin,
+		handler: func(p Ports) httpapi.Handler { return httpapi.KeysListRoute(p.KeyLister, p.Gate) },
+		uses:    []string{"Gate", "KeyLister"}}
+}
+
+// AccountKeyRevoke is DELETE /api/account/keys/{prefix} (functions/account-key-revoke).
+func AccountKeyRevoke() Route {
+	return Route{Method: http.MethodDelete, Path: "/api/account/keys/{prefix}", Function: "account-key-revoke", Auth: Authorizer, Scope: domain.ScopeAdmin,
+		handler: func(p Ports) httpapi.Handler { return httpapi.KeyRevokeRoute(p.KeyRevoker, p.Gate) },
+		uses:    []string{"Gate", "KeyRevoker"}}
+}
+
+// AccountWebhookSecretRotate is POST /api/account/webhook-secret/rotate (functions/account-webhook-secret-rotate).
+func AccountWebhookSecretRotate() Route {
+	return Route{Method: http.MethodPost, Path: "/api/account/webhook-secret/rotate", Function: "account-webhook-secret-rotate", Auth: Authorizer, Scope: domain.ScopeAdmin,
+		handler: func(p Ports) httpapi.Handler { return httpapi.WebhookSecretRotateRoute(p.SecretRotator, p.Gate) },
+		uses:    []string{"Gate", "SecretRotator"}}
+}
+
+// Models is GET /api/models (functions/models).
+func Models() Route {
+	return Route{Method: http.MethodGet, Path: "/api/models", Function: "models", Auth: Public, Scope: "",
+		handler: func(p Ports) httpapi.Handler { return (&httpapi.Models{Prices: p.Prices, Log: p.Log}).List() },
+		uses:    []string{"Prices", "Log"}}
+}
+
+// OpenAPI is GET /api/openapi.json (functions/open-api).
+func OpenAPI() Route {
+	return Route{Method: http.MethodGet, Path: "/api/openapi.json", Function: "open-api", Auth: Public, Scope: "",
+		handler: func(Ports) httpapi.Handler { return httpapi.OpenAPI() },
+		uses:    nil}
+}
+
+// UpstreamWebhook is POST /api/upstream/webhook (functions/upstream-webhook).
+func UpstreamWebhook() Route {
+	return Route{Method: http.MethodPost, Path: "/api/upstream/webhook", Function: "upstream-webhook", Auth: Public, Scope: "",
+		handler: func(p Ports) httpapi.Handler { return httpapi.UpstreamWebhookRoute(p.UpstreamCallbacks, p.Log) },
+		uses:    []string{"UpstreamCallbacks", "Log"}}
 }
 
 // Functions maps each route's key to its function's folder.

@@ -4,6 +4,9 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"go/ast"
+	"go/parser"
+	"go/token"
 	"io"
 	"log/slog"
 	"net/http"
@@ -56,14 +59,18 @@ func TestTableNamesEachRouteOnceWithItsFunctionAndScope(t *testing.T) {
 }
 
 func TestLogicalIDIsTheFolderInCamelCase(t *testing.T) {
-	tests := []struct{ folder, want string }{
-		{"generate", "GenerateFunction"},
-		{"open-api", "OpenApiFunction"},
-		{"account-webhook-secret-rotate", "AccountWebhookSecretRotateFunction"},
+	tests := []struct{ folder, id, name string }{
+		{"generate", "GenerateFunction", "Generate"},
+		{"open-api", "OpenApiFunction", "OpenAPI"},
+		{"account-webhook-secret-rotate", "AccountWebhookSecretRotateFunction", "AccountWebhookSecretRotate"},
 	}
 	for _, tt := range tests {
-		if got := LogicalID(tt.folder); got != tt.want {
-			t.Errorf("LogicalID(%q) = %q, want %q", tt.folder, got, tt.want)
+		r := Route{Function: tt.folder}
+		if got := LogicalID(tt.folder); got != tt.id || r.LogicalID() != tt.id {
+			t.Errorf("LogicalID(%q) = %q, want %q", tt.folder, got, tt.id)
+		}
+		if got := r.Name(); got != tt.name {
+			t.Errorf("Name of functions/%s = %q, want %q", tt.folder, got, tt.name)
 		}
 	}
 }
@@ -200,5 +207,50 @@ func TestOpenAPIDocumentsExactlyTheTablesRoutes(t *testing.T) {
 	}
 	for key := range documented {
 		t.Errorf("api/openapi.yaml documents %s, which is not in routes.Table", key)
+	}
+}
+
+// Every route function of this package (Generate, Status, ...) is in
+// Table, once: a route written but not listed would be deployed by its
+// function yet mounted by no local runtime, metered by no meter and checked
+// by no test.
+func TestTableListsEveryRouteFunctionOnce(t *testing.T) {
+	f, err := parser.ParseFile(token.NewFileSet(), "routes.go", nil, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var declared, listed []string
+	for _, d := range f.Decls {
+		fn, ok := d.(*ast.FuncDecl)
+		if !ok || fn.Recv != nil {
+			continue
+		}
+		if fn.Name.Name == "Table" {
+			ast.Inspect(fn.Body, func(n ast.Node) bool {
+				if call, ok := n.(*ast.CallExpr); ok {
+					if id, ok := call.Fun.(*ast.Ident); ok {
+						listed = append(listed, id.Name)
+					}
+				}
+				return true
+			})
+			continue
+		}
+		if fn.Type.Params.NumFields() != 0 || fn.Type.Results.NumFields() != 1 {
+			continue
+		}
+		if id, ok := fn.Type.Results.List[0].Type.(*ast.Ident); ok && id.Name == "Route" {
+			declared = append(declared, fn.Name.Name)
+		}
+	}
+	for i, r := range Table() {
+		if i < len(listed) && listed[i] != r.Name() {
+			t.Errorf("Table's route %d, %s, is %s(); want it named %s, after its function's folder %s", i, r.Key(), listed[i], r.Name(), r.Function)
+		}
+	}
+	slices.Sort(declared)
+	slices.Sort(listed)
+	if !slices.Equal(declared, listed) {
+		t.Errorf("routes.go declares the routes %v; Table lists %v", declared, listed)
 	}
 }

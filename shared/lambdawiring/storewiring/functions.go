@@ -2,7 +2,6 @@ package storewiring
 
 import (
 	"context"
-	"fmt"
 	"log/slog"
 
 	"github.com/aws/aws-lambda-go/events"
@@ -19,13 +18,10 @@ import (
 // The constructors of the functions that use no AWS service but DynamoDB.
 // lambdawiring.Functions() lists them with the others.
 
-// Route is the Lambda handler of the route functions/<folder> serves
-// (routes.Table), built on p.
-func Route(folder string, p routes.Ports) (any, error) {
-	r, ok := routes.OfFunction(folder)
-	if !ok {
-		return nil, fmt.Errorf("functions/%s serves no route of routes.Table", folder)
-	}
+// Route is the Lambda handler of route (routes.Generate, ...: a function
+// names its own route, not routes.Table, so that its binary links no other
+// route's handler), built on p.
+func Route(r routes.Route, p routes.Ports) (any, error) {
 	h, err := r.Build(p)
 	if err != nil {
 		return nil, err
@@ -35,18 +31,18 @@ func Route(folder string, p routes.Ports) (any, error) {
 
 // Status is GET /api/generations/status/{id}.
 func Status(ctx context.Context, log *slog.Logger) (any, error) {
-	return readRoute(ctx, log, "status")
+	return readRoute(ctx, log, routes.Status())
 }
 
 // GenerationsList is GET /api/generations.
 func GenerationsList(ctx context.Context, log *slog.Logger) (any, error) {
-	return readRoute(ctx, log, "generations-list")
+	return readRoute(ctx, log, routes.GenerationsList())
 }
 
 // readRoute wires a route that only reads generations: the store and the
 // routes (for a waiting generation's place in line); no upstream token,
 // queue or bucket.
-func readRoute(ctx context.Context, log *slog.Logger, folder string) (any, error) {
+func readRoute(ctx context.Context, log *slog.Logger, route routes.Route) (any, error) {
 	cfg, err := AWSConfig(ctx)
 	if err != nil {
 		return nil, err
@@ -56,7 +52,7 @@ func readRoute(ctx context.Context, log *slog.Logger, folder string) (any, error
 		return nil, err
 	}
 	st := Store(cfg)
-	return Route(folder, routes.Ports{GenerationReader: generation.NewReader(st, st, ups), Gate: Gate(cfg, log)})
+	return Route(route, routes.Ports{GenerationReader: generation.NewReader(st, st, ups), Gate: Gate(cfg, log)})
 }
 
 // GenerationEstimate is POST /api/generations/estimate: the catalog and
@@ -66,7 +62,7 @@ func GenerationEstimate(ctx context.Context, log *slog.Logger) (any, error) {
 	if err != nil {
 		return nil, err
 	}
-	return Route("generation-estimate", routes.Ports{GenerationEstimate: generation.NewEstimator(prices, catalog.Options{}), Gate: PostGate(cfg, log)})
+	return Route(routes.GenerationEstimate(), routes.Ports{GenerationEstimate: generation.NewEstimator(prices, catalog.Options{}), Gate: PostGate(cfg, log)})
 }
 
 // Account is GET /api/account.
@@ -75,7 +71,7 @@ func Account(ctx context.Context, log *slog.Logger) (any, error) {
 	if err != nil {
 		return nil, err
 	}
-	return Route("account", routes.Ports{Secrets: Store(cfg), Gate: Gate(cfg, log)})
+	return Route(routes.Account(), routes.Ports{Secrets: Store(cfg), Gate: Gate(cfg, log)})
 }
 
 // AccountTransactions is GET /api/account/transactions.
@@ -84,7 +80,7 @@ func AccountTransactions(ctx context.Context, log *slog.Logger) (any, error) {
 	if err != nil {
 		return nil, err
 	}
-	return Route("account-transactions", routes.Ports{Journal: Store(cfg), Gate: Gate(cfg, log)})
+	return Route(routes.AccountTransactions(), routes.Ports{Journal: Store(cfg), Gate: Gate(cfg, log)})
 }
 
 // AccountUsage is GET /api/account/usage.
@@ -93,7 +89,7 @@ func AccountUsage(ctx context.Context, log *slog.Logger) (any, error) {
 	if err != nil {
 		return nil, err
 	}
-	return Route("account-usage", routes.Ports{Usage: Store(cfg), Gate: Gate(cfg, log)})
+	return Route(routes.AccountUsage(), routes.Ports{Usage: Store(cfg), Gate: Gate(cfg, log)})
 }
 
 // AccountKeyCreate is POST /api/account/keys. Its gate keeps no
@@ -103,7 +99,7 @@ func AccountKeyCreate(ctx context.Context, log *slog.Logger) (any, error) {
 	if err != nil {
 		return nil, err
 	}
-	return Route("account-key-create", routes.Ports{KeyCreator: &accounts.KeyCreator{Store: Store(cfg)}, Gate: Gate(cfg, log)})
+	return Route(routes.AccountKeyCreate(), routes.Ports{KeyCreator: &accounts.KeyCreator{Store: Store(cfg)}, Gate: Gate(cfg, log)})
 }
 
 // AccountKeysList is GET /api/account/keys.
@@ -113,7 +109,7 @@ func AccountKeysList(ctx context.Context, log *slog.Logger) (any, error) {
 		return nil, err
 	}
 	st := Store(cfg)
-	return Route("account-keys-list", routes.Ports{KeyLister: &accounts.KeyLister{Keys: st, Spend: st}, Gate: Gate(cfg, log)})
+	return Route(routes.AccountKeysList(), routes.Ports{KeyLister: &accounts.KeyLister{Keys: st, Spend: st}, Gate: Gate(cfg, log)})
 }
 
 // AccountKeyRevoke is DELETE /api/account/keys/{prefix}.
@@ -122,7 +118,7 @@ func AccountKeyRevoke(ctx context.Context, log *slog.Logger) (any, error) {
 	if err != nil {
 		return nil, err
 	}
-	return Route("account-key-revoke", routes.Ports{KeyRevoker: &accounts.KeyRevoker{Store: Store(cfg)}, Gate: Gate(cfg, log)})
+	return Route(routes.AccountKeyRevoke(), routes.Ports{KeyRevoker: &accounts.KeyRevoker{Store: Store(cfg)}, Gate: Gate(cfg, log)})
 }
 
 // AccountWebhookSecretRotate is POST /api/account/webhook-secret/rotate.
@@ -132,12 +128,12 @@ func AccountWebhookSecretRotate(ctx context.Context, log *slog.Logger) (any, err
 	if err != nil {
 		return nil, err
 	}
-	return Route("account-webhook-secret-rotate", routes.Ports{SecretRotator: &accounts.WebhookSecretRotator{Store: Store(cfg)}, Gate: Gate(cfg, log)})
+	return Route(routes.AccountWebhookSecretRotate(), routes.Ports{SecretRotator: &accounts.WebhookSecretRotator{Store: Store(cfg)}, Gate: Gate(cfg, log)})
 }
 
 // OpenAPI is GET /api/openapi.json.
 func OpenAPI(context.Context, *slog.Logger) (any, error) {
-	return Route("open-api", routes.Ports{})
+	return Route(routes.OpenAPI(), routes.Ports{})
 }
 
 // Models is GET /api/models: the public catalog needs no AWS configuration.
@@ -146,7 +142,7 @@ func Models(ctx context.Context, log *slog.Logger) (any, error) {
 	if err != nil {
 		return nil, err
 	}
-	return Route("models", routes.Ports{Prices: prices, Log: log})
+	return Route(routes.Models(), routes.Ports{Prices: prices, Log: log})
 }
 
 // Authorizer is the HTTP API's Lambda authorizer.
@@ -177,24 +173,24 @@ func LongStoryEstimate(ctx context.Context, log *slog.Logger) (any, error) {
 	if err != nil {
 		return nil, err
 	}
-	return Route("long-story-estimate", routes.Ports{Prices: prices, Gate: PostGate(cfg, log)})
+	return Route(routes.LongStoryEstimate(), routes.Ports{Prices: prices, Gate: PostGate(cfg, log)})
 }
 
 // LongStoryStatus is GET /api/long-story/videos/{videoId}.
 func LongStoryStatus(ctx context.Context, log *slog.Logger) (any, error) {
-	return longVideoReadRoute(ctx, log, "long-story-status")
+	return longVideoReadRoute(ctx, log, routes.LongStoryStatus())
 }
 
 // LongStoryList is GET /api/long-story/videos.
 func LongStoryList(ctx context.Context, log *slog.Logger) (any, error) {
-	return longVideoReadRoute(ctx, log, "long-story-list")
+	return longVideoReadRoute(ctx, log, routes.LongStoryList())
 }
 
 // longVideoReadRoute wires a route that only reads videos: the store.
-func longVideoReadRoute(ctx context.Context, log *slog.Logger, folder string) (any, error) {
+func longVideoReadRoute(ctx context.Context, log *slog.Logger, route routes.Route) (any, error) {
 	cfg, err := AWSConfig(ctx)
 	if err != nil {
 		return nil, err
 	}
-	return Route(folder, routes.Ports{VideoReader: longstory.NewReader(Store(cfg)), Gate: Gate(cfg, log)})
+	return Route(route, routes.Ports{VideoReader: longstory.NewReader(Store(cfg)), Gate: Gate(cfg, log)})
 }
