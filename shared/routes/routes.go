@@ -146,6 +146,10 @@ func (r Route) Build(p Ports) (httpapi.Handler, error) {
 	return r.handler(p), nil
 }
 
+// UpstreamWebhookPath is the provider's callback (UpstreamWebhook), which
+// the service gives the provider with each job.
+const UpstreamWebhookPath = "/api/upstream/webhook"
+
 // Table lists every route of the API. A Lambda function calls its own
 // route's function instead (Generate, Status, ...), so that its binary
 // links only its route's handler.
@@ -325,7 +329,7 @@ func OpenAPI() Route {
 
 // UpstreamWebhook is POST /api/upstream/webhook (functions/upstream-webhook).
 func UpstreamWebhook() Route {
-	return Route{Method: http.MethodPost, Path: "/api/upstream/webhook", Function: "upstream-webhook", Auth: Public, Scope: "",
+	return Route{Method: http.MethodPost, Path: UpstreamWebhookPath, Function: "upstream-webhook", Auth: Public, Scope: "",
 		handler: func(p Ports) httpapi.Handler { return httpapi.UpstreamWebhookRoute(p.UpstreamCallbacks, p.Log) },
 		uses:    []string{"UpstreamCallbacks", "Log"}}
 }

@@ -232,11 +232,81 @@ type Runtime struct {
 func Start(ctx context.Context, cfg Config) (*Runtime, error) {
 	cfg = withDefaults(cfg)
 	log := cfg.Log
+	hookPorts, err := preflight(cfg)
+	if err != nil {
+		return nil, err
+	}
+	ln, err := net.Listen("tcp", cfg.Addr)
+	if err != nil {
+		return nil, fmt.Errorf("listen on %s: %w", cfg.Addr, err)
+	}
+	r := &Runtime{BaseURL: "http://" + ln.Addr().String(), log: log, Costs: &costs.Meter{}, clock: cfg.Clock}
+	ok := false
+	defer func() {
+		if !ok {
+			ln.Close()
+			r.closeParts()
+		}
+	}()
+
+	st, err := r.openStore(ctx, cfg)
+	if err != nil {
+		return nil, err
+	}
+	if r.Objects, err = objectstore.Serve(ctx, objectstore.Config{Dir: filepath.Join(cfg.DataDir, "s3"), Bucket: Bucket,
+		APIAddr: cfg.S3Addr, FilesAddr: cfg.FilesAddr, Wrap: r.Costs.S3}); err != nil {
+		return nil, err
+	}
+	r.FilesURL = r.Objects.FilesURL
+	rc, err := r.startUpstreams(cfg)
+	if err != nil {
+		return nil, err
+	}
+	prices := pricing.Default()
+	if cfg.PriceFile != "" {
+		if prices, err = pricing.LoadFile(cfg.PriceFile); err != nil {
+			return nil, err
+		}
+	}
+	ports, err := r.wire(cfg, st, rc, prices, hookPorts)
+	if err != nil {
+		return nil, err
+	}
+	mux, err := r.mount(cfg, ports)
+	if err != nil {
+		return nil, err
+	}
+	if r.Dev, err = ensureDevAccount(ctx, r.Store, cfg.DataDir, cfg.DevCredits); err != nil {
+		return nil, err
+	}
+
+	runCtx, cancel := context.WithCancel(context.WithoutCancel(ctx))
+	r.cancel = cancel
+	r.wg.Add(3)
+	go func() { defer r.wg.Done(); r.Queue.Run(runCtx) }()
+	go func() { defer r.wg.Done(); r.WebhookQueue.Run(runCtx) }()
+	go func() { defer r.wg.Done(); r.sweepLoop(runCtx, cfg.SweepEvery) }()
+	if err := r.resume(ctx); err != nil {
+		return nil, err
+	}
+	r.srv = cfg.Timeouts.Server(mux)
+	go func() {
+		if err := r.srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+			log.Error("local server stopped", "error", err)
+		}
+	}()
+	ok = true
+	return r, nil
+}
+
+// preflight checks what Start needs before it starts anything: ffmpeg and
+// espeak-ng, the webhook receivers allowed (their ports), and addresses on
+// this machine unless remote access is allowed.
+func preflight(cfg Config) ([]uint16, error) {
 	if err := (ffmpeg.Runner{}).Available(); err != nil {
 		return nil, fmt.Errorf("the upstream simulator renders media with ffmpeg: %w", err)
 	}
-	narrator := espeak.Narrator{}
-	if err := narrator.Available(); err != nil {
+	if err := (espeak.Narrator{}).Available(); err != nil {
 		return nil, fmt.Errorf("long-form narration: %w", err)
 	}
 	var hookPorts []uint16
@@ -257,77 +327,71 @@ func Start(ctx context.Context, cfg Config) (*Runtime, error) {
 			}
 		}
 	}
-	ln, err := net.Listen("tcp", cfg.Addr)
-	if err != nil {
-		return nil, fmt.Errorf("listen on %s: %w", cfg.Addr, err)
-	}
-	r := &Runtime{BaseURL: "http://" + ln.Addr().String(), log: log, Costs: &costs.Meter{}, clock: cfg.Clock}
-	ok := false
-	defer func() {
-		if !ok {
-			ln.Close()
-			r.closeParts()
-		}
-	}()
+	return hookPorts, nil
+}
 
-	// st is what the handlers use: on DynamoDB, the adapter on a client
-	// whose requests the meter counts; r.Store reads past the meter.
-	var st store.Store
+// openStore opens the store (r.Store) and returns what the handlers use: on
+// DynamoDB, the adapter on a client whose requests the meter counts, while
+// r.Store reads past the meter.
+func (r *Runtime) openStore(ctx context.Context, cfg Config) (store.Store, error) {
 	if d := cfg.DynamoDB; d != nil {
 		r.Store = dynamostore.New(d.Client, d.Tables, dynamostore.WithLedgerBudget(d.LedgerBudget))
-		st = dynamostore.New(costs.MeterDynamoDB(d.Client, d.Tables, r.Costs), d.Tables, dynamostore.WithLedgerBudget(d.LedgerBudget))
 		if d.Unmetered {
-			st = r.Store
+			return r.Store, nil
 		}
-	} else {
-		if r.Embedded, err = sqlitestore.Open(ctx, cfg.DataDir); err != nil {
-			return nil, err
-		}
-		// The server counts rate limits in memory, which holds exactly only
-		// while no one else counts on the directory: a second server there
-		// is refused rather than let clients split their requests between
-		// two counts (the admin command counts nothing, and runs beside).
-		switch err := r.Embedded.CountInProcess(); {
-		case errors.Is(err, errors.ErrUnsupported):
-			log.Info("rate limits are counted in the database: this system cannot lock the data directory", "error", err)
-		case err != nil:
-			return nil, fmt.Errorf("data directory %s: is another mediagen serve running on it? %w", cfg.DataDir, err)
-		}
-		r.Store, st = r.Embedded, r.Embedded
+		return dynamostore.New(costs.MeterDynamoDB(d.Client, d.Tables, r.Costs), d.Tables, dynamostore.WithLedgerBudget(d.LedgerBudget)), nil
 	}
-	mux := http.NewServeMux()
-	if r.Objects, err = objectstore.Serve(ctx, objectstore.Config{Dir: filepath.Join(cfg.DataDir, "s3"), Bucket: Bucket,
-		APIAddr: cfg.S3Addr, FilesAddr: cfg.FilesAddr, Wrap: r.Costs.S3}); err != nil {
+	var err error
+	if r.Embedded, err = sqlitestore.Open(ctx, cfg.DataDir); err != nil {
 		return nil, err
 	}
-	r.FilesURL = r.Objects.FilesURL
+	// The server counts rate limits in memory, which holds exactly only
+	// while no one else counts on the directory: a second server there
+	// is refused rather than let clients split their requests between
+	// two counts (the admin command counts nothing, and runs beside).
+	switch err := r.Embedded.CountInProcess(); {
+	case errors.Is(err, errors.ErrUnsupported):
+		r.log.Info("rate limits are counted in the database: this system cannot lock the data directory", "error", err)
+	case err != nil:
+		return nil, fmt.Errorf("data directory %s: is another mediagen serve running on it? %w", cfg.DataDir, err)
+	}
+	r.Store = r.Embedded
+	return r.Embedded, nil
+}
 
+// startUpstreams reads the routing file, starts the built-in simulator when
+// it names it, and makes the upstreams' clients (r.Upstreams).
+func (r *Runtime) startUpstreams(cfg Config) (*routing.Config, error) {
 	rc := cfg.Routing
 	if rc == nil {
+		var err error
 		if rc, err = routing.Load(cfg.RoutingFile); err != nil {
 			return nil, err
 		}
 	}
 	if rc.UsesBuiltin() {
-		r.Simulator, err = StartSimulator(SimulatorConfig{Addr: cfg.SimulatorAddr, Latency: cfg.SimulatorLatency,
-			WorkDir: filepath.Join(cfg.DataDir, "upstream"), Log: log.With("component", "simulator")})
+		sim, err := StartSimulator(SimulatorConfig{Addr: cfg.SimulatorAddr, Latency: cfg.SimulatorLatency,
+			WorkDir: filepath.Join(cfg.DataDir, "upstream"), Log: r.log.With("component", "simulator")})
 		if err != nil {
 			return nil, err
 		}
+		r.Simulator = sim
 		r.Simulator.Bind(rc)
 	}
-	r.Upstreams, err = upstream.NewRouter(rc, tokens(r.Simulator), webhookSecrets,
+	ups, err := upstream.NewRouter(rc, tokens(r.Simulator), webhookSecrets,
 		upstream.Tuning{HTTP: &http.Client{Timeout: cfg.UpstreamTimeout}})
 	if err != nil {
 		return nil, fmt.Errorf("routing: %w", err)
 	}
+	r.Upstreams = ups
+	return rc, nil
+}
 
-	prices := pricing.Default()
-	if cfg.PriceFile != "" {
-		if prices, err = pricing.LoadFile(cfg.PriceFile); err != nil {
-			return nil, err
-		}
-	}
+// wire builds the work's side, each part once and complete: the poll and
+// webhook queues and their consumers (the poller, the deliverer), the
+// long-form workflow with its tasks, and the routes' ports on them.
+func (r *Runtime) wire(cfg Config, st store.Store, rc *routing.Config, prices *pricing.Table, hookPorts []uint16) (routes.Ports, error) {
+	log := cfg.Log
 	outputs := r.Objects.MediaBucket()
 	var copyBucket media.Bucket = outputs
 	if cfg.WrapCopyBucket != nil {
@@ -345,10 +409,11 @@ func Start(ctx context.Context, cfg Config) (*Runtime, error) {
 	switch {
 	case cfg.NoUpstreamWebhooks:
 	case cfg.PublicBaseURL != "":
-		settings.UpstreamWebhook = strings.TrimSuffix(cfg.PublicBaseURL, "/") + "/api/upstream/webhook"
+		settings.UpstreamWebhook = strings.TrimSuffix(cfg.PublicBaseURL, "/") + routes.UpstreamWebhookPath
 	case allOnLoopback(rc):
-		settings.UpstreamWebhook = r.BaseURL + "/api/upstream/webhook"
+		settings.UpstreamWebhook = r.BaseURL + routes.UpstreamWebhookPath
 	}
+
 	// Each queue exists before its consumer, as in AWS, where the event
 	// source mapping ties them: the poller and the webhook deliverer send to
 	// their own queues. A queue hands its batches to its consumer, built
@@ -373,17 +438,18 @@ func Start(ctx context.Context, cfg Config) (*Runtime, error) {
 	// function uses; the scenes' polls share the poller's queue, as in AWS.
 	stepSettings := longstory.StepSettings{PollInterval: cfg.PollInterval, WorkDir: filepath.Join(cfg.DataDir, "tmp"), Now: cfg.Clock, Log: log}
 	if err := os.MkdirAll(stepSettings.WorkDir, 0o755); err != nil {
-		return nil, fmt.Errorf("scratch dir: %w", err)
+		return routes.Ports{}, fmt.Errorf("scratch dir: %w", err)
 	}
 	tasks := map[string]any{
 		"SubmitSceneFunctionArn": longstory.SubmitSceneStep(st, r.Upstreams, st, queue, stepSettings),
-		"NarrateFunctionArn":     longstory.NarrateStep(outputs, narrator, st, stepSettings),
+		"NarrateFunctionArn":     longstory.NarrateStep(outputs, espeak.Narrator{}, st, stepSettings),
 		"AssembleFunctionArn":    longstory.AssembleStep(outputs, st, outputs, ffmpeg.Runner{}, stepSettings),
 		"FinalizeFunctionArn":    longstory.FinalizeStep(outputs, outputs, st, notifier, stepSettings),
 		"MarkFailedFunctionArn":  longstory.MarkFailedStep(st, notifier, r.Upstreams, st, outputs, stepSettings),
 	}
+	var err error
 	if r.Workflow, err = longStoryWorkflow(tasks, cfg.WorkflowWaitScale, log, r.Costs, r.closing.Load); err != nil {
-		return nil, err
+		return routes.Ports{}, err
 	}
 	scenes := longstory.ScenePoller(st, r.Upstreams, st, queue, stepfunctions.TaskTokens{Workflow: r.Workflow}, copier, outputs, stepSettings)
 	r.Generations = generation.NewPoller(generation.PollerPorts{Store: st, Upstreams: r.Upstreams, Queue: queue, Slots: st,
@@ -395,7 +461,7 @@ func Start(ctx context.Context, cfg Config) (*Runtime, error) {
 		gate.Tokens = &jwtauth.Verifier{Issuer: cfg.JWTIssuer, Audience: cfg.JWTAudience, JWKSURL: cfg.JWKSURL}
 	}
 	storySettings := longstory.Settings{Validation: settings.Validation, Now: cfg.Clock, Log: log}
-	ports := routes.Ports{Gate: gate, Log: log, Prices: prices,
+	return routes.Ports{Gate: gate, Log: log, Prices: prices,
 		GenerationCreator:  generation.NewCreator(st, r.Upstreams, queue, st, outputs, prices, settings),
 		GenerationReader:   generation.NewReader(st, st, r.Upstreams),
 		GenerationEstimate: generation.NewEstimator(prices, settings.Validation),
@@ -411,48 +477,18 @@ func Start(ctx context.Context, cfg Config) (*Runtime, error) {
 		KeyLister:     &accounts.KeyLister{Keys: st, Spend: st},
 		KeyRevoker:    &accounts.KeyRevoker{Store: st},
 		SecretRotator: &accounts.WebhookSecretRotator{Store: st},
-	}
-	guarded, public, err := gatewayRoutes(ports)
-	if err != nil {
-		return nil, err
-	}
-	apigw.Mount(mux, r.Costs.Routes(guarded), &apigw.LambdaAuthorizer{Func: r.Costs.Authorizer(lambdahttp.Authorizer(gate.Authorize)),
-		CacheTTL: cfg.AuthCacheTTL, Now: cfg.AuthCacheClock}, cfg.Timeouts, log)
-	// Public routes: no authorizer, as in template.yaml.
-	apigw.Mount(mux, r.Costs.Routes(public), nil, cfg.Timeouts, log)
-	playground.Mount(mux)
-	mux.HandleFunc("/", notFound)
-
-	if r.Dev, err = ensureDevAccount(ctx, r.Store, cfg.DataDir, cfg.DevCredits); err != nil {
-		return nil, err
-	}
-
-	runCtx, cancel := context.WithCancel(context.WithoutCancel(ctx))
-	r.cancel = cancel
-	r.wg.Add(3)
-	go func() { defer r.wg.Done(); r.Queue.Run(runCtx) }()
-	go func() { defer r.wg.Done(); r.WebhookQueue.Run(runCtx) }()
-	go func() { defer r.wg.Done(); r.sweepLoop(runCtx, cfg.SweepEvery) }()
-	if err := r.resume(ctx); err != nil {
-		return nil, err
-	}
-	r.srv = cfg.Timeouts.Server(mux)
-	go func() {
-		if err := r.srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
-			log.Error("local server stopped", "error", err)
-		}
-	}()
-	ok = true
-	return r, nil
+	}, nil
 }
 
-// gatewayRoutes are the API's routes (routes.Table) on ports, as the
-// gateway mounts them: those behind the authorizer, and the public ones.
-func gatewayRoutes(ports routes.Ports) (guarded, public []apigw.Route, err error) {
+// mount serves the API's routes (routes.Table) on ports as the gateway
+// does, behind the Lambda authorizer or public as the table says, beside
+// the playground; anything else is answered 404.
+func (r *Runtime) mount(cfg Config, ports routes.Ports) (*http.ServeMux, error) {
+	var guarded, public []apigw.Route
 	for _, rt := range routes.Table() {
 		h, err := rt.Build(ports)
 		if err != nil {
-			return nil, nil, err
+			return nil, err
 		}
 		mounted := apigw.Route{Method: rt.Method, Path: rt.Path, Handler: lambdahttp.Route(h)}
 		if rt.Auth == routes.Public {
@@ -461,9 +497,14 @@ func gatewayRoutes(ports routes.Ports) (guarded, public []apigw.Route, err error
 			guarded = append(guarded, mounted)
 		}
 	}
-	return guarded, public, nil
+	mux := http.NewServeMux()
+	apigw.Mount(mux, r.Costs.Routes(guarded), &apigw.LambdaAuthorizer{Func: r.Costs.Authorizer(lambdahttp.Authorizer(ports.Gate.Authorize)),
+		CacheTTL: cfg.AuthCacheTTL, Now: cfg.AuthCacheClock}, cfg.Timeouts, cfg.Log)
+	apigw.Mount(mux, r.Costs.Routes(public), nil, cfg.Timeouts, cfg.Log)
+	playground.Mount(mux)
+	mux.HandleFunc("/", notFound)
+	return mux, nil
 }
-
 func withDefaults(cfg Config) Config {
 	if cfg.Addr == "" {
 		cfg.Addr = "127.0.0.1:8080"
