@@ -20,7 +20,6 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
-	"reflect"
 	"strings"
 
 	"github.com/mediagen-dev/mediagen/shared/accounts"
@@ -62,8 +61,8 @@ type Route struct {
 	Scope domain.Scope
 	// handler builds the route's handler from the ports it uses.
 	handler func(Ports) httpapi.Handler
-	// uses names the ports handler reads; Build refuses Ports without them.
-	uses []string
+	// uses says which ports handler reads are missing (need).
+	uses func(Ports) error
 }
 
 // Key is the route's key as API Gateway writes it: "GET /api/models".
@@ -133,17 +132,22 @@ var ErrMissingPort = errors.New("missing port")
 // route uses, so a function wired without one fails at its start, not at
 // its first request.
 func (r Route) Build(p Ports) (httpapi.Handler, error) {
-	v := reflect.ValueOf(p)
-	for _, name := range r.uses {
-		f := v.FieldByName(name)
-		if !f.IsValid() {
-			return nil, fmt.Errorf("route %s uses %s, which is no field of routes.Ports", r.Key(), name)
-		}
-		if f.IsNil() {
-			return nil, fmt.Errorf("route %s: %w %s", r.Key(), ErrMissingPort, name)
-		}
+	if err := r.uses(p); err != nil {
+		return nil, fmt.Errorf("route %s: %w", r.Key(), err)
 	}
 	return r.handler(p), nil
+}
+
+// need is ErrMissingPort naming the port when v, the port, is nil. (It
+// compares, and does not reflect on Ports: reflection would make every
+// use case's methods reachable in every function, for deploy/internal/reach
+// and the linker alike.)
+func need[T comparable](name string, v T) error {
+	var none T
+	if v == none {
+		return fmt.Errorf("%w %s", ErrMissingPort, name)
+	}
+	return nil
 }
 
 // UpstreamWebhookPath is the provider's callback (UpstreamWebhook), which
@@ -184,154 +188,196 @@ func Table() []Route {
 func Generate() Route {
 	return Route{Method: http.MethodPost, Path: "/api/generations/generate", Function: "generate", Auth: Authorizer, Scope: domain.ScopeGenerate,
 		handler: func(p Ports) httpapi.Handler { return httpapi.GenerateRoute(p.GenerationCreator, p.Gate) },
-		uses:    []string{"Gate", "GenerationCreator"}}
+		uses: func(p Ports) error {
+			return errors.Join(need("Gate", p.Gate), need("GenerationCreator", p.GenerationCreator))
+		}}
 }
 
 // Status is GET /api/generations/status/{id} (functions/status).
 func Status() Route {
 	return Route{Method: http.MethodGet, Path: "/api/generations/status/{id}", Function: "status", Auth: Authorizer, Scope: domain.ScopeRead,
 		handler: func(p Ports) httpapi.Handler { return httpapi.GenerationStatusRoute(p.GenerationReader, p.Gate) },
-		uses:    []string{"Gate", "GenerationReader"}}
+		uses: func(p Ports) error {
+			return errors.Join(need("Gate", p.Gate), need("GenerationReader", p.GenerationReader))
+		}}
 }
 
 // GenerationsList is GET /api/generations (functions/generations-list).
 func GenerationsList() Route {
 	return Route{Method: http.MethodGet, Path: "/api/generations", Function: "generations-list", Auth: Authorizer, Scope: domain.ScopeRead,
 		handler: func(p Ports) httpapi.Handler { return httpapi.GenerationsListRoute(p.GenerationReader, p.Gate) },
-		uses:    []string{"Gate", "GenerationReader"}}
+		uses: func(p Ports) error {
+			return errors.Join(need("Gate", p.Gate), need("GenerationReader", p.GenerationReader))
+		}}
 }
 
 // GenerationEstimate is POST /api/generations/estimate (functions/generation-estimate).
 func GenerationEstimate() Route {
 	return Route{Method: http.MethodPost, Path: "/api/generations/estimate", Function: "generation-estimate", Auth: Authorizer, Scope: domain.ScopeRead,
 		handler: func(p Ports) httpapi.Handler { return httpapi.GenerationEstimateRoute(p.GenerationEstimate, p.Gate) },
-		uses:    []string{"Gate", "GenerationEstimate"}}
+		uses: func(p Ports) error {
+			return errors.Join(need("Gate", p.Gate), need("GenerationEstimate", p.GenerationEstimate))
+		}}
 }
 
 // GenerationCancel is POST /api/generations/{id}/cancel (functions/generation-cancel).
 func GenerationCancel() Route {
 	return Route{Method: http.MethodPost, Path: "/api/generations/{id}/cancel", Function: "generation-cancel", Auth: Authorizer, Scope: domain.ScopeGenerate,
 		handler: func(p Ports) httpapi.Handler { return httpapi.GenerationCancelRoute(p.GenerationCanceler, p.Gate) },
-		uses:    []string{"Gate", "GenerationCanceler"}}
+		uses: func(p Ports) error {
+			return errors.Join(need("Gate", p.Gate), need("GenerationCanceler", p.GenerationCanceler))
+		}}
 }
 
 // GenerationOutputDelete is DELETE /api/generations/{id}/output (functions/generation-output-delete).
 func GenerationOutputDelete() Route {
 	return Route{Method: http.MethodDelete, Path: "/api/generations/{id}/output", Function: "generation-output-delete", Auth: Authorizer, Scope: domain.ScopeGenerate,
 		handler: func(p Ports) httpapi.Handler { return httpapi.GenerationOutputDeleteRoute(p.GenerationRemover, p.Gate) },
-		uses:    []string{"Gate", "GenerationRemover"}}
+		uses: func(p Ports) error {
+			return errors.Join(need("Gate", p.Gate), need("GenerationRemover", p.GenerationRemover))
+		}}
 }
 
 // LongStoryEstimate is POST /api/long-story/videos/estimate (functions/long-story-estimate).
 func LongStoryEstimate() Route {
 	return Route{Method: http.MethodPost, Path: "/api/long-story/videos/estimate", Function: "long-story-estimate", Auth: Authorizer, Scope: domain.ScopeRead,
 		handler: func(p Ports) httpapi.Handler { return httpapi.LongVideoEstimateRoute(p.Prices, p.Gate) },
-		uses:    []string{"Gate", "Prices"}}
+		uses: func(p Ports) error {
+			return errors.Join(need("Gate", p.Gate), need("Prices", p.Prices))
+		}}
 }
 
 // LongStoryCreate is POST /api/long-story/videos (functions/long-story-create).
 func LongStoryCreate() Route {
 	return Route{Method: http.MethodPost, Path: "/api/long-story/videos", Function: "long-story-create", Auth: Authorizer, Scope: domain.ScopeGenerate,
 		handler: func(p Ports) httpapi.Handler { return httpapi.LongVideoCreateRoute(p.VideoCreator, p.Gate) },
-		uses:    []string{"Gate", "VideoCreator"}}
+		uses: func(p Ports) error {
+			return errors.Join(need("Gate", p.Gate), need("VideoCreator", p.VideoCreator))
+		}}
 }
 
 // LongStoryStatus is GET /api/long-story/videos/{videoId} (functions/long-story-status).
 func LongStoryStatus() Route {
 	return Route{Method: http.MethodGet, Path: "/api/long-story/videos/{videoId}", Function: "long-story-status", Auth: Authorizer, Scope: domain.ScopeRead,
 		handler: func(p Ports) httpapi.Handler { return httpapi.LongVideoStatusRoute(p.VideoReader, p.Gate) },
-		uses:    []string{"Gate", "VideoReader"}}
+		uses: func(p Ports) error {
+			return errors.Join(need("Gate", p.Gate), need("VideoReader", p.VideoReader))
+		}}
 }
 
 // LongStoryList is GET /api/long-story/videos (functions/long-story-list).
 func LongStoryList() Route {
 	return Route{Method: http.MethodGet, Path: "/api/long-story/videos", Function: "long-story-list", Auth: Authorizer, Scope: domain.ScopeRead,
 		handler: func(p Ports) httpapi.Handler { return httpapi.LongVideosListRoute(p.VideoReader, p.Gate) },
-		uses:    []string{"Gate", "VideoReader"}}
+		uses: func(p Ports) error {
+			return errors.Join(need("Gate", p.Gate), need("VideoReader", p.VideoReader))
+		}}
 }
 
 // LongStoryCancel is POST /api/long-story/videos/{videoId}/cancel (functions/long-story-cancel).
 func LongStoryCancel() Route {
 	return Route{Method: http.MethodPost, Path: "/api/long-story/videos/{videoId}/cancel", Function: "long-story-cancel", Auth: Authorizer, Scope: domain.ScopeGenerate,
 		handler: func(p Ports) httpapi.Handler { return httpapi.LongVideoCancelRoute(p.VideoCanceler, p.Gate) },
-		uses:    []string{"Gate", "VideoCanceler"}}
+		uses: func(p Ports) error {
+			return errors.Join(need("Gate", p.Gate), need("VideoCanceler", p.VideoCanceler))
+		}}
 }
 
 // LongStoryOutputDelete is DELETE /api/long-story/videos/{videoId}/output (functions/long-story-output-delete).
 func LongStoryOutputDelete() Route {
 	return Route{Method: http.MethodDelete, Path: "/api/long-story/videos/{videoId}/output", Function: "long-story-output-delete", Auth: Authorizer, Scope: domain.ScopeGenerate,
 		handler: func(p Ports) httpapi.Handler { return httpapi.LongVideoOutputDeleteRoute(p.VideoRemover, p.Gate) },
-		uses:    []string{"Gate", "VideoRemover"}}
+		uses: func(p Ports) error {
+			return errors.Join(need("Gate", p.Gate), need("VideoRemover", p.VideoRemover))
+		}}
 }
 
 // Account is GET /api/account (functions/account).
 func Account() Route {
 	return Route{Method: http.MethodGet, Path: "/api/account", Function: "account", Auth: Authorizer, Scope: domain.ScopeRead,
 		handler: func(p Ports) httpapi.Handler { return (&httpapi.Account{Secrets: p.Secrets, Gate: p.Gate}).Get() },
-		uses:    []string{"Gate", "Secrets"}}
+		uses: func(p Ports) error {
+			return errors.Join(need("Gate", p.Gate), need("Secrets", p.Secrets))
+		}}
 }
 
 // AccountTransactions is GET /api/account/transactions (functions/account-transactions).
 func AccountTransactions() Route {
 	return Route{Method: http.MethodGet, Path: "/api/account/transactions", Function: "account-transactions", Auth: Authorizer, Scope: domain.ScopeRead,
 		handler: func(p Ports) httpapi.Handler { return httpapi.TransactionsRoute(p.Gate, p.Journal) },
-		uses:    []string{"Gate", "Journal"}}
+		uses: func(p Ports) error {
+			return errors.Join(need("Gate", p.Gate), need("Journal", p.Journal))
+		}}
 }
 
 // AccountUsage is GET /api/account/usage (functions/account-usage).
 func AccountUsage() Route {
 	return Route{Method: http.MethodGet, Path: "/api/account/usage", Function: "account-usage", Auth: Authorizer, Scope: domain.ScopeRead,
 		handler: func(p Ports) httpapi.Handler { return httpapi.UsageRoute(p.Gate, p.Usage) },
-		uses:    []string{"Gate", "Usage"}}
+		uses: func(p Ports) error {
+			return errors.Join(need("Gate", p.Gate), need("Usage", p.Usage))
+		}}
 }
 
 // AccountKeyCreate is POST /api/account/keys (functions/account-key-create).
 func AccountKeyCreate() Route {
 	return Route{Method: http.MethodPost, Path: "/api/account/keys", Function: "account-key-create", Auth: Authorizer, Scope: domain.ScopeAdmin,
 		handler: func(p Ports) httpapi.Handler { return httpapi.KeyCreateRoute(p.KeyCreator, p.Gate) },
-		uses:    []string{"Gate", "KeyCreator"}}
+		uses: func(p Ports) error {
+			return errors.Join(need("Gate", p.Gate), need("KeyCreator", p.KeyCreator))
+		}}
 }
 
 // AccountKeysList is GET /api/account/keys (functions/account-keys-list).
 func AccountKeysList() Route {
 	return Route{Method: http.MethodGet, Path: "/api/account/keys", Function: "account-keys-list", Auth: Authorizer, Scope: domain.ScopeAdmin,
 		handler: func(p Ports) httpapi.Handler { return httpapi.KeysListRoute(p.KeyLister, p.Gate) },
-		uses:    []string{"Gate", "KeyLister"}}
+		uses: func(p Ports) error {
+			return errors.Join(need("Gate", p.Gate), need("KeyLister", p.KeyLister))
+		}}
 }
 
 // AccountKeyRevoke is DELETE /api/account/keys/{prefix} (functions/account-key-revoke).
 func AccountKeyRevoke() Route {
 	return Route{Method: http.MethodDelete, Path: "/api/account/keys/{prefix}", Function: "account-key-revoke", Auth: Authorizer, Scope: domain.ScopeAdmin,
 		handler: func(p Ports) httpapi.Handler { return httpapi.KeyRevokeRoute(p.KeyRevoker, p.Gate) },
-		uses:    []string{"Gate", "KeyRevoker"}}
+		uses: func(p Ports) error {
+			return errors.Join(need("Gate", p.Gate), need("KeyRevoker", p.KeyRevoker))
+		}}
 }
 
 // AccountWebhookSecretRotate is POST /api/account/webhook-secret/rotate (functions/account-webhook-secret-rotate).
 func AccountWebhookSecretRotate() Route {
 	return Route{Method: http.MethodPost, Path: "/api/account/webhook-secret/rotate", Function: "account-webhook-secret-rotate", Auth: Authorizer, Scope: domain.ScopeAdmin,
 		handler: func(p Ports) httpapi.Handler { return httpapi.WebhookSecretRotateRoute(p.SecretRotator, p.Gate) },
-		uses:    []string{"Gate", "SecretRotator"}}
+		uses: func(p Ports) error {
+			return errors.Join(need("Gate", p.Gate), need("SecretRotator", p.SecretRotator))
+		}}
 }
 
 // Models is GET /api/models (functions/models).
 func Models() Route {
 	return Route{Method: http.MethodGet, Path: "/api/models", Function: "models", Auth: Public, Scope: "",
 		handler: func(p Ports) httpapi.Handler { return (&httpapi.Models{Prices: p.Prices, Log: p.Log}).List() },
-		uses:    []string{"Prices", "Log"}}
+		uses: func(p Ports) error {
+			return errors.Join(need("Prices", p.Prices), need("Log", p.Log))
+		}}
 }
 
 // OpenAPI is GET /api/openapi.json (functions/open-api).
 func OpenAPI() Route {
 	return Route{Method: http.MethodGet, Path: "/api/openapi.json", Function: "open-api", Auth: Public, Scope: "",
 		handler: func(Ports) httpapi.Handler { return httpapi.OpenAPI() },
-		uses:    nil}
+		uses:    func(Ports) error { return nil }}
 }
 
 // UpstreamWebhook is POST /api/upstream/webhook (functions/upstream-webhook).
 func UpstreamWebhook() Route {
 	return Route{Method: http.MethodPost, Path: UpstreamWebhookPath, Function: "upstream-webhook", Auth: Public, Scope: "",
 		handler: func(p Ports) httpapi.Handler { return httpapi.UpstreamWebhookRoute(p.UpstreamCallbacks, p.Log) },
-		uses:    []string{"UpstreamCallbacks", "Log"}}
+		uses: func(p Ports) error {
+			return errors.Join(need("UpstreamCallbacks", p.UpstreamCallbacks), need("Log", p.Log))
+		}}
 }
 
 // Functions maps each route's key to its function's folder.
