@@ -686,6 +686,11 @@ var postsWithoutIdempotency = map[string]string{
 // and on no GET, so usesOf (and with it the policies) must give exactly
 // those functions the idempotency table.
 func TestIdempotencyKeysOnEveryGuardedPostAndNoGet(t *testing.T) {
+	for key := range postsWithoutIdempotency {
+		if !slices.ContainsFunc(routes, func(r struct{ Method, Path, Function string }) bool { return r.Method+" "+r.Path == key }) {
+			t.Errorf("postsWithoutIdempotency names %s, which is not a route of routes.Table", key)
+		}
+	}
 	for _, rt := range routes {
 		key := rt.Method + " " + rt.Path
 		has := slices.ContainsFunc(allUses(t)[rt.Function], func(u use) bool { return base(u.target) == "table:IdempotencyTable" })

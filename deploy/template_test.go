@@ -18,73 +18,41 @@ import (
 	"time"
 
 	"github.com/mediagen-dev/mediagen/shared/lambdawiring"
+	apiroutes "github.com/mediagen-dev/mediagen/shared/routes"
 )
 
 // The functions of the service: logical ID in template.yaml and folder
-// under functions/ (each main.go runs lambdawiring.Build("<folder>", lambdawiring.<Constructor>)).
-var functions = []struct{ ID, Folder string }{
-	{"GenerateFunction", "generate"},
-	{"StatusFunction", "status"},
-	{"PollerFunction", "poller"},
-	{"SweeperFunction", "sweeper"},
-	{"AuthorizerFunction", "authorizer"},
-	{"LongStoryEstimateFunction", "long-story-estimate"},
-	{"LongStoryCreateFunction", "long-story-create"},
-	{"LongStoryStatusFunction", "long-story-status"},
-	{"ModelsFunction", "models"},
-	{"SubmitSceneFunction", "submit-scene"},
-	{"NarrateFunction", "narrate"},
-	{"AssembleFunction", "assemble"},
-	{"FinalizeFunction", "finalize"},
-	{"MarkFailedFunction", "mark-failed"},
-	{"GenerationsListFunction", "generations-list"},
-	{"GenerationEstimateFunction", "generation-estimate"},
-	{"GenerationCancelFunction", "generation-cancel"},
-	{"LongStoryListFunction", "long-story-list"},
-	{"LongStoryCancelFunction", "long-story-cancel"},
-	{"GenerationOutputDeleteFunction", "generation-output-delete"},
-	{"LongStoryOutputDeleteFunction", "long-story-output-delete"},
-	{"AccountFunction", "account"},
-	{"AccountTransactionsFunction", "account-transactions"},
-	{"AccountUsageFunction", "account-usage"},
-	{"AccountKeyCreateFunction", "account-key-create"},
-	{"AccountKeysListFunction", "account-keys-list"},
-	{"AccountKeyRevokeFunction", "account-key-revoke"},
-	{"AccountWebhookSecretRotateFunction", "account-webhook-secret-rotate"},
-	{"OpenApiFunction", "open-api"},
-	{"UpstreamWebhookFunction", "upstream-webhook"},
-	{"WebhooksFunction", "webhooks"},
-}
+// under functions/ (each main.go runs lambdawiring.Build("<folder>",
+// lambdawiring.<Constructor>)), from the Lambda wiring's registry.
+var functions = func() []struct{ ID, Folder string } {
+	var out []struct{ ID, Folder string }
+	for _, folder := range lambdawiring.FunctionNames() {
+		out = append(out, struct{ ID, Folder string }{apiroutes.LogicalID(folder), folder})
+	}
+	return out
+}()
 
-// The routes of the spec (docs/spec.md) and the function behind each.
-var routes = []struct{ Method, Path, Function string }{
-	{"POST", "/api/generations/generate", "GenerateFunction"},
-	{"GET", "/api/generations/status/{id}", "StatusFunction"},
-	{"POST", "/api/long-story/videos/estimate", "LongStoryEstimateFunction"},
-	{"POST", "/api/long-story/videos", "LongStoryCreateFunction"},
-	{"GET", "/api/long-story/videos/{videoId}", "LongStoryStatusFunction"},
-	{"GET", "/api/models", "ModelsFunction"},
-	{"GET", "/api/generations", "GenerationsListFunction"},
-	{"POST", "/api/generations/estimate", "GenerationEstimateFunction"},
-	{"POST", "/api/generations/{id}/cancel", "GenerationCancelFunction"},
-	{"GET", "/api/long-story/videos", "LongStoryListFunction"},
-	{"POST", "/api/long-story/videos/{videoId}/cancel", "LongStoryCancelFunction"},
-	{"DELETE", "/api/generations/{id}/output", "GenerationOutputDeleteFunction"},
-	{"DELETE", "/api/long-story/videos/{videoId}/output", "LongStoryOutputDeleteFunction"},
-	{"GET", "/api/account", "AccountFunction"},
-	{"GET", "/api/account/transactions", "AccountTransactionsFunction"},
-	{"GET", "/api/account/usage", "AccountUsageFunction"},
-	{"POST", "/api/account/keys", "AccountKeyCreateFunction"},
-	{"GET", "/api/account/keys", "AccountKeysListFunction"},
-	{"DELETE", "/api/account/keys/{prefix}", "AccountKeyRevokeFunction"},
-	{"POST", "/api/account/webhook-secret/rotate", "AccountWebhookSecretRotateFunction"},
-	{"GET", "/api/openapi.json", "OpenApiFunction"},
-	{"POST", "/api/upstream/webhook", "UpstreamWebhookFunction"},
-}
+// The routes of the API (routes.Table, the one list of them) and the
+// logical ID of the function behind each.
+var routes = func() []struct{ Method, Path, Function string } {
+	var out []struct{ Method, Path, Function string }
+	for _, r := range apiroutes.Table() {
+		out = append(out, struct{ Method, Path, Function string }{r.Method, r.Path, r.LogicalID()})
+	}
+	return out
+}()
 
 // publicRoutes need no credentials: their events say Auth: {Authorizer: NONE}.
 // The provider's callback proves itself with its signature instead.
-var publicRoutes = []string{"GET /api/models", "GET /api/openapi.json", "POST /api/upstream/webhook"}
+var publicRoutes = func() []string {
+	var out []string
+	for _, r := range apiroutes.Table() {
+		if r.Auth == apiroutes.Public {
+			out = append(out, r.Key())
+		}
+	}
+	return out
+}()
 
 var (
 	loadOnce sync.Once
@@ -518,14 +486,14 @@ func TestEveryRouteOfTheSpecReachesItsFunction(t *testing.T) {
 	for _, rt := range routes {
 		key := rt.Method + " " + rt.Path
 		if got, ok := found[key]; !ok {
-			t.Errorf("route %s of the spec is not in template.yaml (want an HttpApi event on %s)", key, rt.Function)
+			t.Errorf("route %s of routes.Table is not in template.yaml (want an HttpApi event on %s)", key, rt.Function)
 		} else if got != rt.Function {
 			t.Errorf("route %s reaches %s, want %s", key, got, rt.Function)
 		}
 		delete(found, key)
 	}
 	for key, fn := range found {
-		t.Errorf("%s: route %s is not in the spec", fn, key)
+		t.Errorf("%s: route %s is not in routes.Table (shared/routes)", fn, key)
 	}
 }
 

@@ -1,10 +1,13 @@
 package events_test
 
 import (
+	"encoding/json"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/mediagen-dev/mediagen/shared/routes"
 )
 
 // TestEveryFunctionHasItsSampleEventAndEveryEventAFunction: each folder
@@ -39,6 +42,32 @@ func TestEveryFunctionHasItsSampleEventAndEveryEventAFunction(t *testing.T) {
 		folder, _, _ := strings.Cut(strings.TrimSuffix(name, ".json"), ".")
 		if !folders[folder] {
 			t.Errorf("events/%s belongs to no function: there is no functions/%s", name, folder)
+		}
+	}
+}
+
+// Each route's sample event is API Gateway's event of that route (the
+// routeKey and method of routes.Table), so sam local invoke -e runs the
+// route the function serves.
+func TestEveryRouteSampleEventIsItsRoutes(t *testing.T) {
+	for _, r := range routes.Table() {
+		raw, err := os.ReadFile(r.Function + ".json")
+		if err != nil {
+			t.Errorf("route %s: functions/%s has no sample event: %v", r.Key(), r.Function, err)
+			continue
+		}
+		var ev struct {
+			RouteKey       string `json:"routeKey"`
+			RequestContext struct {
+				HTTP struct{ Method string } `json:"http"`
+			} `json:"requestContext"`
+		}
+		if err := json.Unmarshal(raw, &ev); err != nil {
+			t.Errorf("events/%s.json: %v", r.Function, err)
+			continue
+		}
+		if ev.RouteKey != r.Key() || ev.RequestContext.HTTP.Method != r.Method {
+			t.Errorf("events/%s.json is the event of %q (method %q), want route %s", r.Function, ev.RouteKey, ev.RequestContext.HTTP.Method, r.Key())
 		}
 	}
 }

@@ -14,7 +14,7 @@ import (
 // (lambdawiring, local/runtime) are the only packages that do.
 func TestUseCasesLinkNoAWSPackage(t *testing.T) {
 	pure := []string{
-		"generation", "longstory", "httpapi", "apiview", "accounts", "webhook", "sweeper",
+		"generation", "longstory", "httpapi", "routes", "apiview", "accounts", "webhook", "sweeper",
 		"domain", "catalog", "pricing", "routing", "media", "store", "upstream", "apikey", "clock",
 	}
 	for _, p := range pure {

@@ -102,17 +102,30 @@ type Service struct {
 	Settings
 }
 
-// NewPoller is the poll queue's consumer. others takes the queue's
-// messages that are not a generation's (the long-form scenes' polls); nil
-// when there are none, like notifier (no webhooks) and slots (no caps).
-// outputs tags the outputs the copier keeps when their account's
-// retention is not the default, and deletes those of a generation that
-// did not end completed. inputs reads the whole input of a generation
-// that waited for a slot when its record keeps it elided.
-func NewPoller(store Store, upstreams Upstreams, queue Queue, slots Slots, copier Copier, outputs OutputFiles,
-	notifier Notifier, prices *pricing.Table, others MessageHandler, inputs InputObjects, settings Settings) *Service {
-	return &Service{Store: store, Upstreams: upstreams, Queue: queue, Slots: slots, Copier: copier, Outputs: outputs,
-		Notifier: notifier, Prices: prices, Others: others, Inputs: inputs, Settings: settings}
+// PollerPorts are the poll queue consumer's ports. Others takes the
+// queue's messages that are not a generation's (the long-form scenes'
+// polls); nil when there are none, like Notifier (no webhooks) and Slots
+// (no caps). Outputs tags the outputs the copier keeps when their
+// account's retention is not the default, and deletes those of a
+// generation that did not end completed. Inputs reads the whole input of a
+// generation that waited for a slot when its record keeps it elided.
+type PollerPorts struct {
+	Store     Store
+	Upstreams Upstreams
+	Queue     Queue
+	Slots     Slots
+	Copier    Copier
+	Outputs   OutputFiles
+	Notifier  Notifier
+	Prices    *pricing.Table
+	Others    MessageHandler
+	Inputs    InputObjects
+}
+
+// NewPoller is the poll queue's consumer, on its ports.
+func NewPoller(p PollerPorts, settings Settings) *Service {
+	return &Service{Store: p.Store, Upstreams: p.Upstreams, Queue: p.Queue, Slots: p.Slots, Copier: p.Copier, Outputs: p.Outputs,
+		Notifier: p.Notifier, Prices: p.Prices, Others: p.Others, Inputs: p.Inputs, Settings: settings}
 }
 
 func (s *Service) now() time.Time { return domain.Now(s.Now) }

@@ -17,11 +17,10 @@ import (
 	"github.com/mediagen-dev/mediagen/shared/catalog"
 	"github.com/mediagen-dev/mediagen/shared/cdn"
 	"github.com/mediagen-dev/mediagen/shared/generation"
-	"github.com/mediagen-dev/mediagen/shared/httpapi"
-	"github.com/mediagen-dev/mediagen/shared/lambdahttp"
 	"github.com/mediagen-dev/mediagen/shared/lambdawiring/storewiring"
 	"github.com/mediagen-dev/mediagen/shared/longstory"
 	"github.com/mediagen-dev/mediagen/shared/media"
+	"github.com/mediagen-dev/mediagen/shared/routes"
 	"github.com/mediagen-dev/mediagen/shared/routing"
 	"github.com/mediagen-dev/mediagen/shared/s3bucket"
 	"github.com/mediagen-dev/mediagen/shared/sqsbatch"
@@ -40,7 +39,9 @@ type Constructor = storewiring.Constructor
 // Secrets Manager and Polly clients); the others are here. A new function
 // is one constructor in one of the two, one line in Functions, and
 // `lambda.Start(<package>.Build("<folder>", <package>.<Constructor>))` in its
-// main.go.
+// main.go. A route's function is also its entry in shared/routes: its
+// constructor, named as the route, builds the ports the route uses and
+// storewiring.Route(routes.<Name>(), ports).
 
 // Build is a function's main (storewiring.Build).
 func Build(name string, c Constructor) any { return storewiring.Build(name, c) }
@@ -62,7 +63,7 @@ func Generate(ctx context.Context, log *slog.Logger) (any, error) {
 		p.settings.Validation = catalog.Options{AllowLoopbackURLs: true, WebhookLoopbackPorts: ports}
 	}
 	creator := generation.NewCreator(p.store, p.ups, p.queue, p.store, p.inputs, p.prices, p.settings)
-	return lambdahttp.Route(httpapi.GenerateRoute(creator, storewiring.PostGate(p.cfg, log))), nil
+	return storewiring.Route(routes.Generate(), routes.Ports{GenerationCreator: creator, Gate: storewiring.PostGate(p.cfg, log)})
 }
 
 // Poller consumes the poll queue; a generation it finishes sends its
@@ -76,7 +77,8 @@ func Poller(ctx context.Context, log *slog.Logger) (any, error) {
 	// generations' upstream clients and copier.
 	scenes := longstory.ScenePoller(p.store, p.ups, p.store, p.queue, &workflow.TaskTokens{Client: sfn.NewFromConfig(p.cfg)},
 		p.copier, p.outputs, stepSettings(log))
-	poller := generation.NewPoller(p.store, p.ups, p.queue, p.store, p.copier, p.outputs, p.notifier, p.prices, scenes, p.outputs, p.settings)
+	poller := generation.NewPoller(generation.PollerPorts{Store: p.store, Upstreams: p.ups, Queue: p.queue, Slots: p.store,
+		Copier: p.copier, Outputs: p.outputs, Notifier: p.notifier, Prices: p.prices, Others: scenes, Inputs: p.outputs}, p.settings)
 	return sqsbatch.Handler(poller.HandleBatch), nil
 }
 
@@ -87,7 +89,7 @@ func GenerationCancel(ctx context.Context, log *slog.Logger) (any, error) {
 		return nil, err
 	}
 	canceler := generation.NewCanceler(p.store, p.ups, p.store, p.notifier, p.settings)
-	return lambdahttp.Route(httpapi.GenerationCancelRoute(canceler, storewiring.PostGate(p.cfg, log))), nil
+	return storewiring.Route(routes.GenerationCancel(), routes.Ports{GenerationCanceler: canceler, Gate: storewiring.PostGate(p.cfg, log)})
 }
 
 // GenerationOutputDelete is DELETE /api/generations/{id}/output: it
@@ -99,7 +101,7 @@ func GenerationOutputDelete(ctx context.Context, log *slog.Logger) (any, error) 
 		return nil, err
 	}
 	remover := generation.NewOutputRemover(storewiring.Store(cfg), bucket, outputCDN(cfg), generation.Settings{Log: log})
-	return lambdahttp.Route(httpapi.GenerationOutputDeleteRoute(remover, storewiring.Gate(cfg, log))), nil
+	return storewiring.Route(routes.GenerationOutputDelete(), routes.Ports{GenerationRemover: remover, Gate: storewiring.Gate(cfg, log)})
 }
 
 // UpstreamWebhook is POST /api/upstream/webhook, the provider's callback:
@@ -111,7 +113,7 @@ func UpstreamWebhook(ctx context.Context, log *slog.Logger) (any, error) {
 	if err != nil {
 		return nil, err
 	}
-	return lambdahttp.Route(httpapi.UpstreamWebhookRoute(generation.NewCallbacks(p.store, p.ups, p.queue, p.settings), log)), nil
+	return storewiring.Route(routes.UpstreamWebhook(), routes.Ports{UpstreamCallbacks: generation.NewCallbacks(p.store, p.ups, p.queue, p.settings), Log: log})
 }
 
 // Webhooks consumes the webhook queue: one delivery attempt per message.
@@ -144,7 +146,7 @@ func LongStoryCreate(ctx context.Context, log *slog.Logger) (any, error) {
 		return nil, err
 	}
 	creator := longstory.NewCreator(storewiring.Store(cfg), wf, prices, longstory.Settings{Log: log})
-	return lambdahttp.Route(httpapi.LongVideoCreateRoute(creator, storewiring.PostGate(cfg, log))), nil
+	return storewiring.Route(routes.LongStoryCreate(), routes.Ports{VideoCreator: creator, Gate: storewiring.PostGate(cfg, log)})
 }
 
 // LongStoryCancel is POST /api/long-story/videos/{videoId}/cancel: it
@@ -168,7 +170,7 @@ func LongStoryCancel(ctx context.Context, log *slog.Logger) (any, error) {
 	}
 	st := storewiring.Store(cfg)
 	canceler := longstory.NewCanceler(st, wf, ups, st, notifier, longstory.Settings{Log: log})
-	return lambdahttp.Route(httpapi.LongVideoCancelRoute(canceler, storewiring.PostGate(cfg, log))), nil
+	return storewiring.Route(routes.LongStoryCancel(), routes.Ports{VideoCanceler: canceler, Gate: storewiring.PostGate(cfg, log)})
 }
 
 // LongStoryOutputDelete is DELETE /api/long-story/videos/{videoId}/output:
@@ -180,7 +182,7 @@ func LongStoryOutputDelete(ctx context.Context, log *slog.Logger) (any, error) {
 		return nil, err
 	}
 	remover := longstory.NewOutputRemover(storewiring.Store(cfg), bucket, outputCDN(cfg), longstory.Settings{Log: log})
-	return lambdahttp.Route(httpapi.LongVideoOutputDeleteRoute(remover, storewiring.Gate(cfg, log))), nil
+	return storewiring.Route(routes.LongStoryOutputDelete(), routes.Ports{VideoRemover: remover, Gate: storewiring.Gate(cfg, log)})
 }
 
 // outputCDN is the media distribution, where the delete-output functions

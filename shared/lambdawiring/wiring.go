@@ -30,6 +30,7 @@ import (
 	"github.com/mediagen-dev/mediagen/shared/media"
 	"github.com/mediagen-dev/mediagen/shared/netguard"
 	"github.com/mediagen-dev/mediagen/shared/pricing"
+	"github.com/mediagen-dev/mediagen/shared/routes"
 	"github.com/mediagen-dev/mediagen/shared/routing"
 	"github.com/mediagen-dev/mediagen/shared/s3bucket"
 	"github.com/mediagen-dev/mediagen/shared/sqsqueue"
@@ -186,7 +187,7 @@ func generationWiring(ctx context.Context, log *slog.Logger, parts ...generation
 	}
 	p := generationParts{cfg: cfg, store: storewiring.Store(cfg), ups: ups, settings: generation.Settings{Log: log}}
 	if base := storewiring.Getenv(EnvPublicBaseURL); base != "" {
-		p.settings.UpstreamWebhook = strings.TrimSuffix(base, "/") + "/api/upstream/webhook"
+		p.settings.UpstreamWebhook = strings.TrimSuffix(base, "/") + routes.UpstreamWebhookPath
 	}
 	for _, part := range parts {
 		if err := part(&p); err != nil {

@@ -9,29 +9,40 @@ import (
 	"github.com/mediagen-dev/mediagen/shared/accounts"
 	"github.com/mediagen-dev/mediagen/shared/catalog"
 	"github.com/mediagen-dev/mediagen/shared/generation"
-	"github.com/mediagen-dev/mediagen/shared/httpapi"
 	"github.com/mediagen-dev/mediagen/shared/lambdahttp"
 	"github.com/mediagen-dev/mediagen/shared/longstory"
+	"github.com/mediagen-dev/mediagen/shared/routes"
 	"github.com/mediagen-dev/mediagen/shared/sweeper"
 )
 
 // The constructors of the functions that use no AWS service but DynamoDB.
 // lambdawiring.Functions() lists them with the others.
 
+// Route is the Lambda handler of route (routes.Generate, ...: a function
+// names its own route, not routes.Table, so that its binary links no other
+// route's handler), built on p.
+func Route(r routes.Route, p routes.Ports) (any, error) {
+	h, err := r.Build(p)
+	if err != nil {
+		return nil, err
+	}
+	return lambdahttp.Route(h), nil
+}
+
 // Status is GET /api/generations/status/{id}.
 func Status(ctx context.Context, log *slog.Logger) (any, error) {
-	return readRoute(ctx, log, httpapi.GenerationStatusRoute)
+	return readRoute(ctx, log, routes.Status())
 }
 
 // GenerationsList is GET /api/generations.
 func GenerationsList(ctx context.Context, log *slog.Logger) (any, error) {
-	return readRoute(ctx, log, httpapi.GenerationsListRoute)
+	return readRoute(ctx, log, routes.GenerationsList())
 }
 
 // readRoute wires a route that only reads generations: the store and the
 // routes (for a waiting generation's place in line); no upstream token,
 // queue or bucket.
-func readRoute(ctx context.Context, log *slog.Logger, route func(*generation.Reader, *httpapi.Gate) httpapi.Handler) (any, error) {
+func readRoute(ctx context.Context, log *slog.Logger, route routes.Route) (any, error) {
 	cfg, err := AWSConfig(ctx)
 	if err != nil {
 		return nil, err
@@ -41,7 +52,7 @@ func readRoute(ctx context.Context, log *slog.Logger, route func(*generation.Rea
 		return nil, err
 	}
 	st := Store(cfg)
-	return lambdahttp.Route(route(generation.NewReader(st, st, ups), Gate(cfg, log))), nil
+	return Route(route, routes.Ports{GenerationReader: generation.NewReader(st, st, ups), Gate: Gate(cfg, log)})
 }
 
 // GenerationEstimate is POST /api/generations/estimate: the catalog and
@@ -51,7 +62,7 @@ func GenerationEstimate(ctx context.Context, log *slog.Logger) (any, error) {
 	if err != nil {
 		return nil, err
 	}
-	return lambdahttp.Route(httpapi.GenerationEstimateRoute(generation.NewEstimator(prices, catalog.Options{}), PostGate(cfg, log))), nil
+	return Route(routes.GenerationEstimate(), routes.Ports{GenerationEstimate: generation.NewEstimator(prices, catalog.Options{}), Gate: PostGate(cfg, log)})
 }
 
 // Account is GET /api/account.
@@ -60,7 +71,7 @@ func Account(ctx context.Context, log *slog.Logger) (any, error) {
 	if err != nil {
 		return nil, err
 	}
-	return lambdahttp.Route((&httpapi.Account{Secrets: Store(cfg), Gate: Gate(cfg, log)}).Get()), nil
+	return Route(routes.Account(), routes.Ports{Secrets: Store(cfg), Gate: Gate(cfg, log)})
 }
 
 // AccountTransactions is GET /api/account/transactions.
@@ -69,7 +80,7 @@ func AccountTransactions(ctx context.Context, log *slog.Logger) (any, error) {
 	if err != nil {
 		return nil, err
 	}
-	return lambdahttp.Route(httpapi.TransactionsRoute(Gate(cfg, log), Store(cfg))), nil
+	return Route(routes.AccountTransactions(), routes.Ports{Journal: Store(cfg), Gate: Gate(cfg, log)})
 }
 
 // AccountUsage is GET /api/account/usage.
@@ -78,7 +89,7 @@ func AccountUsage(ctx context.Context, log *slog.Logger) (any, error) {
 	if err != nil {
 		return nil, err
 	}
-	return lambdahttp.Route(httpapi.UsageRoute(Gate(cfg, log), Store(cfg))), nil
+	return Route(routes.AccountUsage(), routes.Ports{Usage: Store(cfg), Gate: Gate(cfg, log)})
 }
 
 // AccountKeyCreate is POST /api/account/keys. Its gate keeps no
@@ -88,7 +99,7 @@ func AccountKeyCreate(ctx context.Context, log *slog.Logger) (any, error) {
 	if err != nil {
 		return nil, err
 	}
-	return lambdahttp.Route(httpapi.KeyCreateRoute(&accounts.KeyCreator{Store: Store(cfg)}, Gate(cfg, log))), nil
+	return Route(routes.AccountKeyCreate(), routes.Ports{KeyCreator: &accounts.KeyCreator{Store: Store(cfg)}, Gate: Gate(cfg, log)})
 }
 
 // AccountKeysList is GET /api/account/keys.
@@ -98,7 +109,7 @@ func AccountKeysList(ctx context.Context, log *slog.Logger) (any, error) {
 		return nil, err
 	}
 	st := Store(cfg)
-	return lambdahttp.Route(httpapi.KeysListRoute(&accounts.KeyLister{Keys: st, Spend: st}, Gate(cfg, log))), nil
+	return Route(routes.AccountKeysList(), routes.Ports{KeyLister: &accounts.KeyLister{Keys: st, Spend: st}, Gate: Gate(cfg, log)})
 }
 
 // AccountKeyRevoke is DELETE /api/account/keys/{prefix}.
@@ -107,7 +118,7 @@ func AccountKeyRevoke(ctx context.Context, log *slog.Logger) (any, error) {
 	if err != nil {
 		return nil, err
 	}
-	return lambdahttp.Route(httpapi.KeyRevokeRoute(&accounts.KeyRevoker{Store: Store(cfg)}, Gate(cfg, log))), nil
+	return Route(routes.AccountKeyRevoke(), routes.Ports{KeyRevoker: &accounts.KeyRevoker{Store: Store(cfg)}, Gate: Gate(cfg, log)})
 }
 
 // AccountWebhookSecretRotate is POST /api/account/webhook-secret/rotate.
@@ -117,12 +128,12 @@ func AccountWebhookSecretRotate(ctx context.Context, log *slog.Logger) (any, err
 	if err != nil {
 		return nil, err
 	}
-	return lambdahttp.Route(httpapi.WebhookSecretRotateRoute(&accounts.WebhookSecretRotator{Store: Store(cfg)}, Gate(cfg, log))), nil
+	return Route(routes.AccountWebhookSecretRotate(), routes.Ports{SecretRotator: &accounts.WebhookSecretRotator{Store: Store(cfg)}, Gate: Gate(cfg, log)})
 }
 
 // OpenAPI is GET /api/openapi.json.
 func OpenAPI(context.Context, *slog.Logger) (any, error) {
-	return lambdahttp.Route(httpapi.OpenAPI()), nil
+	return Route(routes.OpenAPI(), routes.Ports{})
 }
 
 // Models is GET /api/models: the public catalog needs no AWS configuration.
@@ -131,7 +142,7 @@ func Models(ctx context.Context, log *slog.Logger) (any, error) {
 	if err != nil {
 		return nil, err
 	}
-	return lambdahttp.Route((&httpapi.Models{Prices: prices, Log: log}).List()), nil
+	return Route(routes.Models(), routes.Ports{Prices: prices, Log: log})
 }
 
 // Authorizer is the HTTP API's Lambda authorizer.
@@ -162,24 +173,24 @@ func LongStoryEstimate(ctx context.Context, log *slog.Logger) (any, error) {
 	if err != nil {
 		return nil, err
 	}
-	return lambdahttp.Route(httpapi.LongVideoEstimateRoute(prices, PostGate(cfg, log))), nil
+	return Route(routes.LongStoryEstimate(), routes.Ports{Prices: prices, Gate: PostGate(cfg, log)})
 }
 
 // LongStoryStatus is GET /api/long-story/videos/{videoId}.
 func LongStoryStatus(ctx context.Context, log *slog.Logger) (any, error) {
-	return longVideoReadRoute(ctx, log, httpapi.LongVideoStatusRoute)
+	return longVideoReadRoute(ctx, log, routes.LongStoryStatus())
 }
 
 // LongStoryList is GET /api/long-story/videos.
 func LongStoryList(ctx context.Context, log *slog.Logger) (any, error) {
-	return longVideoReadRoute(ctx, log, httpapi.LongVideosListRoute)
+	return longVideoReadRoute(ctx, log, routes.LongStoryList())
 }
 
 // longVideoReadRoute wires a route that only reads videos: the store.
-func longVideoReadRoute(ctx context.Context, log *slog.Logger, route func(*longstory.Reader, *httpapi.Gate) httpapi.Handler) (any, error) {
+func longVideoReadRoute(ctx context.Context, log *slog.Logger, route routes.Route) (any, error) {
 	cfg, err := AWSConfig(ctx)
 	if err != nil {
 		return nil, err
 	}
-	return lambdahttp.Route(route(longstory.NewReader(Store(cfg)), Gate(cfg, log))), nil
+	return Route(route, routes.Ports{VideoReader: longstory.NewReader(Store(cfg)), Gate: Gate(cfg, log)})
 }

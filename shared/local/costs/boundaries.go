@@ -5,45 +5,30 @@ import (
 	"encoding/json"
 	"net/http"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/aws/aws-lambda-go/events"
 
-	"github.com/mediagen-dev/mediagen"
 	"github.com/mediagen-dev/mediagen/shared/local/apigw"
 	"github.com/mediagen-dev/mediagen/shared/local/localsqs"
 	"github.com/mediagen-dev/mediagen/shared/local/stepfunctions"
+	"github.com/mediagen-dev/mediagen/shared/routes"
 )
 
-// routeFunctions names the function behind each route, by route key
-// ("GET /api/models"), as template.yaml deploys it: the one list of routes
-// and their functions, read from the template itself.
-var routeFunctions = sync.OnceValues(func() (map[string]string, error) {
-	routes, err := mediagen.Routes()
-	if err != nil {
-		return nil, err
-	}
-	out := map[string]string{}
-	for _, r := range routes {
-		out[r.Key()] = r.Function
-	}
-	return out, nil
-})
+// routeFunctions names the function behind each route (routes.Table, the
+// table template.yaml is checked against); a route not in it is counted
+// under its route key.
+var routeFunctions = routes.Functions()
 
 // Routes counts each route call as one API Gateway request and one Lambda
 // invocation of its function.
 func (m *Meter) Routes(routes []apigw.Route) []apigw.Route {
-	functions, err := routeFunctions()
-	if err != nil {
-		panic(err) // the embedded template is part of the build: a test reads it
-	}
 	out := make([]apigw.Route, len(routes))
 	for i, rt := range routes {
 		key := rt.Method + " " + rt.Path
-		name, ok := functions[key]
+		name, ok := routeFunctions[key]
 		if !ok {
-			name = key // a route the template does not deploy
+			name = key
 		}
 		h := rt.Handler
 		rt.Handler = func(ctx context.Context, req events.APIGatewayV2HTTPRequest) (events.APIGatewayV2HTTPResponse, error) {

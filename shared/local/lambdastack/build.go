@@ -13,29 +13,9 @@ import (
 	goruntime "runtime"
 	"strings"
 	"sync"
-)
 
-// FunctionFolder is a function's folder under functions/ from its logical
-// ID, as the Makefile's build-%Function reads it (GenerationEstimateFunction:
-// generation-estimate).
-func FunctionFolder(logical string) string {
-	base := strings.TrimSuffix(logical, "Function")
-	var b strings.Builder
-	for i, r := range base {
-		if r >= 'A' && r <= 'Z' {
-			if i > 0 {
-				prev := base[i-1]
-				if prev >= 'a' && prev <= 'z' || prev >= '0' && prev <= '9' {
-					b.WriteByte('-')
-				}
-			}
-			b.WriteRune(r + ('a' - 'A'))
-			continue
-		}
-		b.WriteRune(r)
-	}
-	return b.String()
-}
+	"github.com/mediagen-dev/mediagen"
+)
 
 // sourceHash is a digest of what a bootstrap is built from: go.mod, go.sum,
 // the Makefile and every non-test Go file under functions/ and shared/
@@ -113,7 +93,7 @@ func buildBootstraps(ctx context.Context, root, cacheDir string, logicals []stri
 		sem      = make(chan struct{}, 2)
 	)
 	for _, logical := range logicals {
-		folder := FunctionFolder(logical)
+		folder := mediagen.FunctionFolder(logical)
 		bootstrap := filepath.Join(dir, folder, "bootstrap")
 		out[logical] = bootstrap
 		if _, err := os.Stat(bootstrap); err == nil {

@@ -29,6 +29,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/aws/aws-lambda-go/events"
 	"github.com/shopspring/decimal"
 
 	"github.com/mediagen-dev/mediagen"
@@ -54,6 +55,7 @@ import (
 	"github.com/mediagen-dev/mediagen/shared/netguard"
 	"github.com/mediagen-dev/mediagen/shared/playground"
 	"github.com/mediagen-dev/mediagen/shared/pricing"
+	"github.com/mediagen-dev/mediagen/shared/routes"
 	"github.com/mediagen-dev/mediagen/shared/routing"
 	"github.com/mediagen-dev/mediagen/shared/sqsbatch"
 	"github.com/mediagen-dev/mediagen/shared/store"
@@ -230,30 +232,9 @@ type Runtime struct {
 func Start(ctx context.Context, cfg Config) (*Runtime, error) {
 	cfg = withDefaults(cfg)
 	log := cfg.Log
-	if err := (ffmpeg.Runner{}).Available(); err != nil {
-		return nil, fmt.Errorf("the upstream simulator renders media with ffmpeg: %w", err)
-	}
-	narrator := espeak.Narrator{}
-	if err := narrator.Available(); err != nil {
-		return nil, fmt.Errorf("long-form narration: %w", err)
-	}
-	var hookPorts []uint16
-	for _, hp := range cfg.WebhookAllow {
-		port, err := ParseWebhookAllow(hp)
-		if err != nil {
-			return nil, err
-		}
-		hookPorts = append(hookPorts, port)
-	}
-	if !cfg.AllowRemote {
-		for _, addr := range []string{cfg.Addr, cfg.FilesAddr, cfg.S3Addr, cfg.SimulatorAddr} {
-			if addr == "" {
-				continue
-			}
-			if err := CheckLoopback(addr); err != nil {
-				return nil, err
-			}
-		}
+	hookPorts, err := preflight(cfg)
+	if err != nil {
+		return nil, err
 	}
 	ln, err := net.Listen("tcp", cfg.Addr)
 	if err != nil {
@@ -268,151 +249,33 @@ func Start(ctx context.Context, cfg Config) (*Runtime, error) {
 		}
 	}()
 
-	// st is what the handlers use: on DynamoDB, the adapter on a client
-	// whose requests the meter counts; r.Store reads past the meter.
-	var st store.Store
-	if d := cfg.DynamoDB; d != nil {
-		r.Store = dynamostore.New(d.Client, d.Tables, dynamostore.WithLedgerBudget(d.LedgerBudget))
-		st = dynamostore.New(costs.MeterDynamoDB(d.Client, d.Tables, r.Costs), d.Tables, dynamostore.WithLedgerBudget(d.LedgerBudget))
-		if d.Unmetered {
-			st = r.Store
-		}
-	} else {
-		if r.Embedded, err = sqlitestore.Open(ctx, cfg.DataDir); err != nil {
-			return nil, err
-		}
-		// The server counts rate limits in memory, which holds exactly only
-		// while no one else counts on the directory: a second server there
-		// is refused rather than let clients split their requests between
-		// two counts (the admin command counts nothing, and runs beside).
-		switch err := r.Embedded.CountInProcess(); {
-		case errors.Is(err, errors.ErrUnsupported):
-			log.Info("rate limits are counted in the database: this system cannot lock the data directory", "error", err)
-		case err != nil:
-			return nil, fmt.Errorf("data directory %s: is another mediagen serve running on it? %w", cfg.DataDir, err)
-		}
-		r.Store, st = r.Embedded, r.Embedded
+	st, err := r.openStore(ctx, cfg)
+	if err != nil {
+		return nil, err
 	}
-	mux := http.NewServeMux()
 	if r.Objects, err = objectstore.Serve(ctx, objectstore.Config{Dir: filepath.Join(cfg.DataDir, "s3"), Bucket: Bucket,
 		APIAddr: cfg.S3Addr, FilesAddr: cfg.FilesAddr, Wrap: r.Costs.S3}); err != nil {
 		return nil, err
 	}
 	r.FilesURL = r.Objects.FilesURL
-
-	rc := cfg.Routing
-	if rc == nil {
-		if rc, err = routing.Load(cfg.RoutingFile); err != nil {
-			return nil, err
-		}
-	}
-	if rc.UsesBuiltin() {
-		r.Simulator, err = StartSimulator(SimulatorConfig{Addr: cfg.SimulatorAddr, Latency: cfg.SimulatorLatency,
-			WorkDir: filepath.Join(cfg.DataDir, "upstream"), Log: log.With("component", "simulator")})
-		if err != nil {
-			return nil, err
-		}
-		r.Simulator.Bind(rc)
-	}
-	r.Upstreams, err = upstream.NewRouter(rc, tokens(r.Simulator), webhookSecrets,
-		upstream.Tuning{HTTP: &http.Client{Timeout: cfg.UpstreamTimeout}})
+	rc, err := r.startUpstreams(cfg)
 	if err != nil {
-		return nil, fmt.Errorf("routing: %w", err)
+		return nil, err
 	}
-
 	prices := pricing.Default()
 	if cfg.PriceFile != "" {
 		if prices, err = pricing.LoadFile(cfg.PriceFile); err != nil {
 			return nil, err
 		}
 	}
-	outputs := r.Objects.MediaBucket()
-	var copyBucket media.Bucket = outputs
-	if cfg.WrapCopyBucket != nil {
-		copyBucket = cfg.WrapCopyBucket(outputs)
-	}
-	copier := &media.Copier{Bucket: copyBucket, HTTP: &http.Client{Timeout: 5 * time.Minute},
-		AllowedHosts: rc.OutputHosts(), MaxBytes: 512 << 20, AllowLoopback: true}
-	settings := generation.Settings{
-		Validation:   catalog.Options{AllowLoopbackURLs: true, WebhookLoopbackPorts: hookPorts},
-		PollInterval: cfg.PollInterval,
-		PollLease:    cfg.QueueVisibility,
-		Now:          cfg.Clock,
-		Log:          log,
-	}
-	switch {
-	case cfg.NoUpstreamWebhooks:
-	case cfg.PublicBaseURL != "":
-		settings.UpstreamWebhook = strings.TrimSuffix(cfg.PublicBaseURL, "/") + "/api/upstream/webhook"
-	case allOnLoopback(rc):
-		settings.UpstreamWebhook = r.BaseURL + "/api/upstream/webhook"
-	}
-	// The poller; its queue, notifier and the scenes' polls are set below,
-	// once they exist (each needs the other).
-	svc := generation.NewPoller(st, r.Upstreams, nil, st, copier, outputs, nil, prices, nil, outputs, settings)
-	r.Queue = localsqs.New(r.Costs.SQSConsumer("poller", sqsbatch.Handler(svc.HandleBatch)), localsqs.Config{Visibility: cfg.QueueVisibility, Log: log.With("component", "queue"),
-		Function: "PollerFunction", RecursiveLoop: PollerRecursiveLoop})
-	svc.Queue = r.Costs.SQSSender(r.Queue)
-	r.Generations = svc
-
-	deliverer := &webhook.Deliverer{Records: apiview.WebhookRecords{Store: st, Now: cfg.Clock}, Store: st,
-		Client: webhook.SafeClient(hookPorts...), Backoff: cfg.WebhookBackoff, Log: log.With("component", "webhooks")}
-	r.WebhookQueue = localsqs.New(r.Costs.SQSConsumer("webhooks", sqsbatch.Handler(deliverer.HandleBatch)), localsqs.Config{Visibility: cfg.QueueVisibility, Log: log.With("component", "webhook-queue"),
-		Function: "WebhooksFunction", RecursiveLoop: WebhooksRecursiveLoop})
-	deliverer.Queue = r.Costs.SQSSender(r.WebhookQueue)
-	notifier := webhook.Notifier{Queue: deliverer.Queue}
-	svc.Notifier = notifier
-
-	gate := &httpapi.Gate{Store: st, Log: log, Idempotency: &httpapi.Idempotency{Store: st, Log: log}, Now: cfg.Clock}
-	if cfg.JWTIssuer != "" {
-		gate.Tokens = &jwtauth.Verifier{Issuer: cfg.JWTIssuer, Audience: cfg.JWTAudience, JWKSURL: cfg.JWKSURL}
-	}
-	// The scenes' polls share the poller's queue, as in AWS.
-	steps := &longstory.Steps{Store: st, Upstream: r.Upstreams, Copier: copier, Files: outputs, Retainer: outputs, Deleter: outputs,
-		Narrator: narrator, FFmpeg: ffmpeg.Runner{}, WorkDir: filepath.Join(cfg.DataDir, "tmp"), Log: log, Notifier: notifier,
-		Queue: svc.Queue, Slots: st, PollInterval: cfg.PollInterval, Now: cfg.Clock}
-	if err := os.MkdirAll(steps.WorkDir, 0o755); err != nil {
-		return nil, fmt.Errorf("scratch dir: %w", err)
-	}
-	svc.Others = steps
-	if r.Workflow, err = longStoryWorkflow(steps, cfg.WorkflowWaitScale, log, r.Costs, r.closing.Load); err != nil {
+	ports, err := r.wire(cfg, st, rc, prices, hookPorts)
+	if err != nil {
 		return nil, err
 	}
-	steps.Tokens = stepfunctions.TaskTokens{Workflow: r.Workflow}
-	storySettings := longstory.Settings{Validation: settings.Validation, Now: cfg.Clock, Log: log}
-	videos := longstory.NewReader(st)
-
-	reader := generation.NewReader(st, st, r.Upstreams)
-	apigw.Mount(mux, r.Costs.Routes([]apigw.Route{
-		{Method: http.MethodPost, Path: "/api/generations/generate", Handler: lambdahttp.Route(httpapi.GenerateRoute(generation.NewCreator(st, r.Upstreams, svc.Queue, st, outputs, prices, settings), gate))},
-		{Method: http.MethodGet, Path: "/api/generations/status/{id}", Handler: lambdahttp.Route(httpapi.GenerationStatusRoute(reader, gate))},
-		{Method: http.MethodGet, Path: "/api/generations", Handler: lambdahttp.Route(httpapi.GenerationsListRoute(reader, gate))},
-		{Method: http.MethodPost, Path: "/api/generations/estimate", Handler: lambdahttp.Route(httpapi.GenerationEstimateRoute(generation.NewEstimator(prices, settings.Validation), gate))},
-		{Method: http.MethodPost, Path: "/api/generations/{id}/cancel", Handler: lambdahttp.Route(httpapi.GenerationCancelRoute(generation.NewCanceler(st, r.Upstreams, st, notifier, settings), gate))},
-		{Method: http.MethodGet, Path: "/api/long-story/videos", Handler: lambdahttp.Route(httpapi.LongVideosListRoute(videos, gate))},
-		{Method: http.MethodPost, Path: "/api/long-story/videos/{videoId}/cancel", Handler: lambdahttp.Route(httpapi.LongVideoCancelRoute(longstory.NewCanceler(st, r.Workflow, r.Upstreams, st, notifier, storySettings), gate))},
-		{Method: http.MethodDelete, Path: "/api/generations/{id}/output", Handler: lambdahttp.Route(httpapi.GenerationOutputDeleteRoute(generation.NewOutputRemover(st, outputs, nil, settings), gate))},
-		{Method: http.MethodDelete, Path: "/api/long-story/videos/{videoId}/output", Handler: lambdahttp.Route(httpapi.LongVideoOutputDeleteRoute(longstory.NewOutputRemover(st, outputs, nil, storySettings), gate))},
-		{Method: http.MethodGet, Path: "/api/account", Handler: lambdahttp.Route((&httpapi.Account{Secrets: st, Gate: gate}).Get())},
-		{Method: http.MethodGet, Path: "/api/account/transactions", Handler: lambdahttp.Route(httpapi.TransactionsRoute(gate, st))},
-		{Method: http.MethodGet, Path: "/api/account/usage", Handler: lambdahttp.Route(httpapi.UsageRoute(gate, st))},
-		{Method: http.MethodPost, Path: "/api/account/keys", Handler: lambdahttp.Route(httpapi.KeyCreateRoute(&accounts.KeyCreator{Store: st}, gate))},
-		{Method: http.MethodGet, Path: "/api/account/keys", Handler: lambdahttp.Route(httpapi.KeysListRoute(&accounts.KeyLister{Keys: st, Spend: st}, gate))},
-		{Method: http.MethodDelete, Path: "/api/account/keys/{prefix}", Handler: lambdahttp.Route(httpapi.KeyRevokeRoute(&accounts.KeyRevoker{Store: st}, gate))},
-		{Method: http.MethodPost, Path: "/api/account/webhook-secret/rotate", Handler: lambdahttp.Route(httpapi.WebhookSecretRotateRoute(&accounts.WebhookSecretRotator{Store: st}, gate))},
-		{Method: http.MethodPost, Path: "/api/long-story/videos/estimate", Handler: lambdahttp.Route(httpapi.LongVideoEstimateRoute(prices, gate))},
-		{Method: http.MethodPost, Path: "/api/long-story/videos", Handler: lambdahttp.Route(httpapi.LongVideoCreateRoute(longstory.NewCreator(st, r.Workflow, prices, storySettings), gate))},
-		{Method: http.MethodGet, Path: "/api/long-story/videos/{videoId}", Handler: lambdahttp.Route(httpapi.LongVideoStatusRoute(videos, gate))},
-	}), &apigw.LambdaAuthorizer{Func: r.Costs.Authorizer(lambdahttp.Authorizer(gate.Authorize)), CacheTTL: cfg.AuthCacheTTL, Now: cfg.AuthCacheClock}, cfg.Timeouts, log)
-	// Public routes: no authorizer, as in template.yaml.
-	apigw.Mount(mux, r.Costs.Routes([]apigw.Route{
-		{Method: http.MethodGet, Path: "/api/models", Handler: lambdahttp.Route((&httpapi.Models{Prices: prices, Log: log}).List())},
-		{Method: http.MethodGet, Path: "/api/openapi.json", Handler: lambdahttp.Route(httpapi.OpenAPI())},
-		{Method: http.MethodPost, Path: "/api/upstream/webhook", Handler: lambdahttp.Route(httpapi.UpstreamWebhookRoute(generation.NewCallbacks(st, r.Upstreams, svc.Queue, settings), log))},
-	}), nil, cfg.Timeouts, log)
-	playground.Mount(mux)
-	mux.HandleFunc("/", notFound)
-
+	mux, err := r.mount(cfg, ports)
+	if err != nil {
+		return nil, err
+	}
 	if r.Dev, err = ensureDevAccount(ctx, r.Store, cfg.DataDir, cfg.DevCredits); err != nil {
 		return nil, err
 	}
@@ -436,6 +299,212 @@ func Start(ctx context.Context, cfg Config) (*Runtime, error) {
 	return r, nil
 }
 
+// preflight checks what Start needs before it starts anything: ffmpeg and
+// espeak-ng, the webhook receivers allowed (their ports), and addresses on
+// this machine unless remote access is allowed.
+func preflight(cfg Config) ([]uint16, error) {
+	if err := (ffmpeg.Runner{}).Available(); err != nil {
+		return nil, fmt.Errorf("the upstream simulator renders media with ffmpeg: %w", err)
+	}
+	if err := (espeak.Narrator{}).Available(); err != nil {
+		return nil, fmt.Errorf("long-form narration: %w", err)
+	}
+	var hookPorts []uint16
+	for _, hp := range cfg.WebhookAllow {
+		port, err := ParseWebhookAllow(hp)
+		if err != nil {
+			return nil, err
+		}
+		hookPorts = append(hookPorts, port)
+	}
+	if !cfg.AllowRemote {
+		for _, addr := range []string{cfg.Addr, cfg.FilesAddr, cfg.S3Addr, cfg.SimulatorAddr} {
+			if addr == "" {
+				continue
+			}
+			if err := CheckLoopback(addr); err != nil {
+				return nil, err
+			}
+		}
+	}
+	return hookPorts, nil
+}
+
+// openStore opens the store (r.Store) and returns what the handlers use: on
+// DynamoDB, the adapter on a client whose requests the meter counts, while
+// r.Store reads past the meter.
+func (r *Runtime) openStore(ctx context.Context, cfg Config) (store.Store, error) {
+	if d := cfg.DynamoDB; d != nil {
+		r.Store = dynamostore.New(d.Client, d.Tables, dynamostore.WithLedgerBudget(d.LedgerBudget))
+		if d.Unmetered {
+			return r.Store, nil
+		}
+		return dynamostore.New(costs.MeterDynamoDB(d.Client, d.Tables, r.Costs), d.Tables, dynamostore.WithLedgerBudget(d.LedgerBudget)), nil
+	}
+	var err error
+	if r.Embedded, err = sqlitestore.Open(ctx, cfg.DataDir); err != nil {
+		return nil, err
+	}
+	// The server counts rate limits in memory, which holds exactly only
+	// while no one else counts on the directory: a second server there
+	// is refused rather than let clients split their requests between
+	// two counts (the admin command counts nothing, and runs beside).
+	switch err := r.Embedded.CountInProcess(); {
+	case errors.Is(err, errors.ErrUnsupported):
+		r.log.Info("rate limits are counted in the database: this system cannot lock the data directory", "error", err)
+	case err != nil:
+		return nil, fmt.Errorf("data directory %s: is another mediagen serve running on it? %w", cfg.DataDir, err)
+	}
+	r.Store = r.Embedded
+	return r.Embedded, nil
+}
+
+// startUpstreams reads the routing file, starts the built-in simulator when
+// it names it, and makes the upstreams' clients (r.Upstreams).
+func (r *Runtime) startUpstreams(cfg Config) (*routing.Config, error) {
+	rc := cfg.Routing
+	if rc == nil {
+		var err error
+		if rc, err = routing.Load(cfg.RoutingFile); err != nil {
+			return nil, err
+		}
+	}
+	if rc.UsesBuiltin() {
+		sim, err := StartSimulator(SimulatorConfig{Addr: cfg.SimulatorAddr, Latency: cfg.SimulatorLatency,
+			WorkDir: filepath.Join(cfg.DataDir, "upstream"), Log: r.log.With("component", "simulator")})
+		if err != nil {
+			return nil, err
+		}
+		r.Simulator = sim
+		r.Simulator.Bind(rc)
+	}
+	ups, err := upstream.NewRouter(rc, tokens(r.Simulator), webhookSecrets,
+		upstream.Tuning{HTTP: &http.Client{Timeout: cfg.UpstreamTimeout}})
+	if err != nil {
+		return nil, fmt.Errorf("routing: %w", err)
+	}
+	r.Upstreams = ups
+	return rc, nil
+}
+
+// wire builds the work's side, each part once and complete: the poll and
+// webhook queues and their consumers (the poller, the deliverer), the
+// long-form workflow with its tasks, and the routes' ports on them.
+func (r *Runtime) wire(cfg Config, st store.Store, rc *routing.Config, prices *pricing.Table, hookPorts []uint16) (routes.Ports, error) {
+	log := cfg.Log
+	outputs := r.Objects.MediaBucket()
+	var copyBucket media.Bucket = outputs
+	if cfg.WrapCopyBucket != nil {
+		copyBucket = cfg.WrapCopyBucket(outputs)
+	}
+	copier := &media.Copier{Bucket: copyBucket, HTTP: &http.Client{Timeout: 5 * time.Minute},
+		AllowedHosts: rc.OutputHosts(), MaxBytes: 512 << 20, AllowLoopback: true}
+	settings := generation.Settings{
+		Validation:   catalog.Options{AllowLoopbackURLs: true, WebhookLoopbackPorts: hookPorts},
+		PollInterval: cfg.PollInterval,
+		PollLease:    cfg.QueueVisibility,
+		Now:          cfg.Clock,
+		Log:          log,
+	}
+	switch {
+	case cfg.NoUpstreamWebhooks:
+	case cfg.PublicBaseURL != "":
+		settings.UpstreamWebhook = strings.TrimSuffix(cfg.PublicBaseURL, "/") + routes.UpstreamWebhookPath
+	case allOnLoopback(rc):
+		settings.UpstreamWebhook = r.BaseURL + routes.UpstreamWebhookPath
+	}
+
+	// Each queue exists before its consumer, as in AWS, where the event
+	// source mapping ties them: the poller and the webhook deliverer send to
+	// their own queues. A queue hands its batches to its consumer, built
+	// once, complete, below.
+	var pollBatches, deliverBatches localsqs.BatchHandler
+	r.Queue = localsqs.New(r.Costs.SQSConsumer("poller", func(ctx context.Context, ev events.SQSEvent) (events.SQSEventResponse, error) {
+		return pollBatches(ctx, ev)
+	}), localsqs.Config{Visibility: cfg.QueueVisibility, Log: log.With("component", "queue"),
+		Function: "PollerFunction", RecursiveLoop: PollerRecursiveLoop})
+	queue := r.Costs.SQSSender(r.Queue)
+	r.WebhookQueue = localsqs.New(r.Costs.SQSConsumer("webhooks", func(ctx context.Context, ev events.SQSEvent) (events.SQSEventResponse, error) {
+		return deliverBatches(ctx, ev)
+	}), localsqs.Config{Visibility: cfg.QueueVisibility, Log: log.With("component", "webhook-queue"),
+		Function: "WebhooksFunction", RecursiveLoop: WebhooksRecursiveLoop})
+	webhookQueue := r.Costs.SQSSender(r.WebhookQueue)
+	deliverer := &webhook.Deliverer{Records: apiview.WebhookRecords{Store: st, Now: cfg.Clock}, Store: st, Queue: webhookQueue,
+		Client: webhook.SafeClient(hookPorts...), Backoff: cfg.WebhookBackoff, Log: log.With("component", "webhooks")}
+	deliverBatches = sqsbatch.Handler(deliverer.HandleBatch)
+	notifier := webhook.Notifier{Queue: webhookQueue}
+
+	// The workflow's tasks, each built by the constructor its Lambda
+	// function uses; the scenes' polls share the poller's queue, as in AWS.
+	stepSettings := longstory.StepSettings{PollInterval: cfg.PollInterval, WorkDir: filepath.Join(cfg.DataDir, "tmp"), Now: cfg.Clock, Log: log}
+	if err := os.MkdirAll(stepSettings.WorkDir, 0o755); err != nil {
+		return routes.Ports{}, fmt.Errorf("scratch dir: %w", err)
+	}
+	tasks := map[string]any{
+		"SubmitSceneFunctionArn": longstory.SubmitSceneStep(st, r.Upstreams, st, queue, stepSettings),
+		"NarrateFunctionArn":     longstory.NarrateStep(outputs, espeak.Narrator{}, st, stepSettings),
+		"AssembleFunctionArn":    longstory.AssembleStep(outputs, st, outputs, ffmpeg.Runner{}, stepSettings),
+		"FinalizeFunctionArn":    longstory.FinalizeStep(outputs, outputs, st, notifier, stepSettings),
+		"MarkFailedFunctionArn":  longstory.MarkFailedStep(st, notifier, r.Upstreams, st, outputs, stepSettings),
+	}
+	var err error
+	if r.Workflow, err = longStoryWorkflow(tasks, cfg.WorkflowWaitScale, log, r.Costs, r.closing.Load); err != nil {
+		return routes.Ports{}, err
+	}
+	scenes := longstory.ScenePoller(st, r.Upstreams, st, queue, stepfunctions.TaskTokens{Workflow: r.Workflow}, copier, outputs, stepSettings)
+	r.Generations = generation.NewPoller(generation.PollerPorts{Store: st, Upstreams: r.Upstreams, Queue: queue, Slots: st,
+		Copier: copier, Outputs: outputs, Notifier: notifier, Prices: prices, Others: scenes, Inputs: outputs}, settings)
+	pollBatches = sqsbatch.Handler(r.Generations.HandleBatch)
+
+	gate := &httpapi.Gate{Store: st, Log: log, Idempotency: &httpapi.Idempotency{Store: st, Log: log}, Now: cfg.Clock}
+	if cfg.JWTIssuer != "" {
+		gate.Tokens = &jwtauth.Verifier{Issuer: cfg.JWTIssuer, Audience: cfg.JWTAudience, JWKSURL: cfg.JWKSURL}
+	}
+	storySettings := longstory.Settings{Validation: settings.Validation, Now: cfg.Clock, Log: log}
+	return routes.Ports{Gate: gate, Log: log, Prices: prices,
+		GenerationCreator:  generation.NewCreator(st, r.Upstreams, queue, st, outputs, prices, settings),
+		GenerationReader:   generation.NewReader(st, st, r.Upstreams),
+		GenerationEstimate: generation.NewEstimator(prices, settings.Validation),
+		GenerationCanceler: generation.NewCanceler(st, r.Upstreams, st, notifier, settings),
+		GenerationRemover:  generation.NewOutputRemover(st, outputs, nil, settings),
+		UpstreamCallbacks:  generation.NewCallbacks(st, r.Upstreams, queue, settings),
+		VideoCreator:       longstory.NewCreator(st, r.Workflow, prices, storySettings),
+		VideoReader:        longstory.NewReader(st),
+		VideoCanceler:      longstory.NewCanceler(st, r.Workflow, r.Upstreams, st, notifier, storySettings),
+		VideoRemover:       longstory.NewOutputRemover(st, outputs, nil, storySettings),
+		Secrets:            st, Journal: st, Usage: st,
+		KeyCreator:    &accounts.KeyCreator{Store: st},
+		KeyLister:     &accounts.KeyLister{Keys: st, Spend: st},
+		KeyRevoker:    &accounts.KeyRevoker{Store: st},
+		SecretRotator: &accounts.WebhookSecretRotator{Store: st},
+	}, nil
+}
+
+// mount serves the API's routes (routes.Table) on ports as the gateway
+// does, behind the Lambda authorizer or public as the table says, beside
+// the playground; anything else is answered 404.
+func (r *Runtime) mount(cfg Config, ports routes.Ports) (*http.ServeMux, error) {
+	var guarded, public []apigw.Route
+	for _, rt := range routes.Table() {
+		h, err := rt.Build(ports)
+		if err != nil {
+			return nil, err
+		}
+		mounted := apigw.Route{Method: rt.Method, Path: rt.Path, Handler: lambdahttp.Route(h)}
+		if rt.Auth == routes.Public {
+			public = append(public, mounted)
+		} else {
+			guarded = append(guarded, mounted)
+		}
+	}
+	mux := http.NewServeMux()
+	apigw.Mount(mux, r.Costs.Routes(guarded), &apigw.LambdaAuthorizer{Func: r.Costs.Authorizer(lambdahttp.Authorizer(ports.Gate.Authorize)),
+		CacheTTL: cfg.AuthCacheTTL, Now: cfg.AuthCacheClock}, cfg.Timeouts, cfg.Log)
+	apigw.Mount(mux, r.Costs.Routes(public), nil, cfg.Timeouts, cfg.Log)
+	playground.Mount(mux)
+	mux.HandleFunc("/", notFound)
+	return mux, nil
+}
 func withDefaults(cfg Config) Config {
 	if cfg.Addr == "" {
 		cfg.Addr = "127.0.0.1:8080"
@@ -688,15 +757,11 @@ func (r *Runtime) closeParts() error {
 }
 
 // longStoryWorkflow loads statemachines/long-story.asl.json with each task
-// placeholder bound to the handler its Lambda function runs. An execution
+// placeholder bound to the handler its Lambda function runs (handlers, by
+// placeholder). An execution
 // that ends failed, timed out or aborted raises the event EventBridge
 // raises in AWS, and the safety-net rule's target (MarkFailed) takes it.
-func longStoryWorkflow(steps *longstory.Steps, waitScale float64, log *slog.Logger, meter *costs.Meter, shuttingDown func() bool) (*stepfunctions.Workflow, error) {
-	handlers := map[string]any{
-		"SubmitSceneFunctionArn": steps.SubmitScene,
-		"NarrateFunctionArn":     steps.Narrate, "AssembleFunctionArn": steps.Assemble,
-		"FinalizeFunctionArn": steps.Finalize, "MarkFailedFunctionArn": steps.MarkFailed,
-	}
+func longStoryWorkflow(handlers map[string]any, waitScale float64, log *slog.Logger, meter *costs.Meter, shuttingDown func() bool) (*stepfunctions.Workflow, error) {
 	subs, resources := map[string]string{}, map[string]stepfunctions.TaskFunc{}
 	for _, name := range statemachines.LongStoryTasks {
 		fn, ok := handlers[name]
