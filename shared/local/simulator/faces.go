@@ -241,7 +241,9 @@ func jsonType(v any) string {
 
 // openAPISchema is a model version's schema as the provider publishes it:
 // components.schemas.Input with each field's type.
-func openAPISchema(types map[string]string) map[string]any {
+// Output is what the model returns: an image model a list of URIs (one
+// per image), a video model one URI.
+func openAPISchema(types map[string]string, kind string) map[string]any {
 	props := map[string]any{}
 	for _, f := range slices.Sorted(maps.Keys(types)) {
 		p := map[string]any{"type": types[f], "title": f}
@@ -257,7 +259,7 @@ func openAPISchema(types map[string]string) map[string]any {
 		"openapi": "3.0.2", "info": map[string]any{"title": "Cog", "version": "0.1.0"},
 		"components": map[string]any{"schemas": map[string]any{
 			"Input":  map[string]any{"type": "object", "title": "Input", "required": []string{"prompt"}, "properties": props},
-			"Output": map[string]any{"type": "string", "format": "uri"},
+			"Output": outputSchema(kind),
 		}},
 	}
 }
@@ -538,3 +540,12 @@ func (s *Simulator) post(target string, body []byte, sign func(http.Header), wha
 // WebhookSecret is the secret the Replicate face signs its webhooks with
 // (what GET /v1/webhooks/default/secret answers).
 func (s *Simulator) WebhookSecret() string { return s.cfg.WebhookSecret }
+
+// outputSchema is a model's published Output: what outputOf returns.
+func outputSchema(kind string) map[string]any {
+	uri := map[string]any{"type": "string", "format": "uri", "title": "Output"}
+	if kind == KindVideo {
+		return uri
+	}
+	return map[string]any{"type": "array", "title": "Output", "items": map[string]any{"type": "string", "format": "uri"}}
+}

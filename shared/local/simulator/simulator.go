@@ -279,6 +279,9 @@ func New(cfg Config) (*Simulator, error) {
 	s.mux.HandleFunc("POST /v1/predictions/{id}/cancel", s.authed(handlePrediction(s.cancelPrediction)))
 	s.mux.HandleFunc("GET /v1/models/{owner}/{name}", s.authed(s.handleModel))
 	s.mux.HandleFunc("GET /v1/models/{owner}/{name}/versions/{version}", s.authed(s.handleModel))
+	s.mux.HandleFunc("GET /v1/models", s.authed(s.handleListModels))
+	s.mux.HandleFunc("POST /v1/files", s.authed(s.handleCreateFile))
+	s.mux.HandleFunc("GET /v1/files/{id}", s.authed(s.handleGetFile))
 	s.mux.HandleFunc("GET /v1/webhooks/default/secret", s.authed(s.handleWebhookSecret))
 	s.mux.HandleFunc("GET /files/{id}/{name}", s.handleFile)
 	s.mountFal()
@@ -609,20 +612,29 @@ func (s *Simulator) handleModel(w http.ResponseWriter, r *http.Request) {
 		writeDetail(w, http.StatusNotFound, fmt.Sprintf("model %s not found", model))
 		return
 	}
-	version := map[string]any{"id": versionOf(model), "created_at": timestamp(time.Unix(0, 0)),
-		"cog_version": "0.9.0", "openapi_schema": openAPISchema(s.cfg.Inputs[model])}
+	view := s.modelView(model)
 	if v := r.PathValue("version"); v != "" {
 		if v != versionOf(model) {
 			writeDetail(w, http.StatusNotFound, fmt.Sprintf("version %s of %s not found", v, model))
 			return
 		}
-		writeJSON(w, http.StatusOK, version)
+		writeJSON(w, http.StatusOK, view["latest_version"])
 		return
 	}
+	writeJSON(w, http.StatusOK, view)
+}
+
+// modelView is a model as GET /v1/models/{owner}/{name} shows it, with its
+// one version as latest_version.
+func (s *Simulator) modelView(model string) map[string]any {
+	kind := s.cfg.Models[model]
+	version := map[string]any{"id": versionOf(model), "created_at": timestamp(time.Unix(0, 0)),
+		"cog_version": "0.9.0", "openapi_schema": openAPISchema(s.cfg.Inputs[model], kind)}
 	owner, name, _ := strings.Cut(model, "/")
-	writeJSON(w, http.StatusOK, map[string]any{"url": "https://replicate.com/" + model, "owner": owner, "name": name,
-		"description": "simulated " + s.cfg.Models[model] + " model", "visibility": "public", "run_count": 0,
-		"latest_version": version})
+	return map[string]any{"url": "https://replicate.com/" + model, "owner": owner, "name": name,
+		"description": "simulated " + kind + " model", "visibility": "public", "run_count": 0,
+		"github_url": nil, "paper_url": nil, "license_url": nil, "cover_image_url": nil, "default_example": nil,
+		"latest_version": version}
 }
 
 func (s *Simulator) handleWebhookSecret(w http.ResponseWriter, r *http.Request) {
@@ -677,8 +689,8 @@ func (s *Simulator) handleFile(w http.ResponseWriter, r *http.Request) {
 	id, name := r.PathValue("id"), r.PathValue("name")
 	s.mu.Lock()
 	var path string
-	if p, ok := s.predictions[id]; ok && p.view.Status == StatusSucceeded {
-		path = p.files[name] // only listed outputs: no path tricks
+	if p, ok := s.predictions[id]; ok && (p.view.Status == StatusSucceeded || p.view.Status == StatusProcessing) {
+		path = p.files[name] // only listed outputs (published so far): no path tricks
 	}
 	s.mu.Unlock()
 	if path == "" {
