@@ -12,6 +12,7 @@ package runtime
 import (
 	"context"
 	"crypto/rand"
+	"crypto/x509"
 	"encoding/hex"
 	"encoding/json"
 	"errors"
@@ -98,6 +99,16 @@ type Config struct {
 	// SimulatorAddr is the built-in simulator's API address (default
 	// 127.0.0.1:0).
 	SimulatorAddr string
+	// SimulatorFilesAddr is its files origin's address (default: see
+	// SimulatorConfig.FilesAddr). The files are served over https with a
+	// CA kept in <DataDir>/simulator/ca.pem, which the output copier
+	// trusts (here only: never in a Lambda build).
+	SimulatorFilesAddr string
+	// UpstreamCAs are CAs the output copier trusts besides the system's
+	// and the built-in simulator's: a simulator elsewhere used as a
+	// remote upstream (its ca.pem). A process can also add them with
+	// SSL_CERT_FILE or SSL_CERT_DIR.
+	UpstreamCAs []*x509.Certificate
 	// UpstreamTimeout bounds one call to an upstream (default 30 s).
 	UpstreamTimeout time.Duration
 	// PublicBaseURL is where an upstream off this machine can call back
@@ -303,8 +314,9 @@ func Start(ctx context.Context, cfg Config) (*Runtime, error) {
 		}
 	}
 	if rc.UsesBuiltin() {
-		r.Simulator, err = StartSimulator(SimulatorConfig{Addr: cfg.SimulatorAddr, Latency: cfg.SimulatorLatency,
-			WorkDir: filepath.Join(cfg.DataDir, "upstream"), Log: log.With("component", "simulator")})
+		r.Simulator, err = StartSimulator(SimulatorConfig{Addr: cfg.SimulatorAddr, FilesAddr: cfg.SimulatorFilesAddr,
+			Latency: cfg.SimulatorLatency, WorkDir: filepath.Join(cfg.DataDir, "upstream"),
+			CADir: filepath.Join(cfg.DataDir, "simulator"), Log: log.With("component", "simulator")})
 		if err != nil {
 			return nil, err
 		}
@@ -328,7 +340,7 @@ func Start(ctx context.Context, cfg Config) (*Runtime, error) {
 		copyBucket = cfg.WrapCopyBucket(outputs)
 	}
 	copier := &media.Copier{Bucket: copyBucket, HTTP: &http.Client{Timeout: 5 * time.Minute},
-		AllowedHosts: rc.OutputHosts(), MaxBytes: 512 << 20, AllowLoopback: true}
+		AllowedHosts: rc.OutputHosts(), MaxBytes: 512 << 20, AllowLoopback: true, RootCAs: r.Simulator.trust(cfg.UpstreamCAs)}
 	settings := generation.Settings{
 		Validation:   catalog.Options{AllowLoopbackURLs: true, WebhookLoopbackPorts: hookPorts},
 		PollInterval: cfg.PollInterval,
