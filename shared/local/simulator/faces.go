@@ -376,6 +376,11 @@ func (s *Simulator) handleFalStatus(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
+	writeJSON(w, http.StatusOK, s.falStatus(r, view))
+}
+
+// falStatus is a request's queue status as fal shows it.
+func (s *Simulator) falStatus(r *http.Request, view Prediction) map[string]any {
 	base := s.falBase(r) + "/" + r.PathValue("owner") + "/" + r.PathValue("alias") + "/requests/" + view.ID
 	body := map[string]any{"request_id": view.ID, "response_url": base, "status_url": base + "/status", "cancel_url": base + "/cancel"}
 	switch view.Status {
@@ -395,7 +400,7 @@ func (s *Simulator) handleFalStatus(w http.ResponseWriter, r *http.Request) {
 		}
 		body["logs"] = logs
 	}
-	writeJSON(w, http.StatusOK, body)
+	return body
 }
 
 func (s *Simulator) handleFalResult(w http.ResponseWriter, r *http.Request) {
@@ -403,17 +408,7 @@ func (s *Simulator) handleFalResult(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
-	w.Header().Set("X-Fal-Request-Id", view.ID)
-	switch view.Status {
-	case StatusSucceeded:
-		writeJSON(w, http.StatusOK, s.falPayload(view))
-	case StatusFailed:
-		writeJSON(w, http.StatusUnprocessableEntity, map[string]any{"detail": deref(view.Error)})
-	case StatusCanceled:
-		writeJSON(w, http.StatusBadRequest, map[string]any{"detail": "Request was cancelled"})
-	default:
-		writeJSON(w, http.StatusBadRequest, map[string]any{"detail": "Request is still in progress"})
-	}
+	s.writeFalResult(w, view)
 }
 
 // falPayload is a finished request's result: {"video": {...}} or

@@ -131,6 +131,7 @@ func (s *Simulator) update(id string, change func(*prediction)) bool {
 	change(p)
 	s.markDone(p)
 	s.save(id, p)
+	s.broadcast()
 	return true
 }
 

@@ -197,6 +197,11 @@ type Simulator struct {
 	creates map[string]int
 	// falKey signs the fal face's webhooks; its public half is in the JWKS.
 	falKey ed25519.PrivateKey
+	// changed closes at the next change of a prediction (broadcast), for
+	// the status streams.
+	changed chan struct{}
+	// pending are the uploads fal's storage initiated, by id.
+	pending map[string]pendingUpload
 }
 
 // New checks the configuration and that ffmpeg and the font are installed.
@@ -285,6 +290,7 @@ func New(cfg Config) (*Simulator, error) {
 	s.mux.HandleFunc("GET /v1/webhooks/default/secret", s.authed(s.handleWebhookSecret))
 	s.mux.HandleFunc("GET /files/{id}/{name}", s.handleFile)
 	s.mountFal()
+	s.mountFalMore()
 	s.mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		writeDetail(w, http.StatusNotFound, fmt.Sprintf("no route for %s %s", r.Method, r.URL.Path))
 	})
@@ -563,6 +569,7 @@ func (s *Simulator) start(r *http.Request, model string, rawInput json.RawMessag
 	s.predictions[id] = p
 	s.order = append(s.order, id)
 	s.save(id, p)
+	s.broadcast()
 	s.jobs.Add(1)
 	s.mu.Unlock()
 
@@ -668,6 +675,7 @@ func (s *Simulator) cancelPrediction(id string) (Prediction, bool) {
 		p.view.CompletedAt = ptr(timestamp(s.clock.Now()))
 		p.view.Logs += "canceled\n"
 		s.markDone(p)
+		s.broadcast()
 		s.save(id, p)
 		// The job sees its context end, stops ffmpeg, cleans up and sends
 		// the webhook.
