@@ -243,7 +243,7 @@ func jsonType(v any) string {
 // components.schemas.Input with each field's type.
 // Output is what the model returns: an image model a list of URIs (one
 // per image), a video model one URI.
-func openAPISchema(types map[string]string, kind string) map[string]any {
+func openAPISchema(types map[string]string, kind string, prompt bool) map[string]any {
 	props := map[string]any{}
 	for _, f := range slices.Sorted(maps.Keys(types)) {
 		p := map[string]any{"type": types[f], "title": f}
@@ -252,13 +252,17 @@ func openAPISchema(types map[string]string, kind string) map[string]any {
 		}
 		props[f] = p
 	}
-	if _, ok := props["prompt"]; !ok {
-		props["prompt"] = map[string]any{"type": "string", "title": "Prompt"}
+	required := []string{}
+	if prompt {
+		if _, ok := props["prompt"]; !ok {
+			props["prompt"] = map[string]any{"type": "string", "title": "Prompt"}
+		}
+		required = append(required, "prompt")
 	}
 	return map[string]any{
 		"openapi": "3.0.2", "info": map[string]any{"title": "Cog", "version": "0.1.0"},
 		"components": map[string]any{"schemas": map[string]any{
-			"Input":  map[string]any{"type": "object", "title": "Input", "required": []string{"prompt"}, "properties": props},
+			"Input":  map[string]any{"type": "object", "title": "Input", "required": required, "properties": props},
 			"Output": outputSchema(kind),
 		}},
 	}

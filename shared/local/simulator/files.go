@@ -14,6 +14,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strconv"
+	"strings"
 	"time"
 )
 
@@ -212,4 +213,31 @@ func (s *Simulator) handleListModels(w http.ResponseWriter, r *http.Request) {
 		prev = page(max(0, start-modelsPageSize))
 	}
 	writeJSON(w, http.StatusOK, map[string]any{"next": next, "previous": prev, "results": results})
+}
+
+// handleListFiles lists the uploaded files, newest first, as Replicate's
+// GET /v1/files does (one page: the simulator keeps few).
+func (s *Simulator) handleListFiles(w http.ResponseWriter, r *http.Request) {
+	entries, err := os.ReadDir(s.uploadsDir())
+	if err != nil && !errors.Is(err, os.ErrNotExist) {
+		writeDetail(w, http.StatusInternalServerError, "could not list the files")
+		return
+	}
+	results := []File{}
+	for _, e := range entries {
+		id, ok := strings.CutSuffix(e.Name(), ".json")
+		if !ok {
+			continue
+		}
+		if f, ok := s.Upload(id); ok && f.URLs["get"] == s.apiBase(r)+"/v1/files/"+id {
+			results = append(results, f)
+		}
+	}
+	slices.SortFunc(results, func(a, b File) int { return strings.Compare(b.CreatedAt, a.CreatedAt) })
+	writeJSON(w, http.StatusOK, map[string]any{"next": nil, "previous": nil, "results": results})
+}
+
+// handleHardware lists the hardware models run on, as GET /v1/hardware.
+func handleHardware(w http.ResponseWriter, r *http.Request) {
+	writeJSON(w, http.StatusOK, []map[string]string{{"name": "CPU", "sku": "cpu"}, {"name": "Nvidia T4 GPU", "sku": "gpu-t4"}})
 }

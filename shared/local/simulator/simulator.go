@@ -56,6 +56,7 @@ import (
 	"crypto/rand"
 	"crypto/subtle"
 	"encoding/base32"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -158,6 +159,9 @@ type Config struct {
 	// DefaultBodyReadTimeout): a client sending it a byte at a time is
 	// answered 408 and cut off rather than holding a connection open.
 	BodyReadTimeout time.Duration
+	// Versions pins a model's one version id (64 hex digits, as the
+	// provider's); a model without an entry has one derived from its name.
+	Versions map[string]string
 	// Clock is the simulator's time (default the wall clock): latencies,
 	// Prefer: wait, a fault's hang, and the dates it records and signs.
 	// (A request body's read deadline is the connection's, on the wall
@@ -216,6 +220,14 @@ func New(cfg Config) (*Simulator, error) {
 		}
 		if kind != KindImage && kind != KindVideo {
 			return nil, fmt.Errorf("simulator: model %s has kind %q, want %q or %q", model, kind, KindImage, KindVideo)
+		}
+	}
+	for model, v := range cfg.Versions {
+		if _, ok := cfg.Models[model]; !ok {
+			return nil, fmt.Errorf("simulator: a version is pinned for %s, which is not a model", model)
+		}
+		if _, err := hex.DecodeString(v); err != nil || len(v) != 64 {
+			return nil, fmt.Errorf("simulator: version %q of %s is not 64 hex digits", v, model)
 		}
 	}
 	base := strings.TrimRight(cfg.BaseURL, "/")
@@ -287,6 +299,8 @@ func New(cfg Config) (*Simulator, error) {
 	s.mux.HandleFunc("GET /v1/models", s.authed(s.handleListModels))
 	s.mux.HandleFunc("POST /v1/files", s.authed(s.handleCreateFile))
 	s.mux.HandleFunc("GET /v1/files/{id}", s.authed(s.handleGetFile))
+	s.mux.HandleFunc("GET /v1/files", s.authed(s.handleListFiles))
+	s.mux.HandleFunc("GET /v1/hardware", s.authed(handleHardware))
 	s.mux.HandleFunc("GET /v1/webhooks/default/secret", s.authed(s.handleWebhookSecret))
 	s.mux.HandleFunc("GET /files/{id}/{name}", s.handleFile)
 	s.mountFal()
@@ -507,7 +521,12 @@ func (s *Simulator) start(r *http.Request, model string, rawInput json.RawMessag
 		return nil, Prediction{}, &refusal{status: http.StatusUnprocessableEntity, detail: "Input validation failed", fields: bad}
 	}
 	prompt, _ := input["prompt"].(string)
-	if strings.TrimSpace(prompt) == "" {
+	if !s.takesPrompt(model) {
+		// A model without a prompt (an upscaler, say) renders its name.
+		if prompt == "" {
+			prompt = model
+		}
+	} else if strings.TrimSpace(prompt) == "" {
 		return nil, Prediction{}, &refusal{status: http.StatusUnprocessableEntity, detail: "Input validation failed",
 			fields: []fieldError{{Field: "prompt", Description: "prompt is required (a non-empty string)"}}}
 	}
@@ -551,7 +570,7 @@ func (s *Simulator) start(r *http.Request, model string, rawInput json.RawMessag
 	}
 	p := &prediction{
 		view: Prediction{
-			ID: id, Model: model, Version: versionOf(model), Input: rawInput, Status: StatusStarting,
+			ID: id, Model: model, Version: s.versionOf(model), Input: rawInput, Status: StatusStarting,
 			CreatedAt: timestamp(s.clock.Now()), Source: "api", Webhook: hook, WebhookEventsFilter: events,
 			URLs: PredictionURLs{Get: base + "/v1/predictions/" + id, Cancel: base + "/v1/predictions/" + id + "/cancel"},
 		},
@@ -582,17 +601,36 @@ func (s *Simulator) start(r *http.Request, model string, rawInput json.RawMessag
 	return p, created, nil
 }
 
+// takesPrompt tells whether a model takes a prompt: every model unless its
+// published inputs (Config.Inputs) have none.
+func (s *Simulator) takesPrompt(model string) bool {
+	types, ok := s.cfg.Inputs[model]
+	if !ok {
+		return true
+	}
+	_, has := types["prompt"]
+	return has
+}
+
+// versionOf is a model's one version id.
+func (s *Simulator) versionOf(model string) string {
+	if v := s.cfg.Versions[model]; v != "" {
+		return v
+	}
+	return versionOf(model)
+}
+
 // modelOfVersion finds the model of a bare version id or owner/name:id.
 func (s *Simulator) modelOfVersion(v string) (string, bool) {
 	if model, id, ok := strings.Cut(v, ":"); ok {
 		_, known := s.cfg.Models[model]
-		return model, known && id == versionOf(model)
+		return model, known && id == s.versionOf(model)
 	}
 	if _, ok := s.cfg.Models[v]; ok {
 		return v, true // owner/name, as older clients send it
 	}
 	for model := range s.cfg.Models {
-		if versionOf(model) == v {
+		if s.versionOf(model) == v {
 			return model, true
 		}
 	}
@@ -621,7 +659,7 @@ func (s *Simulator) handleModel(w http.ResponseWriter, r *http.Request) {
 	}
 	view := s.modelView(model)
 	if v := r.PathValue("version"); v != "" {
-		if v != versionOf(model) {
+		if v != s.versionOf(model) {
 			writeDetail(w, http.StatusNotFound, fmt.Sprintf("version %s of %s not found", v, model))
 			return
 		}
@@ -635,8 +673,8 @@ func (s *Simulator) handleModel(w http.ResponseWriter, r *http.Request) {
 // one version as latest_version.
 func (s *Simulator) modelView(model string) map[string]any {
 	kind := s.cfg.Models[model]
-	version := map[string]any{"id": versionOf(model), "created_at": timestamp(time.Unix(0, 0)),
-		"cog_version": "0.9.0", "openapi_schema": openAPISchema(s.cfg.Inputs[model], kind)}
+	version := map[string]any{"id": s.versionOf(model), "created_at": timestamp(time.Unix(0, 0)),
+		"cog_version": "0.9.0", "openapi_schema": openAPISchema(s.cfg.Inputs[model], kind, s.takesPrompt(model))}
 	owner, name, _ := strings.Cut(model, "/")
 	return map[string]any{"url": "https://replicate.com/" + model, "owner": owner, "name": name,
 		"description": "simulated " + kind + " model", "visibility": "public", "run_count": 0,
