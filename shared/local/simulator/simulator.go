@@ -13,15 +13,25 @@
 //	     (both honour Prefer: wait and Prefer: wait=N: the answer waits until the prediction is final)
 //	GET  /v1/predictions                        recent predictions, newest first
 //	GET  /v1/predictions/{id}, POST /v1/predictions/{id}/cancel
-//	GET  /v1/models/{owner}/{name}[/versions/{id}]  the published input schema (openapi_schema)
-//	GET  /v1/webhooks/default/secret            {"key":"whsec_..."}
+//	GET  /v1/models                             every model, a page at a time (next: a cursor URL)
+//	GET  /v1/models/{owner}/{name}[/versions/{id}]  the published input and Output schema (openapi_schema)
+//	POST /v1/files (multipart: content, metadata), GET /v1/files[/{id}]  uploads (files.go)
+//	GET  /v1/hardware, GET /v1/webhooks/default/secret {"key":"whsec_..."}
 //
-// fal face under /fal (Authorization: Key <token>; see fal.go): the queue's
-// submit, status (with queue_position), result and cancel, signed webhooks
-// and the JWKS of their keys.
+// Webhook events: start, logs (processing), output (while the output
+// grows: each image as it is rendered), completed.
 //
-// Outputs are served at GET /files/{id}/{name} with no authentication, like
-// a CDN, from FilesBaseURL: another host than the API's.
+// fal face under /fal (Authorization: Key <token>; see faces.go and
+// fal_extra.go): the queue's submit, status (with queue_position), status
+// stream (SSE), result and cancel, signed webhooks and the JWKS of their
+// keys; under /fal-run the synchronous run (https://fal.run: the answer is
+// the result), under /fal-rest storage (https://rest.fal.ai: initiate,
+// then a PUT to the signed upload URL).
+//
+// Outputs are served at GET /files/{id}/{name} and uploads at GET
+// /uploads/{id}/{name} with no authentication, like a CDN, from
+// FilesBaseURL: another host than the API's (the local runtime serves it
+// over https with a CA of its own: ca.go).
 //
 // Inputs are checked against the model's published types (Config.Inputs):
 // a value of another JSON type is refused with 422, as a real model does.
