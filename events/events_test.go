@@ -186,7 +186,8 @@ func setup(t *testing.T) *env {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { waitfor.Close(t, objects.Close) })
-	sim, err := runtime.StartSimulator(runtime.SimulatorConfig{})
+	// The functions, as in Lambda, trust only the system's CAs.
+	sim, err := runtime.StartSimulator(runtime.SimulatorConfig{HTTPFiles: true})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -74,7 +74,7 @@ func benchColdStarts(ctx context.Context, runs int, dynamo *testsupport.DynamoDB
 	if err != nil {
 		return err
 	}
-	sim, err := runtime.StartSimulator(runtime.SimulatorConfig{Latency: time.Hour})
+	sim, err := runtime.StartSimulator(runtime.SimulatorConfig{Latency: time.Hour, HTTPFiles: true})
 	if err != nil {
 		return err
 	}

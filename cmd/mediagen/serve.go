@@ -46,6 +46,7 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fs.StringVar(&cfg.RoutingFile, "routing", os.Getenv("ROUTING_FILE"), "routing file: which upstream runs each variant (default: the embedded one, every variant on the built-in simulator)")
 	fs.StringVar(&cfg.PublicBaseURL, "public-url", os.Getenv("PUBLIC_BASE_URL"), "where an upstream off this machine can call back (a tunnel to --addr); without it they complete by polling")
 	fs.StringVar(&cfg.SimulatorAddr, "sim-addr", "127.0.0.1:8090", "the built-in simulator's API address (loopback unless --allow-remote)")
+	fs.StringVar(&cfg.SimulatorFilesAddr, "sim-files-addr", "", "the built-in simulator's files origin (https, its CA in <data>/simulator/ca.pem; default: 127.0.0.2 on --sim-addr's port)")
 	fs.DurationVar(&cfg.AuthCacheTTL, "auth-cache-ttl", 0, "reuse the authorizer's answer for the same Authorization header this long, as API Gateway does (the template's AuthorizerCacheTtl, 60s); a revoked key is then accepted until its answer expires (0: no cache, revocation at once)")
 	fs.Func("webhook-allow", "a webhook receiver on this machine, HOST:PORT (repeatable): webhooks may reach these loopback ports and no other (default: none)", func(s string) error {
 		if _, err := runtime.ParseWebhookAllow(s); err != nil {
@@ -75,7 +76,7 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		return fail(stderr, exitUsage, fmt.Errorf("serve: --log-level: %w", err))
 	}
 	if !cfg.AllowRemote {
-		for _, a := range []struct{ flag, addr string }{{"--addr", cfg.Addr}, {"--files-addr", cfg.FilesAddr}, {"--s3-addr", cfg.S3Addr}, {"--sim-addr", cfg.SimulatorAddr}} {
+		for _, a := range []struct{ flag, addr string }{{"--addr", cfg.Addr}, {"--files-addr", cfg.FilesAddr}, {"--s3-addr", cfg.S3Addr}, {"--sim-addr", cfg.SimulatorAddr}, {"--sim-files-addr", cfg.SimulatorFilesAddr}} {
 			if a.addr == "" {
 				continue
 			}
@@ -117,14 +118,16 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) int {
   %s  the object store's S3 API (signed requests with the local credentials
       local/local: read, write and delete every output);
   %s  the upstream simulator, when the routing file uses it (it renders
-      media for anyone holding its token).
+      media for anyone holding its token), and its files;
 The local runtime has no TLS: keys and outputs cross the network in clear.
 `, rt.BaseURL, rt.FilesURL, rt.Objects.Endpoint, cfg.SimulatorAddr)
 	}
 	simulatorLine := ""
-	if rt.Simulator != nil {
-		simulatorLine = fmt.Sprintf("  simulator: %s/v1 (Replicate), %s (fal queue), token %s\n",
-			rt.Simulator.BaseURL, rt.Simulator.FalURL, rt.Simulator.Token)
+	if sim := rt.Simulator; sim != nil {
+		simulatorLine = fmt.Sprintf("  simulator: %s/v1 (Replicate), %s (fal queue), token %s\n"+
+			"  simulator files: %s   (its outputs; https with its own CA)\n"+
+			"  simulator CA: %s   (trust it with NODE_EXTRA_CA_CERTS or SSL_CERT_FILE)\n",
+			sim.BaseURL, sim.FalURL, sim.Token, sim.FilesURL, sim.CA.File)
 	}
 	fmt.Fprintf(stdout, `mediagen is running (%s; Ctrl-C stops it)
 

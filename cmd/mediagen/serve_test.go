@@ -3,8 +3,11 @@ package main
 import (
 	"bytes"
 	"context"
+	"crypto/tls"
+	"crypto/x509"
 	"encoding/json"
 	"fmt"
+	"net"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -37,6 +40,7 @@ func TestServeRefusesAddressesBeyondThisMachine(t *testing.T) {
 		{"--addr", "127.0.0.1:0", "--files-addr", "0.0.0.0:0"},
 		{"--addr", "127.0.0.1:0", "--s3-addr", "0.0.0.0:0"},
 		{"--addr", "127.0.0.1:0", "--sim-addr", "0.0.0.0:0"},
+		{"--addr", "127.0.0.1:0", "--sim-files-addr", "0.0.0.0:0"},
 	} {
 		data := filepath.Join(t.TempDir(), "data")
 		code, out, errOut := mediagen(t, append([]string{"serve", "--data", data}, args...)...)
@@ -295,4 +299,76 @@ func call(t *testing.T, req *http.Request, want int) map[string]any {
 		t.Fatalf("%s %s: HTTP %d %v (%v)", req.Method, req.URL.Path, resp.StatusCode, v, err)
 	}
 	return v
+}
+
+// TestServePrintsTheSimulatorsFilesOriginAndCA: serve prints where the
+// built-in simulator serves its outputs (https, on the port
+// --sim-files-addr fixes) and the path of the CA that signs it, which a
+// client trusts to fetch them; a restart on the same data directory serves
+// the same origin with the same CA, so that a simulator used as a remote
+// provider, and a client trusting it, keep working.
+func TestServePrintsTheSimulatorsFilesOriginAndCA(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.2:0")
+	if err != nil {
+		t.Fatalf("127.0.0.2 cannot be listened on: %v", err)
+	}
+	filesAddr := ln.Addr().String()
+	ln.Close()
+	data := t.TempDir()
+	serveOnce := func() (filesURL, caFile string) {
+		t.Helper()
+		ctx, cancel := context.WithCancel(context.Background())
+		var stdout, stderr lockedBuffer
+		done := make(chan int, 1)
+		go func() {
+			done <- run(ctx, []string{"serve", "--addr", "127.0.0.1:0", "--sim-addr", "127.0.0.1:0", "--sim-files-addr", filesAddr,
+				"--data", data, "--log-level", "error"}, &stdout, &stderr)
+		}()
+		defer func() {
+			cancel()
+			if code := <-done; code != exitOK {
+				t.Fatalf("serve exited %d: %s", code, stderr.String())
+			}
+		}()
+		if !waitfor.Condition(t, time.Minute, "serve to print its API key", func() bool { return strings.Contains(stdout.String(), "API key:") }) {
+			t.Fatalf("serve printed no API key: %q %q", stdout.String(), stderr.String())
+		}
+		if m := regexp.MustCompile(`simulator files: (\S+)`).FindStringSubmatch(stdout.String()); m != nil {
+			filesURL = m[1]
+		}
+		if m := regexp.MustCompile(`simulator CA: (\S+)`).FindStringSubmatch(stdout.String()); m != nil {
+			caFile = m[1]
+		}
+		if filesURL != "https://"+filesAddr {
+			t.Errorf("serve printed the simulator's files at %q, want https://%s: %s", filesURL, filesAddr, stdout.String())
+		}
+		if want := filepath.Join(data, "simulator", "ca.pem"); caFile != want {
+			t.Errorf("serve printed the simulator's CA at %q, want %s", caFile, want)
+		}
+		// A client trusting the printed CA reaches the origin over https
+		// (no such file: 404, after a handshake that verified).
+		pem, err := os.ReadFile(caFile)
+		if err != nil {
+			t.Fatal(err)
+		}
+		pool := x509.NewCertPool()
+		if !pool.AppendCertsFromPEM(pem) {
+			t.Fatalf("%s holds no certificate", caFile)
+		}
+		client := &http.Client{Timeout: 30 * time.Second, Transport: &http.Transport{TLSClientConfig: &tls.Config{RootCAs: pool}}}
+		resp, err := client.Get(filesURL + "/files/nosuchprediction/0.png")
+		if err != nil {
+			t.Fatalf("GET from the files origin trusting the printed CA: %v", err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusNotFound {
+			t.Errorf("GET of no file: HTTP %d, want 404", resp.StatusCode)
+		}
+		return filesURL, string(pem)
+	}
+	url1, ca1 := serveOnce()
+	url2, ca2 := serveOnce()
+	if url1 != url2 || ca1 != ca2 {
+		t.Errorf("after a restart the files are at %s (was %s), CA changed: %t", url2, url1, ca1 != ca2)
+	}
 }

@@ -1,6 +1,7 @@
 package media
 
 import (
+	"crypto/tls"
 	"fmt"
 	"net"
 	"net/http"
@@ -41,6 +42,9 @@ func (c *Copier) client() *http.Client {
 		// that one may have been replaced, and it honours proxy settings.
 		t := &http.Transport{DialContext: d.DialContext, ForceAttemptHTTP2: true, MaxIdleConns: 100,
 			IdleConnTimeout: 90 * time.Second, TLSHandshakeTimeout: 10 * time.Second, ExpectContinueTimeout: time.Second}
+		if c.RootCAs != nil {
+			t.TLSClientConfig = &tls.Config{RootCAs: c.RootCAs, MinVersion: tls.VersionTLS12}
+		}
 		cl.Transport = t
 		c.fetch = &cl
 	})

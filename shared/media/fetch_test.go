@@ -2,6 +2,7 @@ package media_test
 
 import (
 	"context"
+	"crypto/x509"
 	"errors"
 	"net/http"
 	"net/http/httptest"
@@ -61,5 +62,43 @@ func TestCopyNeverReachesPrivateAddressesUnlessLocal(t *testing.T) {
 	local.AllowedHosts = []string{"127.0.0.1" + port}
 	if _, err := local.Copy(ctx, srv.URL+"/redirect", "x/b", domain.MediaImage); !errors.Is(err, media.ErrRejected) || !strings.Contains(err.Error(), "redirected to a host that is not the upstream's (169.254.169.254)") {
 		t.Errorf("a redirect to another host = %v, want refused", err)
+	}
+}
+
+// A copier given RootCAs fetches from an https origin whose CA only they
+// hold (the local runtime's simulator); without them the same fetch is
+// refused for its certificate, as a Lambda function's would be.
+func TestCopyTrustsTheGivenRootCAsOnly(t *testing.T) {
+	ctx := context.Background()
+	objects, err := objectstore.Start(ctx, "127.0.0.1:0", "", "outputs")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { waitfor.Close(t, objects.Close) })
+	srv := httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { w.Write(pngBytes(t)) }))
+	defer srv.Close()
+	host := strings.TrimPrefix(srv.URL, "https://")
+	pool := x509.NewCertPool()
+	pool.AddCert(srv.Certificate())
+	tests := []struct {
+		name    string
+		roots   *x509.CertPool
+		wantErr bool
+	}{
+		{"the system's CAs", nil, true},
+		{"the origin's CA", pool, false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			c := &media.Copier{Bucket: objects.MediaBucket(), AllowedHosts: []string{host}, MaxBytes: 1 << 20, AllowLoopback: true, RootCAs: tt.roots}
+			_, err := c.Copy(ctx, srv.URL+"/a.png", "x/tls", domain.MediaImage)
+			var unknown x509.UnknownAuthorityError
+			if tt.wantErr && !errors.As(err, &unknown) {
+				t.Errorf("Copy = %v, want refused: the certificate's authority is unknown", err)
+			}
+			if !tt.wantErr && err != nil {
+				t.Errorf("Copy = %v, want the output copied", err)
+			}
+		})
 	}
 }

@@ -5,6 +5,7 @@ package media
 
 import (
 	"context"
+	"crypto/x509"
 	"errors"
 	"fmt"
 	"io"
@@ -42,6 +43,10 @@ type Copier struct {
 	// or private ones): for local use only, where the upstream is on this
 	// machine.
 	AllowLoopback bool
+	// RootCAs are the CAs the fetches' TLS trusts; nil is the system's.
+	// Only the local runtime sets it (to add its simulator's CA): the
+	// Lambda functions never do.
+	RootCAs *x509.CertPool
 
 	once  sync.Once
 	fetch *http.Client

@@ -61,7 +61,9 @@ func StartLocal(ctx context.Context, cfg LocalConfig) (_ *Local, err error) {
 			l.Close()
 		}
 	}()
-	if l.Simulator, err = runtime.StartSimulator(runtime.SimulatorConfig{Latency: cfg.SimulatorLatency, Log: cfg.Log}); err != nil {
+	if l.Simulator, err = runtime.StartSimulator(runtime.SimulatorConfig{Latency: cfg.SimulatorLatency, Log: cfg.Log,
+		// The functions, as in Lambda, trust only the system's CAs.
+		HTTPFiles: true}); err != nil {
 		return nil, err
 	}
 	rc := cfg.Routing

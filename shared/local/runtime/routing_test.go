@@ -68,6 +68,7 @@ func routed(t *testing.T, cfg runtime.Config, routes func(v catalog.Variant, fal
 		t.Fatal(err)
 	}
 	cfg.RoutingFile = filepath.Join(t.TempDir(), "routing.json")
+	cfg.UpstreamCAs = append(cfg.UpstreamCAs, sim.CA.Cert) // its files are on https, with its own CA
 	if err := os.WriteFile(cfg.RoutingFile, raw, 0o600); err != nil {
 		t.Fatal(err)
 	}

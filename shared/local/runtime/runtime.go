@@ -12,6 +12,7 @@ package runtime
 import (
 	"context"
 	"crypto/rand"
+	"crypto/x509"
 	"encoding/hex"
 	"encoding/json"
 	"errors"
@@ -103,6 +104,16 @@ type Config struct {
 	// SimulatorAddr is the built-in simulator's API address (default
 	// 127.0.0.1:0).
 	SimulatorAddr string
+	// SimulatorFilesAddr is its files origin's address (default: see
+	// SimulatorConfig.FilesAddr). The files are served over https with a
+	// CA kept in <DataDir>/simulator/ca.pem, which the output copier
+	// trusts (here only: never in a Lambda build).
+	SimulatorFilesAddr string
+	// UpstreamCAs are CAs the output copier trusts besides the system's
+	// and the built-in simulator's: a simulator elsewhere used as a
+	// remote upstream (its ca.pem). A process can also add them with
+	// SSL_CERT_FILE or SSL_CERT_DIR.
+	UpstreamCAs []*x509.Certificate
 	// UpstreamTimeout bounds one try of a call to an upstream (default: the
 	// deployed functions', lambdawiring.UpstreamTuning).
 	UpstreamTimeout time.Duration
@@ -370,8 +381,9 @@ func (r *Runtime) startUpstreams(cfg Config) (*routing.Config, error) {
 		}
 	}
 	if rc.UsesBuiltin() {
-		sim, err := StartSimulator(SimulatorConfig{Addr: cfg.SimulatorAddr, Latency: cfg.SimulatorLatency,
-			WorkDir: filepath.Join(cfg.DataDir, "upstream"), Log: r.log.With("component", "simulator")})
+		sim, err := StartSimulator(SimulatorConfig{Addr: cfg.SimulatorAddr, FilesAddr: cfg.SimulatorFilesAddr,
+			Latency: cfg.SimulatorLatency, WorkDir: filepath.Join(cfg.DataDir, "upstream"),
+			CADir: filepath.Join(cfg.DataDir, "simulator"), Log: r.log.With("component", "simulator")})
 		if err != nil {
 			return nil, err
 		}
@@ -398,7 +410,7 @@ func (r *Runtime) wire(cfg Config, st store.Store, rc *routing.Config, prices *p
 		copyBucket = cfg.WrapCopyBucket(outputs)
 	}
 	copier := &media.Copier{Bucket: copyBucket, HTTP: &http.Client{Timeout: 5 * time.Minute},
-		AllowedHosts: rc.OutputHosts(), MaxBytes: 512 << 20, AllowLoopback: true}
+		AllowedHosts: rc.OutputHosts(), MaxBytes: 512 << 20, AllowLoopback: true, RootCAs: r.Simulator.trust(cfg.UpstreamCAs)}
 	settings := generation.Settings{
 		Validation:   catalog.Options{AllowLoopbackURLs: true, WebhookLoopbackPorts: hookPorts},
 		PollInterval: cfg.PollInterval,

@@ -2,6 +2,8 @@ package runtime
 
 import (
 	"context"
+	"crypto/tls"
+	"crypto/x509"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -27,7 +29,18 @@ type SimulatorConfig struct {
 	// WorkDir keeps its predictions and outputs; empty is a temporary
 	// folder, not kept.
 	WorkDir string
-	Log     *slog.Logger
+	// FilesAddr is where its files origin listens (default: 127.0.0.2 on
+	// Addr's port, so that a fixed Addr fixes it too; where the loopback
+	// has no 127.0.0.2, "localhost" on Addr's port + 1; 0 stays 0).
+	FilesAddr string
+	// CADir keeps the files origin's CA (ca.pem and its key), so that a
+	// client trusting it keeps doing so across restarts; empty makes one
+	// in memory only.
+	CADir string
+	// HTTPFiles serves the files over plain http, for `serve --lambdas`:
+	// the functions there, as in Lambda, trust only the system's CAs.
+	HTTPFiles bool
+	Log       *slog.Logger
 }
 
 // Simulator is the upstream simulator serving on its own loopback
@@ -40,9 +53,14 @@ type Simulator struct {
 	// FalURL is the fal face's queue root (what https://queue.fal.run is).
 	FalURL string
 	// FilesHost ("host:port") serves the outputs: another host than the
-	// API's.
+	// API's. FilesURL is its root: https with a certificate CA signs
+	// (http with HTTPFiles).
 	FilesHost string
-	Token     string
+	FilesURL  string
+	// CA signs the files origin's certificate (nil with HTTPFiles); its
+	// File is what NODE_EXTRA_CA_CERTS or SSL_CERT_FILE names.
+	CA    *simulator.CA
+	Token string
 
 	api, files *http.Server
 }
@@ -106,10 +124,25 @@ func StartSimulator(cfg SimulatorConfig) (*Simulator, error) {
 	if err != nil {
 		return nil, fmt.Errorf("simulator: listen on %s: %w", cfg.Addr, err)
 	}
-	filesLn, filesHost, err := listenFiles()
+	apiPort := apiLn.Addr().(*net.TCPAddr).Port
+	if _, p, err := net.SplitHostPort(cfg.Addr); err == nil && p == "0" {
+		apiPort = 0 // a port of the system's choosing: the files' too
+	}
+	filesLn, filesHost, err := listenFiles(cfg.FilesAddr, apiPort)
 	if err != nil {
 		apiLn.Close()
 		return nil, err
+	}
+	var ca *simulator.CA
+	scheme := "http"
+	if !cfg.HTTPFiles {
+		tlsCfg, c, err := filesTLS(cfg.CADir, filesHost)
+		if err != nil {
+			apiLn.Close()
+			filesLn.Close()
+			return nil, err
+		}
+		ca, scheme, filesLn = c, "https", tls.NewListener(filesLn, tlsCfg)
 	}
 	token, err := randomToken()
 	if err != nil {
@@ -120,7 +153,7 @@ func StartSimulator(cfg SimulatorConfig) (*Simulator, error) {
 	kinds, inputs, clips := SimulatorModels()
 	base := "http://" + apiLn.Addr().String()
 	filesHost = net.JoinHostPort(filesHost, strconv.Itoa(filesLn.Addr().(*net.TCPAddr).Port))
-	filesBase := "http://" + filesHost
+	filesBase := scheme + "://" + filesHost
 	sim, err := simulator.New(simulator.Config{
 		Token: token, Latency: cfg.Latency, BaseURL: base, FilesBaseURL: filesBase, Models: kinds, Inputs: inputs,
 		ClipSeconds: clips, WorkDir: cfg.WorkDir, Persist: cfg.WorkDir != "", Logger: cfg.Log,
@@ -131,7 +164,7 @@ func StartSimulator(cfg SimulatorConfig) (*Simulator, error) {
 		filesLn.Close()
 		return nil, fmt.Errorf("start the upstream simulator: %w", err)
 	}
-	s := &Simulator{Simulator: sim, BaseURL: base, FalURL: base + "/fal", FilesHost: filesHost, Token: token,
+	s := &Simulator{Simulator: sim, BaseURL: base, FalURL: base + "/fal", FilesHost: filesHost, FilesURL: filesBase, CA: ca, Token: token,
 		api:   &http.Server{Handler: sim, ReadHeaderTimeout: 10 * time.Second},
 		files: &http.Server{Handler: sim, ReadHeaderTimeout: 10 * time.Second}}
 	for srv, ln := range map[*http.Server]net.Listener{s.api: apiLn, s.files: filesLn} {
@@ -144,17 +177,75 @@ func StartSimulator(cfg SimulatorConfig) (*Simulator, error) {
 	return s, nil
 }
 
-// listenFiles listens where the outputs are served: 127.0.0.2 where the
-// loopback has it (Linux), else 127.0.0.1 named "localhost".
-func listenFiles() (net.Listener, string, error) {
-	if ln, err := net.Listen("tcp", "127.0.0.2:0"); err == nil {
+// listenFiles listens where the outputs are served: addr when given, else
+// 127.0.0.2 on the API's port where the loopback has it (Linux), else
+// 127.0.0.1 named "localhost" on the API's port + 1 (a port 0 stays 0).
+// It answers the host name the URLs use.
+func listenFiles(addr string, apiPort int) (net.Listener, string, error) {
+	if addr != "" {
+		host, _, err := net.SplitHostPort(addr)
+		if err != nil {
+			return nil, "", fmt.Errorf("simulator files address %q: %w", addr, err)
+		}
+		ln, err := net.Listen("tcp", addr)
+		if err != nil {
+			return nil, "", fmt.Errorf("simulator files: listen on %s: %w", addr, err)
+		}
+		if ip := net.ParseIP(host); host == "" || (ip != nil && ip.IsUnspecified()) {
+			host = "localhost"
+		}
+		return ln, host, nil
+	}
+	if ln, err := net.Listen("tcp", net.JoinHostPort("127.0.0.2", strconv.Itoa(apiPort))); err == nil {
 		return ln, "127.0.0.2", nil
 	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	port := 0
+	if apiPort != 0 {
+		port = apiPort + 1
+	}
+	ln, err := net.Listen("tcp", net.JoinHostPort("127.0.0.1", strconv.Itoa(port)))
 	if err != nil {
 		return nil, "", fmt.Errorf("simulator files: %w", err)
 	}
 	return ln, "localhost", nil
+}
+
+// filesTLS loads (or makes) the CA kept in dir and a certificate it signs
+// for the files host and the loopback names.
+func filesTLS(dir, host string) (*tls.Config, *simulator.CA, error) {
+	ca, err := simulator.LoadOrCreateCA(dir)
+	if err != nil {
+		return nil, nil, err
+	}
+	hosts := []string{"localhost", "127.0.0.1", "127.0.0.2", "::1"}
+	if !slices.Contains(hosts, host) {
+		hosts = append(hosts, host)
+	}
+	cfg, err := ca.ServerTLS(hosts...)
+	if err != nil {
+		return nil, nil, err
+	}
+	return cfg, ca, nil
+}
+
+// trust is the CAs the output copier trusts: the system's, the
+// simulator's and extra (nil, the system's alone, when there is nothing
+// to add: no simulator, or its files on http).
+func (s *Simulator) trust(extra []*x509.Certificate) *x509.CertPool {
+	if s != nil && s.CA != nil {
+		extra = append(extra, s.CA.Cert)
+	}
+	if len(extra) == 0 {
+		return nil
+	}
+	pool, err := x509.SystemCertPool()
+	if err != nil {
+		pool = x509.NewCertPool()
+	}
+	for _, c := range extra {
+		pool.AddCert(c)
+	}
+	return pool
 }
 
 // Bind points the routing file's built-in upstreams at this simulator.

@@ -19,41 +19,66 @@ import (
 )
 
 // contractSimulator serves a simulator as the local runtime does: the API
-// on one address, the files on another host (127.0.0.2).
-func contractSimulator(t *testing.T) (*Simulator, string) {
+// on one address, the files on another host (127.0.0.2) over https with a
+// CA of its own, whose file a client trusts (NODE_EXTRA_CA_CERTS). extra
+// adds models (with their inputs and pinned versions).
+func contractSimulator(t *testing.T, extra ...readmeModel) (*Simulator, string, string) {
 	t.Helper()
 	api := httptest.NewUnstartedServer(nil)
 	filesLn, err := net.Listen("tcp", "127.0.0.2:0")
 	if err != nil {
 		t.Fatalf("the files host 127.0.0.2 cannot be listened on: %v", err)
 	}
-	files := &httptest.Server{Listener: filesLn, Config: &http.Server{}}
-	sim, err := New(Config{
-		Token: testToken, BaseURL: "http://" + api.Listener.Addr().String(), FilesBaseURL: "http://" + filesLn.Addr().String(),
+	ca, err := LoadOrCreateCA(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	tlsCfg, err := ca.ServerTLS("127.0.0.2")
+	if err != nil {
+		t.Fatal(err)
+	}
+	files := &httptest.Server{Listener: filesLn, Config: &http.Server{}, TLS: tlsCfg}
+	cfg := Config{
+		Token: testToken, BaseURL: "http://" + api.Listener.Addr().String(), FilesBaseURL: "https://" + filesLn.Addr().String(),
 		Models: map[string]string{videoModel: KindVideo, imageModel: KindImage},
 		Inputs: map[string]map[string]string{
 			videoModel: {"prompt": "string", "duration": "integer", "resolution": "string"},
 			imageModel: {"prompt": "string", "num_outputs": "integer"},
 		},
-		WorkDir: t.TempDir(), FFmpeg: ffmpeg.Runner{Timeout: time.Minute}, WebhookSecret: signing.NewSecret(),
-	})
+		Versions: map[string]string{},
+		WorkDir:  t.TempDir(), FFmpeg: ffmpeg.Runner{Timeout: time.Minute}, WebhookSecret: signing.NewSecret(),
+	}
+	for _, m := range extra {
+		cfg.Models[m.name], cfg.Inputs[m.name] = KindImage, m.inputs
+		if m.version != "" {
+			cfg.Versions[m.name] = m.version
+		}
+	}
+	sim, err := New(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
 	api.Config.Handler, files.Config.Handler = sim, sim
 	api.Start()
-	files.Start()
+	files.StartTLS()
 	t.Cleanup(func() {
 		sim.Close()
 		api.Close()
 		files.Close()
 	})
-	return sim, api.URL
+	return sim, api.URL, ca.File
 }
 
-// runContract runs one of testdata/*-contract.cjs with the official client
-// it names, installed in tools/node_modules, and reports its checks.
-func runContract(t *testing.T, script, pkg string, env ...string) {
+// readmeModel is a model a README example names.
+type readmeModel struct {
+	name, version string
+	inputs        map[string]string
+}
+
+// runContract runs one of testdata/*.cjs with the official client it
+// names, installed in tools/node_modules, and reports its checks; at least
+// min of them.
+func runContract(t *testing.T, script, pkg string, min int, env ...string) {
 	t.Helper()
 	root, err := testsupport.ModuleRoot()
 	if err != nil {
@@ -76,8 +101,8 @@ func runContract(t *testing.T, script, pkg string, env ...string) {
 	if err != nil {
 		t.Fatalf("%s with %s failed (%v):\n%s", script, pkg, err, stderr.String())
 	}
-	if n := strings.Count(stdout.String(), `"ok":true`); n < 8 {
-		t.Errorf("%s ran %d checks, want at least 8", script, n)
+	if n := strings.Count(stdout.String(), `"ok":true`); n < min {
+		t.Errorf("%s ran %d checks, want at least %d", script, n, min)
 	}
 }
 
@@ -87,8 +112,8 @@ func runContract(t *testing.T, script, pkg string, env ...string) {
 // get, list, cancel, a 422 on a wrong type, and webhooks that follow the
 // events filter and verify with the default webhook secret.
 func TestTheOfficialReplicateClientWorksAgainstTheSimulator(t *testing.T) {
-	_, base := contractSimulator(t)
-	runContract(t, "replicate-contract.cjs", "replicate", "SIM_URL="+base, "SIM_TOKEN="+testToken,
+	_, base, ca := contractSimulator(t)
+	runContract(t, "replicate-contract.cjs", "replicate", 16, "SIM_URL="+base, "NODE_EXTRA_CA_CERTS="+ca, "SIM_TOKEN="+testToken,
 		"VIDEO_MODEL="+videoModel, "IMAGE_MODEL="+imageModel,
 		`VIDEO_INPUT={"duration":1,"resolution":"144p"}`, `BAD_INPUT={"duration":"1"}`)
 }
@@ -98,8 +123,8 @@ func TestTheOfficialReplicateClientWorksAgainstTheSimulator(t *testing.T) {
 // a sub-path), status with queue_position, result, cancel, a 422 on a
 // wrong type, and a webhook signed with a key of the JWKS.
 func TestTheOfficialFalClientWorksAgainstTheSimulator(t *testing.T) {
-	_, base := contractSimulator(t)
-	runContract(t, "fal-contract.cjs", filepath.Join("@fal-ai", "client"), "FAL_URL="+base+"/fal", "SIM_TOKEN="+testToken,
+	_, base, ca := contractSimulator(t)
+	runContract(t, "fal-contract.cjs", filepath.Join("@fal-ai", "client"), 14, "SIM_URL="+base, "NODE_EXTRA_CA_CERTS="+ca, "SIM_TOKEN="+testToken,
 		"VIDEO_APP="+videoModel, "IMAGE_APP="+imageModel,
 		`VIDEO_INPUT={"duration":1,"resolution":"144p"}`, `BAD_INPUT={"duration":"1"}`)
 }
@@ -110,7 +135,7 @@ func TestTheOfficialFalClientWorksAgainstTheSimulator(t *testing.T) {
 // Prefer: wait and by bare version, get, list, cancel, a 422 and the
 // webhook secret.
 func TestTheStainlessReplicateClientWorksAgainstTheSimulator(t *testing.T) {
-	_, base := contractSimulator(t)
-	runContract(t, "replicate-stainless-contract.cjs", "replicate-stainless", "SIM_URL="+base, "SIM_TOKEN="+testToken,
+	_, base, ca := contractSimulator(t)
+	runContract(t, "replicate-stainless-contract.cjs", "replicate-stainless", 8, "SIM_URL="+base, "NODE_EXTRA_CA_CERTS="+ca, "SIM_TOKEN="+testToken,
 		"VIDEO_MODEL="+videoModel, "IMAGE_MODEL="+imageModel, `BAD_INPUT={"duration":"1"}`)
 }

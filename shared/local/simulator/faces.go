@@ -241,7 +241,9 @@ func jsonType(v any) string {
 
 // openAPISchema is a model version's schema as the provider publishes it:
 // components.schemas.Input with each field's type.
-func openAPISchema(types map[string]string) map[string]any {
+// Output is what the model returns: an image model a list of URIs (one
+// per image), a video model one URI.
+func openAPISchema(types map[string]string, kind string, prompt bool) map[string]any {
 	props := map[string]any{}
 	for _, f := range slices.Sorted(maps.Keys(types)) {
 		p := map[string]any{"type": types[f], "title": f}
@@ -250,14 +252,18 @@ func openAPISchema(types map[string]string) map[string]any {
 		}
 		props[f] = p
 	}
-	if _, ok := props["prompt"]; !ok {
-		props["prompt"] = map[string]any{"type": "string", "title": "Prompt"}
+	required := []string{}
+	if prompt {
+		if _, ok := props["prompt"]; !ok {
+			props["prompt"] = map[string]any{"type": "string", "title": "Prompt"}
+		}
+		required = append(required, "prompt")
 	}
 	return map[string]any{
 		"openapi": "3.0.2", "info": map[string]any{"title": "Cog", "version": "0.1.0"},
 		"components": map[string]any{"schemas": map[string]any{
-			"Input":  map[string]any{"type": "object", "title": "Input", "required": []string{"prompt"}, "properties": props},
-			"Output": map[string]any{"type": "string", "format": "uri"},
+			"Input":  map[string]any{"type": "object", "title": "Input", "required": required, "properties": props},
+			"Output": outputSchema(kind),
 		}},
 	}
 }
@@ -374,6 +380,11 @@ func (s *Simulator) handleFalStatus(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
+	writeJSON(w, http.StatusOK, s.falStatus(r, view))
+}
+
+// falStatus is a request's queue status as fal shows it.
+func (s *Simulator) falStatus(r *http.Request, view Prediction) map[string]any {
 	base := s.falBase(r) + "/" + r.PathValue("owner") + "/" + r.PathValue("alias") + "/requests/" + view.ID
 	body := map[string]any{"request_id": view.ID, "response_url": base, "status_url": base + "/status", "cancel_url": base + "/cancel"}
 	switch view.Status {
@@ -393,7 +404,7 @@ func (s *Simulator) handleFalStatus(w http.ResponseWriter, r *http.Request) {
 		}
 		body["logs"] = logs
 	}
-	writeJSON(w, http.StatusOK, body)
+	return body
 }
 
 func (s *Simulator) handleFalResult(w http.ResponseWriter, r *http.Request) {
@@ -401,17 +412,7 @@ func (s *Simulator) handleFalResult(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
-	w.Header().Set("X-Fal-Request-Id", view.ID)
-	switch view.Status {
-	case StatusSucceeded:
-		writeJSON(w, http.StatusOK, s.falPayload(view))
-	case StatusFailed:
-		writeJSON(w, http.StatusUnprocessableEntity, map[string]any{"detail": deref(view.Error)})
-	case StatusCanceled:
-		writeJSON(w, http.StatusBadRequest, map[string]any{"detail": "Request was cancelled"})
-	default:
-		writeJSON(w, http.StatusBadRequest, map[string]any{"detail": "Request is still in progress"})
-	}
+	s.writeFalResult(w, view)
 }
 
 // falPayload is a finished request's result: {"video": {...}} or
@@ -538,3 +539,12 @@ func (s *Simulator) post(target string, body []byte, sign func(http.Header), wha
 // WebhookSecret is the secret the Replicate face signs its webhooks with
 // (what GET /v1/webhooks/default/secret answers).
 func (s *Simulator) WebhookSecret() string { return s.cfg.WebhookSecret }
+
+// outputSchema is a model's published Output: what outputOf returns.
+func outputSchema(kind string) map[string]any {
+	uri := map[string]any{"type": "string", "format": "uri", "title": "Output"}
+	if kind == KindVideo {
+		return uri
+	}
+	return map[string]any{"type": "array", "title": "Output", "items": map[string]any{"type": "string", "format": "uri"}}
+}

@@ -105,6 +105,7 @@ func (s *Simulator) render(ctx context.Context, id string, j job, log *slog.Logg
 			return nil, fmt.Errorf("render %s: %w", id, err)
 		}
 		files = append(files, f)
+		s.publish(id, files)
 	} else {
 		ext := map[string]string{"png": ".png", "jpeg": ".jpg", "webp": ".webp"}[j.image.Format]
 		for i := range j.image.Count {
@@ -114,6 +115,7 @@ func (s *Simulator) render(ctx context.Context, id string, j job, log *slog.Logg
 				return nil, fmt.Errorf("render %s image %d: %w", id, i, err)
 			}
 			files = append(files, f)
+			s.publish(id, files)
 		}
 	}
 	log.Info("render done", "elapsed", s.clock.Now().Sub(started).Round(time.Millisecond).String())
@@ -134,6 +136,7 @@ func (s *Simulator) update(id string, change func(*prediction)) bool {
 	change(p)
 	s.markDone(p)
 	s.save(id, p)
+	s.broadcast()
 	return true
 }
 
@@ -176,10 +179,26 @@ func (s *Simulator) finish(id string, log *slog.Logger, files []outputFile, err 
 	}
 	view, _ := s.Lookup(id)
 	log.Info("prediction finished", "status", view.Status)
-	if view.Status == StatusSucceeded {
-		s.sendWebhook(id, EventOutput)
-	}
 	s.sendWebhook(id, EventCompleted)
+}
+
+// publish shows the outputs rendered so far while the prediction is still
+// processing, and sends the output event: as the provider does, output
+// events come while the output grows, and the completed event carries the
+// final prediction.
+func (s *Simulator) publish(id string, files []outputFile) {
+	if !s.update(id, func(p *prediction) {
+		p.files = make(map[string]string, len(files))
+		names := make([]string, 0, len(files))
+		for _, f := range files {
+			p.files[f.name] = f.path
+			names = append(names, f.name)
+		}
+		p.view.Output = s.outputOf(p, names)
+	}) {
+		return
+	}
+	s.sendWebhook(id, EventOutput)
 }
 
 // filesBase is where outputs are served.

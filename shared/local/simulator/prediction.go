@@ -16,7 +16,8 @@ type Prediction struct {
 	Version string          `json:"version"`
 	Input   json.RawMessage `json:"input"`
 	Status  string          `json:"status"`
-	// Output is null until the prediction succeeds, then the video's URL
+	// Output is null until the first output is rendered (shown while
+	// processing, growing image by image), then the video's URL
 	// (a string, as video models answer) or a list of the images' URLs.
 	Output      any            `json:"output"`
 	Error       *string        `json:"error"`
@@ -65,8 +66,11 @@ func final(status string) bool {
 
 // timestamp formats like the provider: UTC, microseconds.
 func timestamp(t time.Time) string {
-	return t.UTC().Format("2006-01-02T15:04:05.000000Z07:00")
+	return t.UTC().Format(timestampLayout)
 }
+
+// timestampLayout is how the provider writes times.
+const timestampLayout = "2006-01-02T15:04:05.000000Z07:00"
 
 // versionOf is the one version id of a model: stable, shaped like the
 // provider's 64-hex ids.

@@ -13,15 +13,25 @@
 //	     (both honour Prefer: wait and Prefer: wait=N: the answer waits until the prediction is final)
 //	GET  /v1/predictions                        recent predictions, newest first
 //	GET  /v1/predictions/{id}, POST /v1/predictions/{id}/cancel
-//	GET  /v1/models/{owner}/{name}[/versions/{id}]  the published input schema (openapi_schema)
-//	GET  /v1/webhooks/default/secret            {"key":"whsec_..."}
+//	GET  /v1/models                             every model, a page at a time (next: a cursor URL)
+//	GET  /v1/models/{owner}/{name}[/versions/{id}]  the published input and Output schema (openapi_schema)
+//	POST /v1/files (multipart: content, metadata), GET /v1/files[/{id}]  uploads (files.go)
+//	GET  /v1/hardware, GET /v1/webhooks/default/secret {"key":"whsec_..."}
 //
-// fal face under /fal (Authorization: Key <token>; see fal.go): the queue's
-// submit, status (with queue_position), result and cancel, signed webhooks
-// and the JWKS of their keys.
+// Webhook events: start, logs (processing), output (while the output
+// grows: each image as it is rendered), completed.
 //
-// Outputs are served at GET /files/{id}/{name} with no authentication, like
-// a CDN, from FilesBaseURL: another host than the API's.
+// fal face under /fal (Authorization: Key <token>; see faces.go and
+// fal_extra.go): the queue's submit, status (with queue_position), status
+// stream (SSE), result and cancel, signed webhooks and the JWKS of their
+// keys; under /fal-run the synchronous run (https://fal.run: the answer is
+// the result), under /fal-rest storage (https://rest.fal.ai: initiate,
+// then a PUT to the signed upload URL).
+//
+// Outputs are served at GET /files/{id}/{name} and uploads at GET
+// /uploads/{id}/{name} with no authentication, like a CDN, from
+// FilesBaseURL: another host than the API's (the local runtime serves it
+// over https with a CA of its own: ca.go).
 //
 // Inputs are checked against the model's published types (Config.Inputs):
 // a value of another JSON type is refused with 422, as a real model does.
@@ -59,6 +69,7 @@ import (
 	"crypto/rand"
 	"crypto/subtle"
 	"encoding/base32"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -163,6 +174,9 @@ type Config struct {
 	// DefaultBodyReadTimeout): a client sending it a byte at a time is
 	// answered 408 and cut off rather than holding a connection open.
 	BodyReadTimeout time.Duration
+	// Versions pins a model's one version id (64 hex digits, as the
+	// provider's); a model without an entry has one derived from its name.
+	Versions map[string]string
 	// Clock is the simulator's time (default the wall clock): latencies,
 	// Prefer: wait, a fault's hang, and the dates it records and signs.
 	// (A request body's read deadline is the connection's, on the wall
@@ -202,6 +216,11 @@ type Simulator struct {
 	creates map[string]int
 	// falKey signs the fal face's webhooks; its public half is in the JWKS.
 	falKey ed25519.PrivateKey
+	// changed closes at the next change of a prediction (broadcast), for
+	// the status streams.
+	changed chan struct{}
+	// pending are the uploads fal's storage initiated, by id.
+	pending map[string]pendingUpload
 }
 
 // New checks the configuration and that ffmpeg and the font are installed.
@@ -216,6 +235,14 @@ func New(cfg Config) (*Simulator, error) {
 		}
 		if kind != KindImage && kind != KindVideo {
 			return nil, fmt.Errorf("simulator: model %s has kind %q, want %q or %q", model, kind, KindImage, KindVideo)
+		}
+	}
+	for model, v := range cfg.Versions {
+		if _, ok := cfg.Models[model]; !ok {
+			return nil, fmt.Errorf("simulator: a version is pinned for %s, which is not a model", model)
+		}
+		if _, err := hex.DecodeString(v); err != nil || len(v) != 64 {
+			return nil, fmt.Errorf("simulator: version %q of %s is not 64 hex digits", v, model)
 		}
 	}
 	base := strings.TrimRight(cfg.BaseURL, "/")
@@ -284,9 +311,15 @@ func New(cfg Config) (*Simulator, error) {
 	s.mux.HandleFunc("POST /v1/predictions/{id}/cancel", s.authed(handlePrediction(s.cancelPrediction)))
 	s.mux.HandleFunc("GET /v1/models/{owner}/{name}", s.authed(s.handleModel))
 	s.mux.HandleFunc("GET /v1/models/{owner}/{name}/versions/{version}", s.authed(s.handleModel))
+	s.mux.HandleFunc("GET /v1/models", s.authed(s.handleListModels))
+	s.mux.HandleFunc("POST /v1/files", s.authed(s.handleCreateFile))
+	s.mux.HandleFunc("GET /v1/files/{id}", s.authed(s.handleGetFile))
+	s.mux.HandleFunc("GET /v1/files", s.authed(s.handleListFiles))
+	s.mux.HandleFunc("GET /v1/hardware", s.authed(handleHardware))
 	s.mux.HandleFunc("GET /v1/webhooks/default/secret", s.authed(s.handleWebhookSecret))
 	s.mux.HandleFunc("GET /files/{id}/{name}", s.handleFile)
 	s.mountFal()
+	s.mountFalMore()
 	s.mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		writeDetail(w, http.StatusNotFound, fmt.Sprintf("no route for %s %s", r.Method, r.URL.Path))
 	})
@@ -503,7 +536,12 @@ func (s *Simulator) start(r *http.Request, model string, rawInput json.RawMessag
 		return nil, Prediction{}, &refusal{status: http.StatusUnprocessableEntity, detail: "Input validation failed", fields: bad}
 	}
 	prompt, _ := input["prompt"].(string)
-	if strings.TrimSpace(prompt) == "" {
+	if !s.takesPrompt(model) {
+		// A model without a prompt (an upscaler, say) renders its name.
+		if prompt == "" {
+			prompt = model
+		}
+	} else if strings.TrimSpace(prompt) == "" {
 		return nil, Prediction{}, &refusal{status: http.StatusUnprocessableEntity, detail: "Input validation failed",
 			fields: []fieldError{{Field: "prompt", Description: "prompt is required (a non-empty string)"}}}
 	}
@@ -547,7 +585,7 @@ func (s *Simulator) start(r *http.Request, model string, rawInput json.RawMessag
 	}
 	p := &prediction{
 		view: Prediction{
-			ID: id, Model: model, Version: versionOf(model), Input: rawInput, Status: StatusStarting,
+			ID: id, Model: model, Version: s.versionOf(model), Input: rawInput, Status: StatusStarting,
 			CreatedAt: timestamp(s.clock.Now()), Source: "api", Webhook: hook, WebhookEventsFilter: events,
 			URLs: PredictionURLs{Get: base + "/v1/predictions/" + id, Cancel: base + "/v1/predictions/" + id + "/cancel"},
 		},
@@ -565,6 +603,7 @@ func (s *Simulator) start(r *http.Request, model string, rawInput json.RawMessag
 	s.predictions[id] = p
 	s.order = append(s.order, id)
 	s.save(id, p)
+	s.broadcast()
 	s.jobs.Add(1)
 	s.mu.Unlock()
 
@@ -577,17 +616,36 @@ func (s *Simulator) start(r *http.Request, model string, rawInput json.RawMessag
 	return p, created, nil
 }
 
+// takesPrompt tells whether a model takes a prompt: every model unless its
+// published inputs (Config.Inputs) have none.
+func (s *Simulator) takesPrompt(model string) bool {
+	types, ok := s.cfg.Inputs[model]
+	if !ok {
+		return true
+	}
+	_, has := types["prompt"]
+	return has
+}
+
+// versionOf is a model's one version id.
+func (s *Simulator) versionOf(model string) string {
+	if v := s.cfg.Versions[model]; v != "" {
+		return v
+	}
+	return versionOf(model)
+}
+
 // modelOfVersion finds the model of a bare version id or owner/name:id.
 func (s *Simulator) modelOfVersion(v string) (string, bool) {
 	if model, id, ok := strings.Cut(v, ":"); ok {
 		_, known := s.cfg.Models[model]
-		return model, known && id == versionOf(model)
+		return model, known && id == s.versionOf(model)
 	}
 	if _, ok := s.cfg.Models[v]; ok {
 		return v, true // owner/name, as older clients send it
 	}
 	for model := range s.cfg.Models {
-		if versionOf(model) == v {
+		if s.versionOf(model) == v {
 			return model, true
 		}
 	}
@@ -614,20 +672,29 @@ func (s *Simulator) handleModel(w http.ResponseWriter, r *http.Request) {
 		writeDetail(w, http.StatusNotFound, fmt.Sprintf("model %s not found", model))
 		return
 	}
-	version := map[string]any{"id": versionOf(model), "created_at": timestamp(time.Unix(0, 0)),
-		"cog_version": "0.9.0", "openapi_schema": openAPISchema(s.cfg.Inputs[model])}
+	view := s.modelView(model)
 	if v := r.PathValue("version"); v != "" {
-		if v != versionOf(model) {
+		if v != s.versionOf(model) {
 			writeDetail(w, http.StatusNotFound, fmt.Sprintf("version %s of %s not found", v, model))
 			return
 		}
-		writeJSON(w, http.StatusOK, version)
+		writeJSON(w, http.StatusOK, view["latest_version"])
 		return
 	}
+	writeJSON(w, http.StatusOK, view)
+}
+
+// modelView is a model as GET /v1/models/{owner}/{name} shows it, with its
+// one version as latest_version.
+func (s *Simulator) modelView(model string) map[string]any {
+	kind := s.cfg.Models[model]
+	version := map[string]any{"id": s.versionOf(model), "created_at": timestamp(time.Unix(0, 0)),
+		"cog_version": "0.9.0", "openapi_schema": openAPISchema(s.cfg.Inputs[model], kind, s.takesPrompt(model))}
 	owner, name, _ := strings.Cut(model, "/")
-	writeJSON(w, http.StatusOK, map[string]any{"url": "https://replicate.com/" + model, "owner": owner, "name": name,
-		"description": "simulated " + s.cfg.Models[model] + " model", "visibility": "public", "run_count": 0,
-		"latest_version": version})
+	return map[string]any{"url": "https://replicate.com/" + model, "owner": owner, "name": name,
+		"description": "simulated " + kind + " model", "visibility": "public", "run_count": 0,
+		"github_url": nil, "paper_url": nil, "license_url": nil, "cover_image_url": nil, "default_example": nil,
+		"latest_version": version}
 }
 
 func (s *Simulator) handleWebhookSecret(w http.ResponseWriter, r *http.Request) {
@@ -661,6 +728,7 @@ func (s *Simulator) cancelPrediction(id string) (Prediction, bool) {
 		p.view.CompletedAt = ptr(timestamp(s.clock.Now()))
 		p.view.Logs += "canceled\n"
 		s.markDone(p)
+		s.broadcast()
 		s.save(id, p)
 		// The job sees its context end, stops ffmpeg, cleans up and sends
 		// the webhook.
@@ -682,8 +750,8 @@ func (s *Simulator) handleFile(w http.ResponseWriter, r *http.Request) {
 	id, name := r.PathValue("id"), r.PathValue("name")
 	s.mu.Lock()
 	var path string
-	if p, ok := s.predictions[id]; ok && p.view.Status == StatusSucceeded {
-		path = p.files[name] // only listed outputs: no path tricks
+	if p, ok := s.predictions[id]; ok && (p.view.Status == StatusSucceeded || p.view.Status == StatusProcessing) {
+		path = p.files[name] // only listed outputs (published so far): no path tricks
 	}
 	s.mu.Unlock()
 	if path == "" {

@@ -750,6 +750,8 @@ func TestNewRefusesABadConfig(t *testing.T) {
 		{"relative base URL", Config{Models: map[string]string{"a/b": KindImage}, BaseURL: "/sim"}},
 		{"missing ffmpeg", Config{Models: map[string]string{"a/b": KindImage}, FFmpeg: ffmpeg.Runner{FFmpeg: "/nonexistent/ffmpeg"}}},
 		{"missing font", Config{Models: map[string]string{"a/b": KindImage}, FontFile: "/nonexistent/font.ttf"}},
+		{"version of no model", Config{Models: map[string]string{"a/b": KindImage}, Versions: map[string]string{"c/d": strings.Repeat("a", 64)}}},
+		{"version not 64 hex digits", Config{Models: map[string]string{"a/b": KindImage}, Versions: map[string]string{"a/b": "v1"}}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

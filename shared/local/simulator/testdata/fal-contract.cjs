@@ -1,15 +1,18 @@
 // Runs the official fal client (npm @fal-ai/client, from tools/node_modules)
-// against the simulator's fal face. The client builds https://queue.fal.run
-// URLs itself; its fetch option sends them to FAL_URL instead, which is all
-// a proxy in front of a real queue would change. Each check prints one JSON
-// line; any failure exits 1 with its reason.
+// against the simulator's fal face. The client builds https://queue.fal.run,
+// https://fal.run and https://rest.fal.ai URLs itself; its fetch option
+// sends them to SIM_URL's /fal, /fal-run and /fal-rest instead, which is
+// all a proxy in front of fal would change. Outputs and uploads are served
+// over https with the simulator's CA (NODE_EXTRA_CA_CERTS). Each check
+// prints one JSON line; any failure exits 1 with its reason.
 const http = require("node:http");
 const path = require("node:path");
 const crypto = require("node:crypto");
 const { createFalClient, ValidationError } = require(path.join(process.env.TOOLS, "node_modules", "@fal-ai", "client"));
 
-const falURL = process.env.FAL_URL;
-const redirect = (url) => String(url).replace(/^https:\/\/queue\.fal\.run/, falURL);
+const sim = process.env.SIM_URL, falURL = sim + "/fal";
+const redirect = (url) => String(url).replace(/^https:\/\/queue\.fal\.run/, falURL)
+  .replace(/^https:\/\/fal\.run/, sim + "/fal-run").replace(/^https:\/\/rest\.fal\.ai/, sim + "/fal-rest");
 const fal = createFalClient({ credentials: process.env.SIM_TOKEN, fetch: (url, init) => fetch(redirect(url), init) });
 const video = process.env.VIDEO_APP, image = process.env.IMAGE_APP;
 
@@ -22,6 +25,32 @@ const check = require("./check.cjs");
     onQueueUpdate: (u) => updates.push(u.status) });
   check("subscribe returns the images", result.data.images && result.data.images[0].url.includes("/files/") && result.requestId, result);
   check("status goes to COMPLETED", updates[updates.length - 1] === "COMPLETED", updates);
+
+  // subscribe in streaming mode: the status arrives over SSE until
+  // COMPLETED, then the result.
+  const streamed = [];
+  const viaStream = await fal.subscribe(image, { input: { prompt: "a streamed fal test" }, mode: "streaming",
+    onQueueUpdate: (u) => streamed.push(u.status) });
+  check("subscribe({mode: \"streaming\"}) returns the images", viaStream.data.images && viaStream.data.images.length === 1, viaStream);
+  check("the status stream ends with COMPLETED", streamed.length > 0 && streamed[streamed.length - 1] === "COMPLETED", streamed);
+
+  // fal.run waits for the result and answers it, not the queue's envelope.
+  const run = await fal.run(image, { input: { prompt: "a synchronous fal test" } });
+  check("fal.run answers the result itself", run.data.images && run.data.images[0].url.startsWith("https://") && !run.data.request_id && run.requestId, run);
+
+  // storage.upload: initiate, PUT, then the file is served at its URL;
+  // a Blob input is uploaded the same way and sent as its URL.
+  const bytes = new Uint8Array([137, 80, 78, 71, 1, 2, 3]);
+  const fileURL = await fal.storage.upload(new Blob([bytes], { type: "image/png" }));
+  const fetched = await fetch(fileURL);
+  const stored = new Uint8Array(await fetched.arrayBuffer());
+  check("storage.upload serves the file at its URL", fetched.ok && fileURL.startsWith("https://") && stored.length === bytes.length &&
+    stored.every((b, i) => b === bytes[i]) && fetched.headers.get("content-type") === "image/png", fileURL);
+  const withBlob = await fal.queue.submit(image, { input: { prompt: "with a blob", image_url: new Blob([bytes], { type: "image/png" }) } });
+  // What the app received (the simulator keeps one record per request,
+  // which its Replicate face shows).
+  const sent = await (await fetch(`${sim}/v1/predictions/${withBlob.request_id}`, { headers: { Authorization: `Bearer ${process.env.SIM_TOKEN}` } })).json();
+  check("a Blob input is sent as its uploaded file's URL", /^https:\/\/.*\/uploads\//.test(sent.input && sent.input.image_url), sent.input);
 
   // queue.submit on an app id with a sub-path; status has queue_position.
   const sub = await fal.queue.submit(`${video}/text-to-video`, { input: { prompt: "queued [simulate:slow]", ...JSON.parse(process.env.VIDEO_INPUT) } });

@@ -1,14 +1,16 @@
 // Runs the official Replicate JavaScript client (npm replicate, from
 // tools/node_modules) against the simulator: SIM_URL (the API root, the
 // client's baseUrl is SIM_URL/v1), SIM_TOKEN, VIDEO_MODEL, IMAGE_MODEL.
-// Each check prints one JSON line; any failure exits 1 with its reason.
+// The outputs are served over https with the simulator's CA, which
+// NODE_EXTRA_CA_CERTS makes trusted. Each check prints one JSON line; any
+// failure exits 1 with its reason.
 const http = require("node:http");
 const path = require("node:path");
 const Replicate = require(path.join(process.env.TOOLS, "node_modules", "replicate"));
 const { validateWebhook } = Replicate;
 
 const base = process.env.SIM_URL + "/v1";
-const client = new Replicate({ auth: process.env.SIM_TOKEN, baseUrl: base, useFileOutput: false });
+const client = new Replicate({ auth: process.env.SIM_TOKEN, baseUrl: base });
 const video = process.env.VIDEO_MODEL, image = process.env.IMAGE_MODEL;
 
 const check = require("./check.cjs");
@@ -55,9 +57,34 @@ function receiver() {
   check("output downloads from another host", file.ok && new URL(p.output[0]).host !== new URL(base).host, p.output[0]);
 
   // run() with owner/name:version creates by the bare version id and
-  // blocks (Prefer: wait) until the output is there.
+  // blocks (Prefer: wait) until the output is there: a FileOutput (the
+  // client makes one only of an https: URL), whose url() and blob() work.
   const out = await client.run(`${video}:${model.latest_version.id}`, { input: { prompt: "a run", ...JSON.parse(process.env.VIDEO_INPUT) } });
-  check("run by version with Prefer: wait", typeof out === "string" && out.includes("/files/"), out);
+  check("run answers a FileOutput", out instanceof ReadableStream && typeof out.url === "function", typeof out);
+  check("FileOutput.url() is the https output", out.url().protocol === "https:" && out.url().pathname.includes("/files/"), String(out.url()));
+  const blob = await out.blob();
+  check("FileOutput.blob() holds the video", blob.size > 0 && blob.type === "video/mp4", { size: blob.size, type: blob.type });
+
+  // Image models publish an array Output, and run answers an array.
+  const imageModel = await client.models.get(...image.split("/"));
+  check("an image model's Output schema is an array", imageModel.latest_version.openapi_schema.components.schemas.Output.type === "array",
+    imageModel.latest_version.openapi_schema.components.schemas.Output);
+  const [first] = await client.run(image, { input: { prompt: "an array" } });
+  check("run of an image model answers an array of FileOutput", first && first.url().protocol === "https:", String(first && first.url()));
+
+  // A Buffer input uploads through POST /v1/files (the client's default),
+  // and the input carries the file's urls.get.
+  const uploaded = await client.files.create(Buffer.from("\x89PNG not really"), { purpose: "contract" });
+  check("files.create answers the file", uploaded.id && uploaded.urls.get.endsWith(`/v1/files/${uploaded.id}`) && uploaded.size === 16, uploaded);
+  const got = await client.files.get(uploaded.id);
+  check("files.get", got.id === uploaded.id && got.checksums.sha256 === uploaded.checksums.sha256, got);
+  const withFile = await client.predictions.create({ model: image, input: { prompt: "with a file", image: Buffer.from("png bytes") } });
+  check("a Buffer input is sent as an uploaded file's URL", /\/v1\/files\/[a-z0-9]+$/.test(withFile.input.image), withFile.input);
+
+  // models.list pages through every model.
+  const names = [];
+  for await (const page of client.paginate(client.models.list)) names.push(...page.map((m) => `${m.owner}/${m.name}`));
+  check("models.list", names.includes(video) && names.includes(image), names);
 
   // A value of the wrong type is refused with 422 and the field named.
   try {
