@@ -31,3 +31,39 @@ func TestUseCasesLinkNoAWSPackage(t *testing.T) {
 		})
 	}
 }
+
+// The emulators are generic: the ASL runner runs any definition, so it
+// links none of the service's packages (the long-form workflow's port on
+// it is the adapter local/workflowtokens), and a test of it runs without
+// the service.
+func TestTheASLRunnerKnowsNothingOfTheService(t *testing.T) {
+	const runner = "github.com/mediagen-dev/mediagen/shared/local/stepfunctions"
+	out, err := exec.Command("go", "list", "-deps", "-test", runner).CombinedOutput()
+	if err != nil {
+		t.Fatalf("go list -deps -test: %v\n%s", err, out)
+	}
+	for _, dep := range strings.Fields(string(out)) {
+		if strings.HasPrefix(dep, "github.com/mediagen-dev/mediagen/") && !strings.HasPrefix(dep, runner) {
+			t.Errorf("the ASL runner (or its tests) links %s", dep)
+		}
+	}
+}
+
+// The stores' conformance suite holds a store to the port and the ledger's
+// invariant (package ledger), never to a use case: it links none of them,
+// so a use case can change without the suite that judges the adapters. The
+// sweeper is the one it runs: its work is nothing but store calls (settle,
+// free slots), which the suite checks on both adapters as a whole.
+func TestTheStoreSuiteLinksNoUseCase(t *testing.T) {
+	out, err := exec.Command("go", "list", "-deps", "-test", "github.com/mediagen-dev/mediagen/shared/store/storetest").CombinedOutput()
+	if err != nil {
+		t.Fatalf("go list -deps -test: %v\n%s", err, out)
+	}
+	for _, dep := range strings.Fields(string(out)) {
+		for _, useCase := range []string{"accounts", "generation", "longstory", "httpapi", "apiview", "webhook"} {
+			if strings.HasPrefix(dep, "github.com/mediagen-dev/mediagen/shared/"+useCase) {
+				t.Errorf("storetest links the use case %s", dep)
+			}
+		}
+	}
+}

@@ -17,6 +17,7 @@ import (
 
 	"github.com/mediagen-dev/mediagen/shared/accounts"
 	"github.com/mediagen-dev/mediagen/shared/domain"
+	"github.com/mediagen-dev/mediagen/shared/ledger"
 	"github.com/mediagen-dev/mediagen/shared/store"
 	"github.com/mediagen-dev/mediagen/shared/store/dynamostore"
 	"github.com/mediagen-dev/mediagen/shared/store/sqlitestore"
@@ -323,7 +324,7 @@ func ledgerVerify(ctx context.Context, args []string, stdout, stderr io.Writer) 
 		return fail(stderr, exitError, err)
 	}
 	defer closeStore()
-	v, err := accounts.VerifyLedger(ctx, s, user)
+	v, err := ledger.Verify(ctx, s, user)
 	if err != nil {
 		return fail(stderr, exitError, fmt.Errorf("ledger verify: %w", err))
 	}

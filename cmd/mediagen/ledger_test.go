@@ -9,6 +9,7 @@ import (
 	_ "modernc.org/sqlite"
 
 	"github.com/mediagen-dev/mediagen/shared/accounts"
+	"github.com/mediagen-dev/mediagen/shared/ledger"
 	"github.com/mediagen-dev/mediagen/shared/store/sqlitestore"
 )
 
@@ -29,7 +30,7 @@ func TestLedgerVerifyFindsABalanceTheJournalDoesNotExplain(t *testing.T) {
 	if code != 0 {
 		t.Fatalf("ledger verify on a clean store exited %d: %s %s", code, out, errOut)
 	}
-	if v := decode[accounts.Verified](t, out); v.Accounts != 1 || v.Entries != 2 || len(v.Discrepancies) != 0 {
+	if v := decode[ledger.Verified](t, out); v.Accounts != 1 || v.Entries != 2 || len(v.Discrepancies) != 0 {
 		t.Errorf("verified = %+v; want 1 account, 2 entries (two grants), no discrepancy", v)
 	}
 
@@ -47,7 +48,7 @@ func TestLedgerVerifyFindsABalanceTheJournalDoesNotExplain(t *testing.T) {
 	if code != exitError {
 		t.Fatalf("ledger verify after tampering exited %d, want %d", code, exitError)
 	}
-	v := decode[accounts.Verified](t, out)
+	v := decode[ledger.Verified](t, out)
 	if len(v.Discrepancies) == 0 || v.Discrepancies[0].UserID != user || !strings.Contains(v.Discrepancies[0].Problem, "the account has balance 43.50") {
 		t.Errorf("discrepancies = %+v; want the account's balance named", v.Discrepancies)
 	}

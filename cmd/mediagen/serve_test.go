@@ -20,7 +20,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
-	"github.com/mediagen-dev/mediagen/shared/accounts"
+	"github.com/mediagen-dev/mediagen/shared/ledger"
 	"github.com/mediagen-dev/mediagen/shared/routing"
 	"github.com/mediagen-dev/mediagen/shared/store/dynamostore"
 	"github.com/mediagen-dev/mediagen/shared/testsupport"
@@ -275,7 +275,7 @@ func TestServeOnDynamoDBCompletesEveryKindOfWork(t *testing.T) {
 		return acct["held"] == "0.00", acct
 	})
 	code, out, errOut := mediagen(t, append([]string{"ledger", "verify"}, flags...)...)
-	if v := decode[accounts.Verified](t, out); code != 0 || v.Entries == 0 || len(v.Discrepancies) != 0 {
+	if v := decode[ledger.Verified](t, out); code != 0 || v.Entries == 0 || len(v.Discrepancies) != 0 {
 		t.Errorf("ledger verify after the work: exit %d, %+v %s", code, v, errOut)
 	}
 }

@@ -17,6 +17,7 @@ import (
 	"github.com/mediagen-dev/mediagen/shared/faults"
 	"github.com/mediagen-dev/mediagen/shared/ffmpeg"
 	"github.com/mediagen-dev/mediagen/shared/local/stepfunctions"
+	"github.com/mediagen-dev/mediagen/shared/local/workflowtokens"
 	"github.com/mediagen-dev/mediagen/shared/longstory"
 	"github.com/mediagen-dev/mediagen/shared/media"
 	"github.com/mediagen-dev/mediagen/shared/pricing"
@@ -121,7 +122,7 @@ func newStoryWorld(t *testing.T, sh *shared, wav string) (*world, *longstory.Cre
 	if err != nil {
 		t.Fatal(err)
 	}
-	steps.Tokens = stepfunctions.TaskTokens{Workflow: &stepfunctions.Workflow{Machine: m}}
+	steps.Tokens = workflowtokens.TaskTokens{Workflow: &stepfunctions.Workflow{Machine: m}}
 	ex := &executions{m: m}
 	svc := longstory.NewCreator(w.st, &faults.Workflow{Inner: ex, In: w.in}, pricing.Default(),
 		longstory.Settings{Now: w.now, Log: quiet()})

@@ -27,6 +27,7 @@ import (
 	"github.com/mediagen-dev/mediagen/shared/domain"
 	"github.com/mediagen-dev/mediagen/shared/faults"
 	"github.com/mediagen-dev/mediagen/shared/generation"
+	"github.com/mediagen-dev/mediagen/shared/ledger"
 	"github.com/mediagen-dev/mediagen/shared/local/objectstore"
 	"github.com/mediagen-dev/mediagen/shared/media"
 	"github.com/mediagen-dev/mediagen/shared/pricing"
@@ -440,7 +441,7 @@ func (w *world) check(records func(id string) (status domain.Status, credits dec
 	}
 	// What `mediagen ledger verify` checks: the journal replays to the
 	// account's totals, each work held once and settled once.
-	v, err := accounts.VerifyLedger(ctx, w.inner, w.user)
+	v, err := ledger.Verify(ctx, w.inner, w.user)
 	if err != nil {
 		t.Fatalf("verify ledger: %v", err)
 	}

@@ -22,6 +22,7 @@ import (
 	"github.com/mediagen-dev/mediagen/shared/ffmpeg"
 	"github.com/mediagen-dev/mediagen/shared/local/objectstore"
 	"github.com/mediagen-dev/mediagen/shared/local/stepfunctions"
+	"github.com/mediagen-dev/mediagen/shared/local/workflowtokens"
 	"github.com/mediagen-dev/mediagen/shared/longstory"
 	"github.com/mediagen-dev/mediagen/shared/media"
 	"github.com/mediagen-dev/mediagen/shared/pricing"
@@ -193,7 +194,7 @@ func TestTheLongestVideoFitsStepFunctionsLimits(t *testing.T) {
 		t.Fatal(err)
 	}
 	wf := &stepfunctions.Workflow{Machine: m}
-	steps.Tokens = stepfunctions.TaskTokens{Workflow: wf}
+	steps.Tokens = workflowtokens.TaskTokens{Workflow: wf}
 
 	acct, err := (&accounts.Service{Store: st}).CreateAccount(ctx, accounts.NewAccount{Plan: domain.PlanPro, Credits: decimal.NewFromInt(100000)})
 	if err != nil {

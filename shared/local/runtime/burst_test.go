@@ -11,6 +11,7 @@ import (
 
 	"github.com/mediagen-dev/mediagen/shared/accounts"
 	"github.com/mediagen-dev/mediagen/shared/domain"
+	"github.com/mediagen-dev/mediagen/shared/ledger"
 	"github.com/mediagen-dev/mediagen/shared/local/runtime"
 	"github.com/mediagen-dev/mediagen/shared/local/runtime/runtimetest"
 	"github.com/mediagen-dev/mediagen/shared/testsupport"
@@ -83,7 +84,7 @@ func cancelAll(t *testing.T, rt *runtime.Runtime, key, userID string, ids []stri
 
 func verifyClean(t *testing.T, rt *runtime.Runtime, userID string) {
 	t.Helper()
-	v, err := accounts.VerifyLedger(context.Background(), rt.Store, userID)
+	v, err := ledger.Verify(context.Background(), rt.Store, userID)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -11,8 +11,8 @@ import (
 
 	"github.com/shopspring/decimal"
 
-	"github.com/mediagen-dev/mediagen/shared/accounts"
 	"github.com/mediagen-dev/mediagen/shared/domain"
+	"github.com/mediagen-dev/mediagen/shared/ledger"
 	"github.com/mediagen-dev/mediagen/shared/local/runtime"
 	"github.com/mediagen-dev/mediagen/shared/local/runtime/runtimetest"
 	"github.com/mediagen-dev/mediagen/shared/store/dynamostore"
@@ -175,7 +175,7 @@ func restartWithWorkInFlight(t *testing.T, onDynamoDB bool) {
 		if len(holds) != 0 || !a.Held.IsZero() || !a.Captured.Equal(captured[i]) {
 			t.Errorf("account %s: %d holds open, held %s, captured %s; want none, 0 and %s", u, len(holds), a.Held, a.Captured, captured[i])
 		}
-		v, err := accounts.VerifyLedger(ctx, again.Store, u)
+		v, err := ledger.Verify(ctx, again.Store, u)
 		if err != nil || len(v.Discrepancies) > 0 {
 			t.Errorf("ledger verify of %s: %v %+v", u, err, v.Discrepancies)
 		}

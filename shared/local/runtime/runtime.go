@@ -51,6 +51,7 @@ import (
 	"github.com/mediagen-dev/mediagen/shared/local/localsqs"
 	"github.com/mediagen-dev/mediagen/shared/local/objectstore"
 	"github.com/mediagen-dev/mediagen/shared/local/stepfunctions"
+	"github.com/mediagen-dev/mediagen/shared/local/workflowtokens"
 	"github.com/mediagen-dev/mediagen/shared/longstory"
 	"github.com/mediagen-dev/mediagen/shared/media"
 	"github.com/mediagen-dev/mediagen/shared/netguard"
@@ -463,7 +464,7 @@ func (r *Runtime) wire(cfg Config, st store.Store, rc *routing.Config, prices *p
 	if r.Workflow, err = longStoryWorkflow(tasks, cfg.WorkflowWaitScale, log, r.Costs, r.closing.Load); err != nil {
 		return routes.Ports{}, err
 	}
-	scenes := longstory.ScenePoller(st, r.Upstreams, st, queue, stepfunctions.TaskTokens{Workflow: r.Workflow}, copier, outputs, stepSettings)
+	scenes := longstory.ScenePoller(st, r.Upstreams, st, queue, workflowtokens.TaskTokens{Workflow: r.Workflow}, copier, outputs, stepSettings)
 	r.Generations = generation.NewPoller(generation.PollerPorts{Store: st, Upstreams: r.Upstreams, Queue: queue, Slots: st,
 		Copier: copier, Outputs: outputs, Notifier: notifier, Prices: prices, Others: scenes, Inputs: outputs}, settings)
 	pollBatches = sqsbatch.Handler(r.Generations.HandleBatch)

@@ -13,8 +13,8 @@ import (
 
 	"github.com/shopspring/decimal"
 
-	"github.com/mediagen-dev/mediagen/shared/accounts"
 	"github.com/mediagen-dev/mediagen/shared/domain"
+	"github.com/mediagen-dev/mediagen/shared/ledger"
 	"github.com/mediagen-dev/mediagen/shared/store"
 	"github.com/mediagen-dev/mediagen/shared/store/sqlitestore"
 	"github.com/mediagen-dev/mediagen/shared/store/storetest"
@@ -356,7 +356,7 @@ func TestOldAccountsOpenTheirJournal(t *testing.T) {
 	if _, err := s.Grant(ctx, "usr_old", "top-up", decimal.RequireFromString("5")); err != nil {
 		t.Fatal(err)
 	}
-	v, err := accounts.VerifyLedger(ctx, s, "")
+	v, err := ledger.Verify(ctx, s, "")
 	if err != nil {
 		t.Fatal(err)
 	}

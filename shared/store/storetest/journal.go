@@ -13,8 +13,8 @@ import (
 	"github.com/google/uuid"
 	"github.com/shopspring/decimal"
 
-	"github.com/mediagen-dev/mediagen/shared/accounts"
 	"github.com/mediagen-dev/mediagen/shared/domain"
+	"github.com/mediagen-dev/mediagen/shared/ledger"
 	"github.com/mediagen-dev/mediagen/shared/store"
 )
 
@@ -488,7 +488,7 @@ func testConcurrentKeyChainBudget(t *testing.T, s store.Store) {
 }
 
 func testVerifyAll(t *testing.T, s store.Store) {
-	v, err := accounts.VerifyLedger(context.Background(), s, "")
+	v, err := ledger.Verify(context.Background(), s, "")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -10,8 +10,8 @@ import (
 	"github.com/google/uuid"
 	"github.com/shopspring/decimal"
 
-	"github.com/mediagen-dev/mediagen/shared/accounts"
 	"github.com/mediagen-dev/mediagen/shared/domain"
+	"github.com/mediagen-dev/mediagen/shared/ledger"
 	"github.com/mediagen-dev/mediagen/shared/store"
 )
 
@@ -130,9 +130,9 @@ func checkAccount(t *testing.T, s store.Store, userID, balance, held, granted, c
 // (what `mediagen ledger verify` does) and fails on any discrepancy.
 func verifyJournal(t *testing.T, s store.Store, userID string) {
 	t.Helper()
-	v, err := accounts.VerifyLedger(context.Background(), s, userID)
+	v, err := ledger.Verify(context.Background(), s, userID)
 	if err != nil {
-		t.Fatalf("VerifyLedger: %v", err)
+		t.Fatalf("ledger.Verify: %v", err)
 	}
 	for _, d := range v.Discrepancies {
 		t.Errorf("journal of %s, entry %d: %s", d.UserID, d.Seq, d.Problem)

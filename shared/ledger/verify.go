@@ -1,4 +1,7 @@
-package accounts
+// Package ledger checks the books: it replays each account's journal
+// against the account (what `mediagen ledger verify` and every store's
+// conformance suite run), reading only the store's journal port.
+package ledger
 
 import (
 	"context"
@@ -33,7 +36,7 @@ type Verified struct {
 	Discrepancies []Discrepancy `json:"discrepancies"`
 }
 
-// VerifyLedger replays the journal of every account (or of userID alone)
+// Verify replays the journal of every account (or of userID alone)
 // and checks it against the account: in each purse (domain.JournalEntry)
 // the entries' seqs run from 1 with no gap and each entry's totals are the
 // purse's previous ones with its movement applied (domain.Totals.Apply);
@@ -43,7 +46,7 @@ type Verified struct {
 // account's open holds. Run it while no ledger write is in flight for the
 // accounts checked (the journal and the account are read one after the
 // other).
-func VerifyLedger(ctx context.Context, st JournalStore, userID string) (Verified, error) {
+func Verify(ctx context.Context, st JournalStore, userID string) (Verified, error) {
 	ids := []string{userID}
 	if userID == "" {
 		var err error

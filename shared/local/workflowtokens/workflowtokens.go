@@ -1,4 +1,8 @@
-package stepfunctions
+// Package workflowtokens adapts the local ASL runner to the long-form
+// workflow's task-token port (longstory.TaskTokens), as the workflow
+// package adapts Step Functions' API: the runner itself knows nothing of
+// the service.
+package workflowtokens
 
 import (
 	"context"
@@ -6,11 +10,12 @@ import (
 	"fmt"
 
 	"github.com/mediagen-dev/mediagen/shared/domain"
+	"github.com/mediagen-dev/mediagen/shared/local/stepfunctions"
 	"github.com/mediagen-dev/mediagen/shared/longstory"
 )
 
 var (
-	_ longstory.Workflow   = (*Workflow)(nil)
+	_ longstory.Workflow   = (*stepfunctions.Workflow)(nil)
 	_ longstory.TaskTokens = TaskTokens{}
 )
 
@@ -19,7 +24,7 @@ var (
 // task waits on the token any more as domain.ErrTaskGone, as the
 // production adapter maps Step Functions' TaskDoesNotExist, TaskTimedOut
 // and InvalidToken.
-type TaskTokens struct{ Workflow *Workflow }
+type TaskTokens struct{ Workflow *stepfunctions.Workflow }
 
 func (t TaskTokens) SendTaskSuccess(ctx context.Context, token string, output []byte) error {
 	return taskGone(t.Workflow.SendTaskSuccess(ctx, token, output))
@@ -34,7 +39,7 @@ func (t TaskTokens) SendTaskHeartbeat(ctx context.Context, token string) error {
 }
 
 func taskGone(err error) error {
-	if errors.Is(err, ErrTaskDoesNotExist) || errors.Is(err, ErrTaskTimedOut) || errors.Is(err, ErrInvalidToken) {
+	if errors.Is(err, stepfunctions.ErrTaskDoesNotExist) || errors.Is(err, stepfunctions.ErrTaskTimedOut) || errors.Is(err, stepfunctions.ErrInvalidToken) {
 		return fmt.Errorf("%w: %v", domain.ErrTaskGone, err)
 	}
 	return err
