@@ -69,10 +69,12 @@ type LongVideoRequest struct {
 	// Model is a video model_version; empty = the service's default.
 	Model string `json:"model,omitempty"`
 	// EnableNarration nil = the service's default (narrated).
-	EnableNarration *bool    `json:"enable_narration,omitempty"`
-	VideoStyle      string   `json:"video_style,omitempty"`
-	WebhookURL      string   `json:"webhook_url,omitempty"`
-	WebhookEvents   []string `json:"webhook_events,omitempty"`
+	EnableNarration *bool  `json:"enable_narration,omitempty"`
+	VideoStyle      string `json:"video_style,omitempty"`
+	// AspectRatio is "landscape" or "portrait"; empty = landscape.
+	AspectRatio   string   `json:"aspect_ratio,omitempty"`
+	WebhookURL    string   `json:"webhook_url,omitempty"`
+	WebhookEvents []string `json:"webhook_events,omitempty"`
 }
 
 // LongVideoCreated is the answer of POST /api/long-story/videos.

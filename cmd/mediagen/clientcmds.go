@@ -462,6 +462,7 @@ func storyCreateCmd(ctx context.Context, args []string, stdout, stderr io.Writer
 	model := fs.String("model", "", "video model_version (default: the service's, beta-2)")
 	style := fs.String("style", "", "video_style: auto, cinematic, documentary, animation, noir or vintage")
 	silent := fs.Bool("no-narration", false, "make the video without narration")
+	portrait := fs.Bool("portrait", false, "make the video upright, 720x1280 (aspect_ratio portrait)")
 	wait := fs.Bool("wait", false, "wait until the video is final, then download it")
 	out := fs.String("out", "", "directory for the video (implies --wait; default: the current directory)")
 	if _, err := parseArgs(fs, args, 0); err != nil {
@@ -471,6 +472,9 @@ func storyCreateCmd(ctx context.Context, args []string, stdout, stderr io.Writer
 		return usageFail(stderr, "story create", errors.New("more --narration than --scene flags"))
 	}
 	req := client.LongVideoRequest{Prompt: *prompt, LanguageCode: *language, Model: *model, VideoStyle: *style}
+	if *portrait {
+		req.AspectRatio = "portrait"
+	}
 	if *silent {
 		off := false
 		req.EnableNarration = &off

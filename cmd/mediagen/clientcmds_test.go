@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/mediagen-dev/mediagen/client"
+	"github.com/mediagen-dev/mediagen/shared/ffmpeg"
 	"github.com/mediagen-dev/mediagen/shared/local/runtime"
 	"github.com/mediagen-dev/mediagen/shared/local/runtime/runtimetest"
 	"github.com/mediagen-dev/mediagen/shared/local/simulator"
@@ -176,6 +177,25 @@ func TestStoryEstimateAndCreateDownloadTheVideo(t *testing.T) {
 	}
 	if !strings.Contains(stderr, "2 scenes processing (") || !strings.Contains(stderr, "completed (") {
 		t.Errorf("stderr %q, want the progress lines", stderr)
+	}
+}
+
+func TestStoryCreatePortraitMakesAnUprightVideo(t *testing.T) {
+	clientEnv(t)
+	out := t.TempDir()
+	code, stdout, stderr := mediagen(t, "story", "create", "--prompt", "A day at the seaside",
+		"--scene", "a lighthouse on the cliff", "--no-narration", "--portrait", "--wait", "--out", out)
+	if code != 0 {
+		t.Fatalf("exit %d\nstdout: %s\nstderr: %s", code, stdout, stderr)
+	}
+	lines := strings.Split(strings.TrimSpace(stdout), "\n")
+	path := strings.TrimSuffix(lines[len(lines)-1], " (5.0 s)")
+	info, err := ffmpeg.Runner{}.Probe(context.Background(), path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if v, ok := info.Video(); !ok || v.Width != 720 || v.Height != 1280 {
+		t.Errorf("%s: video %+v, want 720x1280", path, v)
 	}
 }
 

@@ -110,6 +110,23 @@ type Scene struct {
 	Narration   string `json:"narration,omitempty"`
 }
 
+// Studio is how a long video is produced beyond the spec's request (issue
+// 28). Each empty field is the spec's default, so the zero value makes the
+// video the spec's request makes.
+type Studio struct {
+	// AspectRatio is "portrait" (720x1280) or "" (landscape, 1280x720).
+	AspectRatio string `json:"aspect_ratio,omitempty"`
+}
+
+// Portrait says whether the video is made upright (720x1280).
+func (s Studio) Portrait() bool { return s.AspectRatio == AspectPortrait }
+
+// Frame shapes of a long video.
+const (
+	AspectLandscape = "landscape"
+	AspectPortrait  = "portrait"
+)
+
 // LongVideo is a multi-scene narrated video.
 type LongVideo struct {
 	ID              string
@@ -119,15 +136,18 @@ type LongVideo struct {
 	LanguageCode    string
 	EnableNarration bool
 	VideoStyle      string
-	Scenes          []Scene
-	Status          Status
-	FinalVideoURL   string
-	TotalDuration   float64
-	Error           string
-	CreditsHeld     decimal.Decimal
-	CreatedAt       time.Time
-	UpdatedAt       time.Time
-	Deadline        time.Time
+	// Studio holds the production options beyond the spec's request;
+	// its zero value is the spec's video.
+	Studio        Studio
+	Scenes        []Scene
+	Status        Status
+	FinalVideoURL string
+	TotalDuration float64
+	Error         string
+	CreditsHeld   decimal.Decimal
+	CreatedAt     time.Time
+	UpdatedAt     time.Time
+	Deadline      time.Time
 	// Files is the life of its final video and working files (the scenes'
 	// clips and narration) in the bucket.
 	Files           StoredFiles

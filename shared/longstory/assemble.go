@@ -58,6 +58,10 @@ func (s *Steps) Assemble(ctx context.Context, in AssembleTask) (FinalizeTask, er
 	if len(in.Scenes) == 0 {
 		return FinalizeTask{}, &SceneFailedError{Msg: "assemble: no scenes"}
 	}
+	v, err := s.Store.GetLongVideo(ctx, in.VideoID)
+	if err != nil {
+		return FinalizeTask{}, &TransientError{Msg: fmt.Sprintf("assemble: read video: %v", err)}
+	}
 	dir, err := os.MkdirTemp(s.WorkDir, "assemble-")
 	if err != nil {
 		return FinalizeTask{}, &TransientError{Msg: fmt.Sprintf("assemble: scratch dir: %v", err)}
@@ -85,11 +89,12 @@ func (s *Steps) Assemble(ctx context.Context, in AssembleTask) (FinalizeTask, er
 		}
 	}
 	final := filepath.Join(dir, "final.mp4")
-	plan, copied := copyPlan(sources)
+	width, height := frame(v.Studio, sources[0].video)
+	plan, copied := copyPlan(sources, width, height)
 	if copied {
 		err = s.joinByCopy(ctx, dir, sources, plan, withAudio, final)
 	} else {
-		err = s.joinByEncoding(ctx, dir, sources, withAudio, final)
+		err = s.joinByEncoding(ctx, dir, sources, width, height, withAudio, final)
 	}
 	if err != nil {
 		return FinalizeTask{}, err
@@ -229,12 +234,11 @@ func (s *Steps) fetchScene(ctx context.Context, dir string, sc SceneClip, track 
 	return src, nil
 }
 
-// joinByEncoding encodes every scene's picture into a segment with the same
-// parameters, then joins the segments by stream copy and encodes the
+// joinByEncoding encodes every scene's picture into a segment of
+// width×height with the same parameters, then joins the segments by stream copy and encodes the
 // narration as one track, as joinByCopy does: per-segment AAC tracks would
 // each end on a whole packet and make the video longer than its scenes.
-func (s *Steps) joinByEncoding(ctx context.Context, dir string, sources []sceneSource, withAudio bool, final string) error {
-	width, height := sources[0].video.Width, sources[0].video.Height
+func (s *Steps) joinByEncoding(ctx context.Context, dir string, sources []sceneSource, width, height int, withAudio bool, final string) error {
 	var list strings.Builder
 	for _, src := range sources {
 		segment := filepath.Join(dir, fmt.Sprintf("segment-%03d.mp4", src.n))
@@ -263,8 +267,9 @@ type copyJoin struct {
 	scale float64
 }
 
-// copyPlan says whether the clips can be joined by stream copy, and how.
-// They can when every clip is H.264 with the same frame size, pixel format,
+// copyPlan says whether the clips can be joined by stream copy into a
+// width×height video, and how.
+// They can when every clip is H.264 of that frame size with the same pixel format,
 // frame rate and SPS/PPS (the scenes of one video come from one model, so
 // they usually are), and the clips' spans are equal to within half a frame,
 // so that one
@@ -272,9 +277,9 @@ type copyJoin struct {
 // its timestamps (as the encoding path does with setpts), a longer one is
 // cut at SceneSeconds — only when it has no B-frames, where the cut falls
 // exactly between frames.
-func copyPlan(sources []sceneSource) (copyJoin, bool) {
+func copyPlan(sources []sceneSource, width, height int) (copyJoin, bool) {
 	first := sources[0].video
-	if first.Codec != "h264" || first.ExtradataHash == "" || first.FPS <= 0 {
+	if first.Width != width || first.Height != height || first.Codec != "h264" || first.ExtradataHash == "" || first.FPS <= 0 {
 		return copyJoin{}, false
 	}
 	scene := float64(SceneSeconds)
