@@ -72,7 +72,10 @@ type LongVideoRequest struct {
 	EnableNarration *bool  `json:"enable_narration,omitempty"`
 	VideoStyle      string `json:"video_style,omitempty"`
 	// AspectRatio is "landscape" or "portrait"; empty = landscape.
-	AspectRatio   string   `json:"aspect_ratio,omitempty"`
+	AspectRatio string `json:"aspect_ratio,omitempty"`
+	// Captions is "none" or "sidecar"; empty = the service's default
+	// (sidecar when narrated).
+	Captions      string   `json:"captions,omitempty"`
 	WebhookURL    string   `json:"webhook_url,omitempty"`
 	WebhookEvents []string `json:"webhook_events,omitempty"`
 }

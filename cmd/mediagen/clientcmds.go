@@ -463,6 +463,7 @@ func storyCreateCmd(ctx context.Context, args []string, stdout, stderr io.Writer
 	style := fs.String("style", "", "video_style: auto, cinematic, documentary, animation, noir or vintage")
 	silent := fs.Bool("no-narration", false, "make the video without narration")
 	portrait := fs.Bool("portrait", false, "make the video upright, 720x1280 (aspect_ratio portrait)")
+	captions := fs.String("captions", "", "captions: none or sidecar (a WebVTT file; the default when narrated)")
 	wait := fs.Bool("wait", false, "wait until the video is final, then download it")
 	out := fs.String("out", "", "directory for the video (implies --wait; default: the current directory)")
 	if _, err := parseArgs(fs, args, 0); err != nil {
@@ -475,6 +476,7 @@ func storyCreateCmd(ctx context.Context, args []string, stdout, stderr io.Writer
 	if *portrait {
 		req.AspectRatio = "portrait"
 	}
+	req.Captions = *captions
 	if *silent {
 		off := false
 		req.EnableNarration = &off
@@ -503,7 +505,7 @@ func storyCreateCmd(ctx context.Context, args []string, stdout, stderr io.Writer
 }
 
 // waitStory waits for a long-form video, showing each scene's status when
-// the service lists them, then downloads the final video.
+// the service lists them, then downloads the final video and its captions.
 func waitStory(ctx context.Context, c *client.Client, af apiFlags, id string, scenes int, out string, stdout, stderr io.Writer) int {
 	if out == "" {
 		out = "."
@@ -533,6 +535,16 @@ func waitStory(ctx context.Context, c *client.Client, af apiFlags, id string, sc
 	}
 	if !af.jsonOut {
 		fmt.Fprintf(stdout, "%s (%.1f s)\n", path, st.TotalDuration)
+	}
+	if st.CaptionsURL == "" {
+		return exitOK
+	}
+	captions, err := c.DownloadFile(ctx, st.CaptionsURL, out, id)
+	if err != nil {
+		return apiFail(stderr, "story create", err)
+	}
+	if !af.jsonOut {
+		fmt.Fprintln(stdout, captions)
 	}
 	return exitOK
 }

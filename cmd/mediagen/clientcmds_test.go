@@ -168,8 +168,12 @@ func TestStoryEstimateAndCreateDownloadTheVideo(t *testing.T) {
 		t.Fatalf("exit %d\nstdout: %s\nstderr: %s", code, stdout, stderr)
 	}
 	lines := strings.Split(strings.TrimSpace(stdout), "\n")
-	if len(lines) != 2 || !strings.Contains(lines[0], "2 scenes, about 10 seconds; 130.00 credits are held") || !strings.HasSuffix(lines[1], ".mp4 (10.0 s)") {
-		t.Fatalf("stdout %q", stdout)
+	if len(lines) != 3 || !strings.Contains(lines[0], "2 scenes, about 10 seconds; 130.00 credits are held") || !strings.HasSuffix(lines[1], ".mp4 (10.0 s)") ||
+		filepath.Ext(lines[2]) != ".vtt" {
+		t.Fatalf("stdout %q, want the record line, the video and its captions", stdout)
+	}
+	if raw, err := os.ReadFile(lines[2]); err != nil || !strings.HasPrefix(string(raw), "WEBVTT\n") || !strings.Contains(string(raw), "The sea comes in.") {
+		t.Errorf("%s is not the video's WebVTT captions: %q, %v", lines[2], raw, err)
 	}
 	path := strings.TrimSuffix(lines[1], " (10.0 s)")
 	if raw, err := os.ReadFile(path); err != nil || len(raw) < 12 || string(raw[4:8]) != "ftyp" {

@@ -116,6 +116,21 @@ type Scene struct {
 type Studio struct {
 	// AspectRatio is "portrait" (720x1280) or "" (landscape, 1280x720).
 	AspectRatio string `json:"aspect_ratio,omitempty"`
+	// Captions is "sidecar" (a WebVTT file beside the final video),
+	// "burned" (drawn on the picture too) or "" (none).
+	Captions string `json:"captions,omitempty"`
+}
+
+// Caption modes of a long video.
+const (
+	CaptionsNone    = "none"
+	CaptionsSidecar = "sidecar"
+	CaptionsBurned  = "burned"
+)
+
+// CaptionsFile says whether the video has a WebVTT file.
+func (s Studio) CaptionsFile() bool {
+	return s.Captions == CaptionsSidecar || s.Captions == CaptionsBurned
 }
 
 // Portrait says whether the video is made upright (720x1280).

@@ -103,6 +103,12 @@ func (s *Steps) Assemble(ctx context.Context, in AssembleTask) (FinalizeTask, er
 	if err != nil {
 		return FinalizeTask{}, &TransientError{Msg: fmt.Sprintf("assemble: measure: %v", err)}
 	}
+	var captions string
+	if v.Studio.CaptionsFile() && withAudio {
+		if captions, err = s.writeCaptions(ctx, dir, v, sources); err != nil {
+			return FinalizeTask{}, err
+		}
+	}
 	key := media.FinalVideoKey(in.VideoID)
 	if err := s.claimFinish(ctx, in.VideoID); err != nil {
 		return FinalizeTask{}, err
@@ -110,7 +116,14 @@ func (s *Steps) Assemble(ctx context.Context, in AssembleTask) (FinalizeTask, er
 	if err := s.Files.PutFile(ctx, key, final, "video/mp4"); err != nil {
 		return FinalizeTask{}, &TransientError{Msg: fmt.Sprintf("assemble: store: %v", err)}
 	}
-	if err := s.dropLateUpload(ctx, in.VideoID, key); err != nil {
+	stored := []string{key}
+	if captions != "" {
+		if err := s.Files.PutFile(ctx, media.CaptionsKey(in.VideoID), captions, "text/vtt"); err != nil {
+			return FinalizeTask{}, &TransientError{Msg: fmt.Sprintf("assemble: store the captions: %v", err)}
+		}
+		stored = append(stored, media.CaptionsKey(in.VideoID))
+	}
+	if err := s.dropLateUpload(ctx, in.VideoID, stored); err != nil {
 		return FinalizeTask{}, err
 	}
 	duration := math.Round(info.Duration*1000) / 1000
@@ -138,11 +151,11 @@ func (s *Steps) claimFinish(ctx context.Context, videoID string) error {
 	return &SceneFailedError{Msg: fmt.Sprintf("assemble stopped: the video is %s; its final video is not stored", status)}
 }
 
-// dropLateUpload reads the video after its final video was stored and
-// deletes that upload when the video ended otherwise than completed with
+// dropLateUpload reads the video after its final video (and captions) were
+// stored and deletes those uploads (keys) when the video ended otherwise than completed with
 // its files kept: an Assemble that ran past its task's timeout stores
 // after MarkFailed or a delete of the outputs listed what to delete.
-func (s *Steps) dropLateUpload(ctx context.Context, videoID, key string) error {
+func (s *Steps) dropLateUpload(ctx context.Context, videoID string, keys []string) error {
 	v, err := s.Store.GetLongVideo(ctx, videoID)
 	if err != nil {
 		return &TransientError{Msg: fmt.Sprintf("assemble: reread %s: %v", videoID, err)}
@@ -150,10 +163,28 @@ func (s *Steps) dropLateUpload(ctx context.Context, videoID, key string) error {
 	if v.Status == domain.StatusProcessing || v.Status == domain.StatusCompleted && v.Files.Removal == domain.RemovalNone {
 		return nil
 	}
-	if err := s.Deleter.Delete(ctx, []string{key}); err != nil {
+	if err := s.Deleter.Delete(ctx, keys); err != nil {
 		return &TransientError{Msg: fmt.Sprintf("assemble: delete the late upload of %s: %v", videoID, err)}
 	}
 	return &SceneFailedError{Msg: fmt.Sprintf("assemble stopped: the video is %s; its final video is not kept", v.Status)}
+}
+
+// writeCaptions writes the video's WebVTT captions into dir, each scene's
+// cue timed from its own narration track, and answers the file's path.
+func (s *Steps) writeCaptions(ctx context.Context, dir string, v domain.LongVideo, sources []sceneSource) (string, error) {
+	spans, err := s.speechSpans(ctx, sources)
+	if err != nil {
+		return "", err
+	}
+	starts := make([]float64, len(sources))
+	for i := range sources {
+		starts[i] = float64(i * SceneSeconds)
+	}
+	path := filepath.Join(dir, "captions.vtt")
+	if err := os.WriteFile(path, WebVTT(cues(v, sources, starts, spans)), 0o600); err != nil {
+		return "", &TransientError{Msg: fmt.Sprintf("assemble: captions: %v", err)}
+	}
+	return path, nil
 }
 
 // sceneSource is one scene's clip and narration in the scratch directory.

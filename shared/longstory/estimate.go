@@ -108,11 +108,11 @@ func ParseEstimate(prices *pricing.Table, body []byte) (Quote, error) {
 		p.Add("model", err.Error())
 		ok = false
 	}
-	studio(obj, model, ok, &p)
+	narrate := enableNarration(obj, &p)
+	studio(obj, model, ok, narrate, &p)
 	var count int
 	if raw, present := obj["scenes"]; present {
 		lang, langOK := language(obj, &p)
-		narrate := enableNarration(obj, &p)
 		// No theme: the model's prompt limit is checked at creation.
 		list := scenes(raw, &p, func(domain.Scene) string { return "" }, spoken{lang: lang, known: langOK, narrate: narrate})
 		count = len(list)
@@ -129,7 +129,6 @@ func ParseEstimate(prices *pricing.Table, body []byte) (Quote, error) {
 		if _, present := obj["language_code"]; present {
 			language(obj, &p)
 		}
-		enableNarration(obj, &p)
 		var countErr string
 		if count, countErr = sceneCount(obj["scene_count"]); countErr != "" {
 			p.Add("scene_count", countErr)

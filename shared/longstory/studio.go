@@ -13,7 +13,7 @@ import (
 // studioFields are the production options a create (and an estimate)
 // takes beyond the spec's fields (domain.Studio). Each is optional and its
 // default is the spec's video.
-var studioFields = []string{"aspect_ratio"}
+var studioFields = []string{"aspect_ratio", "captions"}
 
 // Frame sizes of an upright video: every scene is fitted to it, whatever
 // size its model made.
@@ -23,9 +23,11 @@ const (
 )
 
 // studio reads the production options; model is the video's model
-// (checked: modelOK), whose frames the options must be possible in.
-func studio(obj map[string]any, model string, modelOK bool, p *catalog.Problems) domain.Studio {
+// (checked: modelOK), whose frames the options must be possible in, and
+// narrate its enable_narration, which captions are made from.
+func studio(obj map[string]any, model string, modelOK, narrate bool, p *catalog.Problems) domain.Studio {
 	var out domain.Studio
+	out.Captions = captions(obj, narrate, p)
 	if raw, present := obj["aspect_ratio"]; present {
 		switch a, _ := raw.(string); a {
 		case domain.AspectLandscape:
@@ -43,6 +45,32 @@ func studio(obj map[string]any, model string, modelOK bool, p *catalog.Problems)
 		}
 	}
 	return out
+}
+
+// captions reads the caption mode: by default a narrated video has a
+// WebVTT file (sidecar) and an unnarrated one none. Captions are the
+// narration's, so asking for them without narration is refused. The
+// record keeps "" for none.
+func captions(obj map[string]any, narrate bool, p *catalog.Problems) string {
+	raw, present := obj["captions"]
+	if !present {
+		if narrate {
+			return domain.CaptionsSidecar
+		}
+		return ""
+	}
+	switch c, _ := raw.(string); c {
+	case domain.CaptionsNone:
+		return ""
+	case domain.CaptionsSidecar:
+		if !narrate {
+			p.Add("captions", fmt.Sprintf("%q needs narration: captions show what the narrator says; set enable_narration to true or captions to %q", c, domain.CaptionsNone))
+		}
+		return c
+	default:
+		p.Add("captions", fmt.Sprintf("must be %q or %q (a WebVTT file, the default when narrated)", domain.CaptionsNone, domain.CaptionsSidecar))
+		return ""
+	}
 }
 
 // portraitModels lists the long-form models that make portrait clips.

@@ -2,7 +2,14 @@ package runtime_test
 
 import (
 	"context"
+	"encoding/binary"
+	"fmt"
+	"io"
+	"maps"
+	"math"
 	"net/http"
+	"os/exec"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -87,5 +94,148 @@ func TestPortraitOnAModelWithoutItIs400BeforeAnyCreditMoves(t *testing.T) {
 	after := account(t, rt, owner.UserID)
 	if !after.Balance.Equal(before.Balance) || !after.Held.IsZero() {
 		t.Errorf("refused requests moved credits: balance %s → %s, held %s", before.Balance, after.Balance, after.Held)
+	}
+}
+
+// levelWindow is the span of one audio level of audioLevels.
+const levelWindow = 0.01
+
+// audioLevels decodes the audio of the video at path to mono 16 kHz PCM and
+// answers its RMS level in dBFS over each levelWindow seconds.
+func audioLevels(t *testing.T, path string) []float64 {
+	t.Helper()
+	const rate = 16000
+	out, err := exec.Command("ffmpeg", "-hide_banner", "-loglevel", "error", "-nostdin", "-i", path, "-vn",
+		"-ac", "1", "-ar", strconv.Itoa(rate), "-f", "s16le", "pipe:1").Output()
+	if err != nil {
+		t.Fatalf("decode the audio of %s: %v", path, err)
+	}
+	per := int(rate * levelWindow)
+	var levels []float64
+	for i := 0; i+2*per <= len(out); i += 2 * per {
+		sum := 0.0
+		for j := 0; j < per; j++ {
+			s := float64(int16(binary.LittleEndian.Uint16(out[i+2*j:]))) / 32768
+			sum += s * s
+		}
+		levels = append(levels, 10*math.Log10(sum/float64(per)+1e-12))
+	}
+	return levels
+}
+
+// heard is where the audio is above threshold dBFS between from and to
+// seconds: its first and last such window.
+func heard(levels []float64, from, to, threshold float64) (start, end float64, ok bool) {
+	for i := int(from / levelWindow); i < len(levels) && float64(i)*levelWindow < to; i++ {
+		if levels[i] > threshold {
+			if !ok {
+				start, ok = float64(i)*levelWindow, true
+			}
+			end = float64(i+1) * levelWindow
+		}
+	}
+	return start, end, ok
+}
+
+// vttCue is a cue read back from a WebVTT file.
+type vttCue struct {
+	start, end float64
+	text       string
+}
+
+// parseVTT reads the cues of a WebVTT file (timestamps hh:mm:ss.ttt).
+func parseVTT(t *testing.T, raw string) []vttCue {
+	t.Helper()
+	if !strings.HasPrefix(raw, "WEBVTT") {
+		t.Fatalf("captions do not start with WEBVTT: %q", raw)
+	}
+	stamp := func(s string) float64 {
+		var h, m int
+		var sec float64
+		if _, err := fmt.Sscanf(s, "%d:%d:%f", &h, &m, &sec); err != nil {
+			t.Fatalf("timestamp %q: %v", s, err)
+		}
+		return float64(h*3600+m*60) + sec
+	}
+	var cues []vttCue
+	for _, block := range strings.Split(strings.TrimSpace(raw), "\n\n")[1:] {
+		lines := strings.Split(block, "\n")
+		for i, l := range lines {
+			if from, to, ok := strings.Cut(l, " --> "); ok {
+				cues = append(cues, vttCue{start: stamp(from), end: stamp(to), text: strings.Join(lines[i+1:], " ")})
+				if n := len(lines[i+1:]); n < 1 || n > 2 {
+					t.Errorf("cue %q has %d lines, want 1 or 2", block, n)
+				}
+				break
+			}
+		}
+	}
+	return cues
+}
+
+func TestCaptionsAreTimedFromTheNarration(t *testing.T) {
+	rt := start(t, storyConfig())
+	owner := newAccount(t, rt, domain.PlanEnterprise, 10000)
+	narrations := []string{
+		"The sea comes in.",
+		"Gulls circle over the old pier, calling to each other in the wind.",
+		"And the day ends, as it began, with the sound of the sea on the sand below.",
+	}
+	list := []any{}
+	for i, n := range narrations {
+		list = append(list, map[string]any{"scene_number": i + 1, "prompt": fmt.Sprintf("scene %d of the seaside", i+1), "narration": n})
+	}
+	// captions is left out: a narrated video has them by default.
+	body := map[string]any{"prompt": "A day at the seaside", "language_code": "en", "model": "beta-2", "scenes": list}
+	final, path := studioVideo(t, rt, owner.APIKey, body)
+	url := final.str("captions_url")
+	if want := strings.TrimSuffix(final.str("final_video_url"), "final.mp4") + "captions.vtt"; url != want {
+		t.Fatalf("captions_url %q, want %q beside the final video", url, want)
+	}
+	resp, err := http.Get(url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	raw, err := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if err != nil || resp.StatusCode != http.StatusOK || resp.Header.Get("Content-Type") != "text/vtt" {
+		t.Fatalf("GET %s: HTTP %d, type %q, %v", url, resp.StatusCode, resp.Header.Get("Content-Type"), err)
+	}
+	cues := parseVTT(t, string(raw))
+	if len(cues) != len(narrations) {
+		t.Fatalf("%d cues, want one per narrated scene:\n%s", len(cues), raw)
+	}
+	levels := audioLevels(t, path)
+	for i, c := range cues {
+		if c.text != narrations[i] {
+			t.Errorf("cue %d says %q, want the narration %q", i+1, c.text, narrations[i])
+		}
+		from := float64(i * longstory.SceneSeconds)
+		start, end, ok := heard(levels, from, from+longstory.SceneSeconds, -45)
+		if !ok {
+			t.Fatalf("scene %d: no narration heard in the video", i+1)
+		}
+		t.Logf("cue %d: %.2f–%.2f s, narration heard %.2f–%.2f s", i+1, c.start, c.end, start, end)
+		if math.Abs(c.start-start) > 0.3 || math.Abs(c.end-end) > 0.3 {
+			t.Errorf("cue %d runs %.2f–%.2f s; its narration is heard %.2f–%.2f s (want both within 0.3 s)", i+1, c.start, c.end, start, end)
+		}
+	}
+
+	// captions none, and a video without narration, have no file.
+	for name, extra := range map[string]map[string]any{
+		"none":       {"captions": "none"},
+		"unnarrated": {"enable_narration": false},
+	} {
+		b := maps.Clone(body)
+		maps.Copy(b, extra)
+		a, _ := studioVideo(t, rt, owner.APIKey, b)
+		if _, has := a.decoded["captions_url"]; has {
+			t.Errorf("%s: captions_url %v, want none", name, a.decoded["captions_url"])
+		}
+	}
+	bad := maps.Clone(body)
+	bad["enable_narration"], bad["captions"] = false, "sidecar"
+	if a := call(t, rt, http.MethodPost, "/api/long-story/videos", owner.APIKey, bad); !strings.Contains(checkEnvelope(t, a, http.StatusBadRequest)+string(a.body), `"field":"captions"`) {
+		t.Errorf("sidecar captions without narration: %s, want a 400 naming captions", a.body)
 	}
 }

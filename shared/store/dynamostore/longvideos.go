@@ -43,6 +43,7 @@ type longVideoTexts struct {
 // studioItem is a video's domain.Studio; an empty field is left out.
 type studioItem struct {
 	AspectRatio string `dynamodbav:"aspect_ratio,omitempty"`
+	Captions    string `dynamodbav:"captions,omitempty"`
 }
 
 type longVideoItem struct {

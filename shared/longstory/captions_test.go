@@ -1,0 +1,40 @@
+package longstory
+
+import (
+	"strings"
+	"testing"
+	"unicode/utf8"
+)
+
+func TestCaptionLinesAreAtMostTwoShortLines(t *testing.T) {
+	for name, text := range map[string]string{
+		"short":          "The sea comes in.",
+		"english, 90":    "And the day ends, as it began, with the sound of the sea on the sand below the old pier.",
+		"japanese, 37":   "うみのおとがきこえるまちでこどもたちがあそんでいるゆうがたのひかりがしずかにひろがる",
+		"hindi, 75":      "समुद्र की लहरें धीरे धीरे किनारे पर आती हैं और शाम का सूरज डूबता है, सब शांत है।",
+		"newlines, tabs": "The sea\ncomes in\tand goes out again, over and over, all day and all night long.",
+	} {
+		t.Run(name, func(t *testing.T) {
+			lines := captionLines(text)
+			if len(lines) < 1 || len(lines) > 2 {
+				t.Fatalf("%d lines %q", len(lines), lines)
+			}
+			for _, l := range lines {
+				if n := utf8.RuneCountInString(l); n > captionLineRunes || strings.ContainsAny(l, "\n\t") || strings.TrimSpace(l) != l || l == "" {
+					t.Errorf("line %q (%d characters): want 1 to %d characters, no control characters, trimmed", l, n, captionLineRunes)
+				}
+			}
+			if got, want := strings.ReplaceAll(strings.Join(lines, ""), " ", ""), strings.Join(strings.Fields(text), ""); got != want {
+				t.Errorf("lines %q lose text of %q", lines, text)
+			}
+		})
+	}
+}
+
+func TestWebVTTEscapesAndTimesItsCues(t *testing.T) {
+	got := string(WebVTT([]Cue{{Start: 0.0404, End: 3.25, Lines: []string{"Fish & chips"}}, {Start: 3725.5, End: 3726, Lines: []string{"a --> b", "<i>"}}}))
+	want := "WEBVTT\n\n1\n00:00:00.040 --> 00:00:03.250\nFish &amp; chips\n\n2\n01:02:05.500 --> 01:02:06.000\na --&gt; b\n&lt;i&gt;\n"
+	if got != want {
+		t.Errorf("WebVTT:\n%s\nwant:\n%s", got, want)
+	}
+}
