@@ -75,7 +75,9 @@ type LongVideoRequest struct {
 	AspectRatio string `json:"aspect_ratio,omitempty"`
 	// Captions is "none" or "sidecar"; empty = the service's default
 	// (sidecar when narrated).
-	Captions      string   `json:"captions,omitempty"`
+	Captions string `json:"captions,omitempty"`
+	// Transition is "cut" or "crossfade"; empty = cut.
+	Transition    string   `json:"transition,omitempty"`
 	WebhookURL    string   `json:"webhook_url,omitempty"`
 	WebhookEvents []string `json:"webhook_events,omitempty"`
 }

@@ -464,6 +464,7 @@ func storyCreateCmd(ctx context.Context, args []string, stdout, stderr io.Writer
 	silent := fs.Bool("no-narration", false, "make the video without narration")
 	portrait := fs.Bool("portrait", false, "make the video upright, 720x1280 (aspect_ratio portrait)")
 	captions := fs.String("captions", "", "captions: none or sidecar (a WebVTT file; the default when narrated)")
+	transition := fs.String("transition", "", "between scenes: cut (the default) or crossfade (0.5 s)")
 	wait := fs.Bool("wait", false, "wait until the video is final, then download it")
 	out := fs.String("out", "", "directory for the video (implies --wait; default: the current directory)")
 	if _, err := parseArgs(fs, args, 0); err != nil {
@@ -476,7 +477,7 @@ func storyCreateCmd(ctx context.Context, args []string, stdout, stderr io.Writer
 	if *portrait {
 		req.AspectRatio = "portrait"
 	}
-	req.Captions = *captions
+	req.Captions, req.Transition = *captions, *transition
 	if *silent {
 		off := false
 		req.EnableNarration = &off

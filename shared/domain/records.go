@@ -119,7 +119,18 @@ type Studio struct {
 	// Captions is "sidecar" (a WebVTT file beside the final video),
 	// "burned" (drawn on the picture too) or "" (none).
 	Captions string `json:"captions,omitempty"`
+	// Transition is "crossfade" or "" (cut).
+	Transition string `json:"transition,omitempty"`
 }
+
+// Transitions between a long video's scenes.
+const (
+	TransitionCut       = "cut"
+	TransitionCrossfade = "crossfade"
+)
+
+// Crossfade says whether each scene fades into the next.
+func (s Studio) Crossfade() bool { return s.Transition == TransitionCrossfade }
 
 // Caption modes of a long video.
 const (

@@ -91,9 +91,13 @@ func (s *Steps) Assemble(ctx context.Context, in AssembleTask) (FinalizeTask, er
 	final := filepath.Join(dir, "final.mp4")
 	width, height := frame(v.Studio, sources[0].video)
 	plan, copied := copyPlan(sources, width, height)
-	if copied {
+	switch {
+	case v.Studio.Crossfade() && len(sources) > 1:
+		copied = false
+		err = s.joinByCrossfade(ctx, dir, sources, width, height, withAudio, final)
+	case copied:
 		err = s.joinByCopy(ctx, dir, sources, plan, withAudio, final)
-	} else {
+	default:
 		err = s.joinByEncoding(ctx, dir, sources, width, height, withAudio, final)
 	}
 	if err != nil {
@@ -273,7 +277,7 @@ func (s *Steps) joinByEncoding(ctx context.Context, dir string, sources []sceneS
 	var list strings.Builder
 	for _, src := range sources {
 		segment := filepath.Join(dir, fmt.Sprintf("segment-%03d.mp4", src.n))
-		if err := s.FFmpeg.Run(ctx, segmentArgs(src.clip, src.clipSeconds, width, height, segment)...); err != nil {
+		if err := s.FFmpeg.Run(ctx, segmentArgs(src.clip, src.clipSeconds, SceneSeconds, width, height, segment)...); err != nil {
 			return &TransientError{Msg: fmt.Sprintf("assemble: scene %d: %v", src.n, err)}
 		}
 		fmt.Fprintf(&list, "file '%s'\n", filepath.Base(segment))
@@ -419,22 +423,22 @@ func narrationFilters(tempo float64) []string {
 	return append(audio, "apad", "atrim=duration="+f(SceneSeconds), "asetpts=PTS-STARTPTS")
 }
 
-// segmentArgs encodes one scene's picture, exactly SceneSeconds long: the
-// clip fitted to it (trimmed, or slowed when shorter), scaled and padded to
+// segmentArgs encodes one scene's picture, exactly length seconds long
+// (SceneSeconds, or more for a scene that a crossfade extends): the clip
+// fitted to it (trimmed, or slowed when shorter), scaled and padded to
 // width×height at 24 fps. The narration is laid under the joined segments
 // (withNarration). It uses only filters of ffmpeg 4.1, the static build the
 // Lambda layer carries.
-func segmentArgs(clip string, clipSeconds float64, width, height int, out string) []string {
-	scene := float64(SceneSeconds)
+func segmentArgs(clip string, clipSeconds, length float64, width, height int, out string) []string {
 	f := func(x float64) string { return strconv.FormatFloat(x, 'f', 3, 64) }
 	video := []string{}
-	if clipSeconds < scene {
-		video = append(video, "setpts=PTS*"+f(scene/clipSeconds))
+	if clipSeconds < length {
+		video = append(video, "setpts=PTS*"+f(length/clipSeconds))
 	}
 	video = append(video,
 		fmt.Sprintf("scale=%d:%d:force_original_aspect_ratio=decrease", width, height),
 		fmt.Sprintf("pad=%d:%d:(ow-iw)/2:(oh-ih)/2", width, height),
-		"setsar=1", fmt.Sprintf("fps=%d", outputFPS), "trim=duration="+f(scene), "setpts=PTS-STARTPTS")
+		"setsar=1", fmt.Sprintf("fps=%d", outputFPS), "trim=duration="+f(length), "setpts=PTS-STARTPTS")
 	return []string{"-i", clip, "-filter_complex", "[0:v]" + strings.Join(video, ",") + "[v]", "-map", "[v]",
-		"-c:v", "libx264", "-preset", "veryfast", "-pix_fmt", "yuv420p", "-r", strconv.Itoa(outputFPS), "-t", f(scene), out}
+		"-c:v", "libx264", "-preset", "veryfast", "-pix_fmt", "yuv420p", "-r", strconv.Itoa(outputFPS), "-t", f(length), out}
 }

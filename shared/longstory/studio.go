@@ -1,8 +1,11 @@
 package longstory
 
 import (
+	"context"
 	"errors"
 	"fmt"
+	"path/filepath"
+	"strconv"
 	"strings"
 
 	"github.com/mediagen-dev/mediagen/shared/catalog"
@@ -13,7 +16,7 @@ import (
 // studioFields are the production options a create (and an estimate)
 // takes beyond the spec's fields (domain.Studio). Each is optional and its
 // default is the spec's video.
-var studioFields = []string{"aspect_ratio", "captions"}
+var studioFields = []string{"aspect_ratio", "captions", "transition"}
 
 // Frame sizes of an upright video: every scene is fitted to it, whatever
 // size its model made.
@@ -28,6 +31,15 @@ const (
 func studio(obj map[string]any, model string, modelOK, narrate bool, p *catalog.Problems) domain.Studio {
 	var out domain.Studio
 	out.Captions = captions(obj, narrate, p)
+	if raw, present := obj["transition"]; present {
+		switch tr, _ := raw.(string); tr {
+		case domain.TransitionCut:
+		case domain.TransitionCrossfade:
+			out.Transition = tr
+		default:
+			p.Add("transition", fmt.Sprintf("must be %q (the default) or %q (each scene fades into the next over %g s)", domain.TransitionCut, domain.TransitionCrossfade, crossfadeSeconds))
+		}
+	}
 	if raw, present := obj["aspect_ratio"]; present {
 		switch a, _ := raw.(string); a {
 		case domain.AspectLandscape:
@@ -94,4 +106,52 @@ func frame(st domain.Studio, first ffmpeg.Stream) (width, height int) {
 		return portraitWidth, portraitHeight
 	}
 	return first.Width, first.Height
+}
+
+// crossfadeSeconds is how long one scene fades into the next.
+const crossfadeSeconds = 0.5
+
+// joinByCrossfade joins the scenes with a crossfade and lays the narration
+// under them, keeping every scene's start, and so its narration, where a
+// cut puts it: each scene but the last is encoded crossfadeSeconds longer
+// (its clip runs on) and the next scene, starting at its own time, fades
+// in over that extension. The video lasts scenes × SceneSeconds, as with
+// cuts. xfade needs ffmpeg 4.3; the Lambda layer's static build is 4.1, so
+// the fade is an alpha fade-in overlaid on the scene before (overlay and
+// fade's alpha mode are in 4.1).
+func (s *Steps) joinByCrossfade(ctx context.Context, dir string, sources []sceneSource, width, height int, withAudio bool, final string) error {
+	f := func(x float64) string { return strconv.FormatFloat(x, 'f', 3, 64) }
+	var args, graph []string
+	total := float64(len(sources) * SceneSeconds)
+	graph = append(graph, fmt.Sprintf("color=c=black:s=%dx%d:r=%d:d=%s,format=yuv420p[base0]", width, height, outputFPS, f(total)))
+	for i, src := range sources {
+		length := float64(SceneSeconds)
+		if i < len(sources)-1 {
+			length += crossfadeSeconds
+		}
+		segment := filepath.Join(dir, fmt.Sprintf("segment-%03d.mp4", src.n))
+		if err := s.FFmpeg.Run(ctx, segmentArgs(src.clip, src.clipSeconds, length, width, height, segment)...); err != nil {
+			return &TransientError{Msg: fmt.Sprintf("assemble: scene %d: %v", src.n, err)}
+		}
+		args = append(args, "-i", segment)
+		chain := []string{"format=yuva420p"}
+		if i > 0 {
+			chain = append(chain, fmt.Sprintf("fade=t=in:st=0:d=%s:alpha=1", f(crossfadeSeconds)))
+		}
+		chain = append(chain, fmt.Sprintf("setpts=PTS-STARTPTS+%d/TB", i*SceneSeconds))
+		graph = append(graph, fmt.Sprintf("[%d:v]%s[s%d]", i, strings.Join(chain, ","), i),
+			fmt.Sprintf("[base%d][s%d]overlay=eof_action=pass[base%d]", i, i, i+1))
+	}
+	graph = append(graph, fmt.Sprintf("[base%d]format=yuv420p[v]", len(sources)))
+	pictures := filepath.Join(dir, "pictures.mp4")
+	args = append(args, "-filter_complex", strings.Join(graph, ";"), "-map", "[v]",
+		"-c:v", "libx264", "-preset", "veryfast", "-pix_fmt", "yuv420p", "-r", strconv.Itoa(outputFPS), "-t", f(total), pictures)
+	if err := s.FFmpeg.Run(ctx, args...); err != nil {
+		return &TransientError{Msg: fmt.Sprintf("assemble: crossfade scenes: %v", err)}
+	}
+	join := append([]string{"-i", pictures}, withNarration(sources, withAudio)...)
+	if err := s.FFmpeg.Run(ctx, append(join, "-movflags", "+faststart", final)...); err != nil {
+		return &TransientError{Msg: fmt.Sprintf("assemble: join scenes: %v", err)}
+	}
+	return nil
 }

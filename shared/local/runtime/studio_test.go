@@ -239,3 +239,56 @@ func TestCaptionsAreTimedFromTheNarration(t *testing.T) {
 		t.Errorf("sidecar captions without narration: %s, want a 400 naming captions", a.body)
 	}
 }
+
+func TestCrossfadeBlendsTwoScenesAndKeepsTheLength(t *testing.T) {
+	rt := start(t, storyConfig())
+	owner := newAccount(t, rt, domain.PlanEnterprise, 10000)
+	scenes := []storyScene{{1, "a red barn in a field"}, {2, "a blue lake under the moon"}, {3, "a green forest in spring"}}
+	body := storyBody("The country", "en", true, "auto", scenes)
+	body["transition"] = "crossfade"
+	final, path := studioVideo(t, rt, owner.APIKey, body)
+	ff := ffmpeg.Runner{}
+	ctx := context.Background()
+	info, err := ff.Probe(ctx, path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if total := final.decoded["total_duration"].(float64); math.Abs(info.Duration-15) > 0.1 || math.Abs(total-info.Duration) > 0.01 {
+		t.Errorf("file %.3f s, total_duration %.3f s; want 3 scenes × 5 s, as with cuts", info.Duration, total)
+	}
+	colour := func(n int) [3]float64 {
+		c := simulator.ColorFor(longstory.ScenePrompt("auto", "The country", domain.Scene{SceneNumber: n, Prompt: scenes[n-1].prompt}))
+		return [3]float64{float64(c.R), float64(c.G), float64(c.B)}
+	}
+	pixel := func(at float64) [3]float64 {
+		c, err := ff.PixelAt(ctx, path, at, 10, 10)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return [3]float64{float64(c.R), float64(c.G), float64(c.B)}
+	}
+	far := func(a, b [3]float64) float64 {
+		return math.Max(math.Abs(a[0]-b[0]), math.Max(math.Abs(a[1]-b[1]), math.Abs(a[2]-b[2])))
+	}
+	for n := 1; n <= 3; n++ {
+		if got := pixel(float64(n-1)*5 + 2.5); far(got, colour(n)) > 12 {
+			t.Errorf("second %.1f shows %v, want scene %d's own colour %v", float64(n-1)*5+2.5, got, n, colour(n))
+		}
+	}
+	// Halfway through each fade (0.25 s after the next scene starts) the
+	// frame is the two scenes' colours mixed about half and half.
+	for n := 2; n <= 3; n++ {
+		at := float64(n-1)*5 + 0.25
+		a, b, got := colour(n-1), colour(n), pixel(at)
+		var mix [3]float64
+		for i := range mix {
+			mix[i] = (a[i] + b[i]) / 2
+		}
+		if far(a, b) < 40 {
+			t.Fatalf("scenes %d and %d have colours too close to tell apart: %v %v", n-1, n, a, b)
+		}
+		if far(got, mix) > 0.3*far(a, b) || far(got, a) < 0.2*far(a, b) || far(got, b) < 0.2*far(a, b) {
+			t.Errorf("second %.2f shows %v; want a blend of scene %d's %v and scene %d's %v (about %v)", at, got, n-1, a, n, b, mix)
+		}
+	}
+}

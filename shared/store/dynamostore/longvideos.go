@@ -44,6 +44,7 @@ type longVideoTexts struct {
 type studioItem struct {
 	AspectRatio string `dynamodbav:"aspect_ratio,omitempty"`
 	Captions    string `dynamodbav:"captions,omitempty"`
+	Transition  string `dynamodbav:"transition,omitempty"`
 }
 
 type longVideoItem struct {
