@@ -77,7 +77,11 @@ type LongVideoRequest struct {
 	// (sidecar when narrated).
 	Captions string `json:"captions,omitempty"`
 	// Transition is "cut" or "crossfade"; empty = cut.
-	Transition    string   `json:"transition,omitempty"`
+	Transition string `json:"transition,omitempty"`
+	// MusicURL is a data:audio URI; MusicVolume its gain (0–1), nil =
+	// the service's default.
+	MusicURL      string   `json:"music_url,omitempty"`
+	MusicVolume   *float64 `json:"music_volume,omitempty"`
 	WebhookURL    string   `json:"webhook_url,omitempty"`
 	WebhookEvents []string `json:"webhook_events,omitempty"`
 }

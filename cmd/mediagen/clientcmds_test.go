@@ -184,11 +184,15 @@ func TestStoryEstimateAndCreateDownloadTheVideo(t *testing.T) {
 	}
 }
 
-func TestStoryCreatePortraitMakesAnUprightVideo(t *testing.T) {
+func TestStoryCreatePortraitWithMusicMakesAnUprightVideoWithSound(t *testing.T) {
 	clientEnv(t)
 	out := t.TempDir()
+	song := filepath.Join(t.TempDir(), "song.wav")
+	if err := (ffmpeg.Runner{}).Run(context.Background(), "-f", "lavfi", "-i", "sine=frequency=220:sample_rate=8000:duration=1", "-ac", "1", song); err != nil {
+		t.Fatal(err)
+	}
 	code, stdout, stderr := mediagen(t, "story", "create", "--prompt", "A day at the seaside",
-		"--scene", "a lighthouse on the cliff", "--no-narration", "--portrait", "--wait", "--out", out)
+		"--scene", "a lighthouse on the cliff", "--no-narration", "--portrait", "--music", "@"+song, "--wait", "--out", out)
 	if code != 0 {
 		t.Fatalf("exit %d\nstdout: %s\nstderr: %s", code, stdout, stderr)
 	}
@@ -200,6 +204,10 @@ func TestStoryCreatePortraitMakesAnUprightVideo(t *testing.T) {
 	}
 	if v, ok := info.Video(); !ok || v.Width != 720 || v.Height != 1280 {
 		t.Errorf("%s: video %+v, want 720x1280", path, v)
+	}
+	// Without narration, the music is the sound.
+	if _, ok := info.Audio(); !ok {
+		t.Errorf("%s has no audio; want --music's song", path)
 	}
 }
 

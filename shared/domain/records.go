@@ -121,6 +121,10 @@ type Studio struct {
 	Captions string `json:"captions,omitempty"`
 	// Transition is "crossfade" or "" (cut).
 	Transition string `json:"transition,omitempty"`
+	// MusicURL is the music under the video (a data:audio URI), "" for
+	// none; MusicVolume its gain (0–1), nil for the default.
+	MusicURL    string   `json:"music_url,omitempty"`
+	MusicVolume *float64 `json:"music_volume,omitempty"`
 }
 
 // Transitions between a long video's scenes.

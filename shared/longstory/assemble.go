@@ -103,6 +103,11 @@ func (s *Steps) Assemble(ctx context.Context, in AssembleTask) (FinalizeTask, er
 	if err != nil {
 		return FinalizeTask{}, err
 	}
+	if v.Studio.MusicURL != "" {
+		if err := s.addMusic(ctx, dir, v.Studio, final, float64(len(sources)*SceneSeconds), withAudio); err != nil {
+			return FinalizeTask{}, err
+		}
+	}
 	info, err := s.FFmpeg.Probe(ctx, final)
 	if err != nil {
 		return FinalizeTask{}, &TransientError{Msg: fmt.Sprintf("assemble: measure: %v", err)}

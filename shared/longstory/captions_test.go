@@ -1,6 +1,7 @@
 package longstory
 
 import (
+	"encoding/base64"
 	"strings"
 	"testing"
 	"unicode/utf8"
@@ -36,5 +37,29 @@ func TestWebVTTEscapesAndTimesItsCues(t *testing.T) {
 	want := "WEBVTT\n\n1\n00:00:00.040 --> 00:00:03.250\nFish &amp; chips\n\n2\n01:02:05.500 --> 01:02:06.000\na --&gt; b\n&lt;i&gt;\n"
 	if got != want {
 		t.Errorf("WebVTT:\n%s\nwant:\n%s", got, want)
+	}
+}
+
+func TestDecodeMusicAcceptsOnlyAudioItCanRead(t *testing.T) {
+	wav := "RIFF\x24\x00\x00\x00WAVEfmt "
+	b64 := func(s string) string { return base64.StdEncoding.EncodeToString([]byte(s)) }
+	for _, tc := range []struct {
+		name, uri string
+		ok        bool
+	}{
+		{"wav", "data:audio/wav;base64," + b64(wav), true},
+		{"wav, other case and alias", "DATA:Audio/X-WAV;BASE64," + b64(wav), true},
+		{"mp3 with ID3", "data:audio/mpeg;base64," + b64("ID3\x04\x00rest"), true},
+		{"text as wav", "data:audio/wav;base64," + b64("hello, this is not sound"), false},
+		{"ogg", "data:audio/ogg;base64," + b64("OggS\x00\x02"), false},
+		{"not base64", "data:audio/wav," + wav, false},
+		{"https", "https://example.com/song.mp3", false},
+		{"too big", "data:audio/wav;base64," + b64(wav+strings.Repeat("\x00", MaxMusicBytes)), false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if _, err := decodeMusic(tc.uri); (err == nil) != tc.ok {
+				t.Errorf("decodeMusic = %v, want ok %v", err, tc.ok)
+			}
+		})
 	}
 }

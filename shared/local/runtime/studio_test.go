@@ -2,13 +2,16 @@ package runtime_test
 
 import (
 	"context"
+	"encoding/base64"
 	"encoding/binary"
 	"fmt"
 	"io"
 	"maps"
 	"math"
 	"net/http"
+	"os"
 	"os/exec"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
@@ -290,5 +293,82 @@ func TestCrossfadeBlendsTwoScenesAndKeepsTheLength(t *testing.T) {
 		if far(got, mix) > 0.3*far(a, b) || far(got, a) < 0.2*far(a, b) || far(got, b) < 0.2*far(a, b) {
 			t.Errorf("second %.2f shows %v; want a blend of scene %d's %v and scene %d's %v (about %v)", at, got, n-1, a, n, b, mix)
 		}
+	}
+}
+
+// filteredLevels is audioLevels of the video's audio passed through the
+// ffmpeg audio filter af.
+func filteredLevels(t *testing.T, path, af string) []float64 {
+	t.Helper()
+	band := filepath.Join(t.TempDir(), "band.wav")
+	out, err := exec.Command("ffmpeg", "-hide_banner", "-loglevel", "error", "-nostdin", "-i", path, "-vn", "-af", af, band).CombinedOutput()
+	if err != nil {
+		t.Fatalf("filter %s of %s: %v %s", af, path, err, out)
+	}
+	return audioLevels(t, band)
+}
+
+// meanLevel is the mean of the levels from one second to another.
+func meanLevel(levels []float64, from, to float64) float64 {
+	sum, n := 0.0, 0
+	for i := int(from / levelWindow); i < len(levels) && float64(i)*levelWindow < to; i++ {
+		sum += levels[i]
+		n++
+	}
+	return sum / float64(max(n, 1))
+}
+
+func TestMusicIsDuckedUnderTheNarration(t *testing.T) {
+	rt := start(t, storyConfig())
+	owner := newAccount(t, rt, domain.PlanEnterprise, 10000)
+	// The music is a 2 s loop of a 60 Hz tone, below the voice's pitch, so
+	// a narrow band at 60 Hz hears the music and little of the voice.
+	const tone = 60
+	song := filepath.Join(t.TempDir(), "song.wav")
+	if out, err := exec.Command("ffmpeg", "-hide_banner", "-loglevel", "error", "-nostdin", "-f", "lavfi",
+		"-i", fmt.Sprintf("sine=frequency=%d:sample_rate=8000:duration=2", tone), "-ac", "1", song).CombinedOutput(); err != nil {
+		t.Fatalf("make the song: %v %s", err, out)
+	}
+	raw, err := os.ReadFile(song)
+	if err != nil {
+		t.Fatal(err)
+	}
+	narrations := []string{"The sea comes in.", "Gulls circle over the pier.", "The day ends by the quiet sea."}
+	list := []any{}
+	for i, n := range narrations {
+		list = append(list, map[string]any{"scene_number": i + 1, "prompt": fmt.Sprintf("scene %d", i+1), "narration": n})
+	}
+	body := map[string]any{"prompt": "A day at the seaside", "language_code": "en", "model": "beta-2", "scenes": list,
+		"music_url": "data:audio/wav;base64," + base64.StdEncoding.EncodeToString(raw), "music_volume": 0.5}
+	final, path := studioVideo(t, rt, owner.APIKey, body)
+	info, err := ffmpeg.Runner{}.Probe(context.Background(), path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := info.Audio(); !ok || math.Abs(info.Duration-15) > 0.1 || math.Abs(final.decoded["total_duration"].(float64)-15) > 0.1 {
+		t.Fatalf("video of %.3f s with audio %v; want 15 s with the music looped under it", info.Duration, ok)
+	}
+	// The voice above 200 Hz (the tone filtered out); the music in a
+	// narrow band at its tone.
+	voice := filteredLevels(t, path, "highpass=f=200,highpass=f=200,highpass=f=200")
+	music := filteredLevels(t, path, fmt.Sprintf("bandpass=f=%d:width_type=q:w=8,bandpass=f=%d:width_type=q:w=8", tone, tone))
+	for i := range narrations {
+		from := float64(i * longstory.SceneSeconds)
+		start, end, ok := heard(voice, from, from+longstory.SceneSeconds, -35)
+		if !ok || end-start < 0.8 || from+longstory.SceneSeconds-end < 2 {
+			t.Fatalf("scene %d: narration heard %.2f–%.2f s; want a line of at least 0.8 s and 2 s of pause after it", i+1, start, end)
+		}
+		// Away from the compressor's attack and release and the fades.
+		during := meanLevel(music, start+0.3, end-0.2)
+		between := meanLevel(music, end+0.8, from+longstory.SceneSeconds-1.1)
+		t.Logf("scene %d: music %.1f dB during the narration, %.1f dB between lines", i+1, during, between)
+		if between-during < 10 || between < -40 {
+			t.Errorf("scene %d: music %.1f dB during the narration and %.1f dB between lines; want it audible between lines and at least 10 dB lower under the voice", i+1, during, between)
+		}
+	}
+	bad := maps.Clone(body)
+	bad["music_url"] = "data:audio/wav;base64," + base64.StdEncoding.EncodeToString([]byte("not a sound at all, just text"))
+	if a := call(t, rt, http.MethodPost, "/api/long-story/videos", owner.APIKey, malformed(bad)); !strings.Contains(checkEnvelope(t, a, http.StatusBadRequest)+string(a.body), `"field":"music_url"`) {
+		t.Errorf("music that is not audio: %s, want a 400 naming music_url", a.body)
 	}
 }
