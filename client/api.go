@@ -73,7 +73,7 @@ type LongVideoRequest struct {
 	VideoStyle      string `json:"video_style,omitempty"`
 	// AspectRatio is "landscape" or "portrait"; empty = landscape.
 	AspectRatio string `json:"aspect_ratio,omitempty"`
-	// Captions is "none" or "sidecar"; empty = the service's default
+	// Captions is "none", "sidecar" or "burned"; empty = the service's default
 	// (sidecar when narrated).
 	Captions string `json:"captions,omitempty"`
 	// Transition is "cut" or "crossfade"; empty = cut.

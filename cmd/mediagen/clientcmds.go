@@ -464,7 +464,7 @@ func storyCreateCmd(ctx context.Context, args []string, stdout, stderr io.Writer
 	style := fs.String("style", "", "video_style: auto, cinematic, documentary, animation, noir or vintage")
 	silent := fs.Bool("no-narration", false, "make the video without narration")
 	portrait := fs.Bool("portrait", false, "make the video upright, 720x1280 (aspect_ratio portrait)")
-	captions := fs.String("captions", "", "captions: none or sidecar (a WebVTT file; the default when narrated)")
+	captions := fs.String("captions", "", "captions: none, sidecar (a WebVTT file; the default when narrated) or burned (drawn on the picture too)")
 	transition := fs.String("transition", "", "between scenes: cut (the default) or crossfade (0.5 s)")
 	music := fs.String("music", "", "music under the video: @file (.wav, .mp3 or .m4a, at most 96 KiB) or a data:audio URI")
 	musicVolume := fs.Float64("music-volume", -1, "the music's gain, 0 to 1 (default: the service's, 0.3)")

@@ -108,15 +108,21 @@ func (s *Steps) Assemble(ctx context.Context, in AssembleTask) (FinalizeTask, er
 			return FinalizeTask{}, err
 		}
 	}
+	var captions string
+	if v.Studio.CaptionsFile() && withAudio {
+		var cues []Cue
+		if captions, cues, err = s.writeCaptions(ctx, dir, v, sources); err != nil {
+			return FinalizeTask{}, err
+		}
+		if v.Studio.Captions == domain.CaptionsBurned {
+			if err := s.burnCaptions(ctx, dir, final, cues, width, height); err != nil {
+				return FinalizeTask{}, err
+			}
+		}
+	}
 	info, err := s.FFmpeg.Probe(ctx, final)
 	if err != nil {
 		return FinalizeTask{}, &TransientError{Msg: fmt.Sprintf("assemble: measure: %v", err)}
-	}
-	var captions string
-	if v.Studio.CaptionsFile() && withAudio {
-		if captions, err = s.writeCaptions(ctx, dir, v, sources); err != nil {
-			return FinalizeTask{}, err
-		}
 	}
 	key := media.FinalVideoKey(in.VideoID)
 	if err := s.claimFinish(ctx, in.VideoID); err != nil {
@@ -179,21 +185,23 @@ func (s *Steps) dropLateUpload(ctx context.Context, videoID string, keys []strin
 }
 
 // writeCaptions writes the video's WebVTT captions into dir, each scene's
-// cue timed from its own narration track, and answers the file's path.
-func (s *Steps) writeCaptions(ctx context.Context, dir string, v domain.LongVideo, sources []sceneSource) (string, error) {
+// cue timed from its own narration track, and answers the file's path and
+// the cues.
+func (s *Steps) writeCaptions(ctx context.Context, dir string, v domain.LongVideo, sources []sceneSource) (string, []Cue, error) {
 	spans, err := s.speechSpans(ctx, sources)
 	if err != nil {
-		return "", err
+		return "", nil, err
 	}
 	starts := make([]float64, len(sources))
 	for i := range sources {
 		starts[i] = float64(i * SceneSeconds)
 	}
 	path := filepath.Join(dir, "captions.vtt")
-	if err := os.WriteFile(path, WebVTT(cues(v, sources, starts, spans)), 0o600); err != nil {
-		return "", &TransientError{Msg: fmt.Sprintf("assemble: captions: %v", err)}
+	list := cues(v, sources, starts, spans)
+	if err := os.WriteFile(path, WebVTT(list), 0o600); err != nil {
+		return "", nil, &TransientError{Msg: fmt.Sprintf("assemble: captions: %v", err)}
 	}
-	return path, nil
+	return path, list, nil
 }
 
 // sceneSource is one scene's clip and narration in the scratch directory.

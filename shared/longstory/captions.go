@@ -4,6 +4,9 @@ import (
 	"context"
 	"fmt"
 	"math"
+	"os"
+	"path/filepath"
+	"strconv"
 	"strings"
 	"unicode"
 	"unicode/utf8"
@@ -124,4 +127,72 @@ func WebVTT(cues []Cue) []byte {
 func vttTime(sec float64) string {
 	ms := int64(math.Round(sec * 1000))
 	return fmt.Sprintf("%02d:%02d:%02d.%03d", ms/3600000, ms/60000%60, ms/1000%60, ms%1000)
+}
+
+// Burned captions' style, relative to the frame so a portrait video's text
+// is as readable as a landscape one's: the font is 1/20 of the frame's
+// shorter side, smaller when a line would not fit in 90 % of the width
+// (DejaVu Sans averages about 0.6 em a character), outlined in black
+// (1/12 of the font); each line centred, the last one's baseline area 8 %
+// of the frame's height above the bottom (inside the title-safe area).
+const (
+	captionFontShare   = 0.05
+	captionWidthShare  = 0.9
+	captionEmPerRune   = 0.6
+	captionBottomShare = 0.08
+)
+
+// burnedLanguages are the narration languages whose script the caption
+// font (DejaVu Sans) draws: not Devanagari (hi) nor Japanese (ja).
+var burnedLanguages = map[string]bool{"en": true, "es": true, "fr": true, "de": true, "it": true, "pt": true, "nl": true, "pl": true}
+
+// captionFontSize is the font size of a cue's lines in a width×height frame.
+func captionFontSize(lines []string, width, height int) int {
+	longest := 1
+	for _, l := range lines {
+		longest = max(longest, utf8.RuneCountInString(l))
+	}
+	size := math.Min(float64(min(width, height))*captionFontShare, float64(width)*captionWidthShare/(float64(longest)*captionEmPerRune))
+	return max(12, int(size))
+}
+
+// burnCaptions draws the cues on the picture of the video at final
+// (width×height): one drawtext per line of each cue, enabled while the cue
+// shows, its text read from a file (no escaping, expansion none). The
+// sound is copied.
+func (s *Steps) burnCaptions(ctx context.Context, dir, final string, cues []Cue, width, height int) error {
+	if len(cues) == 0 {
+		return nil
+	}
+	font := s.CaptionFont
+	if font == "" {
+		font = ffmpeg.DefaultFontFile
+	}
+	bottom := int(math.Round(float64(height) * captionBottomShare))
+	f := func(x float64) string { return strconv.FormatFloat(x, 'f', 3, 64) }
+	var filters []string
+	for i, c := range cues {
+		size := captionFontSize(c.Lines, width, height)
+		lineHeight := size * 5 / 4
+		enable := ffmpeg.EscapeFilterValue(fmt.Sprintf("between(t,%s,%s)", f(c.Start), f(c.End)))
+		for j, line := range c.Lines {
+			text := filepath.Join(dir, fmt.Sprintf("cue-%03d-%d.txt", i+1, j+1))
+			if err := os.WriteFile(text, []byte(line), 0o600); err != nil {
+				return &TransientError{Msg: fmt.Sprintf("assemble: captions: %v", err)}
+			}
+			filters = append(filters, fmt.Sprintf("drawtext=fontfile=%s:textfile=%s:expansion=none:fontsize=%d:fontcolor=white:borderw=%d:bordercolor=black:x=(w-text_w)/2:y=h-%d:enable=%s",
+				ffmpeg.EscapeFilterValue(font), ffmpeg.EscapeFilterValue(text), size, max(2, size/12), bottom+(len(c.Lines)-j)*lineHeight, enable))
+		}
+	}
+	burned := filepath.Join(dir, "burned.mp4")
+	args := []string{"-i", final, "-vf", strings.Join(filters, ","), "-map", "0:v", "-map", "0:a?",
+		"-c:v", "libx264", "-preset", "veryfast", "-pix_fmt", "yuv420p", "-r", strconv.Itoa(outputFPS), "-c:a", "copy",
+		"-movflags", "+faststart", burned}
+	if err := s.FFmpeg.Run(ctx, args...); err != nil {
+		return &TransientError{Msg: fmt.Sprintf("assemble: burn captions: %v", err)}
+	}
+	if err := os.Rename(burned, final); err != nil {
+		return &TransientError{Msg: fmt.Sprintf("assemble: burn captions: %v", err)}
+	}
+	return nil
 }

@@ -63,3 +63,29 @@ func TestDecodeMusicAcceptsOnlyAudioItCanRead(t *testing.T) {
 		})
 	}
 }
+
+func TestCaptionFontSizeIsRelativeToTheFrameAndFitsItsWidth(t *testing.T) {
+	long := []string{strings.Repeat("a", captionLineRunes), "b"}
+	for _, tc := range []struct {
+		name          string
+		lines         []string
+		width, height int
+		want          int
+	}{
+		{"landscape, short", []string{"The sea comes in."}, 1280, 720, 36},
+		{"portrait, short", []string{"The sea comes in."}, 720, 1280, 36},
+		{"landscape 1080p", []string{"The sea comes in."}, 1920, 1080, 54},
+		{"landscape, longest line", long, 1280, 720, 36},
+		{"portrait, longest line", long, 720, 1280, 23}, // 720 × 0.9 / (46 × 0.6)
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got := captionFontSize(tc.lines, tc.width, tc.height)
+			if got != tc.want {
+				t.Errorf("font size %d, want %d", got, tc.want)
+			}
+			if w := float64(got) * captionEmPerRune * float64(utf8.RuneCountInString(tc.lines[0])); w > float64(tc.width)*captionWidthShare {
+				t.Errorf("a line of %d characters at %d px is about %.0f px wide, over 90%% of %d", utf8.RuneCountInString(tc.lines[0]), got, w, tc.width)
+			}
+		})
+	}
+}

@@ -31,6 +31,11 @@ const (
 func studio(obj map[string]any, model string, modelOK, narrate bool, p *catalog.Problems) domain.Studio {
 	var out domain.Studio
 	out.Captions = captions(obj, narrate, p)
+	if lang, _ := obj["language_code"].(string); out.Captions == domain.CaptionsBurned && !burnedLanguages[lang] {
+		if _, known := LookupLanguage(lang); known {
+			p.Add("captions", fmt.Sprintf("burned captions are drawn in DejaVu Sans, which has no glyphs for language_code %q; use %q", lang, domain.CaptionsSidecar))
+		}
+	}
 	music(obj, &out, p)
 	if raw, present := obj["transition"]; present {
 		switch tr, _ := raw.(string); tr {
@@ -75,13 +80,14 @@ func captions(obj map[string]any, narrate bool, p *catalog.Problems) string {
 	switch c, _ := raw.(string); c {
 	case domain.CaptionsNone:
 		return ""
-	case domain.CaptionsSidecar:
+	case domain.CaptionsSidecar, domain.CaptionsBurned:
 		if !narrate {
 			p.Add("captions", fmt.Sprintf("%q needs narration: captions show what the narrator says; set enable_narration to true or captions to %q", c, domain.CaptionsNone))
 		}
 		return c
 	default:
-		p.Add("captions", fmt.Sprintf("must be %q or %q (a WebVTT file, the default when narrated)", domain.CaptionsNone, domain.CaptionsSidecar))
+		p.Add("captions", fmt.Sprintf("must be one of %q, %q (a WebVTT file, the default when narrated) or %q (the file, and drawn on the picture)",
+			domain.CaptionsNone, domain.CaptionsSidecar, domain.CaptionsBurned))
 		return ""
 	}
 }

@@ -372,3 +372,73 @@ func TestMusicIsDuckedUnderTheNarration(t *testing.T) {
 		t.Errorf("music that is not audio: %s, want a 400 naming music_url", a.body)
 	}
 }
+
+// grayStrip is the bottom fifth of the frame shown at at seconds of the
+// video at path, in 8-bit gray.
+func grayStrip(t *testing.T, path string, at float64) []byte {
+	t.Helper()
+	out, err := exec.Command("ffmpeg", "-hide_banner", "-loglevel", "error", "-nostdin", "-ss", strconv.FormatFloat(at, 'f', 3, 64),
+		"-i", path, "-frames:v", "1", "-vf", "crop=iw:ih/5:0:ih*4/5,format=gray", "-f", "rawvideo", "pipe:1").Output()
+	if err != nil || len(out) == 0 {
+		t.Fatalf("frame at %.2f s of %s: %v", at, path, err)
+	}
+	return out
+}
+
+// changedShare is the share of pixels that differ by more than 40 levels.
+func changedShare(a, b []byte) float64 {
+	if len(a) != len(b) || len(a) == 0 {
+		return 1
+	}
+	n := 0
+	for i := range a {
+		if d := int(a[i]) - int(b[i]); d > 40 || d < -40 {
+			n++
+		}
+	}
+	return float64(n) / float64(len(a))
+}
+
+func TestBurnedCaptionsChangeTheFramesWhereCuesAre(t *testing.T) {
+	rt := start(t, storyConfig())
+	owner := newAccount(t, rt, domain.PlanEnterprise, 10000)
+	list := []any{
+		map[string]any{"scene_number": 1, "prompt": "waves on the beach", "narration": "The sea comes in."},
+		map[string]any{"scene_number": 2, "prompt": "gulls over the pier", "narration": "Gulls circle over the old pier, calling to each other in the wind."},
+	}
+	// Portrait: the text must fit the narrower frame too.
+	body := map[string]any{"prompt": "A day at the seaside", "language_code": "en", "model": "beta-2", "scenes": list,
+		"captions": "sidecar", "aspect_ratio": "portrait"}
+	_, plain := studioVideo(t, rt, owner.APIKey, body)
+	burnedBody := maps.Clone(body)
+	burnedBody["captions"] = "burned"
+	final, burned := studioVideo(t, rt, owner.APIKey, burnedBody)
+	resp, err := http.Get(final.str("captions_url"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	raw, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	cues := parseVTT(t, string(raw))
+	if len(cues) != 2 {
+		t.Fatalf("burned video's captions: %s", raw)
+	}
+	for i, c := range cues {
+		mid := (c.start + c.end) / 2
+		if share := changedShare(grayStrip(t, plain, mid), grayStrip(t, burned, mid)); share < 0.01 {
+			t.Errorf("cue %d at %.2f s: %.2f%% of the bottom strip differs from the video without burned captions; want the text drawn there", i+1, mid, 100*share)
+		}
+		// After the cue, before the next scene: no text.
+		after := c.end + 0.5
+		if after < float64((i+1)*longstory.SceneSeconds)-0.2 {
+			if share := changedShare(grayStrip(t, plain, after), grayStrip(t, burned, after)); share > 0.001 {
+				t.Errorf("%.2f s, after cue %d: %.2f%% of the bottom strip differs; want nothing drawn between cues", after, i+1, 100*share)
+			}
+		}
+	}
+	ja := map[string]any{"prompt": "海", "language_code": "ja", "model": "beta-2", "captions": "burned",
+		"scenes": []any{map[string]any{"scene_number": 1, "prompt": "うみ"}}}
+	if a := call(t, rt, http.MethodPost, "/api/long-story/videos", owner.APIKey, ja); !strings.Contains(checkEnvelope(t, a, http.StatusBadRequest)+string(a.body), `"field":"captions"`) {
+		t.Errorf("burned Japanese captions: %s, want a 400 naming captions (the font has no Japanese glyphs)", a.body)
+	}
+}
