@@ -102,14 +102,22 @@ build-%Function:
 # The assemble function's ffmpeg layer: static linux/arm64 ffmpeg and ffprobe
 # as the npm registry ships them inside these packages (GPLv3 builds from
 # johnvansickle.com), unpacked into bin/ of the layer (/opt/bin at run time).
+# The layer also carries the font burned captions are drawn in (DejaVu
+# Sans, from the npm package of the DejaVu fonts: Lambda's image has no
+# fonts) under fonts/ (/opt/fonts), named by CAPTION_FONT_FILE.
 FFMPEG_NPM = @ffmpeg-installer/linux-arm64@4.1.4
 FFPROBE_NPM = @ffprobe-installer/linux-arm64@5.2.0
+FONTS_NPM = dejavu-fonts-ttf@2.37.3
 build-FfmpegLayer:
-	@mkdir -p $(ARTIFACTS_DIR)/bin
+	@mkdir -p $(ARTIFACTS_DIR)/bin $(ARTIFACTS_DIR)/fonts
 	@tmp=$$(mktemp -d) && cd $$tmp && npm pack --silent $(FFMPEG_NPM) $(FFPROBE_NPM) >/dev/null && \
 	  for t in *.tgz; do tar -xzf $$t package/ffmpeg package/ffprobe 2>/dev/null || true; done && \
 	  install -m 0755 package/ffmpeg package/ffprobe $(ARTIFACTS_DIR)/bin/ && rm -rf $$tmp
-	@ls -l $(ARTIFACTS_DIR)/bin
+	@tmp=$$(mktemp -d) && cd $$tmp && npm pack --silent $(FONTS_NPM) >/dev/null && \
+	  tar -xzf *.tgz package/ttf/DejaVuSans.ttf package/LICENSE && \
+	  install -m 0644 package/ttf/DejaVuSans.ttf $(ARTIFACTS_DIR)/fonts/ && \
+	  install -m 0644 package/LICENSE $(ARTIFACTS_DIR)/fonts/DejaVu-LICENSE && rm -rf $$tmp
+	@ls -l $(ARTIFACTS_DIR)/bin $(ARTIFACTS_DIR)/fonts
 
 ffmpeg-layer:
 	@$(MAKE) -s build-FfmpegLayer ARTIFACTS_DIR=$(CURDIR)/bin/ffmpeg-layer

@@ -69,10 +69,21 @@ type LongVideoRequest struct {
 	// Model is a video model_version; empty = the service's default.
 	Model string `json:"model,omitempty"`
 	// EnableNarration nil = the service's default (narrated).
-	EnableNarration *bool    `json:"enable_narration,omitempty"`
-	VideoStyle      string   `json:"video_style,omitempty"`
-	WebhookURL      string   `json:"webhook_url,omitempty"`
-	WebhookEvents   []string `json:"webhook_events,omitempty"`
+	EnableNarration *bool  `json:"enable_narration,omitempty"`
+	VideoStyle      string `json:"video_style,omitempty"`
+	// AspectRatio is "landscape" or "portrait"; empty = landscape.
+	AspectRatio string `json:"aspect_ratio,omitempty"`
+	// Captions is "none", "sidecar" or "burned"; empty = the service's default
+	// (sidecar when narrated).
+	Captions string `json:"captions,omitempty"`
+	// Transition is "cut" or "crossfade"; empty = cut.
+	Transition string `json:"transition,omitempty"`
+	// MusicURL is a data:audio URI; MusicVolume its gain (0–1), nil =
+	// the service's default.
+	MusicURL      string   `json:"music_url,omitempty"`
+	MusicVolume   *float64 `json:"music_volume,omitempty"`
+	WebhookURL    string   `json:"webhook_url,omitempty"`
+	WebhookEvents []string `json:"webhook_events,omitempty"`
 }
 
 // LongVideoCreated is the answer of POST /api/long-story/videos.

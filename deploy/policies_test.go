@@ -29,10 +29,11 @@ const (
 	sceneKey      = "long-videos/6f1c2a8e-3b7d-4e2f-9a51-0c8d7e6b5a43/scenes/001.mp4"
 	narrationKey  = "long-videos/6f1c2a8e-3b7d-4e2f-9a51-0c8d7e6b5a43/narration/001.mp3"
 	finalKey      = "long-videos/6f1c2a8e-3b7d-4e2f-9a51-0c8d7e6b5a43/final.mp4"
+	captionsKey   = "long-videos/6f1c2a8e-3b7d-4e2f-9a51-0c8d7e6b5a43/captions.vtt"
 	inputKey      = "inputs/3348f3aa-5fd0-4758-860a-3ebaf4cfbcc7/input.json"
 )
 
-var objectKeys = []string{generationKey, sceneKey, narrationKey, finalKey, inputKey}
+var objectKeys = []string{generationKey, sceneKey, narrationKey, finalKey, captionsKey, inputKey}
 
 // execution is an execution of the long-form workflow: it is named after
 // its video (workflow.StepFunctions.ExecutionARN).
@@ -43,6 +44,7 @@ var keyLayouts = []struct{ file, layout string }{
 	{"../shared/longstory/scenes.go", `"long-videos/%s/scenes/%03d"`},
 	{"../shared/longstory/narrate.go", `"long-videos/%s/narration/%03d%s"`},
 	{"../shared/media/keys.go", `"long-videos/" + videoID + "/final.mp4"`},
+	{"../shared/media/keys.go", `"long-videos/" + videoID + "/captions.vtt"`},
 	{"../shared/media/outputs.go", `"generations/" + generationUUID + "/"`},
 	{"../shared/media/outputs.go", `"long-videos/" + videoID + "/"`},
 	{"../shared/media/keys.go", `InputsPrefix = "inputs/"`},
@@ -146,6 +148,7 @@ var usesOf = map[string][]use{
 	"LongStoryOutputDeleteFunction": {
 		uses("bucket:OutputBucket", "lists the video's objects (under long-videos/)", "s3:ListBucket"),
 		uses("object:OutputBucket/"+finalKey, "deletes the final video", "s3:DeleteObject"),
+		uses("object:OutputBucket/"+captionsKey, "deletes the captions", "s3:DeleteObject"),
 		uses("object:OutputBucket/"+sceneKey, "deletes the scenes' clips", "s3:DeleteObject"),
 		uses("object:OutputBucket/"+narrationKey, "deletes the narration", "s3:DeleteObject"),
 		invalidate,
@@ -170,17 +173,21 @@ var usesOf = map[string][]use{
 		uses("object:OutputBucket/"+narrationKey, "the narration", "s3:GetObject"),
 		uses("object:OutputBucket/"+finalKey, "the final video", putObject...),
 		uses("object:OutputBucket/"+finalKey, "deletes its upload when the video ended meanwhile", "s3:DeleteObject"),
+		uses("object:OutputBucket/"+captionsKey, "the captions", putObject...),
+		uses("object:OutputBucket/"+captionsKey, "deletes its captions when the video ended meanwhile", "s3:DeleteObject"),
 	},
 	"FinalizeFunction": {
 		notify,
 		uses("bucket:OutputBucket", "lists the video's objects to tag (under long-videos/)", "s3:ListBucket"),
 		uses("object:OutputBucket/"+finalKey, "tags the final video with a shorter retention", "s3:PutObjectTagging"),
+		uses("object:OutputBucket/"+captionsKey, "tags the captions", "s3:PutObjectTagging"),
 		uses("object:OutputBucket/"+sceneKey, "tags the clips", "s3:PutObjectTagging"),
 		uses("object:OutputBucket/"+narrationKey, "tags the narration", "s3:PutObjectTagging"),
 	},
 	"MarkFailedFunction": {
 		notify,
 		uses("object:OutputBucket/"+finalKey, "deletes the final video of a video that failed while finishing", "s3:DeleteObject"),
+		uses("object:OutputBucket/"+captionsKey, "deletes the captions of a video that failed while finishing", "s3:DeleteObject"),
 		upstreamToken, // cancels the scenes' jobs upstream
 	},
 	"LongStoryStateMachine": {

@@ -10,6 +10,7 @@ import (
 	"io"
 	"net/http"
 	"os"
+	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
@@ -472,6 +473,11 @@ func storyCreateCmd(ctx context.Context, args []string, stdout, stderr io.Writer
 	model := fs.String("model", "", "video model_version (default: the service's, beta-2)")
 	style := fs.String("style", "", "video_style: auto, cinematic, documentary, animation, noir or vintage")
 	silent := fs.Bool("no-narration", false, "make the video without narration")
+	portrait := fs.Bool("portrait", false, "make the video upright, 720x1280 (aspect_ratio portrait)")
+	captions := fs.String("captions", "", "captions: none, sidecar (a WebVTT file; the default when narrated) or burned (drawn on the picture too)")
+	transition := fs.String("transition", "", "between scenes: cut (the default) or crossfade (0.5 s)")
+	music := fs.String("music", "", "music under the video: @file (.wav, .mp3 or .m4a, at most 96 KiB) or a data:audio URI")
+	musicVolume := fs.Float64("music-volume", -1, "the music's gain, 0 to 1 (default: the service's, 0.3)")
 	wait := fs.Bool("wait", false, "wait until the video is final, then download it")
 	out := fs.String("out", "", "directory for the video (implies --wait; default: the current directory)")
 	if _, err := parseArgs(fs, args, 0); err != nil {
@@ -481,6 +487,20 @@ func storyCreateCmd(ctx context.Context, args []string, stdout, stderr io.Writer
 		return usageFail(stderr, "story create", errors.New("more --narration than --scene flags"))
 	}
 	req := client.LongVideoRequest{Prompt: *prompt, LanguageCode: *language, Model: *model, VideoStyle: *style}
+	if *portrait {
+		req.AspectRatio = "portrait"
+	}
+	req.Captions, req.Transition = *captions, *transition
+	if *music != "" {
+		uri, err := musicURI(*music)
+		if err != nil {
+			return usageFail(stderr, "story create", err)
+		}
+		req.MusicURL = uri
+	}
+	if *musicVolume >= 0 {
+		req.MusicVolume = musicVolume
+	}
 	if *silent {
 		off := false
 		req.EnableNarration = &off
@@ -509,7 +529,7 @@ func storyCreateCmd(ctx context.Context, args []string, stdout, stderr io.Writer
 }
 
 // waitStory waits for a long-form video, showing each scene's status when
-// the service lists them, then downloads the final video.
+// the service lists them, then downloads the final video and its captions.
 func waitStory(ctx context.Context, c *client.Client, af apiFlags, id string, scenes int, out string, stdout, stderr io.Writer) int {
 	if out == "" {
 		out = "."
@@ -543,6 +563,16 @@ func waitStory(ctx context.Context, c *client.Client, af apiFlags, id string, sc
 	}
 	if !af.jsonOut {
 		fmt.Fprintf(stdout, "%s (%.1f s)\n", path, st.TotalDuration)
+	}
+	if st.CaptionsURL == "" {
+		return exitOK
+	}
+	captions, err := c.DownloadFile(ctx, st.CaptionsURL, out, id)
+	if err != nil {
+		return apiFail(stderr, "story create", err)
+	}
+	if !af.jsonOut {
+		fmt.Fprintln(stdout, captions)
 	}
 	return exitOK
 }
@@ -664,4 +694,23 @@ func priceInWords(p client.Price) string {
 		parts = append(parts, p.CreditsAtDefaults+" at defaults")
 	}
 	return strings.Join(parts, "; ")
+}
+
+// musicURI is --music's value as music_url: a data: URI as given, or
+// @file read into a data:audio URI of the file's type (by its extension).
+func musicURI(arg string) (string, error) {
+	name, isFile := strings.CutPrefix(arg, "@")
+	if !isFile {
+		return arg, nil
+	}
+	types := map[string]string{".wav": "audio/wav", ".mp3": "audio/mpeg", ".m4a": "audio/mp4", ".mp4": "audio/mp4"}
+	ctype, ok := types[strings.ToLower(filepath.Ext(name))]
+	if !ok {
+		return "", fmt.Errorf("--music %s: the file must be .wav, .mp3 or .m4a", name)
+	}
+	raw, err := os.ReadFile(name)
+	if err != nil {
+		return "", fmt.Errorf("--music: %w", err)
+	}
+	return "data:" + ctype + ";base64," + base64.StdEncoding.EncodeToString(raw), nil
 }

@@ -11,6 +11,7 @@ import (
 	"testing"
 
 	"github.com/mediagen-dev/mediagen/client"
+	"github.com/mediagen-dev/mediagen/shared/ffmpeg"
 	"github.com/mediagen-dev/mediagen/shared/local/runtime"
 	"github.com/mediagen-dev/mediagen/shared/local/runtime/runtimetest"
 	"github.com/mediagen-dev/mediagen/shared/local/simulator"
@@ -209,8 +210,12 @@ func TestStoryEstimateAndCreateDownloadTheVideo(t *testing.T) {
 		t.Fatalf("exit %d\nstdout: %s\nstderr: %s", code, stdout, stderr)
 	}
 	lines := strings.Split(strings.TrimSpace(stdout), "\n")
-	if len(lines) != 2 || !strings.Contains(lines[0], "2 scenes, about 10 seconds; 130.00 credits are held") || !strings.HasSuffix(lines[1], ".mp4 (10.0 s)") {
-		t.Fatalf("stdout %q", stdout)
+	if len(lines) != 3 || !strings.Contains(lines[0], "2 scenes, about 10 seconds; 130.00 credits are held") || !strings.HasSuffix(lines[1], ".mp4 (10.0 s)") ||
+		filepath.Ext(lines[2]) != ".vtt" {
+		t.Fatalf("stdout %q, want the record line, the video and its captions", stdout)
+	}
+	if raw, err := os.ReadFile(lines[2]); err != nil || !strings.HasPrefix(string(raw), "WEBVTT\n") || !strings.Contains(string(raw), "The sea comes in.") {
+		t.Errorf("%s is not the video's WebVTT captions: %q, %v", lines[2], raw, err)
 	}
 	path := strings.TrimSuffix(lines[1], " (10.0 s)")
 	if raw, err := os.ReadFile(path); err != nil || len(raw) < 12 || string(raw[4:8]) != "ftyp" {
@@ -223,6 +228,33 @@ func TestStoryEstimateAndCreateDownloadTheVideo(t *testing.T) {
 	progress := strings.Split(strings.TrimSpace(stderr), "\n")
 	if last := progress[len(progress)-1]; strings.Count(stderr, "completed") != 1 || !strings.HasPrefix(last, "scene 1 ✓ · scene 2 ✓ completed (") {
 		t.Errorf("stderr %q: want the final state once, \"scene 1 ✓ · scene 2 ✓ completed (elapsed)\", the last line", stderr)
+	}
+}
+
+func TestStoryCreatePortraitWithMusicMakesAnUprightVideoWithSound(t *testing.T) {
+	clientEnv(t)
+	out := t.TempDir()
+	song := filepath.Join(t.TempDir(), "song.wav")
+	if err := (ffmpeg.Runner{}).Run(context.Background(), "-f", "lavfi", "-i", "sine=frequency=220:sample_rate=8000:duration=1", "-ac", "1", song); err != nil {
+		t.Fatal(err)
+	}
+	code, stdout, stderr := mediagen(t, "story", "create", "--prompt", "A day at the seaside",
+		"--scene", "a lighthouse on the cliff", "--no-narration", "--portrait", "--music", "@"+song, "--wait", "--out", out)
+	if code != 0 {
+		t.Fatalf("exit %d\nstdout: %s\nstderr: %s", code, stdout, stderr)
+	}
+	lines := strings.Split(strings.TrimSpace(stdout), "\n")
+	path := strings.TrimSuffix(lines[len(lines)-1], " (5.0 s)")
+	info, err := ffmpeg.Runner{}.Probe(context.Background(), path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if v, ok := info.Video(); !ok || v.Width != 720 || v.Height != 1280 {
+		t.Errorf("%s: video %+v, want 720x1280", path, v)
+	}
+	// Without narration, the music is the sound.
+	if _, ok := info.Audio(); !ok {
+		t.Errorf("%s has no audio; want --music's song", path)
 	}
 }
 

@@ -7,6 +7,7 @@ import (
 
 	"github.com/mediagen-dev/mediagen/shared/catalog"
 	"github.com/mediagen-dev/mediagen/shared/domain"
+	"github.com/mediagen-dev/mediagen/shared/media"
 )
 
 // LongVideoCreated is the spec's long-form creation answer.
@@ -27,9 +28,12 @@ func LongVideoCreatedOf(v domain.LongVideo, sceneSeconds int) LongVideoCreated {
 // LongVideoStatus is the spec's long-form status view, with progress, each
 // scene's state and the webhook's delivery attempts.
 type LongVideoStatus struct {
-	ID            string  `json:"id"`
-	Status        string  `json:"status"`
-	FinalVideoURL string  `json:"final_video_url"`
+	ID            string `json:"id"`
+	Status        string `json:"status"`
+	FinalVideoURL string `json:"final_video_url"`
+	// CaptionsURL is the WebVTT file beside the final video, when the
+	// video has captions (and while the final video is served).
+	CaptionsURL   string  `json:"captions_url,omitempty"`
 	TotalDuration float64 `json:"total_duration"`
 	Error         *string `json:"error"`
 	// Progress is 0-100: the scenes are most of the work, then assembly.
@@ -62,6 +66,9 @@ func LongVideoStatusAt(v domain.LongVideo, now time.Time) LongVideoStatus {
 		Webhook:     WebhookOf(v.Webhook, v.WebhookAttempts, catalog.LongVideoEvents)}
 	if v.Status == domain.StatusCompleted && v.Files.Served(now) {
 		view.FinalVideoURL = v.FinalVideoURL
+		if v.Studio.CaptionsFile() {
+			view.CaptionsURL = media.CaptionsURL(v.FinalVideoURL)
+		}
 	}
 	if v.Status != domain.StatusCompleted && v.Error != "" {
 		e := v.Error

@@ -110,6 +110,53 @@ type Scene struct {
 	Narration   string `json:"narration,omitempty"`
 }
 
+// Studio is how a long video is produced beyond the spec's request (issue
+// 28). Each empty field is the spec's default, so the zero value makes the
+// video the spec's request makes.
+type Studio struct {
+	// AspectRatio is "portrait" (720x1280) or "" (landscape, 1280x720).
+	AspectRatio string `json:"aspect_ratio,omitempty"`
+	// Captions is "sidecar" (a WebVTT file beside the final video),
+	// "burned" (drawn on the picture too) or "" (none).
+	Captions string `json:"captions,omitempty"`
+	// Transition is "crossfade" or "" (cut).
+	Transition string `json:"transition,omitempty"`
+	// MusicURL is the music under the video (a data:audio URI), "" for
+	// none; MusicVolume its gain (0–1), nil for the default.
+	MusicURL    string   `json:"music_url,omitempty"`
+	MusicVolume *float64 `json:"music_volume,omitempty"`
+}
+
+// Transitions between a long video's scenes.
+const (
+	TransitionCut       = "cut"
+	TransitionCrossfade = "crossfade"
+)
+
+// Crossfade says whether each scene fades into the next.
+func (s Studio) Crossfade() bool { return s.Transition == TransitionCrossfade }
+
+// Caption modes of a long video.
+const (
+	CaptionsNone    = "none"
+	CaptionsSidecar = "sidecar"
+	CaptionsBurned  = "burned"
+)
+
+// CaptionsFile says whether the video has a WebVTT file.
+func (s Studio) CaptionsFile() bool {
+	return s.Captions == CaptionsSidecar || s.Captions == CaptionsBurned
+}
+
+// Portrait says whether the video is made upright (720x1280).
+func (s Studio) Portrait() bool { return s.AspectRatio == AspectPortrait }
+
+// Frame shapes of a long video.
+const (
+	AspectLandscape = "landscape"
+	AspectPortrait  = "portrait"
+)
+
 // LongVideo is a multi-scene narrated video.
 type LongVideo struct {
 	ID              string
@@ -119,15 +166,18 @@ type LongVideo struct {
 	LanguageCode    string
 	EnableNarration bool
 	VideoStyle      string
-	Scenes          []Scene
-	Status          Status
-	FinalVideoURL   string
-	TotalDuration   float64
-	Error           string
-	CreditsHeld     decimal.Decimal
-	CreatedAt       time.Time
-	UpdatedAt       time.Time
-	Deadline        time.Time
+	// Studio holds the production options beyond the spec's request;
+	// its zero value is the spec's video.
+	Studio        Studio
+	Scenes        []Scene
+	Status        Status
+	FinalVideoURL string
+	TotalDuration float64
+	Error         string
+	CreditsHeld   decimal.Decimal
+	CreatedAt     time.Time
+	UpdatedAt     time.Time
+	Deadline      time.Time
 	// Files is the life of its final video and working files (the scenes'
 	// clips and narration) in the bucket.
 	Files           StoredFiles

@@ -19,6 +19,10 @@ import (
 	"github.com/mediagen-dev/mediagen/shared/workflow"
 )
 
+// EnvCaptionFontFile is the font file the Assemble function draws burned
+// captions in.
+const EnvCaptionFontFile = "CAPTION_FONT_FILE"
+
 // EnvStateMachineARN names the long-form state machine.
 const EnvStateMachineARN = "STATE_MACHINE_ARN"
 
@@ -83,7 +87,10 @@ func Assemble(ctx context.Context, log *slog.Logger) (any, error) {
 	if err != nil {
 		return nil, err
 	}
-	return longstory.AssembleStep(files, storewiring.Store(cfg), files, ffmpeg.Runner{Timeout: 10 * time.Minute}, stepSettings(log)), nil
+	settings := stepSettings(log)
+	// The layer's font (template.yaml); "" is ffmpeg.DefaultFontFile.
+	settings.CaptionFont = storewiring.Getenv(EnvCaptionFontFile)
+	return longstory.AssembleStep(files, storewiring.Store(cfg), files, ffmpeg.Runner{Timeout: 10 * time.Minute}, settings), nil
 }
 
 // Finalize completes the video, tags its files with a retention other than

@@ -58,6 +58,10 @@ func (s *Steps) Assemble(ctx context.Context, in AssembleTask) (FinalizeTask, er
 	if len(in.Scenes) == 0 {
 		return FinalizeTask{}, &SceneFailedError{Msg: "assemble: no scenes"}
 	}
+	v, err := s.Store.GetLongVideo(ctx, in.VideoID)
+	if err != nil {
+		return FinalizeTask{}, &TransientError{Msg: fmt.Sprintf("assemble: read video: %v", err)}
+	}
 	dir, err := os.MkdirTemp(s.WorkDir, "assemble-")
 	if err != nil {
 		return FinalizeTask{}, &TransientError{Msg: fmt.Sprintf("assemble: scratch dir: %v", err)}
@@ -85,14 +89,36 @@ func (s *Steps) Assemble(ctx context.Context, in AssembleTask) (FinalizeTask, er
 		}
 	}
 	final := filepath.Join(dir, "final.mp4")
-	plan, copied := copyPlan(sources)
-	if copied {
+	width, height := frame(v.Studio, sources[0].video)
+	plan, copied := copyPlan(sources, width, height)
+	switch {
+	case v.Studio.Crossfade() && len(sources) > 1:
+		copied = false
+		err = s.joinByCrossfade(ctx, dir, sources, width, height, withAudio, final)
+	case copied:
 		err = s.joinByCopy(ctx, dir, sources, plan, withAudio, final)
-	} else {
-		err = s.joinByEncoding(ctx, dir, sources, withAudio, final)
+	default:
+		err = s.joinByEncoding(ctx, dir, sources, width, height, withAudio, final)
 	}
 	if err != nil {
 		return FinalizeTask{}, err
+	}
+	if v.Studio.MusicURL != "" {
+		if err := s.addMusic(ctx, dir, v.Studio, final, float64(len(sources)*SceneSeconds), withAudio); err != nil {
+			return FinalizeTask{}, err
+		}
+	}
+	var captions string
+	if v.Studio.CaptionsFile() && withAudio {
+		var cues []Cue
+		if captions, cues, err = s.writeCaptions(ctx, dir, v, sources); err != nil {
+			return FinalizeTask{}, err
+		}
+		if v.Studio.Captions == domain.CaptionsBurned {
+			if err := s.burnCaptions(ctx, dir, final, cues, width, height); err != nil {
+				return FinalizeTask{}, err
+			}
+		}
 	}
 	info, err := s.FFmpeg.Probe(ctx, final)
 	if err != nil {
@@ -105,7 +131,14 @@ func (s *Steps) Assemble(ctx context.Context, in AssembleTask) (FinalizeTask, er
 	if err := s.Files.PutFile(ctx, key, final, "video/mp4"); err != nil {
 		return FinalizeTask{}, &TransientError{Msg: fmt.Sprintf("assemble: store: %v", err)}
 	}
-	if err := s.dropLateUpload(ctx, in.VideoID, key); err != nil {
+	stored := []string{key}
+	if captions != "" {
+		if err := s.Files.PutFile(ctx, media.CaptionsKey(in.VideoID), captions, "text/vtt"); err != nil {
+			return FinalizeTask{}, &TransientError{Msg: fmt.Sprintf("assemble: store the captions: %v", err)}
+		}
+		stored = append(stored, media.CaptionsKey(in.VideoID))
+	}
+	if err := s.dropLateUpload(ctx, in.VideoID, stored); err != nil {
 		return FinalizeTask{}, err
 	}
 	duration := math.Round(info.Duration*1000) / 1000
@@ -133,11 +166,11 @@ func (s *Steps) claimFinish(ctx context.Context, videoID string) error {
 	return &SceneFailedError{Msg: fmt.Sprintf("assemble stopped: the video is %s; its final video is not stored", status)}
 }
 
-// dropLateUpload reads the video after its final video was stored and
-// deletes that upload when the video ended otherwise than completed with
+// dropLateUpload reads the video after its final video (and captions) were
+// stored and deletes those uploads (keys) when the video ended otherwise than completed with
 // its files kept: an Assemble that ran past its task's timeout stores
 // after MarkFailed or a delete of the outputs listed what to delete.
-func (s *Steps) dropLateUpload(ctx context.Context, videoID, key string) error {
+func (s *Steps) dropLateUpload(ctx context.Context, videoID string, keys []string) error {
 	v, err := s.Store.GetLongVideo(ctx, videoID)
 	if err != nil {
 		return &TransientError{Msg: fmt.Sprintf("assemble: reread %s: %v", videoID, err)}
@@ -145,10 +178,30 @@ func (s *Steps) dropLateUpload(ctx context.Context, videoID, key string) error {
 	if v.Status == domain.StatusProcessing || v.Status == domain.StatusCompleted && v.Files.Removal == domain.RemovalNone {
 		return nil
 	}
-	if err := s.Deleter.Delete(ctx, []string{key}); err != nil {
+	if err := s.Deleter.Delete(ctx, keys); err != nil {
 		return &TransientError{Msg: fmt.Sprintf("assemble: delete the late upload of %s: %v", videoID, err)}
 	}
 	return &SceneFailedError{Msg: fmt.Sprintf("assemble stopped: the video is %s; its final video is not kept", v.Status)}
+}
+
+// writeCaptions writes the video's WebVTT captions into dir, each scene's
+// cue timed from its own narration track, and answers the file's path and
+// the cues.
+func (s *Steps) writeCaptions(ctx context.Context, dir string, v domain.LongVideo, sources []sceneSource) (string, []Cue, error) {
+	spans, err := s.speechSpans(ctx, sources)
+	if err != nil {
+		return "", nil, err
+	}
+	starts := make([]float64, len(sources))
+	for i := range sources {
+		starts[i] = float64(i * SceneSeconds)
+	}
+	path := filepath.Join(dir, "captions.vtt")
+	list := cues(v, sources, starts, spans)
+	if err := os.WriteFile(path, WebVTT(list), 0o600); err != nil {
+		return "", nil, &TransientError{Msg: fmt.Sprintf("assemble: captions: %v", err)}
+	}
+	return path, list, nil
 }
 
 // sceneSource is one scene's clip and narration in the scratch directory.
@@ -229,16 +282,15 @@ func (s *Steps) fetchScene(ctx context.Context, dir string, sc SceneClip, track 
 	return src, nil
 }
 
-// joinByEncoding encodes every scene's picture into a segment with the same
-// parameters, then joins the segments by stream copy and encodes the
+// joinByEncoding encodes every scene's picture into a segment of
+// width×height with the same parameters, then joins the segments by stream copy and encodes the
 // narration as one track, as joinByCopy does: per-segment AAC tracks would
 // each end on a whole packet and make the video longer than its scenes.
-func (s *Steps) joinByEncoding(ctx context.Context, dir string, sources []sceneSource, withAudio bool, final string) error {
-	width, height := sources[0].video.Width, sources[0].video.Height
+func (s *Steps) joinByEncoding(ctx context.Context, dir string, sources []sceneSource, width, height int, withAudio bool, final string) error {
 	var list strings.Builder
 	for _, src := range sources {
 		segment := filepath.Join(dir, fmt.Sprintf("segment-%03d.mp4", src.n))
-		if err := s.FFmpeg.Run(ctx, segmentArgs(src.clip, src.clipSeconds, width, height, segment)...); err != nil {
+		if err := s.FFmpeg.Run(ctx, segmentArgs(src.clip, src.clipSeconds, SceneSeconds, width, height, segment)...); err != nil {
 			return &TransientError{Msg: fmt.Sprintf("assemble: scene %d: %v", src.n, err)}
 		}
 		fmt.Fprintf(&list, "file '%s'\n", filepath.Base(segment))
@@ -263,8 +315,9 @@ type copyJoin struct {
 	scale float64
 }
 
-// copyPlan says whether the clips can be joined by stream copy, and how.
-// They can when every clip is H.264 with the same frame size, pixel format,
+// copyPlan says whether the clips can be joined by stream copy into a
+// width×height video, and how.
+// They can when every clip is H.264 of that frame size with the same pixel format,
 // frame rate and SPS/PPS (the scenes of one video come from one model, so
 // they usually are), and the clips' spans are equal to within half a frame,
 // so that one
@@ -272,9 +325,9 @@ type copyJoin struct {
 // its timestamps (as the encoding path does with setpts), a longer one is
 // cut at SceneSeconds — only when it has no B-frames, where the cut falls
 // exactly between frames.
-func copyPlan(sources []sceneSource) (copyJoin, bool) {
+func copyPlan(sources []sceneSource, width, height int) (copyJoin, bool) {
 	first := sources[0].video
-	if first.Codec != "h264" || first.ExtradataHash == "" || first.FPS <= 0 {
+	if first.Width != width || first.Height != height || first.Codec != "h264" || first.ExtradataHash == "" || first.FPS <= 0 {
 		return copyJoin{}, false
 	}
 	scene := float64(SceneSeconds)
@@ -383,22 +436,22 @@ func narrationFilters(tempo float64) []string {
 	return append(audio, "apad", "atrim=duration="+f(SceneSeconds), "asetpts=PTS-STARTPTS")
 }
 
-// segmentArgs encodes one scene's picture, exactly SceneSeconds long: the
-// clip fitted to it (trimmed, or slowed when shorter), scaled and padded to
+// segmentArgs encodes one scene's picture, exactly length seconds long
+// (SceneSeconds, or more for a scene that a crossfade extends): the clip
+// fitted to it (trimmed, or slowed when shorter), scaled and padded to
 // width×height at 24 fps. The narration is laid under the joined segments
 // (withNarration). It uses only filters of ffmpeg 4.1, the static build the
 // Lambda layer carries.
-func segmentArgs(clip string, clipSeconds float64, width, height int, out string) []string {
-	scene := float64(SceneSeconds)
+func segmentArgs(clip string, clipSeconds, length float64, width, height int, out string) []string {
 	f := func(x float64) string { return strconv.FormatFloat(x, 'f', 3, 64) }
 	video := []string{}
-	if clipSeconds < scene {
-		video = append(video, "setpts=PTS*"+f(scene/clipSeconds))
+	if clipSeconds < length {
+		video = append(video, "setpts=PTS*"+f(length/clipSeconds))
 	}
 	video = append(video,
 		fmt.Sprintf("scale=%d:%d:force_original_aspect_ratio=decrease", width, height),
 		fmt.Sprintf("pad=%d:%d:(ow-iw)/2:(oh-ih)/2", width, height),
-		"setsar=1", fmt.Sprintf("fps=%d", outputFPS), "trim=duration="+f(scene), "setpts=PTS-STARTPTS")
+		"setsar=1", fmt.Sprintf("fps=%d", outputFPS), "trim=duration="+f(length), "setpts=PTS-STARTPTS")
 	return []string{"-i", clip, "-filter_complex", "[0:v]" + strings.Join(video, ",") + "[v]", "-map", "[v]",
-		"-c:v", "libx264", "-preset", "veryfast", "-pix_fmt", "yuv420p", "-r", strconv.Itoa(outputFPS), "-t", f(scene), out}
+		"-c:v", "libx264", "-preset", "veryfast", "-pix_fmt", "yuv420p", "-r", strconv.Itoa(outputFPS), "-t", f(length), out}
 }

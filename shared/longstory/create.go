@@ -31,6 +31,7 @@ type Request struct {
 	Model           string
 	EnableNarration bool
 	VideoStyle      string
+	Studio          domain.Studio
 	Webhook         domain.Webhook
 }
 
@@ -83,7 +84,7 @@ func (s *Service) create(ctx context.Context, userID string, body []byte) (domai
 	now := s.now()
 	v := domain.LongVideo{
 		ID: uuid.NewString(), UserID: userID, Prompt: req.Prompt, Model: req.Model, LanguageCode: req.LanguageCode,
-		EnableNarration: req.EnableNarration, VideoStyle: req.VideoStyle, Scenes: req.Scenes,
+		EnableNarration: req.EnableNarration, VideoStyle: req.VideoStyle, Studio: req.Studio, Scenes: req.Scenes,
 		Status: domain.StatusProcessing, CreditsHeld: q.Credits, CreatedAt: now, UpdatedAt: now, Deadline: now.Add(Deadline),
 		Webhook: req.Webhook,
 	}

@@ -43,7 +43,7 @@ func Models() []string {
 		if err != nil {
 			continue
 		}
-		if _, err := sceneInput(v, "scene"); err == nil {
+		if _, err := sceneInput(v, "scene", ""); err == nil {
 			out = append(out, version)
 		}
 	}
@@ -54,7 +54,7 @@ func Models() []string {
 func videoVariant(model string) (catalog.Variant, error) {
 	v, err := catalog.LookupVersion(model)
 	if err == nil && v.Kind == domain.MediaVideo {
-		_, err = sceneInput(v, "scene")
+		_, err = sceneInput(v, "scene", "")
 	}
 	if err != nil || v.Kind != domain.MediaVideo {
 		return catalog.Variant{}, fmt.Errorf("must be a video model_version that long-form videos support, one of: %s",
@@ -90,7 +90,7 @@ func Price(prices *pricing.Table, model string, sceneCount int) (Quote, error) {
 // language_code and enable_narration, so that a video is refused at its
 // estimate for the same reasons (a narration too long for its scene) as at
 // its creation.
-var estimateFields = []string{"model", "scene_count", "scenes", "language_code", "enable_narration"}
+var estimateFields = append([]string{"model", "scene_count", "scenes", "language_code", "enable_narration"}, studioFields...)
 
 // ParseEstimate validates an estimate body {model, scene_count} (or
 // {model, scenes, language_code[, enable_narration]}) and prices it.
@@ -106,11 +106,13 @@ func ParseEstimate(prices *pricing.Table, body []byte) (Quote, error) {
 		p.Add("model", "is required: a video model_version such as "+DefaultModel)
 	} else if _, err := videoVariant(model); err != nil {
 		p.Add("model", err.Error())
+		ok = false
 	}
+	narrate := enableNarration(obj, &p)
+	studio(obj, model, ok, narrate, &p)
 	var count int
 	if raw, present := obj["scenes"]; present {
 		lang, langOK := language(obj, &p)
-		narrate := enableNarration(obj, &p)
 		// No theme: the model's prompt limit is checked at creation.
 		list := scenes(raw, &p, func(domain.Scene) string { return "" }, spoken{lang: lang, known: langOK, narrate: narrate})
 		count = len(list)
@@ -127,7 +129,6 @@ func ParseEstimate(prices *pricing.Table, body []byte) (Quote, error) {
 		if _, present := obj["language_code"]; present {
 			language(obj, &p)
 		}
-		enableNarration(obj, &p)
 		var countErr string
 		if count, countErr = sceneCount(obj["scene_count"]); countErr != "" {
 			p.Add("scene_count", countErr)

@@ -106,7 +106,7 @@ func (s *Steps) finish(ctx context.Context, videoID string, o domain.Outcome) (E
 		if s.Deleter == nil {
 			return endedOf(v), nil
 		}
-		if err := s.Deleter.Delete(ctx, []string{media.FinalVideoKey(v.ID)}); err != nil {
+		if err := s.Deleter.Delete(ctx, []string{media.FinalVideoKey(v.ID), media.CaptionsKey(v.ID)}); err != nil {
 			return Ended{}, &TransientError{Msg: fmt.Sprintf("delete the final video of %s: %v", videoID, err)}
 		}
 	}

@@ -52,11 +52,7 @@ func (s *Steps) Narrate(ctx context.Context, in NarrateTask) (Narration, error) 
 	}
 	defer os.RemoveAll(dir)
 	for _, sc := range v.Scenes {
-		script := sc.Narration
-		if script == "" {
-			script = sc.Prompt
-		}
-		path, ctype, err := s.Narrator.Speak(ctx, lang, script, dir)
+		path, ctype, err := s.Narrator.Speak(ctx, lang, script(sc), dir)
 		if err != nil {
 			return out, &TransientError{Msg: fmt.Sprintf("narration of scene %d: %v", sc.SceneNumber, err)}
 		}

@@ -48,23 +48,27 @@ func ParseCreate(body []byte, opts catalog.Options) (Request, error) {
 	if err != nil {
 		return Request{}, err
 	}
-	allowed := append([]string{"prompt", "scenes", "language_code", "model", "enable_narration", "video_style"}, catalog.WebhookFields...)
+	allowed := append(append([]string{"prompt", "scenes", "language_code", "model", "enable_narration", "video_style"}, studioFields...), catalog.WebhookFields...)
 	var p catalog.Problems
 	p.Unknown("", obj, allowed)
 	req := Request{Model: DefaultModel, EnableNarration: true, VideoStyle: "auto"}
 	req.Prompt = text(obj, "prompt", MaxPromptRunes, true, &p)
 	lang, langOK := language(obj, &p)
 	req.LanguageCode = lang.Code
+	modelOK := true
 	if raw, present := obj["model"]; present {
 		if m, ok := raw.(string); !ok {
 			p.Add("model", "must be a string")
+			modelOK = false
 		} else if _, err := videoVariant(m); err != nil {
 			p.Add("model", err.Error())
+			modelOK = false
 		} else {
 			req.Model = m
 		}
 	}
 	req.EnableNarration = enableNarration(obj, &p)
+	req.Studio = studio(obj, req.Model, modelOK, req.EnableNarration, &p)
 	if raw, present := obj["video_style"]; present {
 		st, ok := raw.(string)
 		if _, known := Styles[st]; !ok || !known {

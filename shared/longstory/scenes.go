@@ -133,7 +133,7 @@ func (s *Steps) SubmitScene(ctx context.Context, in SceneTask) (SceneTask, error
 	if err != nil {
 		return in, &SceneFailedError{Msg: fmt.Sprintf("scene %d: model %s: %v", n, v.Model, err)}
 	}
-	input, err := sceneInput(variant, ScenePrompt(v.VideoStyle, v.Prompt, v.Scenes[i]))
+	input, err := sceneInput(variant, ScenePrompt(v.VideoStyle, v.Prompt, v.Scenes[i]), v.Studio.AspectRatio)
 	if err != nil {
 		return in, &SceneFailedError{Msg: fmt.Sprintf("scene %d: %v", n, err)}
 	}

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"slices"
 	"strconv"
 	"time"
 
@@ -80,6 +81,9 @@ type Steps struct {
 	WorkDir string
 	Now     func() time.Time
 	Log     *slog.Logger
+	// CaptionFont is the font file of burned captions ("" is
+	// ffmpeg.DefaultFontFile).
+	CaptionFont string
 }
 
 // StepSettings are the task steps' knobs; zero values take defaults.
@@ -88,34 +92,45 @@ type StepSettings struct {
 	WorkDir      string
 	Now          func() time.Time
 	Log          *slog.Logger
+	// CaptionFont is the font file burned captions are drawn in;
+	// "" is ffmpeg.DefaultFontFile.
+	CaptionFont string
 }
 
 // steps is a Steps with settings applied: the step constructors (one per
 // Lambda function, each taking exactly the ports its step uses) fill the
 // ports.
 func (st StepSettings) steps() *Steps {
-	return &Steps{PollInterval: st.PollInterval, WorkDir: st.WorkDir, Now: st.Now, Log: st.Log}
+	return &Steps{PollInterval: st.PollInterval, WorkDir: st.WorkDir, Now: st.Now, Log: st.Log, CaptionFont: st.CaptionFont}
 }
 
 func (s *Steps) log() *slog.Logger { return domain.Logger(s.Log) }
 
 func (s *Steps) now() time.Time { return domain.Now(s.Now) }
 
-// sceneInput is the upstream input of one scene: the model's clip length
-// nearest SceneSeconds, landscape framing, and defaults for the rest.
-func sceneInput(v catalog.Variant, prompt string) (map[string]any, error) {
+// sceneInput is the upstream input of one scene in the video's frame
+// (domain.AspectLandscape or domain.AspectPortrait; "" is landscape): the
+// model's clip length nearest SceneSeconds, the frame by the model's own
+// name for it, and defaults for the rest. A model without an upright frame
+// cannot make a portrait scene.
+func sceneInput(v catalog.Variant, prompt, aspect string) (map[string]any, error) {
 	in := map[string]any{"prompt": prompt}
 	if f, ok := v.DurationField(); ok {
 		in[f.Name] = strconv.Itoa(v.NearestDuration(SceneSeconds))
 	}
+	names := []string{"16:9", "landscape"}
+	if aspect == domain.AspectPortrait {
+		names = []string{"9:16", "portrait"}
+	}
 	if f, ok := v.Field("aspect_ratio"); ok {
-		for _, want := range []string{"16:9", "landscape"} {
-			for _, e := range f.Enum {
-				if e == want && in["aspect_ratio"] == nil {
-					in["aspect_ratio"] = want
-				}
+		for _, want := range names {
+			if in["aspect_ratio"] == nil && slices.Contains(f.Enum, want) {
+				in["aspect_ratio"] = want
 			}
 		}
+	}
+	if aspect == domain.AspectPortrait && in["aspect_ratio"] == nil {
+		return nil, fmt.Errorf("%w: %s makes no portrait (9:16) clips", errNoPortrait, v.Version)
 	}
 	resolved := v.Resolve(in)
 	for _, f := range v.Fields {
@@ -125,6 +140,9 @@ func sceneInput(v catalog.Variant, prompt string) (map[string]any, error) {
 	}
 	return resolved, nil
 }
+
+// errNoPortrait is a model that cannot make a portrait scene.
+var errNoPortrait = errors.New("no portrait frame")
 
 // upstreamError is a failure of a read or of a create that certainly
 // started nothing at the upstream name ("" when err says which): temporary

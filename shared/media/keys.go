@@ -3,6 +3,7 @@ package media
 import (
 	"fmt"
 	"regexp"
+	"strings"
 )
 
 // The keys of the objects the API hands out. Everything else in the bucket
@@ -32,9 +33,23 @@ func InputKey(generationUUID string) string { return InputsPrefix + generationUU
 // FinalVideoKey is the key of a long-form video's final file.
 func FinalVideoKey(videoID string) string { return "long-videos/" + videoID + "/final.mp4" }
 
+// CaptionsKey is the key of a long-form video's WebVTT captions, beside
+// its final file.
+func CaptionsKey(videoID string) string { return "long-videos/" + videoID + "/captions.vtt" }
+
+// CaptionsURL is the URL of the captions beside the final video at
+// finalVideoURL (both are stored under the same base: Files.URL).
+func CaptionsURL(finalVideoURL string) string {
+	base, ok := strings.CutSuffix(finalVideoURL, "/final.mp4")
+	if !ok {
+		return ""
+	}
+	return base + "/captions.vtt"
+}
+
 var published = regexp.MustCompile(`^(generations/[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}/[0-9]{1,2}\.(mp4|png|jpg|webp)` +
-	`|long-videos/[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}/final\.mp4)$`)
+	`|long-videos/[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}/(final\.mp4|captions\.vtt))$`)
 
 // Published reports whether key is one the API hands out: a generation's
-// output or a long-form video's final file.
+// output or a long-form video's final file and captions.
 func Published(key string) bool { return published.MatchString(key) }

@@ -156,6 +156,18 @@ func TestALongNarratedVideoCompletesThroughTheStateMachine(t *testing.T) {
 	if videos != 1 || audios != 1 || math.Abs(info.Duration-15) > 1 {
 		t.Errorf("final video: %d video and %d audio streams, %.2f s; want one of each and 15 s", videos, audios, info.Duration)
 	}
+	// A narrated video has captions by default: Assemble stored them
+	// (its role's grant) and the distribution serves them.
+	captions, _ := view["captions_url"].(string)
+	if resp, err := l.Media.Client().Get(captions); err != nil {
+		t.Errorf("captions_url %q: %v", captions, err)
+	} else {
+		raw, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusOK || !strings.HasPrefix(string(raw), "WEBVTT\n") || strings.Count(string(raw), " --> ") != 3 {
+			t.Errorf("captions_url %q: HTTP %d %q; want WebVTT with one cue per scene", captions, resp.StatusCode, raw)
+		}
+	}
 	entries := journal(t, l, id, "hold", "capture")
 	if len(entries["hold"]) != 1 || len(entries["capture"]) != 1 || len(entries["release"]) != 0 ||
 		!sameAmount(entries["hold"][0], price) || !sameAmount(entries["capture"][0], price) {

@@ -204,9 +204,10 @@ func loopbackHost(hostport string) bool {
 	return err == nil && netguard.Loopback(a)
 }
 
-// servedTypes are the content types the copier stores (it sniffs them);
+// servedTypes are the content types the copier stores (it sniffs them),
+// and a long video's WebVTT captions (text/vtt, always UTF-8);
 // anything else is served as a download of unknown type.
-var servedTypes = map[string]bool{"video/mp4": true, "image/png": true, "image/jpeg": true, "image/webp": true}
+var servedTypes = map[string]bool{"video/mp4": true, "text/vtt": true, "image/png": true, "image/jpeg": true, "image/webp": true}
 
 // filesHandler is the file origin: GET and HEAD of a published key, the
 // query ignored (as the distribution's cache policy ignores it, so no

@@ -40,6 +40,15 @@ type longVideoTexts struct {
 	Scenes []sceneItem `dynamodbav:"scenes"`
 }
 
+// studioItem is a video's domain.Studio; an empty field is left out.
+type studioItem struct {
+	AspectRatio string   `dynamodbav:"aspect_ratio,omitempty"`
+	Captions    string   `dynamodbav:"captions,omitempty"`
+	Transition  string   `dynamodbav:"transition,omitempty"`
+	MusicURL    string   `dynamodbav:"music_url,omitempty"`
+	MusicVolume *float64 `dynamodbav:"music_volume,omitempty"`
+}
+
 type longVideoItem struct {
 	ID              string                `dynamodbav:"id"`
 	UserID          string                `dynamodbav:"user_id"`
@@ -48,6 +57,7 @@ type longVideoItem struct {
 	LanguageCode    string                `dynamodbav:"language_code"`
 	EnableNarration bool                  `dynamodbav:"enable_narration"`
 	VideoStyle      string                `dynamodbav:"video_style,omitempty"`
+	Studio          studioItem            `dynamodbav:"studio"`
 	Scenes          []sceneItem           `dynamodbav:"scenes"`
 	Status          string                `dynamodbav:"status"`
 	FinalVideoURL   string                `dynamodbav:"final_video_url,omitempty"`
@@ -75,7 +85,7 @@ func (s *Store) CreateLongVideo(ctx context.Context, v domain.LongVideo) error {
 	}
 	it := longVideoItem{
 		ID: v.ID, UserID: v.UserID, Prompt: v.Prompt, Model: v.Model, LanguageCode: v.LanguageCode,
-		EnableNarration: v.EnableNarration, VideoStyle: v.VideoStyle, Scenes: scenes, Status: string(v.Status),
+		EnableNarration: v.EnableNarration, VideoStyle: v.VideoStyle, Studio: studioItem(v.Studio), Scenes: scenes, Status: string(v.Status),
 		FinalVideoURL: v.FinalVideoURL, TotalDuration: v.TotalDuration, Error: v.Error, CreditsHeld: num(v.CreditsHeld),
 		recordTimes: recordTimesOf(v.CreatedAt, v.UpdatedAt, v.Deadline),
 		SceneStatus: map[string]sceneStateItem{}, webhookFields: webhookFieldsOf(v.Webhook),
@@ -184,7 +194,7 @@ func (s *Store) withLongVideoTexts(ctx context.Context, stored []storedLongVideo
 func (it longVideoItem) longVideo() (domain.LongVideo, error) {
 	v := domain.LongVideo{
 		ID: it.ID, UserID: it.UserID, Prompt: it.Prompt, Model: it.Model, LanguageCode: it.LanguageCode,
-		EnableNarration: it.EnableNarration, VideoStyle: it.VideoStyle,
+		EnableNarration: it.EnableNarration, VideoStyle: it.VideoStyle, Studio: domain.Studio(it.Studio),
 		Status: domain.Status(it.Status), FinalVideoURL: it.FinalVideoURL, TotalDuration: it.TotalDuration,
 		Error: it.Error, Webhook: it.webhook(),
 	}

@@ -25,13 +25,17 @@ func (s *Store) CreateLongVideo(ctx context.Context, v domain.LongVideo) error {
 	if err != nil {
 		return fmt.Errorf("create long video %s: %w", v.ID, err)
 	}
+	studio, err := json.Marshal(v.Studio)
+	if err != nil {
+		return fmt.Errorf("create long video %s: %w", v.ID, err)
+	}
 	return s.insertNew(ctx, "create long video "+v.ID, `INSERT INTO long_videos
 		(id, user_id, prompt, model, language_code, enable_narration, video_style, scenes, status, final_video_url,
-		 total_duration, error, credits_held, created_at, updated_at, deadline, webhook_url, webhook_events)
-		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT(id) DO NOTHING`,
+		 total_duration, error, credits_held, created_at, updated_at, deadline, webhook_url, webhook_events, studio)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT(id) DO NOTHING`,
 		v.ID, v.UserID, v.Prompt, v.Model, v.LanguageCode, v.EnableNarration, v.VideoStyle, string(scenes),
 		string(v.Status), v.FinalVideoURL, v.TotalDuration, v.Error, credits, formatTime(v.CreatedAt),
-		formatTime(v.UpdatedAt), formatTime(v.Deadline), v.Webhook.URL, string(events))
+		formatTime(v.UpdatedAt), formatTime(v.Deadline), v.Webhook.URL, string(events), string(studio))
 }
 
 func (s *Store) GetLongVideo(ctx context.Context, id string) (domain.LongVideo, error) {
@@ -42,22 +46,22 @@ func (s *Store) GetLongVideo(ctx context.Context, id string) (domain.LongVideo, 
 func (s *Store) queryLongVideos(ctx context.Context, where string, args ...any) ([]domain.LongVideo, error) {
 	return queryRows(ctx, s, "read long videos", `SELECT id, user_id, prompt, model, language_code, enable_narration,
 		video_style, scenes, status, final_video_url, total_duration, error, credits_held, created_at, updated_at,
-		deadline, webhook_url, webhook_events, webhook_attempts, scene_status, output_expires_at, data_removal, finishing
+		deadline, webhook_url, webhook_events, webhook_attempts, scene_status, output_expires_at, data_removal, finishing, studio
 		FROM long_videos `+where, args,
 		func(rows *sql.Rows) (domain.LongVideo, error) {
 			var v domain.LongVideo
-			var scenes, status, created, updated, deadline, events, attempts, sceneStatus, expires, removal string
+			var scenes, status, created, updated, deadline, events, attempts, sceneStatus, expires, removal, studio string
 			var credits int64
 			var finishing bool
 			err := rows.Scan(&v.ID, &v.UserID, &v.Prompt, &v.Model, &v.LanguageCode, &v.EnableNarration, &v.VideoStyle,
 				&scenes, &status, &v.FinalVideoURL, &v.TotalDuration, &v.Error, &credits, &created, &updated, &deadline,
-				&v.Webhook.URL, &events, &attempts, &sceneStatus, &expires, &removal, &finishing)
+				&v.Webhook.URL, &events, &attempts, &sceneStatus, &expires, &removal, &finishing, &studio)
 			if err != nil {
 				return domain.LongVideo{}, fmt.Errorf("read long videos: %w", err)
 			}
 			v.Status, v.CreditsHeld = domain.Status(status), domain.CentsToCredits(credits)
-			if err := unmarshalColumns(v.ID, []any{&v.Scenes, &v.Webhook.Events, &v.WebhookAttempts, &v.SceneStatus},
-				scenes, events, attempts, sceneStatus); err != nil {
+			if err := unmarshalColumns(v.ID, []any{&v.Scenes, &v.Webhook.Events, &v.WebhookAttempts, &v.SceneStatus, &v.Studio},
+				scenes, events, attempts, sceneStatus, studio); err != nil {
 				return domain.LongVideo{}, err
 			}
 			v.CreatedAt, v.UpdatedAt, v.Deadline, err = parseRecordTimes(created, updated, deadline)

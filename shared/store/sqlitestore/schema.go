@@ -193,6 +193,8 @@ var addedColumns = []struct{ table, column, decl string }{
 	// failed, never canceled (ClaimGenerationFinish).
 	{"generations", "finishing", "INTEGER NOT NULL DEFAULT 0"},
 	{"long_videos", "finishing", "INTEGER NOT NULL DEFAULT 0"},
+	// A long video's production options (domain.Studio) as JSON.
+	{"long_videos", "studio", "TEXT NOT NULL DEFAULT '{}'"},
 	// 0: the default retention.
 	{"accounts", "output_retention_days", "INTEGER NOT NULL DEFAULT 0"},
 	// Keys managed by their holder: scopes '' (a key made before scopes)

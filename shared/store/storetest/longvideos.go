@@ -30,7 +30,7 @@ func testLongVideos(t *testing.T, s store.Store) {
 	ctx := context.Background()
 	id := newAccount(t, s, domain.PlanFree, "0")
 	v := domain.LongVideo{ID: uuid.NewString(), UserID: id, Prompt: "the sea", Model: "beta-2", LanguageCode: "es",
-		EnableNarration: true, VideoStyle: "documentary",
+		EnableNarration: true, VideoStyle: "documentary", Studio: domain.Studio{AspectRatio: domain.AspectPortrait, Captions: domain.CaptionsBurned, Transition: domain.TransitionCrossfade},
 		Scenes: []domain.Scene{{SceneNumber: 1, Prompt: "waves"}, {SceneNumber: 2, Prompt: "gulls", Narration: "Las gaviotas."}},
 		Status: domain.StatusProcessing, CreditsHeld: credits("100.50"), CreatedAt: now, UpdatedAt: now, Deadline: now.Add(time.Hour)}
 	if err := s.CreateLongVideo(ctx, v); err != nil {
@@ -44,7 +44,7 @@ func testLongVideos(t *testing.T, s store.Store) {
 		t.Fatal(err)
 	}
 	if got.UserID != id || got.Prompt != v.Prompt || got.Model != v.Model || got.LanguageCode != "es" ||
-		!got.EnableNarration || got.VideoStyle != "documentary" || len(got.Scenes) != 2 ||
+		!got.EnableNarration || got.VideoStyle != "documentary" || got.Studio != v.Studio || len(got.Scenes) != 2 ||
 		got.Scenes[1] != v.Scenes[1] || got.Status != domain.StatusProcessing || !got.CreditsHeld.Equal(v.CreditsHeld) ||
 		!got.CreatedAt.Equal(now) || !got.Deadline.Equal(v.Deadline) {
 		t.Errorf("stored long video = %+v, want %+v", got, v)
