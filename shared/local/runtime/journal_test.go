@@ -58,6 +58,9 @@ func TestTheJournalAndUsageAccountForEveryCredit(t *testing.T) {
 		}
 	}
 
+	// A record turns final just before its hold is settled (two writes):
+	// the books are read once every hold is.
+	settledAccount(t, rt, owner.UserID)
 	acct := call(t, rt, http.MethodGet, "/api/account", key, nil)
 	entries := transactions(t, rt, key, "")
 	if len(entries) != 1+2*len(ids) {
