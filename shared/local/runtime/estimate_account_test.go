@@ -32,6 +32,7 @@ func TestEstimateAndAccount(t *testing.T) {
 		t.Errorf("charged %s, estimated %s", created.str("credits_used"), est.str("credits"))
 	}
 	waitFinal(t, rt, owner.APIKey, created.str("uuid"), 30*time.Second)
+	settledAccount(t, rt, owner.UserID) // the hold is settled just after the record turns final
 	acct := call(t, rt, http.MethodGet, "/api/account", owner.APIKey, nil)
 	if acct.status != http.StatusOK {
 		t.Fatalf("account: HTTP %d %s", acct.status, acct.body)
