@@ -155,19 +155,17 @@ func TestMapWithItemSelectorAndMaxConcurrency(t *testing.T) {
 		item := in["item"].(map[string]any)
 		return map[string]any{"index": in["index"], "sku": item["sku"], "ship_date": in["date"]}, nil
 	})}
-	type result struct {
-		got map[string]any
-		err error
-	}
-	done := make(chan result, 1)
-	go func() {
-		got, err := mustRun(t, `{"StartAt":"M","States":{"M":{"Type":"Map","ItemsPath":"$.shipped","MaxConcurrency":2,
+	m, err := Load("test", []byte(`{"StartAt":"M","States":{"M":{"Type":"Map","ItemsPath":"$.shipped","MaxConcurrency":2,
 		"ItemSelector":{"date.$":"$.delivery-date","index.$":"$$.Map.Item.Index","item.$":"$$.Map.Item.Value"},
 		"ItemProcessor":{"ProcessorConfig":{"Mode":"INLINE"},"StartAt":"Ship","States":{"Ship":{"Type":"Task","Resource":"ship","End":true}}},
-		"ResultPath":"$.detail.shipped","End":true}}}`, res,
-			`{"delivery-date":"tomorrow","shipped":[{"sku":"a"},{"sku":"b"},{"sku":"c"},{"sku":"d"},{"sku":"e"}]}`)
-		done <- result{got, err}
-	}()
+		"ResultPath":"$.detail.shipped","End":true}}}`), Config{Resources: res})
+	if err != nil {
+		t.Fatalf("Load: %v", err)
+	}
+	e, err := m.Start(context.Background(), "x", json.RawMessage(`{"delivery-date":"tomorrow","shipped":[{"sku":"a"},{"sku":"b"},{"sku":"c"},{"sku":"d"},{"sku":"e"}]}`))
+	if err != nil {
+		t.Fatal(err)
+	}
 	for left := 5; left > 0; left-- {
 		want := int32(min(2, left))
 		if !waitfor.Condition(t, 10*time.Second, fmt.Sprintf("%d iterations running at once", want), func() bool { return inFlight.Load() == want }) {
@@ -175,9 +173,12 @@ func TestMapWithItemSelectorAndMaxConcurrency(t *testing.T) {
 		}
 		release <- struct{}{}
 	}
-	r := <-done
-	got, err := r.got, r.err
+	out, err := e.Wait()
 	if err != nil {
+		t.Fatal(err)
+	}
+	var got map[string]any
+	if err := json.Unmarshal(out, &got); err != nil {
 		t.Fatal(err)
 	}
 	shipped := got["detail"].(map[string]any)["shipped"].([]any)
