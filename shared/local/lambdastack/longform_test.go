@@ -22,6 +22,7 @@ import (
 	"github.com/mediagen-dev/mediagen/shared/local/lambdaruntime"
 	"github.com/mediagen-dev/mediagen/shared/local/stepfunctions"
 	"github.com/mediagen-dev/mediagen/shared/testsupport"
+	"github.com/mediagen-dev/mediagen/shared/testsupport/waitfor"
 )
 
 // longBody is a long-form create request of n scenes.
@@ -56,20 +57,11 @@ func createLong(t *testing.T, l *Local, scenes int, narrate bool) (string, float
 // processing: generous, for real processes on a loaded machine.
 func waitLong(t *testing.T, l *Local, id string, limit time.Duration) map[string]any {
 	t.Helper()
-	deadline := time.Now().Add(limit)
-	for {
-		status, view := call(t, l, http.MethodGet, "/api/long-story/videos/"+id, "")
-		if status != http.StatusOK {
-			t.Fatalf("status of %s: %d %v", id, status, view)
-		}
-		if view["status"] != "processing" {
-			return view
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("video %s still processing after %s\n%s", id, limit, l.workflowLogs())
-		}
-		time.Sleep(500 * time.Millisecond)
+	view := waitStatusAs(t, l, l.Dev.APIKey, "/api/long-story/videos/"+id, limit)
+	if view["status"] == "processing" {
+		t.Fatalf("video %s still processing after %s\n%s", id, limit, l.workflowLogs())
 	}
+	return view
 }
 
 // workflowLogs are the task functions' logs, for failure messages.
@@ -86,8 +78,7 @@ func (s *Stack) workflowLogs() string {
 // settlement follows the final status.
 func journal(t *testing.T, l *Local, workID string, want ...string) map[string][]string {
 	t.Helper()
-	deadline := time.Now().Add(20 * time.Second)
-	for {
+	out, _ := waitfor.Value(t, 20*time.Second, fmt.Sprintf("the journal of %s to hold %v", workID, want), func() (map[string][]string, bool) {
 		status, page := call(t, l, http.MethodGet, "/api/account/transactions?work_id="+workID, "")
 		if status != http.StatusOK {
 			t.Fatalf("transactions: %d %v", status, page)
@@ -98,17 +89,14 @@ func journal(t *testing.T, l *Local, workID string, want ...string) map[string][
 			e, _ := it.(map[string]any)
 			out[fmt.Sprint(e["type"])] = append(out[fmt.Sprint(e["type"])], fmt.Sprint(e["amount"]))
 		}
-		complete := true
 		for _, w := range want {
 			if len(out[w]) == 0 {
-				complete = false
+				return out, false
 			}
 		}
-		if complete || time.Now().After(deadline) {
-			return out
-		}
-		time.Sleep(250 * time.Millisecond)
-	}
+		return out, true
+	})
+	return out
 }
 
 // sameAmount compares a journal amount with the estimate's credits.
@@ -254,17 +242,13 @@ func TestACanceledLongVideoStopsItsExecutionAndReleasesOnce(t *testing.T) {
 		t.Fatalf("cancel: %d %v\n%s", status, body, l.logsOf("LongStoryCancelFunction"))
 	}
 	release()
-	deadline := time.Now().Add(time.Minute)
-	for {
-		st, _, _ := sm.Execution(id)
-		if st == "ABORTED" && l.Functions()["MarkFailedFunction"].Invocations() > before {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("after the cancel the execution is %s and MarkFailedFunction ran %d times (before: %d)\n%s",
-				st, l.Functions()["MarkFailedFunction"].Invocations(), before, l.logsOf("LongStoryCancelFunction"))
-		}
-		time.Sleep(250 * time.Millisecond)
+	var st string
+	if !waitfor.Condition(t, time.Minute, "the execution aborted and MarkFailedFunction run", func() bool {
+		st, _, _ = sm.Execution(id)
+		return st == "ABORTED" && l.Functions()["MarkFailedFunction"].Invocations() > before
+	}) {
+		t.Fatalf("after the cancel the execution is %s and MarkFailedFunction ran %d times (before: %d)\n%s",
+			st, l.Functions()["MarkFailedFunction"].Invocations(), before, l.logsOf("LongStoryCancelFunction"))
 	}
 	view := waitLong(t, l, id, time.Minute)
 	if view["status"] != "canceled" {

@@ -33,6 +33,7 @@ import (
 	"github.com/mediagen-dev/mediagen/shared/local/lambdaruntime"
 	"github.com/mediagen-dev/mediagen/shared/local/simulator"
 	"github.com/mediagen-dev/mediagen/shared/testsupport"
+	"github.com/mediagen-dev/mediagen/shared/testsupport/waitfor"
 	"github.com/mediagen-dev/mediagen/shared/webhook"
 )
 
@@ -157,24 +158,21 @@ func newHookReceiver() *hookReceiver {
 // returns every one received so far that does.
 func (h *hookReceiver) waitFor(t *testing.T, id string, limit time.Duration) []receivedHook {
 	t.Helper()
-	deadline := time.Now().Add(limit)
-	for {
+	got, ok := waitfor.Value(t, limit, "a webhook naming "+id, func() ([]receivedHook, bool) {
 		var got []receivedHook
 		h.mu.Lock()
+		defer h.mu.Unlock()
 		for _, r := range h.received {
 			if bytes.Contains(r.body, []byte(id)) {
 				got = append(got, r)
 			}
 		}
-		h.mu.Unlock()
-		if len(got) > 0 {
-			return got
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("no webhook naming %s arrived in %s", id, limit)
-		}
-		time.Sleep(100 * time.Millisecond)
+		return got, len(got) > 0
+	})
+	if !ok {
+		t.FailNow()
 	}
+	return got
 }
 
 // newAccount makes an account of its own for a test, so that its balance
@@ -629,15 +627,19 @@ func TestAPollerKilledMidBatchIsRedeliveredAndSettlesOnce(t *testing.T) {
 	// alike), and the mapping's long polls run one after the other: the
 	// second answered from now started after the change.
 	after := receives.Load()
-	waitUntil(t, time.Minute, "the mapping's receives under the new visibility timeout", func() bool { return receives.Load() >= after+2 })
+	if !waitfor.Condition(t, time.Minute, "the mapping's receives under the new visibility timeout", func() bool { return receives.Load() >= after+2 }) {
+		t.FailNow()
+	}
 
 	id, price := generate(t, l, acct.APIKey, imageRequest("a ferry at night"))
 	genID.Store(id)
-	waitUntil(t, 2*time.Minute, "the poller's capture of the generation, to kill it there", func() bool { return killed.Load() != 0 })
+	if !waitfor.Condition(t, 2*time.Minute, "the poller's capture of the generation, to kill it there", func() bool { return killed.Load() != 0 }) {
+		t.FailNow()
+	}
 	// The message in the killed batch comes back after the visibility
 	// timeout; its poll finds the generation settled, and the mapping
 	// deletes it.
-	waitUntil(t, visibility+2*time.Minute, "a delivery again of the generation's message, settled", func() bool {
+	if !waitfor.Condition(t, visibility+2*time.Minute, "a delivery again of the generation's message, settled", func() bool {
 		mu.Lock()
 		defer mu.Unlock()
 		for receipt := range again {
@@ -646,7 +648,9 @@ func TestAPollerKilledMidBatchIsRedeliveredAndSettlesOnce(t *testing.T) {
 			}
 		}
 		return false
-	})
+	}) {
+		t.FailNow()
+	}
 	if log := l.logsOf("PollerFunction"); !strings.Contains(log, "Status: "+lambdaruntime.ErrorTypeExit) {
 		t.Errorf("the poller's log reports no %s for the killed invocation:\n%s", lambdaruntime.ErrorTypeExit, log)
 	}
@@ -658,18 +662,6 @@ func TestAPollerKilledMidBatchIsRedeliveredAndSettlesOnce(t *testing.T) {
 	}
 	if bal, held := balance(t, l, acct.APIKey); !bal.Equal(decimal.NewFromInt(100).Sub(price)) || !held.IsZero() {
 		t.Errorf("balance %s held %s, want %s held 0: charged once", bal, held, decimal.NewFromInt(100).Sub(price))
-	}
-}
-
-// waitUntil polls cond until it holds, failing the test past limit.
-func waitUntil(t *testing.T, limit time.Duration, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(limit)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("waited %s for %s", limit, what)
-		}
-		time.Sleep(100 * time.Millisecond)
 	}
 }
 

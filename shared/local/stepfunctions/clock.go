@@ -169,3 +169,17 @@ func (c *ManualClock) Pending() int {
 	}
 	return n
 }
+
+// Due reports whether a timer set and neither fired nor stopped is due at
+// t: a test waits for the workflow to set (or reset, as a heartbeat does)
+// the timer it means to move past.
+func (c *ManualClock) Due(t time.Time) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for _, tm := range c.timers {
+		if !tm.ended && tm.at.Equal(t) {
+			return true
+		}
+	}
+	return false
+}

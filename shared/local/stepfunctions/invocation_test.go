@@ -10,6 +10,8 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/mediagen-dev/mediagen/shared/testsupport/waitfor"
 )
 
 // generous bounds a wait for something the runner does at once, on a
@@ -85,26 +87,20 @@ func (h *heldFunction) waitStarted(t *testing.T) int {
 // waitReturned waits for the one call to return.
 func (h *heldFunction) waitReturned(t *testing.T) {
 	t.Helper()
-	for deadline := time.Now().Add(generous); ; time.Sleep(time.Millisecond) {
+	if !waitfor.Condition(t, generous, "the invocation to return", func() bool {
 		h.mu.Lock()
-		n := h.returned
-		h.mu.Unlock()
-		if n > 0 {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatal("the invocation did not return")
-		}
+		defer h.mu.Unlock()
+		return h.returned > 0
+	}) {
+		t.FailNow()
 	}
 }
 
 // waitPending waits for the runner to set n timers on the clock.
 func waitPending(t *testing.T, c *ManualClock, n int) {
 	t.Helper()
-	for deadline := time.Now().Add(generous); c.Pending() < n; time.Sleep(time.Millisecond) {
-		if time.Now().After(deadline) {
-			t.Fatalf("%d timers set on the clock, want %d", c.Pending(), n)
-		}
+	if !waitfor.Condition(t, generous, fmt.Sprintf("%d timers set on the clock", n), func() bool { return c.Pending() >= n }) {
+		t.FailNow()
 	}
 }
 

@@ -4,10 +4,13 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/mediagen-dev/mediagen/shared/testsupport/waitfor"
 )
 
 func fn(f func(in map[string]any) (any, error)) TaskFunc {
@@ -132,9 +135,13 @@ func TestParallelRunsBranchesOnTheSameInput(t *testing.T) {
 }
 
 // The developer guide's Map example over $.shipped with ItemSelector and the
-// context object's item index and value, bounded by MaxConcurrency.
+// context object's item index and value, bounded by MaxConcurrency: each
+// iteration runs until the test lets one go, once two run at once (or the
+// last one runs), so that a third started alongside would be counted.
 func TestMapWithItemSelectorAndMaxConcurrency(t *testing.T) {
 	var inFlight, peak atomic.Int32
+	release := make(chan struct{})
+	t.Cleanup(func() { close(release) })
 	res := map[string]TaskFunc{"ship": fn(func(in map[string]any) (any, error) {
 		n := inFlight.Add(1)
 		for {
@@ -143,17 +150,35 @@ func TestMapWithItemSelectorAndMaxConcurrency(t *testing.T) {
 				break
 			}
 		}
-		time.Sleep(20 * time.Millisecond)
+		<-release
 		inFlight.Add(-1)
 		item := in["item"].(map[string]any)
 		return map[string]any{"index": in["index"], "sku": item["sku"], "ship_date": in["date"]}, nil
 	})}
-	got, err := mustRun(t, `{"StartAt":"M","States":{"M":{"Type":"Map","ItemsPath":"$.shipped","MaxConcurrency":2,
+	m, err := Load("test", []byte(`{"StartAt":"M","States":{"M":{"Type":"Map","ItemsPath":"$.shipped","MaxConcurrency":2,
 		"ItemSelector":{"date.$":"$.delivery-date","index.$":"$$.Map.Item.Index","item.$":"$$.Map.Item.Value"},
 		"ItemProcessor":{"ProcessorConfig":{"Mode":"INLINE"},"StartAt":"Ship","States":{"Ship":{"Type":"Task","Resource":"ship","End":true}}},
-		"ResultPath":"$.detail.shipped","End":true}}}`, res,
-		`{"delivery-date":"tomorrow","shipped":[{"sku":"a"},{"sku":"b"},{"sku":"c"},{"sku":"d"},{"sku":"e"}]}`)
+		"ResultPath":"$.detail.shipped","End":true}}}`), Config{Resources: res})
 	if err != nil {
+		t.Fatalf("Load: %v", err)
+	}
+	e, err := m.Start(context.Background(), "x", json.RawMessage(`{"delivery-date":"tomorrow","shipped":[{"sku":"a"},{"sku":"b"},{"sku":"c"},{"sku":"d"},{"sku":"e"}]}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for left := 5; left > 0; left-- {
+		want := int32(min(2, left))
+		if !waitfor.Condition(t, 10*time.Second, fmt.Sprintf("%d iterations running at once", want), func() bool { return inFlight.Load() == want }) {
+			t.FailNow()
+		}
+		release <- struct{}{}
+	}
+	out, err := e.Wait()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got map[string]any
+	if err := json.Unmarshal(out, &got); err != nil {
 		t.Fatal(err)
 	}
 	shipped := got["detail"].(map[string]any)["shipped"].([]any)
@@ -279,16 +304,17 @@ func TestIntrinsicFunctions(t *testing.T) {
 }
 
 func TestStopAbortsAWaitingExecution(t *testing.T) {
-	m, err := Load("w", []byte(`{"StartAt":"W","States":{"W":{"Type":"Wait","Seconds":3600,"End":true}}}`), Config{})
+	clock := NewManualClock(time.Date(2026, 12, 1, 12, 0, 0, 0, time.UTC))
+	m, err := Load("w", []byte(`{"StartAt":"W","States":{"W":{"Type":"Wait","Seconds":3600,"End":true}}}`), Config{Clock: clock})
 	if err != nil {
 		t.Fatal(err)
 	}
 	e, _ := m.Start(context.Background(), "w", json.RawMessage(`{}`))
-	time.Sleep(10 * time.Millisecond)
+	waitPending(t, clock, 1) // the Wait state's hour
 	e.Stop()
 	select {
 	case <-e.Done():
-	case <-time.After(5 * time.Second):
+	case <-time.After(generous):
 		t.Fatal("Stop did not end the execution")
 	}
 	if _, err := e.Wait(); e.Status() != "ABORTED" || err == nil {

@@ -10,6 +10,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/mediagen-dev/mediagen/shared/testsupport/waitfor"
 )
 
 // tokenDef is a .waitForTaskToken task on function "worker" with extra
@@ -181,22 +183,43 @@ func TestHeartbeatTimeoutIsCatchable(t *testing.T) {
 	}
 }
 
-// Heartbeats keep a task alive past HeartbeatSeconds. Generous margins: the
-// clock is 300ms and a beat goes every 20ms.
+// Heartbeats keep a task alive past HeartbeatSeconds: on the machine's
+// clock, a heartbeat every 2 s restarts the 3 s clock, so that the task
+// still waits for its token twice HeartbeatSeconds after it started.
 func TestHeartbeatsKeepTheTaskAlive(t *testing.T) {
 	tokens := make(chan string, 1)
-	w, e := startToken(t, tokenDef(`"HeartbeatSeconds":3,`), map[string]TaskFunc{"worker": worker(tokens)}, 0.1)
+	clock := NewManualClock(time.Date(2026, 12, 1, 12, 0, 0, 0, time.UTC))
+	m, err := Load("tokens", []byte(tokenDef(`"HeartbeatSeconds":3,`)), Config{Resources: map[string]TaskFunc{"worker": worker(tokens)}, Clock: clock})
+	if err != nil {
+		t.Fatalf("Load: %v", err)
+	}
+	w := &Workflow{Machine: m}
+	if err := w.Start(context.Background(), "x", []byte(`{"job":7}`)); err != nil {
+		t.Fatal(err)
+	}
+	e, _ := w.Execution("x")
 	tok := <-tokens
-	for deadline := time.Now().Add(600 * time.Millisecond); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
+	waitDue(t, clock, clock.Now().Add(3*time.Second))
+	for range 3 {
+		clock.Advance(2 * time.Second)
 		if err := w.SendTaskHeartbeat(context.Background(), tok); err != nil {
 			t.Fatalf("heartbeat: %v", err)
 		}
+		waitDue(t, clock, clock.Now().Add(3*time.Second))
 	}
 	if err := w.SendTaskSuccess(context.Background(), tok, json.RawMessage(`1`)); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := e.Wait(); err != nil {
 		t.Errorf("%v, want success after twice HeartbeatSeconds of heartbeats", err)
+	}
+}
+
+// waitDue waits for the runner to set a timer due at at on the clock.
+func waitDue(t *testing.T, c *ManualClock, at time.Time) {
+	t.Helper()
+	if !waitfor.Condition(t, generous, "a timer due at "+at.Format(time.RFC3339), func() bool { return c.Due(at) }) {
+		t.FailNow()
 	}
 }
 
