@@ -23,12 +23,15 @@ const (
 	// waitMargin is kept before the function's deadline (ctx.Deadline in
 	// Lambda) when that comes first.
 	waitMargin = 2 * time.Second
-	// firstWaitRead is the first delay before the record is read again;
-	// it grows by half each read up to maxWaitRead, so a 25 s wait reads
-	// it at most about 20 times (maxWaitReads bounds it regardless).
-	firstWaitRead = 250 * time.Millisecond
-	maxWaitRead   = 2 * time.Second
-	maxWaitReads  = 40
+	// The record is read again every firstWaitRead for the first
+	// fastWaitReads reads (a quick image ends within a second or two, and
+	// the answer should see it as soon as a client polling every 500 ms
+	// would), then each delay grows by half up to maxWaitRead: a 25 s
+	// wait reads it about 37 times; maxWaitReads bounds it regardless.
+	firstWaitRead = 100 * time.Millisecond
+	fastWaitReads = 10
+	maxWaitRead   = time.Second
+	maxWaitReads  = 50
 )
 
 // CreateAndWait starts a generation as Create does, then, when wait is
@@ -66,7 +69,9 @@ func (s *Service) await(ctx context.Context, clk clock.Clock, g domain.Generatio
 		if !clock.Sleep(ctx, clk, min(delay, left)) {
 			break
 		}
-		delay = min(delay+delay/2, maxWaitRead)
+		if reads >= fastWaitReads-1 {
+			delay = min(delay+delay/2, maxWaitRead)
+		}
 		latest, err := s.Store.GetGeneration(ctx, g.UUID)
 		if err != nil {
 			s.log().WarnContext(ctx, "the wait for a generation ends early: its record could not be read",

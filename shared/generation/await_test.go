@@ -2,6 +2,7 @@ package generation_test
 
 import (
 	"context"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -10,6 +11,17 @@ import (
 	"github.com/mediagen-dev/mediagen/shared/generation"
 	"github.com/mediagen-dev/mediagen/shared/upstream"
 )
+
+// countingStore counts the reads of generation records.
+type countingStore struct {
+	generation.Store
+	reads atomic.Int64
+}
+
+func (c *countingStore) GetGeneration(ctx context.Context, uuid string) (domain.Generation, error) {
+	c.reads.Add(1)
+	return c.Store.GetGeneration(ctx, uuid)
+}
 
 type waited struct {
 	g   domain.Generation
@@ -58,14 +70,17 @@ func TestCreateAndWait(t *testing.T) {
 		finishes   bool
 		wantStatus domain.Status
 		wantAfter  time.Duration // the answer on the fake clock, from the request
+		maxReads   int64         // the record's reads while it waited
 	}{
-		{"a job that ends within the wait is answered completed with its outputs", 10 * time.Second, true, domain.StatusCompleted, 0},
-		{"a job still running answers processing once the wait is over", 3 * time.Second, false, domain.StatusProcessing, 3 * time.Second},
-		{"a 60 s wait is cut to the cap under API Gateway's 30 s", generation.MaxWait, false, domain.StatusProcessing, generation.WaitCap},
+		{"a job that ends within the wait is answered completed with its outputs", 10 * time.Second, true, domain.StatusCompleted, 0, 3},
+		{"a job still running answers processing once the wait is over", 3 * time.Second, false, domain.StatusProcessing, 3 * time.Second, 20},
+		{"a 60 s wait is cut to the cap under API Gateway's 30 s", generation.MaxWait, false, domain.StatusProcessing, generation.WaitCap, 40},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			f := setup(t)
+			counted := &countingStore{Store: f.svc.Store}
+			f.svc.Store = counted
 			var step func()
 			if c.finishes {
 				step = func() {
@@ -93,6 +108,9 @@ func TestCreateAndWait(t *testing.T) {
 			}
 			if elapsed := w.at.Sub(start); c.wantAfter > 0 && (elapsed < c.wantAfter || elapsed > c.wantAfter+100*time.Millisecond) {
 				t.Errorf("answered %s after the request, want %s", elapsed, c.wantAfter)
+			}
+			if n := counted.reads.Load(); n > c.maxReads {
+				t.Errorf("the record was read %d times while it waited %s, want at most %d", n, w.at.Sub(start), c.maxReads)
 			}
 			if c.finishes && w.at.Sub(start) >= c.wait {
 				t.Errorf("a job done at once was answered only when the wait was over (%s)", w.at.Sub(start))
