@@ -32,14 +32,14 @@ type waited struct {
 // createAndWait runs CreateAndWait on a fake clock in its own goroutine;
 // step, called once the wait has armed its first timer, may finish the
 // job. The clock then moves 100 ms at a time while the wait waits on it.
-func createAndWait(t *testing.T, f *fixture, wait time.Duration, step func()) (waited, time.Time) {
+func createAndWait(ctx context.Context, t *testing.T, f *fixture, wait time.Duration, step func()) (waited, time.Time) {
 	t.Helper()
 	start := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 	clk := clocktest.New(start)
 	f.svc.Settings.Timers = clk
 	done := make(chan waited, 1)
 	go func() {
-		g, err := f.creator().CreateAndWait(context.Background(), f.user, []byte(imageBody), wait)
+		g, err := f.creator().CreateAndWait(ctx, f.user, []byte(imageBody), wait)
 		done <- waited{g, err, clk.Now()}
 	}()
 	if !clk.WaitForTimers(1, 30*time.Second) {
@@ -93,7 +93,7 @@ func TestCreateAndWait(t *testing.T) {
 					}
 				}
 			}
-			w, start := createAndWait(t, f, c.wait, step)
+			w, start := createAndWait(context.Background(), t, f, c.wait, step)
 			if w.err != nil {
 				t.Fatal(w.err)
 			}
@@ -116,5 +116,25 @@ func TestCreateAndWait(t *testing.T) {
 				t.Errorf("a job done at once was answered only when the wait was over (%s)", w.at.Sub(start))
 			}
 		})
+	}
+}
+
+// In Lambda the function's deadline (ctx's) comes before a wait that
+// would outlast it: the answer leaves 2 s before it, processing.
+func TestCreateAndWaitEndsBeforeTheFunctionsDeadline(t *testing.T) {
+	f := setup(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	w, start := createAndWait(ctx, t, f, 20*time.Second, nil)
+	if w.err != nil {
+		t.Fatal(w.err)
+	}
+	if w.g.Status != domain.StatusProcessing {
+		t.Fatalf("answered %s, want processing", w.g.Status)
+	}
+	// The deadline is 10 s off on the wall clock when the wait starts;
+	// the wait ends 2 s before it, so at most 8 s of fake time.
+	if elapsed := w.at.Sub(start); elapsed > 8*time.Second+100*time.Millisecond || elapsed < 5*time.Second {
+		t.Errorf("answered %s after the request; want about 8 s (2 s before the 10 s deadline)", elapsed)
 	}
 }
