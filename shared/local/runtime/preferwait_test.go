@@ -5,10 +5,13 @@ import (
 	"context"
 	"net/http"
 	"testing"
+	"time"
 
 	"github.com/google/uuid"
 
+	"github.com/mediagen-dev/mediagen/shared/clock/clocktest"
 	"github.com/mediagen-dev/mediagen/shared/domain"
+	"github.com/mediagen-dev/mediagen/shared/local/runtime"
 )
 
 // Prefer: wait on POST /api/generations/generate, as Replicate's: a quick
@@ -84,5 +87,46 @@ func TestPreferWaitAnswersTheFinishedRecord(t *testing.T) {
 	}
 	if n != 3 {
 		t.Errorf("%d generations, want 3 (the quick one, the held one, the keyed one)", n)
+	}
+}
+
+// Prefer: wait=60 is cut to the 25 s cap, so the local gateway (as API
+// Gateway, 30 s) gets the processing record from the function, never its
+// own 503; the wait's clock is moved, not waited for.
+func TestPreferWaitIsCutToTheCapUnderTheGateway(t *testing.T) {
+	clk := clocktest.New(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
+	rt := start(t, runtime.Config{WaitClock: clk})
+	owner := newAccount(t, rt, domain.PlanEnterprise, 1000)
+	start := clk.Now()
+	answered := make(chan answer, 1)
+	go func() {
+		answered <- callHeaders(t, rt, http.MethodPost, "/api/generations/generate", owner.APIKey,
+			imageBody("a pier [simulate:hold]"), map[string]string{"Prefer": "wait=60"})
+	}()
+	// The clock moves each time the wait has armed its timer, until the
+	// answer comes (2 min on the wall clock is for a broken test only).
+	var got answer
+	for limit := time.Now().Add(2 * time.Minute); ; {
+		select {
+		case got = <-answered:
+		default:
+			if time.Now().After(limit) {
+				t.Fatal("the waiting generate never answered")
+			}
+			if clk.WaitForTimers(1, 50*time.Millisecond) {
+				clk.Advance(500 * time.Millisecond)
+			}
+			continue
+		}
+		break
+	}
+	if got.status != http.StatusOK || got.str("status") != "processing" {
+		t.Fatalf("Prefer: wait=60 on a job that runs on: HTTP %d %s; want the processing record", got.status, got.body)
+	}
+	if waited := clk.Now().Sub(start); waited < 25*time.Second || waited > 26*time.Second {
+		t.Errorf("the answer came %s after the request on the wait's clock, want the 25 s cap", waited)
+	}
+	if c := call(t, rt, http.MethodPost, "/api/generations/"+got.str("uuid")+"/cancel", owner.APIKey, nil); c.status != http.StatusOK {
+		t.Errorf("cancel the held job: HTTP %d %s", c.status, c.body)
 	}
 }
