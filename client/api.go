@@ -3,6 +3,8 @@ package client
 import (
 	"context"
 	"net/http"
+	"strconv"
+	"time"
 
 	"github.com/mediagen-dev/mediagen/shared/apiview"
 )
@@ -109,6 +111,21 @@ type LongVideoEstimate = apiview.LongVideoEstimate
 // Generate starts an image or video generation.
 func (c *Client) Generate(ctx context.Context, req GenerateRequest) (Generation, error) {
 	return do[Generation](ctx, c, http.MethodPost, "/api/generations/generate", req)
+}
+
+// MaxWait is the longest wait GenerateAndWait asks for (Prefer: wait=60);
+// the service answers within 25 s whatever is asked.
+const MaxWait = 60 * time.Second
+
+// GenerateAndWait is Generate with Prefer: wait=N, N being wait in whole
+// seconds (1 to MaxWait): the service answers once the generation is final
+// or the wait is over, so a quick image comes back completed, with its
+// outputs, in one request; one still running comes back processing.
+func (c *Client) GenerateAndWait(ctx context.Context, req GenerateRequest, wait time.Duration) (Generation, error) {
+	secs := min(max(int((wait+time.Second-1)/time.Second), 1), int(MaxWait/time.Second))
+	var out Generation
+	err := c.doWith(ctx, http.MethodPost, "/api/generations/generate", req, &out, http.Header{"Prefer": {"wait=" + strconv.Itoa(secs)}})
+	return out, err
 }
 
 // Generation reads a generation's status by its UUID or integer id.

@@ -163,6 +163,11 @@ var unkeyedPaths = []string{"/api/account/keys"}
 // doing the work twice (except on the routes that keep none, which are
 // then never sent again after a lost answer).
 func (c *Client) Do(ctx context.Context, method, path string, body, out any) error {
+	return c.doWith(ctx, method, path, body, out, nil)
+}
+
+// doWith is Do with extra request headers (nil: none).
+func (c *Client) doWith(ctx context.Context, method, path string, body, out any, extra http.Header) error {
 	var raw []byte
 	if body != nil {
 		var err error
@@ -180,6 +185,9 @@ func (c *Client) Do(ctx context.Context, method, path string, body, out any) err
 	}
 	if method == http.MethodPost && !slices.Contains(unkeyedPaths, path) {
 		header.Set("Idempotency-Key", newKey())
+	}
+	for k, vs := range extra {
+		header[k] = vs
 	}
 	resp, err := c.send(ctx, method, c.BaseURL+path, header, raw)
 	if err != nil {

@@ -284,13 +284,27 @@ func runBench(ctx context.Context, c benchConfig, log io.Writer) (*benchReport, 
 		return nil, err
 	}
 	hookLags, err := completionLags(ctx, client, rtHook, keyHook, c.Completions)
-	stopHook()
 	if err != nil {
+		stopHook()
 		return nil, err
 	}
 	hookP50, hookP99 := percentile(hookLags, 50), percentile(hookLags, 99)
 	rep.add("completion → completed, callback path: p50", hookP50.Seconds()*1000, "ms", "≤ 250 ms",
 		is(hookP50 <= 250*time.Millisecond), fmt.Sprintf("p99 %s; includes copying the output into the bucket", ms(hookP99)))
+
+	// The same image, request → completed answer: one request with
+	// Prefer: wait, beside a client that polls the status view.
+	fmt.Fprintln(log, "bench: Prefer: wait…")
+	waited, polled, err := syncVsPolled(ctx, client, rtHook, keyHook, c.Completions, syncPollEvery)
+	stopHook()
+	if err != nil {
+		return nil, err
+	}
+	waitedP50, polledP50 := percentile(waited, 50), percentile(polled, 50)
+	rep.add("image, request → completed answer, Prefer: wait: p50", waitedP50.Seconds()*1000, "ms", "< polling's",
+		is(waitedP50 < polledP50), fmt.Sprintf("p99 %s; simulator latency %s, callback path", ms(percentile(waited, 99)), c.SimLatency))
+	rep.add("image, request → completed answer, polling: p50", polledP50.Seconds()*1000, "ms", "", nil,
+		fmt.Sprintf("p99 %s; the status view read every %s, as replicate's client polls", ms(percentile(polled, 99)), syncPollEvery))
 
 	// 4. Costs per 1,000 single generations, on a runtime on DynamoDB:
 	// generations, one at a time, whose client reads the status once, when
@@ -938,6 +952,51 @@ func completionLags(ctx context.Context, client *http.Client, rt *runtime.Runtim
 		lags = append(lags, seen.Sub(done))
 	}
 	return lags, nil
+}
+
+// syncPollEvery is how often the polling client reads the status view:
+// replicate's JavaScript client's default interval.
+const syncPollEvery = 500 * time.Millisecond
+
+// syncVsPolled creates n images one at a time with Prefer: wait=60 and n
+// more that it polls every pollEvery, and measures each from the request
+// to the answer saying completed. A waited answer not completed is an
+// error: the wait did not give the result.
+func syncVsPolled(ctx context.Context, client *http.Client, rt *runtime.Runtime, key string, n int, pollEvery time.Duration) (waited, polled []time.Duration, err error) {
+	for i := 0; i < n; i++ {
+		req, err := request(ctx, http.MethodPost, rt.BaseURL+"/api/generations/generate", key, imageBody)
+		if err != nil {
+			return nil, nil, err
+		}
+		req.Header.Set("Prefer", "wait=60")
+		start := time.Now()
+		raw, err := do(client, req)
+		if err != nil {
+			return nil, nil, err
+		}
+		took := time.Since(start)
+		var rec struct{ UUID, Status string }
+		if err := json.Unmarshal(raw, &rec); err != nil {
+			return nil, nil, fmt.Errorf("Prefer: wait answer %s: %w", raw, err)
+		}
+		if rec.Status != "completed" {
+			return nil, nil, fmt.Errorf("Prefer: wait answered generation %s %s, not completed", rec.UUID, rec.Status)
+		}
+		waited = append(waited, took)
+
+		start = time.Now()
+		created, err := postJSON(ctx, client, rt.BaseURL+"/api/generations/generate", key, imageBody)
+		if err != nil {
+			return nil, nil, err
+		}
+		id, _ := created["uuid"].(string)
+		_, seen, err := waitCompleted(ctx, client, rt.BaseURL, key, id, pollEvery, time.Minute)
+		if err != nil {
+			return nil, nil, err
+		}
+		polled = append(polled, seen.Sub(start))
+	}
+	return waited, polled, nil
 }
 
 // benchAccountCreates runs c.AccountConns clients that create generations

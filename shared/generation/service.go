@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/mediagen-dev/mediagen/shared/catalog"
+	"github.com/mediagen-dev/mediagen/shared/clock"
 	"github.com/mediagen-dev/mediagen/shared/domain"
 	"github.com/mediagen-dev/mediagen/shared/pricing"
 )
@@ -70,7 +71,10 @@ type Settings struct {
 	StartMargin, RecordMargin time.Duration
 	// Now is the clock; the Lambda's deadline is compared with it too.
 	Now func() time.Time
-	Log *slog.Logger
+	// Timers is the clock a Prefer: wait waits on (CreateAndWait); nil is
+	// the wall clock.
+	Timers clock.Clock
+	Log    *slog.Logger
 }
 
 // Service is the poller: a poll may submit a waiting generation, complete

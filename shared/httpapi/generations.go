@@ -12,14 +12,20 @@ import (
 // The single-generation routes: each is a function of exactly the use case
 // it runs and the gate, so a route wired without one does not compile.
 
-// GenerateRoute is POST /api/generations/generate.
+// GenerateRoute is POST /api/generations/generate. With Prefer: wait it
+// answers once the job is final, or when the wait (capped by
+// generation.WaitCap) is over, with the record as it then is.
 func GenerateRoute(c *generation.Creator, gate *Gate) Handler {
 	return gate.AuthedUser(generateAccess, func(ctx context.Context, req Request, userID string) (Response, error) {
 		body, err := jsonBody(req)
 		if err != nil {
 			return Response{}, err
 		}
-		g, err := c.Create(ctx, userID, body)
+		wait, err := preferWait(header(req, PreferHeader))
+		if err != nil {
+			return Response{}, err
+		}
+		g, err := c.CreateAndWait(ctx, userID, body, wait)
 		if err != nil {
 			return Response{}, err
 		}

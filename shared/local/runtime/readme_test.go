@@ -71,6 +71,28 @@ func TestREADMEQuickstartGivesAVideoURL(t *testing.T) {
 	if view.Status != "completed" || len(view.Output) != 1 || !strings.HasSuffix(view.Output[0], ".mp4") {
 		t.Fatalf("the quickstart's status command answered %+v", view)
 	}
+	// The synchronous image: one request, answered completed with its
+	// image.
+	var waited struct {
+		Status     string `json:"status"`
+		OutputData struct {
+			URLs []string `json:"urls"`
+		} `json:"output_data"`
+	}
+	var synced bool
+	for _, cmd := range commands {
+		if !strings.Contains(cmd, "Prefer: wait") {
+			continue
+		}
+		synced = true
+		if err := json.Unmarshal(sh(cmd), &waited); err != nil || waited.Status != "completed" ||
+			len(waited.OutputData.URLs) != 1 || !strings.HasSuffix(waited.OutputData.URLs[0], ".png") {
+			t.Errorf("the quickstart's Prefer: wait command answered %+v, %v; want the completed record with its image", waited, err)
+		}
+	}
+	if !synced {
+		t.Error("the quickstart shows no synchronous image (a curl with Prefer: wait)")
+	}
 	path := t.TempDir() + "/boat.mp4"
 	sh("curl -s -o " + path + " '" + view.Output[0] + "'")
 	info, err := ffmpeg.Runner{}.Probe(t.Context(), path)

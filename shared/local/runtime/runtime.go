@@ -38,6 +38,7 @@ import (
 	"github.com/mediagen-dev/mediagen/shared/accounts"
 	"github.com/mediagen-dev/mediagen/shared/apiview"
 	"github.com/mediagen-dev/mediagen/shared/catalog"
+	"github.com/mediagen-dev/mediagen/shared/clock"
 	"github.com/mediagen-dev/mediagen/shared/domain"
 	"github.com/mediagen-dev/mediagen/shared/ffmpeg"
 	"github.com/mediagen-dev/mediagen/shared/generation"
@@ -155,6 +156,9 @@ type Config struct {
 	// (ExpireOutputs). Tests move it past the retention instead of
 	// waiting 30 days.
 	Clock func() time.Time
+	// WaitClock is the clock a Prefer: wait on generate waits on (default
+	// the wall clock): tests move it past the 25 s cap instead of waiting.
+	WaitClock clock.Clock
 	// WrapCopyBucket, when set, wraps the bucket the poller copies the
 	// generations' outputs into: tests stop the copy at a chosen output
 	// to race a cancel or a delete with it.
@@ -417,6 +421,7 @@ func (r *Runtime) wire(cfg Config, st store.Store, rc *routing.Config, prices *p
 		PollInterval: cfg.PollInterval,
 		PollLease:    cfg.QueueVisibility,
 		Now:          cfg.Clock,
+		Timers:       cfg.WaitClock,
 		Log:          log,
 	}
 	switch {
