@@ -125,6 +125,9 @@ type Studio struct {
 	// none; MusicVolume its gain (0–1), nil for the default.
 	MusicURL    string   `json:"music_url,omitempty"`
 	MusicVolume *float64 `json:"music_volume,omitempty"`
+	// Voice is the narration's voice (an id of longstory.Voices in the
+	// video's language), "" for the language's default voice.
+	Voice string `json:"voice,omitempty"`
 }
 
 // Transitions between a long video's scenes.

@@ -47,6 +47,7 @@ type studioItem struct {
 	Transition  string   `dynamodbav:"transition,omitempty"`
 	MusicURL    string   `dynamodbav:"music_url,omitempty"`
 	MusicVolume *float64 `dynamodbav:"music_volume,omitempty"`
+	Voice       string   `dynamodbav:"voice,omitempty"`
 }
 
 type longVideoItem struct {
