@@ -85,9 +85,11 @@ type LongVideoRequest struct {
 	MusicVolume *float64 `json:"music_volume,omitempty"`
 	// Voice is a voice id of the language (Voices); empty = the
 	// language's default voice.
-	Voice         string   `json:"voice,omitempty"`
-	WebhookURL    string   `json:"webhook_url,omitempty"`
-	WebhookEvents []string `json:"webhook_events,omitempty"`
+	Voice string `json:"voice,omitempty"`
+	// NarrationSpeed is the narration's tempo (0.5–1.5); nil = 1.
+	NarrationSpeed *float64 `json:"narration_speed,omitempty"`
+	WebhookURL     string   `json:"webhook_url,omitempty"`
+	WebhookEvents  []string `json:"webhook_events,omitempty"`
 }
 
 // LongVideoCreated is the answer of POST /api/long-story/videos.

@@ -502,6 +502,7 @@ func storyCreateCmd(ctx context.Context, args []string, stdout, stderr io.Writer
 	model := fs.String("model", "", "video model_version (default: the service's, beta-2)")
 	style := fs.String("style", "", "video_style: auto, cinematic, documentary, animation, noir or vintage")
 	silent := fs.Bool("no-narration", false, "make the video without narration")
+	speed := fs.Float64("narration-speed", 0, "the narration's tempo, 0.5 to 1.5 (default: 1; a narration too long for its scene is still sped up, at most 1.5×)")
 	voice := fs.String("voice", "", "the narration's voice, an id of `story voices --language L` (default: the language's first)")
 	portrait := fs.Bool("portrait", false, "make the video upright, 720x1280 (aspect_ratio portrait)")
 	captions := fs.String("captions", "", "captions: none, sidecar (a WebVTT file; the default when narrated) or burned (drawn on the picture too)")
@@ -521,6 +522,9 @@ func storyCreateCmd(ctx context.Context, args []string, stdout, stderr io.Writer
 		req.AspectRatio = "portrait"
 	}
 	req.Captions, req.Transition, req.Voice = *captions, *transition, *voice
+	if *speed != 0 {
+		req.NarrationSpeed = speed
+	}
 	if *music != "" {
 		uri, err := musicURI(*music)
 		if err != nil {

@@ -59,7 +59,7 @@ client (calls the service at $MEDIAGEN_BASE_URL with $MEDIAGEN_API_KEY;
   delete-output ID                             delete a generation's (or long video's) stored files
   story estimate --model beta-2 --scenes N
   story create --prompt P --scene S1 --scene S2 ... [--narration N1 ...]
-               [--language en] [--voice V] [--model beta-2] [--style S] [--no-narration]
+               [--language en] [--voice V] [--narration-speed S] [--model beta-2] [--style S] [--no-narration]
                [--wait] [--out DIR]
   story voices [--language en]                 a language's narration voices, each with a preview clip
   story status ID

@@ -1,6 +1,7 @@
 package longstory
 
 import (
+	"encoding/json"
 	"fmt"
 	"slices"
 	"strings"
@@ -143,4 +144,39 @@ func voice(obj map[string]any, narrate bool, p *catalog.Problems) string {
 		return ""
 	}
 	return id
+}
+
+// The range of narration_speed: atempo's lower bound, and the fit rule's
+// upper one (a narration is never sped up past maxNarrationRate).
+const minNarrationSpeed = 0.5
+
+// narrationSpeed reads the optional narration_speed: the tempo the
+// narration is read at, minNarrationSpeed to maxNarrationRate. The
+// per-scene narration limits stay as they are: a narration that does not
+// fit its scene at the speed is sped up further, at most maxNarrationRate
+// in all. The record keeps nil for 1.
+func narrationSpeed(obj map[string]any, narrate bool, p *catalog.Problems) *float64 {
+	raw, present := obj["narration_speed"]
+	if !present {
+		return nil
+	}
+	msg := fmt.Sprintf("must be a number from %g to %g (the narration's tempo; a narration too long for its scene is still sped up, at most %g× in all)", minNarrationSpeed, maxNarrationRate, maxNarrationRate)
+	n, ok := raw.(json.Number)
+	if !ok {
+		p.Add("narration_speed", msg)
+		return nil
+	}
+	speed, err := n.Float64()
+	if err != nil || speed < minNarrationSpeed || speed > maxNarrationRate {
+		p.Add("narration_speed", msg)
+		return nil
+	}
+	if !narrate {
+		p.Add("narration_speed", "needs narration: enable_narration is false")
+		return nil
+	}
+	if speed == 1 {
+		return nil
+	}
+	return &speed
 }
