@@ -3,6 +3,7 @@ package client
 import (
 	"context"
 	"net/http"
+	"net/url"
 	"strconv"
 	"time"
 
@@ -82,10 +83,15 @@ type LongVideoRequest struct {
 	Transition string `json:"transition,omitempty"`
 	// MusicURL is a data:audio URI; MusicVolume its gain (0–1), nil =
 	// the service's default.
-	MusicURL      string   `json:"music_url,omitempty"`
-	MusicVolume   *float64 `json:"music_volume,omitempty"`
-	WebhookURL    string   `json:"webhook_url,omitempty"`
-	WebhookEvents []string `json:"webhook_events,omitempty"`
+	MusicURL    string   `json:"music_url,omitempty"`
+	MusicVolume *float64 `json:"music_volume,omitempty"`
+	// Voice is a voice id of the language (Voices); empty = the
+	// language's default voice.
+	Voice string `json:"voice,omitempty"`
+	// NarrationSpeed is the narration's tempo (0.5–1.5); nil = 1.
+	NarrationSpeed *float64 `json:"narration_speed,omitempty"`
+	WebhookURL     string   `json:"webhook_url,omitempty"`
+	WebhookEvents  []string `json:"webhook_events,omitempty"`
 }
 
 // LongVideoCreated is the answer of POST /api/long-story/videos.
@@ -177,6 +183,26 @@ func (c *Client) CancelLongVideo(ctx context.Context, id string) (LongVideoStatu
 // one still processing is a 409.
 func (c *Client) DeleteLongVideoOutput(ctx context.Context, id string) (LongVideoStatus, error) {
 	return do[LongVideoStatus](ctx, c, http.MethodDelete, "/api/long-story/videos/"+pathEscape(id)+"/output", nil)
+}
+
+// Voice is a narration voice of GET /api/long-story/voices.
+type Voice struct {
+	ID           string `json:"id"`
+	Name         string `json:"name"`
+	Gender       string `json:"gender"`
+	LanguageCode string `json:"language_code"`
+	Default      bool   `json:"default"`
+	PreviewURL   string `json:"preview_url"`
+}
+
+// Voices lists the narration voices of a language, its default first,
+// each with a short preview clip.
+func (c *Client) Voices(ctx context.Context, languageCode string) ([]Voice, error) {
+	var list struct {
+		Voices []Voice `json:"voices"`
+	}
+	err := c.Do(ctx, http.MethodGet, "/api/long-story/voices?"+url.Values{"language_code": {languageCode}}.Encode(), nil, &list)
+	return list.Voices, err
 }
 
 // Models lists every variant of the public catalog; it needs no API key.

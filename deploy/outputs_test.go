@@ -88,7 +88,7 @@ func TestOnlyTheDeleteRoutesDeleteObjects(t *testing.T) {
 	deleters := map[string]string{"GenerationOutputDeleteFunction": "generations/*", "LongStoryOutputDeleteFunction": "long-videos/*"}
 	unpaid := map[string]bool{"PollerFunction": true, "AssembleFunction": true, "MarkFailedFunction": true}
 	// Who lists the bucket, and the one prefix each may list.
-	listers := map[string]string{"PollerFunction": "generations/*", "FinalizeFunction": "long-videos/*"}
+	listers := map[string]string{"PollerFunction": "generations/*", "FinalizeFunction": "long-videos/*", "LongStoryVoicesFunction": "voices/*"}
 	maps.Copy(listers, deleters)
 	for _, p := range principals(t) {
 		used := allUses(t)[p.name]

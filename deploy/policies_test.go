@@ -31,6 +31,9 @@ const (
 	finalKey      = "long-videos/6f1c2a8e-3b7d-4e2f-9a51-0c8d7e6b5a43/final.mp4"
 	captionsKey   = "long-videos/6f1c2a8e-3b7d-4e2f-9a51-0c8d7e6b5a43/captions.vtt"
 	inputKey      = "inputs/3348f3aa-5fd0-4758-860a-3ebaf4cfbcc7/input.json"
+	// previewKey is a voice's preview clip: spoken once and kept, under
+	// no expiring prefix (so not in objectKeys).
+	previewKey = "voices/en/matthew/preview.mp3"
 )
 
 var objectKeys = []string{generationKey, sceneKey, narrationKey, finalKey, captionsKey, inputKey}
@@ -49,6 +52,8 @@ var keyLayouts = []struct{ file, layout string }{
 	{"../shared/media/outputs.go", `"long-videos/" + videoID + "/"`},
 	{"../shared/media/keys.go", `InputsPrefix = "inputs/"`},
 	{"../shared/media/keys.go", `InputsPrefix + generationUUID + "/input.json"`},
+	{"../shared/longstory/previews.go", `"voices/" + code + "/"`},
+	{"../shared/longstory/previews.go", `previewPrefix(v.Language) + v.ID + "/preview"`},
 }
 
 // A use is a call the code makes: its actions on one target, and where.
@@ -158,6 +163,11 @@ var usesOf = map[string][]use{
 		notify,
 		upstreamToken, // cancels the scenes' jobs upstream
 	},
+	"LongStoryVoicesFunction": {
+		uses("bucket:OutputBucket", "lists the preview clips already spoken (under voices/)", "s3:ListBucket"),
+		uses("object:OutputBucket/"+previewKey, "a voice's preview clip, spoken at its first list", putObject...),
+		uses("*", "Amazon Polly speaks the preview clips", "polly:SynthesizeSpeech"),
+	},
 	"ModelsFunction":  nil, // the catalog and the price file only
 	"OpenApiFunction": nil, // the embedded description only
 	"SubmitSceneFunction": {
@@ -207,13 +217,20 @@ var logDelivery = []string{
 
 // onEveryResource are the only actions granted on "*", who holds each,
 // and why there is no narrower resource.
-var onEveryResource = map[string]struct{ holder, why string }{
-	"polly:SynthesizeSpeech": {"NarrateFunction", "Polly has no resource-level permission for SynthesizeSpeech without lexicons"},
+var onEveryResource = map[string]struct {
+	holders []string
+	why     string
+}{
+	// The narration and the voices' preview clips.
+	"polly:SynthesizeSpeech": {[]string{"NarrateFunction", "LongStoryVoicesFunction"}, "Polly has no resource-level permission for SynthesizeSpeech without lexicons"},
 }
 
 func init() {
 	for _, a := range logDelivery {
-		onEveryResource[a] = struct{ holder, why string }{"LongStoryStateMachine", "CloudWatch Logs' log-delivery actions have no resource-level permissions"}
+		onEveryResource[a] = struct {
+			holders []string
+			why     string
+		}{[]string{"LongStoryStateMachine"}, "CloudWatch Logs' log-delivery actions have no resource-level permissions"}
 	}
 }
 
@@ -661,10 +678,10 @@ func TestNoDataPlaneActionOnEveryResource(t *testing.T) {
 			for _, a := range g.actions {
 				allowed, ok := onEveryResource[a]
 				switch {
-				case ok && allowed.holder == p.name:
+				case ok && slices.Contains(allowed.holders, p.name):
 					reasons[allowed.why] = true
 				case ok:
-					t.Errorf("%s: %s on every resource (\"*\"): only %s needs it (%s)", g.where, a, allowed.holder, allowed.why)
+					t.Errorf("%s: %s on every resource (\"*\"): only %v need it (%s)", g.where, a, allowed.holders, allowed.why)
 				case dataPlane.MatchString(a):
 					t.Errorf("%s: data-plane action %s on every resource (\"*\"); name the table, queue, bucket prefix, state machine, secret or function", g.where, a)
 				default:

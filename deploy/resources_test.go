@@ -85,7 +85,7 @@ func TestTheBucketIsPrivateEncryptedAndServedByCloudFront(t *testing.T) {
 			err = errors.Join(err, terr)
 			targets = append(targets, target)
 		}
-		published := []string{"object:OutputBucket/generations/*", "object:OutputBucket/long-videos/*/final.mp4", "object:OutputBucket/long-videos/*/captions.vtt"}
+		published := []string{"object:OutputBucket/generations/*", "object:OutputBucket/long-videos/*/final.mp4", "object:OutputBucket/long-videos/*/captions.vtt", "object:OutputBucket/voices/*/preview.mp3"}
 		if principal["Service"] != "cloudfront.amazonaws.com" || !slices.Equal(stringsOf(sm["Action"]), []string{"s3:GetObject"}) ||
 			err != nil || !slices.Equal(targets, published) || !strings.HasSuffix(text, ":distribution/${MediaDistribution}") {
 			t.Errorf("OutputBucketPolicy.Statement[%d] allows %s; the only Allow is s3:GetObject on %v for cloudfront.amazonaws.com with AWS:SourceArn the MediaDistribution", i, show(sm), published)

@@ -34,6 +34,7 @@ var clientCommands = map[string]command{
 	"story create":        storyCreateCmd,
 	"story estimate":      storyEstimateCmd,
 	"story status":        storyStatusCmd,
+	"story voices":        storyVoicesCmd,
 	"transactions":        transactionsCmd,
 	"usage":               usageCmd,
 	"delete-output":       deleteOutputCmd,
@@ -439,6 +440,34 @@ func storyStatusCmd(ctx context.Context, args []string, stdout, stderr io.Writer
 	return printLongVideo(stdout, af, v)
 }
 
+func storyVoicesCmd(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	fs := flag.NewFlagSet("story voices", flag.ContinueOnError)
+	var af apiFlags
+	af.register(fs)
+	language := fs.String("language", "en", "narration language (two-letter code)")
+	if _, err := parseArgs(fs, args, 0); err != nil {
+		return usageFail(stderr, "story voices", err)
+	}
+	voices, err := af.client().Voices(ctx, *language)
+	if err != nil {
+		return apiFail(stderr, "story voices", err)
+	}
+	if af.jsonOut {
+		printJSON(stdout, voices)
+		return exitOK
+	}
+	tw := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
+	for _, v := range voices {
+		def := ""
+		if v.Default {
+			def = " (default)"
+		}
+		fmt.Fprintf(tw, "%s%s\t%s\t%s\t%s\n", v.ID, def, v.Name, v.Gender, v.PreviewURL)
+	}
+	tw.Flush()
+	return exitOK
+}
+
 func storyEstimateCmd(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("story estimate", flag.ContinueOnError)
 	var af apiFlags
@@ -473,6 +502,8 @@ func storyCreateCmd(ctx context.Context, args []string, stdout, stderr io.Writer
 	model := fs.String("model", "", "video model_version (default: the service's, beta-2)")
 	style := fs.String("style", "", "video_style: auto, cinematic, documentary, animation, noir or vintage")
 	silent := fs.Bool("no-narration", false, "make the video without narration")
+	speed := fs.Float64("narration-speed", 0, "the narration's tempo, 0.5 to 1.5 (default: 1; a narration too long for its scene is still sped up, at most 1.5×)")
+	voice := fs.String("voice", "", "the narration's voice, an id of `story voices --language L` (default: the language's first)")
 	portrait := fs.Bool("portrait", false, "make the video upright, 720x1280 (aspect_ratio portrait)")
 	captions := fs.String("captions", "", "captions: none, sidecar (a WebVTT file; the default when narrated) or burned (drawn on the picture too)")
 	transition := fs.String("transition", "", "between scenes: cut (the default) or crossfade (0.5 s)")
@@ -490,7 +521,10 @@ func storyCreateCmd(ctx context.Context, args []string, stdout, stderr io.Writer
 	if *portrait {
 		req.AspectRatio = "portrait"
 	}
-	req.Captions, req.Transition = *captions, *transition
+	req.Captions, req.Transition, req.Voice = *captions, *transition, *voice
+	if *speed != 0 {
+		req.NarrationSpeed = speed
+	}
 	if *music != "" {
 		uri, err := musicURI(*music)
 		if err != nil {

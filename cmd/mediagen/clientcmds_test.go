@@ -351,3 +351,28 @@ func TestARefusedGenerateIsSentOnce(t *testing.T) {
 		t.Errorf("account %+v, %v: want nothing held or captured", a, err)
 	}
 }
+
+func TestStoryVoicesListsAndStoryCreateTakesAVoice(t *testing.T) {
+	clientEnv(t)
+	code, stdout, stderr := mediagen(t, "story", "voices", "--language", "fr")
+	lines := strings.Split(strings.TrimSpace(stdout), "\n")
+	if code != 0 || len(lines) != 2 || !strings.HasPrefix(lines[0], "lea (default)") || !strings.HasPrefix(lines[1], "remi ") ||
+		!strings.Contains(lines[1], "male") || !strings.Contains(lines[1], "/voices/fr/remi/preview.") {
+		t.Fatalf("story voices: exit %d, stdout %q, stderr %q; want lea (default) and remi with their clips", code, stdout, stderr)
+	}
+	code, stdout, stderr = mediagen(t, "story", "create", "--prompt", "Un jour à la mer", "--scene", "les vagues sur le sable",
+		"--language", "fr", "--voice", "remi", "--narration-speed", "1.2", "--json")
+	if code != 0 || !strings.Contains(stdout, `"video_id"`) {
+		t.Errorf("story create --voice remi: exit %d, stdout %q, stderr %q", code, stdout, stderr)
+	}
+	code, _, stderr = mediagen(t, "story", "create", "--prompt", "Un jour à la mer", "--scene", "les vagues sur le sable",
+		"--language", "fr", "--voice", "hal")
+	if code != 1 || !strings.Contains(stderr, "voice") || !strings.Contains(stderr, "lea, remi") {
+		t.Errorf("story create --voice hal: exit %d, stderr %q; want the voices of fr named", code, stderr)
+	}
+	code, _, stderr = mediagen(t, "story", "create", "--prompt", "Un jour à la mer", "--scene", "les vagues sur le sable",
+		"--language", "fr", "--narration-speed", "2")
+	if code != 1 || !strings.Contains(stderr, "narration_speed") {
+		t.Errorf("story create --narration-speed 2: exit %d, stderr %q; want the service's narration_speed refusal", code, stderr)
+	}
+}

@@ -13,7 +13,7 @@
 //	mediagen ledger verify [--user ID]
 //	mediagen tables create            (DynamoDB only: for a local DynamoDB)
 //	mediagen models | generate | status | delete-output |
-//	         story estimate|create|status|delete-output | transactions | usage |
+//	         story estimate|create|voices|status|delete-output | transactions | usage |
 //	         account keys list|create|revoke | account webhook-secret rotate
 //	                                  (clients of a running service)
 //
@@ -59,8 +59,9 @@ client (calls the service at $MEDIAGEN_BASE_URL with $MEDIAGEN_API_KEY;
   delete-output ID                             delete a generation's (or long video's) stored files
   story estimate --model beta-2 --scenes N
   story create --prompt P --scene S1 --scene S2 ... [--narration N1 ...]
-               [--language en] [--model beta-2] [--style S] [--no-narration]
+               [--language en] [--voice V] [--narration-speed S] [--model beta-2] [--style S] [--no-narration]
                [--wait] [--out DIR]
+  story voices [--language en]                 a language's narration voices, each with a preview clip
   story status ID
   story delete-output ID
   transactions [--type T] [--work-id ID] [--from T] [--to T] [--limit N]

@@ -125,6 +125,13 @@ type Studio struct {
 	// none; MusicVolume its gain (0–1), nil for the default.
 	MusicURL    string   `json:"music_url,omitempty"`
 	MusicVolume *float64 `json:"music_volume,omitempty"`
+	// Voice is the narration's voice (an id of longstory.Voices in the
+	// video's language), "" for the language's default voice.
+	Voice string `json:"voice,omitempty"`
+	// NarrationSpeed is the tempo the narration is read at (0.5–1.5),
+	// nil for 1; a narration that does not fit its scene at it is sped
+	// up further, at most 1.5× in all.
+	NarrationSpeed *float64 `json:"narration_speed,omitempty"`
 }
 
 // Transitions between a long video's scenes.

@@ -7,6 +7,7 @@ import (
 	"net/http"
 
 	"github.com/mediagen-dev/mediagen/shared/apiview"
+	"github.com/mediagen-dev/mediagen/shared/catalog"
 	"github.com/mediagen-dev/mediagen/shared/domain"
 	"github.com/mediagen-dev/mediagen/shared/longstory"
 	"github.com/mediagen-dev/mediagen/shared/pricing"
@@ -109,4 +110,25 @@ func longVideoEstimateOf(q longstory.Quote) apiview.LongVideoEstimate {
 			ProfitMargin:         q.ProfitMarginPercent.String() + "%",
 		},
 	}
+}
+
+// LongVideoVoicesRoute is GET /api/long-story/voices?language_code=xx: the
+// voices a long video's narration may be read in.
+func LongVideoVoicesRoute(l *longstory.VoiceLister, gate *Gate) Handler {
+	return gate.Authed(estimateAccess, func(ctx context.Context, req Request, _ domain.Account) (Response, error) {
+		var p catalog.Problems
+		for name := range req.QueryStringParameters {
+			if name != "language_code" {
+				p.Add(name, "is not a query parameter of this route; it takes language_code only")
+			}
+		}
+		if err := p.Err(); err != nil {
+			return Response{}, err
+		}
+		voices, err := l.List(ctx, req.QueryStringParameters["language_code"])
+		if err != nil {
+			return Response{}, err
+		}
+		return jsonResponse(http.StatusOK, map[string]any{"voices": voices}), nil
+	})
 }

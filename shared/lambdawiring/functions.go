@@ -243,6 +243,7 @@ func Functions() map[string]Constructor {
 		"mark-failed":                   MarkFailed,
 		"generation-output-delete":      GenerationOutputDelete,
 		"long-story-output-delete":      LongStoryOutputDelete,
+		"long-story-voices":             LongStoryVoices,
 		"account-key-create":            storewiring.AccountKeyCreate,
 		"account-keys-list":             storewiring.AccountKeysList,
 		"account-key-revoke":            storewiring.AccountKeyRevoke,

@@ -15,6 +15,7 @@ import (
 	"github.com/mediagen-dev/mediagen/shared/lambdawiring/storewiring"
 	"github.com/mediagen-dev/mediagen/shared/longstory"
 	"github.com/mediagen-dev/mediagen/shared/narration"
+	"github.com/mediagen-dev/mediagen/shared/routes"
 	"github.com/mediagen-dev/mediagen/shared/s3bucket"
 	"github.com/mediagen-dev/mediagen/shared/workflow"
 )
@@ -134,4 +135,16 @@ func configAndBucket(ctx context.Context) (aws.Config, *s3bucket.Bucket, error) 
 	}
 	files, err := stepBucket(cfg)
 	return cfg, files, err
+}
+
+// LongStoryVoices lists a language's voices; a voice's preview clip is
+// spoken by Amazon Polly the first time it is listed and kept in the
+// output bucket.
+func LongStoryVoices(ctx context.Context, log *slog.Logger) (any, error) {
+	cfg, files, err := configAndBucket(ctx)
+	if err != nil {
+		return nil, err
+	}
+	lister := &longstory.VoiceLister{Narrator: narration.Polly{Client: polly.NewFromConfig(cfg)}, Files: files, WorkDir: os.TempDir(), Log: log}
+	return storewiring.Route(routes.LongStoryVoices(), routes.Ports{VoiceLister: lister, Gate: storewiring.Gate(cfg, log)})
 }

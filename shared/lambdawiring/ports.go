@@ -16,20 +16,21 @@ import (
 // The production adapters fill the use cases' ports. The adapters that
 // cannot import a port's package (it imports them) are checked here.
 var (
-	_ generation.Store     = (*dynamostore.Store)(nil)
-	_ generation.Slots     = (*dynamostore.Store)(nil)
-	_ longstory.Store      = (*dynamostore.Store)(nil)
-	_ longstory.Slots      = (*dynamostore.Store)(nil)
-	_ webhook.Store        = (*dynamostore.Store)(nil)
-	_ sweeper.SweepStore   = (*dynamostore.Store)(nil)
-	_ accounts.Store       = (*dynamostore.Store)(nil)
-	_ httpapi.AuthStore    = (*dynamostore.Store)(nil)
-	_ httpapi.SecretStore  = (*dynamostore.Store)(nil)
-	_ generation.Upstreams = (*upstream.Router)(nil)
-	_ longstory.Upstreams  = (*upstream.Router)(nil)
-	_ generation.Copier    = (*media.Copier)(nil)
-	_ longstory.Copier     = (*media.Copier)(nil)
-	_ longstory.Files      = (*s3bucket.Bucket)(nil)
-	_ generation.Notifier  = webhook.Notifier{}
-	_ longstory.Notifier   = webhook.Notifier{}
+	_ generation.Store       = (*dynamostore.Store)(nil)
+	_ generation.Slots       = (*dynamostore.Store)(nil)
+	_ longstory.Store        = (*dynamostore.Store)(nil)
+	_ longstory.Slots        = (*dynamostore.Store)(nil)
+	_ webhook.Store          = (*dynamostore.Store)(nil)
+	_ sweeper.SweepStore     = (*dynamostore.Store)(nil)
+	_ accounts.Store         = (*dynamostore.Store)(nil)
+	_ httpapi.AuthStore      = (*dynamostore.Store)(nil)
+	_ httpapi.SecretStore    = (*dynamostore.Store)(nil)
+	_ generation.Upstreams   = (*upstream.Router)(nil)
+	_ longstory.Upstreams    = (*upstream.Router)(nil)
+	_ generation.Copier      = (*media.Copier)(nil)
+	_ longstory.Copier       = (*media.Copier)(nil)
+	_ longstory.Files        = (*s3bucket.Bucket)(nil)
+	_ longstory.PreviewFiles = (*s3bucket.Bucket)(nil)
+	_ generation.Notifier    = webhook.Notifier{}
+	_ longstory.Notifier     = webhook.Notifier{}
 )

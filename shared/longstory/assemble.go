@@ -79,6 +79,12 @@ func (s *Steps) Assemble(ctx context.Context, in AssembleTask) (FinalizeTask, er
 	if err != nil {
 		return FinalizeTask{}, err
 	}
+	for i := range sources {
+		sources[i].speed = 1
+		if v.Studio.NarrationSpeed != nil {
+			sources[i].speed = *v.Studio.NarrationSpeed
+		}
+	}
 	for _, src := range sources {
 		// Validation keeps narration within NarrationSeconds; one longer (a
 		// video created before the limit, or a voice slower than its table
@@ -213,6 +219,8 @@ type sceneSource struct {
 	// speech is "" for a scene without narration.
 	speech        string
 	speechSeconds float64
+	// speed is the video's narration_speed (1 by default).
+	speed float64
 }
 
 // fetchParallel bounds the downloads and probes running at once.
@@ -409,7 +417,7 @@ func withNarration(sources []sceneSource, withAudio bool) []string {
 			continue
 		}
 		args = append(args, "-i", src.speech)
-		graph = append(graph, fmt.Sprintf("[%d:a]", input)+strings.Join(narrationFilters(narrationTempo(src.speechSeconds)), ",")+label)
+		graph = append(graph, fmt.Sprintf("[%d:a]", input)+strings.Join(narrationFilters(narrationTempo(src.speechSeconds, src.speed)), ",")+label)
 		input++
 	}
 	graph = append(graph, fmt.Sprintf("%sconcat=n=%d:v=0:a=1[a]", labels.String(), len(sources)))
@@ -417,19 +425,21 @@ func withNarration(sources []sceneSource, withAudio bool) []string {
 	return append(append(append(args, maps...), "-map", "[a]"), audioCodec...)
 }
 
-// narrationTempo is how much a narration is sped up to fit its scene: not at
-// all when it fits, else to SceneSeconds but at most maxNarrationRate, past
-// which speech is hard to follow. The scene never grows: what still does not
-// fit is cut (validation keeps narration within NarrationSeconds).
-func narrationTempo(speechSeconds float64) float64 {
-	return math.Min(math.Max(speechSeconds/SceneSeconds, 1), maxNarrationRate)
+// narrationTempo is the tempo a narration is laid at: the video's
+// narration_speed (1 by default) when it fits its scene at it, else sped
+// up to SceneSeconds but at most maxNarrationRate, past which speech is
+// hard to follow. The scene never grows: what still does not fit is cut
+// (validation keeps narration within NarrationSeconds, whatever the
+// speed).
+func narrationTempo(speechSeconds, speed float64) float64 {
+	return math.Min(math.Max(speechSeconds/SceneSeconds, speed), maxNarrationRate)
 }
 
 // narrationFilters fit one narration track to exactly SceneSeconds at tempo.
 func narrationFilters(tempo float64) []string {
 	f := func(x float64) string { return strconv.FormatFloat(x, 'f', 3, 64) }
 	audio := []string{fmt.Sprintf("aformat=sample_rates=%d:channel_layouts=%s", audioRate, audioLayout)}
-	if tempo > 1.0001 {
+	if math.Abs(tempo-1) > 0.0001 {
 		audio = append(audio, "atempo="+f(tempo))
 	}
 	// apad pads without end; atrim bounds it, so the run always ends.

@@ -67,7 +67,7 @@ func cues(v domain.LongVideo, sources []sceneSource, starts []float64, spans map
 		if src.speech == "" || len(sp) == 0 {
 			continue
 		}
-		tempo := narrationTempo(src.speechSeconds)
+		tempo := narrationTempo(src.speechSeconds, src.speed)
 		start := starts[i] + sp[0].Start/tempo
 		end := math.Min(starts[i]+sp[len(sp)-1].End/tempo, starts[i]+SceneSeconds)
 		if end <= start {

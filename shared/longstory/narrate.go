@@ -46,6 +46,13 @@ func (s *Steps) Narrate(ctx context.Context, in NarrateTask) (Narration, error) 
 	if !ok {
 		return out, &SceneFailedError{Msg: fmt.Sprintf("narration: unsupported language %q", v.LanguageCode)}
 	}
+	if v.Studio.Voice != "" {
+		voice, ok := LookupVoice(lang.Code, v.Studio.Voice)
+		if !ok {
+			return out, &SceneFailedError{Msg: fmt.Sprintf("narration: no voice %q in %s", v.Studio.Voice, lang.Code)}
+		}
+		lang = lang.Speaker(voice)
+	}
 	dir, err := os.MkdirTemp(s.WorkDir, "narrate-")
 	if err != nil {
 		return out, &TransientError{Msg: fmt.Sprintf("narration: scratch dir: %v", err)}

@@ -16,7 +16,7 @@ import (
 // studioFields are the production options a create (and an estimate)
 // takes beyond the spec's fields (domain.Studio). Each is optional and its
 // default is the spec's video.
-var studioFields = []string{"aspect_ratio", "captions", "transition", "music_url", "music_volume"}
+var studioFields = []string{"aspect_ratio", "captions", "transition", "music_url", "music_volume", "voice", "narration_speed"}
 
 // Frame sizes of an upright video: every scene is fitted to it, whatever
 // size its model made.
@@ -37,6 +37,8 @@ func studio(obj map[string]any, model string, modelOK, narrate bool, p *catalog.
 		}
 	}
 	music(obj, &out, p)
+	out.Voice = voice(obj, narrate, p)
+	out.NarrationSpeed = narrationSpeed(obj, narrate, p)
 	if raw, present := obj["transition"]; present {
 		switch tr, _ := raw.(string); tr {
 		case domain.TransitionCut:

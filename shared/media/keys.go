@@ -48,8 +48,11 @@ func CaptionsURL(finalVideoURL string) string {
 }
 
 var published = regexp.MustCompile(`^(generations/[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}/[0-9]{1,2}\.(mp4|png|jpg|webp)` +
-	`|long-videos/[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}/(final\.mp4|captions\.vtt))$`)
+	`|long-videos/[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}/(final\.mp4|captions\.vtt)` +
+	`|voices/[a-z]{2}/[a-z]+/preview\.(mp3|wav))$`)
 
 // Published reports whether key is one the API hands out: a generation's
-// output or a long-form video's final file and captions.
+// output, a long-form video's final file and captions, or a voice's
+// preview clip (longstory.VoiceLister: mp3 from Polly, wav from espeak-ng
+// locally).
 func Published(key string) bool { return published.MatchString(key) }

@@ -104,3 +104,24 @@ func TestEveryLanguageHasAPollyVoiceThatExists(t *testing.T) {
 		}
 	}
 }
+
+// Every voice of the catalog reaches Polly as its own VoiceId with the
+// neural engine and its language's code, and the SDK knows both: a voice
+// the catalog lists is one Polly speaks.
+func TestPollySpeaksEveryCatalogVoice(t *testing.T) {
+	for _, v := range longstory.Voices {
+		t.Run(v.Language+"/"+v.ID, func(t *testing.T) {
+			lang, ok := longstory.LookupLanguage(v.Language)
+			if !ok {
+				t.Fatalf("voice %s is of %q, not a supported language", v.ID, v.Language)
+			}
+			rec := &recordingPolly{}
+			if _, _, err := (Polly{Client: rec}).Speak(context.Background(), lang.Speaker(v), "Hello.", t.TempDir()); err != nil {
+				t.Fatal(err)
+			}
+			if string(rec.got.VoiceId) != v.Polly || string(rec.got.LanguageCode) != lang.PollyLanguage || rec.got.Engine != types.EngineNeural {
+				t.Errorf("asked Polly for %q in %q (%s), want %q in %q (neural)", rec.got.VoiceId, rec.got.LanguageCode, rec.got.Engine, v.Polly, lang.PollyLanguage)
+			}
+		})
+	}
+}

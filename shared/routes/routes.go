@@ -115,6 +115,7 @@ type Ports struct {
 	VideoReader   *longstory.Reader
 	VideoCanceler *longstory.Canceler
 	VideoRemover  *longstory.OutputRemover
+	VoiceLister   *longstory.VoiceLister
 
 	Secrets       httpapi.SecretStore
 	Journal       httpapi.JournalReader
@@ -171,6 +172,7 @@ func Table() []Route {
 		LongStoryList(),
 		LongStoryCancel(),
 		LongStoryOutputDelete(),
+		LongStoryVoices(),
 		Account(),
 		AccountTransactions(),
 		AccountUsage(),
@@ -352,6 +354,16 @@ func AccountWebhookSecretRotate() Route {
 		handler: func(p Ports) httpapi.Handler { return httpapi.WebhookSecretRotateRoute(p.SecretRotator, p.Gate) },
 		uses: func(p Ports) error {
 			return errors.Join(need("Gate", p.Gate), need("SecretRotator", p.SecretRotator))
+		}}
+}
+
+// LongStoryVoices is GET /api/long-story/voices
+// (functions/long-story-voices).
+func LongStoryVoices() Route {
+	return Route{Method: http.MethodGet, Path: "/api/long-story/voices", Function: "long-story-voices", Auth: Authorizer, Scope: domain.ScopeRead,
+		handler: func(p Ports) httpapi.Handler { return httpapi.LongVideoVoicesRoute(p.VoiceLister, p.Gate) },
+		uses: func(p Ports) error {
+			return errors.Join(need("Gate", p.Gate), need("VoiceLister", p.VoiceLister))
 		}}
 }
 

@@ -110,7 +110,7 @@ func fullPorts(t *testing.T, st *sqlitestore.Store) Ports {
 	return Ports{Gate: &httpapi.Gate{Store: st, Log: log}, Log: log, Prices: pricing.Default(),
 		GenerationCreator: &generation.Creator{}, GenerationReader: &generation.Reader{}, GenerationEstimate: &generation.Estimator{},
 		GenerationCanceler: &generation.Canceler{}, GenerationRemover: &generation.OutputRemover{}, UpstreamCallbacks: &generation.Callbacks{},
-		VideoCreator: &longstory.Creator{}, VideoReader: &longstory.Reader{}, VideoCanceler: &longstory.Canceler{}, VideoRemover: &longstory.OutputRemover{},
+		VideoCreator: &longstory.Creator{}, VideoReader: &longstory.Reader{}, VideoCanceler: &longstory.Canceler{}, VideoRemover: &longstory.OutputRemover{}, VoiceLister: &longstory.VoiceLister{},
 		Secrets: st, Journal: st, Usage: st, KeyCreator: &accounts.KeyCreator{Store: st}, KeyLister: &accounts.KeyLister{Keys: st, Spend: st},
 		KeyRevoker: &accounts.KeyRevoker{Store: st}, SecretRotator: &accounts.WebhookSecretRotator{Store: st}}
 }

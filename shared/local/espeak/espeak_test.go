@@ -58,32 +58,48 @@ func seconds(t *testing.T, n Narrator, ff ffmpeg.Runner, lang longstory.Language
 	return info.Duration
 }
 
+// speakers are every voice of the catalog, as the narrator is given it:
+// its language with the voice's espeak-ng voice.
+func speakers(t *testing.T) map[string]longstory.Language {
+	t.Helper()
+	out := map[string]longstory.Language{}
+	for _, v := range longstory.Voices {
+		lang, ok := longstory.LookupLanguage(v.Language)
+		if !ok {
+			t.Fatalf("voice %s is of %q, not a supported language", v.ID, v.Language)
+		}
+		out[v.Language+"/"+v.ID] = lang.Speaker(v)
+	}
+	return out
+}
+
 // The table's espeak-ng rate of each language is no faster than espeak-ng
-// really speaks: the narration limits rest on it.
+// really speaks it in any of the language's voices: the narration limits
+// rest on it.
 func TestEspeakSpeaksAtLeastItsTableRate(t *testing.T) {
 	n, ff := tools(t)
-	for _, lang := range longstory.Languages {
-		t.Run(lang.Code, func(t *testing.T) {
+	for name, lang := range speakers(t) {
+		t.Run(name, func(t *testing.T) {
 			text, ok := samples[lang.Code]
 			if !ok {
 				t.Fatalf("no sample text for %s: add one to measure its rate", lang.Code)
 			}
 			secs := seconds(t, n, ff, lang, text)
 			rate := float64(utf8.RuneCountInString(text)) / secs
-			t.Logf("%s: %d characters in %.2f s: %.2f characters/s (table %g)", lang.Code, utf8.RuneCountInString(text), secs, rate, lang.EspeakRate)
+			t.Logf("%s (%s): %d characters in %.2f s: %.2f characters/s (table %g)", lang.Code, lang.EspeakVoice, utf8.RuneCountInString(text), secs, rate, lang.EspeakRate)
 			if rate < lang.EspeakRate {
-				t.Errorf("espeak-ng speaks %s at %.2f characters/s, slower than the table's %g: lower EspeakRate", lang.Code, rate, lang.EspeakRate)
+				t.Errorf("espeak-ng -v %s speaks %s at %.2f characters/s, slower than the table's %g: lower EspeakRate", lang.EspeakVoice, lang.Code, rate, lang.EspeakRate)
 			}
 		})
 	}
 }
 
 // The longest narration each language accepts, spoken by espeak-ng, lasts at
-// most 7.5 s: sped up 1.5× it fits its 5 s scene.
+// most 7.5 s in every voice: sped up 1.5× it fits its 5 s scene.
 func TestTheLongestNarrationFitsItsSceneWhenSpoken(t *testing.T) {
 	n, ff := tools(t)
-	for _, lang := range longstory.Languages {
-		t.Run(lang.Code, func(t *testing.T) {
+	for name, lang := range speakers(t) {
+		t.Run(name, func(t *testing.T) {
 			runes := []rune(samples[lang.Code])
 			limit := lang.MaxNarration()
 			if len(runes) < limit {
@@ -93,7 +109,7 @@ func TestTheLongestNarrationFitsItsSceneWhenSpoken(t *testing.T) {
 			secs := seconds(t, n, ff, lang, text)
 			t.Logf("%s: %d characters in %.2f s", lang.Code, limit, secs)
 			if secs > longstory.NarrationSeconds {
-				t.Errorf("%d characters of %s last %.2f s, more than %g s: lower the rate", limit, lang.Code, secs, longstory.NarrationSeconds)
+				t.Errorf("%d characters of %s (-v %s) last %.2f s, more than %g s: lower the rate", limit, lang.Code, lang.EspeakVoice, secs, longstory.NarrationSeconds)
 			}
 		})
 	}

@@ -35,9 +35,12 @@ func (s *Stack) servePolly(w http.ResponseWriter, r *http.Request, body []byte) 
 	}
 	var lang longstory.Language
 	found := false
-	for _, l := range longstory.Languages {
-		if l.PollyVoice == in.VoiceId && (in.LanguageCode == "" || l.PollyLanguage == in.LanguageCode) {
-			lang, found = l, true
+	// Each voice of the catalog speaks with its own espeak-ng voice, so a
+	// video's chosen voice is heard in the --lambdas shape too.
+	for _, v := range longstory.Voices {
+		l, _ := longstory.LookupLanguage(v.Language)
+		if v.Polly == in.VoiceId && (in.LanguageCode == "" || l.PollyLanguage == in.LanguageCode) {
+			lang, found = l.Speaker(v), true
 			break
 		}
 	}

@@ -352,7 +352,8 @@ func TestPrismProxyFindsNoViolation(t *testing.T) {
 			body: map[string]any{"model": "beta-2", "scene_count": 3}}, http.StatusOK)
 		story := storyBody("A walk in the woods", "fr", true, "cinematic", []storyScene{{1, "a path" + slow}, {2, "a gate" + slow}})
 		p.valid(t, prismRequest{method: http.MethodPost, path: "/api/long-story/videos/estimate", key: key,
-			body: map[string]any{"model": "beta-2", "scenes": story["scenes"], "language_code": "fr"}}, http.StatusOK)
+			body: map[string]any{"model": "beta-2", "scenes": story["scenes"], "language_code": "fr", "voice": "remi"}}, http.StatusOK)
+		p.valid(t, prismRequest{method: http.MethodGet, path: "/api/long-story/voices?language_code=fr", key: key}, http.StatusOK)
 		created := p.valid(t, prismRequest{method: http.MethodPost, path: "/api/long-story/videos", key: key, body: story}, http.StatusOK)
 		id := created.str("video_id")
 		if id == "" {

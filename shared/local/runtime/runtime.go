@@ -490,6 +490,7 @@ func (r *Runtime) wire(cfg Config, st store.Store, rc *routing.Config, prices *p
 		VideoReader:        longstory.NewReader(st),
 		VideoCanceler:      longstory.NewCanceler(st, r.Workflow, r.Upstreams, st, notifier, storySettings),
 		VideoRemover:       longstory.NewOutputRemover(st, outputs, nil, storySettings),
+		VoiceLister:        &longstory.VoiceLister{Narrator: espeak.Narrator{}, Files: outputs, WorkDir: stepSettings.WorkDir, Log: log},
 		Secrets:            st, Journal: st, Usage: st,
 		KeyCreator:    &accounts.KeyCreator{Store: st},
 		KeyLister:     &accounts.KeyLister{Keys: st, Spend: st},

@@ -42,11 +42,13 @@ type longVideoTexts struct {
 
 // studioItem is a video's domain.Studio; an empty field is left out.
 type studioItem struct {
-	AspectRatio string   `dynamodbav:"aspect_ratio,omitempty"`
-	Captions    string   `dynamodbav:"captions,omitempty"`
-	Transition  string   `dynamodbav:"transition,omitempty"`
-	MusicURL    string   `dynamodbav:"music_url,omitempty"`
-	MusicVolume *float64 `dynamodbav:"music_volume,omitempty"`
+	AspectRatio    string   `dynamodbav:"aspect_ratio,omitempty"`
+	Captions       string   `dynamodbav:"captions,omitempty"`
+	Transition     string   `dynamodbav:"transition,omitempty"`
+	MusicURL       string   `dynamodbav:"music_url,omitempty"`
+	MusicVolume    *float64 `dynamodbav:"music_volume,omitempty"`
+	Voice          string   `dynamodbav:"voice,omitempty"`
+	NarrationSpeed *float64 `dynamodbav:"narration_speed,omitempty"`
 }
 
 type longVideoItem struct {

@@ -30,7 +30,7 @@ func testLongVideos(t *testing.T, s store.Store) {
 	ctx := context.Background()
 	id := newAccount(t, s, domain.PlanFree, "0")
 	v := domain.LongVideo{ID: uuid.NewString(), UserID: id, Prompt: "the sea", Model: "beta-2", LanguageCode: "es",
-		EnableNarration: true, VideoStyle: "documentary", Studio: domain.Studio{AspectRatio: domain.AspectPortrait, Captions: domain.CaptionsBurned, Transition: domain.TransitionCrossfade},
+		EnableNarration: true, VideoStyle: "documentary", Studio: domain.Studio{AspectRatio: domain.AspectPortrait, Captions: domain.CaptionsBurned, Transition: domain.TransitionCrossfade, Voice: "matthew"},
 		Scenes: []domain.Scene{{SceneNumber: 1, Prompt: "waves"}, {SceneNumber: 2, Prompt: "gulls", Narration: "Las gaviotas."}},
 		Status: domain.StatusProcessing, CreditsHeld: credits("100.50"), CreatedAt: now, UpdatedAt: now, Deadline: now.Add(time.Hour)}
 	if err := s.CreateLongVideo(ctx, v); err != nil {
