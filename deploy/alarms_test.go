@@ -3,7 +3,6 @@ package deploy
 import (
 	"encoding/json"
 	"slices"
-	"sort"
 	"strings"
 	"testing"
 	"time"
@@ -115,13 +114,7 @@ func on(ws []watched, namespace, metric, dim string, want any) []string {
 func TestEveryFunctionsErrorsAndThrottlesAlarm(t *testing.T) {
 	tpl := tmpl(t)
 	ws := alarmMetrics(t)
-	var ids []string
-	for name, r := range tpl.Resources {
-		if r.Type == "AWS::Serverless::Function" {
-			ids = append(ids, name)
-		}
-	}
-	sort.Strings(ids)
+	ids := ofType(tpl, "AWS::Serverless::Function")
 	if len(ids) != len(functions) {
 		t.Errorf("the template has %d functions, the test knows %d", len(ids), len(functions))
 	}
@@ -163,13 +156,7 @@ func TestTheAPIsFiveHundredsAlarm(t *testing.T) {
 func TestDynamoDBThrottlesAndConflictsAlarm(t *testing.T) {
 	tpl := tmpl(t)
 	ws := alarmMetrics(t)
-	var tables []string
-	for name, r := range tpl.Resources {
-		if r.Type == "AWS::DynamoDB::Table" {
-			tables = append(tables, name)
-		}
-	}
-	sort.Strings(tables)
+	tables := ofType(tpl, "AWS::DynamoDB::Table")
 	mathAlarms := map[string]bool{}
 	for _, table := range tables {
 		for _, metric := range []string{"ReadThrottleEvents", "WriteThrottleEvents", "TransactionConflict"} {
@@ -271,12 +258,7 @@ func TestAStoppedSweeperAlarms(t *testing.T) {
 // its ${} are substituted, and graphs what the alarms watch.
 func TestTheDashboardShowsTheAlarmsMetrics(t *testing.T) {
 	tpl := tmpl(t)
-	var dashboards []string
-	for name, r := range tpl.Resources {
-		if r.Type == "AWS::CloudWatch::Dashboard" {
-			dashboards = append(dashboards, name)
-		}
-	}
+	dashboards := ofType(tpl, "AWS::CloudWatch::Dashboard")
 	if len(dashboards) != 1 {
 		t.Fatalf("AWS::CloudWatch::Dashboard resources %v, want one", dashboards)
 	}

@@ -34,13 +34,7 @@ func TestEveryFunctionOfTheTemplateIsBuiltFromItsDerivedFolder(t *testing.T) {
 	if err != nil {
 		t.Fatalf("make is needed: sam build runs the Makefile's build-<LogicalId> targets (%v)", err)
 	}
-	var ids []string
-	for name, r := range tmpl(t).Resources {
-		if r.Type == "AWS::Serverless::Function" || r.Type == "AWS::Lambda::Function" {
-			ids = append(ids, name)
-		}
-	}
-	slices.Sort(ids)
+	ids := ofType(tmpl(t), "AWS::Serverless::Function", "AWS::Lambda::Function")
 	if len(ids) == 0 {
 		t.Fatal("template.yaml has no function")
 	}

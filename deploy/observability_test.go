@@ -14,13 +14,7 @@ var stages = []string{"dev", "prod"}
 
 func TestEveryLogGroupExpires(t *testing.T) {
 	tpl := tmpl(t)
-	var groups []string
-	for name, r := range tpl.Resources {
-		if r.Type == "AWS::Logs::LogGroup" {
-			groups = append(groups, name)
-		}
-	}
-	sort.Strings(groups)
+	groups := ofType(tpl, "AWS::Logs::LogGroup")
 	for _, g := range groups {
 		days := map[string]int{}
 		for _, stage := range stages {
@@ -215,12 +209,7 @@ func TestAlarmsWatchTheDeadLettersAndTheWorkflowAndMailTheTopic(t *testing.T) {
 	if d, ok := p["Default"]; !ok || d != "" {
 		t.Errorf("Parameters.AlarmEmail: Default %s, want \"\" (no subscription unless asked)", show(d))
 	}
-	var subs []string
-	for name, r := range tpl.Resources {
-		if r.Type == "AWS::SNS::Subscription" {
-			subs = append(subs, name)
-		}
-	}
+	subs := ofType(tpl, "AWS::SNS::Subscription")
 	if len(subs) != 1 {
 		t.Fatalf("AWS::SNS::Subscription resources %v, want one (the alarm email)", subs)
 	}

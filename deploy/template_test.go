@@ -61,6 +61,19 @@ var (
 )
 
 // tmpl is ../template.yaml, parsed once.
+// ofType is the logical IDs of the template's resources of the given
+// types, sorted.
+func ofType(tpl *Template, types ...string) []string {
+	var ids []string
+	for name, r := range tpl.Resources {
+		if slices.Contains(types, r.Type) {
+			ids = append(ids, name)
+		}
+	}
+	slices.Sort(ids)
+	return ids
+}
+
 func tmpl(t *testing.T) *Template {
 	t.Helper()
 	loadOnce.Do(func() { loaded, loadErr = Load("../template.yaml") })

@@ -5,7 +5,6 @@ import (
 	"os"
 	"regexp"
 	"slices"
-	"sort"
 	"strings"
 	"testing"
 	"time"
@@ -152,13 +151,7 @@ func TestQueuesHaveDeadLettersAndFitTheirConsumers(t *testing.T) {
 		return defaultRetention
 	}
 	deadLetterOf := map[string]string{}
-	var queues []string
-	for name, r := range tpl.Resources {
-		if r.Type == "AWS::SQS::Queue" {
-			queues = append(queues, name)
-		}
-	}
-	sort.Strings(queues)
+	queues := ofType(tpl, "AWS::SQS::Queue")
 	for _, name := range queues {
 		p := tpl.Resources[name].Properties
 		// SSE-SQS: encrypted at rest with keys SQS manages, free; a
