@@ -31,53 +31,55 @@ fmt:
 # Each request decoder fuzzed for FUZZTIME (make test runs their seeds only).
 FUZZTIME ?= 1m
 fuzz:
-	$(GO) test -run XXX -fuzz FuzzParseGenerate -fuzztime $(FUZZTIME) ./shared/catalog
-	$(GO) test -run XXX -fuzz FuzzParseCreate -fuzztime $(FUZZTIME) ./shared/longstory
-	$(GO) test -run XXX -fuzz FuzzParseEstimate -fuzztime $(FUZZTIME) ./shared/longstory
+	$(GO) test -run XXX -fuzz FuzzParseGenerate -fuzztime $(FUZZTIME) ./internal/core/catalog
+	$(GO) test -run XXX -fuzz FuzzParseCreate -fuzztime $(FUZZTIME) ./internal/core/longform
+	$(GO) test -run XXX -fuzz FuzzParseEstimate -fuzztime $(FUZZTIME) ./internal/core/longform
 
 # Every call of the generate, poll and long-form paths faulted in every
 # mode (make test crashes every generation call but fails only the first
 # call of each operation, and tries each long-form operation in two modes).
 faults:
-	MEDIAGEN_FAULTS=full $(GO) test -count=1 -run . ./shared/faults
+	MEDIAGEN_FAULTS=full $(GO) test -count=1 -run . ./internal/testkit/faults
 
 # The concurrency soak against the local runtime for SOAKTIME (make test
 # runs it for a few seconds).
 SOAKTIME ?= 2m
 soak:
-	MEDIAGEN_SOAK=$(SOAKTIME) $(GO) test -count=1 -timeout 0 -run TestSoak -v ./shared/local/runtime
+	MEDIAGEN_SOAK=$(SOAKTIME) $(GO) test -count=1 -timeout 0 -run TestSoak -v ./internal/local/runtime
 
-# The admin command, built into bin/.
+# The user's and operator's command (client, admin, serve) and the
+# developers' (lambdas, bench), built into bin/.
 mediagen:
 	$(GO) build -o bin/mediagen ./cmd/mediagen
+	$(GO) build -o bin/mediagen-dev ./cmd/mediagen-dev
 
 # The local runtime on its embedded defaults: prints the base URL and the dev
 # account's API key. ADDR and DATA override the address and data directory;
 # ROUTING names a routing file (docs/routing.md; default: every variant on
 # the built-in simulator). LAMBDAS=1 runs the deployed shape instead: every
 # function's built bootstrap with its template environment and IAM role, on
-# moto's server (serve --lambdas; docs/deploy.md).
+# moto's server (mediagen-dev lambdas; docs/deploy.md).
 ADDR ?= 127.0.0.1:8080
 DATA ?= .mediagen
 ROUTING ?=
 LAMBDAS ?=
 run: mediagen
 	@scripts/install-deps.sh runtime
-	bin/mediagen serve --addr $(ADDR) --data $(DATA) $(if $(ROUTING),--routing $(ROUTING)) $(if $(LAMBDAS),--lambdas)
+	$(if $(LAMBDAS),bin/mediagen-dev lambdas,bin/mediagen serve) --addr $(ADDR) --data $(DATA) $(if $(ROUTING),--routing $(ROUTING))
 
 # The local runtime beside a bare net/http server under the same loopback
 # load, the cost counts in dollars, and the long-form timings
-# (docs/performance.md). BENCH_FLAGS adds flags (mediagen bench -h lists them).
+# (docs/performance.md). BENCH_FLAGS adds flags (mediagen-dev bench -h lists them).
 BENCH_FLAGS ?=
 bench: mediagen
 	@scripts/install-deps.sh runtime
-	bin/mediagen bench --json bench.json $(BENCH_FLAGS)
+	bin/mediagen-dev bench --json bench.json $(BENCH_FLAGS)
 
 # ---- Lambda builds ---------------------------------------------------------
 # Each function is a linux/arm64 bootstrap, built like `sam build` does: the
 # template gives every function CodeUri "." and BuildMethod makefile, so SAM
 # runs build-<LogicalId> below with ARTIFACTS_DIR set; its cache hashes the
-# whole module, so a change in shared/ rebuilds every function.
+# whole module, so a change in internal/ rebuilds every function.
 LAMBDA_GOFLAGS = GOOS=linux GOARCH=arm64 CGO_ENABLED=0
 LAMBDA_BUILD = $(LAMBDA_GOFLAGS) $(GO) build -tags lambda.norpc -trimpath -ldflags='-s -w'
 

@@ -11,7 +11,7 @@ import (
 
 	"gopkg.in/yaml.v3"
 
-	"github.com/mediagen-dev/mediagen/shared/testsupport"
+	"github.com/mediagen-dev/mediagen/internal/testkit/testsupport"
 )
 
 // TestRedoclyLintFindsNothing runs Redocly's linter with its recommended

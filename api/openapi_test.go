@@ -16,10 +16,10 @@ import (
 	"gopkg.in/yaml.v3"
 
 	"github.com/mediagen-dev/mediagen/api"
-	"github.com/mediagen-dev/mediagen/shared/catalog"
-	"github.com/mediagen-dev/mediagen/shared/domain"
-	"github.com/mediagen-dev/mediagen/shared/longstory"
-	"github.com/mediagen-dev/mediagen/shared/webhook"
+	"github.com/mediagen-dev/mediagen/internal/core/catalog"
+	"github.com/mediagen-dev/mediagen/internal/core/domain"
+	"github.com/mediagen-dev/mediagen/internal/core/longform"
+	"github.com/mediagen-dev/mediagen/internal/core/webhook"
 )
 
 var update = flag.Bool("update", false, "rewrite the generated part of openapi.yaml")
@@ -229,10 +229,10 @@ func TestEnumsFollowTheCode(t *testing.T) {
 		want []string
 	}{
 		{"Provider", schemas["Provider"]["enum"], catalog.Models()},
-		{"LongVideoModel", schemas["LongVideoModel"]["enum"], longstory.Models()},
-		{"language_code", prop("LongVideoCreateRequest", "language_code")["enum"], longstory.LanguageCodes()},
-		{"estimate language_code", prop("LongVideoEstimateRequest", "language_code")["enum"], longstory.LanguageCodes()},
-		{"video_style", prop("LongVideoCreateRequest", "video_style")["enum"], longstory.StyleNames()},
+		{"LongVideoModel", schemas["LongVideoModel"]["enum"], longform.Models()},
+		{"language_code", prop("LongVideoCreateRequest", "language_code")["enum"], longform.LanguageCodes()},
+		{"estimate language_code", prop("LongVideoEstimateRequest", "language_code")["enum"], longform.LanguageCodes()},
+		{"video_style", prop("LongVideoCreateRequest", "video_style")["enum"], longform.StyleNames()},
 		{"generation webhook_events", items(schemas["GenerationWebhookEvents"])["enum"], catalog.GenerationEvents},
 		{"long-form webhook_events", items(prop("LongVideoCreateRequest", "webhook_events"))["enum"], catalog.LongVideoEvents},
 		{"generation webhook type", prop("GenerationWebhookPayload", "type")["enum"], catalog.GenerationEvents},
@@ -273,7 +273,7 @@ func TestNarrationLimitsFollowTheCode(t *testing.T) {
 	}
 	narration := doc.Components.Schemas["Scene"].Properties["narration"]
 	largest := 0
-	for _, l := range longstory.Languages {
+	for _, l := range longform.Languages {
 		largest = max(largest, l.MaxNarration())
 		said := fmt.Sprintf("%d in %s", l.MaxNarration(), l.Code)
 		if !strings.Contains(narration.Description, said) && !strings.Contains(narration.Description, fmt.Sprintf("%d characters (Unicode code points) in", l.MaxNarration())) {

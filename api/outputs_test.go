@@ -7,7 +7,7 @@ import (
 	"gopkg.in/yaml.v3"
 
 	"github.com/mediagen-dev/mediagen/api"
-	"github.com/mediagen-dev/mediagen/shared/domain"
+	"github.com/mediagen-dev/mediagen/internal/core/domain"
 )
 
 // TestRetentionChoicesFollowTheCode: the account's retention_days lists

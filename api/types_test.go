@@ -11,9 +11,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/mediagen-dev/mediagen/shared/local/runtime"
-	"github.com/mediagen-dev/mediagen/shared/local/runtime/runtimetest"
-	"github.com/mediagen-dev/mediagen/shared/testsupport"
+	"github.com/mediagen-dev/mediagen/internal/local/runtime"
+	"github.com/mediagen-dev/mediagen/internal/testkit/runtimetest"
+	"github.com/mediagen-dev/mediagen/internal/testkit/testsupport"
 )
 
 // finished is what each client prints: every generation's final status and

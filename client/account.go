@@ -7,7 +7,7 @@ import (
 	"strconv"
 	"time"
 
-	"github.com/mediagen-dev/mediagen/shared/apiview"
+	"github.com/mediagen-dev/mediagen/internal/api/apiview"
 )
 
 // Account is the answer of GET /api/account.

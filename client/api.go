@@ -7,7 +7,7 @@ import (
 	"strconv"
 	"time"
 
-	"github.com/mediagen-dev/mediagen/shared/apiview"
+	"github.com/mediagen-dev/mediagen/internal/api/apiview"
 )
 
 // Statuses a generation or long-form video can have. Only processing is not
@@ -37,7 +37,7 @@ type GenerateRequest struct {
 	WebhookEvents []string `json:"webhook_events,omitempty"`
 }
 
-// The views below are the service's own (shared/apiview): the client reads
+// The views below are the service's own (internal/api/apiview): the client reads
 // what the routes render, so the two cannot drift apart.
 
 // Generation is the record POST /api/generations/generate answers.

@@ -5,7 +5,7 @@ import (
 	"net/http"
 	"net/url"
 
-	"github.com/mediagen-dev/mediagen/shared/apiview"
+	"github.com/mediagen-dev/mediagen/internal/api/apiview"
 )
 
 // KeyRequest is the body of POST /api/account/keys.

@@ -6,7 +6,7 @@ import (
 	"net/url"
 	"strconv"
 
-	"github.com/mediagen-dev/mediagen/shared/apiview"
+	"github.com/mediagen-dev/mediagen/internal/api/apiview"
 )
 
 // ListOptions selects a page of a list; zero values take the defaults.

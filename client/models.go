@@ -6,7 +6,7 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/mediagen-dev/mediagen/shared/apiview"
+	"github.com/mediagen-dev/mediagen/internal/api/apiview"
 )
 
 // Model is one variant of GET /api/models: the service's view

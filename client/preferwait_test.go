@@ -6,8 +6,8 @@ import (
 	"time"
 
 	"github.com/mediagen-dev/mediagen/client"
-	"github.com/mediagen-dev/mediagen/shared/local/runtime"
-	"github.com/mediagen-dev/mediagen/shared/local/runtime/runtimetest"
+	"github.com/mediagen-dev/mediagen/internal/local/runtime"
+	"github.com/mediagen-dev/mediagen/internal/testkit/runtimetest"
 )
 
 // GenerateAndWait gets a quick image back completed, with its outputs, in

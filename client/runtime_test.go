@@ -13,8 +13,8 @@ import (
 	"time"
 
 	"github.com/mediagen-dev/mediagen/client"
-	"github.com/mediagen-dev/mediagen/shared/local/runtime"
-	"github.com/mediagen-dev/mediagen/shared/local/runtime/runtimetest"
+	"github.com/mediagen-dev/mediagen/internal/local/runtime"
+	"github.com/mediagen-dev/mediagen/internal/testkit/runtimetest"
 )
 
 var fast = client.WaitOptions{Interval: 100 * time.Millisecond, MaxInterval: 300 * time.Millisecond}

@@ -7,7 +7,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/mediagen-dev/mediagen/shared/generation"
+	"github.com/mediagen-dev/mediagen/internal/core/generation"
 )
 
 // watched is one metric an alarm (or one of its metric math terms) reads.

@@ -3,7 +3,7 @@ package deploy
 import (
 	"testing"
 
-	"github.com/mediagen-dev/mediagen/shared/local/costs"
+	"github.com/mediagen-dev/mediagen/internal/local/costs"
 )
 
 // TestTheCostMeterKnowsEachFunctionsMemory: the local runtime prices Lambda

@@ -12,7 +12,7 @@ import (
 	"sync"
 	"testing"
 
-	"github.com/mediagen-dev/mediagen/shared/store/dynamostore"
+	"github.com/mediagen-dev/mediagen/internal/aws/dynamostore"
 )
 
 // Each function's DynamoDB permissions follow from its code, not from a

@@ -15,15 +15,15 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 
-	"github.com/mediagen-dev/mediagen/shared/lambdawiring"
-	"github.com/mediagen-dev/mediagen/shared/routing"
-	"github.com/mediagen-dev/mediagen/shared/store/dynamostore"
+	"github.com/mediagen-dev/mediagen/internal/aws/dynamostore"
+	"github.com/mediagen-dev/mediagen/internal/aws/lambdawiring"
+	"github.com/mediagen-dev/mediagen/internal/core/routing"
 )
 
 // localOnly are the variables the template declares empty for one reason:
 // `sam local invoke --env-vars env.json` only overrides the variables a
 // function declares, so these must be declared for env.json to reach the
-// function (and serve --lambdas fills WEBHOOK_LOOPBACK_PORTS the same way).
+// function (and mediagen-dev lambdas fills WEBHOOK_LOOPBACK_PORTS the same way).
 // In AWS an empty value is inert (TestLocalOnlyVariablesAreInertInAWS);
 // the provider token in particular is never in the template, only in
 // Secrets Manager.
@@ -37,8 +37,8 @@ var localOnly = []string{
 // cannot see, and who reads them.
 var setButNotRead = map[string]map[string]string{
 	"AssembleFunction": {
-		"FFMPEG_PATH":  "shared/ffmpeg reads it (os.Getenv): the layer's /opt/bin is not on PATH",
-		"FFPROBE_PATH": "shared/ffmpeg reads it (os.Getenv): the layer's /opt/bin is not on PATH",
+		"FFMPEG_PATH":  "internal/adapters/ffmpeg reads it (os.Getenv): the layer's /opt/bin is not on PATH",
+		"FFPROBE_PATH": "internal/adapters/ffmpeg reads it (os.Getenv): the layer's /opt/bin is not on PATH",
 	},
 }
 

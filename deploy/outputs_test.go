@@ -7,8 +7,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/mediagen-dev/mediagen/shared/domain"
-	"github.com/mediagen-dev/mediagen/shared/media"
+	"github.com/mediagen-dev/mediagen/internal/core/domain"
+	"github.com/mediagen-dev/mediagen/internal/core/media"
 )
 
 // TestOutputsExpireAfterTheRetention: the bucket's lifecycle rules expire

@@ -21,8 +21,8 @@ import (
 //
 // Grants use the same form with IAM's wildcards (* and ?).
 
-// Object keys the code writes and reads (shared/media/keys.go for the
-// published ones, shared/longstory/{scenes,narrate}.go for the scratch); keyLayouts
+// Object keys the code writes and reads (internal/core/media/keys.go for the
+// published ones, internal/core/longform/{scenes,narrate}.go for the scratch); keyLayouts
 // checks that the code still builds them so.
 const (
 	generationKey = "generations/3348f3aa-5fd0-4758-860a-3ebaf4cfbcc7/0.png"
@@ -43,17 +43,17 @@ var objectKeys = []string{generationKey, sceneKey, narrationKey, finalKey, capti
 const execution = "execution:LongStoryStateMachine/6f1c2a8e-3b7d-4e2f-9a51-0c8d7e6b5a43"
 
 var keyLayouts = []struct{ file, layout string }{
-	{"../shared/media/keys.go", `"generations/%s/%d"`},
-	{"../shared/longstory/scenes.go", `"long-videos/%s/scenes/%03d"`},
-	{"../shared/longstory/narrate.go", `"long-videos/%s/narration/%03d%s"`},
-	{"../shared/media/keys.go", `"long-videos/" + videoID + "/final.mp4"`},
-	{"../shared/media/keys.go", `"long-videos/" + videoID + "/captions.vtt"`},
-	{"../shared/media/outputs.go", `"generations/" + generationUUID + "/"`},
-	{"../shared/media/outputs.go", `"long-videos/" + videoID + "/"`},
-	{"../shared/media/keys.go", `InputsPrefix = "inputs/"`},
-	{"../shared/media/keys.go", `InputsPrefix + generationUUID + "/input.json"`},
-	{"../shared/longstory/previews.go", `"voices/" + code + "/"`},
-	{"../shared/longstory/previews.go", `previewPrefix(v.Language) + v.ID + "/preview"`},
+	{"../internal/core/media/keys.go", `"generations/%s/%d"`},
+	{"../internal/core/longform/scenes.go", `"long-videos/%s/scenes/%03d"`},
+	{"../internal/core/longform/narrate.go", `"long-videos/%s/narration/%03d%s"`},
+	{"../internal/core/media/keys.go", `"long-videos/" + videoID + "/final.mp4"`},
+	{"../internal/core/media/keys.go", `"long-videos/" + videoID + "/captions.vtt"`},
+	{"../internal/core/media/outputs.go", `"generations/" + generationUUID + "/"`},
+	{"../internal/core/media/outputs.go", `"long-videos/" + videoID + "/"`},
+	{"../internal/core/media/keys.go", `InputsPrefix = "inputs/"`},
+	{"../internal/core/media/keys.go", `InputsPrefix + generationUUID + "/input.json"`},
+	{"../internal/core/longform/previews.go", `"voices/" + code + "/"`},
+	{"../internal/core/longform/previews.go", `previewPrefix(v.Language) + v.ID + "/preview"`},
 }
 
 // A use is a call the code makes: its actions on one target, and where.

@@ -4,8 +4,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/mediagen-dev/mediagen/shared/generation"
-	"github.com/mediagen-dev/mediagen/shared/local/apigw"
+	"github.com/mediagen-dev/mediagen/internal/core/generation"
+	"github.com/mediagen-dev/mediagen/internal/local/apigw"
 )
 
 // Prefer: wait holds the generate function open: its wait cap, with room

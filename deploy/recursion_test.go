@@ -81,7 +81,7 @@ func sendsTo(fn Resource) []string {
 // recursive-loop guard stops at its 17th invocation (the SDK carries the
 // trace header through SQS) unless the function sets RecursiveLoop: Allow;
 // SAM must pass the property to the function. (The local runtime's queues
-// apply the same setting: shared/local/runtime checks it.)
+// apply the same setting: internal/local/runtime checks it.)
 func TestFunctionsThatFeedTheirOwnQueueAllowRecursion(t *testing.T) {
 	loops := map[string]bool{}
 	for _, f := range functions {

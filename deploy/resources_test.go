@@ -10,7 +10,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/mediagen-dev/mediagen/shared/local/costs"
+	"github.com/mediagen-dev/mediagen/internal/local/costs"
 )
 
 // stringsOf reads a list of strings (nil when it is not one).

@@ -11,7 +11,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
-	"github.com/mediagen-dev/mediagen/shared/store/dynamostore"
+	"github.com/mediagen-dev/mediagen/internal/aws/dynamostore"
 )
 
 const stackName = "STACK"

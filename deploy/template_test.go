@@ -17,8 +17,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/mediagen-dev/mediagen/shared/lambdawiring"
-	apiroutes "github.com/mediagen-dev/mediagen/shared/routes"
+	apiroutes "github.com/mediagen-dev/mediagen/internal/api/routes"
+	"github.com/mediagen-dev/mediagen/internal/aws/lambdawiring"
 )
 
 // The functions of the service: logical ID in template.yaml and folder
@@ -420,7 +420,7 @@ func TestEveryFunctionBuildsFromItsFolder(t *testing.T) {
 		t.Run(f.ID, func(t *testing.T) {
 			r := resource(t, f.ID, "AWS::Serverless::Function")
 			if r.Properties["CodeUri"] != "." {
-				t.Errorf("%s: CodeUri is %s; want \".\" (the module root, so SAM's build cache sees shared/)", f.ID, show(r.Properties["CodeUri"]))
+				t.Errorf("%s: CodeUri is %s; want \".\" (the module root, so SAM's build cache sees internal/)", f.ID, show(r.Properties["CodeUri"]))
 			}
 			if r.Metadata["BuildMethod"] != "makefile" {
 				t.Errorf("%s: Metadata.BuildMethod is %s; want makefile", f.ID, show(r.Metadata["BuildMethod"]))
@@ -506,7 +506,7 @@ func TestEveryRouteOfTheSpecReachesItsFunction(t *testing.T) {
 		delete(found, key)
 	}
 	for key, fn := range found {
-		t.Errorf("%s: route %s is not in routes.Table (shared/routes)", fn, key)
+		t.Errorf("%s: route %s is not in routes.Table (internal/api/routes)", fn, key)
 	}
 }
 

@@ -9,9 +9,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/mediagen-dev/mediagen/shared/lambdawiring"
-	"github.com/mediagen-dev/mediagen/shared/store"
-	"github.com/mediagen-dev/mediagen/shared/webhook"
+	"github.com/mediagen-dev/mediagen/internal/aws/lambdawiring"
+	"github.com/mediagen-dev/mediagen/internal/core/store"
+	"github.com/mediagen-dev/mediagen/internal/core/webhook"
 	"github.com/mediagen-dev/mediagen/statemachines"
 )
 

@@ -61,8 +61,8 @@ func TestCheckRef(t *testing.T) {
 		ref, kind string
 		ok        bool
 	}{
-		{"shared/routes/routes.go", "path", true},
-		{"shared/routes/nothing.go", "path", false},
+		{"internal/api/routes/routes.go", "path", true},
+		{"internal/api/routes/nothing.go", "path", false},
 		{"functions/<folder>/main.go", "path", true},
 		{"nothing/<folder>/main.go", "path", false},
 		{"make test", "make", true},
@@ -72,12 +72,12 @@ func TestCheckRef(t *testing.T) {
 		{"routes.Table", "go name", true},
 		{"routes.Nothing", "go name", false},
 		{"nothing.Table", "go name", false},
-		{"go test ./shared/routes -run TestTableListsEveryRouteFunctionOnce", "go test", true},
-		{"go test ./shared/routes -run TestNothingAtAll", "go test", false},
-		{"go test ./shared/catalog -run TestOpenAPIDocumentsExactlyTheTablesRoutes", "go test", false},
-		{"go test ./shared/nothing", "go test", false},
-		{"go test -race ./shared/local/... -run TestHeartbeatsKeepTheTaskAlive -v", "go test", true},
-		{"go test ./shared/routes ./deploy", "go test", true},
+		{"go test ./internal/api/routes -run TestTableListsEveryRouteFunctionOnce", "go test", true},
+		{"go test ./internal/api/routes -run TestNothingAtAll", "go test", false},
+		{"go test ./internal/core/catalog -run TestOpenAPIDocumentsExactlyTheTablesRoutes", "go test", false},
+		{"go test ./internal/nothing", "go test", false},
+		{"go test -race ./internal/local/... -run TestHeartbeatsKeepTheTaskAlive -v", "go test", true},
+		{"go test ./internal/api/routes ./deploy", "go test", true},
 		{"npm ci --prefix tools", "", true},
 	}
 	for _, tt := range tests {
@@ -247,7 +247,7 @@ func testsNamed(root, pattern string, re *regexp.Regexp) (bool, error) {
 	return found, err
 }
 
-// checkGoName: a package named pkg (a folder of that name under shared/ or
+// checkGoName: a package named pkg (a folder of that name under internal/ or
 // at the root) declares name at its top level.
 func checkGoName(root, pkg, name string) error {
 	var dirs []string

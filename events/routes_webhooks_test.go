@@ -15,9 +15,9 @@ import (
 	"github.com/shopspring/decimal"
 
 	"github.com/mediagen-dev/mediagen/api"
-	"github.com/mediagen-dev/mediagen/shared/apikey"
-	"github.com/mediagen-dev/mediagen/shared/domain"
-	"github.com/mediagen-dev/mediagen/shared/webhook"
+	"github.com/mediagen-dev/mediagen/internal/core/apikey"
+	"github.com/mediagen-dev/mediagen/internal/core/domain"
+	"github.com/mediagen-dev/mediagen/internal/core/webhook"
 )
 
 // The records the cancel, callback and webhook events name.

@@ -7,7 +7,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/mediagen-dev/mediagen/shared/routes"
+	"github.com/mediagen-dev/mediagen/internal/api/routes"
 )
 
 // TestEveryFunctionHasItsSampleEventAndEveryEventAFunction: each folder

@@ -37,7 +37,7 @@ for dir in functions/*/; do
   make -s "build-$logical" ARTIFACTS_DIR="$out/$name" ROUTING_OPTIONAL=1
   # Local stand-ins (embedded store, simulator, ASL runner, ...) must never
   # reach a Lambda binary.
-  local_deps=$(GOOS=linux GOARCH=arm64 go list -tags lambda.norpc -deps "./functions/$name" | grep -E '/shared/(local|testsupport)|/shared/store/sqlitestore|modernc.org/sqlite' || true)
+  local_deps=$(GOOS=linux GOARCH=arm64 go list -tags lambda.norpc -deps "./functions/$name" | grep -E '/internal/(local|testkit)/|modernc.org/sqlite' || true)
   if [ -n "$local_deps" ]; then
     echo "functions/$name links local-only packages:" >&2
     echo "$local_deps" >&2

@@ -18,7 +18,7 @@ exactly those: DynamoDB's all-or-nothing, item by item. Everything else,
 the checks, the order, the errors and the cancellation reasons, is moto's
 code as it is in 5.2.1 (the version scripts/install-deps.sh installs);
 another version refuses to start, since the copy below would no longer be
-moto's. shared/testsupport's TestACancelledTransactionChangesNothing holds
+moto's. internal/testkit/testsupport's TestACancelledTransactionChangesNothing holds
 this to DynamoDB's semantics.
 
 With IAM enforced (INITIAL_NO_AUTH_ACTION_COUNT), moto 5.2.1 recomputes a

@@ -9,8 +9,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/mediagen-dev/mediagen/shared/longstory"
-	"github.com/mediagen-dev/mediagen/shared/testsupport"
+	"github.com/mediagen-dev/mediagen/internal/core/longform"
+	"github.com/mediagen-dev/mediagen/internal/testkit/testsupport"
 	"github.com/mediagen-dev/mediagen/statemachines"
 )
 
@@ -77,8 +77,8 @@ func TestEverySceneRunsAtOnce(t *testing.T) {
 					continue
 				}
 				maps++
-				if s.MaxConcurrency != 0 && s.MaxConcurrency < longstory.MaxScenes {
-					t.Errorf("Map %s runs %d scenes at once, fewer than the %d a video may have", name, s.MaxConcurrency, longstory.MaxScenes)
+				if s.MaxConcurrency != 0 && s.MaxConcurrency < longform.MaxScenes {
+					t.Errorf("Map %s runs %d scenes at once, fewer than the %d a video may have", name, s.MaxConcurrency, longform.MaxScenes)
 				}
 			}
 		}

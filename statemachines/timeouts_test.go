@@ -9,7 +9,7 @@ import (
 	"time"
 
 	"github.com/mediagen-dev/mediagen/deploy"
-	"github.com/mediagen-dev/mediagen/shared/local/stepfunctions"
+	"github.com/mediagen-dev/mediagen/internal/local/stepfunctions"
 	"github.com/mediagen-dev/mediagen/statemachines"
 )
 

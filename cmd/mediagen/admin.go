@@ -15,12 +15,13 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/shopspring/decimal"
 
-	"github.com/mediagen-dev/mediagen/shared/accounts"
-	"github.com/mediagen-dev/mediagen/shared/domain"
-	"github.com/mediagen-dev/mediagen/shared/ledger"
-	"github.com/mediagen-dev/mediagen/shared/store"
-	"github.com/mediagen-dev/mediagen/shared/store/dynamostore"
-	"github.com/mediagen-dev/mediagen/shared/store/sqlitestore"
+	"github.com/mediagen-dev/mediagen/internal/aws/dynamostore"
+	"github.com/mediagen-dev/mediagen/internal/cli"
+	"github.com/mediagen-dev/mediagen/internal/core/accounts"
+	"github.com/mediagen-dev/mediagen/internal/core/domain"
+	"github.com/mediagen-dev/mediagen/internal/core/ledger"
+	"github.com/mediagen-dev/mediagen/internal/core/store"
+	"github.com/mediagen-dev/mediagen/internal/local/sqlitestore"
 )
 
 type command func(ctx context.Context, args []string, stdout, stderr io.Writer) int
@@ -95,32 +96,9 @@ func (f *storeFlags) open(ctx context.Context) (store.Store, func(), error) {
 	return s, func() { s.Close() }, nil
 }
 
-// errHelp asks the caller to exit 0 after -h printed the flags.
-var errHelp = errors.New("help shown")
-
-// parse reads flags, refusing stray arguments and missing required flags.
-// -h and --help print the command's flags to the help writer.
+// parse parses a command's flags (cli.Parse, as mediagen).
 func parse(fs *flag.FlagSet, args []string, required ...string) error {
-	fs.SetOutput(io.Discard)
-	if err := fs.Parse(args); errors.Is(err, flag.ErrHelp) {
-		fs.SetOutput(helpOut)
-		fmt.Fprintf(helpOut, "usage: mediagen %s [flags]\n", fs.Name())
-		fs.PrintDefaults()
-		return errHelp
-	} else if err != nil {
-		return err
-	}
-	if fs.NArg() > 0 {
-		return fmt.Errorf("unexpected argument %q", fs.Arg(0))
-	}
-	set := map[string]bool{}
-	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
-	for _, name := range required {
-		if !set[name] {
-			return fmt.Errorf("--%s is required", name)
-		}
-	}
-	return nil
+	return cli.Parse("mediagen", fs, args, required...)
 }
 
 // withService parses flags, opens the store and runs fn, mapping errors to

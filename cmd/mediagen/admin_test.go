@@ -16,11 +16,11 @@ import (
 	"github.com/google/uuid"
 	"github.com/shopspring/decimal"
 
-	"github.com/mediagen-dev/mediagen/shared/accounts"
-	"github.com/mediagen-dev/mediagen/shared/apikey"
-	"github.com/mediagen-dev/mediagen/shared/domain"
-	"github.com/mediagen-dev/mediagen/shared/store/sqlitestore"
-	"github.com/mediagen-dev/mediagen/shared/testsupport"
+	"github.com/mediagen-dev/mediagen/internal/core/accounts"
+	"github.com/mediagen-dev/mediagen/internal/core/apikey"
+	"github.com/mediagen-dev/mediagen/internal/core/domain"
+	"github.com/mediagen-dev/mediagen/internal/local/sqlitestore"
+	"github.com/mediagen-dev/mediagen/internal/testkit/testsupport"
 )
 
 // mediagen runs the command in-process and returns its exit code and output.

@@ -11,10 +11,10 @@ import (
 	"testing"
 
 	"github.com/mediagen-dev/mediagen/client"
-	"github.com/mediagen-dev/mediagen/shared/ffmpeg"
-	"github.com/mediagen-dev/mediagen/shared/local/runtime"
-	"github.com/mediagen-dev/mediagen/shared/local/runtime/runtimetest"
-	"github.com/mediagen-dev/mediagen/shared/local/simulator"
+	"github.com/mediagen-dev/mediagen/internal/adapters/ffmpeg"
+	"github.com/mediagen-dev/mediagen/internal/local/runtime"
+	"github.com/mediagen-dev/mediagen/internal/local/simulator"
+	"github.com/mediagen-dev/mediagen/internal/testkit/runtimetest"
 )
 
 // clientEnv points the client commands at a fresh local runtime through

@@ -8,9 +8,9 @@ import (
 
 	_ "modernc.org/sqlite"
 
-	"github.com/mediagen-dev/mediagen/shared/accounts"
-	"github.com/mediagen-dev/mediagen/shared/ledger"
-	"github.com/mediagen-dev/mediagen/shared/store/sqlitestore"
+	"github.com/mediagen-dev/mediagen/internal/core/accounts"
+	"github.com/mediagen-dev/mediagen/internal/core/ledger"
+	"github.com/mediagen-dev/mediagen/internal/local/sqlitestore"
 )
 
 // ledger verify passes on what the commands wrote, and fails, naming the

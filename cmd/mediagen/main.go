@@ -2,7 +2,6 @@
 //
 //	mediagen serve [--addr 127.0.0.1:8080] [--data .mediagen]
 //	               [--dynamodb [--endpoint-url URL] [--table-prefix P]]
-//	mediagen bench [--json FILE]
 //	mediagen accounts create --plan free|pro|enterprise --credits N [--rate-limit N]
 //	mediagen accounts show --user ID
 //	mediagen accounts retention --user ID --days 1|7|30
@@ -29,6 +28,8 @@ import (
 	"os"
 	"os/signal"
 	"syscall"
+
+	"github.com/mediagen-dev/mediagen/internal/cli"
 )
 
 func main() {
@@ -47,8 +48,7 @@ local runtime:
         [--dynamodb [--endpoint-url URL] [--table-prefix P]]
                         --dynamodb keeps the records in DynamoDB tables made by
                         tables create (the adapter the Lambdas use)
-  bench [--conns 16] [--duration 5s] [--rate 200] [--json FILE] (make bench;
-        bench -h lists every flag)
+  (the developers' tools, the deployed shape and make bench, are mediagen-dev)
 
 client (calls the service at $MEDIAGEN_BASE_URL with $MEDIAGEN_API_KEY;
 --base-url and --api-key override them, --json prints the answers as JSON):
@@ -104,16 +104,15 @@ store flags (every administration command):
 
 // exit codes
 const (
-	exitOK    = 0
-	exitError = 1
-	exitUsage = 2
+	exitOK    = cli.ExitOK
+	exitError = cli.ExitError
+	exitUsage = cli.ExitUsage
 )
 
-// helpOut receives -h output; run points it at stdout.
-var helpOut io.Writer = os.Stdout
+var errHelp = cli.ErrHelp
 
 func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
-	helpOut = stdout
+	cli.HelpOut = stdout
 	if len(args) == 0 || args[0] == "-h" || args[0] == "--help" || args[0] == "help" {
 		fmt.Fprint(stderr, usage)
 		if len(args) == 0 {
@@ -123,9 +122,6 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	}
 	if args[0] == "serve" {
 		return serve(ctx, args[1:], stdout, stderr)
-	}
-	if args[0] == "bench" {
-		return bench(ctx, args[1:], stdout, stderr)
 	}
 	if cmd, rest, ok := clientCommand(args); ok {
 		return cmd(ctx, rest, stdout, stderr)
@@ -144,6 +140,5 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 }
 
 func fail(stderr io.Writer, code int, err error) int {
-	fmt.Fprintf(stderr, "mediagen: %v\n", err)
-	return code
+	return cli.Fail("mediagen", stderr, code, err)
 }

@@ -7,23 +7,17 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"maps"
 	"os"
-	"path/filepath"
-	"slices"
-	"strings"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
-	"github.com/mediagen-dev/mediagen/shared/domain"
-	"github.com/mediagen-dev/mediagen/shared/local/lambdastack"
-	"github.com/mediagen-dev/mediagen/shared/local/runtime"
-	"github.com/mediagen-dev/mediagen/shared/routing"
-	"github.com/mediagen-dev/mediagen/shared/store/dynamostore"
-	"github.com/mediagen-dev/mediagen/shared/testsupport"
+	"github.com/mediagen-dev/mediagen/internal/aws/dynamostore"
+	"github.com/mediagen-dev/mediagen/internal/core/domain"
+	"github.com/mediagen-dev/mediagen/internal/core/routing"
+	"github.com/mediagen-dev/mediagen/internal/local/runtime"
 )
 
 // serve runs the local runtime until ctx ends (Ctrl-C): on the embedded
@@ -56,7 +50,6 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		return nil
 	})
 	logLevel := fs.String("log-level", "info", "debug, info, warn or error")
-	lambdas := fs.Bool("lambdas", false, "run the deployed shape: template.yaml expanded by aws-sam-translator, every function's built bootstrap as its own process with its template environment and IAM role, on moto's server with IAM enforced (docs/deploy.md#the-deployed-shape-locally-serve---lambdas)")
 	var df dynamoFlags
 	df.register(fs)
 	err := parse(fs, args)
@@ -87,12 +80,6 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		}
 	}
 	cfg.Log = domain.NewJSONLogger(stderr, &slog.HandlerOptions{Level: level})
-	if *lambdas {
-		if df.dynamo {
-			return fail(stderr, exitUsage, errors.New("serve: --lambdas makes its own tables in moto; it takes no --dynamodb"))
-		}
-		return serveLambdas(ctx, cfg, stdout, stderr)
-	}
 	where := "data in " + cfg.DataDir
 	if df.dynamo {
 		client, err := df.dynamoClient(ctx)
@@ -164,72 +151,4 @@ func tablesExist(ctx context.Context, client dynamodb.DescribeTableAPIClient, t 
 		}
 	}
 	return nil
-}
-
-// serveLambdas runs the deployed shape (lambdastack) until ctx ends: what
-// serve prints, plus each function's role, and each process as it starts.
-func serveLambdas(ctx context.Context, cfg runtime.Config, stdout, stderr io.Writer) int {
-	root, err := testsupport.ModuleRoot()
-	if err != nil {
-		return fail(stderr, exitError, fmt.Errorf("serve --lambdas builds the functions from the source tree (run it from the repository): %w", err))
-	}
-	dir := filepath.Join(cfg.DataDir, "lambdas")
-	// moto keeps nothing across runs: each run starts on a fresh stack.
-	if err := os.RemoveAll(dir); err != nil {
-		return fail(stderr, exitError, fmt.Errorf("serve --lambdas: %w", err))
-	}
-	// --webhook-allow opens its ports to the deployed functions too
-	// (WEBHOOK_LOOPBACK_PORTS); the provider's callbacks are on at the
-	// API's own URL unless --public-url names another (the template's
-	// PublicBaseUrl), as serve has them.
-	var ports []uint16
-	for _, hp := range cfg.WebhookAllow {
-		port, err := runtime.ParseWebhookAllow(hp)
-		if err != nil {
-			return fail(stderr, exitUsage, err)
-		}
-		ports = append(ports, port)
-	}
-	params := map[string]string{}
-	switch {
-	case cfg.NoUpstreamWebhooks:
-		params["PublicBaseUrl"] = ""
-	case cfg.PublicBaseURL != "":
-		params["PublicBaseUrl"] = cfg.PublicBaseURL
-	}
-	l, err := lambdastack.StartLocal(ctx, lambdastack.LocalConfig{
-		Config: lambdastack.Config{Root: root, Dir: dir, Addr: cfg.Addr, Log: cfg.Log, Progress: stdout,
-			Parameters: params, WebhookLoopbackPorts: ports},
-		SimulatorLatency: cfg.SimulatorLatency, Routing: cfg.Routing})
-	if err != nil {
-		return fail(stderr, exitError, fmt.Errorf("serve --lambdas: %w", err))
-	}
-	defer l.Close()
-	fns := l.Functions()
-	fmt.Fprintf(stdout, "\nmediagen is running as deployed (%d functions, logs in %s; Ctrl-C stops it)\n\n", len(fns), filepath.Join(dir, "logs"))
-	for _, name := range slices.Sorted(maps.Keys(fns)) {
-		fn := fns[name]
-		fmt.Fprintf(stdout, "  %-36s role %s, timeout %s, %d MB\n", name, fn.Role, fn.Timeout, fn.MemoryMB)
-	}
-	machines := l.StateMachines()
-	for _, name := range slices.Sorted(maps.Keys(machines)) {
-		fmt.Fprintf(stdout, "  %-36s %s (the local ASL runner; the Step Functions API at moto's endpoint)\n", name, machines[name].ARN)
-	}
-	rules := l.EventRules()
-	for _, name := range slices.Sorted(maps.Keys(rules)) {
-		fmt.Fprintf(stdout, "  %-36s event rule → %s\n", name, strings.Join(rules[name], ", "))
-	}
-	fmt.Fprintf(stdout, `
-  base URL: %s   (the HTTP API: no playground or dashboard in the deployed shape)
-  outputs:  %s   (the CDN's stand-in, TLS with a certificate of its own: curl -k)
-  moto:     %s   (IAM enforced; its refusals in %s)
-  API key:  %s   (dev account %s)
-  simulator: %s/v1 (Replicate), %s (fal queue)
-
-  export MEDIAGEN_BASE_URL=%s MEDIAGEN_API_KEY=%s
-`, l.BaseURL, l.Media.URL, l.Moto.Endpoint, filepath.Join(dir, "logs", "moto-access.log"), l.Dev.APIKey, l.Dev.UserID,
-		l.Simulator.BaseURL, l.Simulator.FalURL, l.BaseURL, l.Dev.APIKey)
-	<-ctx.Done()
-	fmt.Fprintln(stdout, "stopping…")
-	return exitOK
 }

@@ -20,11 +20,11 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
-	"github.com/mediagen-dev/mediagen/shared/ledger"
-	"github.com/mediagen-dev/mediagen/shared/routing"
-	"github.com/mediagen-dev/mediagen/shared/store/dynamostore"
-	"github.com/mediagen-dev/mediagen/shared/testsupport"
-	"github.com/mediagen-dev/mediagen/shared/testsupport/waitfor"
+	"github.com/mediagen-dev/mediagen/internal/aws/dynamostore"
+	"github.com/mediagen-dev/mediagen/internal/core/ledger"
+	"github.com/mediagen-dev/mediagen/internal/core/routing"
+	"github.com/mediagen-dev/mediagen/internal/testkit/testsupport"
+	"github.com/mediagen-dev/mediagen/internal/testkit/waitfor"
 )
 
 // TestServeRefusesAddressesBeyondThisMachine: without --allow-remote,

@@ -4,7 +4,7 @@ package main
 import (
 	"github.com/aws/aws-lambda-go/lambda"
 
-	"github.com/mediagen-dev/mediagen/shared/lambdawiring/storewiring"
+	"github.com/mediagen-dev/mediagen/internal/aws/lambdawiring/storewiring"
 )
 
 func main() {

@@ -25,7 +25,7 @@ import (
 	"golang.org/x/tools/go/ssa/ssautil"
 )
 
-const storeType = "*github.com/mediagen-dev/mediagen/shared/store/dynamostore.Store"
+const storeType = "*github.com/mediagen-dev/mediagen/internal/aws/dynamostore.Store"
 
 func main() {
 	if err := run(); err != nil {

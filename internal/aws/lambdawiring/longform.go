@@ -1,0 +1,150 @@
+package lambdawiring
+
+import (
+	"context"
+	"log/slog"
+	"os"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/polly"
+	"github.com/aws/aws-sdk-go-v2/service/s3"
+	"github.com/aws/aws-sdk-go-v2/service/sfn"
+
+	"github.com/mediagen-dev/mediagen/internal/adapters/ffmpeg"
+	"github.com/mediagen-dev/mediagen/internal/api/routes"
+	"github.com/mediagen-dev/mediagen/internal/aws/lambdawiring/storewiring"
+	"github.com/mediagen-dev/mediagen/internal/aws/narration"
+	"github.com/mediagen-dev/mediagen/internal/aws/s3bucket"
+	"github.com/mediagen-dev/mediagen/internal/aws/workflow"
+	"github.com/mediagen-dev/mediagen/internal/core/longform"
+)
+
+// EnvCaptionFontFile is the font file the Assemble function draws burned
+// captions in.
+const EnvCaptionFontFile = "CAPTION_FONT_FILE"
+
+// EnvStateMachineARN names the long-form state machine.
+const EnvStateMachineARN = "STATE_MACHINE_ARN"
+
+// longStoryWorkflow is the long-form state machine, for the routes that
+// start and stop its executions.
+func longStoryWorkflow(cfg aws.Config) (*workflow.StepFunctions, error) {
+	arn, err := storewiring.Required(EnvStateMachineARN)
+	if err != nil {
+		return nil, err
+	}
+	return &workflow.StepFunctions{Client: sfn.NewFromConfig(cfg), StateMachineARN: arn}, nil
+}
+
+// stepSettings are the task steps' settings in Lambda: scratch files in
+// /tmp.
+func stepSettings(log *slog.Logger) longform.StepSettings {
+	return longform.StepSettings{WorkDir: os.TempDir(), Log: log}
+}
+
+func stepBucket(cfg aws.Config) (*s3bucket.Bucket, error) {
+	name, err := storewiring.Required(EnvOutputBucket)
+	if err != nil {
+		return nil, err
+	}
+	base, err := storewiring.Required(EnvMediaBaseURL)
+	if err != nil {
+		return nil, err
+	}
+	return s3bucket.New(s3.NewFromConfig(cfg), name, base), nil
+}
+
+// SubmitScene is the workflow's Scene task: it creates a scene's job.
+func SubmitScene(ctx context.Context, log *slog.Logger) (any, error) {
+	cfg, err := storewiring.AWSConfig(ctx)
+	if err != nil {
+		return nil, err
+	}
+	ups, err := Upstreams(ctx, cfg)
+	if err != nil {
+		return nil, err
+	}
+	q, err := pollQueue(cfg)
+	if err != nil {
+		return nil, err
+	}
+	st := storewiring.Store(cfg)
+	return longform.SubmitSceneStep(st, ups, st, q, stepSettings(log)), nil
+}
+
+// Narrate speaks the narration with Amazon Polly.
+func Narrate(ctx context.Context, log *slog.Logger) (any, error) {
+	cfg, files, err := configAndBucket(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return longform.NarrateStep(files, narration.Polly{Client: polly.NewFromConfig(cfg)}, storewiring.Store(cfg), stepSettings(log)), nil
+}
+
+// Assemble joins the clips and narration with the ffmpeg layer.
+func Assemble(ctx context.Context, log *slog.Logger) (any, error) {
+	cfg, files, err := configAndBucket(ctx)
+	if err != nil {
+		return nil, err
+	}
+	settings := stepSettings(log)
+	// The layer's font (template.yaml); "" is ffmpeg.DefaultFontFile.
+	settings.CaptionFont = storewiring.Getenv(EnvCaptionFontFile)
+	return longform.AssembleStep(files, storewiring.Store(cfg), files, ffmpeg.Runner{Timeout: 10 * time.Minute}, settings), nil
+}
+
+// Finalize completes the video, tags its files with a retention other than
+// the default, and sends its webhook.
+func Finalize(ctx context.Context, log *slog.Logger) (any, error) {
+	cfg, files, err := configAndBucket(ctx)
+	if err != nil {
+		return nil, err
+	}
+	notifier, err := Notifier(cfg)
+	if err != nil {
+		return nil, err
+	}
+	return longform.FinalizeStep(files, files, storewiring.Store(cfg), notifier, stepSettings(log)), nil
+}
+
+// MarkFailed is the workflow's Catch and the safety-net rule's target: it
+// also stops the scenes' jobs and frees their slots.
+func MarkFailed(ctx context.Context, log *slog.Logger) (any, error) {
+	cfg, files, err := configAndBucket(ctx)
+	if err != nil {
+		return nil, err
+	}
+	notifier, err := Notifier(cfg)
+	if err != nil {
+		return nil, err
+	}
+	ups, err := Upstreams(ctx, cfg)
+	if err != nil {
+		return nil, err
+	}
+	st := storewiring.Store(cfg)
+	return longform.MarkFailedStep(st, notifier, ups, st, files, stepSettings(log)), nil
+}
+
+// configAndBucket are what the steps that read and write files start from.
+func configAndBucket(ctx context.Context) (aws.Config, *s3bucket.Bucket, error) {
+	cfg, err := storewiring.AWSConfig(ctx)
+	if err != nil {
+		return aws.Config{}, nil, err
+	}
+	files, err := stepBucket(cfg)
+	return cfg, files, err
+}
+
+// LongStoryVoices lists a language's voices; a voice's preview clip is
+// spoken by Amazon Polly the first time it is listed and kept in the
+// output bucket.
+func LongStoryVoices(ctx context.Context, log *slog.Logger) (any, error) {
+	cfg, files, err := configAndBucket(ctx)
+	if err != nil {
+		return nil, err
+	}
+	lister := &longform.VoiceLister{Narrator: narration.Polly{Client: polly.NewFromConfig(cfg)}, Files: files, WorkDir: os.TempDir(), Log: log}
+	return storewiring.Route(routes.LongStoryVoices(), routes.Ports{VoiceLister: lister, Gate: storewiring.Gate(cfg, log)})
+}

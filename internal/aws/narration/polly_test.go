@@ -1,0 +1,127 @@
+package narration
+
+import (
+	"context"
+	"errors"
+	"io"
+	"os"
+	"strings"
+	"testing"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/polly"
+	"github.com/aws/aws-sdk-go-v2/service/polly/types"
+
+	"github.com/mediagen-dev/mediagen/internal/core/longform"
+)
+
+// recordingPolly stands in for the Polly API: a thin wire call no local
+// server speaks.
+type recordingPolly struct{ got *polly.SynthesizeSpeechInput }
+
+func (r *recordingPolly) SynthesizeSpeech(_ context.Context, in *polly.SynthesizeSpeechInput, _ ...func(*polly.Options)) (*polly.SynthesizeSpeechOutput, error) {
+	r.got = in
+	return &polly.SynthesizeSpeechOutput{AudioStream: io.NopCloser(strings.NewReader("ID3-mp3-bytes"))}, nil
+}
+
+// Every supported language reaches Polly with its voice and its language
+// code: without the code, the bilingual Kajal reads Hindi as Indian English.
+func TestPollySpeaksEachLanguageWithItsVoiceAndLanguageCode(t *testing.T) {
+	tests := []struct {
+		code, text string
+		voice      types.VoiceId
+		language   types.LanguageCode
+	}{
+		{"en", "The sea at dawn.", types.VoiceIdJoanna, types.LanguageCodeEnUs},
+		{"es", "El mar al amanecer.", types.VoiceIdLucia, types.LanguageCodeEsEs},
+		{"fr", "La mer à l'aube.", types.VoiceIdLea, types.LanguageCodeFrFr},
+		{"de", "Das Meer im Morgengrauen.", types.VoiceIdVicki, types.LanguageCodeDeDe},
+		{"it", "Il mare all'alba.", types.VoiceIdBianca, types.LanguageCodeItIt},
+		{"pt", "O mar ao amanhecer.", types.VoiceIdCamila, types.LanguageCodePtBr},
+		{"nl", "De zee bij dageraad.", types.VoiceIdLaura, types.LanguageCodeNlNl},
+		{"pl", "Morze o świcie.", types.VoiceIdOla, types.LanguageCodePlPl},
+		{"hi", "भोर में समुद्र।", types.VoiceIdKajal, types.LanguageCodeHiIn},
+		{"ja", "よあけの うみ。", types.VoiceIdKazuha, types.LanguageCodeJaJp},
+	}
+	if len(tests) != len(longform.Languages) {
+		t.Fatalf("%d cases for %d supported languages: add the new language here", len(tests), len(longform.Languages))
+	}
+	for _, tt := range tests {
+		t.Run(tt.code, func(t *testing.T) {
+			lang, ok := longform.LookupLanguage(tt.code)
+			if !ok {
+				t.Fatalf("%s is not a supported language", tt.code)
+			}
+			rec := &recordingPolly{}
+			path, ctype, err := Polly{Client: rec}.Speak(context.Background(), lang, tt.text, t.TempDir())
+			if err != nil {
+				t.Fatal(err)
+			}
+			got := rec.got
+			if got.VoiceId != tt.voice || got.LanguageCode != tt.language {
+				t.Errorf("asked Polly for voice %q in %q, want %q in %q", got.VoiceId, got.LanguageCode, tt.voice, tt.language)
+			}
+			if got.Engine != types.EngineNeural || got.OutputFormat != types.OutputFormatMp3 || aws.ToString(got.Text) != tt.text {
+				t.Errorf("asked Polly for engine %q, format %q, text %q", got.Engine, got.OutputFormat, aws.ToString(got.Text))
+			}
+			raw, _ := os.ReadFile(path)
+			if ctype != "audio/mpeg" || !strings.HasSuffix(path, ".mp3") || string(raw) != "ID3-mp3-bytes" {
+				t.Errorf("wrote %s (%s) with %q", path, ctype, raw)
+			}
+		})
+	}
+}
+
+// A voice or language code the SDK does not know is refused before any
+// call: Polly would reject it, or speak the voice's default language.
+func TestPollyRefusesAnUnknownVoiceOrLanguageCode(t *testing.T) {
+	hindi, _ := longform.LookupLanguage("hi")
+	noCode, badVoice := hindi, hindi
+	noCode.PollyLanguage = ""
+	badVoice.PollyVoice = "Nobody"
+	for name, lang := range map[string]longform.Language{"no language code": noCode, "unknown voice": badVoice} {
+		t.Run(name, func(t *testing.T) {
+			rec := &recordingPolly{}
+			_, _, err := Polly{Client: rec}.Speak(context.Background(), lang, "नमस्ते", t.TempDir())
+			if !errors.Is(err, ErrUnsupportedVoice) {
+				t.Errorf("err = %v, want ErrUnsupportedVoice", err)
+			}
+			if rec.got != nil {
+				t.Errorf("called Polly with %+v", rec.got)
+			}
+		})
+	}
+}
+
+func TestEveryLanguageHasAPollyVoiceThatExists(t *testing.T) {
+	known := map[string]bool{}
+	for _, v := range types.VoiceId("").Values() {
+		known[string(v)] = true
+	}
+	for _, lang := range longform.Languages {
+		if !known[lang.PollyVoice] {
+			t.Errorf("%s: Polly has no voice %q", lang.Code, lang.PollyVoice)
+		}
+	}
+}
+
+// Every voice of the catalog reaches Polly as its own VoiceId with the
+// neural engine and its language's code, and the SDK knows both: a voice
+// the catalog lists is one Polly speaks.
+func TestPollySpeaksEveryCatalogVoice(t *testing.T) {
+	for _, v := range longform.Voices {
+		t.Run(v.Language+"/"+v.ID, func(t *testing.T) {
+			lang, ok := longform.LookupLanguage(v.Language)
+			if !ok {
+				t.Fatalf("voice %s is of %q, not a supported language", v.ID, v.Language)
+			}
+			rec := &recordingPolly{}
+			if _, _, err := (Polly{Client: rec}).Speak(context.Background(), lang.Speaker(v), "Hello.", t.TempDir()); err != nil {
+				t.Fatal(err)
+			}
+			if string(rec.got.VoiceId) != v.Polly || string(rec.got.LanguageCode) != lang.PollyLanguage || rec.got.Engine != types.EngineNeural {
+				t.Errorf("asked Polly for %q in %q (%s), want %q in %q (neural)", rec.got.VoiceId, rec.got.LanguageCode, rec.got.Engine, v.Polly, lang.PollyLanguage)
+			}
+		})
+	}
+}

@@ -1,0 +1,56 @@
+// Package cli is what the project's commands (cmd/mediagen, the user's and
+// operator's; cmd/mediagen-dev, the developer's) share of their command
+// line: exit codes, flag parsing with required flags, and -h.
+package cli
+
+import (
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+)
+
+// Exit codes.
+const (
+	ExitOK    = 0
+	ExitError = 1
+	ExitUsage = 2
+)
+
+// ErrHelp is Parse's answer once it has printed a command's -h.
+var ErrHelp = errors.New("help shown")
+
+// HelpOut receives -h output; a command's run points it at its stdout.
+var HelpOut io.Writer = os.Stdout
+
+// Parse parses a command's flags, refuses positional arguments and names
+// the first required flag left unset.
+func Parse(program string, fs *flag.FlagSet, args []string, required ...string) error {
+	fs.SetOutput(io.Discard)
+	if err := fs.Parse(args); errors.Is(err, flag.ErrHelp) {
+		fs.SetOutput(HelpOut)
+		fmt.Fprintf(HelpOut, "usage: %s %s [flags]\n", program, fs.Name())
+		fs.PrintDefaults()
+		return ErrHelp
+	} else if err != nil {
+		return err
+	}
+	if fs.NArg() > 0 {
+		return fmt.Errorf("unexpected argument %q", fs.Arg(0))
+	}
+	set := map[string]bool{}
+	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
+	for _, name := range required {
+		if !set[name] {
+			return fmt.Errorf("--%s is required", name)
+		}
+	}
+	return nil
+}
+
+// Fail prints err as the program's one line on stderr and returns code.
+func Fail(program string, stderr io.Writer, code int, err error) int {
+	fmt.Fprintf(stderr, "%s: %v\n", program, err)
+	return code
+}

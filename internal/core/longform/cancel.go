@@ -1,0 +1,75 @@
+package longform
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/mediagen-dev/mediagen/internal/core/domain"
+)
+
+// Canceler stops videos: the cancel route's use case.
+type Canceler struct{ s *Service }
+
+// NewCanceler stops the execution and the scenes' jobs, frees their slots,
+// ends the record, releases the hold and sends the webhook; slots and
+// notifier may be nil.
+func NewCanceler(store Store, workflow Workflow, upstream Providers, slots Slots, notifier Notifier, settings Settings) *Canceler {
+	return &Canceler{s: &Service{Store: store, Workflow: workflow, Upstream: upstream, Slots: slots, Notifier: notifier, Settings: settings}}
+}
+
+// Cancel stops a caller's video (see Service.cancel).
+func (c *Canceler) Cancel(ctx context.Context, userID, id string) (domain.LongVideo, error) {
+	return c.s.cancel(ctx, userID, id)
+}
+
+// cancel stops a caller's video: the execution is stopped, the scenes'
+// jobs upstream are canceled, the record ends canceled and the hold is
+// released. A video already final is a conflict, and so is one whose
+// final video is being stored (domain.ErrFinishing).
+func (s *Service) cancel(ctx context.Context, userID, id string) (domain.LongVideo, error) {
+	v, err := NewReader(s.Store).find(ctx, userID, id)
+	if err != nil {
+		return domain.LongVideo{}, err
+	}
+	if v.Status.Terminal() {
+		return domain.LongVideo{}, fmt.Errorf("%w: video %s is already %s", domain.ErrConflict, v.ID, v.Status)
+	}
+	if v.Files.Finishing {
+		return domain.LongVideo{}, finishingError(v.ID)
+	}
+	log := s.log().With("user_id", userID, "video_id", v.ID)
+	err = s.Store.FinishLongVideo(ctx, v.ID, domain.Outcome{Status: domain.StatusCanceled, Error: "canceled by the caller"}, s.now())
+	if errors.Is(err, domain.ErrConflict) {
+		if v, err = s.Store.GetLongVideo(ctx, v.ID); err == nil {
+			err = fmt.Errorf("%w: video %s is already %s", domain.ErrConflict, v.ID, v.Status)
+			if !v.Status.Terminal() {
+				err = finishingError(v.ID)
+			}
+		}
+		return domain.LongVideo{}, err
+	}
+	if err != nil {
+		return domain.LongVideo{}, fmt.Errorf("cancel %s: %w", v.ID, err)
+	}
+	// The record is final now: every step after this finds it so and stops.
+	if err := s.Workflow.Stop(ctx, v.ID, "canceled by the caller"); err != nil {
+		log.WarnContext(ctx, "could not stop the workflow; its next step stops on the canceled record", "error", err)
+	}
+	stopScenes(ctx, log, s.Upstream, s.Slots, v)
+	s.release(ctx, log, userID, v.ID)
+	if v, err = s.Store.GetLongVideo(ctx, v.ID); err != nil {
+		return domain.LongVideo{}, fmt.Errorf("reread %s: %w", v.ID, err)
+	}
+	if err := notify(ctx, s.Notifier, v); err != nil {
+		log.WarnContext(ctx, "could not enqueue the webhook", "error", err)
+	}
+	return v, nil
+}
+
+// finishingError is a cancel of a video whose final video is being
+// stored: it completes and is charged (or fails and is not).
+func finishingError(id string) error {
+	return fmt.Errorf("%w: video %s is storing its final video; it completes and is charged (or, if that fails, fails and is not)",
+		domain.ErrFinishing, id)
+}

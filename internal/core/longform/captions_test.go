@@ -1,0 +1,91 @@
+package longform
+
+import (
+	"encoding/base64"
+	"strings"
+	"testing"
+	"unicode/utf8"
+)
+
+func TestCaptionLinesAreAtMostTwoShortLines(t *testing.T) {
+	for name, text := range map[string]string{
+		"short":          "The sea comes in.",
+		"english, 90":    "And the day ends, as it began, with the sound of the sea on the sand below the old pier.",
+		"japanese, 37":   "うみのおとがきこえるまちでこどもたちがあそんでいるゆうがたのひかりがしずかにひろがる",
+		"hindi, 75":      "समुद्र की लहरें धीरे धीरे किनारे पर आती हैं और शाम का सूरज डूबता है, सब शांत है।",
+		"newlines, tabs": "The sea\ncomes in\tand goes out again, over and over, all day and all night long.",
+	} {
+		t.Run(name, func(t *testing.T) {
+			lines := captionLines(text)
+			if len(lines) < 1 || len(lines) > 2 {
+				t.Fatalf("%d lines %q", len(lines), lines)
+			}
+			for _, l := range lines {
+				if n := utf8.RuneCountInString(l); n > captionLineRunes || strings.ContainsAny(l, "\n\t") || strings.TrimSpace(l) != l || l == "" {
+					t.Errorf("line %q (%d characters): want 1 to %d characters, no control characters, trimmed", l, n, captionLineRunes)
+				}
+			}
+			if got, want := strings.ReplaceAll(strings.Join(lines, ""), " ", ""), strings.Join(strings.Fields(text), ""); got != want {
+				t.Errorf("lines %q lose text of %q", lines, text)
+			}
+		})
+	}
+}
+
+func TestWebVTTEscapesAndTimesItsCues(t *testing.T) {
+	got := string(WebVTT([]Cue{{Start: 0.0404, End: 3.25, Lines: []string{"Fish & chips"}}, {Start: 3725.5, End: 3726, Lines: []string{"a --> b", "<i>"}}}))
+	want := "WEBVTT\n\n1\n00:00:00.040 --> 00:00:03.250\nFish &amp; chips\n\n2\n01:02:05.500 --> 01:02:06.000\na --&gt; b\n&lt;i&gt;\n"
+	if got != want {
+		t.Errorf("WebVTT:\n%s\nwant:\n%s", got, want)
+	}
+}
+
+func TestDecodeMusicAcceptsOnlyAudioItCanRead(t *testing.T) {
+	wav := "RIFF\x24\x00\x00\x00WAVEfmt "
+	b64 := func(s string) string { return base64.StdEncoding.EncodeToString([]byte(s)) }
+	for _, tc := range []struct {
+		name, uri string
+		ok        bool
+	}{
+		{"wav", "data:audio/wav;base64," + b64(wav), true},
+		{"wav, other case and alias", "DATA:Audio/X-WAV;BASE64," + b64(wav), true},
+		{"mp3 with ID3", "data:audio/mpeg;base64," + b64("ID3\x04\x00rest"), true},
+		{"text as wav", "data:audio/wav;base64," + b64("hello, this is not sound"), false},
+		{"ogg", "data:audio/ogg;base64," + b64("OggS\x00\x02"), false},
+		{"not base64", "data:audio/wav," + wav, false},
+		{"https", "https://example.com/song.mp3", false},
+		{"too big", "data:audio/wav;base64," + b64(wav+strings.Repeat("\x00", MaxMusicBytes)), false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if _, err := decodeMusic(tc.uri); (err == nil) != tc.ok {
+				t.Errorf("decodeMusic = %v, want ok %v", err, tc.ok)
+			}
+		})
+	}
+}
+
+func TestCaptionFontSizeIsRelativeToTheFrameAndFitsItsWidth(t *testing.T) {
+	long := []string{strings.Repeat("a", captionLineRunes), "b"}
+	for _, tc := range []struct {
+		name          string
+		lines         []string
+		width, height int
+		want          int
+	}{
+		{"landscape, short", []string{"The sea comes in."}, 1280, 720, 36},
+		{"portrait, short", []string{"The sea comes in."}, 720, 1280, 36},
+		{"landscape 1080p", []string{"The sea comes in."}, 1920, 1080, 54},
+		{"landscape, longest line", long, 1280, 720, 36},
+		{"portrait, longest line", long, 720, 1280, 23}, // 720 × 0.9 / (46 × 0.6)
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got := captionFontSize(tc.lines, tc.width, tc.height)
+			if got != tc.want {
+				t.Errorf("font size %d, want %d", got, tc.want)
+			}
+			if w := float64(got) * captionEmPerRune * float64(utf8.RuneCountInString(tc.lines[0])); w > float64(tc.width)*captionWidthShare {
+				t.Errorf("a line of %d characters at %d px is about %.0f px wide, over 90%% of %d", utf8.RuneCountInString(tc.lines[0]), got, w, tc.width)
+			}
+		})
+	}
+}

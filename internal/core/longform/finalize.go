@@ -1,0 +1,126 @@
+package longform
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/mediagen-dev/mediagen/internal/core/domain"
+	"github.com/mediagen-dev/mediagen/internal/core/media"
+)
+
+// FinalizeStep completes the video, gives its files their retention
+// (retainer tags them when it is not the default) and captures its hold.
+func FinalizeStep(files Files, retainer media.Retainer, store Store, notifier Notifier, settings StepSettings) func(context.Context, FinalizeTask) (Ended, error) {
+	s := settings.steps()
+	s.Files, s.Retainer, s.Store, s.Notifier = files, retainer, store, notifier
+	return s.Finalize
+}
+
+// notify enqueues the webhook event of a final video, if asked for.
+func notify(ctx context.Context, n Notifier, v domain.LongVideo) error {
+	event := "long_video." + string(v.Status)
+	if n == nil || !v.Webhook.Wants(event) {
+		return nil
+	}
+	if err := n.Notify(ctx, domain.WorkLongVideo, v.ID, event); err != nil {
+		return fmt.Errorf("webhook of %s: %w", v.ID, err)
+	}
+	return nil
+}
+
+// FinalizeTask names the assembled video.
+type FinalizeTask struct {
+	VideoID  string  `json:"video_id"`
+	Key      string  `json:"key"`
+	Duration float64 `json:"duration"`
+}
+
+// Ended is the output of the workflow's last task, and so of the
+// execution: which video ended, how, and where its video is. It stays small:
+// it passes between states under Step Functions' payload limit.
+type Ended struct {
+	VideoID       string `json:"video_id"`
+	Status        string `json:"status"`
+	FinalVideoURL string `json:"final_video_url,omitempty"`
+	Error         string `json:"error,omitempty"`
+}
+
+func endedOf(v domain.LongVideo) Ended {
+	e := Ended{VideoID: v.ID, Status: string(v.Status), FinalVideoURL: v.FinalVideoURL}
+	if v.Status != domain.StatusCompleted {
+		e.Error = v.Error
+	}
+	return e
+}
+
+// Finalize marks the video completed with its URL and measured length and
+// captures its hold. A repeat changes nothing.
+func (s *Steps) Finalize(ctx context.Context, in FinalizeTask) (Ended, error) {
+	o := domain.Outcome{Status: domain.StatusCompleted, OutputURLs: []string{s.Files.URL(in.Key)}, TotalDuration: in.Duration}
+	v, err := s.Store.GetLongVideo(ctx, in.VideoID)
+	if err != nil {
+		return Ended{}, &TransientError{Msg: fmt.Sprintf("read %s: %v", in.VideoID, err)}
+	}
+	if v.Status == domain.StatusProcessing {
+		if o.OutputExpiresAt, err = s.keepFiles(ctx, v); err != nil {
+			return Ended{}, &TransientError{Msg: fmt.Sprintf("keep the files of %s: %v", v.ID, err)}
+		}
+	}
+	return s.finish(ctx, in.VideoID, o)
+}
+
+// keepFiles gives every file of the video (the final video, the scenes'
+// clips, the narration) its account's retention and says when it ends.
+func (s *Steps) keepFiles(ctx context.Context, v domain.LongVideo) (time.Time, error) {
+	a, err := s.Store.GetAccount(ctx, v.UserID)
+	if err != nil {
+		return time.Time{}, fmt.Errorf("read the retention: %w", err)
+	}
+	days := a.RetentionDays()
+	if err := media.KeepFor(ctx, s.Retainer, media.LongVideoPrefix(v.ID), days); err != nil {
+		return time.Time{}, err
+	}
+	return domain.RetentionEnd(s.now(), days), nil
+}
+
+func (s *Steps) finish(ctx context.Context, videoID string, o domain.Outcome) (Ended, error) {
+	err := s.Store.FinishLongVideo(ctx, videoID, o, s.now())
+	if err != nil && !errors.Is(err, domain.ErrConflict) {
+		return Ended{}, &TransientError{Msg: fmt.Sprintf("finish %s: %v", videoID, err)}
+	}
+	v, err := s.Store.GetLongVideo(ctx, videoID)
+	if err != nil {
+		return Ended{}, &TransientError{Msg: fmt.Sprintf("read %s: %v", videoID, err)}
+	}
+	if v.Status == domain.StatusProcessing {
+		// A cancel refused while finishing never comes here; nothing else
+		// leaves the video processing.
+		return Ended{}, &TransientError{Msg: fmt.Sprintf("finish %s: still processing", videoID)}
+	}
+	if v.Status != domain.StatusCompleted && v.Files.Finishing {
+		// Its final video may be stored: deleted before the credits go
+		// back, so no output outlives them. A step without the bucket
+		// (Finalize) leaves that to MarkFailed.
+		if s.Deleter == nil {
+			return endedOf(v), nil
+		}
+		if err := s.Deleter.Delete(ctx, []string{media.FinalVideoKey(v.ID), media.CaptionsKey(v.ID)}); err != nil {
+			return Ended{}, &TransientError{Msg: fmt.Sprintf("delete the final video of %s: %v", videoID, err)}
+		}
+	}
+	how, settled, err := domain.Settle(ctx, s.Store, v.UserID, v.ID, v.Status)
+	if err != nil {
+		return Ended{}, &TransientError{Msg: fmt.Sprintf("settle %s: %v", videoID, err)}
+	}
+	if settled {
+		s.log().InfoContext(ctx, "long video finished; hold settled", "settlement", how, "video_id", v.ID, "user_id", v.UserID,
+			"status", v.Status, "credits", domain.FormatCredits(v.CreditsHeld))
+		// Once, with the settlement: a retried step finds the hold settled.
+		if err := notify(ctx, s.Notifier, v); err != nil {
+			s.log().WarnContext(ctx, "could not enqueue the webhook", "video_id", v.ID, "error", err)
+		}
+	}
+	return endedOf(v), nil
+}

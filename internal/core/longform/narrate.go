@@ -1,0 +1,73 @@
+package longform
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+)
+
+// NarrateStep speaks each scene's narration into the bucket.
+func NarrateStep(files Files, narrator Narrator, store Store, settings StepSettings) func(context.Context, NarrateTask) (Narration, error) {
+	s := settings.steps()
+	s.Files, s.Narrator, s.Store = files, narrator, store
+	return s.Narrate
+}
+
+// NarrateTask asks for every scene's narration; the scripts are read from
+// the store.
+type NarrateTask struct {
+	VideoID string `json:"video_id"`
+}
+
+// Narration lists the narration track of each scene.
+type Narration struct {
+	Tracks []Track `json:"tracks"`
+}
+
+// Track is one scene's narration in the bucket.
+type Track struct {
+	SceneNumber int    `json:"scene_number"`
+	Key         string `json:"key"`
+}
+
+// Narrate speaks each scene's script (its narration, else its prompt) and
+// keeps the audio in the bucket.
+func (s *Steps) Narrate(ctx context.Context, in NarrateTask) (Narration, error) {
+	out := Narration{Tracks: []Track{}}
+	v, err := s.Store.GetLongVideo(ctx, in.VideoID)
+	if err != nil {
+		return out, &TransientError{Msg: fmt.Sprintf("narration: read video: %v", err)}
+	}
+	if !v.EnableNarration {
+		return out, nil
+	}
+	lang, ok := LookupLanguage(v.LanguageCode)
+	if !ok {
+		return out, &SceneFailedError{Msg: fmt.Sprintf("narration: unsupported language %q", v.LanguageCode)}
+	}
+	if v.Studio.Voice != "" {
+		voice, ok := LookupVoice(lang.Code, v.Studio.Voice)
+		if !ok {
+			return out, &SceneFailedError{Msg: fmt.Sprintf("narration: no voice %q in %s", v.Studio.Voice, lang.Code)}
+		}
+		lang = lang.Speaker(voice)
+	}
+	dir, err := os.MkdirTemp(s.WorkDir, "narrate-")
+	if err != nil {
+		return out, &TransientError{Msg: fmt.Sprintf("narration: scratch dir: %v", err)}
+	}
+	defer os.RemoveAll(dir)
+	for _, sc := range v.Scenes {
+		path, ctype, err := s.Narrator.Speak(ctx, lang, script(sc), dir)
+		if err != nil {
+			return out, &TransientError{Msg: fmt.Sprintf("narration of scene %d: %v", sc.SceneNumber, err)}
+		}
+		key := fmt.Sprintf("long-videos/%s/narration/%03d%s", in.VideoID, sc.SceneNumber, filepath.Ext(path))
+		if err := s.Files.PutFile(ctx, key, path, ctype); err != nil {
+			return out, &TransientError{Msg: fmt.Sprintf("narration of scene %d: %v", sc.SceneNumber, err)}
+		}
+		out.Tracks = append(out.Tracks, Track{SceneNumber: sc.SceneNumber, Key: key})
+	}
+	return out, nil
+}

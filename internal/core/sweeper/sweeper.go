@@ -1,0 +1,210 @@
+// Package sweeper settles, on a schedule, the credit holds that a crash left
+// open: work past its deadline is failed and its hold released.
+package sweeper
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"time"
+
+	"github.com/mediagen-dev/mediagen/internal/core/domain"
+)
+
+// DefaultGrace is how old an open hold must be before the sweeper looks at
+// it. It is longer than the longest Lambda run (15 minutes), so a request
+// that is still between its hold and its record write is never swept.
+const DefaultGrace = 20 * time.Minute
+
+// SweepStore is what the sweeper needs from the store.
+type SweepStore interface {
+	OpenHolds(ctx context.Context, createdBefore time.Time) ([]domain.OpenHold, error)
+	Capture(ctx context.Context, userID, workID string) (bool, error)
+	Release(ctx context.Context, userID, workID string) (bool, error)
+	Refund(ctx context.Context, userID, workID string) (bool, error)
+	GetGeneration(ctx context.Context, uuid string) (domain.Generation, error)
+	FinishGeneration(ctx context.Context, uuid string, o domain.Outcome, at time.Time) error
+	GetLongVideo(ctx context.Context, id string) (domain.LongVideo, error)
+	FinishLongVideo(ctx context.Context, id string, o domain.Outcome, at time.Time) error
+}
+
+// SlotReleaser frees a holder's upstream slot or place in line (a repeat
+// changes nothing).
+type SlotReleaser interface {
+	ReleaseSlot(ctx context.Context, provider, holder string) error
+}
+
+// Sweeper settles holds whose work is finished, failed, past its deadline,
+// or never appeared, and frees the upstream slots that work held.
+type Sweeper struct {
+	Store SweepStore
+	// Slots, when set, frees the slots of the work it settles: work whose
+	// poll chain was lost still holds its slot, which would otherwise be
+	// taken from the upstream's max_concurrent until it expires.
+	Slots SlotReleaser
+	Grace time.Duration
+	Now   func() time.Time
+	Log   *slog.Logger
+}
+
+// SweepReport counts what one sweep did.
+type SweepReport struct {
+	Captured int `json:"captured"`
+	Released int `json:"released"`
+	TimedOut int `json:"timed_out"`
+	Open     int `json:"still_open"`
+}
+
+// work is the state of the record a hold pays for.
+type work struct {
+	exists   bool
+	status   domain.Status
+	deadline time.Time
+	// slots are the upstream slots it may hold.
+	slots []slot
+	// finishing: its outputs were being stored (StoredFiles.Finishing).
+	finishing bool
+}
+
+// slot is a holder at an upstream.
+type slot struct{ upstream, holder string }
+
+// Sweep looks at every open hold older than the grace period once.
+func (s *Sweeper) Sweep(ctx context.Context) (SweepReport, error) {
+	now := s.now()
+	grace := s.Grace
+	if grace == 0 {
+		grace = DefaultGrace
+	}
+	holds, err := s.Store.OpenHolds(ctx, now.Add(-grace))
+	if err != nil {
+		return SweepReport{}, fmt.Errorf("sweep: %w", err)
+	}
+	var report SweepReport
+	var errs []error
+	for _, h := range holds {
+		if err := s.settle(ctx, h, now, &report); err != nil {
+			errs = append(errs, fmt.Errorf("sweep hold %s of %s: %w", h.WorkID, h.UserID, err))
+		}
+	}
+	return report, errors.Join(errs...)
+}
+
+func (s *Sweeper) settle(ctx context.Context, h domain.OpenHold, now time.Time, report *SweepReport) error {
+	w, err := s.lookup(ctx, h)
+	if err != nil {
+		return err
+	}
+	if w.exists && w.finishing && w.status != domain.StatusCompleted {
+		// Its outputs may be in the bucket, which the sweeper cannot
+		// reach: the poller (redelivered by the queue) or the workflow's
+		// MarkFailed (its Catch, or the safety net at the execution's
+		// timeout) ends it completed, or failed with its outputs deleted
+		// first. Failing or releasing it here could give back the credits
+		// of outputs still served.
+		report.Open++
+		if !now.Before(w.deadline) {
+			s.log().ErrorContext(ctx, "a finishing record past its deadline is still open; the poller or MarkFailed settles it",
+				"alert", "operator", "user_id", h.UserID, "work_id", h.WorkID, "kind", h.Kind, "status", w.status)
+		}
+		return nil
+	}
+	if w.exists && w.status == domain.StatusProcessing {
+		if now.Before(w.deadline) {
+			report.Open++
+			return nil
+		}
+		// Past its deadline: fail it, unless it finished meanwhile.
+		if err := s.finish(ctx, h, now); err != nil && !errors.Is(err, domain.ErrConflict) {
+			return err
+		}
+		if w, err = s.lookup(ctx, h); err != nil {
+			return err
+		}
+		if w.status == domain.StatusFailed {
+			report.TimedOut++
+		}
+	}
+	status := domain.StatusFailed // a missing work is released
+	if w.exists {
+		status = w.status
+	}
+	// Before the hold: a slot left held comes back at the next sweep.
+	if err := s.releaseSlots(ctx, h, w); err != nil {
+		return err
+	}
+	how, settled, err := domain.Settle(ctx, s.Store, h.UserID, h.WorkID, status)
+	if err != nil {
+		return err
+	}
+	if !settled {
+		return nil // settled meanwhile by the poller or the workflow
+	}
+	if how == domain.EntryCapture {
+		report.Captured++
+	} else {
+		report.Released++
+	}
+	s.log().InfoContext(ctx, "sweeper settled hold", "user_id", h.UserID, "work_id", h.WorkID,
+		"kind", h.Kind, "outcome", how, "work_found", w.exists, "amount", domain.FormatCredits(h.Amount))
+	return nil
+}
+
+func (s *Sweeper) lookup(ctx context.Context, h domain.OpenHold) (work, error) {
+	var (
+		w   work
+		err error
+	)
+	switch h.Kind {
+	case domain.WorkLongVideo:
+		var v domain.LongVideo
+		v, err = s.Store.GetLongVideo(ctx, h.WorkID)
+		w = work{exists: err == nil, status: v.Status, deadline: v.Deadline, finishing: v.Files.Finishing}
+		for n, sc := range v.SceneStatus {
+			// A finished scene freed its slot; the others may hold one.
+			if sc.Upstream != "" && sc.Status != domain.StatusCompleted && sc.Status != domain.StatusFailed {
+				w.slots = append(w.slots, slot{sc.Upstream, domain.SceneSlotHolder(v.ID, n)})
+			}
+		}
+	default:
+		var g domain.Generation
+		g, err = s.Store.GetGeneration(ctx, h.WorkID)
+		w = work{exists: err == nil, status: g.Status, deadline: g.Deadline, finishing: g.Files.Finishing}
+		if g.Upstream != "" {
+			w.slots = []slot{{g.Upstream, g.UUID}}
+		}
+	}
+	if err != nil && !errors.Is(err, domain.ErrNotFound) {
+		return work{}, err
+	}
+	return w, nil
+}
+
+// releaseSlots frees the slots of work that is no longer processing. A
+// waiter's place in line (work never submitted names no upstream) is left
+// to expire: it stopped asking (store.SlotWaiterTimeout).
+func (s *Sweeper) releaseSlots(ctx context.Context, h domain.OpenHold, w work) error {
+	if s.Slots == nil || w.status == domain.StatusProcessing {
+		return nil
+	}
+	for _, sl := range w.slots {
+		if err := s.Slots.ReleaseSlot(ctx, sl.upstream, sl.holder); err != nil {
+			return fmt.Errorf("release the slot of %s at %s: %w", sl.holder, sl.upstream, err)
+		}
+		s.log().InfoContext(ctx, "sweeper released the work's upstream slot", "user_id", h.UserID, "work_id", h.WorkID, "upstream", sl.upstream, "holder", sl.holder)
+	}
+	return nil
+}
+
+func (s *Sweeper) finish(ctx context.Context, h domain.OpenHold, now time.Time) error {
+	o := domain.Outcome{Status: domain.StatusFailed, Error: domain.TimedOutError}
+	if h.Kind == domain.WorkLongVideo {
+		return s.Store.FinishLongVideo(ctx, h.WorkID, o, now)
+	}
+	return s.Store.FinishGeneration(ctx, h.WorkID, o, now)
+}
+
+func (s *Sweeper) now() time.Time { return domain.Now(s.Now) }
+
+func (s *Sweeper) log() *slog.Logger { return domain.Logger(s.Log) }
