@@ -210,47 +210,6 @@ func outputObjects(ctx context.Context) (aws.Config, *s3bucket.Bucket, error) {
 	return cfg, s3bucket.New(s3.NewFromConfig(cfg), name, ""), nil
 }
 
-// Functions is the registry of the functions under functions/, by folder
-// name, for tests, sample events and tools. It is a function, not a
-// variable, so a Lambda binary that never calls it links none of the other
-// functions' code.
-func Functions() map[string]Constructor {
-	return map[string]Constructor{
-		"generate":                      Generate,
-		"status":                        storewiring.Status,
-		"poller":                        Poller,
-		"authorizer":                    storewiring.Authorizer,
-		"sweeper":                       storewiring.Sweeper,
-		"long-story-estimate":           storewiring.LongStoryEstimate,
-		"long-story-create":             LongStoryCreate,
-		"long-story-status":             storewiring.LongStoryStatus,
-		"submit-scene":                  SubmitScene,
-		"narrate":                       Narrate,
-		"assemble":                      Assemble,
-		"models":                        storewiring.Models,
-		"open-api":                      storewiring.OpenAPI,
-		"generations-list":              storewiring.GenerationsList,
-		"generation-estimate":           storewiring.GenerationEstimate,
-		"generation-cancel":             GenerationCancel,
-		"long-story-list":               storewiring.LongStoryList,
-		"long-story-cancel":             LongStoryCancel,
-		"account":                       storewiring.Account,
-		"account-transactions":          storewiring.AccountTransactions,
-		"account-usage":                 storewiring.AccountUsage,
-		"upstream-webhook":              UpstreamWebhook,
-		"webhooks":                      Webhooks,
-		"finalize":                      Finalize,
-		"mark-failed":                   MarkFailed,
-		"generation-output-delete":      GenerationOutputDelete,
-		"long-story-output-delete":      LongStoryOutputDelete,
-		"long-story-voices":             LongStoryVoices,
-		"account-key-create":            storewiring.AccountKeyCreate,
-		"account-keys-list":             storewiring.AccountKeysList,
-		"account-key-revoke":            storewiring.AccountKeyRevoke,
-		"account-webhook-secret-rotate": storewiring.AccountWebhookSecretRotate,
-	}
-}
-
 // Handler builds the named function's handler.
 func Handler(ctx context.Context, name string) (any, error) {
 	build, ok := Functions()[name]
