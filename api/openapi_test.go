@@ -19,7 +19,6 @@ import (
 	"github.com/mediagen-dev/mediagen/internal/core/catalog"
 	"github.com/mediagen-dev/mediagen/internal/core/domain"
 	"github.com/mediagen-dev/mediagen/internal/core/longform"
-	"github.com/mediagen-dev/mediagen/internal/core/webhook"
 )
 
 var update = flag.Bool("update", false, "rewrite the generated part of openapi.yaml")
@@ -233,11 +232,11 @@ func TestEnumsFollowTheCode(t *testing.T) {
 		{"language_code", prop("LongVideoCreateRequest", "language_code")["enum"], longform.LanguageCodes()},
 		{"estimate language_code", prop("LongVideoEstimateRequest", "language_code")["enum"], longform.LanguageCodes()},
 		{"video_style", prop("LongVideoCreateRequest", "video_style")["enum"], longform.StyleNames()},
-		{"generation webhook_events", items(schemas["GenerationWebhookEvents"])["enum"], catalog.GenerationEvents},
-		{"long-form webhook_events", items(prop("LongVideoCreateRequest", "webhook_events"))["enum"], catalog.LongVideoEvents},
-		{"generation webhook type", prop("GenerationWebhookPayload", "type")["enum"], catalog.GenerationEvents},
-		{"long-form webhook type", prop("LongVideoWebhookPayload", "type")["enum"], catalog.LongVideoEvents},
-		{"webhook attempt error", prop("WebhookAttempt", "error")["enum"], webhook.ErrorClasses},
+		{"generation webhook_events", items(schemas["GenerationWebhookEvents"])["enum"], domain.GenerationEvents},
+		{"long-form webhook_events", items(prop("LongVideoCreateRequest", "webhook_events"))["enum"], domain.LongVideoEvents},
+		{"generation webhook type", prop("GenerationWebhookPayload", "type")["enum"], domain.GenerationEvents},
+		{"long-form webhook type", prop("LongVideoWebhookPayload", "type")["enum"], domain.LongVideoEvents},
+		{"webhook attempt error", prop("WebhookAttempt", "error")["enum"], domain.WebhookErrorClasses},
 	}
 	for _, tt := range tests {
 		got := []string{}

@@ -8,7 +8,6 @@ import (
 	"encoding/json"
 	"time"
 
-	"github.com/mediagen-dev/mediagen/internal/core/catalog"
 	"github.com/mediagen-dev/mediagen/internal/core/domain"
 )
 
@@ -103,7 +102,7 @@ func progressAt(g domain.Generation, now time.Time) int {
 	if g.UpstreamID == "" {
 		return 0
 	}
-	f := now.Sub(g.CreatedAt).Seconds() / catalog.TypicalDuration(g.Kind).Seconds()
+	f := now.Sub(g.CreatedAt).Seconds() / g.Kind.TypicalDuration().Seconds()
 	return int(5 + 90*min(max(f, 0), 1))
 }
 
@@ -133,7 +132,7 @@ func GenerationStatusAt(g domain.Generation, now time.Time) GenerationStatus {
 		CreatedAt: g.CreatedAt.UTC().Truncate(time.Microsecond).Format(statusTimeLayout),
 		Model:     g.Model + "/" + g.ModelVersion, Upstream: g.Upstream, Progress: progressAt(g, now),
 		OutputFiles: outputFilesAt(g.Files, now),
-		Webhook:     WebhookOf(g.Webhook, g.WebhookAttempts, catalog.GenerationEvents)}
+		Webhook:     WebhookOf(g.Webhook, g.WebhookAttempts, domain.GenerationEvents)}
 	if g.Status == domain.StatusCompleted && g.Files.Served(now) && g.OutputURLs != nil {
 		v.Output = g.OutputURLs
 	}

@@ -3,11 +3,10 @@ package apiview
 import (
 	"encoding/json"
 	"fmt"
+	"strings"
 	"time"
 
-	"github.com/mediagen-dev/mediagen/internal/core/catalog"
 	"github.com/mediagen-dev/mediagen/internal/core/domain"
-	"github.com/mediagen-dev/mediagen/internal/core/media"
 )
 
 // LongVideoCreated is the spec's long-form creation answer.
@@ -63,11 +62,11 @@ func LongVideoStatusAt(v domain.LongVideo, now time.Time) LongVideoStatus {
 	view := LongVideoStatus{ID: v.ID, Status: string(v.Status), TotalDuration: v.TotalDuration,
 		Model: v.Model, CreatedAt: v.CreatedAt.UTC().Format(time.RFC3339Nano), Scenes: make([]SceneStatus, 0, len(v.Scenes)),
 		OutputFiles: outputFilesAt(v.Files, now),
-		Webhook:     WebhookOf(v.Webhook, v.WebhookAttempts, catalog.LongVideoEvents)}
+		Webhook:     WebhookOf(v.Webhook, v.WebhookAttempts, domain.LongVideoEvents)}
 	if v.Status == domain.StatusCompleted && v.Files.Served(now) {
 		view.FinalVideoURL = v.FinalVideoURL
 		if v.Studio.CaptionsFile() {
-			view.CaptionsURL = media.CaptionsURL(v.FinalVideoURL)
+			view.CaptionsURL = captionsURL(v.FinalVideoURL)
 		}
 	}
 	if v.Status != domain.StatusCompleted && v.Error != "" {
@@ -134,4 +133,14 @@ type EstimatePricing struct {
 	BaseCostUSDPerSecond json.Number `json:"base_cost_usd_per_second"`
 	TotalBaseCostUSD     json.Number `json:"total_base_cost_usd"`
 	ProfitMargin         string      `json:"profit_margin"`
+}
+
+// captionsURL is the URL of the captions beside the final video at
+// finalVideoURL (both are stored under the same base: Files.URL).
+func captionsURL(finalVideoURL string) string {
+	base, ok := strings.CutSuffix(finalVideoURL, "/final.mp4")
+	if !ok {
+		return ""
+	}
+	return base + "/captions.vtt"
 }

@@ -1,11 +1,7 @@
 package apiview
 
 import (
-	"context"
-	"time"
-
 	"github.com/mediagen-dev/mediagen/internal/core/domain"
-	"github.com/mediagen-dev/mediagen/internal/core/webhook"
 )
 
 // Webhook shows a record's webhook and its delivery attempts.
@@ -26,38 +22,8 @@ func WebhookOf(w domain.Webhook, attempts []domain.WebhookAttempt, all []string)
 	}
 	shown := make([]domain.WebhookAttempt, len(attempts))
 	for i, a := range attempts {
-		a.Error = webhook.CurrentClass(a.Error)
+		a.Error = domain.CurrentWebhookErrorClass(a.Error)
 		shown[i] = a
 	}
 	return &Webhook{URL: w.URL, Events: events, Attempts: shown}
-}
-
-// WebhookRecords loads records for the webhook deliverer and renders their
-// status views, the body of each webhook.
-type WebhookRecords struct {
-	Store interface {
-		GetGeneration(ctx context.Context, uuid string) (domain.Generation, error)
-		GetLongVideo(ctx context.Context, id string) (domain.LongVideo, error)
-	}
-	Now func() time.Time
-}
-
-// WebhookRecord implements webhook.Records.
-func (w WebhookRecords) WebhookRecord(ctx context.Context, kind domain.WorkKind, id string) (webhook.Record, error) {
-	if kind == domain.WorkLongVideo {
-		v, err := w.Store.GetLongVideo(ctx, id)
-		if err != nil {
-			return webhook.Record{}, err
-		}
-		view := LongVideoStatusAt(v, domain.Now(w.Now))
-		view.Webhook = nil // the receiver is the webhook; its attempts are on the record
-		return webhook.Record{UserID: v.UserID, Webhook: v.Webhook, Attempts: v.WebhookAttempts, Data: view}, nil
-	}
-	g, err := w.Store.GetGeneration(ctx, id)
-	if err != nil {
-		return webhook.Record{}, err
-	}
-	view := GenerationStatusAt(g, domain.Now(w.Now))
-	view.Webhook = nil
-	return webhook.Record{UserID: g.UserID, Webhook: g.Webhook, Attempts: g.WebhookAttempts, Data: view}, nil
 }

@@ -13,7 +13,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 	"github.com/aws/aws-sdk-go-v2/service/sfn"
 
-	"github.com/mediagen-dev/mediagen/internal/api/apiview"
+	"github.com/mediagen-dev/mediagen/internal/api/httpapi"
 	"github.com/mediagen-dev/mediagen/internal/api/routes"
 	"github.com/mediagen-dev/mediagen/internal/aws/cdn"
 	"github.com/mediagen-dev/mediagen/internal/aws/lambdawiring/storewiring"
@@ -131,7 +131,7 @@ func Webhooks(ctx context.Context, log *slog.Logger) (any, error) {
 		return nil, err
 	}
 	st := storewiring.Store(cfg)
-	d := &webhook.Deliverer{Records: apiview.WebhookRecords{Store: st}, Store: st, Queue: q,
+	d := &webhook.Deliverer{Records: httpapi.WebhookRecords{Store: st}, Store: st, Queue: q,
 		Client: webhook.SafeClient(ports...), Log: log}
 	return sqsbatch.Handler(d.HandleBatch), nil
 }

@@ -92,7 +92,7 @@ func ParseGenerate(body []byte, opts Options) (Request, error) {
 	}
 
 	count, countGiven := checkImageCount(obj, &p)
-	hook := CheckWebhook(obj, GenerationEvents, opts, &p)
+	hook := CheckWebhook(obj, domain.GenerationEvents, opts, &p)
 	if !found || !isObject {
 		return Request{}, p.Err() // the input cannot be checked
 	}

@@ -10,12 +10,6 @@ import (
 	"github.com/mediagen-dev/mediagen/internal/core/domain"
 )
 
-// The webhook events each kind of record sends, one per final status.
-var (
-	GenerationEvents = []string{"generation.completed", "generation.failed", "generation.canceled"}
-	LongVideoEvents  = []string{"long_video.completed", "long_video.failed", "long_video.canceled"}
-)
-
 // WebhookFields are the optional body fields that ask for a webhook.
 var WebhookFields = []string{"webhook_url", "webhook_events"}
 

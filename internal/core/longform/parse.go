@@ -78,7 +78,7 @@ func ParseCreate(body []byte, opts catalog.Options) (Request, error) {
 		}
 	}
 	req.Scenes = scenes(obj["scenes"], &p, promptFits(req), spoken{lang: lang, known: langOK, narrate: req.EnableNarration})
-	req.Webhook = catalog.CheckWebhook(obj, catalog.LongVideoEvents, opts, &p)
+	req.Webhook = catalog.CheckWebhook(obj, domain.LongVideoEvents, opts, &p)
 	if err := p.Err(); err != nil {
 		return Request{}, err
 	}

@@ -3,7 +3,6 @@ package media
 import (
 	"fmt"
 	"regexp"
-	"strings"
 )
 
 // The keys of the objects the API hands out. Everything else in the bucket
@@ -36,16 +35,6 @@ func FinalVideoKey(videoID string) string { return "long-videos/" + videoID + "/
 // CaptionsKey is the key of a long-form video's WebVTT captions, beside
 // its final file.
 func CaptionsKey(videoID string) string { return "long-videos/" + videoID + "/captions.vtt" }
-
-// CaptionsURL is the URL of the captions beside the final video at
-// finalVideoURL (both are stored under the same base: Files.URL).
-func CaptionsURL(finalVideoURL string) string {
-	base, ok := strings.CutSuffix(finalVideoURL, "/final.mp4")
-	if !ok {
-		return ""
-	}
-	return base + "/captions.vtt"
-}
 
 var published = regexp.MustCompile(`^(generations/[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}/[0-9]{1,2}\.(mp4|png|jpg|webp)` +
 	`|long-videos/[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}/(final\.mp4|captions\.vtt)` +

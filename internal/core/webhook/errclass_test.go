@@ -72,14 +72,14 @@ func TestAttemptErrorsNameAClassNotTheAddress(t *testing.T) {
 		portAllowed bool // the URL's loopback port is one the client may reach
 		want        string
 	}{
-		{"nothing listens", closed(), true, webhook.ErrorCouldNotConnect},
-		{"no answer in time", silent, true, webhook.ErrorCouldNotConnect},
-		{"closed before answering", hangUp, true, webhook.ErrorCouldNotConnect},
-		{"another protocol answers", ssh, true, webhook.ErrorCouldNotConnect},
-		{"an answer other than 2xx", status.URL, true, webhook.ErrorHTTPStatus},
-		{"a certificate no one vouches for", untrusted.URL, true, webhook.ErrorTLS},
-		{"a loopback port not allowed", status.URL, false, webhook.ErrorAddressNotPublic},
-		{"a link-local address", "http://169.254.169.254/latest/meta-data", false, webhook.ErrorAddressNotPublic},
+		{"nothing listens", closed(), true, domain.WebhookErrorCouldNotConnect},
+		{"no answer in time", silent, true, domain.WebhookErrorCouldNotConnect},
+		{"closed before answering", hangUp, true, domain.WebhookErrorCouldNotConnect},
+		{"another protocol answers", ssh, true, domain.WebhookErrorCouldNotConnect},
+		{"an answer other than 2xx", status.URL, true, domain.WebhookErrorHTTPStatus},
+		{"a certificate no one vouches for", untrusted.URL, true, domain.WebhookErrorTLS},
+		{"a loopback port not allowed", status.URL, false, domain.WebhookErrorAddressNotPublic},
+		{"a link-local address", "http://169.254.169.254/latest/meta-data", false, domain.WebhookErrorAddressNotPublic},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -109,13 +109,13 @@ func TestAttemptErrorsNameAClassNotTheAddress(t *testing.T) {
 			}
 		})
 	}
-	if got := webhook.Classify(&net.DNSError{Err: "no such host", Name: "hooks.example", IsNotFound: true}); got != webhook.ErrorDNS {
-		t.Errorf("a name that does not resolve: %s, want %s", got, webhook.ErrorDNS)
+	if got := webhook.Classify(&net.DNSError{Err: "no such host", Name: "hooks.example", IsNotFound: true}); got != domain.WebhookErrorDNS {
+		t.Errorf("a name that does not resolve: %s, want %s", got, domain.WebhookErrorDNS)
 	}
-	if got := webhook.Classify(fmt.Errorf("encode: %w", fmt.Errorf("odd"))); got != webhook.ErrorCouldNotConnect {
-		t.Errorf("an unknown error: %s, want %s", got, webhook.ErrorCouldNotConnect)
+	if got := webhook.Classify(fmt.Errorf("encode: %w", fmt.Errorf("odd"))); got != domain.WebhookErrorCouldNotConnect {
+		t.Errorf("an unknown error: %s, want %s", got, domain.WebhookErrorCouldNotConnect)
 	}
-	for _, c := range webhook.ErrorClasses {
+	for _, c := range domain.WebhookErrorClasses {
 		if strings.ContainsAny(c, ".:/ ") {
 			t.Errorf("class %q looks like an address or a message", c)
 		}
@@ -161,12 +161,12 @@ func portOf(t *testing.T, raw string) uint16 {
 // as it; today's pass unchanged.
 func TestAttemptsRecordedBeforeReadAsTodaysClasses(t *testing.T) {
 	for stored, want := range map[string]string{
-		"connection_refused": webhook.ErrorCouldNotConnect, "connection_reset": webhook.ErrorCouldNotConnect,
-		"timeout": webhook.ErrorCouldNotConnect, "request_failed": webhook.ErrorCouldNotConnect,
-		webhook.ErrorHTTPStatus: webhook.ErrorHTTPStatus, webhook.ErrorTLS: webhook.ErrorTLS, "": "",
+		"connection_refused": domain.WebhookErrorCouldNotConnect, "connection_reset": domain.WebhookErrorCouldNotConnect,
+		"timeout": domain.WebhookErrorCouldNotConnect, "request_failed": domain.WebhookErrorCouldNotConnect,
+		domain.WebhookErrorHTTPStatus: domain.WebhookErrorHTTPStatus, domain.WebhookErrorTLS: domain.WebhookErrorTLS, "": "",
 	} {
-		if got := webhook.CurrentClass(stored); got != want {
-			t.Errorf("CurrentClass(%q) = %q, want %q", stored, got, want)
+		if got := domain.CurrentWebhookErrorClass(stored); got != want {
+			t.Errorf("domain.CurrentWebhookErrorClass(%q) = %q, want %q", stored, got, want)
 		}
 	}
 }

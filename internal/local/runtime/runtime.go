@@ -38,7 +38,6 @@ import (
 	"github.com/mediagen-dev/mediagen/internal/adapters/ffmpeg"
 	"github.com/mediagen-dev/mediagen/internal/adapters/netguard"
 	"github.com/mediagen-dev/mediagen/internal/adapters/upstream"
-	"github.com/mediagen-dev/mediagen/internal/api/apiview"
 	"github.com/mediagen-dev/mediagen/internal/api/httpapi"
 	"github.com/mediagen-dev/mediagen/internal/api/jwtauth"
 	"github.com/mediagen-dev/mediagen/internal/api/lambdahttp"
@@ -447,7 +446,7 @@ func (r *Runtime) wire(cfg Config, st store.Store, rc *routing.Config, prices *p
 	}), localsqs.Config{Visibility: cfg.QueueVisibility, Log: log.With("component", "webhook-queue"),
 		Function: "WebhooksFunction", RecursiveLoop: WebhooksRecursiveLoop})
 	webhookQueue := r.Costs.SQSSender(r.WebhookQueue)
-	deliverer := &webhook.Deliverer{Records: apiview.WebhookRecords{Store: st, Now: cfg.Clock}, Store: st, Queue: webhookQueue,
+	deliverer := &webhook.Deliverer{Records: httpapi.WebhookRecords{Store: st, Now: cfg.Clock}, Store: st, Queue: webhookQueue,
 		Client: webhook.SafeClient(hookPorts...), Backoff: cfg.WebhookBackoff, Log: log.With("component", "webhooks")}
 	deliverBatches = sqsbatch.Handler(deliverer.HandleBatch)
 	notifier := webhook.Notifier{Queue: webhookQueue}
