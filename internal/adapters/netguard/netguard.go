@@ -43,7 +43,7 @@ var (
 // IPv4-mapped (::ffff:a.b.c.d), IPv4-compatible (::a.b.c.d), NAT64
 // (64:ff9b::a.b.c.d) or 6to4 (2002:aabb:ccdd::). ok is false for any
 // other address, and for an IPv4 address.
-func Embedded(addr netip.Addr) (v4 netip.Addr, ok bool) {
+func embedded(addr netip.Addr) (v4 netip.Addr, ok bool) {
 	if !addr.Is6() {
 		return netip.Addr{}, false
 	}
@@ -70,7 +70,7 @@ func Public(addr netip.Addr) bool {
 	if !addr.IsValid() || addr.Zone() != "" {
 		return false
 	}
-	if v4, ok := Embedded(addr); ok {
+	if v4, ok := embedded(addr); ok {
 		addr = v4
 	}
 	if !addr.IsGlobalUnicast() || addr.IsPrivate() || addr.IsLoopback() || addr.IsLinkLocalUnicast() {

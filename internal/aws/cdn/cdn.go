@@ -18,13 +18,13 @@ import (
 )
 
 // API is the one CloudFront call the adapter makes (*cloudfront.Client).
-type API interface {
+type api interface {
 	CreateInvalidation(ctx context.Context, in *cloudfront.CreateInvalidationInput, opts ...func(*cloudfront.Options)) (*cloudfront.CreateInvalidationOutput, error)
 }
 
 // CloudFront invalidates paths of one distribution.
 type CloudFront struct {
-	API            API
+	API            api
 	DistributionID string
 }
 

@@ -14,10 +14,10 @@ import (
 
 // BatchHandler works on a batch and returns the ids of the messages to
 // deliver again.
-type BatchHandler func(ctx context.Context, batch []domain.QueueMessage) (retry []string)
+type batchHandler func(ctx context.Context, batch []domain.QueueMessage) (retry []string)
 
 // Handler is an SQS-triggered Lambda's handler running h.
-func Handler(h BatchHandler) func(context.Context, events.SQSEvent) (events.SQSEventResponse, error) {
+func Handler(h batchHandler) func(context.Context, events.SQSEvent) (events.SQSEventResponse, error) {
 	return func(ctx context.Context, ev events.SQSEvent) (events.SQSEventResponse, error) {
 		batch := make([]domain.QueueMessage, len(ev.Records))
 		for i, rec := range ev.Records {

@@ -22,23 +22,23 @@ var (
 )
 
 // MaxDelay is the longest delay SQS accepts on one message.
-const MaxDelay = 15 * time.Minute
+const maxDelay = 15 * time.Minute
 
 // SQSAPI is the part of the SQS client the sender uses.
-type SQSAPI interface {
+type sqsapi interface {
 	SendMessage(ctx context.Context, in *sqs.SendMessageInput, opts ...func(*sqs.Options)) (*sqs.SendMessageOutput, error)
 }
 
 // SQSSender sends to one SQS queue.
 type SQSSender struct {
-	Client   SQSAPI
+	Client   sqsapi
 	QueueURL string
 }
 
 // Send enqueues body to be delivered after delay (capped at MaxDelay).
 func (s *SQSSender) Send(ctx context.Context, body []byte, delay time.Duration) error {
-	if delay > MaxDelay {
-		delay = MaxDelay
+	if delay > maxDelay {
+		delay = maxDelay
 	}
 	_, err := s.Client.SendMessage(ctx, &sqs.SendMessageInput{
 		QueueUrl:     aws.String(s.QueueURL),

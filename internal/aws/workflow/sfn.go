@@ -21,14 +21,14 @@ var (
 )
 
 // SFNAPI is the part of the Step Functions client the starter uses.
-type SFNAPI interface {
+type sfnapi interface {
 	StartExecution(ctx context.Context, in *sfn.StartExecutionInput, opts ...func(*sfn.Options)) (*sfn.StartExecutionOutput, error)
 	StopExecution(ctx context.Context, in *sfn.StopExecutionInput, opts ...func(*sfn.Options)) (*sfn.StopExecutionOutput, error)
 }
 
 // StepFunctions starts executions of one state machine.
 type StepFunctions struct {
-	Client          SFNAPI
+	Client          sfnapi
 	StateMachineARN string
 }
 
@@ -72,7 +72,7 @@ func (s *StepFunctions) Stop(ctx context.Context, name, cause string) error {
 
 // TokenAPI is the part of the Step Functions client that resumes a task
 // waiting on a task token.
-type TokenAPI interface {
+type tokenAPI interface {
 	SendTaskSuccess(ctx context.Context, in *sfn.SendTaskSuccessInput, opts ...func(*sfn.Options)) (*sfn.SendTaskSuccessOutput, error)
 	SendTaskFailure(ctx context.Context, in *sfn.SendTaskFailureInput, opts ...func(*sfn.Options)) (*sfn.SendTaskFailureOutput, error)
 	SendTaskHeartbeat(ctx context.Context, in *sfn.SendTaskHeartbeatInput, opts ...func(*sfn.Options)) (*sfn.SendTaskHeartbeatOutput, error)
@@ -80,7 +80,7 @@ type TokenAPI interface {
 
 // TaskTokens resumes the workflow's tasks that wait on a task token.
 type TaskTokens struct {
-	Client TokenAPI
+	Client tokenAPI
 }
 
 // SendTaskSuccess ends the token's task with output as its result.

@@ -154,12 +154,12 @@ type AccountView struct {
 	OutputRetentionDays int `json:"output_retention_days"`
 	// OpenHolds counts the holds open (accounts show only).
 	OpenHolds *int      `json:"open_holds,omitempty"`
-	Keys      []KeyView `json:"keys"`
+	Keys      []keyView `json:"keys"`
 	CreatedAt time.Time `json:"created_at"`
 }
 
 // KeyView shows a key without its secret.
-type KeyView struct {
+type keyView struct {
 	Prefix           string         `json:"prefix"`
 	Name             string         `json:"name"`
 	Scopes           []domain.Scope `json:"scopes"`
@@ -184,12 +184,12 @@ func (s *Service) Show(ctx context.Context, userID string) (AccountView, error) 
 	if err != nil {
 		return AccountView{}, err
 	}
-	v := View(a)
+	v := view(a)
 	open := len(holds)
 	v.OpenHolds = &open
-	v.Keys = []KeyView{}
+	v.Keys = []keyView{}
 	for _, k := range keys {
-		kv := KeyView{Prefix: k.Prefix, Name: k.Name, Scopes: k.Scopes, CreatedBy: k.CreatedBy(), CreatedAt: k.CreatedAt}
+		kv := keyView{Prefix: k.Prefix, Name: k.Name, Scopes: k.Scopes, CreatedBy: k.CreatedBy(), CreatedAt: k.CreatedAt}
 		if k.DailyCreditLimit.IsPositive() {
 			limit := domain.FormatCredits(k.DailyCreditLimit)
 			kv.DailyCreditLimit = &limit
@@ -208,7 +208,7 @@ func (s *Service) Show(ctx context.Context, userID string) (AccountView, error) 
 }
 
 // View renders an account's totals.
-func View(a domain.Account) AccountView {
+func view(a domain.Account) AccountView {
 	return AccountView{
 		UserID: a.UserID, Plan: string(a.Plan), RateLimit: a.RateLimit(),
 		Balance: domain.FormatCredits(a.Balance), Held: domain.FormatCredits(a.Held),
@@ -231,7 +231,7 @@ func (s *Service) SetRetention(ctx context.Context, userID string, days int) (Ac
 	if err != nil {
 		return AccountView{}, err
 	}
-	return View(a), nil
+	return view(a), nil
 }
 
 // WebhookSecret shows the account's webhook signing secret, making one if
@@ -251,14 +251,14 @@ func (s *Service) RotateWebhookSecret(ctx context.Context, userID string) (strin
 }
 
 // SecretSetter replaces an account's webhook signing secret.
-type SecretSetter interface {
+type secretSetter interface {
 	SetWebhookSecret(ctx context.Context, userID, secret string) error
 }
 
 // WebhookSecretRotator is POST /api/account/webhook-secret/rotate, and the
 // admin command's `webhooks secret --rotate`.
 type WebhookSecretRotator struct {
-	Store SecretSetter
+	Store secretSetter
 }
 
 // Rotate replaces the account's webhook signing secret with a new one and

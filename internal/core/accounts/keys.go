@@ -24,14 +24,14 @@ import (
 // case per route, each with the store methods it calls and no more.
 
 // MaxKeyName bounds a key's name, in characters.
-const MaxKeyName = 64
+const maxKeyName = 64
 
 // DefaultKeyName names the keys the admin command makes.
 const DefaultKeyName = "default"
 
 // DefaultScopes are a key's scopes when its creator names none: it can
 // generate and read, not manage keys.
-var DefaultScopes = []domain.Scope{domain.ScopeGenerate, domain.ScopeRead}
+var defaultScopes = []domain.Scope{domain.ScopeGenerate, domain.ScopeRead}
 
 // NewKey is what a new key is asked to be.
 type NewKey struct {
@@ -53,10 +53,10 @@ func ParseNewKey(body []byte) (NewKey, error) {
 	allowed := []string{"name", "scopes", "daily_credit_limit"}
 	var p catalog.Problems
 	p.Unknown("", obj, allowed)
-	in := NewKey{Scopes: slices.Clone(DefaultScopes)}
+	in := NewKey{Scopes: slices.Clone(defaultScopes)}
 	switch name, ok := obj["name"].(string); {
 	case obj["name"] == nil:
-		p.Add("name", fmt.Sprintf("is required: 1 to %d characters", MaxKeyName))
+		p.Add("name", fmt.Sprintf("is required: 1 to %d characters", maxKeyName))
 	case !ok:
 		p.Add("name", "must be a string")
 	default:
@@ -81,8 +81,8 @@ func ParseNewKey(body []byte) (NewKey, error) {
 func checkKeyName(name string) string {
 	n := utf8.RuneCountInString(name)
 	switch {
-	case n == 0 || n > MaxKeyName:
-		return fmt.Sprintf("must be 1 to %d characters, got %d", MaxKeyName, n)
+	case n == 0 || n > maxKeyName:
+		return fmt.Sprintf("must be 1 to %d characters, got %d", maxKeyName, n)
 	case strings.TrimSpace(name) == "":
 		return "must not be blank"
 	case strings.ContainsFunc(name, unsafeInName):
@@ -144,13 +144,13 @@ func parseDailyLimit(raw any, p *catalog.Problems) decimal.Decimal {
 }
 
 // KeyPutter stores new keys.
-type KeyPutter interface {
+type keyPutter interface {
 	PutAPIKey(ctx context.Context, k domain.APIKey) error
 }
 
 // mintKey makes a key for userID as in asks, below the keys of ancestors,
 // and stores its hash; the plain key is returned once, here.
-func mintKey(ctx context.Context, st KeyPutter, userID string, in NewKey, ancestors []domain.KeyLimit, at time.Time) (domain.APIKey, string, error) {
+func mintKey(ctx context.Context, st keyPutter, userID string, in NewKey, ancestors []domain.KeyLimit, at time.Time) (domain.APIKey, string, error) {
 	k, err := apikey.New()
 	if err != nil {
 		return domain.APIKey{}, "", err
@@ -164,22 +164,22 @@ func mintKey(ctx context.Context, st KeyPutter, userID string, in NewKey, ancest
 }
 
 // KeyReader reads an account's keys.
-type KeyReader interface {
+type keyReader interface {
 	ListAPIKeys(ctx context.Context, userID string) ([]domain.APIKey, error)
 }
 
 // KeyCreatorStore lists an account's keys, stores new ones and revokes one
 // that its creation must not keep.
-type KeyCreatorStore interface {
-	KeyPutter
-	KeyReader
+type keyCreatorStore interface {
+	keyPutter
+	keyReader
 	RevokeAPIKey(ctx context.Context, prefix string, at time.Time) (time.Time, error)
 }
 
 // KeyCreator is POST /api/account/keys: a caller mints a key of its own
 // account.
 type KeyCreator struct {
-	Store KeyCreatorStore
+	Store keyCreatorStore
 	Now   func() time.Time
 }
 
@@ -292,20 +292,20 @@ func activeKey(keys []domain.APIKey, prefix string) (domain.APIKey, error) {
 }
 
 // SpendReader reads what each key's holds took on a UTC day.
-type SpendReader interface {
+type spendReader interface {
 	KeySpend(ctx context.Context, userID, day string) (map[string]decimal.Decimal, error)
 }
 
 // KeyLister is GET /api/account/keys.
 type KeyLister struct {
-	Keys  KeyReader
-	Spend SpendReader
+	Keys  keyReader
+	Spend spendReader
 	Now   func() time.Time
 }
 
 // KeyWithSpend is a key and what its holds and those of the keys below it
 // took today (UTC), released and refunded holds given back.
-type KeyWithSpend struct {
+type keyWithSpend struct {
 	domain.APIKey
 	SpentToday decimal.Decimal
 }
@@ -315,14 +315,14 @@ type KeyWithSpend struct {
 // cursor, and the cursor of the next page when there are more. The account
 // holds at most domain.MaxActiveKeys active keys; the revoked ones stay
 // listed.
-func (l *KeyLister) List(ctx context.Context, userID string, limit int, cursor string) (store.Page[KeyWithSpend], error) {
+func (l *KeyLister) List(ctx context.Context, userID string, limit int, cursor string) (store.Page[keyWithSpend], error) {
 	after, paged, err := store.ParseCursor(cursor)
 	if err != nil {
-		return store.Page[KeyWithSpend]{}, err
+		return store.Page[keyWithSpend]{}, err
 	}
 	keys, err := l.Keys.ListAPIKeys(ctx, userID)
 	if err != nil {
-		return store.Page[KeyWithSpend]{}, fmt.Errorf("list keys of %s: %w", userID, err)
+		return store.Page[keyWithSpend]{}, fmt.Errorf("list keys of %s: %w", userID, err)
 	}
 	slices.SortStableFunc(keys, func(a, b domain.APIKey) int {
 		return cmp.Or(b.CreatedAt.Compare(a.CreatedAt), strings.Compare(a.Prefix, b.Prefix))
@@ -335,34 +335,34 @@ func (l *KeyLister) List(ctx context.Context, userID string, limit int, cursor s
 	keys = keys[:min(len(keys), limit+1)]
 	spend, err := l.Spend.KeySpend(ctx, userID, domain.UsageDay(domain.Now(l.Now)))
 	if err != nil {
-		return store.Page[KeyWithSpend]{}, fmt.Errorf("keys' spend of %s: %w", userID, err)
+		return store.Page[keyWithSpend]{}, fmt.Errorf("keys' spend of %s: %w", userID, err)
 	}
-	out := make([]KeyWithSpend, len(keys))
+	out := make([]keyWithSpend, len(keys))
 	for i, k := range keys {
-		out[i] = KeyWithSpend{APIKey: k, SpentToday: spend[k.Prefix]}
+		out[i] = keyWithSpend{APIKey: k, SpentToday: spend[k.Prefix]}
 	}
 	// Read up to limit+1: the page, and whether one more follows it.
-	return store.WindowPage(out, limit, func(k KeyWithSpend) store.Cursor {
+	return store.WindowPage(out, limit, func(k keyWithSpend) store.Cursor {
 		return store.Cursor{CreatedAt: k.CreatedAt, ID: k.Prefix}
 	}, store.Cursor{}, false), nil
 }
 
 // KeyRevokerStore finds an account's keys and revokes them.
-type KeyRevokerStore interface {
-	KeyReader
+type keyRevokerStore interface {
+	keyReader
 	RevokeAPIKey(ctx context.Context, prefix string, at time.Time) (time.Time, error)
 }
 
 // KeyRevoker is DELETE /api/account/keys/{prefix}.
 type KeyRevoker struct {
-	Store KeyRevokerStore
+	Store keyRevokerStore
 	Now   func() time.Time
 }
 
 // Revocation is what a revocation did: the key is revoked from At (its
 // first revocation's time), and so are the keys below it (Below, the ones
 // this call revoked or found revoked, by prefix).
-type Revocation struct {
+type revocation struct {
 	At    time.Time
 	Below []string
 }
@@ -375,26 +375,26 @@ type Revocation struct {
 // identity-provider token) any key of the account; any other key is 403
 // insufficient_scope. Another account's key is ErrNotFound, as a missing
 // one.
-func (r *KeyRevoker) Revoke(ctx context.Context, userID string, caller domain.Caller, prefix string) (Revocation, error) {
+func (r *KeyRevoker) Revoke(ctx context.Context, userID string, caller domain.Caller, prefix string) (revocation, error) {
 	if err := checkPrefix(prefix); err != nil {
-		return Revocation{}, err
+		return revocation{}, err
 	}
 	keys, err := r.Store.ListAPIKeys(ctx, userID)
 	if err != nil {
-		return Revocation{}, fmt.Errorf("list keys of %s: %w", userID, err)
+		return revocation{}, fmt.Errorf("list keys of %s: %w", userID, err)
 	}
 	i := slices.IndexFunc(keys, func(k domain.APIKey) bool { return k.Prefix == prefix })
 	if i < 0 {
-		return Revocation{}, fmt.Errorf("api key %s of %s: %w", prefix, userID, domain.ErrNotFound)
+		return revocation{}, fmt.Errorf("api key %s of %s: %w", prefix, userID, domain.ErrNotFound)
 	}
 	target := keys[i]
 	if caller.KeyPrefix != "" {
 		by, err := activeKey(keys, caller.KeyPrefix)
 		if err != nil && !(caller.KeyPrefix == prefix && target.Revoked()) {
-			return Revocation{}, err
+			return revocation{}, err
 		}
 		if err == nil && !by.Manages(target) {
-			return Revocation{}, &domain.InsufficientScopeError{Reason: fmt.Sprintf(
+			return revocation{}, &domain.InsufficientScopeError{Reason: fmt.Sprintf(
 				"a key can revoke only itself and the keys it made, directly or below: %s was not made below %s", prefix, caller.KeyPrefix)}
 		}
 	}
@@ -402,10 +402,10 @@ func (r *KeyRevoker) Revoke(ctx context.Context, userID string, caller domain.Ca
 	// The key first, then its tree: a key made below it meanwhile either is
 	// listed below and revoked here, or finds its maker revoked when it
 	// checks after being stored (KeyCreator.Create).
-	out := Revocation{At: target.RevokedAt}
+	out := revocation{At: target.RevokedAt}
 	if !target.Revoked() {
 		if out.At, err = r.Store.RevokeAPIKey(ctx, prefix, now); err != nil {
-			return Revocation{}, fmt.Errorf("revoke key %s: %w", prefix, err)
+			return revocation{}, fmt.Errorf("revoke key %s: %w", prefix, err)
 		}
 	}
 	for _, k := range keys {
@@ -417,7 +417,7 @@ func (r *KeyRevoker) Revoke(ctx context.Context, userID string, caller domain.Ca
 			continue
 		}
 		if _, err := r.Store.RevokeAPIKey(ctx, k.Prefix, now); err != nil {
-			return Revocation{}, fmt.Errorf("revoke key %s below %s: %w", k.Prefix, prefix, err)
+			return revocation{}, fmt.Errorf("revoke key %s below %s: %w", k.Prefix, prefix, err)
 		}
 	}
 	return out, nil

@@ -24,7 +24,7 @@ const (
 var (
 	idEncoding = base32.NewEncoding("abcdefghijklmnopqrstuvwxyz234567").WithPadding(base32.NoPadding)
 	// ErrMalformed is a string that cannot be an API key of this service.
-	ErrMalformed = errors.New("malformed API key")
+	errMalformed = errors.New("malformed API key")
 )
 
 // Key is a freshly minted key. Plain is shown to the user once.
@@ -59,19 +59,19 @@ func Hash(plain string) string {
 // rejects anything that is not shaped like a key before any lookup is made.
 func Parse(plain string) (prefix, hash string, err error) {
 	if len(plain) != len(marker)+idLen+1+secretLen || !strings.HasPrefix(plain, marker) {
-		return "", "", ErrMalformed
+		return "", "", errMalformed
 	}
 	prefix, secret := plain[:len(marker)+idLen], plain[len(marker)+idLen:]
 	if secret[0] != '_' {
-		return "", "", ErrMalformed
+		return "", "", errMalformed
 	}
 	for _, r := range prefix[len(marker):] {
 		if !strings.ContainsRune("abcdefghijklmnopqrstuvwxyz234567", r) {
-			return "", "", ErrMalformed
+			return "", "", errMalformed
 		}
 	}
 	if _, err := base64.RawURLEncoding.DecodeString(secret[1:]); err != nil {
-		return "", "", ErrMalformed
+		return "", "", errMalformed
 	}
 	return prefix, Hash(plain), nil
 }

@@ -47,7 +47,7 @@ func TestParseRejectsMalformedKeys(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			if _, _, err := Parse(tt.key); !errors.Is(err, ErrMalformed) {
+			if _, _, err := Parse(tt.key); !errors.Is(err, errMalformed) {
 				t.Fatalf("Parse(%q) = %v, want ErrMalformed", tt.key, err)
 			}
 		})

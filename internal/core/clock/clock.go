@@ -21,18 +21,18 @@ type Clock interface {
 }
 
 // Wall is the machine's clock.
-type Wall struct{}
+type wall struct{}
 
 // Now is time.Now.
-func (Wall) Now() time.Time { return time.Now() }
+func (wall) Now() time.Time { return time.Now() }
 
 // AfterFunc is time.AfterFunc.
-func (Wall) AfterFunc(d time.Duration, f func()) func() bool { return time.AfterFunc(d, f).Stop }
+func (wall) AfterFunc(d time.Duration, f func()) func() bool { return time.AfterFunc(d, f).Stop }
 
 // Or is c, or the wall clock when c is nil.
 func Or(c Clock) Clock {
 	if c == nil {
-		return Wall{}
+		return wall{}
 	}
 	return c
 }

@@ -15,7 +15,7 @@ import (
 )
 
 // JournalStore is what verifying the ledger reads.
-type JournalStore interface {
+type journalStore interface {
 	AccountIDs(ctx context.Context) ([]string, error)
 	GetAccount(ctx context.Context, userID string) (domain.Account, error)
 	AccountHolds(ctx context.Context, userID string) ([]domain.Hold, error)
@@ -23,7 +23,7 @@ type JournalStore interface {
 }
 
 // Discrepancy is one way an account's journal and its totals disagree.
-type Discrepancy struct {
+type discrepancy struct {
 	UserID  string `json:"user_id"`
 	Seq     int64  `json:"seq,omitempty"`
 	Problem string `json:"problem"`
@@ -33,7 +33,7 @@ type Discrepancy struct {
 type Verified struct {
 	Accounts      int           `json:"accounts"`
 	Entries       int           `json:"entries"`
-	Discrepancies []Discrepancy `json:"discrepancies"`
+	Discrepancies []discrepancy `json:"discrepancies"`
 }
 
 // Verify replays the journal of every account (or of userID alone)
@@ -46,7 +46,7 @@ type Verified struct {
 // account's open holds. Run it while no ledger write is in flight for the
 // accounts checked (the journal and the account are read one after the
 // other).
-func Verify(ctx context.Context, st JournalStore, userID string) (Verified, error) {
+func Verify(ctx context.Context, st journalStore, userID string) (Verified, error) {
 	ids := []string{userID}
 	if userID == "" {
 		var err error
@@ -54,7 +54,7 @@ func Verify(ctx context.Context, st JournalStore, userID string) (Verified, erro
 			return Verified{}, fmt.Errorf("verify ledger: %w", err)
 		}
 	}
-	out := Verified{Discrepancies: []Discrepancy{}}
+	out := Verified{Discrepancies: []discrepancy{}}
 	for _, id := range ids {
 		n, problems, err := verifyAccount(ctx, st, id)
 		if err != nil {
@@ -68,7 +68,7 @@ func Verify(ctx context.Context, st JournalStore, userID string) (Verified, erro
 }
 
 // journalOf reads an account's whole journal, oldest first.
-func journalOf(ctx context.Context, st JournalStore, userID string) ([]domain.JournalEntry, error) {
+func journalOf(ctx context.Context, st journalStore, userID string) ([]domain.JournalEntry, error) {
 	var entries []domain.JournalEntry
 	q := store.JournalQuery{UserID: userID, Limit: 100}
 	for {
@@ -86,7 +86,7 @@ func journalOf(ctx context.Context, st JournalStore, userID string) ([]domain.Jo
 	return entries, nil
 }
 
-func verifyAccount(ctx context.Context, st JournalStore, userID string) (int, []Discrepancy, error) {
+func verifyAccount(ctx context.Context, st journalStore, userID string) (int, []discrepancy, error) {
 	entries, err := journalOf(ctx, st, userID)
 	if err != nil {
 		return 0, nil, err
@@ -99,12 +99,12 @@ func verifyAccount(ctx context.Context, st JournalStore, userID string) (int, []
 	if err != nil {
 		return 0, nil, err
 	}
-	var problems []Discrepancy
+	var problems []discrepancy
 	report := func(purse int, seq int64, format string, args ...any) {
 		if purse != 0 {
 			format = fmt.Sprintf("purse %d: ", purse) + format
 		}
-		problems = append(problems, Discrepancy{UserID: userID, Seq: seq, Problem: fmt.Sprintf(format, args...)})
+		problems = append(problems, discrepancy{UserID: userID, Seq: seq, Problem: fmt.Sprintf(format, args...)})
 	}
 	type purseState struct {
 		running domain.Totals
@@ -204,7 +204,7 @@ func verifyAccount(ctx context.Context, st JournalStore, userID string) (int, []
 			report(e.Purse, e.Seq, "work %s was held and never settled, but no hold is open", work)
 		}
 	}
-	slices.SortStableFunc(problems, func(x, y Discrepancy) int { return int(x.Seq - y.Seq) })
+	slices.SortStableFunc(problems, func(x, y discrepancy) int { return int(x.Seq - y.Seq) })
 	return len(entries), problems, nil
 }
 

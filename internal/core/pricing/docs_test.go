@@ -31,7 +31,7 @@ func TestDocsPriceTableMatchesPriceFile(t *testing.T) {
 		t.Fatalf("%s has no %q … %q section", docPath, strings.TrimSpace(pricesStart), pricesEnd)
 	}
 	got := doc[start+len(pricesStart) : end]
-	want := MarkdownTable(Default())
+	want := markdownTable(Default())
 	if got == want {
 		return
 	}

@@ -16,7 +16,7 @@ import (
 // MarkdownTable renders the price of every variant for docs/api.md: the
 // conversion to credits, then one row per variant with its rule in words and
 // the credits of typical requests.
-func MarkdownTable(t *Table) string {
+func markdownTable(t *Table) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "Base prices are in USD; credits = base USD × (1 + %s %% margin) × %s credits per USD, rounded up to 0.01 credit. "+
 		"Options not named in a row are at their defaults.\n\n",

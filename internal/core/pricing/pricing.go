@@ -25,25 +25,25 @@ import (
 
 // EnvPriceFile names the environment variable that points at a price file
 // to use instead of the embedded default.
-const EnvPriceFile = "PRICE_FILE"
+const envPriceFile = "PRICE_FILE"
 
 //go:embed prices.json
 var defaultPrices []byte
 
 // ErrInvalidPriceFile is returned for a price file that cannot be used.
-var ErrInvalidPriceFile = errors.New("invalid price file")
+var errInvalidPriceFile = errors.New("invalid price file")
 
 // Basis says what a variant's unit price is multiplied by.
-type Basis string
+type basis string
 
 const (
 	// PerSecond multiplies by the video duration the request asks for.
-	PerSecond Basis = "per_second"
+	PerSecond basis = "per_second"
 	// PerGeneration is one price per video. Image variants are charged per
 	// image (ARCHITECTURE: image_count), so for them it is per image too.
-	PerGeneration Basis = "per_generation"
+	perGeneration basis = "per_generation"
 	// PerImage multiplies by the image count.
-	PerImage Basis = "per_image"
+	perImage basis = "per_image"
 )
 
 // Table is a loaded, validated price file. It is immutable.
@@ -54,7 +54,7 @@ type Table struct {
 }
 
 type rule struct {
-	basis Basis
+	basis basis
 	usd   decimal.Decimal
 	cases []priceCase
 }
@@ -80,7 +80,7 @@ type file struct {
 }
 
 type variantPrice struct {
-	Basis Basis  `json:"basis"`
+	Basis basis  `json:"basis"`
 	USD   string `json:"usd"`
 	Cases []struct {
 		When map[string]string `json:"when"`
@@ -89,7 +89,7 @@ type variantPrice struct {
 }
 
 var defaultTable = sync.OnceValue(func() *Table {
-	t, err := Load(bytes.NewReader(defaultPrices))
+	t, err := load(bytes.NewReader(defaultPrices))
 	if err != nil {
 		panic(fmt.Sprintf("embedded prices.json: %v", err)) // a build defect; tests catch it
 	}
@@ -101,8 +101,8 @@ func Default() *Table { return defaultTable() }
 
 // FromEnv loads the file named by PRICE_FILE, or returns Default when the
 // variable is empty. getenv is os.Getenv outside tests.
-func FromEnv(getenv func(string) string) (*Table, error) {
-	if path := getenv(EnvPriceFile); path != "" {
+func fromEnv(getenv func(string) string) (*Table, error) {
+	if path := getenv(envPriceFile); path != "" {
 		return LoadFile(path)
 	}
 	return Default(), nil
@@ -115,7 +115,7 @@ func LoadFile(path string) (*Table, error) {
 		return nil, fmt.Errorf("load price file: %w", err)
 	}
 	defer f.Close()
-	t, err := Load(f)
+	t, err := load(f)
 	if err != nil {
 		return nil, fmt.Errorf("load price file %s: %w", path, err)
 	}
@@ -126,15 +126,15 @@ func LoadFile(path string) (*Table, error) {
 // has a rule and no unknown one does, amounts are non-negative decimals, the
 // basis suits the variant's kind, and cases name real fields and values.
 // All problems are reported together.
-func Load(r io.Reader) (*Table, error) {
+func load(r io.Reader) (*Table, error) {
 	dec := json.NewDecoder(r)
 	dec.DisallowUnknownFields()
 	var f file
 	if err := dec.Decode(&f); err != nil {
-		return nil, fmt.Errorf("%w: %v", ErrInvalidPriceFile, err)
+		return nil, fmt.Errorf("%w: %v", errInvalidPriceFile, err)
 	}
 	if _, err := dec.Token(); !errors.Is(err, io.EOF) {
-		return nil, fmt.Errorf("%w: data after the JSON object", ErrInvalidPriceFile)
+		return nil, fmt.Errorf("%w: data after the JSON object", errInvalidPriceFile)
 	}
 
 	var problems []string
@@ -178,9 +178,9 @@ func Load(r io.Reader) (*Table, error) {
 		switch {
 		case vp.Basis == PerSecond && v.Kind != domain.MediaVideo:
 			bad("%s.basis: per_second needs a video variant", where)
-		case vp.Basis == PerImage && v.Kind != domain.MediaImage:
+		case vp.Basis == perImage && v.Kind != domain.MediaImage:
 			bad("%s.basis: per_image needs an image variant", where)
-		case vp.Basis != PerSecond && vp.Basis != PerImage && vp.Basis != PerGeneration:
+		case vp.Basis != PerSecond && vp.Basis != perImage && vp.Basis != perGeneration:
 			bad("%s.basis: %q is not per_second, per_generation or per_image", where, vp.Basis)
 		}
 		rl := rule{basis: vp.Basis, usd: amount(where+".usd", vp.USD)}
@@ -199,7 +199,7 @@ func Load(r io.Reader) (*Table, error) {
 		t.rules[version] = rl
 	}
 	if len(problems) > 0 {
-		return nil, fmt.Errorf("%w: %s", ErrInvalidPriceFile, strings.Join(problems, "; "))
+		return nil, fmt.Errorf("%w: %s", errInvalidPriceFile, strings.Join(problems, "; "))
 	}
 	return t, nil
 }
@@ -254,7 +254,7 @@ func (t *Table) Quote(req catalog.Request) (Quote, error) {
 func (t *Table) QuoteFor(v catalog.Variant, input map[string]any, imageCount int) (Quote, error) {
 	rl, ok := t.rules[v.Version]
 	if !ok {
-		return Quote{}, fmt.Errorf("%w: no rule for %s", ErrInvalidPriceFile, v.Version)
+		return Quote{}, fmt.Errorf("%w: no rule for %s", errInvalidPriceFile, v.Version)
 	}
 	resolved := v.Resolve(input)
 	unit := rl.unitUSD(resolved)

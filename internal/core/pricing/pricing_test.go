@@ -115,7 +115,7 @@ func TestCreditsAreRoundedUpToTheCent(t *testing.T) {
 		{"30", "123456789.01", "16049382571.30"},
 	}
 	for _, tt := range tests {
-		table, err := Load(strings.NewReader(minimalFile(tt.margin, tt.usd, nil)))
+		table, err := load(strings.NewReader(minimalFile(tt.margin, tt.usd, nil)))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -165,8 +165,8 @@ func TestLoadRejectsBadFiles(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			_, err := Load(strings.NewReader(tt.file))
-			if !errors.Is(err, ErrInvalidPriceFile) {
+			_, err := load(strings.NewReader(tt.file))
+			if !errors.Is(err, errInvalidPriceFile) {
 				t.Fatalf("Load = %v, want ErrInvalidPriceFile", err)
 			}
 			for _, w := range tt.want {
@@ -184,15 +184,15 @@ func TestLoadFileAndFromEnv(t *testing.T) {
 	if err := os.WriteFile(path, []byte(minimalFile("0", "1", nil)), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	env := map[string]string{EnvPriceFile: path}
-	table, err := FromEnv(func(k string) string { return env[k] })
+	env := map[string]string{envPriceFile: path}
+	table, err := fromEnv(func(k string) string { return env[k] })
 	if err != nil {
 		t.Fatal(err)
 	}
 	if !table.ProfitMarginPercent().IsZero() || !table.CreditsPerUSD().Equal(decimal.NewFromInt(100)) {
 		t.Fatalf("loaded margin %s, credits per USD %s", table.ProfitMarginPercent(), table.CreditsPerUSD())
 	}
-	if table, err := FromEnv(func(string) string { return "" }); err != nil || table != Default() {
+	if table, err := fromEnv(func(string) string { return "" }); err != nil || table != Default() {
 		t.Fatalf("FromEnv without PRICE_FILE = %p, %v; want Default()", table, err)
 	}
 
@@ -201,7 +201,7 @@ func TestLoadFileAndFromEnv(t *testing.T) {
 		t.Fatal(err)
 	}
 	_, err = LoadFile(bad)
-	if !errors.Is(err, ErrInvalidPriceFile) || !strings.Contains(err.Error(), bad) || !strings.Contains(err.Error(), "is negative") {
+	if !errors.Is(err, errInvalidPriceFile) || !strings.Contains(err.Error(), bad) || !strings.Contains(err.Error(), "is negative") {
 		t.Fatalf("LoadFile(bad) = %v, want an error naming the file and the problem", err)
 	}
 	if _, err := LoadFile(filepath.Join(dir, "missing.json")); !errors.Is(err, os.ErrNotExist) {
@@ -294,7 +294,7 @@ func TestQuoteRejectsAnImpossibleRequest(t *testing.T) {
 }
 
 func TestMarkdownTableListsEveryVariant(t *testing.T) {
-	md := MarkdownTable(Default())
+	md := markdownTable(Default())
 	rows := 0
 	for _, line := range strings.Split(md, "\n") {
 		if strings.HasPrefix(line, "| provider-") {

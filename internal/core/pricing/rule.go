@@ -16,41 +16,41 @@ import (
 // rule's own, times the units (seconds of video, images, or one video),
 // rounded up to 0.01 credit.
 type Rule struct {
-	Basis Basis
+	Basis basis
 	// Unit is what one CreditsPerUnit buys: "second", "image" or "video".
 	Unit           string
 	CreditsPerUnit decimal.Decimal
-	Cases          []RuleCase
+	Cases          []ruleCase
 }
 
 // RuleCase is one conditional price of a Rule.
-type RuleCase struct {
+type ruleCase struct {
 	When           map[string]string
 	CreditsPerUnit decimal.Decimal
 }
 
 // Unit names of a Rule.
 const (
-	UnitSecond = "second"
-	UnitImage  = "image"
-	UnitVideo  = "video"
+	unitSecond = "second"
+	unitImage  = "image"
+	unitVideo  = "video"
 )
 
 // Rule is the price rule of a variant in credits.
 func (t *Table) Rule(v catalog.Variant) (Rule, error) {
 	rl, ok := t.rules[v.Version]
 	if !ok {
-		return Rule{}, fmt.Errorf("%w: no rule for %s", ErrInvalidPriceFile, v.Version)
+		return Rule{}, fmt.Errorf("%w: no rule for %s", errInvalidPriceFile, v.Version)
 	}
-	out := Rule{Basis: rl.basis, Unit: UnitVideo, CreditsPerUnit: t.CreditsFromUSD(rl.usd)}
+	out := Rule{Basis: rl.basis, Unit: unitVideo, CreditsPerUnit: t.CreditsFromUSD(rl.usd)}
 	switch {
 	case rl.basis == PerSecond:
-		out.Unit = UnitSecond
+		out.Unit = unitSecond
 	case v.Kind == domain.MediaImage: // per_image, or per_generation charged per image
-		out.Unit = UnitImage
+		out.Unit = unitImage
 	}
 	for _, c := range rl.cases {
-		out.Cases = append(out.Cases, RuleCase{When: maps.Clone(c.when), CreditsPerUnit: t.CreditsFromUSD(c.usd)})
+		out.Cases = append(out.Cases, ruleCase{When: maps.Clone(c.when), CreditsPerUnit: t.CreditsFromUSD(c.usd)})
 	}
 	return out, nil
 }

@@ -60,7 +60,7 @@ func TestRulePricesRequestsAsQuoteDoes(t *testing.T) {
 }
 
 func TestRuleUnits(t *testing.T) {
-	for version, want := range map[string]string{"beta-2": UnitSecond, "video-01": UnitVideo, "epsilon-02": UnitVideo, "zeta-pro": UnitImage, "zeta": UnitImage} {
+	for version, want := range map[string]string{"beta-2": unitSecond, "video-01": unitVideo, "epsilon-02": unitVideo, "zeta-pro": unitImage, "zeta": unitImage} {
 		v, _ := catalog.LookupVersion(version)
 		if r, err := Default().Rule(v); err != nil || r.Unit != want {
 			t.Errorf("%s: unit %q (%v), want %q", version, r.Unit, err, want)

@@ -31,7 +31,7 @@ type SweepStore interface {
 
 // SlotReleaser frees a holder's upstream slot or place in line (a repeat
 // changes nothing).
-type SlotReleaser interface {
+type slotReleaser interface {
 	ReleaseSlot(ctx context.Context, provider, holder string) error
 }
 
@@ -42,7 +42,7 @@ type Sweeper struct {
 	// Slots, when set, frees the slots of the work it settles: work whose
 	// poll chain was lost still holds its slot, which would otherwise be
 	// taken from the upstream's max_concurrent until it expires.
-	Slots SlotReleaser
+	Slots slotReleaser
 	Grace time.Duration
 	Now   func() time.Time
 	Log   *slog.Logger

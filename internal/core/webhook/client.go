@@ -16,7 +16,7 @@ import (
 
 // ErrPrivateAddress is a connection refused because it would reach this
 // machine or a private network.
-var ErrPrivateAddress = errors.New("address is not public")
+var errPrivateAddress = errors.New("address is not public")
 
 // SafeClient is an HTTP client for URLs that callers chose: it checks the
 // address it actually connects to (after DNS, so a public name resolving
@@ -29,11 +29,11 @@ func SafeClient(loopbackPorts ...uint16) *http.Client {
 		Control: func(network, address string, _ syscall.RawConn) error {
 			ap, err := netip.ParseAddrPort(address)
 			if err != nil {
-				return fmt.Errorf("%w: %s", ErrPrivateAddress, address)
+				return fmt.Errorf("%w: %s", errPrivateAddress, address)
 			}
 			allowed := netguard.Public(ap.Addr()) || netguard.Loopback(ap.Addr()) && slices.Contains(loopbackPorts, ap.Port())
 			if !allowed {
-				return fmt.Errorf("%w: %s", ErrPrivateAddress, ap.Addr())
+				return fmt.Errorf("%w: %s", errPrivateAddress, ap.Addr())
 			}
 			return nil
 		},

@@ -78,7 +78,7 @@ type Record struct {
 }
 
 // Records loads a record and renders its status view.
-type Records interface {
+type records interface {
 	WebhookRecord(ctx context.Context, kind domain.WorkKind, id string) (Record, error)
 }
 
@@ -106,7 +106,7 @@ var DefaultBackoff = []time.Duration{
 const Timeout = 10 * time.Second
 
 // Payload is the body POSTed to the receiver.
-type Payload struct {
+type payload struct {
 	Type      string `json:"type"`
 	Timestamp string `json:"timestamp"`
 	Data      any    `json:"data"`
@@ -114,7 +114,7 @@ type Payload struct {
 
 // Deliverer sends webhook events, one attempt per queue message.
 type Deliverer struct {
-	Records Records
+	Records records
 	Store   Store
 	Queue   Queue
 	// Client sends the requests; build it with SafeClient.
@@ -236,7 +236,7 @@ func (d *Deliverer) claimAttempt(ctx context.Context, userID, hookID string, n i
 
 // post sends one attempt; a 2xx answer is delivery.
 func (d *Deliverer) post(ctx context.Context, rec Record, m Message, hookID, secret string, now time.Time) (int, error) {
-	body, err := json.Marshal(Payload{Type: m.Event, Timestamp: now.UTC().Format(time.RFC3339), Data: rec.Data})
+	body, err := json.Marshal(payload{Type: m.Event, Timestamp: now.UTC().Format(time.RFC3339), Data: rec.Data})
 	if err != nil {
 		return 0, fmt.Errorf("encode webhook: %w", err)
 	}

@@ -24,7 +24,7 @@ func Classify(err error) string {
 	switch {
 	case errors.Is(err, errStatus):
 		return domain.WebhookErrorHTTPStatus
-	case errors.Is(err, ErrPrivateAddress):
+	case errors.Is(err, errPrivateAddress):
 		return domain.WebhookErrorAddressNotPublic
 	case errors.As(err, &dnsErr) && !dnsErr.IsTimeout:
 		return domain.WebhookErrorDNS

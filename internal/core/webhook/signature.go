@@ -31,14 +31,14 @@ const SecretPrefix = "whsec_"
 
 // Tolerance is how far a webhook's timestamp may be from now before it is
 // refused as stale (or from the future).
-const Tolerance = 5 * time.Minute
+const tolerance = 5 * time.Minute
 
 // Verification errors, for errors.Is.
 var (
-	ErrMissingHeaders = errors.New("webhook: missing webhook-id, webhook-timestamp or webhook-signature")
-	ErrStale          = errors.New("webhook: timestamp outside the tolerance")
-	ErrBadSignature   = errors.New("webhook: no signature matches")
-	ErrBadSecret      = errors.New("webhook: secret is not whsec_<base64>")
+	errMissingHeaders = errors.New("webhook: missing webhook-id, webhook-timestamp or webhook-signature")
+	errStale          = errors.New("webhook: timestamp outside the tolerance")
+	errBadSignature   = errors.New("webhook: no signature matches")
+	errBadSecret      = errors.New("webhook: secret is not whsec_<base64>")
 )
 
 // NewSecret makes a random signing secret.
@@ -51,17 +51,17 @@ func NewSecret() string {
 func secretKey(secret string) ([]byte, error) {
 	raw, ok := strings.CutPrefix(secret, SecretPrefix)
 	if !ok {
-		return nil, ErrBadSecret
+		return nil, errBadSecret
 	}
 	key, err := base64.StdEncoding.DecodeString(raw)
 	if err != nil || len(key) == 0 {
-		return nil, ErrBadSecret
+		return nil, errBadSecret
 	}
 	return key, nil
 }
 
 // Sign returns the webhook-signature value of a message.
-func Sign(secret, id string, ts time.Time, body []byte) (string, error) {
+func sign(secret, id string, ts time.Time, body []byte) (string, error) {
 	key, err := secretKey(secret)
 	if err != nil {
 		return "", err
@@ -74,7 +74,7 @@ func Sign(secret, id string, ts time.Time, body []byte) (string, error) {
 
 // SetHeaders signs body and sets the three headers on h.
 func SetHeaders(h http.Header, secret, id string, ts time.Time, body []byte) error {
-	sig, err := Sign(secret, id, ts, body)
+	sig, err := sign(secret, id, ts, body)
 	if err != nil {
 		return err
 	}
@@ -90,17 +90,17 @@ func SetHeaders(h http.Header, secret, id string, ts time.Time, body []byte) err
 func Verify(secret string, h http.Header, body []byte, now time.Time) error {
 	id, tsText, sigs := h.Get(HeaderID), h.Get(HeaderTimestamp), h.Get(HeaderSignature)
 	if id == "" || tsText == "" || sigs == "" {
-		return ErrMissingHeaders
+		return errMissingHeaders
 	}
 	sec, err := strconv.ParseInt(tsText, 10, 64)
 	if err != nil {
-		return fmt.Errorf("%w: %q is not Unix seconds", ErrStale, tsText)
+		return fmt.Errorf("%w: %q is not Unix seconds", errStale, tsText)
 	}
 	ts := time.Unix(sec, 0)
-	if d := now.Sub(ts); d > Tolerance || d < -Tolerance {
-		return ErrStale
+	if d := now.Sub(ts); d > tolerance || d < -tolerance {
+		return errStale
 	}
-	want, err := Sign(secret, id, ts, body)
+	want, err := sign(secret, id, ts, body)
 	if err != nil {
 		return err
 	}
@@ -109,5 +109,5 @@ func Verify(secret string, h http.Header, body []byte, now time.Time) error {
 			return nil
 		}
 	}
-	return ErrBadSignature
+	return errBadSignature
 }

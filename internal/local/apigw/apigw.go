@@ -30,14 +30,14 @@ import (
 )
 
 // Handler is a route's Lambda handler.
-type Handler = func(ctx context.Context, req events.APIGatewayV2HTTPRequest) (events.APIGatewayV2HTTPResponse, error)
+type handler = func(ctx context.Context, req events.APIGatewayV2HTTPRequest) (events.APIGatewayV2HTTPResponse, error)
 
 // Route binds "METHOD /path/{param}" to a handler, as the template's route
 // events do.
 type Route struct {
 	Method  string
 	Path    string
-	Handler Handler
+	Handler handler
 }
 
 // maxPayload is API Gateway's request limit: a larger body is refused 413
@@ -297,7 +297,7 @@ func serve(w http.ResponseWriter, r *http.Request, rt *mounted, authorizer *Lamb
 		writeGatewayError(w, http.StatusInternalServerError, "Internal Server Error")
 		return
 	}
-	Write(w, resp)
+	write(w, resp)
 }
 
 // EventSize is the size of ev as Lambda receives it: its JSON, strings
@@ -354,7 +354,7 @@ func tooLarge(w http.ResponseWriter) {
 // invocation is not canceled when the client goes away or the gateway
 // stops waiting. Past timeout (when > 0) it calls onTimeout once, then
 // still waits for the handler's end, and reports inTime false.
-func invoke(ctx context.Context, h Handler, ev events.APIGatewayV2HTTPRequest, timeout time.Duration, onTimeout func()) (resp events.APIGatewayV2HTTPResponse, inTime bool, err error) {
+func invoke(ctx context.Context, h handler, ev events.APIGatewayV2HTTPRequest, timeout time.Duration, onTimeout func()) (resp events.APIGatewayV2HTTPResponse, inTime bool, err error) {
 	ctx = context.WithoutCancel(ctx)
 	if timeout <= 0 {
 		resp, err := h(ctx, ev)
@@ -516,7 +516,7 @@ func lowerName(name string) string {
 }
 
 // Write sends a handler's response.
-func Write(w http.ResponseWriter, resp events.APIGatewayV2HTTPResponse) {
+func write(w http.ResponseWriter, resp events.APIGatewayV2HTTPResponse) {
 	h := w.Header()
 	// One backing array for the single-valued headers, rather than one
 	// slice each as Header.Set makes.

@@ -66,22 +66,22 @@ func (m *Meter) Authorizer(a apigw.Authorizer) apigw.Authorizer {
 }
 
 // Sender is the queue's sending side.
-type Sender interface {
+type sender interface {
 	Send(ctx context.Context, body []byte, delay time.Duration) error
 }
 
 type sqsSender struct {
-	Sender
+	sender
 	m *Meter
 }
 
 func (s sqsSender) Send(ctx context.Context, body []byte, delay time.Duration) error {
 	s.m.sqs.Add(1) // SendMessage
-	return s.Sender.Send(ctx, body, delay)
+	return s.sender.Send(ctx, body, delay)
 }
 
 // SQSSender counts each message sent as one SendMessage request.
-func (m *Meter) SQSSender(s Sender) Sender { return sqsSender{s, m} }
+func (m *Meter) SQSSender(s sender) sender { return sqsSender{s, m} }
 
 // SQSConsumer counts a delivered batch as Lambda's event source mapping
 // makes it: one ReceiveMessage that returned it, one invocation of the

@@ -18,7 +18,7 @@ import (
 
 // Counts are the billed units of some work. DynamoDB units are on-demand
 // read and write request units.
-type Counts struct {
+type counts struct {
 	APIRequests       int64   `json:"api_requests"`
 	LambdaInvocations int64   `json:"lambda_invocations"`
 	LambdaGBSeconds   float64 `json:"lambda_gb_seconds"`
@@ -36,8 +36,8 @@ type Counts struct {
 }
 
 // Sub is c − o, for the counts of one stretch of work.
-func (c Counts) Sub(o Counts) Counts {
-	d := Counts{
+func (c counts) Sub(o counts) counts {
+	d := counts{
 		APIRequests: c.APIRequests - o.APIRequests, LambdaInvocations: c.LambdaInvocations - o.LambdaInvocations,
 		LambdaGBSeconds: c.LambdaGBSeconds - o.LambdaGBSeconds, DynamoDBReadUnits: c.DynamoDBReadUnits - o.DynamoDBReadUnits,
 		DynamoDBWriteUnit: c.DynamoDBWriteUnit - o.DynamoDBWriteUnit, DynamoDBRequests: c.DynamoDBRequests - o.DynamoDBRequests,
@@ -54,7 +54,7 @@ func (c Counts) Sub(o Counts) Counts {
 }
 
 // Per divides every count by n (per generation, per video).
-func (c Counts) Per(n float64) PerUnit {
+func (c counts) Per(n float64) PerUnit {
 	return PerUnit{
 		APIRequests: float64(c.APIRequests) / n, LambdaInvocations: float64(c.LambdaInvocations) / n,
 		LambdaGBSeconds: c.LambdaGBSeconds / n, DynamoDBReadUnits: c.DynamoDBReadUnits / n,
@@ -120,14 +120,14 @@ func (m *Meter) Seconds(function string) float64 {
 }
 
 // Snapshot reads the counts so far.
-func (m *Meter) Snapshot() Counts {
+func (m *Meter) Snapshot() counts {
 	m.mu.Lock()
 	by := make(map[string]int64, len(m.byFunction))
 	for k, v := range m.byFunction {
 		by[k] = v
 	}
 	m.mu.Unlock()
-	return Counts{
+	return counts{
 		APIRequests: m.api.Load(), LambdaInvocations: m.invocations.Load(),
 		LambdaGBSeconds: float64(m.gbMicro.Load()) / 1e6, DynamoDBReadUnits: float64(m.rcu.Load()) / milli,
 		DynamoDBWriteUnit: float64(m.wcu.Load()) / milli, DynamoDBRequests: m.ddbRequests.Load(), SQSRequests: m.sqs.Load(),

@@ -35,15 +35,15 @@ import (
 // reads go past the meter. The time of each call is taken off the Lambda
 // time of the invocation that made it (NetworkAllowance prices AWS calls).
 // Local only.
-type DynamoDB struct {
+type dynamoDB struct {
 	dynamostore.API
 	Meter   *Meter
 	schemas map[string]*dynamodb.CreateTableInput
 }
 
 // MeterDynamoDB wraps the client of a store on these tables.
-func MeterDynamoDB(api dynamostore.API, tables dynamostore.Tables, m *Meter) *DynamoDB {
-	d := &DynamoDB{API: api, Meter: m, schemas: map[string]*dynamodb.CreateTableInput{}}
+func MeterDynamoDB(api dynamostore.API, tables dynamostore.Tables, m *Meter) *dynamoDB {
+	d := &dynamoDB{API: api, Meter: m, schemas: map[string]*dynamodb.CreateTableInput{}}
 	for _, s := range dynamostore.Schema(tables) {
 		d.schemas[aws.ToString(s.TableName)] = s
 	}
@@ -52,7 +52,7 @@ func MeterDynamoDB(api dynamostore.API, tables dynamostore.Tables, m *Meter) *Dy
 
 // request counts one request made through the meter (the meter's own
 // size reads go past it) and takes its time off the invocation's.
-func (d *DynamoDB) request(ctx context.Context, start time.Time) {
+func (d *dynamoDB) request(ctx context.Context, start time.Time) {
 	d.Meter.ddbRequests.Add(1)
 	waitedSince(ctx, start)
 }
@@ -67,7 +67,7 @@ func readUnits(bytes int, consistent bool) float64 {
 
 func writeUnits(bytes int) float64 { return math.Max(1, math.Ceil(float64(bytes)/1024)) }
 
-func (d *DynamoDB) GetItem(ctx context.Context, in *dynamodb.GetItemInput, opts ...func(*dynamodb.Options)) (*dynamodb.GetItemOutput, error) {
+func (d *dynamoDB) GetItem(ctx context.Context, in *dynamodb.GetItemInput, opts ...func(*dynamodb.Options)) (*dynamodb.GetItemOutput, error) {
 	defer d.request(ctx, time.Now())
 	out, err := d.API.GetItem(ctx, in, opts...)
 	if err != nil {
@@ -81,7 +81,7 @@ func (d *DynamoDB) GetItem(ctx context.Context, in *dynamodb.GetItemInput, opts 
 	return out, nil
 }
 
-func (d *DynamoDB) BatchGetItem(ctx context.Context, in *dynamodb.BatchGetItemInput, opts ...func(*dynamodb.Options)) (*dynamodb.BatchGetItemOutput, error) {
+func (d *dynamoDB) BatchGetItem(ctx context.Context, in *dynamodb.BatchGetItemInput, opts ...func(*dynamodb.Options)) (*dynamodb.BatchGetItemOutput, error) {
 	defer d.request(ctx, time.Now())
 	out, err := d.API.BatchGetItem(ctx, in, opts...)
 	if err != nil {
@@ -102,7 +102,7 @@ func (d *DynamoDB) BatchGetItem(ctx context.Context, in *dynamodb.BatchGetItemIn
 }
 
 // item reads an item whole, past the meter (nil when absent or unreadable).
-func (d *DynamoDB) item(ctx context.Context, table string, key map[string]types.AttributeValue) map[string]types.AttributeValue {
+func (d *dynamoDB) item(ctx context.Context, table string, key map[string]types.AttributeValue) map[string]types.AttributeValue {
 	out, err := d.API.GetItem(ctx, &dynamodb.GetItemInput{TableName: aws.String(table), Key: key, ConsistentRead: aws.Bool(true)})
 	if err != nil {
 		return nil
@@ -111,7 +111,7 @@ func (d *DynamoDB) item(ctx context.Context, table string, key map[string]types.
 }
 
 // keyOf is the primary key of an item of the table.
-func (d *DynamoDB) keyOf(table string, item map[string]types.AttributeValue) map[string]types.AttributeValue {
+func (d *dynamoDB) keyOf(table string, item map[string]types.AttributeValue) map[string]types.AttributeValue {
 	k := map[string]types.AttributeValue{}
 	if s, ok := d.schemas[table]; ok {
 		for _, e := range s.KeySchema {
@@ -123,7 +123,7 @@ func (d *DynamoDB) keyOf(table string, item map[string]types.AttributeValue) map
 
 // written counts a write of one item that was before and is after (either
 // nil when absent), times factor, with its index entries.
-func (d *DynamoDB) written(table string, before, after map[string]types.AttributeValue, factor float64) {
+func (d *dynamoDB) written(table string, before, after map[string]types.AttributeValue, factor float64) {
 	d.Meter.write(factor * writeUnits(max(dynamostore.ItemSize(before), dynamostore.ItemSize(after))))
 	s, ok := d.schemas[table]
 	if !ok {
@@ -218,7 +218,7 @@ func sameValue(a, b types.AttributeValue) bool {
 	return false
 }
 
-func (d *DynamoDB) PutItem(ctx context.Context, in *dynamodb.PutItemInput, opts ...func(*dynamodb.Options)) (*dynamodb.PutItemOutput, error) {
+func (d *dynamoDB) PutItem(ctx context.Context, in *dynamodb.PutItemInput, opts ...func(*dynamodb.Options)) (*dynamodb.PutItemOutput, error) {
 	defer d.request(ctx, time.Now())
 	table := aws.ToString(in.TableName)
 	before := d.item(ctx, table, d.keyOf(table, in.Item))
@@ -231,7 +231,7 @@ func (d *DynamoDB) PutItem(ctx context.Context, in *dynamodb.PutItemInput, opts 
 	return out, err
 }
 
-func (d *DynamoDB) UpdateItem(ctx context.Context, in *dynamodb.UpdateItemInput, opts ...func(*dynamodb.Options)) (*dynamodb.UpdateItemOutput, error) {
+func (d *dynamoDB) UpdateItem(ctx context.Context, in *dynamodb.UpdateItemInput, opts ...func(*dynamodb.Options)) (*dynamodb.UpdateItemOutput, error) {
 	defer d.request(ctx, time.Now())
 	table := aws.ToString(in.TableName)
 	before := d.item(ctx, table, in.Key)
@@ -244,7 +244,7 @@ func (d *DynamoDB) UpdateItem(ctx context.Context, in *dynamodb.UpdateItemInput,
 	return out, err
 }
 
-func (d *DynamoDB) DeleteItem(ctx context.Context, in *dynamodb.DeleteItemInput, opts ...func(*dynamodb.Options)) (*dynamodb.DeleteItemOutput, error) {
+func (d *dynamoDB) DeleteItem(ctx context.Context, in *dynamodb.DeleteItemInput, opts ...func(*dynamodb.Options)) (*dynamodb.DeleteItemOutput, error) {
 	defer d.request(ctx, time.Now())
 	table := aws.ToString(in.TableName)
 	before := d.item(ctx, table, in.Key)
@@ -259,7 +259,7 @@ func (d *DynamoDB) DeleteItem(ctx context.Context, in *dynamodb.DeleteItemInput,
 
 // TransactWriteItems counts each item twice; a cancelled transaction is
 // counted as a completed one would be (an upper bound).
-func (d *DynamoDB) TransactWriteItems(ctx context.Context, in *dynamodb.TransactWriteItemsInput, opts ...func(*dynamodb.Options)) (*dynamodb.TransactWriteItemsOutput, error) {
+func (d *dynamoDB) TransactWriteItems(ctx context.Context, in *dynamodb.TransactWriteItemsInput, opts ...func(*dynamodb.Options)) (*dynamodb.TransactWriteItemsOutput, error) {
 	defer d.request(ctx, time.Now())
 	type target struct {
 		table string
@@ -295,7 +295,7 @@ func (d *DynamoDB) TransactWriteItems(ctx context.Context, in *dynamodb.Transact
 	return out, err
 }
 
-func (d *DynamoDB) Query(ctx context.Context, in *dynamodb.QueryInput, opts ...func(*dynamodb.Options)) (*dynamodb.QueryOutput, error) {
+func (d *dynamoDB) Query(ctx context.Context, in *dynamodb.QueryInput, opts ...func(*dynamodb.Options)) (*dynamodb.QueryOutput, error) {
 	defer d.request(ctx, time.Now())
 	out, err := d.API.Query(ctx, in, opts...)
 	if err != nil {
@@ -318,7 +318,7 @@ func (d *DynamoDB) Query(ctx context.Context, in *dynamodb.QueryInput, opts ...f
 	return out, nil
 }
 
-func (d *DynamoDB) Scan(ctx context.Context, in *dynamodb.ScanInput, opts ...func(*dynamodb.Options)) (*dynamodb.ScanOutput, error) {
+func (d *dynamoDB) Scan(ctx context.Context, in *dynamodb.ScanInput, opts ...func(*dynamodb.Options)) (*dynamodb.ScanOutput, error) {
 	defer d.request(ctx, time.Now())
 	out, err := d.API.Scan(ctx, in, opts...)
 	if err != nil {

@@ -21,7 +21,7 @@ import (
 
 // LedgerUnits are the units DynamoDB bills one account's hold, settle and
 // authorizer read, with some holds open on the account.
-type LedgerUnits struct {
+type ledgerUnits struct {
 	UserID    string `json:"-"`
 	OpenHolds int    `json:"open_holds"`
 	// AccountItemBytes is the account item's size (dynamostore.ItemSize).
@@ -39,11 +39,11 @@ type Units struct {
 	Write float64 `json:"write"`
 }
 
-func unitsOf(c Counts) Units { return Units{Read: c.DynamoDBReadUnits, Write: c.DynamoDBWriteUnit} }
+func unitsOf(c counts) Units { return Units{Read: c.DynamoDBReadUnits, Write: c.DynamoDBWriteUnit} }
 
 // SeedClient is the DynamoDB client MeasureLedger needs: the store's calls
 // and BatchWriteItem, which seeds the open holds.
-type SeedClient interface {
+type seedClient interface {
 	dynamostore.API
 	BatchWriteItem(ctx context.Context, in *dynamodb.BatchWriteItemInput, opts ...func(*dynamodb.Options)) (*dynamodb.BatchWriteItemOutput, error)
 }
@@ -57,14 +57,14 @@ type SeedClient interface {
 // totals moved to match in one update: the state that many Holds leave,
 // without one transaction per hold, which moto's server makes slow on a
 // large table (it copies the table for each).
-func MeasureLedger(ctx context.Context, api SeedClient, tables dynamostore.Tables, openHolds int) (LedgerUnits, error) {
+func MeasureLedger(ctx context.Context, api seedClient, tables dynamostore.Tables, openHolds int) (ledgerUnits, error) {
 	plain := dynamostore.New(api, tables)
 	meter := &Meter{}
 	metered := dynamostore.New(MeterDynamoDB(api, tables, meter), tables)
 	created, err := (&accounts.Service{Store: plain}).CreateAccount(ctx, accounts.NewAccount{
 		Plan: domain.PlanEnterprise, Credits: decimal.NewFromInt(int64(openHolds) + 100)})
 	if err != nil {
-		return LedgerUnits{}, err
+		return ledgerUnits{}, err
 	}
 	user := created.UserID
 	hold := func(st *dynamostore.Store) (string, error) {
@@ -74,23 +74,23 @@ func MeasureLedger(ctx context.Context, api SeedClient, tables dynamostore.Table
 	if openHolds > 0 {
 		first, err := hold(plain)
 		if err != nil {
-			return LedgerUnits{}, fmt.Errorf("open a hold: %w", err)
+			return ledgerUnits{}, fmt.Errorf("open a hold: %w", err)
 		}
 		if err := seedHolds(ctx, api, tables, user, first, openHolds-1); err != nil {
-			return LedgerUnits{}, err
+			return ledgerUnits{}, err
 		}
 	}
-	out := LedgerUnits{UserID: user, OpenHolds: openHolds}
+	out := ledgerUnits{UserID: user, OpenHolds: openHolds}
 	before := meter.Snapshot()
 	work, err := hold(metered)
 	if err != nil {
-		return LedgerUnits{}, err
+		return ledgerUnits{}, err
 	}
 	out.Hold = unitsOf(meter.Snapshot().Sub(before))
 
 	before = meter.Snapshot()
 	if settled, err := metered.Capture(ctx, user, work); err != nil || !settled {
-		return LedgerUnits{}, fmt.Errorf("capture: settled %v, %v", settled, err)
+		return ledgerUnits{}, fmt.Errorf("capture: settled %v, %v", settled, err)
 	}
 	out.Settle = unitsOf(meter.Snapshot().Sub(before))
 
@@ -99,14 +99,14 @@ func MeasureLedger(ctx context.Context, api SeedClient, tables dynamostore.Table
 	resp, err := gate.Authorize(ctx, httpapi.AuthorizerRequest{
 		RouteKey: "GET /api/generations/status/{id}", Headers: map[string]string{"authorization": "Bearer " + created.APIKey}})
 	if err != nil || resp.Context["user_id"] != user {
-		return LedgerUnits{}, fmt.Errorf("authorize: %v, context %v", err, resp.Context)
+		return ledgerUnits{}, fmt.Errorf("authorize: %v, context %v", err, resp.Context)
 	}
 	out.AuthorizerRead = unitsOf(meter.Snapshot().Sub(before))
 
 	item, err := api.GetItem(ctx, &dynamodb.GetItemInput{TableName: aws.String(tables.Accounts),
 		Key: map[string]types.AttributeValue{"user_id": &types.AttributeValueMemberS{Value: user}}, ConsistentRead: aws.Bool(true)})
 	if err != nil {
-		return LedgerUnits{}, err
+		return ledgerUnits{}, err
 	}
 	out.AccountItemBytes = dynamostore.ItemSize(item.Item)
 	return out, nil
@@ -114,7 +114,7 @@ func MeasureLedger(ctx context.Context, api SeedClient, tables dynamostore.Table
 
 // seedHolds copies the hold of work n times under new work ids and moves
 // their amounts from the account's balance to held.
-func seedHolds(ctx context.Context, api SeedClient, tables dynamostore.Tables, user, work string, n int) error {
+func seedHolds(ctx context.Context, api seedClient, tables dynamostore.Tables, user, work string, n int) error {
 	s := func(v string) types.AttributeValue { return &types.AttributeValueMemberS{Value: v} }
 	out, err := api.GetItem(ctx, &dynamodb.GetItemInput{TableName: aws.String(tables.Ledger),
 		Key: map[string]types.AttributeValue{"user_id": s(user), "entry": s("hold#" + work)}, ConsistentRead: aws.Bool(true)})

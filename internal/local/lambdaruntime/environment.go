@@ -22,15 +22,15 @@ const (
 	ErrorTypeExit = "Runtime.ExitError"
 	// ErrorTypeRequestTooLarge: the invoke's payload is over 6 MB; the
 	// function is not invoked (the Invoke API's 413).
-	ErrorTypeRequestTooLarge = "RequestEntityTooLargeException"
+	errorTypeRequestTooLarge = "RequestEntityTooLargeException"
 )
 
 // MaxRequestBytes is Lambda's limit on a synchronous invocation's request
 // payload (the response's is MaxResponseBytes).
-const MaxRequestBytes = 6 << 20
+const maxRequestBytes = 6 << 20
 
 // ErrRequestTooLarge is returned by Invoke for a payload Lambda refuses.
-var ErrRequestTooLarge = errors.New(ErrorTypeRequestTooLarge + ": the request payload is over 6 MB")
+var ErrRequestTooLarge = errors.New(errorTypeRequestTooLarge + ": the request payload is over 6 MB")
 
 // Environment is one execution environment of a function: its process,
 // started once, and its Runtime API, which hands it one event at a time,
@@ -43,7 +43,7 @@ var ErrRequestTooLarge = errors.New(ErrorTypeRequestTooLarge + ": the request pa
 // but not enforced.
 type Environment struct {
 	fn  Function
-	srv *Server
+	srv *server
 	cmd *exec.Cmd
 	log io.Writer
 
@@ -58,12 +58,12 @@ type Environment struct {
 // waits for its init (at most InitTimeout): the cold start. An init that
 // fails, exits or takes too long is an error whose *FunctionError, when
 // errors.As finds one, is what Lambda reports to the invoker.
-func StartEnvironment(fn Function) (*Environment, error) {
+func startEnvironment(fn Function) (*Environment, error) {
 	timeout := fn.Timeout
 	if timeout <= 0 {
 		timeout = 3 * time.Second
 	}
-	srv, err := Start(Options{FunctionName: fn.Name, Region: fn.Region, AccountID: fn.AccountID, Timeout: timeout})
+	srv, err := start(options{FunctionName: fn.Name, Region: fn.Region, AccountID: fn.AccountID, Timeout: timeout})
 	if err != nil {
 		return nil, err
 	}
@@ -87,7 +87,7 @@ func StartEnvironment(fn Function) (*Environment, error) {
 		e.exitErr = cmd.Wait()
 		close(e.exited)
 	}()
-	limit := time.NewTimer(InitTimeout)
+	limit := time.NewTimer(initTimeout)
 	defer limit.Stop()
 	select {
 	case <-srv.InitDone():
@@ -103,7 +103,7 @@ func StartEnvironment(fn Function) (*Environment, error) {
 	case <-limit.C:
 		e.Close()
 		return nil, fmt.Errorf("%s: %w", fn.Name, &FunctionError{Type: ErrorTypeTimedOut,
-			Message: fmt.Sprintf("init did not finish in %s", InitTimeout)})
+			Message: fmt.Sprintf("init did not finish in %s", initTimeout)})
 	}
 }
 
@@ -121,7 +121,7 @@ func (e *Environment) Invoke(payload []byte) (*Invocation, error) {
 // InvokeTraced is Invoke with the event's X-Ray trace header (see
 // Server.EnqueueTraced).
 func (e *Environment) InvokeTraced(payload []byte, traceID string) (*Invocation, error) {
-	if len(payload) > MaxRequestBytes {
+	if len(payload) > maxRequestBytes {
 		return nil, ErrRequestTooLarge
 	}
 	e.mu.Lock()

@@ -14,7 +14,7 @@ import (
 // An environment stays up between invocations, as a warm Lambda
 // environment does: the same process answers the second event.
 func TestAnEnvironmentAnswersEventAfterEventInOneProcess(t *testing.T) {
-	env, err := StartEnvironment(testFunction(t, "echo"))
+	env, err := startEnvironment(testFunction(t, "echo"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -55,7 +55,7 @@ func TestLambdasRulesOnAnInvocation(t *testing.T) {
 	}{
 		{"past its timeout", `{"hang":true}`, time.Second, ErrorTypeTimedOut, true},
 		{"a crash", `{"exit":true}`, 20 * time.Second, ErrorTypeExit, true},
-		{"a response over 6 MB", fmt.Sprintf(`{"big":%d}`, MaxResponseBytes), 20 * time.Second, "Function.ResponseSizeTooLarge", false},
+		{"a response over 6 MB", fmt.Sprintf(`{"big":%d}`, maxResponseBytes), 20 * time.Second, "Function.ResponseSizeTooLarge", false},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -64,7 +64,7 @@ func TestLambdasRulesOnAnInvocation(t *testing.T) {
 			var logs strings.Builder
 			var mu sync.Mutex
 			fn.Logs = writerFunc(func(p []byte) (int, error) { mu.Lock(); defer mu.Unlock(); return logs.Write(p) })
-			env, err := StartEnvironment(fn)
+			env, err := startEnvironment(fn)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -94,7 +94,7 @@ func TestLambdasRulesOnAnInvocation(t *testing.T) {
 	t.Run("a request over 6 MB", func(t *testing.T) {
 		p := &Pool{Fn: testFunction(t, "echo")}
 		defer p.Close()
-		big := []byte(`{"name":"` + strings.Repeat("x", MaxRequestBytes) + `"}`)
+		big := []byte(`{"name":"` + strings.Repeat("x", maxRequestBytes) + `"}`)
 		if _, err := p.Invoke(context.Background(), big); !errors.Is(err, ErrRequestTooLarge) {
 			t.Fatalf("error %v, want %v", err, ErrRequestTooLarge)
 		}

@@ -163,7 +163,7 @@ func TestAnInitThatExitsFailsTheStart(t *testing.T) {
 
 // The protocol at the HTTP level, with this test as the runtime.
 func TestRuntimeAPIProtocol(t *testing.T) {
-	srv, err := Start(Options{FunctionName: "raw", Timeout: time.Minute})
+	srv, err := start(options{FunctionName: "raw", Timeout: time.Minute})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -185,7 +185,7 @@ func TestRuntimeAPIProtocol(t *testing.T) {
 	}
 	next := func() (*http.Response, string) {
 		t.Helper()
-		resp, err := http.Get(base + PathNext)
+		resp, err := http.Get(base + pathNext)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -217,19 +217,19 @@ func TestRuntimeAPIProtocol(t *testing.T) {
 		t.Fatalf("/next: %d %s", g.resp.StatusCode, g.body)
 	}
 	h := g.resp.Header
-	if h.Get(HeaderRequestID) != first.RequestID || h.Get(HeaderTraceID) != first.TraceID ||
-		h.Get(HeaderInvokedFunctionArn) != "arn:aws:lambda:us-east-1:123456789012:function:raw" {
+	if h.Get(headerRequestID) != first.RequestID || h.Get(headerTraceID) != first.TraceID ||
+		h.Get(headerInvokedFunctionArn) != "arn:aws:lambda:us-east-1:123456789012:function:raw" {
 		t.Errorf("/next headers %v", h)
 	}
-	if ms, err := strconv.ParseInt(h.Get(HeaderDeadlineMs), 10, 64); err != nil || time.UnixMilli(ms).Before(time.Now().Add(50*time.Second)) {
-		t.Errorf("deadline %q, want about a minute from now", h.Get(HeaderDeadlineMs))
+	if ms, err := strconv.ParseInt(h.Get(headerDeadlineMs), 10, 64); err != nil || time.UnixMilli(ms).Before(time.Now().Add(50*time.Second)) {
+		t.Errorf("deadline %q, want about a minute from now", h.Get(headerDeadlineMs))
 	}
 
 	// Answers.
-	if code, body := post("/"+APIVersion+"/runtime/invocation/nope/response", `{}`, nil); code != http.StatusBadRequest {
+	if code, body := post("/"+apiVersion+"/runtime/invocation/nope/response", `{}`, nil); code != http.StatusBadRequest {
 		t.Errorf("response for an unknown id: %d %s, want 400", code, body)
 	}
-	path := "/" + APIVersion + "/runtime/invocation/" + first.RequestID
+	path := "/" + apiVersion + "/runtime/invocation/" + first.RequestID
 	if code, body := post(path+"/response", `{"ok":true}`, http.Header{"Content-Type": {"application/json"}}); code != http.StatusAccepted {
 		t.Fatalf("response: %d %s, want 202", code, body)
 	}
@@ -245,8 +245,8 @@ func TestRuntimeAPIProtocol(t *testing.T) {
 	if _, body := next(); body != `{"n":2}` {
 		t.Fatalf("second event %s", body)
 	}
-	code, _ := post("/"+APIVersion+"/runtime/invocation/"+second.RequestID+"/error",
-		`{"errorMessage":"boom","errorType":"Handled"}`, http.Header{HeaderFunctionErrorType: {"Runtime.Handled"}})
+	code, _ := post("/"+apiVersion+"/runtime/invocation/"+second.RequestID+"/error",
+		`{"errorMessage":"boom","errorType":"Handled"}`, http.Header{headerFunctionErrorType: {"Runtime.Handled"}})
 	if code != http.StatusAccepted {
 		t.Fatalf("error: %d, want 202", code)
 	}
@@ -256,18 +256,18 @@ func TestRuntimeAPIProtocol(t *testing.T) {
 	}
 
 	// Init is over: an init error now is refused.
-	if code, _ := post(PathInitError, `{"errorMessage":"late","errorType":"X"}`, nil); code != http.StatusForbidden {
+	if code, _ := post(pathInitError, `{"errorMessage":"late","errorType":"X"}`, nil); code != http.StatusForbidden {
 		t.Errorf("init error after init: %d, want 403", code)
 	}
 }
 
 func TestInitErrorIsRecorded(t *testing.T) {
-	srv, err := Start(Options{})
+	srv, err := start(options{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer srv.Close()
-	resp, err := http.Post("http://"+srv.Addr()+PathInitError, "application/json",
+	resp, err := http.Post("http://"+srv.Addr()+pathInitError, "application/json",
 		strings.NewReader(`{"errorMessage":"no config","errorType":"Runtime.InitError"}`))
 	if err != nil {
 		t.Fatal(err)

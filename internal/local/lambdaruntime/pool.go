@@ -13,7 +13,7 @@ var ErrThrottled = errors.New("TooManyRequestsException: Rate Exceeded. (the fun
 // DefaultMaxEnvironments bounds the environments of a function without a
 // reservation on this machine: Lambda would start up to the account's
 // concurrency, one machine cannot.
-const DefaultMaxEnvironments = 4
+const defaultMaxEnvironments = 4
 
 // Pool is one function as the Lambda service runs it: an execution
 // environment is started when an invoke finds none idle (a cold start),
@@ -48,7 +48,7 @@ func (p *Pool) init() {
 			n = p.MaxEnvironments
 		}
 		if n <= 0 {
-			n = DefaultMaxEnvironments
+			n = defaultMaxEnvironments
 		}
 		p.slots = make(chan struct{}, n)
 		p.all = map[*Environment]bool{}
@@ -69,7 +69,7 @@ func (p *Pool) Invoke(ctx context.Context, payload []byte) (*Invocation, error) 
 // Server.EnqueueTraced).
 func (p *Pool) InvokeTraced(ctx context.Context, payload []byte, traceID string) (*Invocation, error) {
 	p.init()
-	if len(payload) > MaxRequestBytes {
+	if len(payload) > maxRequestBytes {
 		return nil, ErrRequestTooLarge
 	}
 	if p.Reserved > 0 {
@@ -114,7 +114,7 @@ func (p *Pool) take() (*Environment, error) {
 		delete(p.all, env)
 	}
 	p.mu.Unlock()
-	env, err := StartEnvironment(p.Fn)
+	env, err := startEnvironment(p.Fn)
 	if err != nil {
 		return nil, err
 	}

@@ -15,7 +15,7 @@ import (
 )
 
 // InitTimeout is Lambda's limit on a function's init (on-demand).
-const InitTimeout = 10 * time.Second
+const initTimeout = 10 * time.Second
 
 // Function is a bootstrap binary and what Lambda would start it with.
 type Function struct {
@@ -109,7 +109,7 @@ func or(v, def string) string {
 }
 
 // ColdStart is one start of a function's process up to its first answer.
-type ColdStart struct {
+type coldStart struct {
 	// Init is from the process's start to its first /next: the runtime's
 	// start, the package inits and the handler's construction.
 	Init time.Duration
@@ -132,14 +132,14 @@ type ColdStart struct {
 // the process exits or reports an init error first, when the init takes
 // over InitTimeout or an event over fn.Timeout, or when ctx ends; a
 // function error (/error) is not one: it is in the invocation's Err.
-func RunColdStart(ctx context.Context, fn Function, event []byte, warm ...[]byte) (ColdStart, error) {
+func RunColdStart(ctx context.Context, fn Function, event []byte, warm ...[]byte) (coldStart, error) {
 	timeout := fn.Timeout
 	if timeout <= 0 {
 		timeout = 3 * time.Second
 	}
-	srv, err := Start(Options{FunctionName: fn.Name, Region: fn.Region, Timeout: timeout})
+	srv, err := start(options{FunctionName: fn.Name, Region: fn.Region, Timeout: timeout})
 	if err != nil {
-		return ColdStart{}, err
+		return coldStart{}, err
 	}
 	defer srv.Close()
 	inv := srv.Enqueue(event)
@@ -155,7 +155,7 @@ func RunColdStart(ctx context.Context, fn Function, event []byte, warm ...[]byte
 	cmd.Stdout, cmd.Stderr = out, out
 	start := time.Now()
 	if err := cmd.Start(); err != nil {
-		return ColdStart{}, fmt.Errorf("start %s: %w", fn.Bootstrap, err)
+		return coldStart{}, fmt.Errorf("start %s: %w", fn.Bootstrap, err)
 	}
 	exited := make(chan error, 1)
 	go func() { exited <- cmd.Wait() }()
@@ -163,13 +163,13 @@ func RunColdStart(ctx context.Context, fn Function, event []byte, warm ...[]byte
 		cmd.Process.Kill()
 		<-exited
 	}
-	failed := func(what string) (ColdStart, error) {
+	failed := func(what string) (coldStart, error) {
 		stop()
-		return ColdStart{}, fmt.Errorf("%s %s; its output:\n%s", fn.Name, what, logs.String())
+		return coldStart{}, fmt.Errorf("%s %s; its output:\n%s", fn.Name, what, logs.String())
 	}
 
 	// The init.
-	initLimit := time.NewTimer(InitTimeout)
+	initLimit := time.NewTimer(initTimeout)
 	defer initLimit.Stop()
 	select {
 	case <-srv.InitDone():
@@ -177,12 +177,12 @@ func RunColdStart(ctx context.Context, fn Function, event []byte, warm ...[]byte
 			return failed("failed its init: " + fe.Error())
 		}
 	case err := <-exited:
-		return ColdStart{}, fmt.Errorf("%s: %w before its first event (%v); its output:\n%s", fn.Name, errProcessExited, err, logs.String())
+		return coldStart{}, fmt.Errorf("%s: %w before its first event (%v); its output:\n%s", fn.Name, errProcessExited, err, logs.String())
 	case <-initLimit.C:
-		return failed(fmt.Sprintf("did not finish its init in %s", InitTimeout))
+		return failed(fmt.Sprintf("did not finish its init in %s", initTimeout))
 	case <-ctx.Done():
 		stop()
-		return ColdStart{}, ctx.Err()
+		return coldStart{}, ctx.Err()
 	}
 	// The events, one at a time.
 	var later []*Invocation
@@ -198,17 +198,17 @@ func RunColdStart(ctx context.Context, fn Function, event []byte, warm ...[]byte
 			eventLimit.Stop()
 		case err := <-exited:
 			eventLimit.Stop()
-			return ColdStart{}, fmt.Errorf("%s: %w during event %d (%v); its output:\n%s", fn.Name, errProcessExited, i+1, err, logs.String())
+			return coldStart{}, fmt.Errorf("%s: %w during event %d (%v); its output:\n%s", fn.Name, errProcessExited, i+1, err, logs.String())
 		case <-eventLimit.C:
 			return failed(fmt.Sprintf("did not answer event %d in %s (its timeout)", i+1, timeout))
 		case <-ctx.Done():
 			eventLimit.Stop()
 			stop()
-			return ColdStart{}, ctx.Err()
+			return coldStart{}, ctx.Err()
 		}
 	}
 	stop()
-	cs := ColdStart{
+	cs := coldStart{
 		Init:       srv.FirstNext().Sub(start),
 		FirstEvent: inv.Answered.Sub(inv.Delivered),
 		Total:      inv.Answered.Sub(start),

@@ -35,24 +35,24 @@ import (
 
 // The Runtime API's paths and headers.
 const (
-	APIVersion = "2018-06-01"
+	apiVersion = "2018-06-01"
 
-	PathNext      = "/" + APIVersion + "/runtime/invocation/next"
-	PathInitError = "/" + APIVersion + "/runtime/init/error"
+	pathNext      = "/" + apiVersion + "/runtime/invocation/next"
+	pathInitError = "/" + apiVersion + "/runtime/init/error"
 
-	HeaderRequestID          = "Lambda-Runtime-Aws-Request-Id"
-	HeaderDeadlineMs         = "Lambda-Runtime-Deadline-Ms"
-	HeaderInvokedFunctionArn = "Lambda-Runtime-Invoked-Function-Arn"
-	HeaderTraceID            = "Lambda-Runtime-Trace-Id"
-	HeaderFunctionErrorType  = "Lambda-Runtime-Function-Error-Type"
+	headerRequestID          = "Lambda-Runtime-Aws-Request-Id"
+	headerDeadlineMs         = "Lambda-Runtime-Deadline-Ms"
+	headerInvokedFunctionArn = "Lambda-Runtime-Invoked-Function-Arn"
+	headerTraceID            = "Lambda-Runtime-Trace-Id"
+	headerFunctionErrorType  = "Lambda-Runtime-Function-Error-Type"
 )
 
 // MaxResponseBytes is Lambda's limit on a synchronous invocation's
 // response payload.
-const MaxResponseBytes = 6 << 20
+const maxResponseBytes = 6 << 20
 
 // Options describe the function the server hands events to.
-type Options struct {
+type options struct {
 	// FunctionName is the function's name (default "function").
 	FunctionName string
 	// Region and AccountID make up the invoked function's ARN (defaults
@@ -122,8 +122,8 @@ func (inv *Invocation) Wait(ctx context.Context) error {
 }
 
 // Server is the Runtime API of one execution environment.
-type Server struct {
-	opts Options
+type server struct {
+	opts options
 	ln   net.Listener
 	srv  *http.Server
 
@@ -139,7 +139,7 @@ type Server struct {
 }
 
 // Start serves the Runtime API on a free loopback port.
-func Start(opts Options) (*Server, error) {
+func start(opts options) (*server, error) {
 	if opts.FunctionName == "" {
 		opts.FunctionName = "function"
 	}
@@ -156,28 +156,28 @@ func Start(opts Options) (*Server, error) {
 	if err != nil {
 		return nil, fmt.Errorf("runtime API: listen on loopback: %w", err)
 	}
-	s := &Server{opts: opts, ln: ln, byID: map[string]*Invocation{}, wake: make(chan struct{}),
+	s := &server{opts: opts, ln: ln, byID: map[string]*Invocation{}, wake: make(chan struct{}),
 		initDone: make(chan struct{}), closed: make(chan struct{})}
 	mux := http.NewServeMux()
-	mux.HandleFunc("GET "+PathNext, s.next)
-	mux.HandleFunc("POST /"+APIVersion+"/runtime/invocation/{id}/response", s.response)
-	mux.HandleFunc("POST /"+APIVersion+"/runtime/invocation/{id}/error", s.invocationError)
-	mux.HandleFunc("POST "+PathInitError, s.initError)
+	mux.HandleFunc("GET "+pathNext, s.next)
+	mux.HandleFunc("POST /"+apiVersion+"/runtime/invocation/{id}/response", s.response)
+	mux.HandleFunc("POST /"+apiVersion+"/runtime/invocation/{id}/error", s.invocationError)
+	mux.HandleFunc("POST "+pathInitError, s.initError)
 	s.srv = &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
 	go s.srv.Serve(ln)
 	return s, nil
 }
 
 // Addr is the "host:port" a runtime finds in AWS_LAMBDA_RUNTIME_API.
-func (s *Server) Addr() string { return s.ln.Addr().String() }
+func (s *server) Addr() string { return s.ln.Addr().String() }
 
 // FunctionARN is the ARN handed out with each event.
-func (s *Server) FunctionARN() string {
+func (s *server) FunctionARN() string {
 	return fmt.Sprintf("arn:aws:lambda:%s:%s:function:%s", s.opts.Region, s.opts.AccountID, s.opts.FunctionName)
 }
 
 // Close stops serving; a /next still waiting is answered with an error.
-func (s *Server) Close() error {
+func (s *server) Close() error {
 	s.closeOnce.Do(func() { close(s.closed) })
 	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
 	defer cancel()
@@ -188,14 +188,14 @@ func (s *Server) Close() error {
 }
 
 // Enqueue queues an event; the runtime gets it from its next /next.
-func (s *Server) Enqueue(payload []byte) *Invocation {
+func (s *server) Enqueue(payload []byte) *Invocation {
 	return s.EnqueueTraced(payload, "")
 }
 
 // EnqueueTraced queues an event with the X-Ray trace header its invoker
 // gives it (Lambda-Runtime-Trace-Id: an event source mapping passes on
 // the message's, with the lineage Lambda counts); "" is a trace of its own.
-func (s *Server) EnqueueTraced(payload []byte, traceID string) *Invocation {
+func (s *server) EnqueueTraced(payload []byte, traceID string) *Invocation {
 	if traceID == "" {
 		traceID = newTraceID()
 	}
@@ -211,31 +211,31 @@ func (s *Server) EnqueueTraced(payload []byte, traceID string) *Invocation {
 }
 
 // Invoke queues an event and waits for its answer.
-func (s *Server) Invoke(ctx context.Context, payload []byte) (*Invocation, error) {
+func (s *server) Invoke(ctx context.Context, payload []byte) (*Invocation, error) {
 	inv := s.Enqueue(payload)
 	return inv, inv.Wait(ctx)
 }
 
 // InitDone is closed when the runtime's init is over: at its first /next
 // (it is ready for events) or at its /init/error.
-func (s *Server) InitDone() <-chan struct{} { return s.initDone }
+func (s *server) InitDone() <-chan struct{} { return s.initDone }
 
 // FirstNext is when the runtime first asked for an event (zero before).
-func (s *Server) FirstNext() time.Time {
+func (s *server) FirstNext() time.Time {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.firstNext
 }
 
 // InitError is what the runtime posted to /init/error, or nil.
-func (s *Server) InitError() *FunctionError {
+func (s *server) InitError() *FunctionError {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.initErr
 }
 
 // next hands out the oldest queued event, waiting for one.
-func (s *Server) next(w http.ResponseWriter, r *http.Request) {
+func (s *server) next(w http.ResponseWriter, r *http.Request) {
 	for {
 		s.mu.Lock()
 		if s.firstNext.IsZero() && s.initErr == nil {
@@ -249,10 +249,10 @@ func (s *Server) next(w http.ResponseWriter, r *http.Request) {
 			inv.Deadline = inv.Delivered.Add(s.opts.Timeout)
 			s.mu.Unlock()
 			h := w.Header()
-			h.Set(HeaderRequestID, inv.RequestID)
-			h.Set(HeaderDeadlineMs, strconv.FormatInt(inv.Deadline.UnixMilli(), 10))
-			h.Set(HeaderInvokedFunctionArn, s.FunctionARN())
-			h.Set(HeaderTraceID, inv.TraceID)
+			h.Set(headerRequestID, inv.RequestID)
+			h.Set(headerDeadlineMs, strconv.FormatInt(inv.Deadline.UnixMilli(), 10))
+			h.Set(headerInvokedFunctionArn, s.FunctionARN())
+			h.Set(headerTraceID, inv.TraceID)
 			h.Set("Content-Type", "application/json")
 			w.WriteHeader(http.StatusOK)
 			w.Write(inv.Payload)
@@ -273,7 +273,7 @@ func (s *Server) next(w http.ResponseWriter, r *http.Request) {
 
 // answerable finds the delivered, unanswered invocation of the request's
 // id, or answers 400.
-func (s *Server) answerable(w http.ResponseWriter, r *http.Request) (*Invocation, bool) {
+func (s *server) answerable(w http.ResponseWriter, r *http.Request) (*Invocation, bool) {
 	s.mu.Lock()
 	inv, ok := s.byID[r.PathValue("id")]
 	if ok && (inv.Delivered.IsZero() || !inv.Answered.IsZero()) {
@@ -286,25 +286,25 @@ func (s *Server) answerable(w http.ResponseWriter, r *http.Request) (*Invocation
 	return inv, ok
 }
 
-func (s *Server) response(w http.ResponseWriter, r *http.Request) {
+func (s *server) response(w http.ResponseWriter, r *http.Request) {
 	inv, ok := s.answerable(w, r)
 	if !ok {
 		return
 	}
-	body, err := io.ReadAll(io.LimitReader(r.Body, MaxResponseBytes+1))
+	body, err := io.ReadAll(io.LimitReader(r.Body, maxResponseBytes+1))
 	if err != nil {
 		apiError(w, http.StatusBadRequest, "InvalidRequest", "read the response: "+err.Error())
 		return
 	}
-	if len(body) > MaxResponseBytes {
+	if len(body) > maxResponseBytes {
 		s.finish(inv, nil, "", &FunctionError{Type: "Function.ResponseSizeTooLarge",
-			Message: fmt.Sprintf("response payload over %d bytes", MaxResponseBytes)})
+			Message: fmt.Sprintf("response payload over %d bytes", maxResponseBytes)})
 		apiError(w, http.StatusRequestEntityTooLarge, "RequestEntityTooLarge", "the response is over 6 MB")
 		return
 	}
 	// A runtime that failed while streaming the body says so in trailers.
 	answered := false
-	if t := r.Trailer.Get(HeaderFunctionErrorType); t != "" {
+	if t := r.Trailer.Get(headerFunctionErrorType); t != "" {
 		answered = s.finish(inv, nil, "", &FunctionError{Type: t, HeaderType: t, Raw: body})
 	} else {
 		answered = s.finish(inv, body, r.Header.Get("Content-Type"), nil)
@@ -316,7 +316,7 @@ func (s *Server) response(w http.ResponseWriter, r *http.Request) {
 	accepted(w)
 }
 
-func (s *Server) invocationError(w http.ResponseWriter, r *http.Request) {
+func (s *server) invocationError(w http.ResponseWriter, r *http.Request) {
 	inv, ok := s.answerable(w, r)
 	if !ok {
 		return
@@ -329,7 +329,7 @@ func (s *Server) invocationError(w http.ResponseWriter, r *http.Request) {
 	accepted(w)
 }
 
-func (s *Server) initError(w http.ResponseWriter, r *http.Request) {
+func (s *server) initError(w http.ResponseWriter, r *http.Request) {
 	fe := readFunctionError(r)
 	s.mu.Lock()
 	if !s.firstNext.IsZero() || s.initErr != nil {
@@ -344,7 +344,7 @@ func (s *Server) initError(w http.ResponseWriter, r *http.Request) {
 }
 
 // finish records an answer once; false if there already was one.
-func (s *Server) finish(inv *Invocation, body []byte, contentType string, fe *FunctionError) bool {
+func (s *server) finish(inv *Invocation, body []byte, contentType string, fe *FunctionError) bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if !inv.Answered.IsZero() {
@@ -357,13 +357,13 @@ func (s *Server) finish(inv *Invocation, body []byte, contentType string, fe *Fu
 }
 
 func readFunctionError(r *http.Request) *FunctionError {
-	body, _ := io.ReadAll(io.LimitReader(r.Body, MaxResponseBytes))
+	body, _ := io.ReadAll(io.LimitReader(r.Body, maxResponseBytes))
 	fe := &FunctionError{}
 	if err := json.Unmarshal(body, fe); err != nil || (fe.Message == "" && fe.Type == "") {
 		fe = &FunctionError{Raw: body}
 	}
-	fe.HeaderType = r.Header.Get(HeaderFunctionErrorType)
-	if t := r.Trailer.Get(HeaderFunctionErrorType); t != "" {
+	fe.HeaderType = r.Header.Get(headerFunctionErrorType)
+	if t := r.Trailer.Get(headerFunctionErrorType); t != "" {
 		fe.HeaderType = t
 	}
 	return fe

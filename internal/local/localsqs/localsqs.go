@@ -82,12 +82,12 @@ type Lineage struct {
 type lineageKey struct{}
 
 // WithLineage is ctx carrying an invocation's lineage.
-func WithLineage(ctx context.Context, l Lineage) context.Context {
+func withLineage(ctx context.Context, l Lineage) context.Context {
 	return context.WithValue(ctx, lineageKey{}, l)
 }
 
 // LineageFrom is the lineage of the invocation ctx belongs to, if any.
-func LineageFrom(ctx context.Context) (Lineage, bool) {
+func lineageFrom(ctx context.Context) (Lineage, bool) {
 	l, ok := ctx.Value(lineageKey{}).(Lineage)
 	return l, ok
 }
@@ -160,7 +160,7 @@ func (q *Queue) Send(ctx context.Context, body []byte, delay time.Duration) erro
 	now := q.cfg.Now()
 	sum := sha256.Sum256([]byte(strconv.Itoa(q.seq) + now.String()))
 	id := hex.EncodeToString(sum[:8])
-	lineage, ok := LineageFrom(ctx)
+	lineage, ok := lineageFrom(ctx)
 	if !ok {
 		lineage = Lineage{Trace: "chain-" + id}
 	}
@@ -306,7 +306,7 @@ func (q *Queue) deliver(ctx context.Context, batch []*message) {
 			invocation = m.lineage
 		}
 	}
-	ctx = WithLineage(ctx, invocation.Invoked(q.cfg.Function))
+	ctx = withLineage(ctx, invocation.Invoked(q.cfg.Function))
 	ev := events.SQSEvent{}
 	for _, m := range batch {
 		m.receives++

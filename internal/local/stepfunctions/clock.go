@@ -11,7 +11,7 @@ import (
 // clock; a test passes a clock it moves, so that a step times out when the
 // test says that much time has passed, never because a loaded machine ran
 // its work slowly.
-type Clock interface {
+type clock interface {
 	Now() time.Time
 	// AfterFunc calls f in its own goroutine once d has passed; stop
 	// cancels that call, and reports whether it did.

@@ -162,7 +162,7 @@ func TestRunningInvocationsAreNeverCancelled(t *testing.T) {
 			out, err := waitEnded(t, e)
 			h.let()
 			h.waitReturned(t)
-			if ee, _ := AsExecutionError(err); e.Status() != tt.status || ee.Error != tt.wantErr {
+			if ee, _ := asExecutionError(err); e.Status() != tt.status || ee.Error != tt.wantErr {
 				t.Errorf("execution %s, %v; want %s %s", e.Status(), err, tt.status, tt.wantErr)
 			}
 			if !strings.Contains(string(out), tt.output) || (tt.noOutput != "" && strings.Contains(string(out), tt.noOutput)) {
@@ -315,7 +315,7 @@ func TestFailPathsThatSelectNoStringAreRuntimeErrors(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(fmt.Sprintf("%s on %s", tt.paths, tt.input), func(t *testing.T) {
 			_, err := mustRun(t, `{"StartAt":"F","States":{"F":{"Type":"Fail",`+tt.paths+`}}}`, nil, tt.input)
-			if ee, ok := AsExecutionError(err); !ok || ee.Error != tt.wantErr || !strings.Contains(ee.Cause, tt.causeSays) {
+			if ee, ok := asExecutionError(err); !ok || ee.Error != tt.wantErr || !strings.Contains(ee.Cause, tt.causeSays) {
 				t.Errorf("%v, want %s with a cause saying %q", err, tt.wantErr, tt.causeSays)
 			}
 		})
@@ -341,7 +341,7 @@ func TestAHandlerSeesItsDeadlineAndStillTimesOut(t *testing.T) {
 		}
 		_, err = m.Run(context.Background(), "x", json.RawMessage(`{}`))
 		m.Close()
-		if ee, _ := AsExecutionError(err); ee.Error != "Sandbox.Timedout" || !hadDeadline.Load() {
+		if ee, _ := asExecutionError(err); ee.Error != "Sandbox.Timedout" || !hadDeadline.Load() {
 			t.Fatalf("%v (the handler had a deadline: %v); want Sandbox.Timedout", err, hadDeadline.Load())
 		}
 	}

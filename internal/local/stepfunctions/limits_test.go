@@ -93,7 +93,7 @@ func TestDataLimitFailsTheExecution(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			calls.Store(0)
 			e, err := runExec(t, load(t, tt.def, res), tt.input)
-			ee, _ := AsExecutionError(err)
+			ee, _ := asExecutionError(err)
 			if e.Status() != "FAILED" || ee.Error != "States.DataLimitExceeded" {
 				t.Errorf("status %s, error %v; want FAILED with States.DataLimitExceeded, not caught", e.Status(), err)
 			}
@@ -220,7 +220,7 @@ func TestHistoryQuotaAtItsEdge(t *testing.T) {
 				t.Errorf("HistoryEvents() = %d, want %d", e.HistoryEvents(), events)
 			}
 			if tt.wantStatus == "FAILED" {
-				ee, _ := AsExecutionError(err)
+				ee, _ := asExecutionError(err)
 				if ee.Error != "States.Runtime" || !strings.Contains(ee.Cause, "maximum number of history events (25000)") {
 					t.Errorf("error %v, want States.Runtime about the history", err)
 				}
@@ -241,12 +241,12 @@ func TestHistoryQuotaRefusesAnyOtherEvent25000(t *testing.T) {
 		"Check":{"Type":"Choice","Choices":[{"Variable":"$.n","NumericLessThanPath":"$.k","Next":"Inc"}],"Default":"Boom"},
 		"Boom":{"Type":"Fail","Error":"Boom"}}}`
 	e, err := runExec(t, load(t, def, nil), fmt.Sprintf(`{"n":0,"k":%d}`, (MaxHistoryEvents-4)/4))
-	ee, _ := AsExecutionError(err)
+	ee, _ := asExecutionError(err)
 	if ee.Error != "States.Runtime" || e.HistoryEvents() != MaxHistoryEvents {
 		t.Errorf("%v with %d events; want States.Runtime with %d", err, e.HistoryEvents(), MaxHistoryEvents)
 	}
 	e, err = runExec(t, load(t, def, nil), fmt.Sprintf(`{"n":0,"k":%d}`, (MaxHistoryEvents-4)/4-1))
-	if ee, _ := AsExecutionError(err); ee.Error != "Boom" || e.HistoryEvents() != MaxHistoryEvents-4+1 {
+	if ee, _ := asExecutionError(err); ee.Error != "Boom" || e.HistoryEvents() != MaxHistoryEvents-4+1 {
 		t.Errorf("four events fewer: %v with %d events; want Boom", err, e.HistoryEvents())
 	}
 }
@@ -261,7 +261,7 @@ func TestMapIterationsFillTheParentHistory(t *testing.T) {
 		"ItemProcessor":{"StartAt":"A","States":{"A":{"Type":"Pass","Next":"B"},"B":{"Type":"Pass","End":true}}},
 		"Catch":[{"ErrorEquals":["States.ALL"],"Next":"Caught"}],"End":true},"Caught":{"Type":"Succeed"}}}`
 	e, err := runExec(t, load(t, def, nil), string(input))
-	ee, _ := AsExecutionError(err)
+	ee, _ := asExecutionError(err)
 	if e.Status() != "FAILED" || ee.Error != "States.Runtime" {
 		t.Fatalf("status %s, %v; want FAILED with States.Runtime", e.Status(), err)
 	}

@@ -36,7 +36,7 @@ type executionError struct{ ExecutionError }
 func (e *executionError) Error() string { return e.ExecutionError.String() }
 
 // AsExecutionError extracts the execution's error name and cause.
-func AsExecutionError(err error) (ExecutionError, bool) {
+func asExecutionError(err error) (ExecutionError, bool) {
 	var e *executionError
 	if errors.As(err, &e) {
 		return e.ExecutionError, true
@@ -61,7 +61,7 @@ type Config struct {
 	// HeartbeatSeconds and FunctionTimeouts alike (tests: 0.01).
 	WaitScale float64
 	// Clock is the machine's time (default: the wall clock).
-	Clock Clock
+	Clock clock
 	Log   *slog.Logger
 	// OnTransition, when set, is called on each state entered (the cost
 	// meter counts them across executions).
@@ -249,7 +249,7 @@ func (m *Machine) Start(ctx context.Context, name string, input json.RawMessage)
 		end := ExecutionEnd{ExecutionArn: e.ID, Name: name, StateMachineArn: machineArn, Status: status,
 			Input: e.input, Output: e.output, StartDate: start, StopDate: m.cfg.Clock.Now().UTC(),
 			HistoryEvents: e.HistoryEvents(), MaxPayloadBytes: e.MaxPayloadBytes()}
-		if ee, ok := AsExecutionError(e.err); ok {
+		if ee, ok := asExecutionError(e.err); ok {
 			end.Error, end.Cause = ee.Error, ee.Cause
 		}
 		m.cfg.Log.Info("execution ended", "execution", e.ID, "status", status, "error", end.Error,

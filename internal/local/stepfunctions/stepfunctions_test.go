@@ -209,7 +209,7 @@ func TestRetryBacksOffThenSucceeds(t *testing.T) {
 	}
 	calls.Store(-10)
 	_, err = mustRun(t, `{"StartAt":"T","States":{"T":{"Type":"Task","Resource":"flaky","Retry":[{"ErrorEquals":["flakyError"],"MaxAttempts":2}],"End":true}}}`, res, `{}`)
-	if ee, ok := AsExecutionError(err); !ok || ee.Error != "flakyError" || calls.Load() != -7 {
+	if ee, ok := asExecutionError(err); !ok || ee.Error != "flakyError" || calls.Load() != -7 {
 		t.Errorf("exhausted retries: %v after %d calls, want flakyError after 3", err, calls.Load()+10)
 	}
 }
@@ -259,20 +259,20 @@ func TestCatchRoutesByErrorName(t *testing.T) {
 func TestRuntimeErrorsAreNeverCaught(t *testing.T) {
 	_, err := mustRun(t, `{"StartAt":"P","States":{"P":{"Type":"Pass","InputPath":"$.missing","Next":"Q",
 		"Comment":"no Catch on Pass; a Task catching States.ALL below"},"Q":{"Type":"Succeed"}}}`, nil, `{}`)
-	if ee, ok := AsExecutionError(err); !ok || ee.Error != "States.Runtime" {
+	if ee, ok := asExecutionError(err); !ok || ee.Error != "States.Runtime" {
 		t.Fatalf("a path that matches nothing: %v, want States.Runtime", err)
 	}
 	res := map[string]TaskFunc{"r": fn(func(map[string]any) (any, error) { return 1, nil })}
 	_, err = mustRun(t, `{"StartAt":"T","States":{"T":{"Type":"Task","Resource":"r","Parameters":{"x.$":"$.missing"},
 		"Catch":[{"ErrorEquals":["States.ALL"],"Next":"Caught"}],"End":true},"Caught":{"Type":"Succeed"}}}`, res, `{}`)
-	if ee, ok := AsExecutionError(err); !ok || ee.Error != "States.Runtime" {
+	if ee, ok := asExecutionError(err); !ok || ee.Error != "States.Runtime" {
 		t.Errorf("States.ALL caught a runtime error: %v", err)
 	}
 }
 
 func TestFailAndMapFailurePropagate(t *testing.T) {
 	_, err := mustRun(t, `{"StartAt":"F","States":{"F":{"Type":"Fail","Error":"LongVideoFailed","CausePath":"$.why"}}}`, nil, `{"why":"scene 3 failed"}`)
-	if ee, ok := AsExecutionError(err); !ok || ee.Error != "LongVideoFailed" || ee.Cause != "scene 3 failed" {
+	if ee, ok := asExecutionError(err); !ok || ee.Error != "LongVideoFailed" || ee.Cause != "scene 3 failed" {
 		t.Errorf("Fail state: %v", err)
 	}
 	res := map[string]TaskFunc{"t": fn(func(in map[string]any) (any, error) {
@@ -283,7 +283,7 @@ func TestFailAndMapFailurePropagate(t *testing.T) {
 	})}
 	_, err = mustRun(t, `{"StartAt":"M","States":{"M":{"Type":"Map","ItemsPath":"$.items","ItemProcessor":{"StartAt":"T","States":{"T":{"Type":"Task","Resource":"t","End":true}}},"End":true}}}`,
 		res, `{"items":[{"n":1},{"n":2},{"n":3}]}`)
-	if ee, ok := AsExecutionError(err); !ok || ee.Error != "SceneFailed" || ee.Cause != "scene 2" {
+	if ee, ok := asExecutionError(err); !ok || ee.Error != "SceneFailed" || ee.Cause != "scene 2" {
 		t.Errorf("a failing iteration: %v, want the Map to fail with it", err)
 	}
 }

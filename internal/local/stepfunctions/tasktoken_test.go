@@ -156,7 +156,7 @@ func TestTaskTokenTimeouts(t *testing.T) {
 				defer func() { close(stop); wg.Wait() }()
 			}
 			_, err := e.Wait()
-			if ee, _ := AsExecutionError(err); ee.Error != tt.wantErr {
+			if ee, _ := asExecutionError(err); ee.Error != tt.wantErr {
 				t.Errorf("error %v, want %s", err, tt.wantErr)
 			}
 			if h := e.historyTypes(); h[len(h)-2] != "TaskTimedOut" {

@@ -10,13 +10,13 @@ import (
 )
 
 // Sender is a queue.
-type Sender interface {
+type sender interface {
 	Send(ctx context.Context, body []byte, delay time.Duration) error
 }
 
 // Queue wraps a queue: "queue.Send".
 type Queue struct {
-	Inner Sender
+	Inner sender
 	In    *Injector
 }
 
@@ -44,7 +44,7 @@ func (u *Upstream) Cancel(ctx context.Context, job domain.UpstreamJob) error {
 }
 
 // ObjectStore is the bucket as the copier and the long-form steps use it.
-type ObjectStore interface {
+type objectStore interface {
 	Put(ctx context.Context, key string, body io.Reader, contentType string) error
 	PutFile(ctx context.Context, key, path, contentType string) error
 	GetFile(ctx context.Context, key, path string) error
@@ -56,7 +56,7 @@ type ObjectStore interface {
 
 // Bucket wraps the bucket: "bucket.Put|PutFile|GetFile|Keys|Delete|Tag".
 type Bucket struct {
-	Inner ObjectStore
+	Inner objectStore
 	In    *Injector
 }
 
@@ -88,14 +88,14 @@ func (b *Bucket) Tag(ctx context.Context, key string, tags map[string]string) er
 }
 
 // Starter starts workflows.
-type Starter interface {
+type starter interface {
 	Start(ctx context.Context, name string, input []byte) error
 	Stop(ctx context.Context, name, cause string) error
 }
 
 // Workflow wraps the workflow starter: "workflow.Start".
 type Workflow struct {
-	Inner Starter
+	Inner starter
 	In    *Injector
 }
 

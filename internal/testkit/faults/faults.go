@@ -46,10 +46,10 @@ func (m Mode) String() string {
 }
 
 // ErrInjected is the error of an injected failure.
-var ErrInjected = errors.New("injected fault")
+var errInjected = errors.New("injected fault")
 
 // Crash is the panic value of a simulated crash.
-type Crash struct {
+type crash struct {
 	Point Point
 	Mode  Mode
 }
@@ -164,17 +164,17 @@ func call[T any](in *Injector, op string, fn func() (T, error)) (T, error) {
 	p, m := in.hit(op)
 	switch m {
 	case FailBefore:
-		return zero, fmt.Errorf("%s: %w", p, ErrInjected)
+		return zero, fmt.Errorf("%s: %w", p, errInjected)
 	case CrashBefore:
-		panic(Crash{Point: p, Mode: m})
+		panic(crash{Point: p, Mode: m})
 	}
 	v, err := fn()
 	if err == nil {
 		switch m {
 		case CrashAfter:
-			panic(Crash{Point: p, Mode: m})
+			panic(crash{Point: p, Mode: m})
 		case FailAfter:
-			return zero, fmt.Errorf("%s: %w", p, ErrInjected)
+			return zero, fmt.Errorf("%s: %w", p, errInjected)
 		}
 	}
 	return v, err
@@ -190,7 +190,7 @@ func call0(in *Injector, op string, fn func() error) error {
 func Run(fn func() error) (crashed bool, err error) {
 	defer func() {
 		if r := recover(); r != nil {
-			if _, ok := r.(Crash); !ok {
+			if _, ok := r.(crash); !ok {
 				panic(r)
 			}
 			crashed = true

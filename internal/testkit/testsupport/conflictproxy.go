@@ -77,7 +77,7 @@ type ConflictProxy struct {
 }
 
 // NewConflictProxy is a proxy to the DynamoDB server at target (moto's URL).
-func NewConflictProxy(target string) (*ConflictProxy, error) {
+func newConflictProxy(target string) (*ConflictProxy, error) {
 	u, err := url.Parse(target)
 	if err != nil {
 		return nil, fmt.Errorf("DynamoDB endpoint %q: %w", target, err)
@@ -85,7 +85,7 @@ func NewConflictProxy(target string) (*ConflictProxy, error) {
 	p := &ConflictProxy{target: u, rp: httputil.NewSingleHostReverseProxy(u),
 		client: &http.Client{Timeout: 30 * time.Second},
 		held:   map[string]bool{}, keys: map[string][]string{}, byTable: map[string]int64{}, byOp: map[string]int64{}}
-	p.SetCommitTime(CommitTime)
+	p.SetCommitTime(commitTime)
 	return p, nil
 }
 
@@ -95,7 +95,7 @@ func (p *ConflictProxy) SetCommitTime(d time.Duration) { p.commit.Store(int64(d)
 
 // CommitTime makes a transaction's window on its items about a real one's:
 // moto's few milliseconds plus this.
-const CommitTime = 5 * time.Millisecond
+const commitTime = 5 * time.Millisecond
 
 // Conflicts are the transactions cancelled for a conflict and the single
 // writes refused for one, so far.

@@ -58,7 +58,7 @@ func NodeTool(name string) (string, error) {
 
 // EnvDynamoDBEndpoint names a DynamoDB server the tests use instead of
 // starting their own (scripts/test.sh starts one moto server for the run).
-const EnvDynamoDBEndpoint = "DYNAMODB_ENDPOINT"
+const envDynamoDBEndpoint = "DYNAMODB_ENDPOINT"
 
 // MotoFix is the one line that says how to get moto's server.
 const MotoFix = "moto's server is missing: pip install 'moto[server]==5.2.1' (python3 -c 'import moto' must work)"
@@ -100,7 +100,7 @@ func MotoLauncher() (string, error) {
 // answers and puts the proxy in front of it; DYNAMODB_ENDPOINT, when set,
 // names a running server to proxy instead (then Stop leaves it running).
 func StartDynamoDB(ctx context.Context) (*DynamoDB, error) {
-	if ep := os.Getenv(EnvDynamoDBEndpoint); ep != "" {
+	if ep := os.Getenv(envDynamoDBEndpoint); ep != "" {
 		d := &DynamoDB{Server: ep}
 		return d, d.startProxy()
 	}
@@ -136,7 +136,7 @@ func StartDynamoDB(ctx context.Context) (*DynamoDB, error) {
 
 // startProxy serves the conflict-faithful proxy on a loopback port.
 func (d *DynamoDB) startProxy() error {
-	cp, err := NewConflictProxy(d.Server)
+	cp, err := newConflictProxy(d.Server)
 	if err != nil {
 		return err
 	}

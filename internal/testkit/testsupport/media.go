@@ -23,7 +23,7 @@ func StreamCounts(info ffmpeg.Info) (videos, audios int) {
 
 // GenerationWebhook is the body of a generation's webhook as its receiver
 // reads it: the event's type and the generation's status view.
-type GenerationWebhook struct {
+type generationWebhook struct {
 	Type string `json:"type"`
 	Data struct {
 		ID     string   `json:"id"`
@@ -33,8 +33,8 @@ type GenerationWebhook struct {
 }
 
 // DecodeGenerationWebhook reads a generation webhook's body.
-func DecodeGenerationWebhook(body []byte) (GenerationWebhook, error) {
-	var w GenerationWebhook
+func DecodeGenerationWebhook(body []byte) (generationWebhook, error) {
+	var w generationWebhook
 	if err := json.Unmarshal(body, &w); err != nil {
 		return w, fmt.Errorf("a generation webhook's body: %w", err)
 	}

@@ -71,7 +71,7 @@ func Value[T any](t testing.TB, within time.Duration, what string, get func() (T
 }
 
 // CloseWithin is how long Close lets a server finish what it serves.
-const CloseWithin = 2 * time.Second
+const closeWithin = 2 * time.Second
 
 // Close stops a server through its close function (such as
 // objectstore.Store.Close or runtime.Runtime.Close) with a deadline of
@@ -81,7 +81,7 @@ const CloseWithin = 2 * time.Second
 // error is.
 func Close(t testing.TB, close func(context.Context) error) {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), CloseWithin)
+	ctx, cancel := context.WithTimeout(context.Background(), closeWithin)
 	defer cancel()
 	if err := close(ctx); err != nil && !errors.Is(err, context.DeadlineExceeded) {
 		t.Errorf("close: %v", err)
