@@ -73,6 +73,9 @@ type Config struct {
 	// (the runtime's cost meter counts the requests the bucket answers, as
 	// S3 bills them; refused ones never reach S3 in AWS either).
 	Wrap func(http.Handler) http.Handler
+	// Now is the store's clock, which a presigned URL's expiry is checked
+	// against (default time.Now); tests move it past the expiry.
+	Now func() time.Time
 }
 
 // Store is the running bucket: its S3 API and its file origin.
@@ -88,6 +91,7 @@ type Store struct {
 	creds    aws.Credentials
 	backend  gofakes3.Backend
 	tags     *tags
+	now      func() time.Time
 	api, fls *http.Server
 }
 
@@ -108,7 +112,10 @@ func Serve(ctx context.Context, cfg Config) (*Store, error) {
 		return nil, err
 	}
 	s := &Store{Bucket: cfg.Bucket, s3: t.handler(cfg.Bucket, backend, keepCacheControl(faker.Server())), backend: backend, tags: t,
-		creds: aws.Credentials{AccessKeyID: cmp.Or(cfg.AccessKey, AccessKey), SecretAccessKey: cmp.Or(cfg.SecretKey, SecretKey)}}
+		creds: aws.Credentials{AccessKeyID: cmp.Or(cfg.AccessKey, AccessKey), SecretAccessKey: cmp.Or(cfg.SecretKey, SecretKey)}, now: cfg.Now}
+	if s.now == nil {
+		s.now = time.Now
+	}
 	if cfg.Wrap != nil {
 		s.s3 = cfg.Wrap(s.s3)
 	}
@@ -181,6 +188,12 @@ func (s *Store) apiHandler(listening net.Addr) http.Handler {
 			http.Error(w, "the object store answers no CORS preflight", http.StatusForbidden)
 		case loopback && !loopbackHost(r.Host):
 			http.Error(w, "the object store's S3 API answers requests to a loopback host only", http.StatusForbidden)
+		case presigned(r):
+			if err := verifyPresigned(r, s.creds, s.now()); err != nil {
+				writePresignError(w, err)
+				return
+			}
+			s.s3.ServeHTTP(noCORS{w}, r)
 		default:
 			if err := verifySigV4(r, s.creds); err != nil {
 				writeS3Error(w, err)
