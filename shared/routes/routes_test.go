@@ -25,6 +25,7 @@ import (
 	"github.com/mediagen-dev/mediagen/shared/generation"
 	"github.com/mediagen-dev/mediagen/shared/httpapi"
 	"github.com/mediagen-dev/mediagen/shared/longstory"
+	"github.com/mediagen-dev/mediagen/shared/media"
 	"github.com/mediagen-dev/mediagen/shared/pricing"
 	"github.com/mediagen-dev/mediagen/shared/store/sqlitestore"
 )
@@ -110,7 +111,7 @@ func fullPorts(t *testing.T, st *sqlitestore.Store) Ports {
 	return Ports{Gate: &httpapi.Gate{Store: st, Log: log}, Log: log, Prices: pricing.Default(),
 		GenerationCreator: &generation.Creator{}, GenerationReader: &generation.Reader{}, GenerationEstimate: &generation.Estimator{},
 		GenerationCanceler: &generation.Canceler{}, GenerationRemover: &generation.OutputRemover{}, UpstreamCallbacks: &generation.Callbacks{},
-		VideoCreator: &longstory.Creator{}, VideoReader: &longstory.Reader{}, VideoCanceler: &longstory.Canceler{}, VideoRemover: &longstory.OutputRemover{}, VoiceLister: &longstory.VoiceLister{},
+		VideoCreator: &longstory.Creator{}, VideoReader: &longstory.Reader{}, VideoCanceler: &longstory.Canceler{}, VideoRemover: &longstory.OutputRemover{}, VoiceLister: &longstory.VoiceLister{}, Uploads: &media.Uploads{},
 		Secrets: st, Journal: st, Usage: st, KeyCreator: &accounts.KeyCreator{Store: st}, KeyLister: &accounts.KeyLister{Keys: st, Spend: st},
 		KeyRevoker: &accounts.KeyRevoker{Store: st}, SecretRotator: &accounts.WebhookSecretRotator{Store: st}}
 }
