@@ -40,7 +40,22 @@ type presignError struct {
 
 func (e *presignError) Error() string { return e.code + ": " + e.message }
 
-// presigned reports whether r authenticates by its query (a presigned URL).
+// Presigned reports whether r authenticates by its query (a presigned URL).
+func Presigned(r *http.Request) bool { return presigned(r) }
+
+// VerifyPresigned checks a presigned request against creds at now, as S3
+// does (verifyPresigned); the deployed-shape stack uses it in front of
+// moto, whose IAM checks read only the Authorization header.
+func VerifyPresigned(r *http.Request, creds aws.Credentials, now time.Time) error {
+	return verifyPresigned(r, creds, now)
+}
+
+// ErrUnknownAccessKey is a presigned URL whose access key is no one's.
+var ErrUnknownAccessKey error = &presignError{status: http.StatusForbidden, code: "InvalidAccessKeyId", message: "The AWS Access Key Id you provided does not exist in our records."}
+
+// WritePresignError answers a refused presigned request as S3 does.
+func WritePresignError(w http.ResponseWriter, err error) { writePresignError(w, err) }
+
 func presigned(r *http.Request) bool {
 	q := r.URL.Query()
 	return q.Has("X-Amz-Algorithm") || q.Has("X-Amz-Signature") || q.Has("X-Amz-Credential")
