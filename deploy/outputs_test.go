@@ -1,6 +1,7 @@
 package deploy
 
 import (
+	"fmt"
 	"maps"
 	"slices"
 	"strconv"
@@ -138,5 +139,32 @@ func TestOnlyTheDeleteRoutesDeleteObjects(t *testing.T) {
 		if !found && len(prefixes) > 0 {
 			t.Errorf("%s: no s3:ListBucket statement", fn)
 		}
+	}
+}
+
+// TestTheBucketsCORSRuleIsTheUploadsOnly: the output bucket's one CORS
+// rule is media.UploadCORS (what the local store applies): a page may PUT
+// to a presigned upload URL with its Content-Type, and nothing else.
+func TestTheBucketsCORSRuleIsTheUploadsOnly(t *testing.T) {
+	props := resource(t, "OutputBucket", "AWS::S3::Bucket").Properties
+	cors, _ := props["CorsConfiguration"].(map[string]any)
+	rules, _ := cors["CorsRules"].([]any)
+	if len(rules) != 1 {
+		t.Fatalf("OutputBucket: CORS rules %s, want one: the uploads' PUT", show(cors))
+	}
+	rule, _ := rules[0].(map[string]any)
+	strs := func(v any) []string {
+		var out []string
+		list, _ := v.([]any)
+		for _, x := range list {
+			out = append(out, fmt.Sprint(x))
+		}
+		return out
+	}
+	maxAge, _ := number(rule["MaxAge"])
+	want := media.UploadCORS
+	if !slices.Equal(strs(rule["AllowedOrigins"]), want.AllowedOrigins) || !slices.Equal(strs(rule["AllowedMethods"]), want.AllowedMethods) ||
+		!slices.Equal(strs(rule["AllowedHeaders"]), want.AllowedHeaders) || maxAge != want.MaxAgeSeconds || len(rule) != 4 {
+		t.Errorf("OutputBucket: CORS rule %s, want media.UploadCORS %+v", show(rule), want)
 	}
 }

@@ -36,6 +36,17 @@ const (
 	InputURLLifetime = time.Hour
 )
 
+// UploadCORS is the output bucket's CORS rule (template.yaml's
+// CorsConfiguration; the local store applies the same): a page on any
+// origin (the playground, wherever it is hosted) may PUT a file to its
+// presigned upload URL with its Content-Type. The rule grants nothing by
+// itself: S3 still takes only a request whose presigned signature holds,
+// and no other method.
+var UploadCORS = struct {
+	AllowedOrigins, AllowedMethods, AllowedHeaders []string
+	MaxAgeSeconds                                  int
+}{[]string{"*"}, []string{"PUT"}, []string{"Content-Type"}, 3000}
+
 // UploadKey is the key of a user's file. The owner is part of the key,
 // so another account's file id names no object of the caller's: it is
 // unknown, exactly as one that never was.

@@ -144,3 +144,73 @@ func TestPresignedURLsAreCheckedAsS3ChecksThem(t *testing.T) {
 		t.Errorf("the GET URL within its hour: HTTP %d", resp.StatusCode)
 	}
 }
+
+// TestTheCORSRuleLetsPagesPutToPresignedURLsOnly: with the bucket's rule
+// (PUT from any origin with Content-Type), a preflight for that PUT is
+// answered 200 with the rule's headers, and the presigned PUT's answer
+// carries Access-Control-Allow-Origin, so a page can upload; a preflight
+// for another method or header is 403, as S3 answers one its rules do not
+// allow, and a store without a rule answers none.
+func TestTheCORSRuleLetsPagesPutToPresignedURLsOnly(t *testing.T) {
+	ctx := context.Background()
+	rule := &CORSRule{AllowedOrigins: []string{"*"}, AllowedMethods: []string{"PUT"}, AllowedHeaders: []string{"Content-Type"}, MaxAgeSeconds: 3000}
+	with, err := Serve(ctx, Config{Bucket: "outputs", CORS: rule})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { waitfor.Close(t, with.Close) })
+	without, err := Serve(ctx, Config{Bucket: "outputs"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { waitfor.Close(t, without.Close) })
+	preflight := func(st *Store, method, headers string) *http.Response {
+		req, _ := http.NewRequest(http.MethodOptions, st.Endpoint+"/outputs/uploads/u1/f1", nil)
+		req.Header.Set("Origin", "http://127.0.0.1:8080")
+		req.Header.Set("Access-Control-Request-Method", method)
+		if headers != "" {
+			req.Header.Set("Access-Control-Request-Headers", headers)
+		}
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		return resp
+	}
+	for _, tt := range []struct {
+		name           string
+		st             *Store
+		method, header string
+		want           int
+	}{
+		{"the upload's PUT", with, "PUT", "content-type", http.StatusOK},
+		{"a DELETE", with, "DELETE", "", http.StatusForbidden},
+		{"a PUT with another header", with, "PUT", "content-type,x-amz-acl", http.StatusForbidden},
+		{"the upload's PUT, no rule", without, "PUT", "content-type", http.StatusForbidden},
+	} {
+		resp := preflight(tt.st, tt.method, tt.header)
+		allowed := resp.Header.Get("Access-Control-Allow-Origin")
+		if resp.StatusCode != tt.want || (tt.want == http.StatusOK) != (allowed == "*") {
+			t.Errorf("preflight for %s: HTTP %d, Access-Control-Allow-Origin %q; want %d", tt.name, resp.StatusCode, allowed, tt.want)
+		}
+	}
+
+	body := "\x89PNG\r\n\x1a\n"
+	signed, err := s3.NewPresignClient(with.Client()).PresignPutObject(ctx, &s3.PutObjectInput{Bucket: aws.String("outputs"),
+		Key: aws.String("uploads/u1/f1"), ContentType: aws.String("image/png")}, s3.WithPresignExpires(time.Minute))
+	if err != nil {
+		t.Fatal(err)
+	}
+	req, _ := http.NewRequest(http.MethodPut, signed.URL, strings.NewReader(body))
+	req.Header.Set("Content-Type", "image/png")
+	req.Header.Set("Origin", "http://127.0.0.1:8080")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusOK || resp.Header.Get("Access-Control-Allow-Origin") != "*" {
+		t.Errorf("a page's presigned PUT: HTTP %d, Access-Control-Allow-Origin %q; want 200 and *", resp.StatusCode, resp.Header.Get("Access-Control-Allow-Origin"))
+	}
+}

@@ -270,7 +270,9 @@ func Start(ctx context.Context, cfg Config) (*Runtime, error) {
 		return nil, err
 	}
 	if r.Objects, err = objectstore.Serve(ctx, objectstore.Config{Dir: filepath.Join(cfg.DataDir, "s3"), Bucket: Bucket,
-		APIAddr: cfg.S3Addr, FilesAddr: cfg.FilesAddr, Wrap: r.Costs.S3, Now: cfg.Clock}); err != nil {
+		APIAddr: cfg.S3Addr, FilesAddr: cfg.FilesAddr, Wrap: r.Costs.S3, Now: cfg.Clock,
+		CORS: &objectstore.CORSRule{AllowedOrigins: media.UploadCORS.AllowedOrigins, AllowedMethods: media.UploadCORS.AllowedMethods,
+			AllowedHeaders: media.UploadCORS.AllowedHeaders, MaxAgeSeconds: media.UploadCORS.MaxAgeSeconds}}); err != nil {
 		return nil, err
 	}
 	r.FilesURL = r.Objects.FilesURL
