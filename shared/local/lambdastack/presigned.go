@@ -26,6 +26,17 @@ import (
 // answered (a refusal). Otherwise r is signed in its header and goes on to
 // moto.
 func (s *Stack) s3Presigned(w http.ResponseWriter, r *http.Request) bool {
+	// A browser's preflight goes to the same URL, query and all, but is
+	// no presigned request: the bucket's CORS rule answers it, as S3 does
+	// (moto, checking IAM, cannot: it is unsigned).
+	if r.Method == http.MethodOptions && r.Header.Get("Access-Control-Request-Method") != "" {
+		bucket, _, _ := strings.Cut(strings.TrimPrefix(r.URL.Path, "/"), "/")
+		if rule, ok := s.cors[bucket]; ok {
+			rule.Preflight(w, r)
+			return true
+		}
+		return false
+	}
 	if !objectstore.Presigned(r) {
 		return false
 	}
@@ -38,6 +49,9 @@ func (s *Stack) s3Presigned(w http.ResponseWriter, r *http.Request) bool {
 	}
 	signer := aws.Credentials{AccessKeyID: c.AccessKeyID, SecretAccessKey: c.SecretAccessKey, SessionToken: c.SessionToken}
 	if err := objectstore.VerifyPresigned(r, signer, time.Now()); err != nil {
+		for k, v := range s.cors[strings.SplitN(strings.TrimPrefix(r.URL.Path, "/"), "/", 2)[0]].Headers(r, r.Method) {
+			w.Header()[k] = v
+		}
 		objectstore.WritePresignError(w, err)
 		return true
 	}
@@ -46,6 +60,8 @@ func (s *Stack) s3Presigned(w http.ResponseWriter, r *http.Request) bool {
 			q.Del(name)
 		}
 	}
+	// moto's server answers every request with its own
+	// Access-Control-Allow-Origin: *, which is the rule's answer here.
 	r.URL.RawQuery = q.Encode()
 	r.Header.Set("X-Amz-Content-Sha256", "UNSIGNED-PAYLOAD")
 	r.Header.Del("Authorization")

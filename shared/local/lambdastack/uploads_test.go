@@ -41,14 +41,15 @@ func TestAnUploadFeedsAnImageThroughTheBucket(t *testing.T) {
 			t.Fatal(err)
 		}
 		req.Header.Set("Content-Type", ctype)
+		req.Header.Set("Origin", "https://playground.example") // as a page sends it
 		resp, err := http.DefaultClient.Do(req)
 		if err != nil {
 			t.Fatal(err)
 		}
 		answer, _ := io.ReadAll(resp.Body)
 		resp.Body.Close()
-		if resp.StatusCode != http.StatusOK {
-			t.Fatalf("PUT to the upload URL: HTTP %d %s", resp.StatusCode, answer)
+		if resp.StatusCode != http.StatusOK || len(resp.Header.Values("Access-Control-Allow-Origin")) != 1 {
+			t.Fatalf("PUT to the upload URL: HTTP %d, Access-Control-Allow-Origin %q, %s; want 200 and the rule's one origin", resp.StatusCode, resp.Header.Values("Access-Control-Allow-Origin"), answer)
 		}
 		return f["url"].(string)
 	}
@@ -56,6 +57,22 @@ func TestAnUploadFeedsAnImageThroughTheBucket(t *testing.T) {
 		b, _ := json.Marshal(map[string]any{"model": "provider-a", "model_version": "zeta",
 			"input": map[string]any{"prompt": "the kite again, at dusk", "image_input": []any{ref}}})
 		return string(b)
+	}
+
+	// A page's preflight for the upload's PUT is answered by the bucket's
+	// CORS rule, which the stack gave the bucket from the template.
+	f := mustCall(t, l, acct.APIKey, http.MethodPost, "/api/files", `{"content_type":"image/png"}`, http.StatusCreated)
+	pre, _ := http.NewRequest(http.MethodOptions, f["upload_url"].(string), nil)
+	pre.Header.Set("Origin", "https://playground.example")
+	pre.Header.Set("Access-Control-Request-Method", "PUT")
+	pre.Header.Set("Access-Control-Request-Headers", "content-type")
+	resp, err := http.DefaultClient.Do(pre)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusOK || resp.Header.Get("Access-Control-Allow-Origin") == "" {
+		t.Errorf("a page's preflight for the upload: HTTP %d, Access-Control-Allow-Origin %q; want 200 and the rule's origin", resp.StatusCode, resp.Header.Get("Access-Control-Allow-Origin"))
 	}
 
 	fileURL := file("image/png", buf.Bytes())
@@ -70,7 +87,7 @@ func TestAnUploadFeedsAnImageThroughTheBucket(t *testing.T) {
 	if given == "" {
 		t.Fatal("the provider was handed no URL of the uploaded file")
 	}
-	resp, err := http.Get(given)
+	resp, err = http.Get(given)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -385,19 +385,28 @@ func (c *cacheControlAnswer) Write(b []byte) (int, error) {
 
 func (c *cacheControlAnswer) Unwrap() http.ResponseWriter { return c.ResponseWriter }
 
-// preflight answers a CORS preflight as S3 does with its bucket's CORS
+// preflight answers a CORS preflight with the bucket's rule
+// (CORSRule.Preflight).
+func (s *Store) preflight(w http.ResponseWriter, r *http.Request) { s.cors.Preflight(w, r) }
+
+// corsHeaders are the rule's headers for r (CORSRule.Headers).
+func (s *Store) corsHeaders(r *http.Request, method string) http.Header {
+	return s.cors.Headers(r, method)
+}
+
+// Preflight answers a CORS preflight as S3 does with a bucket's CORS
 // rule: 200 with the rule's headers when the origin, the method and the
 // headers asked for are allowed; 403 otherwise (and always without a
-// rule).
-func (s *Store) preflight(w http.ResponseWriter, r *http.Request) {
-	h := s.corsHeaders(r, r.Header.Get("Access-Control-Request-Method"))
+// rule, a nil rule).
+func (rule *CORSRule) Preflight(w http.ResponseWriter, r *http.Request) {
+	h := rule.Headers(r, r.Header.Get("Access-Control-Request-Method"))
 	if h == nil {
 		http.Error(w, "CORSResponse: This CORS request is not allowed. This is usually because the evalution of Origin, request method / Access-Control-Request-Method or Access-Control-Request-Headers are not whitelisted by the resource's CORS spec.", http.StatusForbidden)
 		return
 	}
 	for _, asked := range strings.Split(r.Header.Get("Access-Control-Request-Headers"), ",") {
 		asked = strings.ToLower(strings.TrimSpace(asked))
-		if asked != "" && !slices.ContainsFunc(s.cors.AllowedHeaders, func(a string) bool { return a == "*" || strings.EqualFold(a, asked) }) {
+		if asked != "" && !slices.ContainsFunc(rule.AllowedHeaders, func(a string) bool { return a == "*" || strings.EqualFold(a, asked) }) {
 			http.Error(w, "CORSResponse: This CORS request is not allowed: header "+asked+" is not allowed.", http.StatusForbidden)
 			return
 		}
@@ -408,32 +417,32 @@ func (s *Store) preflight(w http.ResponseWriter, r *http.Request) {
 	if asked := r.Header.Get("Access-Control-Request-Headers"); asked != "" {
 		w.Header().Set("Access-Control-Allow-Headers", asked)
 	}
-	if s.cors.MaxAgeSeconds > 0 {
-		w.Header().Set("Access-Control-Max-Age", strconv.Itoa(s.cors.MaxAgeSeconds))
+	if rule.MaxAgeSeconds > 0 {
+		w.Header().Set("Access-Control-Max-Age", strconv.Itoa(rule.MaxAgeSeconds))
 	}
 	w.WriteHeader(http.StatusOK)
 }
 
-// corsHeaders are the CORS headers of an answer to r's origin for method
+// Headers are the CORS headers of an answer to r's origin for method
 // under the rule; nil when there is no rule, no Origin, or the rule does
 // not allow them.
-func (s *Store) corsHeaders(r *http.Request, method string) http.Header {
+func (rule *CORSRule) Headers(r *http.Request, method string) http.Header {
 	origin := r.Header.Get("Origin")
-	if s.cors == nil || origin == "" || !slices.Contains(s.cors.AllowedMethods, method) {
+	if rule == nil || origin == "" || !slices.Contains(rule.AllowedMethods, method) {
 		return nil
 	}
 	allowed := ""
 	switch {
-	case slices.Contains(s.cors.AllowedOrigins, "*"):
+	case slices.Contains(rule.AllowedOrigins, "*"):
 		allowed = "*"
-	case slices.Contains(s.cors.AllowedOrigins, origin):
+	case slices.Contains(rule.AllowedOrigins, origin):
 		allowed = origin
 	default:
 		return nil
 	}
 	h := http.Header{}
 	h.Set("Access-Control-Allow-Origin", allowed)
-	h.Set("Access-Control-Allow-Methods", strings.Join(s.cors.AllowedMethods, ", "))
+	h.Set("Access-Control-Allow-Methods", strings.Join(rule.AllowedMethods, ", "))
 	h.Set("Vary", "Origin, Access-Control-Request-Headers, Access-Control-Request-Method")
 	return h
 }
