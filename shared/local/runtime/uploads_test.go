@@ -15,6 +15,7 @@ import (
 	"github.com/mediagen-dev/mediagen/shared/domain"
 	"github.com/mediagen-dev/mediagen/shared/local/runtime"
 	"github.com/mediagen-dev/mediagen/shared/media"
+	"github.com/mediagen-dev/mediagen/shared/routing"
 )
 
 // upload makes a file (POST /api/files) of ctype, declaring size when
@@ -322,4 +323,47 @@ func TestFilesAreRefusedBeforeAnyCreditMoves(t *testing.T) {
 	if keys := keysUnder(t, rt, media.UploadsPrefix); len(keys) != 0 {
 		t.Errorf("after the lifecycle's day the bucket still holds %v", keys)
 	}
+}
+
+// TestAFileOfAGenerationThatWaitedForASlotReachesTheProvider: with the
+// provider at its cap, a generation naming an uploaded file waits in line;
+// when the slot frees, the poller submits it and hands the provider a
+// presigned GET of the file (its own, made then), and it completes.
+func TestAFileOfAGenerationThatWaitedForASlotReachesTheProvider(t *testing.T) {
+	rc := routing.Default()
+	rc.Upstreams["simulator"].MaxConcurrent = 1
+	rt := start(t, runtime.Config{Routing: rc})
+	owner := newAccount(t, rt, domain.PlanEnterprise, 1000)
+	img := noisePNG(t, 24)
+	fileURL := uploaded(t, rt, owner.APIKey, "image/png", img)
+
+	holder := call(t, rt, http.MethodPost, "/api/generations/generate", owner.APIKey, imageBody("the slot's holder [simulate:hold]"))
+	if holder.status != http.StatusOK {
+		t.Fatalf("generate: HTTP %d %s", holder.status, holder.body)
+	}
+	body := gen("zeta", map[string]any{"prompt": "the harbour, later", "image_input": []any{fileURL}})
+	a := call(t, rt, http.MethodPost, "/api/generations/generate", owner.APIKey, body)
+	if a.status != http.StatusOK {
+		t.Fatalf("generate: HTTP %d %s", a.status, a.body)
+	}
+	if v := call(t, rt, http.MethodGet, "/api/generations/status/"+a.str("uuid"), owner.APIKey, nil); v.decoded["queue_position"] == nil {
+		t.Fatalf("the generation does not wait for the slot: %s", v.body)
+	}
+	if c := call(t, rt, http.MethodPost, "/api/generations/"+holder.str("uuid")+"/cancel", owner.APIKey, nil); c.status != http.StatusOK {
+		t.Fatalf("cancel: HTTP %d %s", c.status, c.body)
+	}
+	final, ok := waitFinal(t, rt, owner.APIKey, a.str("uuid"), 2*time.Minute)
+	if !ok || final.str("status") != "completed" {
+		t.Fatalf("the waiting generation ended %s", final.body)
+	}
+	rec, err := rt.Store.GetGeneration(context.Background(), a.str("uuid"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, found := rt.Simulator.Lookup(rec.UpstreamID)
+	if !found {
+		t.Fatalf("the simulator has no job %s", rec.UpstreamID)
+	}
+	id, _ := domain.ParseFileURL(fileURL)
+	checkInputURL(t, presignedIn(t, string(p.Input), media.UploadKey(owner.UserID, id)), img)
 }
