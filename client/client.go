@@ -208,9 +208,10 @@ func (c *Client) doWith(ctx context.Context, method, path string, body, out any,
 // returns a 2xx answer for the caller to read and close; any other answer
 // is an *APIError.
 func (c *Client) send(ctx context.Context, method, rawURL string, header http.Header, body []byte) (*http.Response, error) {
-	// Safe to repeat: a read, or a request whose repeat the service
-	// answers from its first answer.
-	repeatable := method == http.MethodGet || header.Get("Idempotency-Key") != ""
+	// Safe to repeat: a read, a PUT (an upload of the same bytes to the
+	// same key), or a request whose repeat the service answers from its
+	// first answer.
+	repeatable := method == http.MethodGet || method == http.MethodPut || header.Get("Idempotency-Key") != ""
 	for attempt := 0; ; attempt++ {
 		req, err := http.NewRequestWithContext(ctx, method, rawURL, bytes.NewReader(body))
 		if err != nil {

@@ -1,6 +1,7 @@
 package deploy
 
 import (
+	"fmt"
 	"maps"
 	"slices"
 	"strconv"
@@ -69,8 +70,12 @@ func TestOutputsExpireAfterTheRetention(t *testing.T) {
 	if days, ok := expires[media.InputsPrefix]; !ok || days != media.InputRetentionDays {
 		t.Errorf("OutputBucket: no enabled rule expiring %s after %d days (rules: %s)", media.InputsPrefix, media.InputRetentionDays, show(rules))
 	}
-	prefixes := append([]string{media.InputsPrefix}, media.ExpiringPrefixes...)
-	for _, key := range append(objectKeys, media.GenerationPrefix("x"), media.LongVideoPrefix("x"), media.InputKey("x")) {
+	// The uploaded files too, after theirs.
+	if days, ok := expires[media.UploadsPrefix]; !ok || days != media.UploadRetentionDays {
+		t.Errorf("OutputBucket: no enabled rule expiring %s after %d days (rules: %s)", media.UploadsPrefix, media.UploadRetentionDays, show(rules))
+	}
+	prefixes := append([]string{media.InputsPrefix, media.UploadsPrefix}, media.ExpiringPrefixes...)
+	for _, key := range append(objectKeys, media.GenerationPrefix("x"), media.LongVideoPrefix("x"), media.InputKey("x"), media.UploadKey("usr_x", "x")) {
 		if !slices.ContainsFunc(prefixes, func(p string) bool { return strings.HasPrefix(key, p) }) {
 			t.Errorf("the object %s is under no expiring prefix", key)
 		}
@@ -82,14 +87,17 @@ func TestOutputsExpireAfterTheRetention(t *testing.T) {
 // two delete-output functions, and to the steps that delete the outputs
 // of work that did not end paid for (the poller, Assemble, MarkFailed);
 // and every listing (the delete routes', and the poller's and finalize's,
-// which tag a shorter retention) is confined by a condition to its record
-// kind's prefix.
+// which tag a shorter retention; generate's and the poller's, which find
+// uploaded files) is confined by a condition to its record kind's prefix.
 func TestOnlyTheDeleteRoutesDeleteObjects(t *testing.T) {
 	deleters := map[string]string{"GenerationOutputDeleteFunction": "generations/*", "LongStoryOutputDeleteFunction": "long-videos/*"}
 	unpaid := map[string]bool{"PollerFunction": true, "AssembleFunction": true, "MarkFailedFunction": true}
 	// Who lists the bucket, and the one prefix each may list.
-	listers := map[string]string{"PollerFunction": "generations/*", "FinalizeFunction": "long-videos/*", "LongStoryVoicesFunction": "voices/*"}
-	maps.Copy(listers, deleters)
+	listers := map[string][]string{"PollerFunction": {"generations/*", "uploads/*"}, "FinalizeFunction": {"long-videos/*"},
+		"LongStoryVoicesFunction": {"voices/*"}, "GenerateFunction": {"uploads/*"}}
+	for fn, prefix := range deleters {
+		listers[fn] = []string{prefix}
+	}
 	for _, p := range principals(t) {
 		used := allUses(t)[p.name]
 		for _, g := range p.grants {
@@ -110,25 +118,53 @@ func TestOnlyTheDeleteRoutesDeleteObjects(t *testing.T) {
 	}
 	for _, f := range functions {
 		policies, _ := resource(t, f.ID, "AWS::Serverless::Function").Properties["Policies"].([]any)
-		fn, prefix := f.ID, listers[f.ID]
+		fn, prefixes := f.ID, listers[f.ID]
 		found := false
 		walk(policies, fn, func(path string, m map[string]any) {
 			if m["Action"] != "s3:ListBucket" {
 				return
 			}
 			found = true
-			if prefix == "" {
+			if len(prefixes) == 0 {
 				t.Errorf("%s: lists the bucket; only %v do", path, slices.Collect(maps.Keys(listers)))
 				return
 			}
 			cond, _ := m["Condition"].(map[string]any)
 			like, _ := cond["StringLike"].(map[string]any)
-			if like["s3:prefix"] != prefix || len(cond) != 1 || len(like) != 1 {
-				t.Errorf("%s: s3:ListBucket's Condition is %s, want StringLike s3:prefix %s only", path, show(cond), prefix)
+			p, _ := like["s3:prefix"].(string)
+			if !slices.Contains(prefixes, p) || len(cond) != 1 || len(like) != 1 {
+				t.Errorf("%s: s3:ListBucket's Condition is %s, want StringLike s3:prefix one of %v only", path, show(cond), prefixes)
 			}
 		})
-		if !found && prefix != "" {
+		if !found && len(prefixes) > 0 {
 			t.Errorf("%s: no s3:ListBucket statement", fn)
 		}
+	}
+}
+
+// TestTheBucketsCORSRuleIsTheUploadsOnly: the output bucket's one CORS
+// rule is media.UploadCORS (what the local store applies): a page may PUT
+// to a presigned upload URL with its Content-Type, and nothing else.
+func TestTheBucketsCORSRuleIsTheUploadsOnly(t *testing.T) {
+	props := resource(t, "OutputBucket", "AWS::S3::Bucket").Properties
+	cors, _ := props["CorsConfiguration"].(map[string]any)
+	rules, _ := cors["CorsRules"].([]any)
+	if len(rules) != 1 {
+		t.Fatalf("OutputBucket: CORS rules %s, want one: the uploads' PUT", show(cors))
+	}
+	rule, _ := rules[0].(map[string]any)
+	strs := func(v any) []string {
+		var out []string
+		list, _ := v.([]any)
+		for _, x := range list {
+			out = append(out, fmt.Sprint(x))
+		}
+		return out
+	}
+	maxAge, _ := number(rule["MaxAge"])
+	want := media.UploadCORS
+	if !slices.Equal(strs(rule["AllowedOrigins"]), want.AllowedOrigins) || !slices.Equal(strs(rule["AllowedMethods"]), want.AllowedMethods) ||
+		!slices.Equal(strs(rule["AllowedHeaders"]), want.AllowedHeaders) || maxAge != want.MaxAgeSeconds || len(rule) != 4 {
+		t.Errorf("OutputBucket: CORS rule %s, want media.UploadCORS %+v", show(rule), want)
 	}
 }

@@ -34,9 +34,11 @@ const (
 	// previewKey is a voice's preview clip: spoken once and kept, under
 	// no expiring prefix (so not in objectKeys).
 	previewKey = "voices/en/matthew/preview.mp3"
+	// uploadKey is a file a client uploaded (media.UploadKey).
+	uploadKey = "uploads/usr_11c0d8c2-f282-419c-b7e3-cacf54edc28f/019ad6f0-3c2e-7a41-9b6d-2f8e4c1a7b30"
 )
 
-var objectKeys = []string{generationKey, sceneKey, narrationKey, finalKey, captionsKey, inputKey}
+var objectKeys = []string{generationKey, sceneKey, narrationKey, finalKey, captionsKey, inputKey, uploadKey}
 
 // execution is an execution of the long-form workflow: it is named after
 // its video (workflow.StepFunctions.ExecutionARN).
@@ -53,6 +55,8 @@ var keyLayouts = []struct{ file, layout string }{
 	{"../internal/core/media/keys.go", `InputsPrefix = "inputs/"`},
 	{"../internal/core/media/keys.go", `InputsPrefix + generationUUID + "/input.json"`},
 	{"../internal/core/longform/previews.go", `"voices/" + code + "/"`},
+	{"../internal/core/media/uploads.go", `UploadsPrefix = "uploads/"`},
+	{"../internal/core/media/uploads.go", `UploadsPrefix + userID + "/" + fileID`},
 	{"../internal/core/longform/previews.go", `previewPrefix(v.Language) + v.ID + "/preview"`},
 }
 
@@ -98,6 +102,11 @@ var usesOf = map[string][]use{
 		uses("queue:PollQueue", "the first poll", "sqs:SendMessage"),
 		upstreamToken,
 		uses("object:OutputBucket/"+inputKey, "an input too large for its record", putObject...),
+		uses("bucket:OutputBucket", "finds an uploaded file named in an image field by listing its key (under uploads/)", "s3:ListBucket"),
+		uses("object:OutputBucket/"+uploadKey, "reads an uploaded file's first bytes and presigns its GET for the provider", "s3:GetObject"),
+	},
+	"FileCreateFunction": {
+		uses("object:OutputBucket/"+uploadKey, "presigns a file's PUT: the client's upload runs under this role", "s3:PutObject"),
 	},
 	"StatusFunction":             nil,
 	"GenerationsListFunction":    nil,
@@ -117,6 +126,8 @@ var usesOf = map[string][]use{
 		uses("object:OutputBucket/"+generationKey, "tags the outputs with a shorter retention", "s3:PutObjectTagging"),
 		uses("object:OutputBucket/"+generationKey, "deletes the outputs of a generation that failed while finishing, or a late copy's", "s3:DeleteObject"),
 		uses("object:OutputBucket/"+inputKey, "the whole input of a generation that waited for a slot", "s3:GetObject"),
+		uses("bucket:OutputBucket", "finds the uploaded files of a generation that waited for a slot (under uploads/)", "s3:ListBucket"),
+		uses("object:OutputBucket/"+uploadKey, "reads those files' first bytes and presigns their GET for the provider", "s3:GetObject"),
 		byToken(uses("statemachine:LongStoryStateMachine", "resumes the scenes' tasks",
 			"states:SendTaskSuccess", "states:SendTaskFailure", "states:SendTaskHeartbeat")),
 		upstreamToken,

@@ -176,7 +176,7 @@ func generateCmd(ctx context.Context, args []string, stdout, stderr io.Writer) i
 	var inputs repeated
 	model := fs.String("model", "", "provider, e.g. provider-a (see mediagen models)")
 	version := fs.String("version", "", "model_version, e.g. theta-4-fast")
-	fs.Var(&inputs, "input", "an input field as key=value (repeatable); key=@FILE sends a local image as a data URI")
+	fs.Var(&inputs, "input", "an input field as key=value (repeatable); key=@FILE uploads a local image (POST /api/files) and sends its file URL")
 	count := fs.Int("image-count", 0, "number of images, 1-4 (image variants)")
 	wait := fs.Bool("wait", false, "wait until the generation is final, then download its outputs")
 	out := fs.String("out", "", "directory for the outputs (implies --wait; default: the current directory)")
@@ -257,7 +257,7 @@ func waitGeneration(ctx context.Context, c *client.Client, af apiFlags, id strin
 
 // buildInput turns key=value pairs into an input object, typed by the
 // variant's input schema: booleans as true/false, image lists split on
-// commas, @FILE as a data URI; everything else is a string, as the API
+// commas, @FILE uploaded (its file URL); everything else is a string, as the API
 // wants enum values.
 func buildInput(ctx context.Context, c *client.Client, variant client.Model, pairs []string) (map[string]any, error) {
 	types := map[string]string{}
@@ -281,7 +281,7 @@ func buildInput(ctx context.Context, c *client.Client, variant client.Model, pai
 		case "image_list":
 			var list []any
 			for _, item := range strings.Split(value, ",") {
-				ref, err := imageRef(strings.TrimSpace(item))
+				ref, err := imageRef(ctx, c, strings.TrimSpace(item))
 				if err != nil {
 					return nil, fmt.Errorf("--input %s: %w", key, err)
 				}
@@ -289,7 +289,7 @@ func buildInput(ctx context.Context, c *client.Client, variant client.Model, pai
 			}
 			input[key] = list
 		default:
-			ref, err := imageRef(value)
+			ref, err := imageRef(ctx, c, value)
 			if err != nil {
 				return nil, fmt.Errorf("--input %s: %w", key, err)
 			}
@@ -299,9 +299,10 @@ func buildInput(ctx context.Context, c *client.Client, variant client.Model, pai
 	return input, nil
 }
 
-// imageRef reads @FILE as a data: URI; other values are returned as they
-// are.
-func imageRef(value string) (string, error) {
+// imageRef uploads @FILE (client.Upload) and answers the file's URL,
+// mediagen://files/<file_id>, which any image field takes; other values
+// are returned as they are.
+func imageRef(ctx context.Context, c *client.Client, value string) (string, error) {
 	path, ok := strings.CutPrefix(value, "@")
 	if !ok {
 		return value, nil
@@ -310,7 +311,11 @@ func imageRef(value string) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	return "data:" + http.DetectContentType(raw) + ";base64," + base64.StdEncoding.EncodeToString(raw), nil
+	f, err := c.Upload(ctx, raw, "")
+	if err != nil {
+		return "", fmt.Errorf("upload %s: %w", path, err)
+	}
+	return f.URL, nil
 }
 
 func statusCmd(ctx context.Context, args []string, stdout, stderr io.Writer) int {

@@ -13,7 +13,8 @@ import (
 
 // TestThePlaygroundMakesAnImageAVideoAndALongVideoInChromium drives the
 // page in Debian's Chromium, headless, through playwright-core
-// (testdata/browser.cjs): the image must be displayed, both videos must
+// (testdata/browser.cjs): the image must be displayed, a picked file must
+// be uploaded and fill its image field with its file URL, both videos must
 // play, a bad request must show its fields, the key must survive a reload.
 // Screenshots are kept in test-output/playground/.
 func TestThePlaygroundMakesAnImageAVideoAndALongVideoInChromium(t *testing.T) {
@@ -30,6 +31,9 @@ func TestThePlaygroundMakesAnImageAVideoAndALongVideoInChromium(t *testing.T) {
 	num := func(check, field string) float64 { f, _ := checks.last(check)[field].(float64); return f }
 	if w, h := num("image", "naturalWidth"), num("image", "naturalHeight"); w <= 0 || w <= h {
 		t.Errorf("the image is not displayed as a 16:9 picture: %v", checks.last("image"))
+	}
+	if f, _ := checks.last("upload")["field"].(string); !strings.HasPrefix(f, "mediagen://files/") || num("upload", "shown") != 1 {
+		t.Errorf("the file picker did not upload the image and fill the field with its file URL: %v", checks.last("upload"))
 	}
 	for _, v := range []string{"video", "story"} {
 		if num(v, "readyState") < 2 || num(v, "currentTime") <= 0 || num(v, "videoWidth") <= 0 {

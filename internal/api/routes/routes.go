@@ -27,6 +27,7 @@ import (
 	"github.com/mediagen-dev/mediagen/internal/core/domain"
 	"github.com/mediagen-dev/mediagen/internal/core/generation"
 	"github.com/mediagen-dev/mediagen/internal/core/longform"
+	"github.com/mediagen-dev/mediagen/internal/core/media"
 	"github.com/mediagen-dev/mediagen/internal/core/pricing"
 )
 
@@ -110,6 +111,8 @@ type Ports struct {
 	GenerationCanceler *generation.Canceler
 	GenerationRemover  *generation.OutputRemover
 	UpstreamCallbacks  *generation.Callbacks
+	// Uploads presigns the files' uploads (POST /api/files).
+	Uploads *media.Uploads
 
 	VideoCreator  *longform.Creator
 	VideoReader   *longform.Reader
@@ -166,6 +169,7 @@ func Table() []Route {
 		GenerationEstimate(),
 		GenerationCancel(),
 		GenerationOutputDelete(),
+		FileCreate(),
 		LongStoryEstimate(),
 		LongStoryCreate(),
 		LongStoryStatus(),
@@ -237,6 +241,16 @@ func GenerationOutputDelete() Route {
 		handler: func(p Ports) httpapi.Handler { return httpapi.GenerationOutputDeleteRoute(p.GenerationRemover, p.Gate) },
 		uses: func(p Ports) error {
 			return errors.Join(need("Gate", p.Gate), need("GenerationRemover", p.GenerationRemover))
+		}}
+}
+
+// FileCreate is POST /api/files (functions/file-create): a file id and
+// a presigned PUT URL for the file's bytes.
+func FileCreate() Route {
+	return Route{Method: http.MethodPost, Path: "/api/files", Function: "file-create", Auth: Authorizer, Scope: domain.ScopeGenerate,
+		handler: func(p Ports) httpapi.Handler { return httpapi.FileCreateRoute(p.Uploads, p.Gate) },
+		uses: func(p Ports) error {
+			return errors.Join(need("Gate", p.Gate), need("Uploads", p.Uploads))
 		}}
 }
 

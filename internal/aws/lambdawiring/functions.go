@@ -62,7 +62,10 @@ func Generate(ctx context.Context, log *slog.Logger) (any, error) {
 	if len(ports) > 0 {
 		p.settings.Validation = catalog.Options{AllowLoopbackURLs: true, WebhookLoopbackPorts: ports}
 	}
-	creator := generation.NewCreator(p.store, p.ups, p.queue, p.store, p.inputs, p.prices, p.settings)
+	// The same bucket holds the uploaded files, which it checks and
+	// presigns GETs of for the provider.
+	creator := generation.NewCreator(p.store, p.ups, p.queue, p.store, p.inputs, p.prices, p.settings).
+		WithFiles(&media.FileInputs{Objects: p.inputs})
 	return storewiring.Route(routes.Generate(), routes.Ports{GenerationCreator: creator, Gate: storewiring.PostGate(p.cfg, log)})
 }
 
@@ -78,8 +81,20 @@ func Poller(ctx context.Context, log *slog.Logger) (any, error) {
 	scenes := longform.ScenePoller(p.store, p.ups, p.store, p.queue, &workflow.TaskTokens{Client: sfn.NewFromConfig(p.cfg)},
 		p.copier, p.outputs, stepSettings(log))
 	poller := generation.NewPoller(generation.PollerPorts{Store: p.store, Upstreams: p.ups, Queue: p.queue, Slots: p.store,
-		Copier: p.copier, Outputs: p.outputs, Notifier: p.notifier, Prices: p.prices, Others: scenes, Inputs: p.outputs}, p.settings)
+		Copier: p.copier, Outputs: p.outputs, Notifier: p.notifier, Prices: p.prices, Others: scenes, Inputs: p.outputs,
+		Files: &media.FileInputs{Objects: p.outputs}}, p.settings)
 	return sqsbatch.Handler(poller.HandleBatch), nil
+}
+
+// FileCreate is POST /api/files: it presigns a file's PUT under uploads/
+// with the function's own role, which may put objects there and nowhere
+// else; no table but the gate's, no queue.
+func FileCreate(ctx context.Context, log *slog.Logger) (any, error) {
+	cfg, bucket, err := outputObjects(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return storewiring.Route(routes.FileCreate(), routes.Ports{Uploads: &media.Uploads{Signer: bucket}, Gate: storewiring.PostGate(cfg, log)})
 }
 
 // GenerationCancel is POST /api/generations/{id}/cancel.

@@ -14,6 +14,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/mediagen-dev/mediagen/internal/core/domain"
 )
@@ -28,6 +29,9 @@ var pngDataURI = func() string {
 	}
 	return "data:image/png;base64," + base64.StdEncoding.EncodeToString(buf.Bytes())
 }()
+
+// fileURL names a file as POST /api/files makes them.
+var fileURL = domain.FileURL(domain.NewFileID(time.Date(2026, 11, 21, 18, 0, 0, 0, time.UTC)))
 
 // body builds a generate request body from Go values.
 func body(t *testing.T, model, version string, input map[string]any, extra ...any) []byte {
@@ -245,7 +249,8 @@ func TestParseGenerateRejects(t *testing.T) {
 			[]problem{{"image_count", `is 2 but input.num_images is "3"`}}},
 		// Image references.
 		{"http URL", gamma(`"http://example.com/a.png"`), []problem{{"input.start_image", "plain http is not accepted"}}},
-		{"javascript URL", gamma(`"javascript:alert(1)"`), []problem{{"input.start_image", "must be an https URL or a data:image"}}},
+		{"javascript URL", gamma(`"javascript:alert(1)"`), []problem{{"input.start_image", "must be an https URL, a data:image/(png|jpeg|webp|gif);base64 URI or a file URL"}}},
+		{"file URL of no file id", gamma(`"mediagen://files/../../generations/x"`), []problem{{"input.start_image", "file URL must be mediagen://files/<file_id>"}}},
 		{"relative URL", gamma(`"/a.png"`), []problem{{"input.start_image", "must be an https URL"}}},
 		{"https without host", gamma(`"https:///a.png"`), []problem{{"input.start_image", "must be an https URL"}}},
 		{"https loopback", gamma(`"https://127.0.0.1/x"`), []problem{{"input.start_image", `host "127.0.0.1" is not a public address`}}},

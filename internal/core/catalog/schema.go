@@ -14,7 +14,7 @@ const SchemaDialect = "https://json-schema.org/draft/2020-12/schema"
 // (written without inline flags, which ECMA-262 patterns lack). Whether the
 // host is public, and whether a data: URI holds a supported image of the
 // allowed size, is checked by the validator only.
-const imageRefPattern = "^([hH][tT][tT][pP][sS]?://|[dD][aA][tT][aA]:)"
+const imageRefPattern = "^([hH][tT][tT][pP][sS]?://|[dD][aA][tT][aA]:|mediagen://files/[0-9a-f]{8}-[0-9a-f]{4}-7[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$)"
 
 // nonBlankPattern matches a string with a character other than white space,
 // which a required text field must have.
@@ -100,7 +100,7 @@ func (f Field) schema() map[string]any {
 		s["type"] = "string"
 		s["pattern"] = imageRefPattern
 		s["maxLength"] = MaxImageRefLength
-		s["description"] = describeImage(f.Description, "An https URL or a data:image/(png|jpeg|webp|gif);base64 URI"+dataURILimit+".")
+		s["description"] = describeImage(f.Description, "An https URL, a data:image/(png|jpeg|webp|gif);base64 URI"+dataURILimit+", or a file URL mediagen://files/<file_id> from POST /api/files.")
 	case TypeImageList:
 		maxItems := f.MaxItems
 		if maxItems == 0 {
@@ -110,7 +110,7 @@ func (f Field) schema() map[string]any {
 		s["items"] = map[string]any{"type": "string", "pattern": imageRefPattern, "maxLength": MaxImageRefLength}
 		s["minItems"] = 1
 		s["maxItems"] = maxItems
-		s["description"] = describeImage(f.Description, "Each an https URL or a data:image/(png|jpeg|webp|gif);base64 URI"+dataURILimit+".")
+		s["description"] = describeImage(f.Description, "Each an https URL, a data:image/(png|jpeg|webp|gif);base64 URI"+dataURILimit+", or a file URL mediagen://files/<file_id> from POST /api/files.")
 	}
 	if f.Default != "" {
 		s["default"] = f.Default

@@ -140,6 +140,9 @@ func casesOf(t *testing.T, v Variant) []schemaCase {
 			add("as number", raw(f.Name, "3"))
 			add("as list", with(f.Name, []any{"https://cdn.example.com/a.png"}))
 			add("javascript URL", with(f.Name, "javascript:alert(1)"))
+			add("file URL", with(f.Name, fileURL))
+			add("file URL of no file id", with(f.Name, "mediagen://files/a.png"))
+			add("file URL of a version 4 id", with(f.Name, "mediagen://files/3348f3aa-5fd0-4758-860a-3ebaf4cfbcc7"))
 			add("relative URL", with(f.Name, "/a.png"))
 			add("empty", with(f.Name, ""))
 		case TypeImageList:
@@ -159,6 +162,8 @@ func casesOf(t *testing.T, v Variant) []schemaCase {
 			add("over the limit", with(f.Name, list(limit+1)))
 			add("empty", with(f.Name, []any{}))
 			add("data URI item", with(f.Name, []any{pngDataURI}))
+			add("file URL item", with(f.Name, []any{fileURL, "https://cdn.example.com/a.png"}))
+			add("file URL item in capitals", with(f.Name, []any{strings.ToUpper(fileURL)}))
 			add("number item", with(f.Name, []any{3}))
 			add("not a list", with(f.Name, "https://cdn.example.com/a.png"))
 			add("relative item", with(f.Name, []any{"/a.png"}))

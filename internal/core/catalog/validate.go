@@ -12,6 +12,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/mediagen-dev/mediagen/internal/adapters/netguard"
+	"github.com/mediagen-dev/mediagen/internal/core/domain"
 )
 
 // MaxURLLength bounds an image URL; signed storage URLs stay well below it.
@@ -157,9 +158,18 @@ func checkDurationAgreement(v Variant, input map[string]any, p *Problems) {
 // referenceProblem checks an image reference: an https URL to a public host,
 // or a data:image URI of a supported type and size. "" means valid.
 func referenceProblem(s string, opts Options) string {
-	const want = "must be an https URL or a data:image/(png|jpeg|webp|gif);base64 URI"
+	const want = "must be an https URL, a data:image/(png|jpeg|webp|gif);base64 URI or a file URL (mediagen://files/<file_id>)"
 	if len(s) >= 5 && strings.EqualFold(s[:5], "data:") {
 		return dataURIProblem(s, opts.maxDataURIBytes())
+	}
+	if domain.IsFileURL(s) {
+		// The file itself is checked when the generation is created
+		// (generation's files): it must be the caller's, and its bytes the
+		// image type it was uploaded as.
+		if _, ok := domain.ParseFileURL(s); !ok {
+			return "file URL must be mediagen://files/<file_id>, with a file_id that POST /api/files made"
+		}
+		return ""
 	}
 	return urlProblem(s, opts, want)
 }

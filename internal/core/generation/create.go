@@ -46,6 +46,10 @@ func (s *Service) create(ctx context.Context, userID string, body []byte) (domai
 	if err != nil {
 		return domain.Generation{}, err
 	}
+	// Files are checked (and their GET URLs made) before any credit moves.
+	if req, err = s.resolveFiles(ctx, userID, req); err != nil {
+		return domain.Generation{}, err
+	}
 	plans, err := s.plans(ctx, req)
 	if err != nil {
 		return domain.Generation{}, err

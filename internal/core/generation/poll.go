@@ -367,6 +367,12 @@ func (s *Service) submitWaiting(ctx context.Context, log *slog.Logger, g domain.
 	if err != nil {
 		return s.finish(ctx, log, g, domain.Outcome{Status: domain.StatusFailed, Error: "the recorded request no longer validates: " + err.Error()})
 	}
+	if req, err = s.resolveFiles(ctx, g.UserID, req); err != nil {
+		if errors.Is(err, domain.ErrInvalid) {
+			return s.finish(ctx, log, g, domain.Outcome{Status: domain.StatusFailed, Error: "an input file is no longer usable: " + err.Error()})
+		}
+		return fmt.Errorf("submit waiting generation: %w", err)
+	}
 	plans, err := s.Upstreams.Plans(ctx, req.Variant, req.Resolved, req.ImageCount)
 	if err != nil {
 		if errors.Is(err, upstream.ErrNotStarted) {

@@ -103,6 +103,9 @@ type Service struct {
 	// Inputs keeps the inputs too large for their record; nil: every
 	// input stays in its record (stores without an item size limit).
 	Inputs InputObjects
+	// Files resolves the file URLs of image fields; nil: a file URL is a
+	// 400.
+	Files Files
 	Settings
 }
 
@@ -124,12 +127,15 @@ type PollerPorts struct {
 	Prices    *pricing.Table
 	Others    MessageHandler
 	Inputs    InputObjects
+	// Files resolves the file URLs of a generation that waited for a
+	// slot (its presigned GET URLs are made when it is submitted).
+	Files Files
 }
 
 // NewPoller is the poll queue's consumer, on its ports.
 func NewPoller(p PollerPorts, settings Settings) *Service {
 	return &Service{Store: p.Store, Upstreams: p.Upstreams, Queue: p.Queue, Slots: p.Slots, Copier: p.Copier, Outputs: p.Outputs,
-		Notifier: p.Notifier, Prices: p.Prices, Others: p.Others, Inputs: p.Inputs, Settings: settings}
+		Notifier: p.Notifier, Prices: p.Prices, Others: p.Others, Inputs: p.Inputs, Files: p.Files, Settings: settings}
 }
 
 func (s *Service) now() time.Time { return domain.Now(s.Now) }

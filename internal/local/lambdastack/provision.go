@@ -1,6 +1,8 @@
 package lambdastack
 
 import (
+	"github.com/mediagen-dev/mediagen/internal/local/objectstore"
+
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
@@ -20,6 +22,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	ddbtypes "github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
+	s3types "github.com/aws/aws-sdk-go-v2/service/s3/types"
 	"github.com/aws/aws-sdk-go-v2/service/secretsmanager"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	sqstypes "github.com/aws/aws-sdk-go-v2/service/sqs/types"
@@ -207,12 +210,69 @@ func (s *Stack) createBuckets(ctx context.Context, cfg aws.Config) error {
 		if _, err := client.CreateBucket(ctx, &s3.CreateBucketInput{Bucket: aws.String(name)}); err != nil {
 			return fmt.Errorf("create bucket %s (%s): %w", name, logical, err)
 		}
+		rule, err := putBucketCORS(ctx, client, name, props["CorsConfiguration"])
+		if err != nil {
+			return fmt.Errorf("bucket %s (%s): %w", name, logical, err)
+		}
+		if rule != nil {
+			if s.cors == nil {
+				s.cors = map[string]*objectstore.CORSRule{}
+			}
+			s.cors[name] = rule
+		}
 		s.res.created[logical] = physical{ref: name, attrs: map[string]string{
 			"Arn": "arn:aws:s3:::" + name, "DomainName": name + ".s3.amazonaws.com",
 			"RegionalDomainName": name + ".s3." + Region + ".amazonaws.com"}}
 		s.made = append(s.made, "bucket "+name)
 	}
 	return nil
+}
+
+// putBucketCORS gives a bucket the template's CorsConfiguration, as
+// CloudFormation does, and answers its first rule (nil: none). moto keeps
+// it, but answers no preflight while it checks IAM (the request is
+// unsigned): the stack answers them with the rule (presigned.go).
+func putBucketCORS(ctx context.Context, client *s3.Client, name string, raw any) (*objectstore.CORSRule, error) {
+	cfg, _ := raw.(map[string]any)
+	rules, _ := cfg["CorsRules"].([]any)
+	if len(rules) == 0 {
+		return nil, nil
+	}
+	strs := func(v any) []string {
+		var out []string
+		list, _ := v.([]any)
+		for _, x := range list {
+			out = append(out, fmt.Sprint(x))
+		}
+		return out
+	}
+	var out []s3types.CORSRule
+	var first *objectstore.CORSRule
+	for _, r := range rules {
+		m, _ := r.(map[string]any)
+		rule := s3types.CORSRule{AllowedOrigins: strs(m["AllowedOrigins"]), AllowedMethods: strs(m["AllowedMethods"]),
+			AllowedHeaders: strs(m["AllowedHeaders"]), ExposeHeaders: strs(m["ExposedHeaders"])}
+		age := 0
+		switch a := m["MaxAge"].(type) {
+		case int:
+			age = a
+		case float64:
+			age = int(a)
+		}
+		if age > 0 {
+			rule.MaxAgeSeconds = aws.Int32(int32(age))
+		}
+		out = append(out, rule)
+		if first == nil {
+			first = &objectstore.CORSRule{AllowedOrigins: rule.AllowedOrigins, AllowedMethods: rule.AllowedMethods,
+				AllowedHeaders: rule.AllowedHeaders, MaxAgeSeconds: age}
+		}
+	}
+	_, err := client.PutBucketCors(ctx, &s3.PutBucketCorsInput{Bucket: aws.String(name), CORSConfiguration: &s3types.CORSConfiguration{CORSRules: out}})
+	if err != nil {
+		return nil, fmt.Errorf("put its CORS configuration: %w", err)
+	}
+	return first, nil
 }
 
 func (s *Stack) createSecrets(ctx context.Context, cfg aws.Config) error {

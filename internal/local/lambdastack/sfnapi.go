@@ -244,12 +244,16 @@ func (sm *StateMachine) describe(x *execution) map[string]any {
 
 // intercept takes the requests to moto's endpoint that the stack answers
 // itself: the Step Functions API and Polly's SynthesizeSpeech (polly.go),
+// and the presigned S3 requests it checks as S3 does (presigned.go),
 // each after moto has authenticated its caller (authenticate) and the
 // caller's role allowed it (sfnDenied, pollyDenied); and it holds a
 // caller's calls that a test stalls (Moto.Stall). It reports whether it
 // answered.
 func (s *Stack) intercept(w http.ResponseWriter, r *http.Request) bool {
 	s.Moto.stall(r)
+	if s.s3Presigned(w, r) {
+		return true
+	}
 	target := r.Header.Get("X-Amz-Target")
 	op, isSFN := strings.CutPrefix(target, sfnTargetPrefix)
 	isPolly := r.Method == http.MethodPost && r.URL.Path == "/v1/speech" && signingService(r) == "polly"

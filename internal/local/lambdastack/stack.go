@@ -10,6 +10,8 @@
 package lambdastack
 
 import (
+	"github.com/mediagen-dev/mediagen/internal/local/objectstore"
+
 	"context"
 	"encoding/json"
 	"errors"
@@ -101,6 +103,10 @@ type Stack struct {
 	// eventrules.go); runCtx lives until Close, closing is set as it
 	// starts, under closeMu, which orders it against putEvent's wg.Add
 	// (no Add after Close's wg.Wait has begun).
+	// cors is each bucket's CORS rule, from the template, which the
+	// stack answers preflights with (presigned.go).
+	cors map[string]*objectstore.CORSRule
+
 	machines map[string]*StateMachine
 	rules    []patternRule
 	runCtx   context.Context

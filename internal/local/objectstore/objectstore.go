@@ -4,9 +4,11 @@
 //
 //   - the S3 API (gofakes3), through which the service writes and reads with
 //     the real S3 adapter; it answers only requests whose SigV4 signature
-//     is right for its credentials (sigv4.go), no CORS
-//     preflight and no CORS headers, and (on loopback) only requests naming
-//     a loopback host, so no page in a browser can use it;
+//     is right for its credentials (sigv4.go), or whose presigned URL
+//     holds (presign.go: the uploads' PUT, the providers' GET), CORS only
+//     as the bucket's rule allows (Config.CORS: the uploads' PUT), and (on
+//     loopback) only requests naming a loopback host, so no page in a
+//     browser can use it but with a URL the service presigned;
 //   - the file origin, the base of every output URL the API returns: GET and
 //     HEAD of the keys the API hands out, nothing else, each answer with the
 //     content type stored at copy time, X-Content-Type-Options: nosniff and
@@ -26,6 +28,8 @@ import (
 	"net/netip"
 	"net/url"
 	"path/filepath"
+	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -73,6 +77,22 @@ type Config struct {
 	// (the runtime's cost meter counts the requests the bucket answers, as
 	// S3 bills them; refused ones never reach S3 in AWS either).
 	Wrap func(http.Handler) http.Handler
+	// Now is the store's clock, which a presigned URL's expiry is checked
+	// against (default time.Now); tests move it past the expiry.
+	Now func() time.Time
+	// CORS is the bucket's CORS rule (S3's CORSConfiguration, one rule),
+	// or nil for none: the preflights it allows are answered, and the
+	// presigned requests from an allowed origin carry its headers. The
+	// requests signed in their header get no CORS answer whatever the
+	// rule: no page holds the store's key.
+	CORS *CORSRule
+}
+
+// CORSRule is a CORS rule of the bucket, as template.yaml's
+// CorsConfiguration gives it.
+type CORSRule struct {
+	AllowedOrigins, AllowedMethods, AllowedHeaders []string
+	MaxAgeSeconds                                  int
 }
 
 // Store is the running bucket: its S3 API and its file origin.
@@ -88,6 +108,8 @@ type Store struct {
 	creds    aws.Credentials
 	backend  gofakes3.Backend
 	tags     *tags
+	now      func() time.Time
+	cors     *CORSRule
 	api, fls *http.Server
 }
 
@@ -108,7 +130,10 @@ func Serve(ctx context.Context, cfg Config) (*Store, error) {
 		return nil, err
 	}
 	s := &Store{Bucket: cfg.Bucket, s3: t.handler(cfg.Bucket, backend, keepCacheControl(faker.Server())), backend: backend, tags: t,
-		creds: aws.Credentials{AccessKeyID: cmp.Or(cfg.AccessKey, AccessKey), SecretAccessKey: cmp.Or(cfg.SecretKey, SecretKey)}}
+		creds: aws.Credentials{AccessKeyID: cmp.Or(cfg.AccessKey, AccessKey), SecretAccessKey: cmp.Or(cfg.SecretKey, SecretKey)}, now: cfg.Now, cors: cfg.CORS}
+	if s.now == nil {
+		s.now = time.Now
+	}
 	if cfg.Wrap != nil {
 		s.s3 = cfg.Wrap(s.s3)
 	}
@@ -177,10 +202,20 @@ func (s *Store) apiHandler(listening net.Addr) http.Handler {
 	}
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		switch {
-		case r.Method == http.MethodOptions:
-			http.Error(w, "the object store answers no CORS preflight", http.StatusForbidden)
 		case loopback && !loopbackHost(r.Host):
 			http.Error(w, "the object store's S3 API answers requests to a loopback host only", http.StatusForbidden)
+		case r.Method == http.MethodOptions:
+			s.preflight(w, r)
+		case presigned(r):
+			cors := s.corsHeaders(r, r.Method)
+			if err := verifyPresigned(r, s.creds, s.now()); err != nil {
+				for k, v := range cors {
+					w.Header()[k] = v
+				}
+				writePresignError(w, err)
+				return
+			}
+			s.s3.ServeHTTP(noCORS{withCORS{w, cors}}, r)
 		default:
 			if err := verifySigV4(r, s.creds); err != nil {
 				writeS3Error(w, err)
@@ -349,6 +384,93 @@ func (c *cacheControlAnswer) Write(b []byte) (int, error) {
 }
 
 func (c *cacheControlAnswer) Unwrap() http.ResponseWriter { return c.ResponseWriter }
+
+// preflight answers a CORS preflight with the bucket's rule
+// (CORSRule.Preflight).
+func (s *Store) preflight(w http.ResponseWriter, r *http.Request) { s.cors.Preflight(w, r) }
+
+// corsHeaders are the rule's headers for r (CORSRule.Headers).
+func (s *Store) corsHeaders(r *http.Request, method string) http.Header {
+	return s.cors.Headers(r, method)
+}
+
+// Preflight answers a CORS preflight as S3 does with a bucket's CORS
+// rule: 200 with the rule's headers when the origin, the method and the
+// headers asked for are allowed; 403 otherwise (and always without a
+// rule, a nil rule).
+func (rule *CORSRule) Preflight(w http.ResponseWriter, r *http.Request) {
+	h := rule.Headers(r, r.Header.Get("Access-Control-Request-Method"))
+	if h == nil {
+		http.Error(w, "CORSResponse: This CORS request is not allowed. This is usually because the evalution of Origin, request method / Access-Control-Request-Method or Access-Control-Request-Headers are not whitelisted by the resource's CORS spec.", http.StatusForbidden)
+		return
+	}
+	for _, asked := range strings.Split(r.Header.Get("Access-Control-Request-Headers"), ",") {
+		asked = strings.ToLower(strings.TrimSpace(asked))
+		if asked != "" && !slices.ContainsFunc(rule.AllowedHeaders, func(a string) bool { return a == "*" || strings.EqualFold(a, asked) }) {
+			http.Error(w, "CORSResponse: This CORS request is not allowed: header "+asked+" is not allowed.", http.StatusForbidden)
+			return
+		}
+	}
+	for k, v := range h {
+		w.Header()[k] = v
+	}
+	if asked := r.Header.Get("Access-Control-Request-Headers"); asked != "" {
+		w.Header().Set("Access-Control-Allow-Headers", asked)
+	}
+	if rule.MaxAgeSeconds > 0 {
+		w.Header().Set("Access-Control-Max-Age", strconv.Itoa(rule.MaxAgeSeconds))
+	}
+	w.WriteHeader(http.StatusOK)
+}
+
+// Headers are the CORS headers of an answer to r's origin for method
+// under the rule; nil when there is no rule, no Origin, or the rule does
+// not allow them.
+func (rule *CORSRule) Headers(r *http.Request, method string) http.Header {
+	origin := r.Header.Get("Origin")
+	if rule == nil || origin == "" || !slices.Contains(rule.AllowedMethods, method) {
+		return nil
+	}
+	allowed := ""
+	switch {
+	case slices.Contains(rule.AllowedOrigins, "*"):
+		allowed = "*"
+	case slices.Contains(rule.AllowedOrigins, origin):
+		allowed = origin
+	default:
+		return nil
+	}
+	h := http.Header{}
+	h.Set("Access-Control-Allow-Origin", allowed)
+	h.Set("Access-Control-Allow-Methods", strings.Join(rule.AllowedMethods, ", "))
+	h.Set("Vary", "Origin, Access-Control-Request-Headers, Access-Control-Request-Method")
+	return h
+}
+
+// withCORS sets the rule's CORS headers on an answer, after noCORS has
+// dropped gofakes3's own.
+type withCORS struct {
+	http.ResponseWriter
+	h http.Header
+}
+
+func (c withCORS) WriteHeader(code int) {
+	for k, v := range c.h {
+		c.ResponseWriter.Header()[k] = v
+	}
+	c.ResponseWriter.WriteHeader(code)
+}
+
+func (c withCORS) Write(b []byte) (int, error) {
+	for k, v := range c.h {
+		if c.ResponseWriter.Header().Get(k) == "" {
+			c.ResponseWriter.Header()[k] = v
+		}
+	}
+	return c.ResponseWriter.Write(b)
+}
+
+func (c withCORS) Unwrap() http.ResponseWriter { return c.ResponseWriter }
 
 // noCORS drops the CORS headers gofakes3 sets on every answer.
 type noCORS struct{ http.ResponseWriter }

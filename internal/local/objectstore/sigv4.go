@@ -30,8 +30,7 @@ const amzDate = "20060102T150405Z"
 // access key must be creds', and the signature is recomputed with the
 // SDK's own signer over the method, path, query and the headers the
 // request says it signed, then compared. Query authentication (presigned
-// URLs) is not taken: the store hands out none, its file origin serves
-// the outputs.
+// URLs, the uploads' PUT and the providers' GET) is verifyPresigned's.
 func verifySigV4(r *http.Request, creds aws.Credentials) error {
 	auth := r.Header.Get("Authorization")
 	const algorithm = "AWS4-HMAC-SHA256 "

@@ -100,3 +100,52 @@ func TestREADMEQuickstartGivesAVideoURL(t *testing.T) {
 		t.Errorf("the downloaded video: %+v, %v", info, err)
 	}
 }
+
+// TestREADMEUploadExampleFeedsAnImage runs the quickstart's upload example
+// word for word, in a directory holding a PNG as photo.png: the file is
+// made, its bytes PUT to the presigned URL, and the image made from it
+// answers completed, its input echoing the file's URL.
+func TestREADMEUploadExampleFeedsAnImage(t *testing.T) {
+	raw, err := os.ReadFile("../../../README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, quick, _ := strings.Cut(string(raw), "\n## Quickstart\n")
+	quick, _, _ = strings.Cut(quick, "\n## ")
+	var script string
+	for _, block := range regexp.MustCompile("(?s)```sh\n(.*?)```").FindAllStringSubmatch(quick, -1) {
+		if strings.Contains(block[1], "/api/files") {
+			script = block[1]
+		}
+	}
+	if script == "" {
+		t.Fatal("the quickstart shows no upload (a sh block using /api/files)")
+	}
+	rt := start(t, runtimeConfig())
+	owner := newAccount(t, rt, domain.PlanPro, 1000)
+	dir := t.TempDir()
+	if err := os.WriteFile(dir+"/photo.png", noisePNG(t, 32), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	c := exec.Command("sh", "-c", script)
+	c.Dir, c.Env = dir, append(os.Environ(), "MEDIAGEN_BASE_URL="+rt.BaseURL, "MEDIAGEN_API_KEY="+owner.APIKey)
+	out, err := c.Output()
+	if err != nil {
+		t.Fatalf("the upload example: %v\n%s", err, out)
+	}
+	var rec struct {
+		Status string `json:"status"`
+		Input  struct {
+			Images []string `json:"image_input"`
+		} `json:"input_parameters"`
+		OutputData struct {
+			URLs []string `json:"urls"`
+		} `json:"output_data"`
+	}
+	// The PUT answers nothing; the generate's record is the last line.
+	lines := strings.Split(strings.TrimSpace(string(out)), "\n")
+	if err := json.Unmarshal([]byte(lines[len(lines)-1]), &rec); err != nil || rec.Status != "completed" || len(rec.OutputData.URLs) != 1 ||
+		len(rec.Input.Images) != 1 || !strings.HasPrefix(rec.Input.Images[0], "mediagen://files/") {
+		t.Fatalf("the upload example answered %s (%v); want the completed image made from the file", out, err)
+	}
+}

@@ -269,7 +269,9 @@ func Start(ctx context.Context, cfg Config) (*Runtime, error) {
 		return nil, err
 	}
 	if r.Objects, err = objectstore.Serve(ctx, objectstore.Config{Dir: filepath.Join(cfg.DataDir, "s3"), Bucket: Bucket,
-		APIAddr: cfg.S3Addr, FilesAddr: cfg.FilesAddr, Wrap: r.Costs.S3}); err != nil {
+		APIAddr: cfg.S3Addr, FilesAddr: cfg.FilesAddr, Wrap: r.Costs.S3, Now: cfg.Clock,
+		CORS: &objectstore.CORSRule{AllowedOrigins: media.UploadCORS.AllowedOrigins, AllowedMethods: media.UploadCORS.AllowedMethods,
+			AllowedHeaders: media.UploadCORS.AllowedHeaders, MaxAgeSeconds: media.UploadCORS.MaxAgeSeconds}}); err != nil {
 		return nil, err
 	}
 	r.FilesURL = r.Objects.FilesURL
@@ -468,9 +470,11 @@ func (r *Runtime) wire(cfg Config, st store.Store, rc *routing.Config, prices *p
 	if r.Workflow, err = longStoryWorkflow(tasks, cfg.WorkflowWaitScale, log, r.Costs, r.closing.Load); err != nil {
 		return routes.Ports{}, err
 	}
+	// The uploads: presigned by the bucket's S3 API, as S3 presigns them.
+	files := &media.FileInputs{Objects: outputs, Now: cfg.Clock}
 	scenes := longform.ScenePoller(st, r.Upstreams, st, queue, workflowtokens.TaskTokens{Workflow: r.Workflow}, copier, outputs, stepSettings)
 	r.Generations = generation.NewPoller(generation.PollerPorts{Store: st, Upstreams: r.Upstreams, Queue: queue, Slots: st,
-		Copier: copier, Outputs: outputs, Notifier: notifier, Prices: prices, Others: scenes, Inputs: outputs}, settings)
+		Copier: copier, Outputs: outputs, Notifier: notifier, Prices: prices, Others: scenes, Inputs: outputs, Files: files}, settings)
 	pollBatches = sqsbatch.Handler(r.Generations.HandleBatch)
 
 	gate := &httpapi.Gate{Store: st, Log: log, Idempotency: &httpapi.Idempotency{Store: st, Log: log}, Now: cfg.Clock}
@@ -479,12 +483,13 @@ func (r *Runtime) wire(cfg Config, st store.Store, rc *routing.Config, prices *p
 	}
 	storySettings := longform.Settings{Validation: settings.Validation, Now: cfg.Clock, Log: log}
 	return routes.Ports{Gate: gate, Log: log, Prices: prices,
-		GenerationCreator:  generation.NewCreator(st, r.Upstreams, queue, st, outputs, prices, settings),
+		GenerationCreator:  generation.NewCreator(st, r.Upstreams, queue, st, outputs, prices, settings).WithFiles(files),
 		GenerationReader:   generation.NewReader(st, st, r.Upstreams),
 		GenerationEstimate: generation.NewEstimator(prices, settings.Validation),
 		GenerationCanceler: generation.NewCanceler(st, r.Upstreams, st, notifier, settings),
 		GenerationRemover:  generation.NewOutputRemover(st, outputs, nil, settings),
 		UpstreamCallbacks:  generation.NewCallbacks(st, r.Upstreams, queue, settings),
+		Uploads:            &media.Uploads{Signer: outputs, Now: cfg.Clock},
 		VideoCreator:       longform.NewCreator(st, r.Workflow, prices, storySettings),
 		VideoReader:        longform.NewReader(st),
 		VideoCanceler:      longform.NewCanceler(st, r.Workflow, r.Upstreams, st, notifier, storySettings),
@@ -714,7 +719,8 @@ func (r *Runtime) sweepLoop(ctx context.Context, every time.Duration) {
 // retention's days when an account keeps outputs less long. Like S3 it
 // leaves the records alone: their views stop listing URLs at
 // output_expires_at, before the files go. The inputs kept in the bucket
-// (media.InputsPrefix) go after media.InputRetentionDays. The sweep runs
+// (media.InputsPrefix) go after media.InputRetentionDays, the uploaded
+// files (media.UploadsPrefix) after media.UploadRetentionDays. The sweep runs
 // it every SweepEvery; tests call it.
 func (r *Runtime) ExpireOutputs(ctx context.Context) (int, error) {
 	var rules []objectstore.ExpiryRule
@@ -726,7 +732,8 @@ func (r *Runtime) ExpireOutputs(ctx context.Context) (int, error) {
 			rules = append(rules, objectstore.ExpiryRule{Tag: domain.RetentionTag, Value: strconv.Itoa(days), Days: days})
 		}
 	}
-	rules = append(rules, objectstore.ExpiryRule{Prefix: media.InputsPrefix, Days: media.InputRetentionDays})
+	rules = append(rules, objectstore.ExpiryRule{Prefix: media.InputsPrefix, Days: media.InputRetentionDays},
+		objectstore.ExpiryRule{Prefix: media.UploadsPrefix, Days: media.UploadRetentionDays})
 	n, err := r.Objects.Expire(ctx, domain.Now(r.clock), rules)
 	if n > 0 {
 		r.log.Info("expired outputs deleted", "objects", n)

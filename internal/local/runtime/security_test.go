@@ -503,8 +503,9 @@ func TestOutputsAreServedReadOnlyFromTheirOwnOrigin(t *testing.T) {
 			t.Errorf("%s %s on the API's origin: HTTP %d, want 404", tt.method, tt.path, resp.StatusCode)
 		}
 	}
-	// The S3 API is the service's alone: unsigned requests (all a page in
-	// a browser can send without a preflight), preflights and requests
+	// The S3 API is the service's alone, but for the presigned URLs it
+	// hands out: unsigned requests (all a page in a browser can send
+	// without a preflight), preflights but the uploads' PUT, and requests
 	// naming another host (a page that rebinds its name to 127.0.0.1)
 	// are refused, without CORS headers.
 	s3 := rt.Objects.Endpoint
@@ -518,7 +519,10 @@ func TestOutputsAreServedReadOnlyFromTheirOwnOrigin(t *testing.T) {
 		{"an unsigned PUT", http.MethodPut, s3 + "/" + runtime.Bucket + "/" + strings.TrimPrefix(out, rt.FilesURL+"/"), evil},
 		{"an unsigned DELETE", http.MethodDelete, s3 + "/" + runtime.Bucket + "/" + strings.TrimPrefix(out, rt.FilesURL+"/"), nil},
 		{"an unsigned form POST", http.MethodPost, s3 + "/" + runtime.Bucket, map[string]string{"Content-Type": "multipart/form-data; boundary=x", "Origin": "http://evil.example"}},
-		{"a preflight", http.MethodOptions, s3 + "/" + runtime.Bucket, map[string]string{"Origin": "http://evil.example", "Access-Control-Request-Method": "PUT"}},
+		// The bucket's CORS rule (media.UploadCORS) lets pages PUT to a
+		// presigned upload URL, and nothing else.
+		{"a preflight for DELETE", http.MethodOptions, s3 + "/" + runtime.Bucket, map[string]string{"Origin": "http://evil.example", "Access-Control-Request-Method": "DELETE"}},
+		{"a preflight for GET", http.MethodOptions, s3 + "/" + runtime.Bucket, map[string]string{"Origin": "http://evil.example", "Access-Control-Request-Method": "GET"}},
 		{"a made-up signature", http.MethodDelete, s3 + "/" + runtime.Bucket + "/" + strings.TrimPrefix(out, rt.FilesURL+"/"), madeUp},
 	} {
 		resp, _ := rawRequest(t, tt.method, tt.url, "x", tt.header)

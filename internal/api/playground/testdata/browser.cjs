@@ -1,5 +1,6 @@
 // Drives the playground in Debian's Chromium (headless) with playwright-core
-// (chromium.cjs): an image, a video and a long-form video made through the
+// (chromium.cjs): an image, an image from an uploaded file, a video and a
+// long-form video made through the
 // page. Run by browser_test.go, which starts the local runtime and passes:
 //   BASE_URL         the runtime's URL;  API_KEY  its dev account's key
 //   OUT_DIR          where screenshots go
@@ -70,6 +71,20 @@ async function main() {
     const image = await img.evaluate((i) => ({ naturalWidth: i.naturalWidth, naturalHeight: i.naturalHeight, src: i.src }));
     report("image", image);
     await page.screenshot({ path: path.join(out, "image.png") });
+
+    step = "upload";
+    // A picked image is uploaded (POST /api/files, a PUT to its presigned
+    // URL on the bucket's origin) and its file URL fills the field.
+    await page.selectOption("#variant", "provider-a/zeta");
+    await page.fill("#input-prompt", "the lighthouse again, at night");
+    await page.setInputFiles("#input-image_input-file", { name: "lighthouse.png", mimeType: "image/png",
+      buffer: Buffer.from("iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNk+M9QDwADhgGAWjR9awAAAABJRU5ErkJggg==", "base64") });
+    await page.waitForFunction(() => document.querySelector("#input-image_input").value.startsWith("mediagen://files/"), null, { timeout: WAIT });
+    const field = await page.inputValue("#input-image_input");
+    await page.click("#generate");
+    await page.locator('#single-status [data-status="completed"]').waitFor({ timeout: WAIT });
+    await page.locator("#single-output-0").waitFor({ timeout: WAIT });
+    report("upload", { field, status: "completed", shown: await page.locator("#single-output-0").count() });
 
     step = "video";
     await generate(page, "provider-b/beta-2", { prompt: "waves at dusk", seconds: "4", aspect_ratio: "landscape" });

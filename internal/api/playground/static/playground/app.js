@@ -52,13 +52,15 @@ function isImageRef(prop) {
   return prop.type === "string" && typeof prop.pattern === "string" && prop.pattern.includes("://");
 }
 
-function readDataURL(file) {
-  return new Promise((resolve, reject) => {
-    const r = new FileReader();
-    r.onload = () => resolve(r.result);
-    r.onerror = () => reject(r.error);
-    r.readAsDataURL(file);
-  });
+// upload sends a picked image to the service's bucket: POST /api/files
+// makes the file, a PUT to its presigned upload_url (no key: the URL is
+// the permission) stores the bytes; the answer is the file's URL,
+// mediagen://files/<file_id>, which any image field takes.
+async function upload(file) {
+  const f = await api("POST", "/api/files", { content_type: file.type, size: file.size });
+  const r = await fetch(f.upload_url, { method: "PUT", body: file, headers: { "Content-Type": f.content_type } });
+  if (!r.ok) throw new Error(`The upload of ${file.name} was refused: HTTP ${r.status}`);
+  return f.url;
 }
 
 // fieldControl is the input of one schema property.
@@ -82,12 +84,24 @@ function fieldControl(name, prop, required) {
   if (prop.type === "array" || isImageRef(prop)) {
     const list = prop.type === "array";
     const text = list
-      ? el("textarea", { id, name, rows: 2, "data-type": "list", placeholder: "one https URL or data: URI per line" })
-      : el("input", { id, name, type: "text", required, placeholder: "https://… or data:image/…" });
-    const file = el("input", { type: "file", accept: "image/png,image/jpeg,image/webp,image/gif", multiple: list, "aria-label": name + " file" });
+      ? el("textarea", { id, name, rows: 2, "data-type": "list", placeholder: "one https URL, data: URI or mediagen://files/… per line" })
+      : el("input", { id, name, type: "text", required, placeholder: "https://…, data:image/… or mediagen://files/…" });
+    // A picked file is uploaded (up to 100 MiB), and its file URL fills
+    // the field.
+    const file = el("input", { id: id + "-file", type: "file", accept: "image/png,image/jpeg,image/webp,image/gif", multiple: list, "aria-label": name + " file" });
     file.addEventListener("change", async () => {
-      const urls = await Promise.all(Array.from(file.files).map(readDataURL));
-      text.value = list ? [text.value.trim(), ...urls].filter(Boolean).join("\n") : urls[0] || "";
+      const errBox = $("#single-error");
+      showError(errBox, null);
+      file.disabled = true;
+      try {
+        const urls = await Promise.all(Array.from(file.files).map(upload));
+        text.value = list ? [text.value.trim(), ...urls].filter(Boolean).join("\n") : urls[0] || "";
+        text.dispatchEvent(new Event("input"));
+      } catch (err) {
+        showError(errBox, err);
+      } finally {
+        file.disabled = false;
+      }
     });
     return el("div", { class: "image-input" }, text, file);
   }

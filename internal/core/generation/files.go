@@ -1,0 +1,101 @@
+package generation
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"maps"
+
+	"github.com/mediagen-dev/mediagen/internal/core/catalog"
+	"github.com/mediagen-dev/mediagen/internal/core/domain"
+	"github.com/mediagen-dev/mediagen/internal/core/media"
+)
+
+// Files resolves the file URLs (mediagen://files/<id>) of a request's
+// image fields: each is checked (the caller's, not expired, its bytes the
+// image type it was uploaded as) and replaced, in what the provider gets
+// only, by a short-lived presigned GET URL. An unusable file is a
+// *media.UnusableFileError; the record keeps the file URL.
+// media.FileInputs is the implementation.
+type Files interface {
+	Resolve(ctx context.Context, userID, fileURL string) (string, error)
+}
+
+// WithFiles lets the creator take file URLs in image fields; without it a
+// file URL is a 400.
+func (c *Creator) WithFiles(f Files) *Creator {
+	c.s.Files = f
+	return c
+}
+
+// errNoFiles is a file URL where no bucket of uploads is wired.
+var errNoFiles = errors.New("files are not available here: send an https URL or a data URI")
+
+// resolveFiles is req with the file URLs of its image fields replaced by
+// their presigned GET URLs, in Resolved only (Input, which the record
+// keeps and the answer echoes, keeps the file URL). Every unusable file
+// is reported at once, each under its field (input.start_image,
+// input.image_input[1]), before any credit moves.
+func (s *Service) resolveFiles(ctx context.Context, userID string, req catalog.Request) (catalog.Request, error) {
+	var problems catalog.Problems
+	resolved := maps.Clone(req.Resolved)
+	changed := false
+	resolve := func(field, ref string) (string, error) {
+		if !domain.IsFileURL(ref) {
+			return ref, nil
+		}
+		if s.Files == nil {
+			problems.Add(field, errNoFiles.Error())
+			return ref, nil
+		}
+		u, err := s.Files.Resolve(ctx, userID, ref)
+		var unusable *media.UnusableFileError
+		switch {
+		case errors.As(err, &unusable):
+			problems.Add(field, unusable.Reason)
+			return ref, nil
+		case err != nil:
+			return "", fmt.Errorf("resolve %s: %w", field, err)
+		}
+		changed = true
+		return u, nil
+	}
+	for _, f := range req.Variant.Fields {
+		switch v := resolved[f.Name].(type) {
+		case string:
+			if f.Type != catalog.TypeImage {
+				continue
+			}
+			u, err := resolve("input."+f.Name, v)
+			if err != nil {
+				return catalog.Request{}, err
+			}
+			resolved[f.Name] = u
+		case []any:
+			if f.Type != catalog.TypeImageList {
+				continue
+			}
+			list := make([]any, len(v))
+			for i, item := range v {
+				list[i] = item
+				ref, ok := item.(string)
+				if !ok {
+					continue
+				}
+				u, err := resolve(fmt.Sprintf("input.%s[%d]", f.Name, i), ref)
+				if err != nil {
+					return catalog.Request{}, err
+				}
+				list[i] = u
+			}
+			resolved[f.Name] = list
+		}
+	}
+	if err := problems.Err(); err != nil {
+		return catalog.Request{}, err
+	}
+	if changed {
+		req.Resolved = resolved
+	}
+	return req, nil
+}

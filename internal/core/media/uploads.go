@@ -1,0 +1,222 @@
+package media
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/mediagen-dev/mediagen/internal/core/catalog"
+	"github.com/mediagen-dev/mediagen/internal/core/domain"
+)
+
+// UploadsPrefix holds the files clients upload (POST /api/files), each
+// under its owner's user id: UploadKey. No origin serves them; the
+// bucket's lifecycle rule expire-uploads deletes them after
+// UploadRetentionDays.
+const UploadsPrefix = "uploads/"
+
+// UploadRetentionDays is the uploads' lifecycle rule: the shortest S3
+// has, a day rounded up to midnight UTC, so a file outlives its
+// domain.UploadRetention, which the service enforces itself.
+const UploadRetentionDays = 1
+
+// Lifetimes of the presigned URLs.
+const (
+	// UploadURLLifetime is how long a file's upload_url takes its PUT.
+	UploadURLLifetime = 15 * time.Minute
+	// InputURLLifetime is how long the GET URL of a file handed to a
+	// provider in place of its file URL reads it: the longest a job runs
+	// (a video's deadline, 30 minutes) and more, and far short of the
+	// file's day.
+	InputURLLifetime = time.Hour
+)
+
+// UploadCORS is the output bucket's CORS rule (template.yaml's
+// CorsConfiguration; the local store applies the same): a page on any
+// origin (the playground, wherever it is hosted) may PUT a file to its
+// presigned upload URL with its Content-Type. The rule grants nothing by
+// itself: S3 still takes only a request whose presigned signature holds,
+// and no other method.
+var UploadCORS = struct {
+	AllowedOrigins, AllowedMethods, AllowedHeaders []string
+	MaxAgeSeconds                                  int
+}{[]string{"*"}, []string{"PUT"}, []string{"Content-Type"}, 3000}
+
+// UploadKey is the key of a user's file. The owner is part of the key,
+// so another account's file id names no object of the caller's: it is
+// unknown, exactly as one that never was.
+func UploadKey(userID, fileID string) string { return UploadsPrefix + userID + "/" + fileID }
+
+// UploadSigner presigns a file's PUT: the URL takes exactly one request
+// with the content type given (and the size, when size > 0) before
+// lifetime ends.
+type UploadSigner interface {
+	PresignPut(ctx context.Context, key, contentType string, size int64, lifetime time.Duration) (string, error)
+}
+
+// Upload is a file made by POST /api/files, with where to upload it.
+type Upload struct {
+	FileID      string
+	ContentType string
+	// Size is the size declared (0: none).
+	Size int64
+	// UploadURL takes one PUT of the file, with Content-Type ContentType
+	// (and Content-Length Size when declared), until UploadExpiresAt.
+	UploadURL       string
+	UploadExpiresAt time.Time
+	// URL is what an image field takes: domain.FileURL(FileID).
+	URL string
+	// ExpiresAt is when the file stops being usable.
+	ExpiresAt time.Time
+}
+
+// Uploads is the files route's use case: it makes a file id and presigns
+// its upload.
+type Uploads struct {
+	Signer UploadSigner
+	Now    func() time.Time
+}
+
+// Create reads {"content_type": "image/png", "size": 12345} (size
+// optional) and makes the caller's file. A content type other than the
+// images', a size over domain.MaxUploadBytes or an unknown field is a
+// *catalog.ValidationError naming every bad field.
+func (u *Uploads) Create(ctx context.Context, userID string, body []byte) (Upload, error) {
+	ctype, size, err := parseUpload(body)
+	if err != nil {
+		return Upload{}, err
+	}
+	now := domain.Now(u.Now)
+	id := domain.NewFileID(now)
+	up := Upload{FileID: id, ContentType: ctype, Size: size, URL: domain.FileURL(id),
+		UploadExpiresAt: now.Add(UploadURLLifetime).UTC(), ExpiresAt: domain.FileExpiresAt(now).UTC()}
+	if up.UploadURL, err = u.Signer.PresignPut(ctx, UploadKey(userID, id), ctype, size, UploadURLLifetime); err != nil {
+		return Upload{}, fmt.Errorf("presign the upload of file %s: %w", id, err)
+	}
+	return up, nil
+}
+
+func parseUpload(body []byte) (ctype string, size int64, err error) {
+	obj, err := catalog.DecodeObject(body)
+	if err != nil {
+		return "", 0, err
+	}
+	var p catalog.Problems
+	p.Unknown("", obj, []string{"content_type", "size"})
+	types := `"` + strings.Join(domain.UploadTypes, `", "`) + `"`
+	switch v, ok := obj["content_type"]; {
+	case !ok:
+		p.Add("content_type", "is required: one of "+types)
+	default:
+		s, _ := v.(string)
+		if !slices.Contains(domain.UploadTypes, s) {
+			p.Add("content_type", "must be one of "+types)
+		}
+		ctype = s
+	}
+	if v, ok := obj["size"]; ok {
+		n, isNum := v.(json.Number)
+		i, convErr := n.Int64()
+		switch {
+		case !isNum || convErr != nil:
+			p.Add("size", "must be an integer number of bytes")
+		case i < 1 || i > domain.MaxUploadBytes:
+			p.Add("size", fmt.Sprintf("must be 1 to %d bytes (100 MiB), got %d", domain.MaxUploadBytes, i))
+		default:
+			size = i
+		}
+	}
+	if len(p) > 0 {
+		return "", 0, p.Err()
+	}
+	return ctype, size, nil
+}
+
+// FileObjects reads the uploaded files and presigns their GET.
+type FileObjects interface {
+	// Size is the object's size; an object that is not there is
+	// domain.ErrNotFound. (S3 answers a read of a missing key 403, not
+	// 404, to a role that may not list the bucket: the adapter lists
+	// the key, under uploads/ only.)
+	Size(ctx context.Context, key string) (int64, error)
+	// ReadStart reads the first n bytes of an object (fewer if it is
+	// shorter) and the content type it was stored with.
+	ReadStart(ctx context.Context, key string, n int64) (head []byte, contentType string, err error)
+	PresignGet(ctx context.Context, key string, lifetime time.Duration) (string, error)
+}
+
+// UnusableFileError is a file URL that names no usable file of the
+// caller: unknown (or another account's), expired, empty, too large, or
+// whose bytes are not the image type it declared. It matches
+// domain.ErrInvalid; Reason is for the client.
+type UnusableFileError struct{ Reason string }
+
+func (e *UnusableFileError) Error() string { return "unusable file: " + e.Reason }
+
+func (e *UnusableFileError) Is(target error) bool { return target == domain.ErrInvalid }
+
+// sniffBytes is how much of a file its type is told from
+// (http.DetectContentType reads at most 512 bytes).
+const sniffBytes = 512
+
+// FileInputs resolves the file URLs of a generate request's image fields.
+type FileInputs struct {
+	Objects FileObjects
+	Now     func() time.Time
+}
+
+// Resolve is a presigned GET URL, valid InputURLLifetime, of the caller's
+// file that fileURL (mediagen://files/<id>) names, once the file is
+// checked: it exists under the caller's id, has not expired, is at most
+// domain.MaxUploadBytes, and its first bytes are the image type it was
+// uploaded as. Anything else is an *UnusableFileError saying why.
+func (f *FileInputs) Resolve(ctx context.Context, userID, fileURL string) (string, error) {
+	id, ok := domain.ParseFileURL(fileURL)
+	if !ok {
+		return "", unusable("must be mediagen://files/<file_id>, a file_id that POST /api/files made")
+	}
+	key := UploadKey(userID, id)
+	size, err := f.Objects.Size(ctx, key)
+	switch {
+	case errors.Is(err, domain.ErrNotFound):
+		return "", unusable(fmt.Sprintf("file %s is unknown: make it with POST /api/files and PUT its bytes to its upload_url first", id))
+	case err != nil:
+		return "", fmt.Errorf("file %s: %w", id, err)
+	}
+	if size == 0 {
+		return "", unusable(fmt.Sprintf("file %s is empty: PUT its bytes to its upload_url", id))
+	}
+	made, _ := domain.FileMadeAt(id)
+	if now := domain.Now(f.Now); !now.Before(domain.FileExpiresAt(made)) {
+		return "", unusable(fmt.Sprintf("file %s expired at %s (files are kept %s)", id, domain.FileExpiresAt(made).UTC().Format(time.RFC3339), domain.UploadRetention))
+	}
+	if size > domain.MaxUploadBytes {
+		return "", unusable(fmt.Sprintf("file %s is %d bytes, over the %d-byte (100 MiB) limit", id, size, domain.MaxUploadBytes))
+	}
+	head, declared, err := f.Objects.ReadStart(ctx, key, sniffBytes)
+	if err != nil {
+		return "", fmt.Errorf("file %s: %w", id, err)
+	}
+	if got := http.DetectContentType(head); got != declared || !slices.Contains(domain.UploadTypes, got) {
+		return "", unusable(fmt.Sprintf("file %s was uploaded as %s but its bytes are %s", id, declared, describeType(got)))
+	}
+	u, err := f.Objects.PresignGet(ctx, key, InputURLLifetime)
+	if err != nil {
+		return "", fmt.Errorf("presign the read of file %s: %w", id, err)
+	}
+	return u, nil
+}
+
+func describeType(sniffed string) string {
+	if slices.Contains(domain.UploadTypes, sniffed) {
+		return sniffed
+	}
+	return "not a PNG, JPEG, WebP or GIF image"
+}
+
+func unusable(reason string) error { return &UnusableFileError{Reason: reason} }

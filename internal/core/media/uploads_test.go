@@ -1,0 +1,106 @@
+package media
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/mediagen-dev/mediagen/internal/core/domain"
+)
+
+// fakeFiles is a bucket of uploads in memory: each key's bytes, stored
+// type and, when set, the size the bucket lists (a file too large to
+// keep here).
+type fakeFiles map[string]struct {
+	data  []byte
+	ctype string
+	size  int64
+}
+
+func (f fakeFiles) Size(_ context.Context, key string) (int64, error) {
+	o, ok := f[key]
+	if !ok {
+		return 0, domain.ErrNotFound
+	}
+	if o.size > 0 {
+		return o.size, nil
+	}
+	return int64(len(o.data)), nil
+}
+
+func (f fakeFiles) ReadStart(_ context.Context, key string, n int64) ([]byte, string, error) {
+	o := f[key]
+	return o.data[:min(int64(len(o.data)), n)], o.ctype, nil
+}
+
+func (f fakeFiles) PresignGet(_ context.Context, key string, lifetime time.Duration) (string, error) {
+	return "https://bucket.example/" + key + "?X-Amz-Expires=" + lifetime.String(), nil
+}
+
+// Resolve hands out a presigned GET only for the caller's file, uploaded,
+// within its day, at most 100 MiB, whose bytes are the type it declared;
+// anything else is an *UnusableFileError saying why, a 400 of the field.
+func TestResolveChecksTheFileBeforeHandingOutItsURL(t *testing.T) {
+	made := time.Date(2026, 11, 21, 18, 0, 0, 0, time.UTC)
+	png := []byte("\x89PNG\r\n\x1a\n\x00\x00\x00\rIHDR")
+	id := func(suffix byte) string {
+		s := domain.NewFileID(made)
+		return s[:len(s)-1] + string(suffix)
+	}
+	good, fake, huge, empty, theirs, never := id('1'), id('2'), id('3'), id('4'), id('5'), id('6')
+	files := fakeFiles{
+		UploadKey("usr_a", good):   {png, "image/png", 0},
+		UploadKey("usr_a", fake):   {[]byte("<html>no picture</html>"), "image/png", 0},
+		UploadKey("usr_a", empty):  {nil, "image/png", 0},
+		UploadKey("usr_a", huge):   {png, "image/png", domain.MaxUploadBytes + 1},
+		UploadKey("usr_b", theirs): {png, "image/png", 0},
+	}
+	tests := []struct {
+		name, ref string
+		at        time.Time
+		want      string // "" for a URL
+	}{
+		{"the caller's PNG", domain.FileURL(good), made.Add(time.Hour), ""},
+		{"bytes that are no image", domain.FileURL(fake), made.Add(time.Hour), "its bytes are not a PNG"},
+		{"another account's file", domain.FileURL(theirs), made.Add(time.Hour), "is unknown"},
+		{"a file never uploaded", domain.FileURL(never), made.Add(time.Hour), "is unknown"},
+		{"an empty file", domain.FileURL(empty), made.Add(time.Hour), "is empty"},
+		{"a day later", domain.FileURL(good), made.Add(24 * time.Hour), "expired"},
+		{"not a file URL", "mediagen://files/x", made, "must be mediagen://files/<file_id>"},
+		{"a file over 100 MiB", domain.FileURL(huge), made, "over the 104857600-byte (100 MiB) limit"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			r := &FileInputs{Objects: files, Now: func() time.Time { return tt.at }}
+			u, err := r.Resolve(context.Background(), "usr_a", tt.ref)
+			var unusable *UnusableFileError
+			switch {
+			case tt.want == "" && (err != nil || !strings.Contains(u, UploadsPrefix+"usr_a/"+good) || !strings.Contains(u, InputURLLifetime.String())):
+				t.Errorf("Resolve = %q, %v; want a GET URL of the file valid %s", u, err, InputURLLifetime)
+			case tt.want != "" && (!errors.As(err, &unusable) || !strings.Contains(unusable.Reason, tt.want) || !errors.Is(err, domain.ErrInvalid)):
+				t.Errorf("Resolve = %q, %v; want an unusable file saying %q", u, err, tt.want)
+			}
+		})
+	}
+}
+
+// A file id tells when it was made, to the millisecond, and so when it
+// expires; the file URL names it and nothing else.
+func TestFileIDsCarryTheirTime(t *testing.T) {
+	made := time.Date(2026, 11, 21, 18, 0, 0, 123e6, time.UTC)
+	id := domain.NewFileID(made)
+	got, err := domain.FileMadeAt(id)
+	if err != nil || !got.Equal(made) {
+		t.Fatalf("FileMadeAt(NewFileID(%s)) = %s, %v", made, got, err)
+	}
+	if parsed, ok := domain.ParseFileURL(domain.FileURL(id)); !ok || parsed != id {
+		t.Errorf("ParseFileURL(FileURL(%s)) = %q, %v", id, parsed, ok)
+	}
+	for _, bad := range []string{"mediagen://files/" + strings.ToUpper(id), "mediagen://files/../" + id, "mediagen://files/3348f3aa-5fd0-4758-860a-3ebaf4cfbcc7"} {
+		if _, ok := domain.ParseFileURL(bad); ok {
+			t.Errorf("ParseFileURL(%q) accepted it", bad)
+		}
+	}
+}
