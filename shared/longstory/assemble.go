@@ -69,9 +69,9 @@ func (s *Steps) Assemble(ctx context.Context, in AssembleTask) (FinalizeTask, er
 	defer os.RemoveAll(dir)
 	scenes := append([]SceneClip(nil), in.Scenes...)
 	sort.SliceStable(scenes, func(i, j int) bool { return scenes[i].SceneNumber < scenes[j].SceneNumber })
-	tracks := map[int]string{}
+	tracks := map[int]Track{}
 	for _, t := range in.Narration.Tracks {
-		tracks[t.SceneNumber] = t.Key
+		tracks[t.SceneNumber] = t
 	}
 	withAudio := len(tracks) > 0
 
@@ -219,6 +219,8 @@ type sceneSource struct {
 	// speech is "" for a scene without narration.
 	speech        string
 	speechSeconds float64
+	// marks are the narration's speech marks (nil: timed from its sound).
+	marks []SpeechMark
 	// speed is the video's narration_speed (1 by default).
 	speed float64
 }
@@ -228,7 +230,7 @@ const fetchParallel = 4
 
 // fetchScenes downloads and probes every clip and narration track, a few at
 // a time; the first failure in scene order is the error.
-func (s *Steps) fetchScenes(ctx context.Context, dir string, scenes []SceneClip, tracks map[int]string) ([]sceneSource, error) {
+func (s *Steps) fetchScenes(ctx context.Context, dir string, scenes []SceneClip, tracks map[int]Track) ([]sceneSource, error) {
 	sources := make([]sceneSource, len(scenes))
 	errs := make([]error, len(scenes))
 	panics := make([]any, len(scenes))
@@ -260,7 +262,7 @@ func (s *Steps) fetchScenes(ctx context.Context, dir string, scenes []SceneClip,
 	return sources, nil
 }
 
-func (s *Steps) fetchScene(ctx context.Context, dir string, sc SceneClip, track string) (sceneSource, error) {
+func (s *Steps) fetchScene(ctx context.Context, dir string, sc SceneClip, track Track) (sceneSource, error) {
 	n := sc.SceneNumber
 	src := sceneSource{n: n, clip: filepath.Join(dir, fmt.Sprintf("clip-%03d.mp4", n))}
 	if err := s.Files.GetFile(ctx, sc.Key, src.clip); err != nil {
@@ -275,11 +277,11 @@ func (s *Steps) fetchScene(ctx context.Context, dir string, sc SceneClip, track 
 		return src, &SceneFailedError{Msg: fmt.Sprintf("scene %d: the clip has no picture", n)}
 	}
 	src.video, src.clipSeconds = v, info.Duration
-	if track == "" {
+	if track.Key == "" {
 		return src, nil
 	}
-	src.speech = filepath.Join(dir, fmt.Sprintf("speech-%03d%s", n, filepath.Ext(track)))
-	if err := s.Files.GetFile(ctx, track, src.speech); err != nil {
+	src.speech = filepath.Join(dir, fmt.Sprintf("speech-%03d%s", n, filepath.Ext(track.Key)))
+	if err := s.Files.GetFile(ctx, track.Key, src.speech); err != nil {
 		return src, &TransientError{Msg: fmt.Sprintf("assemble: narration of scene %d: %v", n, err)}
 	}
 	a, err := s.FFmpeg.Probe(ctx, src.speech)
@@ -287,6 +289,21 @@ func (s *Steps) fetchScene(ctx context.Context, dir string, sc SceneClip, track 
 		return src, &TransientError{Msg: fmt.Sprintf("assemble: narration of scene %d: %v", n, err)}
 	}
 	src.speechSeconds = a.Duration
+	if track.MarksKey == "" {
+		return src, nil
+	}
+	marks := filepath.Join(dir, fmt.Sprintf("speech-%03d.marks", n))
+	if err := s.Files.GetFile(ctx, track.MarksKey, marks); err != nil {
+		return src, &TransientError{Msg: fmt.Sprintf("assemble: speech marks of scene %d: %v", n, err)}
+	}
+	f, err := os.Open(marks)
+	if err != nil {
+		return src, &TransientError{Msg: fmt.Sprintf("assemble: speech marks of scene %d: %v", n, err)}
+	}
+	defer f.Close()
+	if src.marks, err = ParseSpeechMarks(f); err != nil {
+		return src, &TransientError{Msg: fmt.Sprintf("assemble: speech marks of scene %d: %v", n, err)}
+	}
 	return src, nil
 }
 

@@ -52,10 +52,13 @@ func (s *Steps) speechSpans(ctx context.Context, sources []sceneSource) (map[int
 	return out, nil
 }
 
-// cues times each narrated scene's caption from its own narration track:
-// from where its speech starts to where it ends, as the assembly lays it
-// (at the scene's start, sped up by narrationTempo, never past the scene).
-// starts are the scenes' start times in the final video.
+// cues times each narrated scene's captions from its own narration, as the
+// assembly lays it (at the scene's start, sped up by narrationTempo, never
+// past the scene). With speech marks (Polly's), each sentence is a cue from
+// its sentence mark to the next one's, the last one to where the speech's
+// sound ends; without, the scene's script is one cue from where its speech
+// starts to where it ends (spans). starts are the scenes' start times in
+// the final video.
 func cues(v domain.LongVideo, sources []sceneSource, starts []float64, spans map[int][]ffmpeg.Span) []Cue {
 	texts := map[int]string{}
 	for _, sc := range v.Scenes {
@@ -64,16 +67,33 @@ func cues(v domain.LongVideo, sources []sceneSource, starts []float64, spans map
 	var out []Cue
 	for i, src := range sources {
 		sp := spans[src.n]
-		if src.speech == "" || len(sp) == 0 {
+		if src.speech == "" {
 			continue
 		}
 		tempo := narrationTempo(src.speechSeconds, src.speed)
-		start := starts[i] + sp[0].Start/tempo
-		end := math.Min(starts[i]+sp[len(sp)-1].End/tempo, starts[i]+SceneSeconds)
-		if end <= start {
+		at := func(speech float64) float64 { return math.Min(starts[i]+speech/tempo, starts[i]+SceneSeconds) }
+		if sentences := sentenceMarks(src.marks); len(sentences) > 0 {
+			soundEnd := src.speechSeconds
+			if len(sp) > 0 {
+				soundEnd = sp[len(sp)-1].End
+			}
+			for k, m := range sentences {
+				to := soundEnd
+				if k+1 < len(sentences) {
+					to = float64(sentences[k+1].Time) / 1000
+				}
+				if start, end := at(float64(m.Time)/1000), at(to); end > start {
+					out = append(out, Cue{Start: start, End: end, Lines: captionLines(m.Value)})
+				}
+			}
 			continue
 		}
-		out = append(out, Cue{Start: start, End: end, Lines: captionLines(texts[src.n])})
+		if len(sp) == 0 {
+			continue
+		}
+		if start, end := at(sp[0].Start), at(sp[len(sp)-1].End); end > start {
+			out = append(out, Cue{Start: start, End: end, Lines: captionLines(texts[src.n])})
+		}
 	}
 	return out
 }

@@ -2,9 +2,14 @@ package longstory
 
 import (
 	"encoding/base64"
+	"math"
+	"slices"
 	"strings"
 	"testing"
 	"unicode/utf8"
+
+	"github.com/mediagen-dev/mediagen/shared/domain"
+	"github.com/mediagen-dev/mediagen/shared/ffmpeg"
 )
 
 func TestCaptionLinesAreAtMostTwoShortLines(t *testing.T) {
@@ -87,5 +92,57 @@ func TestCaptionFontSizeIsRelativeToTheFrameAndFitsItsWidth(t *testing.T) {
 				t.Errorf("a line of %d characters at %d px is about %.0f px wide, over 90%% of %d", utf8.RuneCountInString(tc.lines[0]), got, w, tc.width)
 			}
 		})
+	}
+}
+
+// With speech marks, each sentence is its own cue from its sentence mark
+// to the next one's, the last to where the speech's sound ends, laid as
+// the narration is: at its scene's start and at its tempo (7.5 s of speech
+// is laid at 1.5x), never past the scene.
+func TestCuesFollowTheSpeechMarksOfEachSentence(t *testing.T) {
+	v := domain.LongVideo{Scenes: []domain.Scene{
+		{SceneNumber: 1, Narration: "The sea comes in. Gulls call."},
+		{SceneNumber: 2, Narration: "A long line of words that runs on."},
+	}}
+	sources := []sceneSource{
+		{n: 1, speech: "1.mp3", speechSeconds: 3, speed: 1, marks: []SpeechMark{
+			{Time: 120, Type: MarkSentence, Start: 0, End: 17, Value: "The sea comes in."},
+			{Time: 120, Type: MarkWord, Start: 0, End: 3, Value: "The"},
+			{Time: 1650, Type: MarkSentence, Start: 18, End: 29, Value: "Gulls call."},
+			{Time: 1650, Type: MarkWord, Start: 18, End: 23, Value: "Gulls"},
+		}},
+		{n: 2, speech: "2.mp3", speechSeconds: 7.5, speed: 1, marks: []SpeechMark{
+			{Time: 300, Type: MarkSentence, Start: 0, End: 34, Value: "A long line of words that runs on."},
+		}},
+	}
+	spans := map[int][]ffmpeg.Span{1: {{Start: 0.1, End: 1.2}, {Start: 1.6, End: 2.8}}, 2: {{Start: 0.25, End: 7.4}}}
+	got := cues(v, sources, []float64{0, 5}, spans)
+	want := []Cue{
+		{Start: 0.12, End: 1.65, Lines: []string{"The sea comes in."}},
+		{Start: 1.65, End: 2.8, Lines: []string{"Gulls call."}},
+		{Start: 5.2, End: 5 + 7.4/1.5, Lines: []string{"A long line of words that runs on."}},
+	}
+	if len(got) != len(want) {
+		t.Fatalf("cues %+v, want %+v", got, want)
+	}
+	for i := range want {
+		if math.Abs(got[i].Start-want[i].Start) > 1e-9 || math.Abs(got[i].End-want[i].End) > 1e-9 || !slices.Equal(got[i].Lines, want[i].Lines) {
+			t.Errorf("cue %d: %+v, want %+v", i+1, got[i], want[i])
+		}
+	}
+}
+
+func TestParseSpeechMarksReadsPollysLines(t *testing.T) {
+	raw := "{\"time\":6,\"type\":\"sentence\",\"start\":0,\"end\":23,\"value\":\"Mary had a little lamb.\"}\n\n{\"time\":373,\"type\":\"word\",\"start\":5,\"end\":8,\"value\":\"had\"}\n"
+	marks, err := ParseSpeechMarks(strings.NewReader(raw))
+	if err != nil || len(marks) != 2 || marks[1] != (SpeechMark{Time: 373, Type: MarkWord, Start: 5, End: 8, Value: "had"}) {
+		t.Fatalf("marks %+v, %v", marks, err)
+	}
+	var b strings.Builder
+	if err := WriteSpeechMarks(&b, marks); err != nil || b.String() != strings.ReplaceAll(raw, "\n\n", "\n") {
+		t.Errorf("written back as %q, %v", b.String(), err)
+	}
+	if _, err := ParseSpeechMarks(strings.NewReader("{\"time\":\n")); err == nil {
+		t.Error("a broken line: no error")
 	}
 }
