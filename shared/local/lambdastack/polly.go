@@ -30,7 +30,7 @@ import (
 func (s *Stack) servePolly(w http.ResponseWriter, r *http.Request, body []byte) {
 	var in struct {
 		Text, VoiceId, LanguageCode, OutputFormat, SampleRate, TextType string
-		SpeechMarkTypes                                                []string
+		SpeechMarkTypes                                                 []string
 	}
 	if err := json.Unmarshal(body, &in); err != nil {
 		writeJSONError(w, http.StatusBadRequest, "SerializationException", err.Error())
