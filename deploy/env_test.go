@@ -70,8 +70,8 @@ var expectedValue = map[string]any{
 	"JWKS_URL":          map[string]any{"Ref": "JwksUrl"},
 	"FFMPEG_PATH":       "/opt/bin/ffmpeg",
 	"FFPROBE_PATH":      "/opt/bin/ffprobe",
-	// The layer's font (build-FfmpegLayer).
-	"CAPTION_FONT_FILE": "/opt/fonts/DejaVuSans.ttf",
+	// The layer's fonts (build-FfmpegLayer).
+	"CAPTION_FONT_DIR": "/opt/fonts",
 }
 
 func variables(props map[string]any) map[string]any {

@@ -20,9 +20,9 @@ import (
 	"github.com/mediagen-dev/mediagen/shared/workflow"
 )
 
-// EnvCaptionFontFile is the font file the Assemble function draws burned
-// captions in.
-const EnvCaptionFontFile = "CAPTION_FONT_FILE"
+// EnvCaptionFontDir is the directory of the font files the Assemble
+// function draws burned captions in (longstory.CaptionFonts).
+const EnvCaptionFontDir = "CAPTION_FONT_DIR"
 
 // EnvStateMachineARN names the long-form state machine.
 const EnvStateMachineARN = "STATE_MACHINE_ARN"
@@ -89,8 +89,11 @@ func Assemble(ctx context.Context, log *slog.Logger) (any, error) {
 		return nil, err
 	}
 	settings := stepSettings(log)
-	// The layer's font (template.yaml); "" is ffmpeg.DefaultFontFile.
-	settings.CaptionFont = storewiring.Getenv(EnvCaptionFontFile)
+	// The layer's fonts (template.yaml); unset is Debian's font
+	// directories.
+	if d := storewiring.Getenv(EnvCaptionFontDir); d != "" {
+		settings.CaptionFontDirs = []string{d}
+	}
 	return longstory.AssembleStep(files, storewiring.Store(cfg), files, ffmpeg.Runner{Timeout: 10 * time.Minute}, settings), nil
 }
 

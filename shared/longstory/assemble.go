@@ -121,7 +121,7 @@ func (s *Steps) Assemble(ctx context.Context, in AssembleTask) (FinalizeTask, er
 			return FinalizeTask{}, err
 		}
 		if v.Studio.Captions == domain.CaptionsBurned {
-			if err := s.burnCaptions(ctx, dir, final, cues, width, height); err != nil {
+			if err := s.burnCaptions(ctx, dir, final, v.LanguageCode, cues, width, height); err != nil {
 				return FinalizeTask{}, err
 			}
 		}

@@ -82,13 +82,20 @@ func TestCaptionFontSizeIsRelativeToTheFrameAndFitsItsWidth(t *testing.T) {
 		{"landscape 1080p", []string{"The sea comes in."}, 1920, 1080, 54},
 		{"landscape, longest line", long, 1280, 720, 36},
 		{"portrait, longest line", long, 720, 1280, 23}, // 720 × 0.9 / (46 × 0.6)
+		// Japanese characters are about 1 em wide: 720 × 0.9 / 46.
+		{"portrait, longest Japanese line", []string{strings.Repeat("う", captionLineRunes)}, 720, 1280, 14},
+		{"landscape, short Japanese line", []string{"うみのおとがきこえる"}, 1280, 720, 36},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			got := captionFontSize(tc.lines, tc.width, tc.height)
 			if got != tc.want {
 				t.Errorf("font size %d, want %d", got, tc.want)
 			}
-			if w := float64(got) * captionEmPerRune * float64(utf8.RuneCountInString(tc.lines[0])); w > float64(tc.width)*captionWidthShare {
+			ems := 0.0
+			for _, r := range tc.lines[0] {
+				ems += map[bool]float64{false: captionEmPerRune, true: captionEmPerWide}[wide(r)]
+			}
+			if w := float64(got) * ems; w > float64(tc.width)*captionWidthShare {
 				t.Errorf("a line of %d characters at %d px is about %.0f px wide, over 90%% of %d", utf8.RuneCountInString(tc.lines[0]), got, w, tc.width)
 			}
 		})

@@ -31,11 +31,6 @@ const (
 func studio(obj map[string]any, model string, modelOK, narrate bool, p *catalog.Problems) domain.Studio {
 	var out domain.Studio
 	out.Captions = captions(obj, narrate, p)
-	if lang, _ := obj["language_code"].(string); out.Captions == domain.CaptionsBurned && !burnedLanguages[lang] {
-		if _, known := LookupLanguage(lang); known {
-			p.Add("captions", fmt.Sprintf("burned captions are drawn in DejaVu Sans, which has no glyphs for language_code %q; use %q", lang, domain.CaptionsSidecar))
-		}
-	}
 	music(obj, &out, p)
 	out.Voice = voice(obj, narrate, p)
 	out.NarrationSpeed = narrationSpeed(obj, narrate, p)

@@ -23,7 +23,8 @@ import (
 // Narrate asks the Polly endpoint (the stand-in, which answers marks as
 // Polly does) for each scene's sentence and word marks, and every
 // sentence of the narration is a cue that starts within 0.3 s of its
-// sentence mark, laid at its scene's start.
+// sentence mark, laid at its scene's start. The captions are burned too,
+// with the layer's fonts.
 func TestCaptionsFollowPollysSpeechMarks(t *testing.T) {
 	l := shared(t)
 	narrations := []string{
@@ -34,7 +35,9 @@ func TestCaptionsFollowPollysSpeechMarks(t *testing.T) {
 	for i, n := range narrations {
 		scenes = append(scenes, fmt.Sprintf(`{"scene_number":%d,"prompt":"scene %d: waves on a beach","narration":%q}`, i+1, i+1, n))
 	}
-	body := fmt.Sprintf(`{"prompt":"A day at the seaside","language_code":"en","model":"beta-2","scenes":[%s]}`, strings.Join(scenes, ","))
+	// Burned: Assemble also draws them with the layer's fonts
+	// (CAPTION_FONT_DIR), and writes the same file.
+	body := fmt.Sprintf(`{"prompt":"A day at the seaside","language_code":"en","model":"beta-2","captions":"burned","scenes":[%s]}`, strings.Join(scenes, ","))
 	status, created := call(t, l, http.MethodPost, "/api/long-story/videos", body)
 	id, _ := created["video_id"].(string)
 	if status != http.StatusOK || id == "" {
