@@ -40,6 +40,10 @@ var setButNotRead = map[string]map[string]string{
 		"FFMPEG_PATH":  "shared/ffmpeg reads it (os.Getenv): the layer's /opt/bin is not on PATH",
 		"FFPROBE_PATH": "shared/ffmpeg reads it (os.Getenv): the layer's /opt/bin is not on PATH",
 	},
+	// ffprobe checks a music_url given as a URL before any credit moves.
+	"LongStoryCreateFunction": {
+		"FFPROBE_PATH": "shared/ffmpeg reads it (os.Getenv): the layer's /opt/bin is not on PATH",
+	},
 }
 
 // expectedValue is what each variable must be set to.

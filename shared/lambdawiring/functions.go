@@ -145,7 +145,7 @@ func LongStoryCreate(ctx context.Context, log *slog.Logger) (any, error) {
 	if err != nil {
 		return nil, err
 	}
-	creator := longstory.NewCreator(storewiring.Store(cfg), wf, prices, longstory.Settings{Log: log})
+	creator := longstory.NewCreator(storewiring.Store(cfg), wf, prices, longstory.Settings{Log: log}).CheckingMusic(musicCheck())
 	return storewiring.Route(routes.LongStoryCreate(), routes.Ports{VideoCreator: creator, Gate: storewiring.PostGate(cfg, log)})
 }
 

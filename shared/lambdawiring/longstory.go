@@ -3,6 +3,7 @@ package lambdawiring
 import (
 	"context"
 	"log/slog"
+	"net/http"
 	"os"
 	"time"
 
@@ -14,6 +15,7 @@ import (
 	"github.com/mediagen-dev/mediagen/shared/ffmpeg"
 	"github.com/mediagen-dev/mediagen/shared/lambdawiring/storewiring"
 	"github.com/mediagen-dev/mediagen/shared/longstory"
+	"github.com/mediagen-dev/mediagen/shared/media"
 	"github.com/mediagen-dev/mediagen/shared/narration"
 	"github.com/mediagen-dev/mediagen/shared/routes"
 	"github.com/mediagen-dev/mediagen/shared/s3bucket"
@@ -94,7 +96,7 @@ func Assemble(ctx context.Context, log *slog.Logger) (any, error) {
 	if d := storewiring.Getenv(EnvCaptionFontDir); d != "" {
 		settings.CaptionFontDirs = []string{d}
 	}
-	return longstory.AssembleStep(files, storewiring.Store(cfg), files, ffmpeg.Runner{Timeout: 10 * time.Minute}, settings), nil
+	return longstory.AssembleStep(files, storewiring.Store(cfg), files, ffmpeg.Runner{Timeout: 10 * time.Minute}, musicDownloader(5*time.Minute), settings), nil
 }
 
 // Finalize completes the video, tags its files with a retention other than
@@ -150,4 +152,18 @@ func LongStoryVoices(ctx context.Context, log *slog.Logger) (any, error) {
 	}
 	lister := &longstory.VoiceLister{Narrator: narration.Polly{Client: polly.NewFromConfig(cfg)}, Files: files, WorkDir: os.TempDir(), Log: log}
 	return storewiring.Route(routes.LongStoryVoices(), routes.Ports{VoiceLister: lister, Gate: storewiring.Gate(cfg, log)})
+}
+
+// musicDownloader fetches a music_url given as a URL through the egress
+// guard (public https hosts only), at most longstory.MaxMusicURLBytes,
+// each try bounded by timeout.
+func musicDownloader(timeout time.Duration) *media.Downloader {
+	return &media.Downloader{HTTP: &http.Client{Timeout: timeout}, MaxBytes: longstory.MaxMusicURLBytes}
+}
+
+// musicCheck fetches and probes (ffprobe from the ffmpeg layer,
+// FFPROBE_PATH) a music_url given as a URL at create, within the route's
+// time.
+func musicCheck() *longstory.MusicCheck {
+	return &longstory.MusicCheck{Fetch: musicDownloader(15 * time.Second), FFmpeg: ffmpeg.Runner{Timeout: 10 * time.Second}, WorkDir: os.TempDir()}
 }

@@ -17,13 +17,14 @@ import (
 	"github.com/mediagen-dev/mediagen/shared/media"
 )
 
-// AssembleStep joins the clips and the narration into the final video.
+// AssembleStep joins the clips and the narration into the final video,
+// with the music of a music_url URL fetched through music.
 // It claims the video as finishing in store before it stores the final
 // video, and deletes that upload (with deleter) when the video ended
 // otherwise meanwhile.
-func AssembleStep(files Files, store Store, deleter Deleter, ff ffmpeg.Runner, settings StepSettings) func(context.Context, AssembleTask) (FinalizeTask, error) {
+func AssembleStep(files Files, store Store, deleter Deleter, ff ffmpeg.Runner, music Downloader, settings StepSettings) func(context.Context, AssembleTask) (FinalizeTask, error) {
 	s := settings.steps()
-	s.Files, s.Store, s.Deleter, s.FFmpeg = files, store, deleter, ff
+	s.Files, s.Store, s.Deleter, s.FFmpeg, s.Downloader = files, store, deleter, ff, music
 	return s.Assemble
 }
 

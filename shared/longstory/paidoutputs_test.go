@@ -148,7 +148,7 @@ func raceFinalVideo(t *testing.T, st store.Store, bucket *s3bucket.Bucket, clip,
 		files.after = g
 	}
 	settings := longstory.StepSettings{WorkDir: t.TempDir(), Log: quietLog()}
-	assemble := longstory.AssembleStep(files, claimer, bucket, ffmpeg.Runner{}, settings)
+	assemble := longstory.AssembleStep(files, claimer, bucket, ffmpeg.Runner{}, nil, settings)
 	finalize := longstory.FinalizeStep(bucket, bucket, st, nil, settings)
 	markFailed := longstory.MarkFailedStep(st, nil, nil, nil, bucket, settings)
 
@@ -291,7 +291,7 @@ func failAfterUpload(t *testing.T, st store.Store, bucket *s3bucket.Bucket, clip
 	ctx := context.Background()
 	v, sceneKey := newVideo(t, st, bucket, clip)
 	settings := longstory.StepSettings{WorkDir: t.TempDir(), Log: quietLog()}
-	if _, err := longstory.AssembleStep(bucket, st, bucket, ffmpeg.Runner{}, settings)(ctx,
+	if _, err := longstory.AssembleStep(bucket, st, bucket, ffmpeg.Runner{}, nil, settings)(ctx,
 		longstory.AssembleTask{VideoID: v.ID, Scenes: []longstory.SceneClip{{SceneNumber: 1, Key: sceneKey}}}); err != nil {
 		t.Fatal(err)
 	}

@@ -69,6 +69,8 @@ type Steps struct {
 	Deleter  Deleter
 	Narrator Narrator
 	FFmpeg   ffmpeg.Runner
+	// Downloader fetches a music_url given as a URL (Assemble).
+	Downloader Downloader
 	// Queue carries the scenes' polls (the poller's queue), Tokens resumes
 	// the workflow when a scene ends, and Slots caps the jobs at once per
 	// upstream as for single generations (nil: no caps).

@@ -458,10 +458,15 @@ func (r *Runtime) wire(cfg Config, st store.Store, rc *routing.Config, prices *p
 	if err := os.MkdirAll(stepSettings.WorkDir, 0o755); err != nil {
 		return routes.Ports{}, fmt.Errorf("scratch dir: %w", err)
 	}
+	// A music_url given as a URL is fetched through the egress guard, on
+	// loopback too (local use), trusting the simulator's CA and
+	// UpstreamCAs.
+	music := &media.Downloader{HTTP: &http.Client{Timeout: time.Minute}, MaxBytes: longstory.MaxMusicURLBytes,
+		AllowLoopback: true, RootCAs: r.Simulator.trust(cfg.UpstreamCAs)}
 	tasks := map[string]any{
 		"SubmitSceneFunctionArn": longstory.SubmitSceneStep(st, r.Upstreams, st, queue, stepSettings),
 		"NarrateFunctionArn":     longstory.NarrateStep(outputs, espeak.Narrator{}, st, stepSettings),
-		"AssembleFunctionArn":    longstory.AssembleStep(outputs, st, outputs, ffmpeg.Runner{}, stepSettings),
+		"AssembleFunctionArn":    longstory.AssembleStep(outputs, st, outputs, ffmpeg.Runner{}, music, stepSettings),
 		"FinalizeFunctionArn":    longstory.FinalizeStep(outputs, outputs, st, notifier, stepSettings),
 		"MarkFailedFunctionArn":  longstory.MarkFailedStep(st, notifier, r.Upstreams, st, outputs, stepSettings),
 	}
@@ -486,12 +491,13 @@ func (r *Runtime) wire(cfg Config, st store.Store, rc *routing.Config, prices *p
 		GenerationCanceler: generation.NewCanceler(st, r.Upstreams, st, notifier, settings),
 		GenerationRemover:  generation.NewOutputRemover(st, outputs, nil, settings),
 		UpstreamCallbacks:  generation.NewCallbacks(st, r.Upstreams, queue, settings),
-		VideoCreator:       longstory.NewCreator(st, r.Workflow, prices, storySettings),
-		VideoReader:        longstory.NewReader(st),
-		VideoCanceler:      longstory.NewCanceler(st, r.Workflow, r.Upstreams, st, notifier, storySettings),
-		VideoRemover:       longstory.NewOutputRemover(st, outputs, nil, storySettings),
-		VoiceLister:        &longstory.VoiceLister{Narrator: espeak.Narrator{}, Files: outputs, WorkDir: stepSettings.WorkDir, Log: log},
-		Secrets:            st, Journal: st, Usage: st,
+		VideoCreator: longstory.NewCreator(st, r.Workflow, prices, storySettings).CheckingMusic(
+			&longstory.MusicCheck{Fetch: music, FFmpeg: ffmpeg.Runner{}, WorkDir: stepSettings.WorkDir}),
+		VideoReader:   longstory.NewReader(st),
+		VideoCanceler: longstory.NewCanceler(st, r.Workflow, r.Upstreams, st, notifier, storySettings),
+		VideoRemover:  longstory.NewOutputRemover(st, outputs, nil, storySettings),
+		VoiceLister:   &longstory.VoiceLister{Narrator: espeak.Narrator{}, Files: outputs, WorkDir: stepSettings.WorkDir, Log: log},
+		Secrets:       st, Journal: st, Usage: st,
 		KeyCreator:    &accounts.KeyCreator{Store: st},
 		KeyLister:     &accounts.KeyLister{Keys: st, Spend: st},
 		KeyRevoker:    &accounts.KeyRevoker{Store: st},
