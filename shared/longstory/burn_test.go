@@ -124,10 +124,12 @@ func differing(a, b []byte) int {
 // WenQuanYi differs from the same text in DejaVu Sans, which has no kana
 // (boxes); Hindi shaped by HarfBuzz (the filter's complex shaping) differs
 // from the same text laid glyph by glyph (simple shaping: Devanagari's
-// vowel signs unordered, its conjuncts broken).
+// vowel signs unordered, its conjuncts broken); Arabic's letters are
+// joined: the line differs from the same letters kept apart by zero-width
+// non-joiners.
 func TestBurnedCaptionsUseTheScriptsFontAndShapeIt(t *testing.T) {
-	filter := func(lang string, font *CaptionFont, shaping string) string {
-		cues := []Cue{{Start: 0, End: 1, Lines: captionLines(captionSamples[lang])}}
+	filter := func(lang, text string, font *CaptionFont, shaping string) string {
+		cues := []Cue{{Start: 0, End: 1, Lines: captionLines(text)}}
 		f := captionFontFor(lang, cues)
 		if font != nil {
 			f = *font
@@ -150,21 +152,23 @@ func TestBurnedCaptionsUseTheScriptsFontAndShapeIt(t *testing.T) {
 		}
 		return strings.Replace(assFilter(script, fonts), ":shaping=complex", ":shaping="+shaping, 1)
 	}
+	apart := func(s string) string { return strings.Join(strings.Split(s, ""), "\u200c") }
 	blank := frameOf(t, "null")
 	for _, tc := range []struct {
-		lang, against string
-		other         *CaptionFont
-		otherShaping  string
+		lang, against, otherText string
+		other                    *CaptionFont
+		otherShaping             string
 	}{
-		{"ja", "the font without its glyphs", &FontLatin, "complex"},
-		{"hi", "the unshaped text", nil, "simple"},
+		{"ja", "the font without its glyphs", captionSamples["ja"], &FontLatin, "complex"},
+		{"hi", "the unshaped text", captionSamples["hi"], nil, "simple"},
+		{"ar", "the letters unjoined", apart(captionSamples["ar"]), nil, "complex"},
 	} {
 		t.Run(tc.lang, func(t *testing.T) {
-			ours := frameOf(t, filter(tc.lang, nil, "complex"))
-			other := frameOf(t, filter(tc.lang, tc.other, tc.otherShaping))
+			ours := frameOf(t, filter(tc.lang, captionSamples[tc.lang], nil, "complex"))
+			other := frameOf(t, filter(tc.lang, tc.otherText, tc.other, tc.otherShaping))
 			drawn, diff := differing(blank, ours), differing(ours, other)
 			t.Logf("%s: %d pixels drawn, %d differ from %s", tc.lang, drawn, diff, tc.against)
-			if drawn < 2000 {
+			if drawn < 1000 {
 				t.Errorf("%s captions drew %d pixels, want the text", tc.lang, drawn)
 			}
 			if diff < 500 {
