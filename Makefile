@@ -114,12 +114,20 @@ build-%Function:
 # The assemble function's ffmpeg layer: static linux/arm64 ffmpeg and ffprobe
 # as the npm registry ships them inside these packages (GPLv3 builds from
 # johnvansickle.com), unpacked into bin/ of the layer (/opt/bin at run time).
-# The layer also carries the font burned captions are drawn in (DejaVu
-# Sans, from the npm package of the DejaVu fonts: Lambda's image has no
-# fonts) under fonts/ (/opt/fonts), named by CAPTION_FONT_FILE.
+# The layer also carries the fonts burned captions are drawn in, one per
+# script (longform.CaptionFonts; Lambda's image has no fonts), under
+# fonts/ (/opt/fonts, CAPTION_FONT_DIR): DejaVu Sans from the npm package
+# of the DejaVu fonts, and from Debian's packages (apt-get download, no
+# root needed) Noto Sans Devanagari and Arabic (fonts-noto-core)
+# and WenQuanYi Micro Hei for Japanese (fonts-wqy-microhei), with their
+# licences: about 6 MB of fonts beside ffmpeg and ffprobe.
 FFMPEG_NPM = @ffmpeg-installer/linux-arm64@4.1.4
 FFPROBE_NPM = @ffprobe-installer/linux-arm64@5.2.0
 FONTS_NPM = dejavu-fonts-ttf@2.37.3
+FONTS_DEB = fonts-noto-core fonts-wqy-microhei
+FONTS_DEB_FILES = usr/share/fonts/truetype/noto/NotoSansDevanagari-Regular.ttf \
+  usr/share/fonts/truetype/noto/NotoSansArabic-Regular.ttf \
+  usr/share/fonts/truetype/wqy/wqy-microhei.ttc
 build-FfmpegLayer:
 	@mkdir -p $(ARTIFACTS_DIR)/bin $(ARTIFACTS_DIR)/fonts
 	@tmp=$$(mktemp -d) && cd $$tmp && npm pack --silent $(FFMPEG_NPM) $(FFPROBE_NPM) >/dev/null && \
@@ -129,6 +137,11 @@ build-FfmpegLayer:
 	  tar -xzf *.tgz package/ttf/DejaVuSans.ttf package/LICENSE && \
 	  install -m 0644 package/ttf/DejaVuSans.ttf $(ARTIFACTS_DIR)/fonts/ && \
 	  install -m 0644 package/LICENSE $(ARTIFACTS_DIR)/fonts/DejaVu-LICENSE && rm -rf $$tmp
+	@tmp=$$(mktemp -d) && cd $$tmp && apt-get download -qq $(FONTS_DEB) >/dev/null && \
+	  for d in *.deb; do dpkg-deb -x $$d root; done && \
+	  for f in $(FONTS_DEB_FILES); do install -m 0644 root/$$f $(ARTIFACTS_DIR)/fonts/ || exit 1; done && \
+	  install -m 0644 root/usr/share/doc/fonts-noto-core/copyright $(ARTIFACTS_DIR)/fonts/Noto-copyright && \
+	  install -m 0644 root/usr/share/doc/fonts-wqy-microhei/copyright $(ARTIFACTS_DIR)/fonts/WenQuanYi-copyright && rm -rf $$tmp
 	@ls -l $(ARTIFACTS_DIR)/bin $(ARTIFACTS_DIR)/fonts
 
 ffmpeg-layer:

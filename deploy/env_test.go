@@ -40,6 +40,10 @@ var setButNotRead = map[string]map[string]string{
 		"FFMPEG_PATH":  "internal/adapters/ffmpeg reads it (os.Getenv): the layer's /opt/bin is not on PATH",
 		"FFPROBE_PATH": "internal/adapters/ffmpeg reads it (os.Getenv): the layer's /opt/bin is not on PATH",
 	},
+	// ffprobe checks a music_url given as a URL before any credit moves.
+	"LongStoryCreateFunction": {
+		"FFPROBE_PATH": "internal/adapters/ffmpeg reads it (os.Getenv): the layer's /opt/bin is not on PATH",
+	},
 }
 
 // expectedValue is what each variable must be set to.
@@ -70,8 +74,8 @@ var expectedValue = map[string]any{
 	"JWKS_URL":          map[string]any{"Ref": "JwksUrl"},
 	"FFMPEG_PATH":       "/opt/bin/ffmpeg",
 	"FFPROBE_PATH":      "/opt/bin/ffprobe",
-	// The layer's font (build-FfmpegLayer).
-	"CAPTION_FONT_FILE": "/opt/fonts/DejaVuSans.ttf",
+	// The layer's fonts (build-FfmpegLayer).
+	"CAPTION_FONT_DIR": "/opt/fonts",
 }
 
 func variables(props map[string]any) map[string]any {

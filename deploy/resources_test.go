@@ -311,8 +311,15 @@ func TestEveryFunctionRunsAsTheGoRuntimeExpects(t *testing.T) {
 		t.Errorf("FfmpegLayer: Metadata.BuildArchitecture is %s, want arm64 (sam build builds layers for x86_64 otherwise)", show(layer.Metadata["BuildArchitecture"]))
 	}
 	for name, r := range tpl.Resources {
-		if name != "AssembleFunction" && r.Properties["Layers"] != nil {
-			t.Errorf("%s: Layers %s; only the assemble function runs ffmpeg", name, show(r.Properties["Layers"]))
+		switch {
+		case name == "AssembleFunction":
+		case name == "LongStoryCreateFunction":
+			// Its ffprobe checks a music_url given as a URL.
+			if show(r.Properties["Layers"]) != show([]any{map[string]any{"Ref": "FfmpegLayer"}}) {
+				t.Errorf("%s: Layers %s, want [!Ref FfmpegLayer] (ffprobe checks a music_url)", name, show(r.Properties["Layers"]))
+			}
+		case r.Properties["Layers"] != nil:
+			t.Errorf("%s: Layers %s; only the assemble function runs ffmpeg, and the long-form create function ffprobe", name, show(r.Properties["Layers"]))
 		}
 	}
 

@@ -14,6 +14,10 @@ need_command ffprobe ffmpeg
 need_command curl curl         # the README quickstart test runs its curl commands
 need_command espeak-ng espeak-ng # local narration of long-form videos
 need_file /usr/share/fonts/truetype/dejavu/DejaVuSans.ttf fonts-dejavu-core   # drawtext's font, by path
+# Burned captions' fonts (longform.CaptionFonts): Devanagari and Arabic
+# from Noto, Japanese from WenQuanYi Micro Hei (Hebrew is DejaVu's).
+need_file /usr/share/fonts/truetype/noto/NotoSansDevanagari-Regular.ttf fonts-noto-core
+need_file /usr/share/fonts/truetype/wqy/wqy-microhei.ttc fonts-wqy-microhei
 # The playground's and dashboard's browser tests drive Debian's Chromium with playwright-core
 # (executablePath /usr/bin/chromium); make run does not need it.
 [ "${1:-}" = runtime ] || need_file /usr/bin/chromium chromium

@@ -512,7 +512,7 @@ func storyCreateCmd(ctx context.Context, args []string, stdout, stderr io.Writer
 	portrait := fs.Bool("portrait", false, "make the video upright, 720x1280 (aspect_ratio portrait)")
 	captions := fs.String("captions", "", "captions: none, sidecar (a WebVTT file; the default when narrated) or burned (drawn on the picture too)")
 	transition := fs.String("transition", "", "between scenes: cut (the default) or crossfade (0.5 s)")
-	music := fs.String("music", "", "music under the video: @file (.wav, .mp3 or .m4a, at most 96 KiB) or a data:audio URI")
+	music := fs.String("music", "", "music under the video: an https URL (at most 20 MiB), @file (.wav, .mp3 or .m4a, at most 96 KiB) or a data:audio URI")
 	musicVolume := fs.Float64("music-volume", -1, "the music's gain, 0 to 1 (default: the service's, 0.3)")
 	wait := fs.Bool("wait", false, "wait until the video is final, then download it")
 	out := fs.String("out", "", "directory for the video (implies --wait; default: the current directory)")
@@ -735,7 +735,7 @@ func priceInWords(p client.Price) string {
 	return strings.Join(parts, "; ")
 }
 
-// musicURI is --music's value as music_url: a data: URI as given, or
+// musicURI is --music's value as music_url: a URL or a data: URI as given, or
 // @file read into a data:audio URI of the file's type (by its extension).
 func musicURI(arg string) (string, error) {
 	name, isFile := strings.CutPrefix(arg, "@")

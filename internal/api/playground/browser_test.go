@@ -44,7 +44,37 @@ func TestThePlaygroundMakesAnImageAVideoAndALongVideoInChromium(t *testing.T) {
 		t.Error("the image count is offered for a video variant")
 	}
 	if d := num("story", "duration"); d < 14.5 || d > 15.5 {
-		t.Errorf("the long-form video lasts %v s, want 15 (3 scenes of 5 s)", d)
+		t.Errorf("the long-form video lasts %v s, want 15 (3 scenes of 5 s, crossfaded)", d)
+	}
+	// The studio options reached the video: portrait, and captions beside it.
+	if w, h := num("story", "videoWidth"), num("story", "videoHeight"); w != 720 || h != 1280 {
+		t.Errorf("the long-form video is %vx%v, want portrait 720x1280", w, h)
+	}
+	if c, _ := checks.last("story")["captions"].(string); !strings.HasSuffix(c, "/captions.vtt") {
+		t.Errorf("the long-form video's captions link is %q, want its captions.vtt", c)
+	}
+	opts, _ := checks.last("story")["options"].(string)
+	voice, _ := checks.last("voices")["chosen"].(string)
+	for _, want := range []string{"portrait 720x1280", "crossfade", "voice " + voice, "captions burned", "narration ×1.2", "music at 0.4 (file)"} {
+		if !strings.Contains(opts, want) {
+			t.Errorf("the status view shows %q, want %q in it", opts, want)
+		}
+	}
+	// The voices of the language were listed from the API, and the chosen
+	// one's preview played.
+	if voices, _ := checks.last("voices")["voices"].([]any); len(voices) < 2 || voice == "" {
+		t.Errorf("voices offered: %v, want the language's voices", checks.last("voices"))
+	}
+	if p, _ := checks.last("voices")["preview"].(map[string]any); p["duration"] == nil || p["duration"].(float64) <= 0 {
+		t.Errorf("the voice preview did not play: %v", checks.last("voices"))
+	}
+	// The estimate checks the options: a narration speed out of range
+	// shows the service's message, a valid set keeps the price.
+	if e, _ := checks.last("bad option")["text"].(string); !strings.Contains(e, "No estimate") || !strings.Contains(e, "narration_speed") {
+		t.Errorf("an estimate with narration speed 2 shows %q, want the service's message naming narration_speed", e)
+	}
+	if e, _ := checks.last("studio estimate")["text"].(string); !strings.Contains(e, "3 scenes × 5 s = 15 s · 195 credits") {
+		t.Errorf("the estimate with every option shows %q, want 3 scenes × 5 s = 15 s · 195 credits", e)
 	}
 	if e, _ := checks.last("bad input")["error"].(string); !strings.Contains(e, "input.seconds: is required") {
 		t.Errorf("a bad request shows %q, want the envelope's field message", e)

@@ -3,6 +3,7 @@ package lambdawiring
 import (
 	"context"
 	"log/slog"
+	"net/http"
 	"os"
 	"time"
 
@@ -18,11 +19,12 @@ import (
 	"github.com/mediagen-dev/mediagen/internal/aws/s3bucket"
 	"github.com/mediagen-dev/mediagen/internal/aws/workflow"
 	"github.com/mediagen-dev/mediagen/internal/core/longform"
+	"github.com/mediagen-dev/mediagen/internal/core/media"
 )
 
-// EnvCaptionFontFile is the font file the Assemble function draws burned
-// captions in.
-const EnvCaptionFontFile = "CAPTION_FONT_FILE"
+// EnvCaptionFontDir is the directory of the font files the Assemble
+// function draws burned captions in (longform.CaptionFonts).
+const EnvCaptionFontDir = "CAPTION_FONT_DIR"
 
 // EnvStateMachineARN names the long-form state machine.
 const EnvStateMachineARN = "STATE_MACHINE_ARN"
@@ -89,9 +91,12 @@ func Assemble(ctx context.Context, log *slog.Logger) (any, error) {
 		return nil, err
 	}
 	settings := stepSettings(log)
-	// The layer's font (template.yaml); "" is ffmpeg.DefaultFontFile.
-	settings.CaptionFont = storewiring.Getenv(EnvCaptionFontFile)
-	return longform.AssembleStep(files, storewiring.Store(cfg), files, ffmpeg.Runner{Timeout: 10 * time.Minute}, settings), nil
+	// The layer's fonts (template.yaml); unset is Debian's font
+	// directories.
+	if d := storewiring.Getenv(EnvCaptionFontDir); d != "" {
+		settings.CaptionFontDirs = []string{d}
+	}
+	return longform.AssembleStep(files, storewiring.Store(cfg), files, ffmpeg.Runner{Timeout: 10 * time.Minute}, musicDownloader(5*time.Minute), settings), nil
 }
 
 // Finalize completes the video, tags its files with a retention other than
@@ -147,4 +152,18 @@ func LongStoryVoices(ctx context.Context, log *slog.Logger) (any, error) {
 	}
 	lister := &longform.VoiceLister{Narrator: narration.Polly{Client: polly.NewFromConfig(cfg)}, Files: files, WorkDir: os.TempDir(), Log: log}
 	return storewiring.Route(routes.LongStoryVoices(), routes.Ports{VoiceLister: lister, Gate: storewiring.Gate(cfg, log)})
+}
+
+// musicDownloader fetches a music_url given as a URL through the egress
+// guard (public https hosts only), at most longform.MaxMusicURLBytes,
+// each try bounded by timeout.
+func musicDownloader(timeout time.Duration) *media.Downloader {
+	return &media.Downloader{HTTP: &http.Client{Timeout: timeout}, MaxBytes: longform.MaxMusicURLBytes}
+}
+
+// musicCheck fetches and probes (ffprobe from the ffmpeg layer,
+// FFPROBE_PATH) a music_url given as a URL at create, within the route's
+// time.
+func musicCheck() *longform.MusicCheck {
+	return &longform.MusicCheck{Fetch: musicDownloader(15 * time.Second), FFmpeg: ffmpeg.Runner{Timeout: 10 * time.Second}, WorkDir: os.TempDir()}
 }

@@ -27,7 +27,10 @@ type Polly struct {
 	Client PollyAPI
 }
 
-var _ longform.Narrator = Polly{}
+var (
+	_ longform.Narrator = Polly{}
+	_ longform.Marker   = Polly{}
+)
 
 // ErrUnsupportedVoice is a language whose Polly voice or language code the
 // SDK does not know: asking Polly would fail, or worse, speak another
@@ -72,4 +75,36 @@ func (p Polly) Speak(ctx context.Context, lang longform.Language, text, dir stri
 		return "", "", fmt.Errorf("polly: save speech: %w", err)
 	}
 	return filepath.Clean(f.Name()), "audio/mpeg", nil
+}
+
+// MarksInput is the SynthesizeSpeech request for the sentence and word
+// speech marks of the speech SpeechInput asks for: the same text, voice,
+// language code and engine, as json (speech marks take no sample rate).
+func MarksInput(lang longform.Language, text string) (*polly.SynthesizeSpeechInput, error) {
+	in, err := SpeechInput(lang, text)
+	if err != nil {
+		return nil, err
+	}
+	in.OutputFormat, in.SampleRate = types.OutputFormatJson, nil
+	in.SpeechMarkTypes = []types.SpeechMarkType{types.SpeechMarkTypeSentence, types.SpeechMarkTypeWord}
+	return in, nil
+}
+
+// SpeechMarks asks Polly where each sentence and word of the speech of
+// text starts (its line-delimited JSON speech marks).
+func (p Polly) SpeechMarks(ctx context.Context, lang longform.Language, text string) ([]longform.SpeechMark, error) {
+	in, err := MarksInput(lang, text)
+	if err != nil {
+		return nil, err
+	}
+	out, err := p.Client.SynthesizeSpeech(ctx, in)
+	if err != nil {
+		return nil, fmt.Errorf("polly speech marks %s (%s): %w", lang.PollyVoice, lang.PollyLanguage, err)
+	}
+	defer out.AudioStream.Close()
+	marks, err := longform.ParseSpeechMarks(out.AudioStream)
+	if err != nil {
+		return nil, fmt.Errorf("polly: %w", err)
+	}
+	return marks, nil
 }

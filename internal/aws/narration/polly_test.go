@@ -5,6 +5,7 @@ import (
 	"errors"
 	"io"
 	"os"
+	"slices"
 	"strings"
 	"testing"
 
@@ -123,5 +124,53 @@ func TestPollySpeaksEveryCatalogVoice(t *testing.T) {
 				t.Errorf("asked Polly for %q in %q (%s), want %q in %q (neural)", rec.got.VoiceId, rec.got.LanguageCode, rec.got.Engine, v.Polly, lang.PollyLanguage)
 			}
 		})
+	}
+}
+
+// answeringPolly answers every SynthesizeSpeech with body.
+type answeringPolly struct {
+	got  *polly.SynthesizeSpeechInput
+	body string
+}
+
+func (a *answeringPolly) SynthesizeSpeech(_ context.Context, in *polly.SynthesizeSpeechInput, _ ...func(*polly.Options)) (*polly.SynthesizeSpeechOutput, error) {
+	a.got = in
+	return &polly.SynthesizeSpeechOutput{AudioStream: io.NopCloser(strings.NewReader(a.body)), ContentType: aws.String("application/x-json-stream")}, nil
+}
+
+// The speech marks are asked of the same voice, language code, engine and
+// text as the speech, as json with sentence and word marks (Polly's
+// SpeechMarkTypes), and read from Polly's line-delimited JSON (the
+// documented example: "Mary had a little lamb").
+func TestPollySpeechMarksAreTheSpeechsSentencesAndWords(t *testing.T) {
+	hindi, _ := longform.LookupLanguage("hi")
+	text := "Mary had a little lamb."
+	body := `{"time":6,"type":"sentence","start":0,"end":23,"value":"Mary had a little lamb."}
+{"time":6,"type":"word","start":0,"end":4,"value":"Mary"}
+{"time":373,"type":"word","start":5,"end":8,"value":"had"}
+`
+	rec := &answeringPolly{body: body}
+	marks, err := Polly{Client: rec}.SpeechMarks(context.Background(), hindi, text)
+	if err != nil {
+		t.Fatal(err)
+	}
+	speech, _ := SpeechInput(hindi, text)
+	got := rec.got
+	if got.OutputFormat != types.OutputFormatJson || !slices.Equal(got.SpeechMarkTypes, []types.SpeechMarkType{types.SpeechMarkTypeSentence, types.SpeechMarkTypeWord}) || got.SampleRate != nil {
+		t.Errorf("asked Polly for %q marks %v at rate %v; want json sentence and word marks, no sample rate", got.OutputFormat, got.SpeechMarkTypes, aws.ToString(got.SampleRate))
+	}
+	if got.VoiceId != speech.VoiceId || got.LanguageCode != speech.LanguageCode || got.Engine != speech.Engine || aws.ToString(got.Text) != text {
+		t.Errorf("marks asked of %q in %q (%s) for %q; want the speech's %q in %q (%s)", got.VoiceId, got.LanguageCode, got.Engine, aws.ToString(got.Text), speech.VoiceId, speech.LanguageCode, speech.Engine)
+	}
+	want := []longform.SpeechMark{
+		{Time: 6, Type: "sentence", Start: 0, End: 23, Value: text},
+		{Time: 6, Type: "word", Start: 0, End: 4, Value: "Mary"},
+		{Time: 373, Type: "word", Start: 5, End: 8, Value: "had"},
+	}
+	if !slices.Equal(marks, want) {
+		t.Errorf("marks %+v, want %+v", marks, want)
+	}
+	if _, err := (Polly{Client: &answeringPolly{body: "not json\n"}}).SpeechMarks(context.Background(), hindi, text); err == nil {
+		t.Error("marks that are not JSON lines: no error")
 	}
 }

@@ -177,6 +177,12 @@ func referenceProblem(s string, opts Options) string {
 // urlProblem checks a URL the service may fetch or call: https to a public
 // host, or plain http to loopback where opts allow it. want is the message
 // for a URL of the wrong form. "" means valid.
+// URLProblem says what is wrong with s as a URL the service is to fetch
+// (want names what it must be): https to a public host (plain http and
+// loopback hosts too when opts.AllowLoopbackURLs), at most MaxURLLength
+// characters, no user name; "" when nothing is.
+func URLProblem(s string, opts Options, want string) string { return urlProblem(s, opts, want) }
+
 func urlProblem(s string, opts Options, want string) string {
 	if len(s) > MaxURLLength {
 		return fmt.Sprintf("URL must be at most %d characters long", MaxURLLength)

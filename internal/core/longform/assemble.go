@@ -17,13 +17,14 @@ import (
 	"github.com/mediagen-dev/mediagen/internal/core/media"
 )
 
-// AssembleStep joins the clips and the narration into the final video.
+// AssembleStep joins the clips and the narration into the final video,
+// with the music of a music_url URL fetched through music.
 // It claims the video as finishing in store before it stores the final
 // video, and deletes that upload (with deleter) when the video ended
 // otherwise meanwhile.
-func AssembleStep(files Files, store Store, deleter Deleter, ff ffmpeg.Runner, settings StepSettings) func(context.Context, AssembleTask) (FinalizeTask, error) {
+func AssembleStep(files Files, store Store, deleter Deleter, ff ffmpeg.Runner, music Downloader, settings StepSettings) func(context.Context, AssembleTask) (FinalizeTask, error) {
 	s := settings.steps()
-	s.Files, s.Store, s.Deleter, s.FFmpeg = files, store, deleter, ff
+	s.Files, s.Store, s.Deleter, s.FFmpeg, s.Downloader = files, store, deleter, ff, music
 	return s.Assemble
 }
 
@@ -69,9 +70,9 @@ func (s *Steps) Assemble(ctx context.Context, in AssembleTask) (FinalizeTask, er
 	defer os.RemoveAll(dir)
 	scenes := append([]SceneClip(nil), in.Scenes...)
 	sort.SliceStable(scenes, func(i, j int) bool { return scenes[i].SceneNumber < scenes[j].SceneNumber })
-	tracks := map[int]string{}
+	tracks := map[int]Track{}
 	for _, t := range in.Narration.Tracks {
-		tracks[t.SceneNumber] = t.Key
+		tracks[t.SceneNumber] = t
 	}
 	withAudio := len(tracks) > 0
 
@@ -121,7 +122,7 @@ func (s *Steps) Assemble(ctx context.Context, in AssembleTask) (FinalizeTask, er
 			return FinalizeTask{}, err
 		}
 		if v.Studio.Captions == domain.CaptionsBurned {
-			if err := s.burnCaptions(ctx, dir, final, cues, width, height); err != nil {
+			if err := s.burnCaptions(ctx, dir, final, v.LanguageCode, cues, width, height); err != nil {
 				return FinalizeTask{}, err
 			}
 		}
@@ -219,6 +220,8 @@ type sceneSource struct {
 	// speech is "" for a scene without narration.
 	speech        string
 	speechSeconds float64
+	// marks are the narration's speech marks (nil: timed from its sound).
+	marks []SpeechMark
 	// speed is the video's narration_speed (1 by default).
 	speed float64
 }
@@ -228,7 +231,7 @@ const fetchParallel = 4
 
 // fetchScenes downloads and probes every clip and narration track, a few at
 // a time; the first failure in scene order is the error.
-func (s *Steps) fetchScenes(ctx context.Context, dir string, scenes []SceneClip, tracks map[int]string) ([]sceneSource, error) {
+func (s *Steps) fetchScenes(ctx context.Context, dir string, scenes []SceneClip, tracks map[int]Track) ([]sceneSource, error) {
 	sources := make([]sceneSource, len(scenes))
 	errs := make([]error, len(scenes))
 	panics := make([]any, len(scenes))
@@ -260,7 +263,7 @@ func (s *Steps) fetchScenes(ctx context.Context, dir string, scenes []SceneClip,
 	return sources, nil
 }
 
-func (s *Steps) fetchScene(ctx context.Context, dir string, sc SceneClip, track string) (sceneSource, error) {
+func (s *Steps) fetchScene(ctx context.Context, dir string, sc SceneClip, track Track) (sceneSource, error) {
 	n := sc.SceneNumber
 	src := sceneSource{n: n, clip: filepath.Join(dir, fmt.Sprintf("clip-%03d.mp4", n))}
 	if err := s.Files.GetFile(ctx, sc.Key, src.clip); err != nil {
@@ -275,11 +278,11 @@ func (s *Steps) fetchScene(ctx context.Context, dir string, sc SceneClip, track 
 		return src, &SceneFailedError{Msg: fmt.Sprintf("scene %d: the clip has no picture", n)}
 	}
 	src.video, src.clipSeconds = v, info.Duration
-	if track == "" {
+	if track.Key == "" {
 		return src, nil
 	}
-	src.speech = filepath.Join(dir, fmt.Sprintf("speech-%03d%s", n, filepath.Ext(track)))
-	if err := s.Files.GetFile(ctx, track, src.speech); err != nil {
+	src.speech = filepath.Join(dir, fmt.Sprintf("speech-%03d%s", n, filepath.Ext(track.Key)))
+	if err := s.Files.GetFile(ctx, track.Key, src.speech); err != nil {
 		return src, &TransientError{Msg: fmt.Sprintf("assemble: narration of scene %d: %v", n, err)}
 	}
 	a, err := s.FFmpeg.Probe(ctx, src.speech)
@@ -287,6 +290,21 @@ func (s *Steps) fetchScene(ctx context.Context, dir string, sc SceneClip, track 
 		return src, &TransientError{Msg: fmt.Sprintf("assemble: narration of scene %d: %v", n, err)}
 	}
 	src.speechSeconds = a.Duration
+	if track.MarksKey == "" {
+		return src, nil
+	}
+	marks := filepath.Join(dir, fmt.Sprintf("speech-%03d.marks", n))
+	if err := s.Files.GetFile(ctx, track.MarksKey, marks); err != nil {
+		return src, &TransientError{Msg: fmt.Sprintf("assemble: speech marks of scene %d: %v", n, err)}
+	}
+	f, err := os.Open(marks)
+	if err != nil {
+		return src, &TransientError{Msg: fmt.Sprintf("assemble: speech marks of scene %d: %v", n, err)}
+	}
+	defer f.Close()
+	if src.marks, err = ParseSpeechMarks(f); err != nil {
+		return src, &TransientError{Msg: fmt.Sprintf("assemble: speech marks of scene %d: %v", n, err)}
+	}
 	return src, nil
 }
 

@@ -2,6 +2,7 @@ package longform
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"math"
 	"os"
@@ -52,10 +53,13 @@ func (s *Steps) speechSpans(ctx context.Context, sources []sceneSource) (map[int
 	return out, nil
 }
 
-// cues times each narrated scene's caption from its own narration track:
-// from where its speech starts to where it ends, as the assembly lays it
-// (at the scene's start, sped up by narrationTempo, never past the scene).
-// starts are the scenes' start times in the final video.
+// cues times each narrated scene's captions from its own narration, as the
+// assembly lays it (at the scene's start, sped up by narrationTempo, never
+// past the scene). With speech marks (Polly's), each sentence is a cue from
+// its sentence mark to the next one's, the last one to where the speech's
+// sound ends; without, the scene's script is one cue from where its speech
+// starts to where it ends (spans). starts are the scenes' start times in
+// the final video.
 func cues(v domain.LongVideo, sources []sceneSource, starts []float64, spans map[int][]ffmpeg.Span) []Cue {
 	texts := map[int]string{}
 	for _, sc := range v.Scenes {
@@ -64,16 +68,33 @@ func cues(v domain.LongVideo, sources []sceneSource, starts []float64, spans map
 	var out []Cue
 	for i, src := range sources {
 		sp := spans[src.n]
-		if src.speech == "" || len(sp) == 0 {
+		if src.speech == "" {
 			continue
 		}
 		tempo := narrationTempo(src.speechSeconds, src.speed)
-		start := starts[i] + sp[0].Start/tempo
-		end := math.Min(starts[i]+sp[len(sp)-1].End/tempo, starts[i]+SceneSeconds)
-		if end <= start {
+		at := func(speech float64) float64 { return math.Min(starts[i]+speech/tempo, starts[i]+SceneSeconds) }
+		if sentences := sentenceMarks(src.marks); len(sentences) > 0 {
+			soundEnd := src.speechSeconds
+			if len(sp) > 0 {
+				soundEnd = sp[len(sp)-1].End
+			}
+			for k, m := range sentences {
+				to := soundEnd
+				if k+1 < len(sentences) {
+					to = float64(sentences[k+1].Time) / 1000
+				}
+				if start, end := at(float64(m.Time)/1000), at(to); end > start {
+					out = append(out, Cue{Start: start, End: end, Lines: captionLines(m.Value)})
+				}
+			}
 			continue
 		}
-		out = append(out, Cue{Start: start, End: end, Lines: captionLines(texts[src.n])})
+		if len(sp) == 0 {
+			continue
+		}
+		if start, end := at(sp[0].Start), at(sp[len(sp)-1].End); end > start {
+			out = append(out, Cue{Start: start, End: end, Lines: captionLines(texts[src.n])})
+		}
 	}
 	return out
 }
@@ -131,61 +152,137 @@ func vttTime(sec float64) string {
 
 // Burned captions' style, relative to the frame so a portrait video's text
 // is as readable as a landscape one's: the font is 1/20 of the frame's
-// shorter side, smaller when a line would not fit in 90 % of the width
-// (DejaVu Sans averages about 0.6 em a character), outlined in black
-// (1/12 of the font); each line centred, the last one's baseline area 8 %
-// of the frame's height above the bottom (inside the title-safe area).
+// shorter side, smaller when a line would not fit in 90 % of the width (a
+// character averages about 0.6 em in a Latin, Devanagari, Arabic or Hebrew
+// font and 1 em when East Asian wide), outlined in black (1/12 of the
+// font); each line centred, the last one's baseline area 8 % of the
+// frame's height above the bottom (inside the title-safe area).
 const (
 	captionFontShare   = 0.05
 	captionWidthShare  = 0.9
 	captionEmPerRune   = 0.6
+	captionEmPerWide   = 1.0
 	captionBottomShare = 0.08
 )
 
-// burnedLanguages are the narration languages whose script the caption
-// font (DejaVu Sans) draws: not Devanagari (hi) nor Japanese (ja).
-var burnedLanguages = map[string]bool{"en": true, "es": true, "fr": true, "de": true, "it": true, "pt": true, "nl": true, "pl": true}
+// CaptionFont is a font burned captions are drawn in: its family name, by
+// which libass finds it, and its file.
+type CaptionFont struct {
+	Family, File string
+}
+
+// Caption fonts, one per script the narration languages (and right-to-left
+// text) are written in. Locally from Debian's fonts-dejavu-core,
+// fonts-noto-core and fonts-wqy-microhei (scripts/install-deps.sh); in
+// AWS from the same packages in the ffmpeg layer's fonts/ (Makefile,
+// build-FfmpegLayer).
+var (
+	FontLatin      = CaptionFont{"DejaVu Sans", "DejaVuSans.ttf"}
+	FontDevanagari = CaptionFont{"Noto Sans Devanagari", "NotoSansDevanagari-Regular.ttf"}
+	FontCJK        = CaptionFont{"WenQuanYi Micro Hei", "wqy-microhei.ttc"}
+	FontArabic     = CaptionFont{"Noto Sans Arabic", "NotoSansArabic-Regular.ttf"}
+	// CaptionFonts are all of them. Hebrew is DejaVu Sans's: Noto Sans
+	// Hebrew has no Latin punctuation, and the Lambda function's libass
+	// has no system font to take a missing glyph from.
+	CaptionFonts = []CaptionFont{FontLatin, FontDevanagari, FontCJK, FontArabic}
+)
+
+// DefaultCaptionFontDirs are where Debian installs the caption fonts.
+var DefaultCaptionFontDirs = []string{
+	"/usr/share/fonts/truetype/dejavu", "/usr/share/fonts/truetype/noto", "/usr/share/fonts/truetype/wqy",
+}
+
+// captionFontFor is the font of captions in the narration language lang
+// showing cues: by the language's script (hi Devanagari, ja CJK), else by
+// the first Arabic letter of the cues (a right-to-left narration), else
+// DejaVu Sans (Latin, Greek, Cyrillic and Hebrew).
+func captionFontFor(lang string, cues []Cue) CaptionFont {
+	switch lang {
+	case "hi":
+		return FontDevanagari
+	case "ja":
+		return FontCJK
+	}
+	for _, c := range cues {
+		for _, l := range c.Lines {
+			for _, r := range l {
+				if unicode.Is(unicode.Arabic, r) {
+					return FontArabic
+				}
+			}
+		}
+	}
+	return FontLatin
+}
+
+// wide reports an East Asian wide character (Han, kana, Hangul, full-width
+// forms), about 1 em wide.
+func wide(r rune) bool {
+	return unicode.In(r, unicode.Han, unicode.Hiragana, unicode.Katakana, unicode.Hangul) ||
+		r >= 0x3000 && r <= 0x303f || r >= 0xff00 && r <= 0xff60
+}
 
 // captionFontSize is the font size of a cue's lines in a width×height frame.
 func captionFontSize(lines []string, width, height int) int {
-	longest := 1
+	longest := 1.0
 	for _, l := range lines {
-		longest = max(longest, utf8.RuneCountInString(l))
+		ems := 0.0
+		for _, r := range l {
+			if wide(r) {
+				ems += captionEmPerWide
+			} else {
+				ems += captionEmPerRune
+			}
+		}
+		longest = math.Max(longest, ems)
 	}
-	size := math.Min(float64(min(width, height))*captionFontShare, float64(width)*captionWidthShare/(float64(longest)*captionEmPerRune))
+	size := math.Min(float64(min(width, height))*captionFontShare, float64(width)*captionWidthShare/longest)
 	return max(12, int(size))
 }
 
+// findCaptionFont is the path of font's file in the first of dirs that
+// holds it.
+func findCaptionFont(font CaptionFont, dirs []string) (string, error) {
+	for _, d := range dirs {
+		p := filepath.Join(d, font.File)
+		if _, err := os.Stat(p); err == nil {
+			return p, nil
+		}
+	}
+	return "", fmt.Errorf("no font file %s (%s) in %s", font.File, font.Family, strings.Join(dirs, ", "))
+}
+
 // burnCaptions draws the cues on the picture of the video at final
-// (width×height): one drawtext per line of each cue, enabled while the cue
-// shows, its text read from a file (no escaping, expansion none). The
-// sound is copied.
-func (s *Steps) burnCaptions(ctx context.Context, dir, final string, cues []Cue, width, height int) error {
+// (width×height) with libass (ffmpeg's ass filter, complex shaping:
+// HarfBuzz orders and joins Devanagari and Arabic, FriBidi lays
+// right-to-left text), in the language's font (captionFontFor) given to
+// libass as the only file of its fontsdir. The sound is copied.
+func (s *Steps) burnCaptions(ctx context.Context, dir, final, lang string, cues []Cue, width, height int) error {
 	if len(cues) == 0 {
 		return nil
 	}
-	font := s.CaptionFont
-	if font == "" {
-		font = ffmpeg.DefaultFontFile
+	font := captionFontFor(lang, cues)
+	dirs := s.CaptionFontDirs
+	if len(dirs) == 0 {
+		dirs = DefaultCaptionFontDirs
 	}
-	bottom := int(math.Round(float64(height) * captionBottomShare))
-	f := func(x float64) string { return strconv.FormatFloat(x, 'f', 3, 64) }
-	var filters []string
-	for i, c := range cues {
-		size := captionFontSize(c.Lines, width, height)
-		lineHeight := size * 5 / 4
-		enable := ffmpeg.EscapeFilterValue(fmt.Sprintf("between(t,%s,%s)", f(c.Start), f(c.End)))
-		for j, line := range c.Lines {
-			text := filepath.Join(dir, fmt.Sprintf("cue-%03d-%d.txt", i+1, j+1))
-			if err := os.WriteFile(text, []byte(line), 0o600); err != nil {
-				return &TransientError{Msg: fmt.Sprintf("assemble: captions: %v", err)}
-			}
-			filters = append(filters, fmt.Sprintf("drawtext=fontfile=%s:textfile=%s:expansion=none:fontsize=%d:fontcolor=white:borderw=%d:bordercolor=black:x=(w-text_w)/2:y=h-%d:enable=%s",
-				ffmpeg.EscapeFilterValue(font), ffmpeg.EscapeFilterValue(text), size, max(2, size/12), bottom+(len(c.Lines)-j)*lineHeight, enable))
-		}
+	file, err := findCaptionFont(font, dirs)
+	if err != nil {
+		return &TransientError{Msg: fmt.Sprintf("assemble: captions: %v", err)}
+	}
+	fonts := filepath.Join(dir, "fonts")
+	if err := os.MkdirAll(fonts, 0o700); err != nil {
+		return &TransientError{Msg: fmt.Sprintf("assemble: captions: %v", err)}
+	}
+	if err := os.Symlink(file, filepath.Join(fonts, filepath.Base(file))); err != nil && !errors.Is(err, os.ErrExist) {
+		return &TransientError{Msg: fmt.Sprintf("assemble: captions: %v", err)}
+	}
+	script := filepath.Join(dir, "captions.ass")
+	if err := os.WriteFile(script, assScript(cues, font, width, height), 0o600); err != nil {
+		return &TransientError{Msg: fmt.Sprintf("assemble: captions: %v", err)}
 	}
 	burned := filepath.Join(dir, "burned.mp4")
-	args := []string{"-i", final, "-vf", strings.Join(filters, ","), "-map", "0:v", "-map", "0:a?",
+	args := []string{"-i", final, "-vf", assFilter(script, fonts), "-map", "0:v", "-map", "0:a?",
 		"-c:v", "libx264", "-preset", "veryfast", "-pix_fmt", "yuv420p", "-r", strconv.Itoa(outputFPS), "-c:a", "copy",
 		"-movflags", "+faststart", burned}
 	if err := s.FFmpeg.Run(ctx, args...); err != nil {
@@ -195,4 +292,46 @@ func (s *Steps) burnCaptions(ctx context.Context, dir, final string, cues []Cue,
 		return &TransientError{Msg: fmt.Sprintf("assemble: burn captions: %v", err)}
 	}
 	return nil
+}
+
+// assFilter draws the ASS script with the fonts of the directory fonts,
+// shaped by HarfBuzz (shaping=complex: the default, auto, leaves
+// Devanagari's vowel signs unordered in ffmpeg 5.1). Options of ffmpeg 4.1.
+func assFilter(script, fonts string) string {
+	return "ass=filename=" + ffmpeg.EscapeFilterValue(script) + ":fontsdir=" + ffmpeg.EscapeFilterValue(fonts) + ":shaping=complex"
+}
+
+// assScript writes the cues as an Advanced SubStation Alpha script for a
+// width×height frame: one style in font (white, black outline, centred at
+// the bottom, the bottom margin 8 % of the height, no wrapping: the lines
+// are broken already), one event per cue with its size (captionFontSize),
+// its lines joined by \N. Braces, which open override blocks, become
+// parentheses, and a backslash is kept from starting an override (a word
+// joiner after it).
+func assScript(cues []Cue, font CaptionFont, width, height int) []byte {
+	var b strings.Builder
+	base := captionFontSize([]string{""}, width, height)
+	fmt.Fprintf(&b, "[Script Info]\nScriptType: v4.00+\nPlayResX: %d\nPlayResY: %d\nWrapStyle: 2\nScaledBorderAndShadow: yes\n\n", width, height)
+	b.WriteString("[V4+ Styles]\nFormat: Name, Fontname, Fontsize, PrimaryColour, SecondaryColour, OutlineColour, BackColour, Bold, Italic, Underline, StrikeOut, ScaleX, ScaleY, Spacing, Angle, BorderStyle, Outline, Shadow, Alignment, MarginL, MarginR, MarginV, Encoding\n")
+	fmt.Fprintf(&b, "Style: Caption,%s,%d,&H00FFFFFF,&H00FFFFFF,&H00000000,&H00000000,0,0,0,0,100,100,0,0,1,%d,0,2,%d,%d,%d,1\n\n",
+		font.Family, base, max(2, base/12), width/20, width/20, int(math.Round(float64(height)*captionBottomShare)))
+	b.WriteString("[Events]\nFormat: Layer, Start, End, Style, Name, MarginL, MarginR, MarginV, Effect, Text\n")
+	esc := strings.NewReplacer("{", "(", "}", ")", "\\", "\\\u2060", "\n", " ", "\r", " ")
+	for _, c := range cues {
+		size := captionFontSize(c.Lines, width, height)
+		lines := make([]string, 0, len(c.Lines))
+		for _, l := range c.Lines {
+			if strings.TrimSpace(l) != "" && utf8.ValidString(l) {
+				lines = append(lines, esc.Replace(l))
+			}
+		}
+		fmt.Fprintf(&b, "Dialogue: 0,%s,%s,Caption,,0,0,0,,{\\fs%d\\bord%d}%s\n", assTime(c.Start), assTime(c.End), size, max(2, size/12), strings.Join(lines, "\\N"))
+	}
+	return []byte(b.String())
+}
+
+// assTime is an ASS timestamp, h:mm:ss.cc.
+func assTime(sec float64) string {
+	cs := int64(math.Round(sec * 100))
+	return fmt.Sprintf("%d:%02d:%02d.%02d", cs/360000, cs/6000%60, cs/100%60, cs%100)
 }

@@ -2,9 +2,14 @@ package longform
 
 import (
 	"encoding/base64"
+	"math"
+	"slices"
 	"strings"
 	"testing"
 	"unicode/utf8"
+
+	"github.com/mediagen-dev/mediagen/internal/adapters/ffmpeg"
+	"github.com/mediagen-dev/mediagen/internal/core/domain"
 )
 
 func TestCaptionLinesAreAtMostTwoShortLines(t *testing.T) {
@@ -77,15 +82,74 @@ func TestCaptionFontSizeIsRelativeToTheFrameAndFitsItsWidth(t *testing.T) {
 		{"landscape 1080p", []string{"The sea comes in."}, 1920, 1080, 54},
 		{"landscape, longest line", long, 1280, 720, 36},
 		{"portrait, longest line", long, 720, 1280, 23}, // 720 × 0.9 / (46 × 0.6)
+		// Japanese characters are about 1 em wide: 720 × 0.9 / 46.
+		{"portrait, longest Japanese line", []string{strings.Repeat("う", captionLineRunes)}, 720, 1280, 14},
+		{"landscape, short Japanese line", []string{"うみのおとがきこえる"}, 1280, 720, 36},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			got := captionFontSize(tc.lines, tc.width, tc.height)
 			if got != tc.want {
 				t.Errorf("font size %d, want %d", got, tc.want)
 			}
-			if w := float64(got) * captionEmPerRune * float64(utf8.RuneCountInString(tc.lines[0])); w > float64(tc.width)*captionWidthShare {
+			ems := 0.0
+			for _, r := range tc.lines[0] {
+				ems += map[bool]float64{false: captionEmPerRune, true: captionEmPerWide}[wide(r)]
+			}
+			if w := float64(got) * ems; w > float64(tc.width)*captionWidthShare {
 				t.Errorf("a line of %d characters at %d px is about %.0f px wide, over 90%% of %d", utf8.RuneCountInString(tc.lines[0]), got, w, tc.width)
 			}
 		})
+	}
+}
+
+// With speech marks, each sentence is its own cue from its sentence mark
+// to the next one's, the last to where the speech's sound ends, laid as
+// the narration is: at its scene's start and at its tempo (7.5 s of speech
+// is laid at 1.5x), never past the scene.
+func TestCuesFollowTheSpeechMarksOfEachSentence(t *testing.T) {
+	v := domain.LongVideo{Scenes: []domain.Scene{
+		{SceneNumber: 1, Narration: "The sea comes in. Gulls call."},
+		{SceneNumber: 2, Narration: "A long line of words that runs on."},
+	}}
+	sources := []sceneSource{
+		{n: 1, speech: "1.mp3", speechSeconds: 3, speed: 1, marks: []SpeechMark{
+			{Time: 120, Type: MarkSentence, Start: 0, End: 17, Value: "The sea comes in."},
+			{Time: 120, Type: MarkWord, Start: 0, End: 3, Value: "The"},
+			{Time: 1650, Type: MarkSentence, Start: 18, End: 29, Value: "Gulls call."},
+			{Time: 1650, Type: MarkWord, Start: 18, End: 23, Value: "Gulls"},
+		}},
+		{n: 2, speech: "2.mp3", speechSeconds: 7.5, speed: 1, marks: []SpeechMark{
+			{Time: 300, Type: MarkSentence, Start: 0, End: 34, Value: "A long line of words that runs on."},
+		}},
+	}
+	spans := map[int][]ffmpeg.Span{1: {{Start: 0.1, End: 1.2}, {Start: 1.6, End: 2.8}}, 2: {{Start: 0.25, End: 7.4}}}
+	got := cues(v, sources, []float64{0, 5}, spans)
+	want := []Cue{
+		{Start: 0.12, End: 1.65, Lines: []string{"The sea comes in."}},
+		{Start: 1.65, End: 2.8, Lines: []string{"Gulls call."}},
+		{Start: 5.2, End: 5 + 7.4/1.5, Lines: []string{"A long line of words that runs on."}},
+	}
+	if len(got) != len(want) {
+		t.Fatalf("cues %+v, want %+v", got, want)
+	}
+	for i := range want {
+		if math.Abs(got[i].Start-want[i].Start) > 1e-9 || math.Abs(got[i].End-want[i].End) > 1e-9 || !slices.Equal(got[i].Lines, want[i].Lines) {
+			t.Errorf("cue %d: %+v, want %+v", i+1, got[i], want[i])
+		}
+	}
+}
+
+func TestParseSpeechMarksReadsPollysLines(t *testing.T) {
+	raw := "{\"time\":6,\"type\":\"sentence\",\"start\":0,\"end\":23,\"value\":\"Mary had a little lamb.\"}\n\n{\"time\":373,\"type\":\"word\",\"start\":5,\"end\":8,\"value\":\"had\"}\n"
+	marks, err := ParseSpeechMarks(strings.NewReader(raw))
+	if err != nil || len(marks) != 2 || marks[1] != (SpeechMark{Time: 373, Type: MarkWord, Start: 5, End: 8, Value: "had"}) {
+		t.Fatalf("marks %+v, %v", marks, err)
+	}
+	var b strings.Builder
+	if err := WriteSpeechMarks(&b, marks); err != nil || b.String() != strings.ReplaceAll(raw, "\n\n", "\n") {
+		t.Errorf("written back as %q, %v", b.String(), err)
+	}
+	if _, err := ParseSpeechMarks(strings.NewReader("{\"time\":\n")); err == nil {
+		t.Error("a broken line: no error")
 	}
 }

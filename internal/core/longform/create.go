@@ -64,6 +64,13 @@ func NewCreator(store Store, workflow Workflow, prices *pricing.Table, settings 
 	return &Creator{s: &Service{Store: store, Workflow: workflow, Prices: prices, Settings: settings}}
 }
 
+// CheckingMusic has the creator fetch and check a music_url given as a
+// URL (m) before any credit moves; without it such a request is a 400.
+func (c *Creator) CheckingMusic(m *MusicCheck) *Creator {
+	c.s.Music = m
+	return c
+}
+
 // Create starts a video (see Service.create).
 func (c *Creator) Create(ctx context.Context, userID string, body []byte) (domain.LongVideo, error) {
 	return c.s.create(ctx, userID, body)
@@ -76,6 +83,11 @@ func (s *Service) create(ctx context.Context, userID string, body []byte) (domai
 	req, err := ParseCreate(body, s.Validation)
 	if err != nil {
 		return domain.LongVideo{}, err
+	}
+	if u := req.Studio.MusicURL; u != "" && !isDataURI(u) {
+		if err := s.Music.check(ctx, u); err != nil {
+			return domain.LongVideo{}, err
+		}
 	}
 	q, err := Price(s.Prices, req.Model, len(req.Scenes))
 	if err != nil {

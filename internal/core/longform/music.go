@@ -4,14 +4,17 @@ import (
 	"bytes"
 	"context"
 	"encoding/base64"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
 
+	"github.com/mediagen-dev/mediagen/internal/adapters/ffmpeg"
 	"github.com/mediagen-dev/mediagen/internal/core/catalog"
 	"github.com/mediagen-dev/mediagen/internal/core/domain"
+	"github.com/mediagen-dev/mediagen/internal/core/media"
 )
 
 // Music limits and shape.
@@ -20,6 +23,11 @@ const (
 	// in the video's record until uploads exist (issue 28 names them), so
 	// it is a short loop, not a song.
 	MaxMusicBytes = 96 << 10
+	// MaxMusicURLBytes bounds the file a music_url https URL answers:
+	// about 20 minutes of 128 kbit/s mp3, far more than the longest video
+	// (20 scenes × 5 s) needs; it is fetched at create (to check it) and
+	// again at assembly.
+	MaxMusicURLBytes = 20 << 20
 	// DefaultMusicVolume is the music's gain (0–1) under the narration.
 	DefaultMusicVolume = 0.3
 	// musicFadeSeconds is the music's fade in at the start and out at the
@@ -69,7 +77,7 @@ func decodeMusic(uri string) ([]byte, error) {
 }
 
 // music reads music_url and music_volume into out.
-func music(obj map[string]any, out *domain.Studio, p *catalog.Problems) {
+func music(obj map[string]any, opts catalog.Options, out *domain.Studio, p *catalog.Problems) {
 	raw, present := obj["music_url"]
 	if vol, has := obj["music_volume"]; has {
 		n, ok := vol.(interface{ Float64() (float64, error) })
@@ -91,7 +99,15 @@ func music(obj map[string]any, out *domain.Studio, p *catalog.Problems) {
 	}
 	uri, ok := raw.(string)
 	if !ok {
-		p.Add("music_url", "must be a string: a data:audio/<type>;base64, URI")
+		p.Add("music_url", "must be a string: an https URL or a data:audio/<type>;base64, URI")
+		return
+	}
+	if !isDataURI(uri) {
+		if msg := catalog.URLProblem(uri, opts, "must be an https URL or a data:audio/<type>;base64, URI"); msg != "" {
+			p.Add("music_url", msg)
+			return
+		}
+		out.MusicURL = uri
 		return
 	}
 	if _, err := decodeMusic(uri); err != nil {
@@ -99,6 +115,51 @@ func music(obj map[string]any, out *domain.Studio, p *catalog.Problems) {
 		return
 	}
 	out.MusicURL = uri
+}
+
+// isDataURI reports a data: URI (any case); anything else in music_url is
+// a URL to fetch.
+func isDataURI(s string) bool { return len(s) >= 5 && strings.EqualFold(s[:5], "data:") }
+
+// Downloader fetches a file a caller named by its URL into path, through
+// the service's egress guard (media.Downloader), at most
+// MaxMusicURLBytes.
+type Downloader interface {
+	Download(ctx context.Context, rawURL, path string) error
+}
+
+// MusicCheck checks a music_url given as a URL before any credit moves:
+// fetched through Fetch and read as audio by ffprobe.
+type MusicCheck struct {
+	Fetch   Downloader
+	FFmpeg  ffmpeg.Runner
+	WorkDir string
+}
+
+// check answers a validation error naming music_url when the URL's file
+// cannot be fetched or is not audio with a length.
+func (m *MusicCheck) check(ctx context.Context, url string) error {
+	var p catalog.Problems
+	if m == nil || m.Fetch == nil {
+		p.Add("music_url", "music from a URL is not available here; use a data:audio/<type>;base64, URI")
+		return p.Err()
+	}
+	dir, err := os.MkdirTemp(m.WorkDir, "music-")
+	if err != nil {
+		return fmt.Errorf("music_url: scratch dir: %w", err)
+	}
+	defer os.RemoveAll(dir)
+	path := filepath.Join(dir, "music.audio")
+	if err := m.Fetch.Download(ctx, url, path); err != nil {
+		p.Add("music_url", fmt.Sprintf("could not be fetched: %s", truncate(err.Error(), 200)))
+		return p.Err()
+	}
+	info, err := m.FFmpeg.Probe(ctx, path)
+	if _, ok := info.Audio(); err != nil || !ok || info.Duration <= 0 {
+		p.Add("music_url", "is not audio ffmpeg can read (ffprobe finds no audio stream with a length)")
+		return p.Err()
+	}
+	return nil
 }
 
 // musicVolume is the video's music gain.
@@ -115,13 +176,25 @@ func musicVolume(st domain.Studio) float64 {
 // sidechain compression keyed on the narration track (a video without
 // narration gets the music alone). The picture is copied.
 func (s *Steps) addMusic(ctx context.Context, dir string, st domain.Studio, final string, seconds float64, narrated bool) error {
-	raw, err := decodeMusic(st.MusicURL)
-	if err != nil {
-		return &SceneFailedError{Msg: fmt.Sprintf("music_url %v", err)}
-	}
 	path := filepath.Join(dir, "music.audio")
-	if err := os.WriteFile(path, raw, 0o600); err != nil {
-		return &TransientError{Msg: fmt.Sprintf("assemble: music: %v", err)}
+	if isDataURI(st.MusicURL) {
+		raw, err := decodeMusic(st.MusicURL)
+		if err != nil {
+			return &SceneFailedError{Msg: fmt.Sprintf("music_url %v", err)}
+		}
+		if err := os.WriteFile(path, raw, 0o600); err != nil {
+			return &TransientError{Msg: fmt.Sprintf("assemble: music: %v", err)}
+		}
+	} else {
+		if s.Downloader == nil {
+			return &SceneFailedError{Msg: "music_url: no downloader for music from a URL"}
+		}
+		if err := s.Downloader.Download(ctx, st.MusicURL, path); err != nil {
+			if errors.Is(err, media.ErrRejected) {
+				return &SceneFailedError{Msg: fmt.Sprintf("music_url could not be fetched: %v", err)}
+			}
+			return &TransientError{Msg: fmt.Sprintf("assemble: music: %v", err)}
+		}
 	}
 	info, err := s.FFmpeg.Probe(ctx, path)
 	if _, ok := info.Audio(); err != nil || !ok || info.Duration <= 0 {

@@ -1,10 +1,12 @@
 package longform
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 )
 
 // NarrateStep speaks each scene's narration into the bucket.
@@ -25,14 +27,18 @@ type Narration struct {
 	Tracks []Track `json:"tracks"`
 }
 
-// Track is one scene's narration in the bucket.
+// Track is one scene's narration in the bucket, and its speech marks when
+// the narrator gives them (Marker).
 type Track struct {
 	SceneNumber int    `json:"scene_number"`
 	Key         string `json:"key"`
+	MarksKey    string `json:"marks_key,omitempty"`
 }
 
 // Narrate speaks each scene's script (its narration, else its prompt) and
-// keeps the audio in the bucket.
+// keeps the audio in the bucket, with the speech's sentence and word marks
+// (newline-delimited JSON, as Polly writes them) when the narrator is a
+// Marker.
 func (s *Steps) Narrate(ctx context.Context, in NarrateTask) (Narration, error) {
 	out := Narration{Tracks: []Track{}}
 	v, err := s.Store.GetLongVideo(ctx, in.VideoID)
@@ -67,7 +73,39 @@ func (s *Steps) Narrate(ctx context.Context, in NarrateTask) (Narration, error) 
 		if err := s.Files.PutFile(ctx, key, path, ctype); err != nil {
 			return out, &TransientError{Msg: fmt.Sprintf("narration of scene %d: %v", sc.SceneNumber, err)}
 		}
-		out.Tracks = append(out.Tracks, Track{SceneNumber: sc.SceneNumber, Key: key})
+		track := Track{SceneNumber: sc.SceneNumber, Key: key}
+		if m, ok := s.Narrator.(Marker); ok {
+			if track.MarksKey, err = s.storeMarks(ctx, m, lang, script(sc), dir, key); err != nil {
+				return out, &TransientError{Msg: fmt.Sprintf("narration of scene %d: %v", sc.SceneNumber, err)}
+			}
+		}
+		out.Tracks = append(out.Tracks, track)
 	}
 	return out, nil
 }
+
+// storeMarks asks m for the speech marks of text and keeps them in the
+// bucket beside the speech at key; it answers their key.
+func (s *Steps) storeMarks(ctx context.Context, m Marker, lang Language, text, dir, key string) (string, error) {
+	marks, err := m.SpeechMarks(ctx, lang, text)
+	if err != nil {
+		return "", fmt.Errorf("speech marks: %w", err)
+	}
+	var buf bytes.Buffer
+	if err := WriteSpeechMarks(&buf, marks); err != nil {
+		return "", err
+	}
+	path := filepath.Join(dir, strings.TrimSuffix(filepath.Base(key), filepath.Ext(key))+".marks")
+	if err := os.WriteFile(path, buf.Bytes(), 0o600); err != nil {
+		return "", fmt.Errorf("speech marks: %w", err)
+	}
+	marksKey := strings.TrimSuffix(key, filepath.Ext(key)) + ".marks"
+	if err := s.Files.PutFile(ctx, marksKey, path, SpeechMarksType); err != nil {
+		return "", fmt.Errorf("speech marks: %w", err)
+	}
+	return marksKey, nil
+}
+
+// SpeechMarksType is the content type of speech marks, as Polly answers
+// them.
+const SpeechMarksType = "application/x-json-stream"

@@ -68,7 +68,7 @@ func ParseCreate(body []byte, opts catalog.Options) (Request, error) {
 		}
 	}
 	req.EnableNarration = enableNarration(obj, &p)
-	req.Studio = studio(obj, req.Model, modelOK, req.EnableNarration, &p)
+	req.Studio = studio(obj, opts, req.Model, modelOK, req.EnableNarration, &p)
 	if raw, present := obj["video_style"]; present {
 		st, ok := raw.(string)
 		if _, known := Styles[st]; !ok || !known {

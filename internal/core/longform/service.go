@@ -28,6 +28,8 @@ type Service struct {
 	Upstream Providers
 	Slots    Slots
 	Notifier Notifier
+	// Music checks a music_url given as a URL at create.
+	Music *MusicCheck
 	Settings
 }
 

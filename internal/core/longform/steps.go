@@ -69,6 +69,8 @@ type Steps struct {
 	Deleter  Deleter
 	Narrator Narrator
 	FFmpeg   ffmpeg.Runner
+	// Downloader fetches a music_url given as a URL (Assemble).
+	Downloader Downloader
 	// Queue carries the scenes' polls (the poller's queue), Tokens resumes
 	// the workflow when a scene ends, and Slots caps the jobs at once per
 	// upstream as for single generations (nil: no caps).
@@ -81,9 +83,9 @@ type Steps struct {
 	WorkDir string
 	Now     func() time.Time
 	Log     *slog.Logger
-	// CaptionFont is the font file of burned captions ("" is
-	// ffmpeg.DefaultFontFile).
-	CaptionFont string
+	// CaptionFontDirs hold the caption fonts' files (CaptionFonts);
+	// nil is DefaultCaptionFontDirs.
+	CaptionFontDirs []string
 }
 
 // StepSettings are the task steps' knobs; zero values take defaults.
@@ -92,16 +94,16 @@ type StepSettings struct {
 	WorkDir      string
 	Now          func() time.Time
 	Log          *slog.Logger
-	// CaptionFont is the font file burned captions are drawn in;
-	// "" is ffmpeg.DefaultFontFile.
-	CaptionFont string
+	// CaptionFontDirs hold the files of the fonts burned captions are
+	// drawn in (CaptionFonts); nil is DefaultCaptionFontDirs.
+	CaptionFontDirs []string
 }
 
 // steps is a Steps with settings applied: the step constructors (one per
 // Lambda function, each taking exactly the ports its step uses) fill the
 // ports.
 func (st StepSettings) steps() *Steps {
-	return &Steps{PollInterval: st.PollInterval, WorkDir: st.WorkDir, Now: st.Now, Log: st.Log, CaptionFont: st.CaptionFont}
+	return &Steps{PollInterval: st.PollInterval, WorkDir: st.WorkDir, Now: st.Now, Log: st.Log, CaptionFontDirs: st.CaptionFontDirs}
 }
 
 func (s *Steps) log() *slog.Logger { return domain.Logger(s.Log) }

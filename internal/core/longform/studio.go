@@ -28,15 +28,10 @@ const (
 // studio reads the production options; model is the video's model
 // (checked: modelOK), whose frames the options must be possible in, and
 // narrate its enable_narration, which captions are made from.
-func studio(obj map[string]any, model string, modelOK, narrate bool, p *catalog.Problems) domain.Studio {
+func studio(obj map[string]any, opts catalog.Options, model string, modelOK, narrate bool, p *catalog.Problems) domain.Studio {
 	var out domain.Studio
 	out.Captions = captions(obj, narrate, p)
-	if lang, _ := obj["language_code"].(string); out.Captions == domain.CaptionsBurned && !burnedLanguages[lang] {
-		if _, known := LookupLanguage(lang); known {
-			p.Add("captions", fmt.Sprintf("burned captions are drawn in DejaVu Sans, which has no glyphs for language_code %q; use %q", lang, domain.CaptionsSidecar))
-		}
-	}
-	music(obj, &out, p)
+	music(obj, opts, &out, p)
 	out.Voice = voice(obj, narrate, p)
 	out.NarrationSpeed = narrationSpeed(obj, narrate, p)
 	if raw, present := obj["transition"]; present {

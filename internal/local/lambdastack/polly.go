@@ -15,23 +15,45 @@ import (
 )
 
 // servePolly answers Polly's SynthesizeSpeech (POST /v1/speech) with
-// espeak-ng's speech in the voice's language, encoded as the request asks
-// (mp3 at its sample rate), as Amazon Polly answers: the audio as the
-// body, its type, and x-amzn-RequestCharacters. moto's Polly answers
-// eight zero bytes (and refuses the neural voices' 24000 Hz), which no
-// assembly can use. Only mp3 is modelled, the format the narrator asks
-// for.
+// espeak-ng's speech in the voice's language, as Amazon Polly answers: for
+// OutputFormat mp3, the audio encoded at the request's sample rate; for
+// json, the speech marks of the kinds SpeechMarkTypes asks (sentence and
+// word are modelled), one JSON object a line, typed
+// application/x-json-stream, each mark's time in milliseconds from the
+// start of that same audio and its start and end byte offsets in the text
+// (espeak.Narrator.SpeakMarked speaks a sentence at a time, so the marks
+// are where its sound is). Both carry x-amzn-RequestCharacters. Speech
+// marks asked with an audio format are Polly's
+// MarksNotSupportedForFormatException. moto's Polly answers eight zero
+// bytes (and refuses the neural voices' 24000 Hz), which no assembly can
+// use.
 func (s *Stack) servePolly(w http.ResponseWriter, r *http.Request, body []byte) {
 	var in struct {
 		Text, VoiceId, LanguageCode, OutputFormat, SampleRate, TextType string
+		SpeechMarkTypes                                                 []string
 	}
 	if err := json.Unmarshal(body, &in); err != nil {
 		writeJSONError(w, http.StatusBadRequest, "SerializationException", err.Error())
 		return
 	}
-	if in.OutputFormat != "mp3" || in.TextType == "ssml" {
-		writeJSONError(w, http.StatusBadRequest, "ValidationException", "the local Polly speaks text into mp3 only")
+	if in.TextType == "ssml" || in.OutputFormat != "mp3" && in.OutputFormat != "json" {
+		writeJSONError(w, http.StatusBadRequest, "ValidationException", "the local Polly speaks text into mp3 or json speech marks only")
 		return
+	}
+	marks := in.OutputFormat == "json"
+	if !marks && len(in.SpeechMarkTypes) > 0 {
+		writeJSONError(w, http.StatusBadRequest, "MarksNotSupportedForFormatException", "Speech marks are only supported for json output format.")
+		return
+	}
+	if marks && len(in.SpeechMarkTypes) == 0 {
+		writeJSONError(w, http.StatusBadRequest, "ValidationException", "SpeechMarkTypes must be set when OutputFormat is json.")
+		return
+	}
+	for _, k := range in.SpeechMarkTypes {
+		if k != longform.MarkSentence && k != longform.MarkWord {
+			writeJSONError(w, http.StatusBadRequest, "ValidationException", "the local Polly marks sentences and words only, not "+k)
+			return
+		}
 	}
 	var lang longform.Language
 	found := false
@@ -64,9 +86,20 @@ func (s *Stack) servePolly(w http.ResponseWriter, r *http.Request, body []byte) 
 		return
 	}
 	defer os.RemoveAll(dir)
-	wav, _, err := espeak.Narrator{}.Speak(ctx, lang, in.Text, dir)
+	wav, list, err := espeak.Narrator{}.SpeakMarked(ctx, lang, in.Text, dir, in.SpeechMarkTypes...)
 	if err != nil {
 		writeJSONError(w, http.StatusInternalServerError, "ServiceFailureException", err.Error())
+		return
+	}
+	w.Header().Set("x-amzn-RequestCharacters", strconv.Itoa(len([]rune(in.Text))))
+	if marks {
+		var out bytes.Buffer
+		if err := longform.WriteSpeechMarks(&out, list); err != nil {
+			writeJSONError(w, http.StatusInternalServerError, "ServiceFailureException", err.Error())
+			return
+		}
+		w.Header().Set("Content-Type", longform.SpeechMarksType)
+		w.Write(out.Bytes())
 		return
 	}
 	var mp3, stderr bytes.Buffer
@@ -78,7 +111,6 @@ func (s *Stack) servePolly(w http.ResponseWriter, r *http.Request, body []byte) 
 		return
 	}
 	w.Header().Set("Content-Type", "audio/mpeg")
-	w.Header().Set("x-amzn-RequestCharacters", strconv.Itoa(len([]rune(in.Text))))
 	w.Write(mp3.Bytes())
 }
 

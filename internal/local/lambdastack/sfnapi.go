@@ -329,9 +329,13 @@ func sfnAnswered(status int, code string) bool {
 // authenticated the caller. moto authorizes the action as polly:speech,
 // which no role has: its AccessDenied comes after the caller's key and
 // signature were checked, and the role's own decision is pollyDenied's.
+// Its parameter checks come after authentication too, and refuse what
+// Polly takes: moto 5.2.1 spells the sentence mark "sentance", so a
+// caller it lets through (the admin) asking for sentence marks gets its
+// InvalidParameterValue.
 func pollyAnswered(status int, code string) bool {
 	return status < 400 || IsDenial(code) ||
-		status == http.StatusBadRequest && (code == "InvalidSampleRateException" || code == "ValidationException")
+		status == http.StatusBadRequest && (code == "InvalidSampleRateException" || code == "ValidationException" || code == "InvalidParameterValue")
 }
 
 // authenticate sends the request to moto as it was signed, for moto's

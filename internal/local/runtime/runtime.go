@@ -459,10 +459,15 @@ func (r *Runtime) wire(cfg Config, st store.Store, rc *routing.Config, prices *p
 	if err := os.MkdirAll(stepSettings.WorkDir, 0o755); err != nil {
 		return routes.Ports{}, fmt.Errorf("scratch dir: %w", err)
 	}
+	// A music_url given as a URL is fetched through the egress guard, on
+	// loopback too (local use), trusting the simulator's CA and
+	// UpstreamCAs.
+	music := &media.Downloader{HTTP: &http.Client{Timeout: time.Minute}, MaxBytes: longform.MaxMusicURLBytes,
+		AllowLoopback: true, RootCAs: r.Simulator.trust(cfg.UpstreamCAs)}
 	tasks := map[string]any{
 		"SubmitSceneFunctionArn": longform.SubmitSceneStep(st, r.Upstreams, st, queue, stepSettings),
 		"NarrateFunctionArn":     longform.NarrateStep(outputs, espeak.Narrator{}, st, stepSettings),
-		"AssembleFunctionArn":    longform.AssembleStep(outputs, st, outputs, ffmpeg.Runner{}, stepSettings),
+		"AssembleFunctionArn":    longform.AssembleStep(outputs, st, outputs, ffmpeg.Runner{}, music, stepSettings),
 		"FinalizeFunctionArn":    longform.FinalizeStep(outputs, outputs, st, notifier, stepSettings),
 		"MarkFailedFunctionArn":  longform.MarkFailedStep(st, notifier, r.Upstreams, st, outputs, stepSettings),
 	}
@@ -490,12 +495,13 @@ func (r *Runtime) wire(cfg Config, st store.Store, rc *routing.Config, prices *p
 		GenerationRemover:  generation.NewOutputRemover(st, outputs, nil, settings),
 		UpstreamCallbacks:  generation.NewCallbacks(st, r.Upstreams, queue, settings),
 		Uploads:            &media.Uploads{Signer: outputs, Now: cfg.Clock},
-		VideoCreator:       longform.NewCreator(st, r.Workflow, prices, storySettings),
-		VideoReader:        longform.NewReader(st),
-		VideoCanceler:      longform.NewCanceler(st, r.Workflow, r.Upstreams, st, notifier, storySettings),
-		VideoRemover:       longform.NewOutputRemover(st, outputs, nil, storySettings),
-		VoiceLister:        &longform.VoiceLister{Narrator: espeak.Narrator{}, Files: outputs, WorkDir: stepSettings.WorkDir, Log: log},
-		Secrets:            st, Journal: st, Usage: st,
+		VideoCreator: longform.NewCreator(st, r.Workflow, prices, storySettings).CheckingMusic(
+			&longform.MusicCheck{Fetch: music, FFmpeg: ffmpeg.Runner{}, WorkDir: stepSettings.WorkDir}),
+		VideoReader:   longform.NewReader(st),
+		VideoCanceler: longform.NewCanceler(st, r.Workflow, r.Upstreams, st, notifier, storySettings),
+		VideoRemover:  longform.NewOutputRemover(st, outputs, nil, storySettings),
+		VoiceLister:   &longform.VoiceLister{Narrator: espeak.Narrator{}, Files: outputs, WorkDir: stepSettings.WorkDir, Log: log},
+		Secrets:       st, Journal: st, Usage: st,
 		KeyCreator:    &accounts.KeyCreator{Store: st},
 		KeyLister:     &accounts.KeyLister{Keys: st, Spend: st},
 		KeyRevoker:    &accounts.KeyRevoker{Store: st},

@@ -1,7 +1,8 @@
 // Drives the playground in Debian's Chromium (headless) with playwright-core
 // (chromium.cjs): an image, an image from an uploaded file, a video and a
-// long-form video made through the
-// page. Run by browser_test.go, which starts the local runtime and passes:
+// long-form video made through the page, the last with every studio option
+// (a voice previewed, burned captions, portrait, crossfade, music from a
+// file, narration speed). Run by browser_test.go, which starts the local runtime and passes:
 //   BASE_URL         the runtime's URL;  API_KEY  its dev account's key
 //   OUT_DIR          where screenshots go
 // Prints one JSON line per check to stdout; exits 1 on the first failure,
@@ -30,6 +31,17 @@ async function playing(page, selector) {
     videoWidth: e.videoWidth, videoHeight: e.videoHeight, paused: e.paused }));
 }
 
+// toneWAV is a mono 16-bit 8 kHz WAV of a sine tone.
+function toneWAV(freq, seconds) {
+  const rate = 8000, n = rate * seconds, buf = Buffer.alloc(44 + 2 * n);
+  buf.write("RIFF", 0); buf.writeUInt32LE(36 + 2 * n, 4); buf.write("WAVEfmt ", 8);
+  buf.writeUInt32LE(16, 16); buf.writeUInt16LE(1, 20); buf.writeUInt16LE(1, 22);
+  buf.writeUInt32LE(rate, 24); buf.writeUInt32LE(2 * rate, 28); buf.writeUInt16LE(2, 32); buf.writeUInt16LE(16, 34);
+  buf.write("data", 36); buf.writeUInt32LE(2 * n, 40);
+  for (let i = 0; i < n; i++) buf.writeInt16LE(Math.round(8000 * Math.sin(2 * Math.PI * freq * i / rate)), 44 + 2 * i);
+  return buf;
+}
+
 async function generate(page, variant, fields) {
   await page.selectOption("#variant", variant);
   for (const [name, value] of Object.entries(fields)) {
@@ -54,7 +66,7 @@ async function main() {
     if (msg.type() === "error" && !msg.text().startsWith("Failed to load resource")) problems.push("console error: " + msg.text());
   });
   page.on("response", (r) => {
-    if (r.status() >= 400 && !(step === "bad input" && r.status() === 400)) problems.push(`${step}: HTTP ${r.status()} for ${r.url()}`);
+    if (r.status() >= 400 && !((step === "bad input" || step === "bad option") && r.status() === 400)) problems.push(`${step}: HTTP ${r.status()} for ${r.url()}`);
   });
   try {
     await page.goto(base + "/", { waitUntil: "load" });
@@ -112,12 +124,44 @@ async function main() {
     await scenes.nth(2).fill("the sun setting over the sea");
     await page.locator("#story-estimate", { hasText: "3 scenes" }).waitFor({ timeout: WAIT });
     report("estimate", { text: await page.textContent("#story-estimate") });
+
+    step = "voices";
+    await page.locator("#story-voice option:nth-child(2)").waitFor({ state: "attached", timeout: WAIT });
+    const voices = await page.locator("#story-voice option").evaluateAll((os) => os.map((o) => ({ value: o.value, text: o.textContent, preview: o.dataset.preview || "" })));
+    await page.selectOption("#story-voice", voices[voices.length - 1].value);
+    await page.click("#story-voice-preview");
+    await page.waitForFunction(() => {
+      const a = document.querySelector("#story-voice-audio");
+      return a && a.readyState >= 2 && a.duration > 0 && a.currentTime > 0;
+    }, null, { timeout: WAIT });
+    const audio = await page.locator("#story-voice-audio").evaluate((a) => ({ src: a.src, duration: a.duration }));
+    report("voices", { voices, chosen: voices[voices.length - 1].value, preview: audio });
+
+    step = "bad option";
+    await page.fill("#story-speed", "2");
+    await page.dispatchEvent("#story-speed", "change");
+    await page.locator("#story-estimate", { hasText: "No estimate" }).waitFor({ timeout: WAIT });
+    report("bad option", { text: await page.textContent("#story-estimate") });
+
+    step = "studio options";
+    await page.fill("#story-speed", "1.2");
+    await page.dispatchEvent("#story-speed", "change");
+    await page.selectOption("#story-captions", "burned");
+    await page.selectOption("#story-aspect", "portrait");
+    await page.selectOption("#story-transition", "crossfade");
+    await page.setInputFiles("#story-music-file", { name: "loop.wav", mimeType: "audio/wav", buffer: toneWAV(110, 1) });
+    await page.waitForFunction(() => document.querySelector("#story-music").value.startsWith("data:audio/wav;base64,"), null, { timeout: WAIT });
+    await page.fill("#story-music-volume", "0.4");
+    await page.dispatchEvent("#story-music-volume", "change");
+    await page.locator("#story-estimate", { hasText: "3 scenes" }).waitFor({ timeout: WAIT });
+    report("studio estimate", { text: await page.textContent("#story-estimate") });
     await page.screenshot({ path: path.join(out, "story-estimate.png") });
 
     step = "long-form video";
     await page.click("#story-create");
     await page.locator('#story-status [data-status="completed"]').waitFor({ timeout: 2 * WAIT });
-    report("story", { ...(await playing(page, "#story-video-0")), status: await page.textContent("#story-status") });
+    report("story", { ...(await playing(page, "#story-video-0")), status: await page.textContent("#story-status"),
+      options: await page.textContent("#story-options"), captions: await page.getAttribute("#story-captions-link", "href") });
     await page.screenshot({ path: path.join(out, "story.png") });
 
     step = "page errors";

@@ -211,6 +211,38 @@ function scheduleEstimate() {
   estimateTimer = setTimeout(estimate, 250);
 }
 
+// studioOptions are the form's production options as the API takes them:
+// only what differs from the service's defaults, and nothing about the
+// voice or captions of a video without narration.
+function studioOptions() {
+  const o = { aspect_ratio: $("#story-aspect").value, transition: $("#story-transition").value };
+  if ($("#story-narration").checked) {
+    if ($("#story-voice").value) o.voice = $("#story-voice").value;
+    if ($("#story-captions").value) o.captions = $("#story-captions").value;
+    const speed = parseFloat($("#story-speed").value);
+    if (!Number.isNaN(speed) && speed !== 1) o.narration_speed = speed;
+  } else if ($("#story-captions").value === "none") {
+    o.captions = "none";
+  }
+  const music = $("#story-music").value.trim();
+  if (music) {
+    o.music_url = music;
+    const vol = parseFloat($("#story-music-volume").value);
+    if (!Number.isNaN(vol)) o.music_volume = vol;
+  }
+  return o;
+}
+
+// optionsText describes the options for the status view.
+function optionsText(o, narrated) {
+  const parts = [o.aspect_ratio === "portrait" ? "portrait 720x1280" : "landscape 1280x720", o.transition === "crossfade" ? "crossfade" : "cuts"];
+  if (narrated) {
+    parts.push(`voice ${o.voice || "default"}`, `captions ${o.captions || "sidecar"}`, `narration ×${o.narration_speed || 1}`);
+  }
+  if (o.music_url) parts.push(`music at ${o.music_volume ?? 0.3} (${o.music_url.startsWith("data:") ? "file" : new URL(o.music_url).host})`);
+  return "Options: " + parts.join(" · ");
+}
+
 async function estimate() {
   const box = $("#story-estimate");
   const scenes = $$("#scenes .scene").length;
@@ -219,14 +251,52 @@ async function estimate() {
   // The models are not read yet: loadModels asks again once they are.
   if (!$("#story-model").value) return;
   try {
-    const e = await api("POST", "/api/long-story/videos/estimate", { model: $("#story-model").value, scene_count: scenes });
+    // The estimate checks the options as the create will.
+    const e = await api("POST", "/api/long-story/videos/estimate", {
+      model: $("#story-model").value, scene_count: scenes, language_code: $("#story-language").value,
+      enable_narration: $("#story-narration").checked, ...studioOptions(),
+    });
     box.textContent = `Estimate: ${e.scene_info.total_scenes} scenes × ${e.scene_info.duration_per_scene} s = ${e.duration} s · ` +
       `${e.credits.total} credits (${e.credits.per_second} per second)`;
     box.dataset.credits = e.credits.total;
   } catch (err) {
-    box.textContent = "No estimate: " + err.message;
+    const fields = (err.details || []).map((d) => `${d.field}: ${d.message}`);
+    box.textContent = "No estimate: " + err.message + (fields.length ? " (" + fields.join("; ") + ")" : "");
     delete box.dataset.credits;
   }
+}
+
+// loadVoices lists the narration language's voices
+// (GET /api/long-story/voices), each with its preview clip.
+async function loadVoices() {
+  const select = $("#story-voice"), lang = $("#story-language").value;
+  const keep = select.value;
+  select.replaceChildren(el("option", { value: "", text: "(the language's default)" }));
+  $("#story-voice-preview").disabled = true;
+  if (!$("#api-key").value.trim()) return;
+  try {
+    const list = await api("GET", `/api/long-story/voices?language_code=${encodeURIComponent(lang)}`);
+    if (lang !== $("#story-language").value) return; // a newer language was chosen meanwhile
+    for (const v of list.voices || []) {
+      const o = el("option", { value: v.id, text: `${v.name} (${v.gender}${v.default ? ", default" : ""})` });
+      o.dataset.preview = v.preview_url || "";
+      if (v.default) select.firstElementChild.dataset.preview = v.preview_url || "";
+      select.append(o);
+    }
+    if ([...select.options].some((o) => o.value === keep)) select.value = keep;
+    $("#story-voice-preview").disabled = !select.selectedOptions[0]?.dataset.preview;
+  } catch (err) {
+    select.firstElementChild.textContent = "(no voices: " + err.message + ")";
+  }
+}
+
+// previewVoice plays the chosen voice's preview clip.
+function previewVoice() {
+  const url = $("#story-voice").selectedOptions[0]?.dataset.preview;
+  if (!url) return;
+  const audio = $("#story-voice-audio");
+  audio.src = url;
+  audio.play().catch(() => {});
 }
 
 function renderScenes(view) {
@@ -250,10 +320,12 @@ async function submitStory(ev) {
     if (n) s.narration = n;
     return s;
   });
+  const options = studioOptions();
   const body = {
     prompt: $("#story-prompt").value, scenes, language_code: $("#story-language").value, model: $("#story-model").value,
-    video_style: $("#story-style").value, enable_narration: $("#story-narration").checked,
+    video_style: $("#story-style").value, enable_narration: $("#story-narration").checked, ...options,
   };
+  $("#story-options").textContent = optionsText(options, body.enable_narration);
   const btn = $("#story-create");
   btn.disabled = true;
   const start = Date.now();
@@ -269,6 +341,9 @@ async function submitStory(ev) {
     if (final.status === "completed") {
       statusLine(status, [`Video ${created.video_id}`, badge(final.status), `${final.total_duration.toFixed(1)} s`, elapsed(start)]);
       renderOutputs(out, [final.final_video_url], "video", "story-video");
+      if (final.captions_url) {
+        $("figure", out).append(" · ", el("a", { id: "story-captions-link", href: final.captions_url, target: "_blank", rel: "noopener", text: "captions (WebVTT)" }));
+      }
     } else {
       showError(errBox, { message: `${final.status}: ${final.error || "no reason given"}` });
     }
@@ -286,7 +361,7 @@ function selectTab(which) {
     $(`#tab-${t}`).setAttribute("aria-selected", String(t === which));
     $(`#panel-${t}`).hidden = t !== which;
   }
-  if (which === "story") scheduleEstimate();
+  if (which === "story") { scheduleEstimate(); loadVoices(); }
 }
 
 async function loadModels() {
@@ -332,6 +407,19 @@ function start() {
   $("#story-form").addEventListener("submit", submitStory);
   $("#add-scene").addEventListener("click", () => addScene());
   $("#story-model").addEventListener("change", scheduleEstimate);
+  $("#story-language").addEventListener("change", () => { loadVoices(); scheduleEstimate(); });
+  $("#story-voice").addEventListener("change", () => {
+    $("#story-voice-preview").disabled = !$("#story-voice").selectedOptions[0]?.dataset.preview;
+    scheduleEstimate();
+  });
+  $("#story-voice-preview").addEventListener("click", previewVoice);
+  for (const id of ["#story-narration", "#story-captions", "#story-aspect", "#story-transition", "#story-speed", "#story-music", "#story-music-volume"]) {
+    $(id).addEventListener("change", scheduleEstimate);
+  }
+  $("#story-music-file").addEventListener("change", async () => {
+    const f = $("#story-music-file").files[0];
+    if (f) { $("#story-music").value = await readDataURL(f); scheduleEstimate(); }
+  });
   addScene();
   addScene();
   loadModels();
