@@ -248,6 +248,7 @@ func Functions() map[string]Constructor {
 		"account-keys-list":             storewiring.AccountKeysList,
 		"account-key-revoke":            storewiring.AccountKeyRevoke,
 		"account-webhook-secret-rotate": storewiring.AccountWebhookSecretRotate,
+		routes.StreamFunction:           storewiring.EventStream,
 	}
 }
 
