@@ -199,10 +199,12 @@ func (s *Service) apply(ctx context.Context, log *slog.Logger, g domain.Generati
 			}
 			return true, s.finish(ctx, log, g, domain.Outcome{Status: domain.StatusFailed, Error: "upstream: " + reason})
 		default:
+			s.noteProgress(ctx, log, g, results)
 			return false, nil
 		}
 	}
 	if len(results) < len(jobsOf(g)) {
+		s.noteProgress(ctx, log, g, results)
 		return false, nil
 	}
 	// Before the first byte is copied the record is claimed as finishing,
@@ -595,4 +597,30 @@ func (s *Service) enqueue(ctx context.Context, m PollMessage, delay time.Duratio
 		}
 	}
 	return fmt.Errorf("enqueue poll of %s: %w", m.GenerationID, lastErr)
+}
+
+// noteProgress stores the provider's progress figure of a generation still
+// running, when it grew: each job's own (a succeeded one's 100), averaged
+// over the generation's jobs. A failure to store it is logged: the figure
+// is shown, not needed.
+func (s *Service) noteProgress(ctx context.Context, log *slog.Logger, g domain.Generation, results []upstream.Result) {
+	jobs := len(jobsOf(g))
+	if jobs == 0 {
+		return
+	}
+	sum := 0
+	for _, r := range results {
+		if r.Status == upstream.StatusSucceeded {
+			sum += 100
+		} else {
+			sum += min(max(r.Progress, 0), 100)
+		}
+	}
+	progress := sum / jobs
+	if progress <= g.Progress {
+		return
+	}
+	if err := s.Store.SetGenerationProgress(ctx, g.UUID, progress); err != nil {
+		log.WarnContext(ctx, "could not store the provider's progress", "progress", progress, "error", err)
+	}
 }

@@ -48,7 +48,7 @@ func (s *Store) CreateGeneration(ctx context.Context, g *domain.Generation) erro
 
 const generationColumns = `seq, uuid, user_id, upstream_id, model, model_version, kind, input, input_object, image_count,
 	output_urls, status, error, credits_used, created_at, updated_at, deadline, webhook_url, webhook_events,
-	webhook_attempts, upstream, upstream_model, upstream_jobs, output_expires_at, data_removal, finishing`
+	webhook_attempts, upstream, upstream_model, upstream_jobs, output_expires_at, data_removal, finishing, progress`
 
 // listedColumns are generationColumns without the input, which the list
 // does not show (store.Generations.ListGenerations).
@@ -81,7 +81,7 @@ func (s *Store) queryGenerations(ctx context.Context, columns, where string, arg
 			var finishing bool
 			err := rows.Scan(&g.ID, &g.UUID, &g.UserID, &g.UpstreamID, &g.Model, &g.ModelVersion, &kind, &input,
 				&g.InputObject, &g.ImageCount, &urls, &status, &g.Error, &credits, &created, &updated, &deadline, &g.Webhook.URL,
-				&events, &attempts, &g.Upstream, &g.UpstreamModel, &jobs, &expires, &removal, &finishing)
+				&events, &attempts, &g.Upstream, &g.UpstreamModel, &jobs, &expires, &removal, &finishing, &g.Progress)
 			if err != nil {
 				return domain.Generation{}, fmt.Errorf("read generations: %w", err)
 			}
@@ -121,6 +121,20 @@ func (s *Store) SetUpstreamJobs(ctx context.Context, uuid string, run domain.Ups
 		return err
 	}
 	return fmt.Errorf("set upstream jobs of %s: status %s, job %q: %w", uuid, g.Status, g.UpstreamID, domain.ErrConflict)
+}
+
+func (s *Store) SetGenerationProgress(ctx context.Context, uuid string, progress int) error {
+	progress = min(max(progress, 0), 100)
+	res, err := s.w.ExecContext(ctx, `UPDATE generations SET progress = ? WHERE uuid = ? AND status = ? AND progress < ?`,
+		progress, uuid, string(domain.StatusProcessing), progress)
+	if err != nil {
+		return fmt.Errorf("set progress of %s: %w", uuid, err)
+	}
+	if n, _ := res.RowsAffected(); n > 0 {
+		return nil
+	}
+	_, err = s.GetGeneration(ctx, uuid) // missing: ErrNotFound; else unchanged on purpose
+	return err
 }
 
 func (s *Store) FinishGeneration(ctx context.Context, uuid string, o domain.Outcome, at time.Time) error {

@@ -58,6 +58,7 @@ func Run(t *testing.T, s store.Store) {
 		{"SlotsOfWorkThatIsGoneAreFreed", testSlotsOfGoneWork},
 		{"SweeperFreesTheSlotsOfWorkItEnds", testSweeperFreesSlots},
 		{"UpstreamJobIsRecordedOnce", testUpstreamIDOnce},
+		{"GenerationProgressOnlyGrows", testGenerationProgressOnlyGrows},
 		{"RestartListsGenerationsInFlight", testRestartListsGenerations},
 		{"RestartListsLongVideosInFlight", testRestartListsLongVideos},
 		{"CompletedOutputsKeepTheirExpiry", testOutputExpiry},
