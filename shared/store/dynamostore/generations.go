@@ -67,6 +67,8 @@ type generationItem struct {
 	UpstreamJobs  string `dynamodbav:"upstream_jobs,omitempty"`
 	// Progress is the provider's own figure (domain.Generation.Progress).
 	Progress int `dynamodbav:"progress,omitempty"`
+	// CancelAt is the caller's deadline (domain.Generation.CancelAt).
+	CancelAt string `dynamodbav:"cancel_at,omitempty"`
 	webhookFields
 	filesFields
 }
@@ -98,6 +100,11 @@ func (it generationItem) generation() (domain.Generation, error) {
 	}
 	if g.Files, err = it.files(); err != nil {
 		return domain.Generation{}, fmt.Errorf("generation %s: %w", it.UUID, err)
+	}
+	if it.CancelAt != "" {
+		if g.CancelAt, err = parseTime(it.CancelAt); err != nil {
+			return domain.Generation{}, fmt.Errorf("generation %s: cancel_at: %w", it.UUID, err)
+		}
 	}
 	return g, nil
 }
@@ -144,6 +151,9 @@ func (s *Store) CreateGeneration(ctx context.Context, g *domain.Generation) erro
 		ModelVersion: g.ModelVersion, Kind: string(g.Kind), Input: string(g.Input), InputObject: g.InputObject, ImageCount: g.ImageCount,
 		OutputURLs: urls, Status: string(g.Status), Error: g.Error, CreditsUsed: num(g.CreditsUsed),
 		recordTimes: recordTimesOf(g.CreatedAt, g.UpdatedAt, g.Deadline), webhookFields: webhookFieldsOf(g.Webhook),
+	}
+	if !g.CancelAt.IsZero() {
+		it.CancelAt = formatTime(g.CancelAt)
 	}
 	if err := s.keepInputApart(ctx, &it); err != nil {
 		return fmt.Errorf("create generation %s: %w", g.UUID, err)

@@ -394,3 +394,23 @@ func testGenerationProgressOnlyGrows(t *testing.T, s store.Store) {
 		t.Errorf("SetGenerationProgress on a missing generation = %v, want ErrNotFound", err)
 	}
 }
+
+// The caller's deadline (deadline_seconds) is kept with the record; a
+// record without one reads none.
+func testGenerationCancelAtIsKept(t *testing.T, s store.Store) {
+	ctx := context.Background()
+	user := newAccount(t, s, domain.PlanFree, "0")
+	g := &domain.Generation{UUID: uuid.NewString(), UserID: user, Model: "provider-x", ModelVersion: "zeta",
+		Kind: domain.MediaImage, Input: []byte(`{"prompt":"p"}`), ImageCount: 1, Status: domain.StatusProcessing,
+		CreditsUsed: credits("1.00"), CreatedAt: now, UpdatedAt: now, Deadline: now.Add(time.Hour), CancelAt: now.Add(90 * time.Second)}
+	if err := s.CreateGeneration(ctx, g); err != nil {
+		t.Fatal(err)
+	}
+	if got, err := s.GetGeneration(ctx, g.UUID); err != nil || !got.CancelAt.Equal(g.CancelAt) {
+		t.Errorf("CancelAt reads %v (%v), want %v", got.CancelAt, err, g.CancelAt)
+	}
+	plain := newGeneration(t, s, user, "zeta", domain.StatusProcessing, now)
+	if got, _ := s.GetGeneration(ctx, plain.UUID); !got.CancelAt.IsZero() {
+		t.Errorf("a generation without a deadline reads CancelAt %v", got.CancelAt)
+	}
+}

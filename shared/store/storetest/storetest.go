@@ -59,6 +59,7 @@ func Run(t *testing.T, s store.Store) {
 		{"SweeperFreesTheSlotsOfWorkItEnds", testSweeperFreesSlots},
 		{"UpstreamJobIsRecordedOnce", testUpstreamIDOnce},
 		{"GenerationProgressOnlyGrows", testGenerationProgressOnlyGrows},
+		{"GenerationCancelAtIsKept", testGenerationCancelAtIsKept},
 		{"RestartListsGenerationsInFlight", testRestartListsGenerations},
 		{"RestartListsLongVideosInFlight", testRestartListsLongVideos},
 		{"CompletedOutputsKeepTheirExpiry", testOutputExpiry},
