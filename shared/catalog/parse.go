@@ -7,8 +7,8 @@ import (
 	"fmt"
 	"io"
 	"strconv"
-	"time"
 	"strings"
+	"time"
 	"unicode/utf8"
 
 	"github.com/mediagen-dev/mediagen/shared/domain"
