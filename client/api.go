@@ -35,6 +35,10 @@ type GenerateRequest struct {
 	// WebhookEvents narrows the events (default: all).
 	WebhookURL    string   `json:"webhook_url,omitempty"`
 	WebhookEvents []string `json:"webhook_events,omitempty"`
+	// DeadlineSeconds, when set (1–86400), cancels the generation if it is
+	// not done that many seconds after its creation: it ends canceled with
+	// error "deadline", and is not charged.
+	DeadlineSeconds int `json:"deadline_seconds,omitempty"`
 }
 
 // The views below are the service's own (internal/api/apiview): the client reads

@@ -49,6 +49,10 @@ type Client struct {
 	// BaseURL is the service's root, such as http://127.0.0.1:8080 or the
 	// ApiUrl output of the deployment.
 	BaseURL string
+	// StreamURL is where the event streams are (the StreamUrl output of a
+	// deployment, whose HTTP API cannot stream); "" is BaseURL, as for the
+	// local runtime.
+	StreamURL string
 	// APIKey is sent as Authorization: Bearer; identity-provider tokens
 	// work on the status routes too.
 	APIKey string

@@ -224,6 +224,7 @@ var attributes = map[string][]string{
 	"AWS::CloudFront::Distribution":        {"DomainName", "Id"},
 	"AWS::CloudFront::OriginAccessControl": {"Id"},
 	"AWS::SecretsManager::Secret":          {"Id"},
+	"AWS::Lambda::Url":                     {"FunctionArn", "FunctionUrl"},
 }
 
 func TestEveryReferenceNamesSomethingThatExists(t *testing.T) {

@@ -380,6 +380,38 @@ func TestEveryFunctionAnswersItsSampleEvent(t *testing.T) {
 			t.Error("the workflow was not started")
 		}
 	})
+	t.Run("event-stream", func(t *testing.T) {
+		// A final generation: its stream is its final view, then the end
+		// (the sample's processing one would stream for 10 minutes).
+		done := &domain.Generation{UUID: "0d6f3c2b-8e4a-4b71-9c5d-3a2e1f0b7c64", UserID: e.userID, UpstreamID: "sample-done",
+			Model: "provider-b", ModelVersion: "beta-2", Kind: domain.MediaVideo, Input: json.RawMessage(`{"prompt":"sample"}`),
+			ImageCount: 1, Status: domain.StatusFailed, Error: "sample", CreditsUsed: decimal.Zero, CreatedAt: now, UpdatedAt: now,
+			Deadline: now.Add(time.Hour)}
+		if err := e.store.CreateGeneration(ctx, done); err != nil {
+			t.Fatal(err)
+		}
+		h, err := lambdawiring.Handler(ctx, "event-stream")
+		if err != nil {
+			t.Fatalf("event-stream: build: %v", err)
+		}
+		out, err := lambda.NewHandler(h).Invoke(ctx, e.event(t, "event-stream", sampleGeneration, done.UUID))
+		if err != nil {
+			t.Fatalf("event-stream: invoke: %v", err)
+		}
+		// A streamed answer: its head (JSON), eight NUL bytes, the body.
+		head, stream, ok := strings.Cut(string(out), strings.Repeat("\x00", 8))
+		var prelude struct {
+			StatusCode int               `json:"statusCode"`
+			Headers    map[string]string `json:"headers"`
+		}
+		if !ok || json.Unmarshal([]byte(head), &prelude) != nil || prelude.StatusCode != 200 ||
+			prelude.Headers["Content-Type"] != "text/event-stream" {
+			t.Fatalf("answered %q, want a streamed 200 text/event-stream", out)
+		}
+		if !strings.Contains(stream, "event: failed\ndata: {") || !strings.Contains(stream, `"id":"`+done.UUID+`"`) {
+			t.Errorf("streamed %q, want the final view of %s", stream, done.UUID)
+		}
+	})
 	t.Run("long-story-status", func(t *testing.T) {
 		got := invoke(t, "long-story-status", e.event(t, "long-story-status"))
 		if b := body(t, got); got["statusCode"] != 200.0 || b["id"] != sampleVideo || b["status"] != "processing" {

@@ -118,10 +118,12 @@ func serveLambdas(ctx context.Context, cfg runtime.Config, stdout, stderr io.Wri
   moto:     %s   (IAM enforced; its refusals in %s)
   API key:  %s   (dev account %s)
   simulator: %s/v1 (Replicate), %s (fal queue)
+  streams:  %s   (the stream function's URL, the StreamUrl output: GET <it>api/generations/{id}/events)
 
-  export MEDIAGEN_BASE_URL=%s MEDIAGEN_API_KEY=%s
+  export MEDIAGEN_BASE_URL=%s MEDIAGEN_API_KEY=%s MEDIAGEN_STREAM_URL=%s
 `, l.BaseURL, l.Media.URL, l.Moto.Endpoint, filepath.Join(dir, "logs", "moto-access.log"), l.Dev.APIKey, l.Dev.UserID,
-		l.Simulator.BaseURL, l.Simulator.FalURL, l.BaseURL, l.Dev.APIKey)
+		l.Simulator.BaseURL, l.Simulator.FalURL, l.FunctionURLs["EventStreamFunctionUrl"], l.BaseURL, l.Dev.APIKey,
+		l.FunctionURLs["EventStreamFunctionUrl"])
 	<-ctx.Done()
 	fmt.Fprintln(stdout, "stopping…")
 	return exitOK

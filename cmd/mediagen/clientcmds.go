@@ -24,6 +24,9 @@ import (
 const (
 	envBaseURL = "MEDIAGEN_BASE_URL"
 	envAPIKey  = "MEDIAGEN_API_KEY"
+	// envStreamURL is where the progress streams are: a deployment's
+	// StreamUrl output (its HTTP API cannot stream); default the base URL.
+	envStreamURL = "MEDIAGEN_STREAM_URL"
 )
 
 // clientCommands call a running service over HTTP, as any user of the API.
@@ -61,8 +64,8 @@ func clientCommand(args []string) (command, []string, bool) {
 
 // apiFlags are the connection flags of every client command.
 type apiFlags struct {
-	baseURL, apiKey string
-	jsonOut         bool
+	baseURL, apiKey, streamURL string
+	jsonOut                    bool
 }
 
 func (f *apiFlags) register(fs *flag.FlagSet) {
@@ -75,6 +78,8 @@ func (f *apiFlags) register(fs *flag.FlagSet) {
 	// not print it as the flag's default.
 	fs.StringVar(&f.apiKey, "api-key", "", "API key (default $"+envAPIKey+")")
 	fs.BoolVar(&f.jsonOut, "json", false, "print the service's answers as JSON lines")
+	fs.StringVar(&f.streamURL, "stream-url", os.Getenv(envStreamURL),
+		"where the progress streams are: a deployment's StreamUrl output (default $"+envStreamURL+", else the base URL)")
 }
 
 func (f *apiFlags) client() *client.Client {
@@ -82,7 +87,9 @@ func (f *apiFlags) client() *client.Client {
 	if key == "" {
 		key = os.Getenv(envAPIKey)
 	}
-	return client.New(f.baseURL, key)
+	c := client.New(f.baseURL, key)
+	c.StreamURL = f.streamURL
+	return c
 }
 
 // parseArgs parses flags that may come before or after the positional
@@ -180,6 +187,7 @@ func generateCmd(ctx context.Context, args []string, stdout, stderr io.Writer) i
 	count := fs.Int("image-count", 0, "number of images, 1-4 (image variants)")
 	wait := fs.Bool("wait", false, "wait until the generation is final, then download its outputs")
 	out := fs.String("out", "", "directory for the outputs (implies --wait; default: the current directory)")
+	deadline := fs.Int("deadline", 0, "seconds after which the generation, if not done, is canceled and not charged (1-86400)")
 	if _, err := parseArgs(fs, args, 0); err != nil {
 		return usageFail(stderr, "generate", err)
 	}
@@ -202,30 +210,49 @@ func generateCmd(ctx context.Context, args []string, stdout, stderr io.Writer) i
 	if err != nil {
 		return usageFail(stderr, "generate", err)
 	}
-	g, err := c.Generate(ctx, client.GenerateRequest{Model: *model, ModelVersion: *version, Input: input, ImageCount: *count})
+	req := client.GenerateRequest{Model: *model, ModelVersion: *version, Input: input, ImageCount: *count, DeadlineSeconds: *deadline}
+	waits := *wait || *out != ""
+	var p *progress
+	var g client.Generation
+	if waits {
+		// Prefer: wait first: a job done within the wait (an image, most
+		// often) is answered completed, with its outputs, in one request.
+		p = newProgress(stderr, "waiting for the answer (Prefer: wait)")
+		g, err = c.GenerateAndWait(ctx, req, client.MaxWait)
+	} else {
+		g, err = c.Generate(ctx, req)
+	}
 	if err != nil {
+		if p != nil {
+			p.Done("refused")
+		}
 		return apiFail(stderr, "generate", err)
 	}
 	if af.jsonOut {
 		printJSON(stdout, g)
+	} else if client.Final(g.Status) {
+		fmt.Fprintf(stdout, "generation %s (id %d): %s, %s credits\n", g.UUID, g.ID, g.Status, g.CreditsUsed)
 	} else {
 		fmt.Fprintf(stdout, "generation %s (id %d): %s, %s credits held\n", g.UUID, g.ID, g.Status, g.CreditsUsed)
 	}
-	if !*wait && *out == "" {
+	if !waits {
 		return exitOK
 	}
-	return waitGeneration(ctx, c, af, g.UUID, time.Duration(variant.TypicalSeconds)*time.Second, *out, stdout, stderr)
+	return waitGeneration(ctx, c, af, p, g.UUID, time.Duration(variant.TypicalSeconds)*time.Second, *out, stdout, stderr)
 }
 
-// waitGeneration waits for a generation with a progress display, then
-// downloads its outputs. typical is how long a job of its variant usually
-// takes (0 = unknown).
-func waitGeneration(ctx context.Context, c *client.Client, af apiFlags, id string, typical time.Duration, out string, stdout, stderr io.Writer) int {
+// waitGeneration follows a generation with a progress display (its event
+// stream, or by polling where the service has none), then downloads its
+// outputs. typical is how long a job of its variant usually takes (0 =
+// unknown); p, when not nil, is the display already showing.
+func waitGeneration(ctx context.Context, c *client.Client, af apiFlags, p *progress, id string, typical time.Duration, out string, stdout, stderr io.Writer) int {
 	if out == "" {
 		out = "."
 	}
-	p := newProgress(stderr, "processing")
-	st, err := c.WaitGeneration(ctx, id, client.WaitOptions{Interval: 500 * time.Millisecond, MaxInterval: 5 * time.Second},
+	if p == nil {
+		p = newProgress(stderr, "processing")
+	}
+	st, err := c.FollowGeneration(ctx, id, client.WaitOptions{Interval: 500 * time.Millisecond, MaxInterval: 5 * time.Second},
 		func(s client.GenerationStatus) {
 			if !client.Final(s.Status) { // Done writes the final state, once
 				p.Update(generationLine(s, p.Elapsed(), typical), float64(s.Progress))
@@ -574,7 +601,7 @@ func waitStory(ctx context.Context, c *client.Client, af apiFlags, id string, sc
 		out = "."
 	}
 	p := newProgress(stderr, fmt.Sprintf("%d scenes processing", scenes))
-	st, err := c.WaitLongVideo(ctx, id, client.WaitOptions{Interval: time.Second, MaxInterval: 5 * time.Second},
+	st, err := c.FollowLongVideo(ctx, id, client.WaitOptions{Interval: time.Second, MaxInterval: 5 * time.Second},
 		func(v client.LongVideoStatus) {
 			if !client.Final(v.Status) { // Done writes the final state, once
 				p.Update(sceneSummary(v, scenes), float64(v.Progress))

@@ -9,11 +9,13 @@ import (
 	"regexp"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/mediagen-dev/mediagen/client"
 	"github.com/mediagen-dev/mediagen/internal/adapters/ffmpeg"
 	"github.com/mediagen-dev/mediagen/internal/local/runtime"
 	"github.com/mediagen-dev/mediagen/internal/local/simulator"
+	"github.com/mediagen-dev/mediagen/internal/testkit/clocktest"
 	"github.com/mediagen-dev/mediagen/internal/testkit/runtimetest"
 )
 
@@ -36,9 +38,10 @@ func TestGenerateWaitsAndDownloadsTheImages(t *testing.T) {
 	if code != 0 {
 		t.Fatalf("exit %d\nstdout: %s\nstderr: %s", code, stdout, stderr)
 	}
+	// --wait asks Prefer: wait first: a quick image is answered completed.
 	lines := strings.Split(strings.TrimSpace(stdout), "\n")
-	if len(lines) != 3 || !strings.Contains(lines[0], "processing, 36.40 credits held") {
-		t.Fatalf("stdout %q, want the record line and two file paths", stdout)
+	if len(lines) != 3 || !strings.Contains(lines[0], "completed, 36.40 credits") {
+		t.Fatalf("stdout %q, want the completed record's line (Prefer: wait) and two file paths", stdout)
 	}
 	for _, path := range lines[1:] {
 		raw, err := os.ReadFile(path)
@@ -50,16 +53,27 @@ func TestGenerateWaitsAndDownloadsTheImages(t *testing.T) {
 		}
 	}
 	// Not a terminal: plain progress lines, no carriage returns.
-	if !strings.Contains(stderr, "processing (") || !strings.Contains(stderr, "completed (") || strings.Contains(stderr, "\r") {
+	if !strings.Contains(stderr, "(Prefer: wait) (") || !strings.Contains(stderr, "completed (") || strings.Contains(stderr, "\r") {
 		t.Errorf("stderr %q, want plain progress lines", stderr)
 	}
 }
 
 // generate --wait shows, while a video runs, the time left by the
 // variant's typical duration (GET /api/models' typical_seconds, a minute),
-// and the final state on one line, the last.
+// and the final state on one line, the last. The video outlasts the
+// Prefer: wait (its clock moved past the 25 s cap), so the command follows
+// the generation's event stream for the rest.
 func TestGenerateWaitShowsTimeLeftAndOneFinalLine(t *testing.T) {
-	clientEnv(t)
+	waitClock := clocktest.New(time.Now())
+	rt := runtimetest.Start(t, runtime.Config{WaitClock: waitClock, SimulatorLatency: 3 * time.Second})
+	t.Setenv(envBaseURL, rt.BaseURL)
+	t.Setenv(envAPIKey, rt.Dev.APIKey)
+	go func() {
+		// Each Prefer: wait arms a timer on its clock: move it past the cap.
+		for waitClock.WaitForTimers(1, 2*time.Minute) {
+			waitClock.Advance(time.Minute)
+		}
+	}()
 	tests := []struct {
 		name     string
 		args     []string

@@ -97,13 +97,18 @@ func (c *Fal) Get(ctx context.Context, job domain.UpstreamJob) (Result, error) {
 	if job.StatusURL == "" || job.ResponseURL == "" {
 		return Result{}, fmt.Errorf("upstream get: %w: the job has no status URL", ErrMalformed)
 	}
-	a, err := c.do(ctx, request{op: "status", method: http.MethodGet, url: job.StatusURL, header: c.header()})
+	// With logs=1 the queue status carries the app's logs, whose
+	// progress lines are the job's own progress figure.
+	a, err := c.do(ctx, request{op: "status", method: http.MethodGet, url: withQuery(job.StatusURL, "logs", "1"), header: c.header()})
 	if err != nil {
 		return Result{}, err
 	}
 	var st struct {
 		Status string `json:"status"`
 		Error  string `json:"error"`
+		Logs   []struct {
+			Message string `json:"message"`
+		} `json:"logs"`
 	}
 	if err := json.Unmarshal(a.body, &st); err != nil {
 		return Result{}, fmt.Errorf("upstream status: %w: %v", ErrMalformed, err)
@@ -112,7 +117,11 @@ func (c *Fal) Get(ctx context.Context, job domain.UpstreamJob) (Result, error) {
 	case "IN_QUEUE":
 		return Result{ID: job.ID, Status: StatusStarting}, nil
 	case "IN_PROGRESS":
-		return Result{ID: job.ID, Status: StatusProcessing}, nil
+		var logs strings.Builder
+		for _, l := range st.Logs {
+			logs.WriteString(l.Message + "\n")
+		}
+		return Result{ID: job.ID, Status: StatusProcessing, Progress: ProgressOf(logs.String())}, nil
 	case "COMPLETED":
 	default:
 		return Result{}, fmt.Errorf("upstream status: %w: unknown status %q", ErrMalformed, st.Status)
@@ -264,4 +273,16 @@ func (c *Fal) DecodeWebhook(body []byte) (Result, error) {
 		return Result{ID: w.RequestID, Status: StatusFailed, Error: truncate(reason, 1000)}, nil
 	}
 	return Result{}, fmt.Errorf("%w: fal webhook status %q", ErrMalformed, w.Status)
+}
+
+// withQuery is u with the query parameter name=value set.
+func withQuery(u, name, value string) string {
+	parsed, err := url.Parse(u)
+	if err != nil {
+		return u
+	}
+	q := parsed.Query()
+	q.Set(name, value)
+	parsed.RawQuery = q.Encode()
+	return parsed.String()
 }

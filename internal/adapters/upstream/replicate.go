@@ -235,6 +235,7 @@ type wirePrediction struct {
 	Status string          `json:"status"`
 	Output json.RawMessage `json:"output"`
 	Error  json.RawMessage `json:"error"`
+	Logs   string          `json:"logs"`
 }
 
 // DecodePrediction reads a prediction as the provider sends it, in answers
@@ -252,7 +253,7 @@ func DecodePrediction(raw []byte) (Result, error) {
 	default:
 		return Result{}, fmt.Errorf("%w: unknown status %q", ErrMalformed, w.Status)
 	}
-	r := Result{ID: w.ID, Status: w.Status}
+	r := Result{ID: w.ID, Status: w.Status, Progress: ProgressOf(w.Logs)}
 	var err error
 	if r.Outputs, err = OutputURLs(w.Output); err != nil {
 		return Result{}, err

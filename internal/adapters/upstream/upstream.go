@@ -20,6 +20,7 @@ import (
 	"net"
 	"net/http"
 	"net/url"
+	"regexp"
 	"strconv"
 	"strings"
 	"time"
@@ -46,6 +47,27 @@ type Result struct {
 	// Outputs are the output URLs in order.
 	Outputs []string
 	Error   string
+	// Progress is the provider's own figure of the work done, 0-100, read
+	// from its logs (ProgressOf); 0 when it reported none.
+	Progress int
+}
+
+// progressBar is a progress line as models print it (tqdm, which
+// Replicate's and fal's logs carry): "  45%|████▌     | 45/100 [00:10<00:12]".
+var progressBar = regexp.MustCompile(`(?m)(\d{1,3})%\|`)
+
+// ProgressOf is the last progress figure in a job's logs, 0-100; 0 when
+// the logs hold none.
+func ProgressOf(logs string) int {
+	all := progressBar.FindAllStringSubmatch(logs, -1)
+	if len(all) == 0 {
+		return 0
+	}
+	n, err := strconv.Atoi(all[len(all)-1][1])
+	if err != nil {
+		return 0
+	}
+	return min(n, 100)
 }
 
 // Final reports whether the job will not change any more.

@@ -359,3 +359,23 @@ func TestACreateRefused429IsTriedAgainAfterItsRetryAfter(t *testing.T) {
 		t.Fatal("no second try once the Retry-After had passed")
 	}
 }
+
+// A job's progress is the last tqdm figure of its logs, as models print
+// them on Replicate and fal.
+func TestProgressOfReadsTheLastProgressLine(t *testing.T) {
+	for _, c := range []struct {
+		name, logs string
+		want       int
+	}{
+		{"no logs", "", 0},
+		{"no progress line", "Using seed: 42\nrendering\n", 0},
+		{"one line", "  45%|████▌     | 45/100 [00:10<00:12,  4.50it/s]", 45},
+		{"the last of several", "  0%|          | 0/50\n 40%|████      | 20/50\n 86%|████████▌ | 43/50 [00:09<00:01]\n", 86},
+		{"done", "100%|██████████| 50/50 [00:11<00:00]\nsucceeded\n", 100},
+		{"a percentage that is no bar", "denoise strength 35%\n", 0},
+	} {
+		if got := ProgressOf(c.logs); got != c.want {
+			t.Errorf("%s: ProgressOf(%q) = %d, want %d", c.name, c.logs, got, c.want)
+		}
+	}
+}

@@ -63,8 +63,10 @@ type GenerationStatus struct {
 	// Upstream names the routing file's upstream that ran the job (absent
 	// until one took it).
 	Upstream string `json:"upstream,omitempty"`
-	// Progress is 0-100; while the provider works it is an estimate from
-	// the time a job of its kind usually takes.
+	// Progress is 0-100; while the provider works it is the provider's own
+	// figure (its logs' percentages) or, when that is behind or absent, an
+	// estimate from the time a job of its kind usually takes; it never goes
+	// back.
 	Progress int `json:"progress"`
 	// QueuePosition is the generation's place in line (from 1) while the
 	// provider is at its cap of jobs at once; absent otherwise.
@@ -92,9 +94,12 @@ func outputFilesAt(f domain.StoredFiles, now time.Time) OutputFiles {
 	return out
 }
 
-// progressAt estimates a generation's progress at now: 100 when final; 0
-// before the provider has the job; then up to 95 by the time a job of its
-// kind usually takes (catalog.TypicalDuration; never 100 before it is done).
+// progressAt is a generation's progress at now: 100 when final; 0 before
+// the provider has the job; then the provider's own figure
+// (domain.Generation.Progress, from its logs) or, when it is behind or
+// absent, an estimate that grows to 95 by the time a job of its kind
+// usually takes (catalog.TypicalDuration). Both only grow, so the larger
+// never goes back; it stays under 100 until the generation is done.
 func progressAt(g domain.Generation, now time.Time) int {
 	if g.Status.Terminal() {
 		return 100
@@ -103,7 +108,8 @@ func progressAt(g domain.Generation, now time.Time) int {
 		return 0
 	}
 	f := now.Sub(g.CreatedAt).Seconds() / g.Kind.TypicalDuration().Seconds()
-	return int(5 + 90*min(max(f, 0), 1))
+	estimate := int(5 + 90*min(max(f, 0), 1))
+	return max(estimate, min(g.Progress, 99))
 }
 
 // RecordOf renders a generation as the creation record.

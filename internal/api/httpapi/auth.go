@@ -522,24 +522,9 @@ func (g *Gate) AuthedUser(access Access, h UserHandler) Handler {
 
 func (g *Gate) authed(access Access, userOnly bool, h AuthedHandler) Handler {
 	return func(ctx context.Context, req Request) (Response, error) {
-		a, caller, err := g.account(ctx, req, access.Tokens, userOnly)
-		if err != nil {
-			return errorResponse(ctx, g.requestLog(req, "", ""), req, err), nil
-		}
-		limits, err := g.rateLimit(ctx, a)
-		if err != nil {
-			return errorResponse(ctx, g.requestLog(req, a.UserID, caller.KeyPrefix), req, err), nil
-		}
-		// After the count, as any other refusal of an authenticated
-		// request; before the idempotency claim and the route, so a refused
-		// request leaves nothing behind.
+		ctx, a, caller, limits, err := g.admit(ctx, req, access, userOnly)
 		var resp Response
-		if !caller.Has(access.Scope) {
-			err = &domain.InsufficientScopeError{Reason: fmt.Sprintf(
-				"this API key lacks the %s scope, which %s needs (it holds: %s)",
-				access.Scope, req.RouteKey, domain.JoinScopes(caller.Scopes, ", "))}
-		} else {
-			ctx = domain.WithCaller(ctx, caller)
+		if err == nil {
 			if g.Idempotency != nil {
 				resp, err = g.Idempotency.wrap(ctx, req, a, h)
 			} else {
@@ -554,4 +539,30 @@ func (g *Gate) authed(access Access, userOnly bool, h AuthedHandler) Handler {
 		}
 		return resp, nil
 	}
+}
+
+// admit is what every authenticated route asks first: the account and
+// caller (from the authorizer's context, or by authenticating here, as
+// the stream function behind a function URL does), the request counted
+// against the rate limit (limits are the headers every answer carries,
+// nil when the request was refused before it was counted), and the
+// scope. ctx then names the caller (domain.CallerFrom).
+func (g *Gate) admit(ctx context.Context, req Request, access Access, userOnly bool) (context.Context, domain.Account, domain.Caller, map[string]string, error) {
+	a, caller, err := g.account(ctx, req, access.Tokens, userOnly)
+	if err != nil {
+		return ctx, domain.Account{}, domain.Caller{}, nil, err
+	}
+	limits, err := g.rateLimit(ctx, a)
+	if err != nil {
+		return ctx, a, caller, nil, err
+	}
+	// After the count, as any other refusal of an authenticated request;
+	// before the idempotency claim and the route, so a refused request
+	// leaves nothing behind.
+	if !caller.Has(access.Scope) {
+		return ctx, a, caller, limits, &domain.InsufficientScopeError{Reason: fmt.Sprintf(
+			"this API key lacks the %s scope, which %s needs (it holds: %s)",
+			access.Scope, req.RouteKey, domain.JoinScopes(caller.Scopes, ", "))}
+	}
+	return domain.WithCaller(ctx, caller), a, caller, limits, nil
 }

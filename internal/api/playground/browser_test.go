@@ -88,6 +88,11 @@ func TestThePlaygroundMakesAnImageAVideoAndALongVideoInChromium(t *testing.T) {
 	if e, _ := checks.last("estimate")["text"].(string); !strings.Contains(e, "3 scenes × 5 s = 15 s · 195 credits") {
 		t.Errorf("the estimate shows %q, want 3 scenes × 5 s = 15 s · 195 credits", e)
 	}
+	// The page follows each job on its event stream (fetch and a
+	// ReadableStream: EventSource cannot send the key), never polling.
+	if f := checks.last("follows"); num("follows", "streams") < 3 || num("follows", "statusReads") != 0 {
+		t.Errorf("the page followed its jobs with %v; want a stream each for the image, the video and the long video, and no status reads", f)
+	}
 	for _, shot := range []string{"image.png", "video.png", "story-estimate.png", "story.png"} {
 		if info, err := os.Stat(filepath.Join(out, shot)); err != nil || info.Size() == 0 {
 			t.Errorf("screenshot %s missing: %v", shot, err)

@@ -120,9 +120,12 @@ type Ports struct {
 	VideoRemover  *longform.OutputRemover
 	VoiceLister   *longform.VoiceLister
 
-	Secrets       httpapi.SecretStore
-	Journal       httpapi.JournalReader
-	Usage         httpapi.UsageReader
+	Secrets httpapi.SecretStore
+	Journal httpapi.JournalReader
+	Usage   httpapi.UsageReader
+	// Streams are the event streams' settings (their clock).
+	Streams httpapi.Streams
+
 	KeyCreator    *accounts.KeyCreator
 	KeyLister     *accounts.KeyLister
 	KeyRevoker    *accounts.KeyRevoker
@@ -403,6 +406,69 @@ func UpstreamWebhook() Route {
 		handler: func(p Ports) httpapi.Handler { return httpapi.UpstreamWebhookRoute(p.UpstreamCallbacks, p.Log) },
 		uses: func(p Ports) error {
 			return errors.Join(need("UpstreamCallbacks", p.UpstreamCallbacks), need("Log", p.Log))
+		}}
+}
+
+// StreamFunction is the folder of the function that serves the event
+// streams (StreamTable) through its function URL.
+const StreamFunction = "event-stream"
+
+// StreamRoute is a route whose answer is streamed (text/event-stream). An
+// HTTP API cannot stream: it buffers a function's whole answer. So these
+// routes are not the HTTP API's: one function (StreamFunction) serves
+// them all behind a Lambda function URL with InvokeMode RESPONSE_STREAM,
+// matching the path itself, and checks the API key in the function as
+// the authorizer does (a function URL has no Lambda authorizer).
+type StreamRoute struct {
+	Method, Path string
+	// Scope is what an API key must hold to call the route.
+	Scope   domain.Scope
+	handler func(Ports) httpapi.StreamHandler
+	uses    func(Ports) error
+}
+
+// Key is the route's key: "GET /api/generations/{id}/events".
+func (r StreamRoute) Key() string { return r.Method + " " + r.Path }
+
+// Function is the folder of the function that serves the route.
+func (r StreamRoute) Function() string { return StreamFunction }
+
+// Build is the route's handler on p; it fails when p lacks a port the
+// route uses.
+func (r StreamRoute) Build(p Ports) (httpapi.StreamHandler, error) {
+	if err := r.uses(p); err != nil {
+		return nil, fmt.Errorf("route %s: %w", r.Key(), err)
+	}
+	return r.handler(p), nil
+}
+
+// StreamTable lists the streaming routes (the function URL's).
+func StreamTable() []StreamRoute {
+	return []StreamRoute{GenerationEvents(), LongStoryEvents()}
+}
+
+// GenerationEvents is GET /api/generations/{id}/events: the generation's
+// status view at each change, until it is final.
+func GenerationEvents() StreamRoute {
+	return StreamRoute{Method: http.MethodGet, Path: "/api/generations/{id}/events", Scope: domain.ScopeRead,
+		handler: func(p Ports) httpapi.StreamHandler {
+			return httpapi.GenerationEventsRoute(p.GenerationReader, p.Gate, p.Streams)
+		},
+		uses: func(p Ports) error {
+			return errors.Join(need("Gate", p.Gate), need("GenerationReader", p.GenerationReader))
+		}}
+}
+
+// LongStoryEvents is GET /api/long-story/videos/{videoId}/events: the
+// video's status view (each scene's state with it) at each change, until
+// it is final.
+func LongStoryEvents() StreamRoute {
+	return StreamRoute{Method: http.MethodGet, Path: "/api/long-story/videos/{videoId}/events", Scope: domain.ScopeRead,
+		handler: func(p Ports) httpapi.StreamHandler {
+			return httpapi.LongVideoEventsRoute(p.VideoReader, p.Gate, p.Streams)
+		},
+		uses: func(p Ports) error {
+			return errors.Join(need("Gate", p.Gate), need("VideoReader", p.VideoReader))
 		}}
 }
 

@@ -182,20 +182,28 @@ func TestTableImportsNoCompositionRoot(t *testing.T) {
 // each missing or extra operation is named.
 func TestOpenAPIDocumentsExactlyTheTablesRoutes(t *testing.T) {
 	var doc struct {
-		Paths map[string]map[string]struct {
-			Security *[]any `yaml:"security"`
-		} `yaml:"paths"`
+		Paths map[string]map[string]yaml.Node `yaml:"paths"`
 	}
 	if err := yaml.Unmarshal(api.OpenAPIYAML(), &doc); err != nil {
 		t.Fatalf("openapi.yaml: %v", err)
 	}
 	documented := map[string]bool{} // route key -> public
+	servers := map[string]bool{}    // route key -> its path names servers of its own
 	for path, ops := range doc.Paths {
-		for method, op := range ops {
+		_, ownServers := ops["servers"]
+		for method, node := range ops {
 			if !slices.Contains([]string{"get", "put", "post", "delete", "patch", "head", "options", "trace"}, method) {
-				continue // parameters, summary: not an operation
+				continue // parameters, summary, servers: not an operation
 			}
-			documented[strings.ToUpper(method)+" "+path] = op.Security != nil && len(*op.Security) == 0
+			var op struct {
+				Security *[]any `yaml:"security"`
+			}
+			if err := node.Decode(&op); err != nil {
+				t.Fatalf("openapi.yaml %s %s: %v", method, path, err)
+			}
+			key := strings.ToUpper(method) + " " + path
+			documented[key] = op.Security != nil && len(*op.Security) == 0
+			servers[key] = ownServers
 		}
 	}
 	for _, r := range Table() {
@@ -205,11 +213,27 @@ func TestOpenAPIDocumentsExactlyTheTablesRoutes(t *testing.T) {
 			t.Errorf("route %s (functions/%s) has no operation in api/openapi.yaml", r.Key(), r.Function)
 		case public != (r.Auth == Public):
 			t.Errorf("route %s: openapi.yaml says public %v, routes.Table says auth %s", r.Key(), public, r.Auth)
+		case servers[r.Key()]:
+			t.Errorf("route %s: openapi.yaml gives its path servers of its own; the HTTP API serves it", r.Key())
+		}
+		delete(documented, r.Key())
+	}
+	// The streams are served by the stream function's URL, not the HTTP
+	// API: their paths name that server (the stack's StreamUrl output).
+	for _, r := range StreamTable() {
+		public, ok := documented[r.Key()]
+		switch {
+		case !ok:
+			t.Errorf("stream route %s has no operation in api/openapi.yaml", r.Key())
+		case public:
+			t.Errorf("stream route %s: openapi.yaml says it is public; the function checks the API key", r.Key())
+		case !servers[r.Key()]:
+			t.Errorf("stream route %s: its path in openapi.yaml does not name the stream function's URL as its server", r.Key())
 		}
 		delete(documented, r.Key())
 	}
 	for key := range documented {
-		t.Errorf("api/openapi.yaml documents %s, which is not in routes.Table", key)
+		t.Errorf("api/openapi.yaml documents %s, which is not in routes.Table nor routes.StreamTable", key)
 	}
 }
 

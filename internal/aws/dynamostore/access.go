@@ -57,6 +57,7 @@ var Accesses = map[string][]Access{
 	"SetUpstreamJobs":       {update("Generations"), get("Generations")},
 	"FinishGeneration":      {update("Generations"), get("Generations")},
 	"ClaimGenerationFinish": {update("Generations"), get("Generations")},
+	"SetGenerationProgress": {update("Generations"), get("Generations")},
 	"ProcessingGenerations": {{"Scan", "Generations", ""}, batchGet("Generations")}, // local runtime only (restart.go)
 	"ListGenerations":       {query("Generations", IndexUserCreatedAt), batchGet("Generations")},
 	"ClaimPoll":             {update("Generations"), get("Generations")},

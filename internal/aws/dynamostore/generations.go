@@ -65,6 +65,10 @@ type generationItem struct {
 	Upstream      string `dynamodbav:"upstream,omitempty"`
 	UpstreamModel string `dynamodbav:"upstream_model,omitempty"`
 	UpstreamJobs  string `dynamodbav:"upstream_jobs,omitempty"`
+	// Progress is the provider's own figure (domain.Generation.Progress).
+	Progress int `dynamodbav:"progress,omitempty"`
+	// CancelAt is the caller's deadline (domain.Generation.CancelAt).
+	CancelAt string `dynamodbav:"cancel_at,omitempty"`
 	webhookFields
 	filesFields
 }
@@ -74,7 +78,7 @@ func (it generationItem) generation() (domain.Generation, error) {
 		ID: it.ID, UUID: it.UUID, UserID: it.UserID, UpstreamID: it.UpstreamID, Model: it.Model,
 		ModelVersion: it.ModelVersion, Kind: domain.MediaKind(it.Kind), InputObject: it.InputObject,
 		ImageCount: it.ImageCount, OutputURLs: it.OutputURLs, Status: domain.Status(it.Status), Error: it.Error,
-		Webhook: it.webhook(), Upstream: it.Upstream, UpstreamModel: it.UpstreamModel,
+		Webhook: it.webhook(), Upstream: it.Upstream, UpstreamModel: it.UpstreamModel, Progress: it.Progress,
 	}
 	if it.Input != "" {
 		g.Input = json.RawMessage(it.Input)
@@ -96,6 +100,11 @@ func (it generationItem) generation() (domain.Generation, error) {
 	}
 	if g.Files, err = it.files(); err != nil {
 		return domain.Generation{}, fmt.Errorf("generation %s: %w", it.UUID, err)
+	}
+	if it.CancelAt != "" {
+		if g.CancelAt, err = parseTime(it.CancelAt); err != nil {
+			return domain.Generation{}, fmt.Errorf("generation %s: cancel_at: %w", it.UUID, err)
+		}
 	}
 	return g, nil
 }
@@ -142,6 +151,9 @@ func (s *Store) CreateGeneration(ctx context.Context, g *domain.Generation) erro
 		ModelVersion: g.ModelVersion, Kind: string(g.Kind), Input: string(g.Input), InputObject: g.InputObject, ImageCount: g.ImageCount,
 		OutputURLs: urls, Status: string(g.Status), Error: g.Error, CreditsUsed: num(g.CreditsUsed),
 		recordTimes: recordTimesOf(g.CreatedAt, g.UpdatedAt, g.Deadline), webhookFields: webhookFieldsOf(g.Webhook),
+	}
+	if !g.CancelAt.IsZero() {
+		it.CancelAt = formatTime(g.CancelAt)
 	}
 	if err := s.keepInputApart(ctx, &it); err != nil {
 		return fmt.Errorf("create generation %s: %w", g.UUID, err)
@@ -281,6 +293,28 @@ func (s *Store) SetUpstreamJobs(ctx context.Context, uuid string, run domain.Ups
 		return err
 	}
 	return fmt.Errorf("set upstream jobs of %s: status %s, job %q: %w", uuid, g.Status, g.UpstreamID, domain.ErrConflict)
+}
+
+func (s *Store) SetGenerationProgress(ctx context.Context, uuid string, progress int) error {
+	progress = min(max(progress, 0), 100)
+	_, err := s.db.UpdateItem(ctx, &dynamodb.UpdateItemInput{
+		TableName:                aws.String(s.tables.Generations),
+		Key:                      key("uuid", uuid),
+		UpdateExpression:         aws.String("SET progress = :p"),
+		ConditionExpression:      aws.String("#s = :processing AND (attribute_not_exists(progress) OR progress < :p)"),
+		ExpressionAttributeNames: map[string]string{"#s": "status"},
+		ExpressionAttributeValues: map[string]types.AttributeValue{
+			":p": &types.AttributeValueMemberN{Value: strconv.Itoa(progress)}, ":processing": strAV(string(domain.StatusProcessing)),
+		},
+	})
+	if err == nil {
+		return nil
+	}
+	if !isConditionFailed(err) {
+		return fmt.Errorf("set progress of %s: %w", uuid, err)
+	}
+	_, err = s.GetGeneration(ctx, uuid) // missing: ErrNotFound; else unchanged on purpose
+	return err
 }
 
 func (s *Store) FinishGeneration(ctx context.Context, uuid string, o domain.Outcome, at time.Time) error {

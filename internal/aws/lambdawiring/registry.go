@@ -20,6 +20,7 @@ func Functions() map[string]Constructor {
 		"account-webhook-secret-rotate": storewiring.AccountWebhookSecretRotate,
 		"assemble":                      Assemble,
 		"authorizer":                    storewiring.Authorizer,
+		"event-stream":                  storewiring.EventStream,
 		"file-create":                   FileCreate,
 		"finalize":                      Finalize,
 		"generate":                      Generate,

@@ -8,6 +8,7 @@ import (
 	"io"
 	"strconv"
 	"strings"
+	"time"
 	"unicode/utf8"
 
 	"github.com/mediagen-dev/mediagen/internal/core/domain"
@@ -29,7 +30,11 @@ const (
 )
 
 // topLevelFields are the fields of a generate body, in the spec's order.
-var topLevelFields = []string{"model", "model_version", "input", "image_count", "webhook_url", "webhook_events"}
+var topLevelFields = []string{"model", "model_version", "input", "image_count", "webhook_url", "webhook_events", "deadline_seconds"}
+
+// MaxDeadlineSeconds bounds deadline_seconds: a day, as Replicate's
+// Cancel-After.
+const MaxDeadlineSeconds = 86400
 
 // Options tune validation to where the service runs.
 type Options struct {
@@ -67,6 +72,9 @@ type Request struct {
 	ImageCount int
 	// Webhook is where to report the generation's end, if asked.
 	Webhook domain.Webhook
+	// Deadline is deadline_seconds: a generation not done by then is
+	// canceled upstream and ends canceled (reason "deadline"); 0 for none.
+	Deadline time.Duration
 }
 
 // ParseGenerate decodes and validates the body of POST
@@ -93,11 +101,12 @@ func ParseGenerate(body []byte, opts Options) (Request, error) {
 
 	count, countGiven := checkImageCount(obj, &p)
 	hook := CheckWebhook(obj, domain.GenerationEvents, opts, &p)
+	deadline := checkDeadline(obj, &p)
 	if !found || !isObject {
 		return Request{}, p.Err() // the input cannot be checked
 	}
 
-	req := Request{Variant: v, Input: checkInput(v, input, opts, &p), ImageCount: count, Webhook: hook}
+	req := Request{Variant: v, Input: checkInput(v, input, opts, &p), ImageCount: count, Webhook: hook, Deadline: deadline}
 	if v.Kind == domain.MediaVideo {
 		if countGiven && count != 1 && !p.Has("image_count") {
 			p.Add("image_count", "must be 1 for video variants, which produce one video")
@@ -191,6 +200,27 @@ func checkImageCount(obj map[string]any, p *Problems) (count int, given bool) {
 		return 1, true
 	}
 	return n, true
+}
+
+// checkDeadline reads deadline_seconds: an integer 1..MaxDeadlineSeconds,
+// absent for none.
+func checkDeadline(obj map[string]any, p *Problems) time.Duration {
+	raw, ok := obj["deadline_seconds"]
+	if !ok {
+		return 0
+	}
+	msg := fmt.Sprintf("must be a whole number of seconds from 1 to %d", MaxDeadlineSeconds)
+	num, ok := raw.(json.Number)
+	if !ok {
+		p.Add("deadline_seconds", msg+", got "+jsonKind(raw))
+		return 0
+	}
+	n, err := strconv.Atoi(num.String())
+	if err != nil || n < 1 || n > MaxDeadlineSeconds {
+		p.Add("deadline_seconds", fmt.Sprintf("%s, got %s", msg, Clip(num.String())))
+		return 0
+	}
+	return time.Duration(n) * time.Second
 }
 
 // DecodeObject reads a request body that must be exactly one JSON object: valid

@@ -24,3 +24,7 @@ func Logger(l *slog.Logger) *slog.Logger {
 
 // TimedOutError is the error text of work failed by its deadline.
 const TimedOutError = "timed out"
+
+// DeadlineError is the reason of a generation canceled at the caller's
+// deadline (deadline_seconds).
+const DeadlineError = "deadline"

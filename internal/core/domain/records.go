@@ -64,6 +64,14 @@ type Generation struct {
 	UpdatedAt   time.Time
 	// Deadline is when a generation still processing is failed as timed out.
 	Deadline time.Time
+	// CancelAt is the caller's deadline (deadline_seconds after
+	// creation): still processing then, the generation is canceled
+	// upstream and ends canceled with DeadlineError. Zero: none.
+	CancelAt time.Time
+	// Progress is the provider's own figure of the work done, 0-100 (its
+	// logs' percentages, averaged over the jobs), as last polled; 0 when
+	// the provider reported none. It only grows.
+	Progress int
 	// Files is the life of its outputs in the bucket: when they expire,
 	// and whether they were deleted.
 	Files   StoredFiles

@@ -125,7 +125,13 @@ func (s *Service) settle(ctx context.Context, log *slog.Logger, g domain.Generat
 			return err
 		}
 	}
-	how, settled, err := domain.Settle(ctx, s.Store, g.UserID, g.UUID, g.Status)
+	settlement := g.Status
+	if g.Status == domain.StatusCanceled && g.Error == domain.DeadlineError && g.UpstreamID == "" {
+		// Canceled at its deadline before any provider had it: nothing
+		// ran, so the hold is released, as for work that never started.
+		settlement = domain.StatusFailed
+	}
+	how, settled, err := domain.Settle(ctx, s.Store, g.UserID, g.UUID, settlement)
 	if err != nil {
 		return fmt.Errorf("settle hold of %s: %w", g.UUID, err)
 	}

@@ -65,6 +65,9 @@ func (s *Service) create(ctx context.Context, userID string, body []byte) (domai
 		CreditsUsed: quote.Credits, CreatedAt: now, UpdatedAt: now, Deadline: now.Add(s.deadline(req.Variant.Kind)),
 		Webhook: req.Webhook,
 	}
+	if req.Deadline > 0 {
+		g.CancelAt = now.Add(req.Deadline)
+	}
 	log := s.log().With("user_id", userID, "generation_id", g.UUID, "model_version", g.ModelVersion)
 
 	if err := s.Store.Hold(ctx, userID, domain.NewHold(ctx, g.UUID, domain.WorkGeneration, quote.Credits, now, g.ModelVersion)); err != nil {

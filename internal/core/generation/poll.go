@@ -94,6 +94,9 @@ func (s *Service) Poll(ctx context.Context, m PollMessage) error {
 		s.cancelAll(ctx, log, g)
 		return s.finish(ctx, log, g, domain.Outcome{Status: domain.StatusFailed, Error: domain.TimedOutError})
 	}
+	if !g.CancelAt.IsZero() && !s.now().Before(g.CancelAt) && !g.Files.Finishing {
+		return s.cancelAtDeadline(ctx, log, g)
+	}
 	if g.UpstreamID == "" {
 		return s.submitWaiting(ctx, log, g, m)
 	}
@@ -122,7 +125,29 @@ func (s *Service) Poll(ctx context.Context, m PollMessage) error {
 	if done {
 		return nil
 	}
-	return s.next(ctx, log, PollMessage{GenerationID: g.UUID, Attempt: m.Attempt + 1, Waited: m.Waited})
+	next := PollMessage{GenerationID: g.UUID, Attempt: m.Attempt + 1, Waited: m.Waited}
+	delay := s.pollDelay(next.Attempt - next.Waited)
+	if !g.CancelAt.IsZero() {
+		// The caller's deadline is kept to within a poll, not the backoff.
+		delay = max(min(delay, g.CancelAt.Sub(s.now())), 0)
+	}
+	return s.nextAfter(ctx, log, next, delay)
+}
+
+// cancelAtDeadline ends a generation whose caller's deadline
+// (deadline_seconds) passed: its jobs are canceled upstream and it ends
+// canceled with reason DeadlineError, settled as a cancel is (refunded);
+// one that never reached the provider is released, as work that never
+// started (settle). A generation storing its outputs is left to complete.
+func (s *Service) cancelAtDeadline(ctx context.Context, log *slog.Logger, g domain.Generation) error {
+	wrote, err := s.finishOnce(ctx, log, g, domain.Outcome{Status: domain.StatusCanceled, Error: domain.DeadlineError})
+	if wrote {
+		s.cancelAll(ctx, log, g)
+	}
+	if errors.Is(err, domain.ErrFinishing) {
+		return nil // the claim won: the delivery that holds it completes it
+	}
+	return err
 }
 
 // jobsOf lists a generation's upstream jobs (records made before jobs were
@@ -199,10 +224,12 @@ func (s *Service) apply(ctx context.Context, log *slog.Logger, g domain.Generati
 			}
 			return true, s.finish(ctx, log, g, domain.Outcome{Status: domain.StatusFailed, Error: "upstream: " + reason})
 		default:
+			s.noteProgress(ctx, log, g, results)
 			return false, nil
 		}
 	}
 	if len(results) < len(jobsOf(g)) {
+		s.noteProgress(ctx, log, g, results)
 		return false, nil
 	}
 	// Before the first byte is copied the record is claimed as finishing,
@@ -601,4 +628,30 @@ func (s *Service) enqueue(ctx context.Context, m PollMessage, delay time.Duratio
 		}
 	}
 	return fmt.Errorf("enqueue poll of %s: %w", m.GenerationID, lastErr)
+}
+
+// noteProgress stores the provider's progress figure of a generation still
+// running, when it grew: each job's own (a succeeded one's 100), averaged
+// over the generation's jobs. A failure to store it is logged: the figure
+// is shown, not needed.
+func (s *Service) noteProgress(ctx context.Context, log *slog.Logger, g domain.Generation, results []upstream.Result) {
+	jobs := len(jobsOf(g))
+	if jobs == 0 {
+		return
+	}
+	sum := 0
+	for _, r := range results {
+		if r.Status == upstream.StatusSucceeded {
+			sum += 100
+		} else {
+			sum += min(max(r.Progress, 0), 100)
+		}
+	}
+	progress := sum / jobs
+	if progress <= g.Progress {
+		return
+	}
+	if err := s.Store.SetGenerationProgress(ctx, g.UUID, progress); err != nil {
+		log.WarnContext(ctx, "could not store the provider's progress", "progress", progress, "error", err)
+	}
 }

@@ -25,6 +25,7 @@ type Store interface {
 	SetUpstreamJobs(ctx context.Context, uuid string, run domain.UpstreamRun, at time.Time) error
 	FinishGeneration(ctx context.Context, uuid string, o domain.Outcome, at time.Time) error
 	ClaimGenerationFinish(ctx context.Context, uuid string, at time.Time) error
+	SetGenerationProgress(ctx context.Context, uuid string, progress int) error
 	ListGenerations(ctx context.Context, q store.ListQuery) (store.Page[domain.Generation], error)
 	ClaimPoll(ctx context.Context, uuid string, attempt int, now, until time.Time) (claimed bool, holder int, err error)
 	// GetAccount gives the retention a completed generation's outputs

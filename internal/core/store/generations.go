@@ -36,6 +36,11 @@ type Generations interface {
 	// crashed one's claim); ErrConflict if the generation is final,
 	// ErrNotFound if missing.
 	ClaimGenerationFinish(ctx context.Context, uuid string, at time.Time) error
+	// SetGenerationProgress records the provider's progress figure of a
+	// generation still processing (domain.Generation.Progress) when it is
+	// above the stored one: it never goes back, and a final record is left
+	// alone (both nil). ErrNotFound if missing.
+	SetGenerationProgress(ctx context.Context, uuid string, progress int) error
 	// ListGenerations pages through an account's generations, newest first.
 	// A filtered page examines q.Window() records (WindowPage). The list
 	// shows no input, so its items carry none (Input nil): a store need

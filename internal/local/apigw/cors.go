@@ -15,7 +15,7 @@ import (
 // every answer to a request that names an allowed origin, ignoring the
 // CORS headers the integration returns
 // (https://docs.aws.amazon.com/apigateway/latest/developerguide/http-api-cors.html).
-type cors struct {
+type CORS struct {
 	AllowOrigins     []string
 	AllowMethods     []string
 	AllowHeaders     []string
@@ -26,7 +26,7 @@ type cors struct {
 
 // CORSFromBody reads `x-amazon-apigateway-cors` from an expanded HTTP API
 // body; nil when the API has none.
-func CORSFromBody(body map[string]any) (*cors, error) {
+func CORSFromBody(body map[string]any) (*CORS, error) {
 	raw, ok := body["x-amazon-apigateway-cors"].(map[string]any)
 	if !ok {
 		return nil, nil
@@ -43,7 +43,7 @@ func CORSFromBody(body map[string]any) (*cors, error) {
 		}
 		return out, nil
 	}
-	var c cors
+	var c CORS
 	var err error
 	for key, dst := range map[string]*[]string{"allowOrigins": &c.AllowOrigins, "allowMethods": &c.AllowMethods,
 		"allowHeaders": &c.AllowHeaders, "exposeHeaders": &c.ExposeHeaders} {
@@ -62,7 +62,7 @@ func CORSFromBody(body map[string]any) (*cors, error) {
 
 // Wrap serves next behind the configuration: preflights answered 204 by
 // the gateway, the configured headers on every other answer.
-func (c *cors) Wrap(next http.Handler) http.Handler {
+func (c *CORS) Wrap(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		origin := r.Header.Get("Origin")
 		if r.Method == http.MethodOptions && origin != "" && r.Header.Get("Access-Control-Request-Method") != "" {
@@ -76,7 +76,7 @@ func (c *cors) Wrap(next http.Handler) http.Handler {
 	})
 }
 
-func (c *cors) preflight(w http.ResponseWriter, origin, method string) {
+func (c *CORS) preflight(w http.ResponseWriter, origin, method string) {
 	h := w.Header()
 	if c.allowsOrigin(origin) && (contains(c.AllowMethods, method) || contains(c.AllowMethods, "*")) {
 		h.Set("Access-Control-Allow-Origin", c.allowOrigin(origin))
@@ -94,13 +94,13 @@ func (c *cors) preflight(w http.ResponseWriter, origin, method string) {
 	w.WriteHeader(http.StatusNoContent)
 }
 
-func (c *cors) allowsOrigin(origin string) bool {
+func (c *CORS) allowsOrigin(origin string) bool {
 	return contains(c.AllowOrigins, "*") || contains(c.AllowOrigins, origin)
 }
 
 // allowOrigin is the Access-Control-Allow-Origin value: "*" for a
 // wildcard configuration, else the request's own origin.
-func (c *cors) allowOrigin(origin string) string {
+func (c *CORS) allowOrigin(origin string) string {
 	if contains(c.AllowOrigins, "*") && !c.AllowCredentials {
 		return "*"
 	}
@@ -117,7 +117,7 @@ func contains(list []string, v string) bool {
 // origin, sets the configuration's, when the answer's headers are written.
 type corsWriter struct {
 	http.ResponseWriter
-	cors        *cors
+	cors        *CORS
 	origin      string
 	wroteHeader bool
 }

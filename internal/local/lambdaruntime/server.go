@@ -51,6 +51,13 @@ const (
 // response payload.
 const maxResponseBytes = 6 << 20
 
+// StreamingContentType is the Content-Type of a streamed answer to a
+// function URL in RESPONSE_STREAM mode (aws-lambda-go's
+// events.LambdaFunctionURLStreamingResponse): its head as JSON, eight NUL
+// bytes, then the body, posted to /response as it is made (chunked). Such
+// an answer is not held to MaxResponseBytes (a stream may send 200 MB).
+const StreamingContentType = "application/vnd.awslambda.http-integration-response"
+
 // Options describe the function the server hands events to.
 type options struct {
 	// FunctionName is the function's name (default "function").
@@ -104,6 +111,12 @@ type Invocation struct {
 	ContentType string
 	// Err is the error the runtime posted to /error, or nil.
 	Err *FunctionError
+	// Stream is a streamed answer (StreamingContentType) as it arrives,
+	// set instead of Response: the invocation counts as answered when its
+	// head starts, and the reader ends with the runtime's request (with
+	// the function's error when its trailers name one). The reader of
+	// Stream must read it to its end or close it.
+	Stream io.ReadCloser
 
 	done chan struct{}
 }
@@ -291,6 +304,10 @@ func (s *server) response(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
+	if r.Header.Get("Content-Type") == StreamingContentType {
+		s.streamResponse(w, r, inv)
+		return
+	}
 	body, err := io.ReadAll(io.LimitReader(r.Body, maxResponseBytes+1))
 	if err != nil {
 		apiError(w, http.StatusBadRequest, "InvalidRequest", "read the response: "+err.Error())
@@ -340,6 +357,30 @@ func (s *server) initError(w http.ResponseWriter, r *http.Request) {
 	s.initErr = fe
 	close(s.initDone)
 	s.mu.Unlock()
+	accepted(w)
+}
+
+// streamResponse takes a streamed answer: the invocation is answered with
+// Stream, which then carries the body as the runtime sends it; the
+// request is accepted once the runtime ended it (or the reader closed
+// Stream: the rest is not read).
+func (s *server) streamResponse(w http.ResponseWriter, r *http.Request, inv *Invocation) {
+	pr, pw := io.Pipe()
+	s.mu.Lock()
+	if !inv.Answered.IsZero() {
+		s.mu.Unlock()
+		apiError(w, http.StatusBadRequest, "InvalidStateTransition", "the event was already answered")
+		return
+	}
+	inv.Answered = time.Now()
+	inv.ContentType, inv.Stream = StreamingContentType, pr
+	close(inv.done)
+	s.mu.Unlock()
+	_, err := io.Copy(pw, r.Body)
+	if t := r.Trailer.Get(headerFunctionErrorType); t != "" && err == nil {
+		err = &FunctionError{Type: t, HeaderType: t, Message: "the function failed while streaming its answer"}
+	}
+	pw.CloseWithError(err) // nil: the reader gets io.EOF
 	accepted(w)
 }
 

@@ -86,6 +86,10 @@ type Stack struct {
 	Moto *Moto
 	// BaseURL is the HTTP API's URL.
 	BaseURL string
+	// FunctionURLs are the template's function URLs (AWS::Lambda::Url) by
+	// logical ID, each on a listener of its own (functionurl.go).
+	FunctionURLs map[string]string
+	urlServers   []*http.Server
 
 	admin     creds
 	roles     map[string]roleInfo
@@ -310,6 +314,9 @@ func Start(ctx context.Context, cfg Config) (_ *Stack, err error) {
 	}
 	s.server = apigw.DefaultTimeouts.Server(api)
 	go s.server.Serve(ln)
+	if err := s.startFunctionURLs(); err != nil {
+		return nil, err
+	}
 	if err := s.startEventSources(runCtx); err != nil {
 		return nil, err
 	}
@@ -442,6 +449,9 @@ func (s *Stack) Close() {
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		s.server.Shutdown(ctx)
 		cancel()
+	}
+	for _, srv := range s.urlServers {
+		srv.Close() // an open stream ends with its connection
 	}
 	s.wg.Wait()
 	for _, fn := range s.functions {

@@ -158,6 +158,10 @@ type Config struct {
 	// WaitClock is the clock a Prefer: wait on generate waits on (default
 	// the wall clock): tests move it past the 25 s cap instead of waiting.
 	WaitClock clock.Clock
+	// StreamClock is the event streams' clock (their polls and
+	// heartbeats; default the wall clock): tests move it instead of
+	// waiting.
+	StreamClock clock.Clock
 	// WrapCopyBucket, when set, wraps the bucket the poller copies the
 	// generations' outputs into: tests stop the copy at a chosen output
 	// to race a cancel or a delete with it.
@@ -501,6 +505,7 @@ func (r *Runtime) wire(cfg Config, st store.Store, rc *routing.Config, prices *p
 		VideoCanceler: longform.NewCanceler(st, r.Workflow, r.Upstreams, st, notifier, storySettings),
 		VideoRemover:  longform.NewOutputRemover(st, outputs, nil, storySettings),
 		VoiceLister:   &longform.VoiceLister{Narrator: espeak.Narrator{}, Files: outputs, WorkDir: stepSettings.WorkDir, Log: log},
+		Streams:       httpapi.Streams{Clock: cfg.StreamClock},
 		Secrets:       st, Journal: st, Usage: st,
 		KeyCreator:    &accounts.KeyCreator{Store: st},
 		KeyLister:     &accounts.KeyLister{Keys: st, Spend: st},
@@ -512,7 +517,7 @@ func (r *Runtime) wire(cfg Config, st store.Store, rc *routing.Config, prices *p
 // mount serves the API's routes (routes.Table) on ports as the gateway
 // does, behind the Lambda authorizer or public as the table says, beside
 // the playground; anything else is answered 404.
-func (r *Runtime) mount(cfg Config, ports routes.Ports) (*http.ServeMux, error) {
+func (r *Runtime) mount(cfg Config, ports routes.Ports) (http.Handler, error) {
 	var guarded, public []apigw.Route
 	for _, rt := range routes.Table() {
 		h, err := rt.Build(ports)
@@ -530,9 +535,33 @@ func (r *Runtime) mount(cfg Config, ports routes.Ports) (*http.ServeMux, error) 
 	apigw.Mount(mux, r.Costs.Routes(guarded), &apigw.LambdaAuthorizer{Func: r.Costs.Authorizer(lambdahttp.Authorizer(ports.Gate.Authorize)),
 		CacheTTL: cfg.AuthCacheTTL, Now: cfg.AuthCacheClock}, cfg.Timeouts, cfg.Log)
 	apigw.Mount(mux, r.Costs.Routes(public), nil, cfg.Timeouts, cfg.Log)
+	// The event streams: in AWS the stream function's URL serves them; here
+	// the same function is served on this origin, at the routes' paths.
+	var streams []lambdahttp.StreamRoute
+	for _, rt := range routes.StreamTable() {
+		h, err := rt.Build(ports)
+		if err != nil {
+			return nil, err
+		}
+		streams = append(streams, lambdahttp.StreamRoute{Method: rt.Method, Path: rt.Path, Handler: h})
+	}
 	playground.Mount(mux)
 	mux.HandleFunc("/", notFound)
-	return mux, nil
+	// A stream's path would conflict with the API's patterns on one mux
+	// (GET /api/generations/{id}/events and GET
+	// /api/generations/status/{id} both match .../status/events): in AWS
+	// they are two hosts. Here the stream function takes the paths of its
+	// routes first, as its URL would, and the API the rest.
+	streamURL := apigw.FunctionURL(lambdahttp.StreamFunction(streams), cfg.Log)
+	return http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
+		for _, rt := range streams {
+			if _, ok := lambdahttp.MatchPath(rt.Path, req.URL.EscapedPath()); ok && req.Method == rt.Method {
+				streamURL.ServeHTTP(w, req)
+				return
+			}
+		}
+		mux.ServeHTTP(w, req)
+	}), nil
 }
 func withDefaults(cfg Config) Config {
 	if cfg.Addr == "" {

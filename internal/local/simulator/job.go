@@ -37,6 +37,19 @@ func (s *Simulator) runJob(ctx context.Context, id string, j job) {
 		s.stopped(id, log)
 		return
 	}
+	if n, ok := progressMarker(j.prompt); ok {
+		now := s.clock.Now()
+		if s.update(id, func(p *prediction) {
+			p.view.Status = StatusProcessing
+			p.view.StartedAt = ptr(timestamp(now))
+			p.view.Logs += ProgressLine(0) + ProgressLine(n)
+		}) {
+			s.sendWebhook(id, EventLogs)
+		}
+		<-ctx.Done()
+		s.stopped(id, log)
+		return
+	}
 	latency := s.cfg.Latency
 	if strings.Contains(j.prompt, MarkerSlow) {
 		latency += SlowExtraLatency
@@ -87,7 +100,7 @@ func (s *Simulator) render(ctx context.Context, id string, j job, log *slog.Logg
 	if !s.update(id, func(p *prediction) {
 		p.view.Status = StatusProcessing
 		p.view.StartedAt = ptr(timestamp(started))
-		p.view.Logs += describe + "\n"
+		p.view.Logs += describe + "\n" + ProgressLine(0)
 	}) {
 		return nil, context.Canceled // canceled in the meantime
 	}
@@ -105,6 +118,7 @@ func (s *Simulator) render(ctx context.Context, id string, j job, log *slog.Logg
 			return nil, fmt.Errorf("render %s: %w", id, err)
 		}
 		files = append(files, f)
+		s.progress(id, 100)
 		s.publish(id, files)
 	} else {
 		ext := map[string]string{"png": ".png", "jpeg": ".jpg", "webp": ".webp"}[j.image.Format]
@@ -115,6 +129,7 @@ func (s *Simulator) render(ctx context.Context, id string, j job, log *slog.Logg
 				return nil, fmt.Errorf("render %s image %d: %w", id, i, err)
 			}
 			files = append(files, f)
+			s.progress(id, (i+1)*100/j.image.Count)
 			s.publish(id, files)
 		}
 	}
@@ -123,6 +138,12 @@ func (s *Simulator) render(ctx context.Context, id string, j job, log *slog.Logg
 }
 
 type outputFile struct{ name, path string }
+
+// progress logs a progress line at n % (the logs webhook follows with the
+// output's).
+func (s *Simulator) progress(id string, n int) {
+	s.update(id, func(p *prediction) { p.view.Logs += ProgressLine(n) })
+}
 
 // update applies change to a prediction that is not final yet; false means
 // it was final already (canceled).

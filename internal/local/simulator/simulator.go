@@ -59,7 +59,13 @@
 //	[simulate:hold]  the prediction stays starting until it is canceled (or
 //	                 the simulator closes): a test cancels it with no race
 //	                 against its completion
+//	[simulate:progress=N] the prediction starts processing, logs a
+//	                 progress line at N % (as a model's tqdm bar does) and
+//	                 stays so until it is canceled
 //
+// A job reports its progress in its logs as models do on Replicate and
+// fal: a tqdm line ("  45%|████▌     | 45/100") when it starts rendering
+// and after each output (ProgressLine).
 // Fault hooks (Fault) make the next creates misbehave as a provider can.
 package simulator
 
@@ -114,6 +120,9 @@ const (
 	MarkerRefuse = "[simulate:refuse]"
 	// MarkerHold keeps the prediction starting until it is canceled.
 	MarkerHold = "[simulate:hold]"
+	// MarkerProgress, followed by a whole number and "]", holds the
+	// prediction processing at that progress until it is canceled.
+	MarkerProgress = "[simulate:progress="
 	// SimulatedRefusal is the invalid field's description of MarkerRefuse.
 	SimulatedRefusal = "the prompt asked to be refused"
 	// SimulatedFailure is the error of a prediction whose prompt has MarkerFail.
@@ -807,4 +816,29 @@ func writeDetail(w http.ResponseWriter, status int, detail string) {
 	w.Header().Set("Content-Type", "application/problem+json")
 	w.WriteHeader(status)
 	w.Write(append(body, '\n'))
+}
+
+// ProgressLine is a progress line at n % as tqdm prints it in a model's
+// logs: "  45%|████▌     | 45/100".
+func ProgressLine(n int) string {
+	n = min(max(n, 0), 100)
+	bar := strings.Repeat("█", n/10)
+	if n%10 >= 5 {
+		bar += "▌"
+	}
+	return fmt.Sprintf("%3d%%|%s%s| %d/100\n", n, bar, strings.Repeat(" ", 10-len([]rune(bar))), n)
+}
+
+// progressMarker reads MarkerProgress from a prompt.
+func progressMarker(prompt string) (int, bool) {
+	_, rest, ok := strings.Cut(prompt, MarkerProgress)
+	if !ok {
+		return 0, false
+	}
+	num, _, ok := strings.Cut(rest, "]")
+	n, err := strconv.Atoi(num)
+	if !ok || err != nil || n < 0 || n > 100 {
+		return 0, false
+	}
+	return n, true
 }

@@ -30,13 +30,13 @@ func (s *Store) CreateGeneration(ctx context.Context, g *domain.Generation) erro
 	// statement, under SQLite's write lock.
 	err = s.w.QueryRowContext(ctx, `INSERT INTO generations
 		(uuid, user_id, upstream_id, model, model_version, kind, input, input_object, image_count, output_urls, status, error,
-		 credits_used, created_at, updated_at, deadline, webhook_url, webhook_events, seq)
-		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?,
+		 credits_used, created_at, updated_at, deadline, webhook_url, webhook_events, cancel_at, seq)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?,
 		        (SELECT COALESCE(MAX(seq), 0) + 1 FROM generations WHERE user_id = ?))
 		ON CONFLICT(uuid) DO NOTHING RETURNING seq`,
 		g.UUID, g.UserID, g.UpstreamID, g.Model, g.ModelVersion, string(g.Kind), string(g.Input), g.InputObject, g.ImageCount,
 		string(urls), string(g.Status), g.Error, credits, formatTime(g.CreatedAt), formatTime(g.UpdatedAt),
-		formatTime(g.Deadline), g.Webhook.URL, string(events), g.UserID).Scan(&g.ID)
+		formatTime(g.Deadline), g.Webhook.URL, string(events), formatOptionalTime(g.CancelAt), g.UserID).Scan(&g.ID)
 	if errors.Is(err, sql.ErrNoRows) {
 		return fmt.Errorf("create generation %s: %w", g.UUID, domain.ErrAlreadyExists)
 	}
@@ -48,7 +48,7 @@ func (s *Store) CreateGeneration(ctx context.Context, g *domain.Generation) erro
 
 const generationColumns = `seq, uuid, user_id, upstream_id, model, model_version, kind, input, input_object, image_count,
 	output_urls, status, error, credits_used, created_at, updated_at, deadline, webhook_url, webhook_events,
-	webhook_attempts, upstream, upstream_model, upstream_jobs, output_expires_at, data_removal, finishing`
+	webhook_attempts, upstream, upstream_model, upstream_jobs, output_expires_at, data_removal, finishing, progress, cancel_at`
 
 // listedColumns are generationColumns without the input, which the list
 // does not show (store.Generations.ListGenerations).
@@ -76,12 +76,12 @@ func (s *Store) queryGenerations(ctx context.Context, columns, where string, arg
 	return queryRows(ctx, s, "read generations", `SELECT `+columns+` FROM generations `+where, args,
 		func(rows *sql.Rows) (domain.Generation, error) {
 			var g domain.Generation
-			var kind, input, urls, status, created, updated, deadline, events, attempts, jobs, expires, removal string
+			var kind, input, urls, status, created, updated, deadline, events, attempts, jobs, expires, removal, cancelAt string
 			var credits int64
 			var finishing bool
 			err := rows.Scan(&g.ID, &g.UUID, &g.UserID, &g.UpstreamID, &g.Model, &g.ModelVersion, &kind, &input,
 				&g.InputObject, &g.ImageCount, &urls, &status, &g.Error, &credits, &created, &updated, &deadline, &g.Webhook.URL,
-				&events, &attempts, &g.Upstream, &g.UpstreamModel, &jobs, &expires, &removal, &finishing)
+				&events, &attempts, &g.Upstream, &g.UpstreamModel, &jobs, &expires, &removal, &finishing, &g.Progress, &cancelAt)
 			if err != nil {
 				return domain.Generation{}, fmt.Errorf("read generations: %w", err)
 			}
@@ -97,6 +97,9 @@ func (s *Store) queryGenerations(ctx context.Context, columns, where string, arg
 			g.CreatedAt, g.UpdatedAt, g.Deadline, err = parseRecordTimes(created, updated, deadline)
 			if err == nil {
 				g.Files, err = storedFiles(expires, removal, finishing)
+			}
+			if err == nil && cancelAt != "" {
+				g.CancelAt, err = parseTime(cancelAt)
 			}
 			return g, err
 		})
@@ -121,6 +124,20 @@ func (s *Store) SetUpstreamJobs(ctx context.Context, uuid string, run domain.Ups
 		return err
 	}
 	return fmt.Errorf("set upstream jobs of %s: status %s, job %q: %w", uuid, g.Status, g.UpstreamID, domain.ErrConflict)
+}
+
+func (s *Store) SetGenerationProgress(ctx context.Context, uuid string, progress int) error {
+	progress = min(max(progress, 0), 100)
+	res, err := s.w.ExecContext(ctx, `UPDATE generations SET progress = ? WHERE uuid = ? AND status = ? AND progress < ?`,
+		progress, uuid, string(domain.StatusProcessing), progress)
+	if err != nil {
+		return fmt.Errorf("set progress of %s: %w", uuid, err)
+	}
+	if n, _ := res.RowsAffected(); n > 0 {
+		return nil
+	}
+	_, err = s.GetGeneration(ctx, uuid) // missing: ErrNotFound; else unchanged on purpose
+	return err
 }
 
 func (s *Store) FinishGeneration(ctx context.Context, uuid string, o domain.Outcome, at time.Time) error {

@@ -210,6 +210,10 @@ var addedColumns = []struct{ table, column, decl string }{
 	{"holds", "key_ancestors", "TEXT NOT NULL DEFAULT ''"},
 	// The bucket key of the whole input when input holds its elided form.
 	{"generations", "input_object", "TEXT NOT NULL DEFAULT ''"},
+	// The provider's own progress figure, 0-100 (domain.Generation.Progress).
+	{"generations", "progress", "INTEGER NOT NULL DEFAULT 0"},
+	// The caller's deadline (deadline_seconds), '' for none.
+	{"generations", "cancel_at", "TEXT NOT NULL DEFAULT ''"},
 }
 
 // numberGenerations gives the generations of a database made before seq its

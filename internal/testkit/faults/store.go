@@ -138,6 +138,10 @@ func (s *Store) ClaimGenerationFinish(ctx context.Context, uuid string, at time.
 	return call0(s.In, "store.ClaimGenerationFinish", func() error { return s.Inner.ClaimGenerationFinish(ctx, uuid, at) })
 }
 
+func (s *Store) SetGenerationProgress(ctx context.Context, uuid string, progress int) error {
+	return call0(s.In, "store.SetGenerationProgress", func() error { return s.Inner.SetGenerationProgress(ctx, uuid, progress) })
+}
+
 func (s *Store) ClaimLongVideoFinish(ctx context.Context, id string, at time.Time) error {
 	return call0(s.In, "store.ClaimLongVideoFinish", func() error { return s.Inner.ClaimLongVideoFinish(ctx, id, at) })
 }

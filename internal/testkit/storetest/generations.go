@@ -366,3 +366,51 @@ func testUpstreamIDOnce(t *testing.T, s store.Store) {
 		t.Errorf("upstream run = %q %q %q %+v, want %+v kept", got.UpstreamID, got.Upstream, got.UpstreamModel, got.UpstreamJobs, run)
 	}
 }
+
+// The provider's progress figure only grows, and stays as it was once the
+// generation is final.
+func testGenerationProgressOnlyGrows(t *testing.T, s store.Store) {
+	ctx := context.Background()
+	user := newAccount(t, s, domain.PlanFree, "0")
+	g := newGeneration(t, s, user, "zeta", domain.StatusProcessing, now)
+	for _, step := range []struct {
+		set, want int
+	}{{45, 45}, {30, 45}, {80, 80}, {150, 100}} {
+		if err := s.SetGenerationProgress(ctx, g.UUID, step.set); err != nil {
+			t.Fatalf("SetGenerationProgress(%d) = %v", step.set, err)
+		}
+		if got, _ := s.GetGeneration(ctx, g.UUID); got.Progress != step.want {
+			t.Errorf("after setting %d the progress reads %d, want %d", step.set, got.Progress, step.want)
+		}
+	}
+	done := newGeneration(t, s, user, "zeta", domain.StatusCompleted, now)
+	if err := s.SetGenerationProgress(ctx, done.UUID, 50); err != nil {
+		t.Errorf("SetGenerationProgress on a final generation = %v, want nil (left alone)", err)
+	}
+	if got, _ := s.GetGeneration(ctx, done.UUID); got.Progress != 0 {
+		t.Errorf("a final generation's progress became %d", got.Progress)
+	}
+	if err := s.SetGenerationProgress(ctx, uuid.NewString(), 50); !errors.Is(err, domain.ErrNotFound) {
+		t.Errorf("SetGenerationProgress on a missing generation = %v, want ErrNotFound", err)
+	}
+}
+
+// The caller's deadline (deadline_seconds) is kept with the record; a
+// record without one reads none.
+func testGenerationCancelAtIsKept(t *testing.T, s store.Store) {
+	ctx := context.Background()
+	user := newAccount(t, s, domain.PlanFree, "0")
+	g := &domain.Generation{UUID: uuid.NewString(), UserID: user, Model: "provider-x", ModelVersion: "zeta",
+		Kind: domain.MediaImage, Input: []byte(`{"prompt":"p"}`), ImageCount: 1, Status: domain.StatusProcessing,
+		CreditsUsed: credits("1.00"), CreatedAt: now, UpdatedAt: now, Deadline: now.Add(time.Hour), CancelAt: now.Add(90 * time.Second)}
+	if err := s.CreateGeneration(ctx, g); err != nil {
+		t.Fatal(err)
+	}
+	if got, err := s.GetGeneration(ctx, g.UUID); err != nil || !got.CancelAt.Equal(g.CancelAt) {
+		t.Errorf("CancelAt reads %v (%v), want %v", got.CancelAt, err, g.CancelAt)
+	}
+	plain := newGeneration(t, s, user, "zeta", domain.StatusProcessing, now)
+	if got, _ := s.GetGeneration(ctx, plain.UUID); !got.CancelAt.IsZero() {
+		t.Errorf("a generation without a deadline reads CancelAt %v", got.CancelAt)
+	}
+}

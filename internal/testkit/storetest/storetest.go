@@ -58,6 +58,8 @@ func Run(t *testing.T, s store.Store) {
 		{"SlotsOfWorkThatIsGoneAreFreed", testSlotsOfGoneWork},
 		{"SweeperFreesTheSlotsOfWorkItEnds", testSweeperFreesSlots},
 		{"UpstreamJobIsRecordedOnce", testUpstreamIDOnce},
+		{"GenerationProgressOnlyGrows", testGenerationProgressOnlyGrows},
+		{"GenerationCancelAtIsKept", testGenerationCancelAtIsKept},
 		{"RestartListsGenerationsInFlight", testRestartListsGenerations},
 		{"RestartListsLongVideosInFlight", testRestartListsLongVideos},
 		{"CompletedOutputsKeepTheirExpiry", testOutputExpiry},

@@ -65,6 +65,13 @@ async function main() {
   page.on("console", (msg) => {
     if (msg.type() === "error" && !msg.text().startsWith("Failed to load resource")) problems.push("console error: " + msg.text());
   });
+  // How the page follows its jobs: their event streams, or status reads.
+  const follows = { streams: 0, statusReads: 0 };
+  page.on("request", (r) => {
+    const u = new URL(r.url());
+    if (u.pathname.endsWith("/events")) follows.streams++;
+    else if (r.method() === "GET" && /^\/api\/(generations\/status\/|long-story\/videos\/[^/]+$)/.test(u.pathname)) follows.statusReads++;
+  });
   page.on("response", (r) => {
     if (r.status() >= 400 && !((step === "bad input" || step === "bad option") && r.status() === 400)) problems.push(`${step}: HTTP ${r.status()} for ${r.url()}`);
   });
@@ -162,6 +169,7 @@ async function main() {
     await page.locator('#story-status [data-status="completed"]').waitFor({ timeout: 2 * WAIT });
     report("story", { ...(await playing(page, "#story-video-0")), status: await page.textContent("#story-status"),
       options: await page.textContent("#story-options"), captions: await page.getAttribute("#story-captions-link", "href") });
+    report("follows", follows);
     await page.screenshot({ path: path.join(out, "story.png") });
 
     step = "page errors";

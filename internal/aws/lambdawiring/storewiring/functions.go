@@ -194,3 +194,30 @@ func longVideoReadRoute(ctx context.Context, log *slog.Logger, route routes.Rout
 	}
 	return Route(route, routes.Ports{VideoReader: longform.NewReader(Store(cfg)), Gate: Gate(cfg, log)})
 }
+
+// EventStream is the stream function behind its function URL
+// (InvokeMode RESPONSE_STREAM): GET /api/generations/{id}/events and GET
+// /api/long-story/videos/{videoId}/events (routes.StreamTable). It reads
+// the records only, and checks the API key itself with the authorizer's
+// code (a function URL runs no Lambda authorizer).
+func EventStream(ctx context.Context, log *slog.Logger) (any, error) {
+	cfg, err := AWSConfig(ctx)
+	if err != nil {
+		return nil, err
+	}
+	ups, err := RoutesOnly()
+	if err != nil {
+		return nil, err
+	}
+	st := Store(cfg)
+	p := routes.Ports{GenerationReader: generation.NewReader(st, st, ups), VideoReader: longform.NewReader(st), Gate: Gate(cfg, log)}
+	var streams []lambdahttp.StreamRoute
+	for _, r := range routes.StreamTable() {
+		h, err := r.Build(p)
+		if err != nil {
+			return nil, err
+		}
+		streams = append(streams, lambdahttp.StreamRoute{Method: r.Method, Path: r.Path, Handler: h})
+	}
+	return lambdahttp.StreamFunction(streams), nil
+}

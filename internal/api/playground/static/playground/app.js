@@ -1,5 +1,6 @@
 // mediagen playground: builds a form from each variant's input schema
-// (GET /api/models), submits it, polls the status and shows the result.
+// (GET /api/models), submits it, follows the status (its event stream, or
+// by polling where there is none) and shows the result.
 // Plain browser JavaScript (an ES module, strict), no build step.
 import { $, $$, sleep, saved, apiRoot, callApi, el, showError, badge } from "./common.js";
 
@@ -21,6 +22,57 @@ async function poll(path, render, job) {
     await sleep(interval);
     interval = Math.min(interval * 1.5, 5000);
   }
+}
+
+// follow reads a job's event stream (GET …/events, text/event-stream)
+// until a final view, calling render with each; EventSource cannot send
+// the Authorization header, so the stream is read with fetch and the
+// body's ReadableStream. Where the service has no stream (a 404 without
+// the envelope, a 429, no event stream in the answer) or it breaks, it
+// polls statusPath instead. It stops early when job.stopped is set.
+async function follow(streamPath, statusPath, render, job) {
+  let resp;
+  try {
+    resp = await fetch(apiRoot($("#base-url").value) + streamPath, {
+      headers: { Accept: "text/event-stream", Authorization: "Bearer " + $("#api-key").value.trim() },
+    });
+  } catch {
+    return poll(statusPath, render, job);
+  }
+  const type = resp.headers.get("Content-Type") || "";
+  if (!resp.ok || !type.startsWith("text/event-stream") || !resp.body) {
+    resp.body?.cancel();
+    return poll(statusPath, render, job);
+  }
+  const reader = resp.body.pipeThrough(new TextDecoderStream()).getReader();
+  let buf = "";
+  try {
+    for (;;) {
+      const { value, done } = await reader.read();
+      if (job.stopped) {
+        reader.cancel();
+        return null;
+      }
+      if (done) break;
+      buf += value;
+      let end;
+      while ((end = buf.indexOf("\n\n")) >= 0) {
+        const block = buf.slice(0, end);
+        buf = buf.slice(end + 2);
+        const data = block.split("\n").filter((l) => l.startsWith("data:")).map((l) => l.slice(5).trimStart()).join("\n");
+        if (!data) continue; // a comment (keep-alive) or the retry line
+        const view = JSON.parse(data);
+        render(view);
+        if (view.status !== "processing") {
+          reader.cancel();
+          return view;
+        }
+      }
+    }
+  } catch {
+    // A broken stream: the status route says where the job is.
+  }
+  return poll(statusPath, render, job);
 }
 
 // ------------------------------------------------------------- rendering
@@ -50,6 +102,17 @@ let singleJob = { stopped: true };
 
 function isImageRef(prop) {
   return prop.type === "string" && typeof prop.pattern === "string" && prop.pattern.includes("://");
+}
+
+// readDataURL reads a picked file as a data: URI (the long-form music, which
+// the service takes inline up to 96 KiB).
+function readDataURL(file) {
+  return new Promise((resolve, reject) => {
+    const r = new FileReader();
+    r.onload = () => resolve(r.result);
+    r.onerror = () => reject(r.error);
+    r.readAsDataURL(file);
+  });
 }
 
 // upload sends a picked image to the service's bucket: POST /api/files
@@ -178,7 +241,8 @@ async function submitSingle(ev) {
   try {
     const rec = await api("POST", "/api/generations/generate", body);
     statusLine(status, [`Generation ${rec.uuid}`, badge(rec.status), `${rec.credits_used} credits held`]);
-    const final = await poll(`/api/generations/status/${encodeURIComponent(rec.uuid)}`, (v) => {
+    const id = encodeURIComponent(rec.uuid);
+    const final = await follow(`/api/generations/${id}/events`, `/api/generations/status/${id}`, (v) => {
       const pct = typeof v.progress === "number" ? `${Math.round(v.progress)} %` : null;
       statusLine(status, [`Generation ${rec.uuid}`, badge(v.status), pct, elapsed(start), `${rec.credits_used} credits`]);
     }, job);
@@ -332,7 +396,8 @@ async function submitStory(ev) {
   try {
     const created = await api("POST", "/api/long-story/videos", body);
     statusLine(status, [`Video ${created.video_id}`, badge(created.status), created.message]);
-    const final = await poll(`/api/long-story/videos/${encodeURIComponent(created.video_id)}`, (v) => {
+    const vid = encodeURIComponent(created.video_id);
+    const final = await follow(`/api/long-story/videos/${vid}/events`, `/api/long-story/videos/${vid}`, (v) => {
       const pct = typeof v.progress === "number" ? `${Math.round(v.progress)} %` : null;
       statusLine(status, [`Video ${created.video_id}`, badge(v.status), pct, `${scenes.length} scenes`, elapsed(start)]);
       renderScenes(v);

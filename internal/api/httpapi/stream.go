@@ -1,0 +1,285 @@
+package httpapi
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/mediagen-dev/mediagen/internal/api/apiview"
+	"github.com/mediagen-dev/mediagen/internal/core/clock"
+	"github.com/mediagen-dev/mediagen/internal/core/domain"
+	"github.com/mediagen-dev/mediagen/internal/core/generation"
+	"github.com/mediagen-dev/mediagen/internal/core/longform"
+)
+
+// The progress streams: GET /api/generations/{id}/events and
+// GET /api/long-story/videos/{videoId}/events answer text/event-stream, an
+// event per change of the status view (the view as GET status answers it),
+// until a view whose status is terminal. An HTTP API cannot stream (it
+// buffers a Lambda's answer whole), so in AWS a function URL with
+// InvokeMode RESPONSE_STREAM serves them; locally the runtime does.
+
+// StreamResponse is an answer whose body is written as it is made: the
+// head first, then Body, read until it ends. Body is nil for an answer
+// without one; the caller closes it.
+type StreamResponse struct {
+	StatusCode int
+	Headers    map[string]string
+	Body       io.ReadCloser
+}
+
+// StreamHandler is a streaming route.
+type StreamHandler = func(ctx context.Context, req Request) (StreamResponse, error)
+
+// EventStreamContentType is the streams' media type.
+const EventStreamContentType = "text/event-stream"
+
+// LastEventIDHeader resumes a stream: the events up to that id are not
+// sent again.
+const LastEventIDHeader = "Last-Event-ID"
+
+// Stream timing. The stream reads the record every StreamPoll, and
+// writes a comment line after StreamHeartbeat without an event, so that
+// proxies and clients see the connection alive.
+const (
+	StreamPoll      = time.Second
+	StreamHeartbeat = 15 * time.Second
+	// StreamMaxDuration ends a stream still open (the client resumes with
+	// Last-Event-ID): under the stream function's timeout in AWS.
+	StreamMaxDuration = 10 * time.Minute
+	// streamDeadlineMargin is kept before the invocation's own deadline.
+	streamDeadlineMargin = 5 * time.Second
+)
+
+// Streams are the settings of the streaming routes: their clock (the
+// poll and heartbeat timers; tests move a fake one) and how long a stream
+// may stay open.
+type Streams struct {
+	Clock clock.Clock
+	// MaxDuration bounds a stream (default StreamMaxDuration).
+	MaxDuration time.Duration
+}
+
+// snapshot is one read of the record: its view, the view's event id, and
+// whether the view is final.
+type snapshot struct {
+	view     any
+	id       int64
+	status   string
+	terminal bool
+}
+
+// EventID is a status view's event id: increasing with each change of
+// the view, so Last-Event-ID says how far a client got. It is the
+// record's last write (milliseconds) and then the view's own changes
+// between writes: progress (an estimate that grows with time) and the
+// place in line (which only falls), as one integer.
+func EventID(updatedAt time.Time, progress, queuePosition int) int64 {
+	line := 999
+	if queuePosition > 0 {
+		line = 999 - min(queuePosition, 999)
+	}
+	return updatedAt.UnixMilli()*1_000_000 + int64(min(max(progress, 0), 999))*1000 + int64(line)
+}
+
+// GenerationEventsRoute is GET /api/generations/{id}/events.
+func GenerationEventsRoute(r *generation.Reader, gate *Gate, s Streams) StreamHandler {
+	return gate.stream(readAccess, s, func(ctx context.Context, req Request, userID string) (func(context.Context) (snapshot, error), error) {
+		g, err := r.Lookup(ctx, userID, req.PathParameters["id"])
+		if err != nil {
+			return nil, err
+		}
+		uuid := g.UUID
+		return func(ctx context.Context) (snapshot, error) {
+			g, err := r.Lookup(ctx, userID, uuid)
+			if err != nil {
+				return snapshot{}, err
+			}
+			view := apiview.GenerationStatusAt(g, gate.now())
+			if view.QueuePosition, err = r.QueuePosition(ctx, g); err != nil {
+				return snapshot{}, err
+			}
+			return snapshot{view: view, id: EventID(g.UpdatedAt, view.Progress, view.QueuePosition),
+				status: view.Status, terminal: g.Status.Terminal()}, nil
+		}, nil
+	})
+}
+
+// LongVideoEventsRoute is GET /api/long-story/videos/{videoId}/events.
+func LongVideoEventsRoute(r *longform.Reader, gate *Gate, s Streams) StreamHandler {
+	return gate.stream(readAccess, s, func(ctx context.Context, req Request, userID string) (func(context.Context) (snapshot, error), error) {
+		v, err := r.Lookup(ctx, userID, req.PathParameters["videoId"])
+		if err != nil {
+			return nil, err
+		}
+		id := v.ID
+		return func(ctx context.Context) (snapshot, error) {
+			v, err := r.Lookup(ctx, userID, id)
+			if err != nil {
+				return snapshot{}, err
+			}
+			view := apiview.LongVideoStatusAt(v, gate.now())
+			return snapshot{view: view, id: EventID(v.UpdatedAt, view.Progress, 0), status: view.Status,
+				terminal: v.Status.Terminal()}, nil
+		}, nil
+	})
+}
+
+// stream wraps a streaming route with the gate (authentication, the rate
+// limit, the scope, the error envelope: a refusal is an ordinary JSON
+// answer) and answers the events of the snapshots open returns.
+func (g *Gate) stream(access Access, s Streams, open func(ctx context.Context, req Request, userID string) (func(context.Context) (snapshot, error), error)) StreamHandler {
+	return func(ctx context.Context, req Request) (StreamResponse, error) {
+		ctx, a, caller, limits, err := g.admit(ctx, req, access, true)
+		var read func(context.Context) (snapshot, error)
+		var last int64
+		if err == nil {
+			last, err = lastEventID(header(req, LastEventIDHeader))
+		}
+		if err == nil {
+			read, err = open(ctx, req, a.UserID)
+		}
+		if err != nil {
+			resp := errorResponse(ctx, g.requestLog(req, a.UserID, caller.KeyPrefix), req, err)
+			for k, v := range limits {
+				resp.Headers[k] = v
+			}
+			return StreamResponse{StatusCode: resp.StatusCode, Headers: resp.Headers, Body: io.NopCloser(strings.NewReader(resp.Body))}, nil
+		}
+		headers := map[string]string{"Content-Type": EventStreamContentType, "Cache-Control": "no-store",
+			"X-Content-Type-Options": "nosniff", "X-Accel-Buffering": "no"}
+		for k, v := range limits {
+			headers[k] = v
+		}
+		clk := clock.Or(s.Clock)
+		until := clk.Now().Add(orDefault(s.MaxDuration, StreamMaxDuration))
+		if d, ok := ctx.Deadline(); ok {
+			// The invocation's own deadline, on the wall clock: the stream
+			// ends in time to end its answer.
+			if left := time.Until(d) - streamDeadlineMargin; clk.Now().Add(left).Before(until) {
+				until = clk.Now().Add(left)
+			}
+		}
+		es := &eventStream{ctx: ctx, read: read, clock: clk, last: last, until: until, log: g.requestLog(req, a.UserID, caller.KeyPrefix)}
+		es.ctx, es.cancel = context.WithCancel(ctx)
+		return StreamResponse{StatusCode: http.StatusOK, Headers: headers, Body: es}, nil
+	}
+}
+
+func orDefault(d, def time.Duration) time.Duration {
+	if d > 0 {
+		return d
+	}
+	return def
+}
+
+// lastEventID reads Last-Event-ID: absent is 0 (nothing seen).
+func lastEventID(v string) (int64, error) {
+	v = strings.TrimSpace(v)
+	if v == "" {
+		return 0, nil
+	}
+	n, err := strconv.ParseInt(v, 10, 64)
+	if err != nil || n < 0 {
+		return 0, &Error{Status: http.StatusBadRequest, Code: "invalid_request",
+			Message: "Last-Event-ID takes the id of an event this stream sent (a whole number)"}
+	}
+	return n, nil
+}
+
+// eventStream is a stream's body: each Read waits for the next event (or
+// heartbeat) and hands it out, so that the body is made as it is read and
+// no goroutine outlives it.
+type eventStream struct {
+	ctx    context.Context
+	cancel context.CancelFunc
+	read   func(context.Context) (snapshot, error)
+	clock  clock.Clock
+	until  time.Time
+	log    interface {
+		WarnContext(ctx context.Context, msg string, args ...any)
+	}
+
+	mu        sync.Mutex
+	buf       []byte
+	last      int64 // the last event id sent (or the client's Last-Event-ID)
+	started   bool
+	lastWrite time.Time
+	done      bool
+}
+
+// Read hands out the stream: the current view first (when newer than
+// Last-Event-ID), then an event per change, every StreamPoll; a comment
+// when StreamHeartbeat passed without one; the end after a terminal
+// view, or at the stream's time limit.
+func (s *eventStream) Read(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for len(s.buf) == 0 {
+		if s.done {
+			return 0, io.EOF
+		}
+		if err := s.next(); err != nil {
+			s.done = true
+			return 0, err
+		}
+	}
+	n := copy(p, s.buf)
+	s.buf = s.buf[n:]
+	return n, nil
+}
+
+// next fills buf with what comes next, waiting a poll interval first
+// except for the stream's first read.
+func (s *eventStream) next() error {
+	if s.started {
+		if !clock.Sleep(s.ctx, s.clock, StreamPoll) {
+			return s.ctx.Err()
+		}
+	} else {
+		s.started = true
+		s.lastWrite = s.clock.Now()
+		// The reconnection delay a client should wait before resuming.
+		s.buf = append(s.buf, fmt.Sprintf("retry: %d\n\n", StreamPoll.Milliseconds())...)
+	}
+	snap, err := s.read(s.ctx)
+	if err != nil {
+		if errors.Is(err, domain.ErrNotFound) {
+			// Gone since the stream opened (deleted with its account): end.
+			s.done = true
+			return nil
+		}
+		s.log.WarnContext(s.ctx, "event stream: reading the record failed; the stream ends", "error", err)
+		return fmt.Errorf("event stream: %w", err)
+	}
+	now := s.clock.Now()
+	switch {
+	case snap.id > s.last:
+		data, err := json.Marshal(snap.view)
+		if err != nil {
+			return fmt.Errorf("event stream: %w", err)
+		}
+		s.buf = append(s.buf, fmt.Sprintf("id: %d\nevent: %s\ndata: %s\n\n", snap.id, snap.status, data)...)
+		s.last, s.lastWrite = snap.id, now
+	case now.Sub(s.lastWrite) >= StreamHeartbeat:
+		s.buf = append(s.buf, ": keep-alive\n\n"...)
+		s.lastWrite = now
+	}
+	if snap.terminal || !now.Before(s.until) {
+		s.done = true
+	}
+	return nil
+}
+
+// Close ends the stream: a Read waiting for the next poll returns.
+func (s *eventStream) Close() error {
+	s.cancel()
+	return nil
+}

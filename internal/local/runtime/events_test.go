@@ -1,0 +1,279 @@
+package runtime_test
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"net/http"
+	"reflect"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/mediagen-dev/mediagen/internal/core/domain"
+	"github.com/mediagen-dev/mediagen/internal/local/runtime"
+	"github.com/mediagen-dev/mediagen/internal/testkit/clocktest"
+)
+
+// sse is one block of an event stream: an event (id, name, data), or a
+// comment or retry line alone.
+type sse struct {
+	id      int64
+	event   string
+	data    string
+	comment string
+	retry   string
+}
+
+// eventStream opens path's event stream and hands out its blocks as they
+// come; the channel closes when the stream ends. lastID, when not "",
+// resumes it.
+func eventStream(t *testing.T, rt *runtime.Runtime, path, key, lastID string) (*http.Response, <-chan sse) {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	t.Cleanup(cancel)
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, rt.BaseURL+path, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if key != "" {
+		req.Header.Set("Authorization", "Bearer "+key)
+	}
+	req.Header.Set("Accept", "text/event-stream")
+	if lastID != "" {
+		req.Header.Set("Last-Event-ID", lastID)
+	}
+	resp, err := http.DefaultClient.Do(forContract(t, req, false))
+	if err != nil {
+		t.Fatalf("GET %s: %v", path, err)
+	}
+	t.Cleanup(func() { resp.Body.Close() })
+	out := make(chan sse, 64)
+	go func() {
+		defer close(out)
+		sc := bufio.NewScanner(resp.Body)
+		var cur sse
+		seen := false
+		for sc.Scan() {
+			line := sc.Text()
+			if line == "" {
+				if seen {
+					out <- cur
+				}
+				cur, seen = sse{}, false
+				continue
+			}
+			seen = true
+			name, value, _ := strings.Cut(line, ":")
+			value = strings.TrimPrefix(value, " ")
+			switch name {
+			case "":
+				cur.comment = value
+			case "id":
+				cur.id, _ = strconv.ParseInt(value, 10, 64)
+			case "event":
+				cur.event = value
+			case "data":
+				cur.data += value
+			case "retry":
+				cur.retry = value
+			}
+		}
+	}()
+	return resp, out
+}
+
+// nextBlock is the stream's next block; ok false when it ended.
+func nextBlock(t *testing.T, blocks <-chan sse) (sse, bool) {
+	t.Helper()
+	select {
+	case b, ok := <-blocks:
+		return b, ok
+	case <-time.After(time.Minute):
+		t.Fatal("no block of the event stream within a minute")
+		return sse{}, false
+	}
+}
+
+// nextEvent skips the retry line and comments to the next event.
+func nextEvent(t *testing.T, blocks <-chan sse) (sse, bool) {
+	t.Helper()
+	for {
+		b, ok := nextBlock(t, blocks)
+		if !ok || b.event != "" {
+			return b, ok
+		}
+	}
+}
+
+// tick moves the stream's clock one poll once the stream waits on it.
+func tick(t *testing.T, clk *clocktest.Fake, d time.Duration) {
+	t.Helper()
+	if !clk.WaitForTimers(1, time.Minute) {
+		t.Fatal("the event stream set no timer within a minute")
+	}
+	clk.Advance(d)
+}
+
+// The generation's event stream, as a client reads it: the current view
+// first, exactly as GET status answers it; an event at each change of the
+// view (progress grows with time), each id above the last; a keep-alive
+// comment after 15 s without one; the final view on cancel, then the end.
+// Resumed with Last-Event-ID it sends only what is newer, and the
+// refusals are the API's JSON answers.
+func TestTheGenerationEventStreamSendsEachChangeUntilTheFinalView(t *testing.T) {
+	clk := clocktest.New(time.Now().UTC().Truncate(time.Second))
+	rt := start(t, runtime.Config{Clock: clk.Now, StreamClock: clk})
+	owner := newAccount(t, rt, domain.PlanEnterprise, 1000)
+	created := call(t, rt, http.MethodPost, "/api/generations/generate", owner.APIKey, imageBody("a pier [simulate:hold]"))
+	if created.status != http.StatusOK {
+		t.Fatalf("generate: HTTP %d %s", created.status, created.body)
+	}
+	id := created.str("uuid")
+	path := "/api/generations/" + id + "/events"
+	status := "/api/generations/status/" + id
+
+	resp, blocks := eventStream(t, rt, path, owner.APIKey, "")
+	if resp.StatusCode != http.StatusOK || !strings.HasPrefix(resp.Header.Get("Content-Type"), "text/event-stream") {
+		t.Fatalf("GET %s: HTTP %d %s", path, resp.StatusCode, resp.Header.Get("Content-Type"))
+	}
+	if b, _ := nextBlock(t, blocks); b.retry == "" {
+		t.Errorf("the stream's first block is %+v, want its retry delay", b)
+	}
+	first, ok := nextEvent(t, blocks)
+	if !ok {
+		t.Fatal("the stream ended before its first event")
+	}
+	var got, want map[string]any
+	if err := json.Unmarshal([]byte(first.data), &got); err != nil {
+		t.Fatalf("the first event's data %q: %v", first.data, err)
+	}
+	view := call(t, rt, http.MethodGet, status, owner.APIKey, nil)
+	want = view.decoded
+	if first.event != "processing" || !reflect.DeepEqual(got, want) {
+		t.Errorf("first event %q %s; want processing with the status view %s", first.event, first.data, view.body)
+	}
+
+	// A second later the progress estimate has grown: a new event.
+	tick(t, clk, time.Second)
+	second, ok := nextEvent(t, blocks)
+	if !ok || second.id <= first.id {
+		t.Fatalf("after a second: %+v (open %v); want an event with an id above %d", second, ok, first.id)
+	}
+	json.Unmarshal([]byte(second.data), &got)
+	if p, _ := got["progress"].(float64); p <= want["progress"].(float64) {
+		t.Errorf("after a second the progress is %v, want above the first event's %v", got["progress"], want["progress"])
+	}
+
+	// Past the typical duration the estimate stays at 95: nothing new,
+	// so after 15 s a keep-alive comment and no event.
+	tick(t, clk, time.Minute)
+	last, _ := nextEvent(t, blocks)
+	for i := 0; i < 15; i++ {
+		tick(t, clk, time.Second)
+	}
+	if b, ok := nextBlock(t, blocks); !ok || b.comment != "keep-alive" || b.event != "" {
+		t.Errorf("15 s without a change: %+v (open %v); want the keep-alive comment alone", b, ok)
+	}
+
+	// The cancel: the final view, then the end of the stream.
+	if c := call(t, rt, http.MethodPost, "/api/generations/"+id+"/cancel", owner.APIKey, nil); c.status != http.StatusOK {
+		t.Fatalf("cancel: HTTP %d %s", c.status, c.body)
+	}
+	tick(t, clk, time.Second)
+	final, ok := nextEvent(t, blocks)
+	if !ok || final.event != "canceled" || final.id <= last.id {
+		t.Fatalf("after the cancel: %+v (open %v); want the canceled view with an id above %d", final, ok, last.id)
+	}
+	json.Unmarshal([]byte(final.data), &got)
+	view = call(t, rt, http.MethodGet, status, owner.APIKey, nil)
+	if !reflect.DeepEqual(got, view.decoded) {
+		t.Errorf("the final event's data %s; want the status view %s", final.data, view.body)
+	}
+	if b, ok := nextBlock(t, blocks); ok {
+		t.Errorf("after the final view the stream goes on: %+v", b)
+	}
+
+	// Resumed at the final event: nothing more, the stream ends at once.
+	_, blocks = eventStream(t, rt, path, owner.APIKey, strconv.FormatInt(final.id, 10))
+	if b, ok := nextEvent(t, blocks); ok {
+		t.Errorf("resumed after the final event: %+v; want the stream's end", b)
+	}
+	// Resumed before it: the final view only.
+	_, blocks = eventStream(t, rt, path, owner.APIKey, strconv.FormatInt(last.id, 10))
+	if b, ok := nextEvent(t, blocks); !ok || b.id != final.id || b.event != "canceled" {
+		t.Errorf("resumed after event %d: %+v (open %v); want the final event %d", last.id, b, ok, final.id)
+	}
+
+	// Refusals are the API's JSON answers.
+	stranger := newAccount(t, rt, domain.PlanEnterprise, 10)
+	for _, c := range []struct {
+		name, key, path, lastID string
+		status                  int
+		code                    string
+	}{
+		{"no key", "", path, "", http.StatusUnauthorized, "unauthorized"},
+		{"a bad key", "mgk_nope", path, "", http.StatusUnauthorized, "unauthorized"},
+		{"another account's generation", stranger.APIKey, path, "", http.StatusNotFound, "not_found"},
+		{"a bad Last-Event-ID", owner.APIKey, path, "yesterday", http.StatusBadRequest, "invalid_request"},
+	} {
+		req, _ := http.NewRequest(http.MethodGet, rt.BaseURL+c.path, nil)
+		if c.key != "" {
+			req.Header.Set("Authorization", "Bearer "+c.key)
+		}
+		if c.lastID != "" {
+			req.Header.Set("Last-Event-ID", c.lastID)
+		}
+		a := send(t, req, true)
+		if a.status != c.status || a.str("error", "code") != c.code {
+			t.Errorf("%s: HTTP %d %s; want %d %s", c.name, a.status, a.body, c.status, c.code)
+		}
+	}
+}
+
+// A long video's event stream carries each scene's state, and ends with
+// the video's final view.
+func TestTheLongVideoEventStreamEndsWithTheFinalView(t *testing.T) {
+	clk := clocktest.New(time.Now().UTC().Truncate(time.Second))
+	rt := start(t, runtime.Config{StreamClock: clk})
+	owner := newAccount(t, rt, domain.PlanEnterprise, 100000)
+	created := call(t, rt, http.MethodPost, "/api/long-story/videos", owner.APIKey,
+		storyBody("a harbour", "en", false, "cinematic", []storyScene{{1, "boats [simulate:hold]"}, {2, "gulls [simulate:hold]"}}))
+	if created.status != http.StatusOK {
+		t.Fatalf("create: HTTP %d %s", created.status, created.body)
+	}
+	id := created.str("video_id")
+	_, blocks := eventStream(t, rt, "/api/long-story/videos/"+id+"/events", owner.APIKey, "")
+	first, ok := nextEvent(t, blocks)
+	if !ok || first.event != "processing" {
+		t.Fatalf("first event %+v (open %v); want processing", first, ok)
+	}
+	var view struct {
+		Status string `json:"status"`
+		Scenes []struct {
+			SceneNumber int    `json:"scene_number"`
+			Status      string `json:"status"`
+		} `json:"scenes"`
+	}
+	if err := json.Unmarshal([]byte(first.data), &view); err != nil || len(view.Scenes) != 2 {
+		t.Fatalf("first event's data %s: %v; want both scenes' states", first.data, err)
+	}
+	if c := call(t, rt, http.MethodPost, "/api/long-story/videos/"+id+"/cancel", owner.APIKey, nil); c.status != http.StatusOK {
+		t.Fatalf("cancel: HTTP %d %s", c.status, c.body)
+	}
+	tick(t, clk, time.Second)
+	final, ok := nextEvent(t, blocks)
+	if !ok || final.event != "canceled" || final.id <= first.id {
+		t.Fatalf("after the cancel: %+v (open %v); want the canceled view with an id above %d", final, ok, first.id)
+	}
+	want := call(t, rt, http.MethodGet, "/api/long-story/videos/"+id, owner.APIKey, nil)
+	var got map[string]any
+	json.Unmarshal([]byte(final.data), &got)
+	if !reflect.DeepEqual(got, want.decoded) {
+		t.Errorf("final event %s; want the status view %s", final.data, want.body)
+	}
+	if b, ok := nextBlock(t, blocks); ok {
+		t.Errorf("after the final view the stream goes on: %+v", b)
+	}
+}
