@@ -105,6 +105,10 @@ type LongVideoCreated = apiview.LongVideoCreated
 // (0–100) and each scene's status.
 type LongVideoStatus = apiview.LongVideoStatus
 
+// LongVideoStudio is the options a long video is made with, as its status
+// view shows them (LongVideoStatus.Studio), every default written out.
+type LongVideoStudio = apiview.LongVideoStudio
+
 // SceneStatus is one scene in a long-form status view.
 type SceneStatus = apiview.SceneStatus
 

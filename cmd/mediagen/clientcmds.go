@@ -449,12 +449,35 @@ func printLongVideo(stdout io.Writer, af apiFlags, v client.LongVideoStatus) int
 	if v.FinalVideoURL != "" {
 		fmt.Fprintf(tw, "final_video_url\t%s\ntotal_duration\t%.1f s\n", v.FinalVideoURL, v.TotalDuration)
 	}
+	if v.CaptionsURL != "" {
+		fmt.Fprintf(tw, "captions_url\t%s\n", v.CaptionsURL)
+	}
+	printStudio(tw, v.Studio)
 	printFiles(tw, v.OutputFiles)
 	if v.Error != nil {
 		fmt.Fprintf(tw, "error\t%s\n", *v.Error)
 	}
 	tw.Flush()
 	return exitOK
+}
+
+// printStudio prints the options the video is made with, as the service
+// applied them; an option that does not apply (a voice without narration,
+// a volume without music) is left out.
+func printStudio(w io.Writer, st client.LongVideoStudio) {
+	fmt.Fprintf(w, "captions\t%s\naspect_ratio\t%s\ntransition\t%s\nlanguage\t%s\n", st.Captions, st.AspectRatio, st.Transition, st.Language)
+	if st.Voice != nil {
+		fmt.Fprintf(w, "voice\t%s\n", *st.Voice)
+	}
+	if st.NarrationSpeed != nil {
+		fmt.Fprintf(w, "narration_speed\t%s\n", strconv.FormatFloat(*st.NarrationSpeed, 'f', -1, 64))
+	}
+	if st.MusicURL != nil {
+		fmt.Fprintf(w, "music_url\t%s\n", *st.MusicURL)
+	}
+	if st.MusicVolume != nil {
+		fmt.Fprintf(w, "music_volume\t%s\n", strconv.FormatFloat(*st.MusicVolume, 'f', -1, 64))
+	}
 }
 
 func storyStatusCmd(ctx context.Context, args []string, stdout, stderr io.Writer) int {

@@ -1,6 +1,7 @@
 package apiview
 
 import (
+	"encoding/base64"
 	"encoding/json"
 	"fmt"
 	"strings"
@@ -39,10 +40,55 @@ type LongVideoStatus struct {
 	Progress int           `json:"progress"`
 	Scenes   []SceneStatus `json:"scenes"`
 	Model    string        `json:"model"`
+	// Studio is how the video is made: the options it was created with,
+	// every default written out.
+	Studio LongVideoStudio `json:"studio"`
 	// CreatedAt is RFC 3339 UTC.
 	CreatedAt string `json:"created_at"`
 	OutputFiles
 	Webhook *Webhook `json:"webhook,omitempty"`
+}
+
+// LongVideoStudio is the options a long video is made with, defaults
+// included. Voice and NarrationSpeed are null without narration,
+// MusicURL and MusicVolume without music.
+type LongVideoStudio struct {
+	Captions       string   `json:"captions"`
+	Voice          *string  `json:"voice"`
+	AspectRatio    string   `json:"aspect_ratio"`
+	Transition     string   `json:"transition"`
+	MusicURL       *string  `json:"music_url"`
+	MusicVolume    *float64 `json:"music_volume"`
+	NarrationSpeed *float64 `json:"narration_speed"`
+	Language       string   `json:"language"`
+}
+
+// LongVideoStudioOf renders the studio applied (its defaults written out)
+// to a video narrated in language. A data: URI of music is shown by its
+// media type and size, never its bytes: "data:audio/wav (48000 bytes)".
+func LongVideoStudioOf(applied domain.Studio, language string) LongVideoStudio {
+	out := LongVideoStudio{Captions: applied.Captions, AspectRatio: applied.AspectRatio, Transition: applied.Transition,
+		MusicVolume: applied.MusicVolume, NarrationSpeed: applied.NarrationSpeed, Language: language}
+	if applied.Voice != "" {
+		out.Voice = &applied.Voice
+	}
+	if applied.MusicURL != "" {
+		music := musicShown(applied.MusicURL)
+		out.MusicURL = &music
+	}
+	return out
+}
+
+// musicShown is a music_url as the view shows it: a URL as given, a data:
+// URI as "data:<media type> (<n> bytes)", n the decoded size.
+func musicShown(uri string) string {
+	if len(uri) < 5 || !strings.EqualFold(uri[:5], "data:") {
+		return uri
+	}
+	head, payload, _ := strings.Cut(uri, ",")
+	mediaType, _, _ := strings.Cut(head[5:], ";")
+	payload = strings.TrimRight(payload, "=")
+	return fmt.Sprintf("data:%s (%d bytes)", strings.ToLower(mediaType), base64.RawStdEncoding.DecodedLen(len(payload)))
 }
 
 // SceneStatus is one scene's state in the status view: pending until the
@@ -57,10 +103,11 @@ type SceneStatus struct {
 const ScenePending = "pending"
 
 // LongVideoStatusAt renders a video as its status view at now: its final
-// video's URL only while its files are served.
-func LongVideoStatusAt(v domain.LongVideo, now time.Time) LongVideoStatus {
+// video's URL only while its files are served; applied is the studio it
+// is made with, its defaults written out (longform.Applied).
+func LongVideoStatusAt(v domain.LongVideo, applied domain.Studio, now time.Time) LongVideoStatus {
 	view := LongVideoStatus{ID: v.ID, Status: string(v.Status), TotalDuration: v.TotalDuration,
-		Model: v.Model, CreatedAt: v.CreatedAt.UTC().Format(time.RFC3339Nano), Scenes: make([]SceneStatus, 0, len(v.Scenes)),
+		Model: v.Model, Studio: LongVideoStudioOf(applied, v.LanguageCode), CreatedAt: v.CreatedAt.UTC().Format(time.RFC3339Nano), Scenes: make([]SceneStatus, 0, len(v.Scenes)),
 		OutputFiles: outputFilesAt(v.Files, now),
 		Webhook:     WebhookOf(v.Webhook, v.WebhookAttempts, domain.LongVideoEvents)}
 	if v.Status == domain.StatusCompleted && v.Files.Served(now) {

@@ -38,7 +38,7 @@ func TestViewsServeURLsOnlyWhileTheFilesAreKept(t *testing.T) {
 			g := GenerationStatusAt(domain.Generation{UUID: "x", Status: tt.status, OutputURLs: []string{url},
 				CreatedAt: now, Files: tt.files}, now)
 			v := LongVideoStatusAt(domain.LongVideo{ID: "x", Status: tt.status, FinalVideoURL: url, CreatedAt: now,
-				Files: tt.files}, now)
+				Files: tt.files}, domain.Studio{}, now)
 			if got := slices.Equal(g.Output, []string{url}); got != tt.served || (!tt.served && g.Output == nil) {
 				t.Errorf("generation output = %#v, want served %v (never null)", g.Output, tt.served)
 			}

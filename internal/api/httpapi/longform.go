@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"time"
 
 	"github.com/mediagen-dev/mediagen/internal/api/apiview"
 	"github.com/mediagen-dev/mediagen/internal/core/catalog"
@@ -57,7 +58,7 @@ func LongVideoStatusRoute(r *longform.Reader, gate *Gate) Handler {
 		if err != nil {
 			return Response{}, err
 		}
-		return jsonResponse(http.StatusOK, apiview.LongVideoStatusAt(v, gate.now())), nil
+		return jsonResponse(http.StatusOK, longVideoStatusAt(v, gate.now())), nil
 	})
 }
 
@@ -68,7 +69,7 @@ func LongVideoCancelRoute(c *longform.Canceler, gate *Gate) Handler {
 		if err != nil {
 			return Response{}, err
 		}
-		return jsonResponse(http.StatusOK, apiview.LongVideoStatusAt(v, gate.now())), nil
+		return jsonResponse(http.StatusOK, longVideoStatusAt(v, gate.now())), nil
 	})
 }
 
@@ -82,14 +83,21 @@ func LongVideoOutputDeleteRoute(r *longform.OutputRemover, gate *Gate) Handler {
 		if err != nil {
 			return Response{}, err
 		}
-		return jsonResponse(http.StatusOK, apiview.LongVideoStatusAt(v, gate.now())), nil
+		return jsonResponse(http.StatusOK, longVideoStatusAt(v, gate.now())), nil
 	})
 }
 
 // LongVideosListRoute is GET /api/long-story/videos: the caller's videos,
 // newest first.
 func LongVideosListRoute(r *longform.Reader, gate *Gate) Handler {
-	return listRoute(gate, r.List, apiview.LongVideoStatusAt)
+	return listRoute(gate, r.List, longVideoStatusAt)
+}
+
+// longVideoStatusAt is a video's status view at now, with the studio it
+// is made with (its defaults written out): the status routes', the list's
+// and the long_video.* webhooks' one view.
+func longVideoStatusAt(v domain.LongVideo, now time.Time) apiview.LongVideoStatus {
+	return apiview.LongVideoStatusAt(v, longform.Applied(v), now)
 }
 
 // sceneNoteFormat explains the scenes' length in an estimate.

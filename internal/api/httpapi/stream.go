@@ -125,7 +125,7 @@ func LongVideoEventsRoute(r *longform.Reader, gate *Gate, s Streams) StreamHandl
 			if err != nil {
 				return snapshot{}, err
 			}
-			view := apiview.LongVideoStatusAt(v, gate.now())
+			view := longVideoStatusAt(v, gate.now())
 			return snapshot{view: view, id: EventID(v.UpdatedAt, view.Progress, 0), status: view.Status,
 				terminal: v.Status.Terminal()}, nil
 		}, nil

@@ -26,7 +26,7 @@ func (w WebhookRecords) WebhookRecord(ctx context.Context, kind domain.WorkKind,
 		if err != nil {
 			return webhook.Record{}, err
 		}
-		view := apiview.LongVideoStatusAt(v, domain.Now(w.Now))
+		view := longVideoStatusAt(v, domain.Now(w.Now))
 		view.Webhook = nil // the receiver is the webhook; its attempts are on the record
 		return webhook.Record{UserID: v.UserID, Webhook: v.Webhook, Attempts: v.WebhookAttempts, Data: view}, nil
 	}

@@ -159,3 +159,38 @@ func (s *Steps) joinByCrossfade(ctx context.Context, dir string, sources []scene
 	}
 	return nil
 }
+
+// Applied is the studio a video is made with, every default written out,
+// as its status view shows it: captions "none" rather than "", the frame
+// and the transition named, the language's default voice and a speed of
+// 1 when narrated, the default music volume when there is music. A field
+// that does not apply stays empty: no voice nor speed without narration,
+// no volume without music.
+func Applied(v domain.LongVideo) domain.Studio {
+	out := v.Studio
+	if out.Captions == "" {
+		out.Captions = domain.CaptionsNone
+	}
+	if out.AspectRatio == "" {
+		out.AspectRatio = domain.AspectLandscape
+	}
+	if out.Transition == "" {
+		out.Transition = domain.TransitionCut
+	}
+	if v.EnableNarration {
+		if out.Voice == "" {
+			if def, ok := DefaultVoice(v.LanguageCode); ok {
+				out.Voice = def.ID
+			}
+		}
+		if out.NarrationSpeed == nil {
+			one := 1.0
+			out.NarrationSpeed = &one
+		}
+	}
+	if out.MusicURL != "" && out.MusicVolume == nil {
+		vol := musicVolume(out)
+		out.MusicVolume = &vol
+	}
+	return out
+}

@@ -21,6 +21,8 @@ type Narrator struct {
 	Timeout time.Duration
 }
 
+var _ longform.Marker = Narrator{}
+
 var _ longform.Narrator = Narrator{}
 
 // Available reports a missing espeak-ng with the fix.
@@ -38,8 +40,36 @@ func (n Narrator) bin() string {
 	return "espeak-ng"
 }
 
-// Speak writes the speech to a WAV file under dir.
+// Speak writes the speech to a WAV file under dir, spoken a sentence at
+// a time and joined (as SpeakMarked speaks it), so its SpeechMarks are
+// where each sentence is heard in it. espeak-ng starts and ends each
+// utterance in silence, with the pause it puts between the sentences of
+// one utterance, so the joins are silent and the length the same.
 func (n Narrator) Speak(ctx context.Context, lang longform.Language, text, dir string) (string, string, error) {
+	path, _, err := n.SpeakMarked(ctx, lang, text, dir)
+	if err != nil {
+		return "", "", err
+	}
+	return path, "audio/wav", nil
+}
+
+// SpeechMarks implements longform.Marker: the sentence marks of the
+// speech Speak makes of text (the captions are timed from them, one cue
+// a sentence, as from Polly's). Word marks are not given: each costs the
+// sentence's words before it spoken again, and captions use sentences.
+func (n Narrator) SpeechMarks(ctx context.Context, lang longform.Language, text string) ([]longform.SpeechMark, error) {
+	dir, err := os.MkdirTemp("", "espeak-marks-")
+	if err != nil {
+		return nil, fmt.Errorf("espeak-ng: %w", err)
+	}
+	defer os.RemoveAll(dir)
+	_, marks, err := n.SpeakMarked(ctx, lang, text, dir, longform.MarkSentence)
+	return marks, err
+}
+
+// speakOnce writes the speech of text, spoken as one utterance, to a WAV
+// file under dir.
+func (n Narrator) speakOnce(ctx context.Context, lang longform.Language, text, dir string) (string, string, error) {
 	timeout := n.Timeout
 	if timeout == 0 {
 		timeout = time.Minute

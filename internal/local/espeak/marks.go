@@ -179,7 +179,7 @@ func Words(text string, from, to int) [][2]int {
 
 // speakPCM speaks text into a WAV under dir and reads it.
 func (n Narrator) speakPCM(ctx context.Context, lang longform.Language, text, dir string) (pcm, error) {
-	path, _, err := n.Speak(ctx, lang, text, dir)
+	path, _, err := n.speakOnce(ctx, lang, text, dir)
 	if err != nil {
 		return pcm{}, err
 	}

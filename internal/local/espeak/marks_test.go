@@ -6,6 +6,7 @@ import (
 	"slices"
 	"testing"
 
+	"github.com/mediagen-dev/mediagen/internal/adapters/ffmpeg"
 	"github.com/mediagen-dev/mediagen/internal/core/longform"
 )
 
@@ -81,8 +82,103 @@ func TestSpeakMarkedTimesEachSentenceWhereItsSoundStarts(t *testing.T) {
 	if sentences != 2 || words != 14 {
 		t.Errorf("%d sentence and %d word marks, want 2 and 14: %+v", sentences, words, marks)
 	}
-	whole := seconds(t, n, ff, lang, text)
+	whole := onceSeconds(t, n, ff, lang, text)
 	if math.Abs(info.Duration-whole) > 0.2*whole {
 		t.Errorf("spoken a sentence at a time: %.2f s; the whole text at once: %.2f s", info.Duration, whole)
+	}
+}
+
+// onceSeconds is the length of text spoken by espeak-ng as one utterance.
+func onceSeconds(t *testing.T, n Narrator, ff ffmpeg.Runner, lang longform.Language, text string) float64 {
+	t.Helper()
+	ctx := context.Background()
+	path, _, err := n.speakOnce(ctx, lang, text, t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	info, err := ff.Probe(ctx, path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return info.Duration
+}
+
+// The local narrator is a longform.Marker, as Polly is: its speech (Speak)
+// is heard where its sentence marks (SpeechMarks) say, one mark a
+// sentence, so the local captions are one cue a sentence as in AWS. The
+// speech is joined a sentence at a time only where it is silent (no click
+// at a join) and lasts as the text spoken at once does.
+func TestTheNarratorsSentenceMarksAreWhereItsSpeechIsHeard(t *testing.T) {
+	n, ff := tools(t)
+	ctx := context.Background()
+	tests := []struct {
+		lang, text string
+		sentences  int
+	}{
+		{"en", "The sea comes in. Gulls circle over the old pier! Who calls them home at night?", 3},
+		{"es", "El mar llega despacio. Las gaviotas vuelan sobre el muelle.", 2},
+		{"ja", "うみが しずかに ひかる。かもめが とんで いる。", 2},
+		{"en", "One sentence without a full stop", 1},
+	}
+	for _, tt := range tests {
+		t.Run(tt.lang+" "+tt.text[:10], func(t *testing.T) {
+			lang, _ := longform.LookupLanguage(tt.lang)
+			var m longform.Marker = n
+			marks, err := m.SpeechMarks(ctx, lang, tt.text)
+			if err != nil {
+				t.Fatal(err)
+			}
+			path, ctype, err := n.Speak(ctx, lang, tt.text, t.TempDir())
+			if err != nil || ctype != "audio/wav" {
+				t.Fatalf("speak: %q, %v", ctype, err)
+			}
+			info, err := ff.Probe(ctx, path)
+			if err != nil {
+				t.Fatal(err)
+			}
+			spans, err := ff.SoundSpans(ctx, path, info.Duration)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(marks) != tt.sentences {
+				t.Fatalf("%d marks, want one per sentence (%d): %+v", len(marks), tt.sentences, marks)
+			}
+			for _, mk := range marks {
+				if mk.Type != longform.MarkSentence || tt.text[mk.Start:mk.End] != mk.Value {
+					t.Errorf("mark %+v: want a sentence mark with its value at its byte offsets", mk)
+				}
+				near := math.Inf(1)
+				for _, s := range spans {
+					near = math.Min(near, math.Abs(s.Start-float64(mk.Time)/1000))
+				}
+				if near > 0.15 {
+					t.Errorf("sentence %q marked at %d ms; the speech's sound spans %+v start no nearer than %.2f s", mk.Value, mk.Time, spans, near)
+				}
+			}
+			if whole := onceSeconds(t, n, ff, lang, tt.text); math.Abs(info.Duration-whole) > 0.05*whole+0.05 {
+				t.Errorf("speech lasts %.2f s; the text spoken at once %.2f s", info.Duration, whole)
+			}
+			// The joins: each sentence's last 5 ms and the next one's first
+			// sample are silence, so no step (click) is heard where they meet.
+			joined, err := readPCM(path)
+			if err != nil {
+				t.Fatal(err)
+			}
+			at := 0
+			for _, span := range Sentences(tt.text)[:tt.sentences-1] {
+				p, err := n.speakPCM(ctx, lang, tt.text[span[0]:span[1]], t.TempDir())
+				if err != nil {
+					t.Fatal(err)
+				}
+				at += p.samples()
+				win := joined.rate / 200
+				for i := max(0, at-win); i <= min(joined.samples()-1, at); i++ {
+					if joined.sample(i) > soundLevel {
+						t.Errorf("sample %d, %d ms from the join at %d ms, is %d: the join is not silent", i, joined.ms(i)-joined.ms(at), joined.ms(at), joined.sample(i))
+						break
+					}
+				}
+			}
+		})
 	}
 }

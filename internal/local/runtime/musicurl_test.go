@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -97,5 +98,15 @@ func TestMusicFromAnHTTPSURLAndCaptionsInTheWebhook(t *testing.T) {
 	}
 	if p.Type != "long_video.completed" || p.Data["captions_url"] != final.str("captions_url") || p.Data["final_video_url"] != final.str("final_video_url") || final.str("captions_url") == "" {
 		t.Errorf("webhook %s %v; want long_video.completed with captions_url %q and final_video_url %q", p.Type, p.Data, final.str("captions_url"), final.str("final_video_url"))
+	}
+	// The status view and the webhook (the same view) show the studio the
+	// video was made with: the URL and volume given, every default written
+	// out.
+	want := map[string]any{"captions": "sidecar", "voice": "joanna", "aspect_ratio": "landscape", "transition": "cut",
+		"music_url": srv.URL + "/song.mp3", "music_volume": 0.5, "narration_speed": 1.0, "language": "en"}
+	for name, got := range map[string]any{"status view": final.decoded["studio"], "webhook": p.Data["studio"]} {
+		if !reflect.DeepEqual(got, want) {
+			t.Errorf("%s studio %v, want %v", name, got, want)
+		}
 	}
 }

@@ -1,6 +1,7 @@
 package runtime_test
 
 import (
+	"cmp"
 	"context"
 	"encoding/base64"
 	"encoding/binary"
@@ -12,6 +13,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -140,6 +142,40 @@ func heard(levels []float64, from, to, threshold float64) (start, end float64, o
 	return start, end, ok
 }
 
+// sentencesHeard is where each of n sentences spoken between from and to
+// seconds is heard: a sentence starts where sound resumes after one of
+// the n-1 longest silences (below threshold dBFS) inside the speech, the
+// pauses a narrator makes between sentences; end is where the sound ends.
+func sentencesHeard(levels []float64, from, to, threshold float64, n int) (starts []float64, end float64, ok bool) {
+	first, end, ok := heard(levels, from, to, threshold)
+	if !ok {
+		return nil, 0, false
+	}
+	type gap struct{ length, resume float64 }
+	var gaps []gap
+	quiet := -1.0
+	for i := int(first / levelWindow); float64(i)*levelWindow < end && i < len(levels); i++ {
+		at := float64(i) * levelWindow
+		switch {
+		case levels[i] <= threshold && quiet < 0:
+			quiet = at
+		case levels[i] > threshold && quiet >= 0:
+			gaps = append(gaps, gap{at - quiet, at})
+			quiet = -1
+		}
+	}
+	if len(gaps) < n-1 {
+		return nil, 0, false
+	}
+	slices.SortFunc(gaps, func(a, b gap) int { return cmp.Compare(b.length, a.length) })
+	starts = []float64{first}
+	for _, g := range gaps[:n-1] {
+		starts = append(starts, g.resume)
+	}
+	slices.Sort(starts)
+	return starts, end, true
+}
+
 // vttCue is a cue read back from a WebVTT file.
 type vttCue struct {
 	start, end float64
@@ -179,14 +215,16 @@ func parseVTT(t *testing.T, raw string) []vttCue {
 func TestCaptionsAreTimedFromTheNarration(t *testing.T) {
 	rt := start(t, storyConfig())
 	owner := newAccount(t, rt, domain.PlanEnterprise, 10000)
-	narrations := []string{
-		"The sea comes in.",
-		"Gulls circle over the old pier, calling to each other in the wind.",
-		"And the day ends, as it began, with the sound of the sea on the sand below.",
+	// Each scene's narration, a sentence at a time: one cue a sentence, as
+	// Polly's speech marks give in AWS.
+	narrations := [][]string{
+		{"The sea comes in.", "The tide turns."},
+		{"Gulls circle over the old pier.", "They call to each other.", "Night falls."},
+		{"And the day ends as it began."},
 	}
 	list := []any{}
 	for i, n := range narrations {
-		list = append(list, map[string]any{"scene_number": i + 1, "prompt": fmt.Sprintf("scene %d of the seaside", i+1), "narration": n})
+		list = append(list, map[string]any{"scene_number": i + 1, "prompt": fmt.Sprintf("scene %d of the seaside", i+1), "narration": strings.Join(n, " ")})
 	}
 	// captions is left out: a narrated video has them by default.
 	body := map[string]any{"prompt": "A day at the seaside", "language_code": "en", "model": "beta-2", "scenes": list}
@@ -205,22 +243,34 @@ func TestCaptionsAreTimedFromTheNarration(t *testing.T) {
 		t.Fatalf("GET %s: HTTP %d, type %q, %v", url, resp.StatusCode, resp.Header.Get("Content-Type"), err)
 	}
 	cues := parseVTT(t, string(raw))
-	if len(cues) != len(narrations) {
-		t.Fatalf("%d cues, want one per narrated scene:\n%s", len(cues), raw)
+	var sentences []string
+	for _, n := range narrations {
+		sentences = append(sentences, n...)
+	}
+	if len(cues) != len(sentences) {
+		t.Fatalf("%d cues, want one per sentence (%d):\n%s", len(cues), len(sentences), raw)
 	}
 	levels := audioLevels(t, path)
-	for i, c := range cues {
-		if c.text != narrations[i] {
-			t.Errorf("cue %d says %q, want the narration %q", i+1, c.text, narrations[i])
-		}
+	k := 0
+	for i, n := range narrations {
 		from := float64(i * longform.SceneSeconds)
-		start, end, ok := heard(levels, from, from+longform.SceneSeconds, -45)
+		starts, end, ok := sentencesHeard(levels, from, from+longform.SceneSeconds, -45, len(n))
 		if !ok {
-			t.Fatalf("scene %d: no narration heard in the video", i+1)
+			t.Fatalf("scene %d: no narration of %d sentences heard in the video", i+1, len(n))
 		}
-		t.Logf("cue %d: %.2f–%.2f s, narration heard %.2f–%.2f s", i+1, c.start, c.end, start, end)
-		if math.Abs(c.start-start) > 0.3 || math.Abs(c.end-end) > 0.3 {
-			t.Errorf("cue %d runs %.2f–%.2f s; its narration is heard %.2f–%.2f s (want both within 0.3 s)", i+1, c.start, c.end, start, end)
+		for j, sentence := range n {
+			c := cues[k]
+			k++
+			t.Logf("cue %d %q: %.2f–%.2f s, its sentence heard from %.2f s", k, c.text, c.start, c.end, starts[j])
+			if c.text != sentence {
+				t.Errorf("cue %d says %q, want the sentence %q", k, c.text, sentence)
+			}
+			if math.Abs(c.start-starts[j]) > 0.3 {
+				t.Errorf("cue %d starts at %.2f s; its sentence is heard from %.2f s (want within 0.3 s)", k, c.start, starts[j])
+			}
+			if j == len(n)-1 && math.Abs(c.end-end) > 0.3 {
+				t.Errorf("cue %d, the scene's last, ends at %.2f s; its narration is heard until %.2f s (want within 0.3 s)", k, c.end, end)
+			}
 		}
 	}
 

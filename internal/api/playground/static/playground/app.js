@@ -104,17 +104,6 @@ function isImageRef(prop) {
   return prop.type === "string" && typeof prop.pattern === "string" && prop.pattern.includes("://");
 }
 
-// readDataURL reads a picked file as a data: URI (the long-form music, which
-// the service takes inline up to 96 KiB).
-function readDataURL(file) {
-  return new Promise((resolve, reject) => {
-    const r = new FileReader();
-    r.onload = () => resolve(r.result);
-    r.onerror = () => reject(r.error);
-    r.readAsDataURL(file);
-  });
-}
-
 // upload sends a picked image to the service's bucket: POST /api/files
 // makes the file, a PUT to its presigned upload_url (no key: the URL is
 // the permission) stores the bytes; the answer is the file's URL,
@@ -297,13 +286,25 @@ function studioOptions() {
   return o;
 }
 
-// optionsText describes the options for the status view.
-function optionsText(o, narrated) {
-  const parts = [o.aspect_ratio === "portrait" ? "portrait 720x1280" : "landscape 1280x720", o.transition === "crossfade" ? "crossfade" : "cuts"];
-  if (narrated) {
-    parts.push(`voice ${o.voice || "default"}`, `captions ${o.captions || "sidecar"}`, `narration ×${o.narration_speed || 1}`);
-  }
-  if (o.music_url) parts.push(`music at ${o.music_volume ?? 0.3} (${o.music_url.startsWith("data:") ? "file" : new URL(o.music_url).host})`);
+// readDataURL reads a picked music file as a data: URI, which music_url
+// takes (a short loop, at most 96 KiB).
+function readDataURL(file) {
+  return new Promise((resolve, reject) => {
+    const r = new FileReader();
+    r.onload = () => resolve(r.result);
+    r.onerror = () => reject(r.error);
+    r.readAsDataURL(file);
+  });
+}
+
+// optionsText describes the studio the service applied (the status view's
+// studio, its defaults written out).
+function optionsText(st) {
+  const parts = [st.aspect_ratio === "portrait" ? "portrait 720x1280" : "landscape 1280x720", st.transition === "crossfade" ? "crossfade" : "cuts"];
+  if (st.voice) parts.push(`voice ${st.voice}`);
+  parts.push(`captions ${st.captions}`);
+  if (st.narration_speed != null) parts.push(`narration ×${st.narration_speed}`);
+  if (st.music_url) parts.push(`music at ${st.music_volume} (${st.music_url.startsWith("data:") ? "file" : new URL(st.music_url).host})`);
   return "Options: " + parts.join(" · ");
 }
 
@@ -389,7 +390,7 @@ async function submitStory(ev) {
     prompt: $("#story-prompt").value, scenes, language_code: $("#story-language").value, model: $("#story-model").value,
     video_style: $("#story-style").value, enable_narration: $("#story-narration").checked, ...options,
   };
-  $("#story-options").textContent = optionsText(options, body.enable_narration);
+  $("#story-options").textContent = "";
   const btn = $("#story-create");
   btn.disabled = true;
   const start = Date.now();
@@ -401,8 +402,10 @@ async function submitStory(ev) {
       const pct = typeof v.progress === "number" ? `${Math.round(v.progress)} %` : null;
       statusLine(status, [`Video ${created.video_id}`, badge(v.status), pct, `${scenes.length} scenes`, elapsed(start)]);
       renderScenes(v);
+      if (v.studio) $("#story-options").textContent = optionsText(v.studio);
     }, job);
     if (!final) return;
+    if (final.studio) $("#story-options").textContent = optionsText(final.studio);
     if (final.status === "completed") {
       statusLine(status, [`Video ${created.video_id}`, badge(final.status), `${final.total_duration.toFixed(1)} s`, elapsed(start)]);
       renderOutputs(out, [final.final_video_url], "video", "story-video");
