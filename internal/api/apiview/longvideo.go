@@ -36,7 +36,8 @@ type LongVideoStatus struct {
 	CaptionsURL   string  `json:"captions_url,omitempty"`
 	TotalDuration float64 `json:"total_duration"`
 	Error         *string `json:"error"`
-	// Progress is 0-100: the scenes are most of the work, then assembly.
+	// Progress is 0-100: the scenes are most of the work (each running
+	// one counted by its provider's own progress), then assembly.
 	Progress int           `json:"progress"`
 	Scenes   []SceneStatus `json:"scenes"`
 	Model    string        `json:"model"`
@@ -125,14 +126,16 @@ func LongVideoStatusAt(v domain.LongVideo, applied domain.Studio, now time.Time)
 	// forever. The record keeps their last state; the view tells what
 	// became of them.
 	stopped := v.Status.Terminal() && v.Status != domain.StatusCompleted
-	done := 0
+	done := 0 // the scenes' work done, in hundredths of a scene
 	for _, sc := range v.Scenes {
 		st := ScenePending
 		state, ok := v.SceneStatus[sc.SceneNumber]
 		if ok {
 			st = string(state.Status)
 			if state.Status == domain.StatusCompleted {
-				done++
+				done += 100
+			} else {
+				done += min(max(state.Progress, 0), 99) // the provider's own figure
 			}
 		}
 		if stopped && state.Status != domain.StatusCompleted && state.Status != domain.StatusFailed {
@@ -144,8 +147,9 @@ func LongVideoStatusAt(v domain.LongVideo, applied domain.Studio, now time.Time)
 	case v.Status.Terminal():
 		view.Progress = 100
 	case len(v.Scenes) > 0:
-		// Scenes are 90 %: assembly and narration the rest.
-		view.Progress = 90 * done / len(v.Scenes)
+		// Scenes are 90 % (each finished one, and the running ones by
+		// their provider's figure): assembly and narration the rest.
+		view.Progress = 90 * done / (100 * len(v.Scenes))
 	}
 	return view
 }

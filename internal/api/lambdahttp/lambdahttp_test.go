@@ -60,3 +60,45 @@ func TestAuthorizerCarriesHeadersAndContext(t *testing.T) {
 		t.Errorf("authorizer answered %+v, %v", resp, err)
 	}
 }
+
+// The stream function matches a function URL's path to its routes itself
+// (a function URL sends every path to its function): the route gets its
+// path parameters and the request's headers, lowercased; a path no route
+// has is the function's own 404 in the API's envelope.
+func TestStreamFunctionMatchesThePathToItsRoutes(t *testing.T) {
+	var got httpapi.Request
+	h := lambdahttp.StreamFunction([]lambdahttp.StreamRoute{
+		{Method: "GET", Path: "/api/generations/{id}/events", Handler: func(_ context.Context, req httpapi.Request) (httpapi.StreamResponse, error) {
+			got = req
+			return httpapi.StreamResponse{StatusCode: 200, Headers: map[string]string{"Content-Type": "text/event-stream"}}, nil
+		}},
+	})
+	for _, c := range []struct {
+		method, path string
+		status       int
+		id           string
+	}{
+		{"GET", "/api/generations/abc-1/events", 200, "abc-1"},
+		{"GET", "/api/generations/a%2Fb/events", 200, "a/b"},
+		{"POST", "/api/generations/abc-1/events", 404, ""},
+		{"GET", "/api/generations/abc-1", 404, ""},
+		{"GET", "/api/generations//events", 404, ""},
+	} {
+		got = httpapi.Request{}
+		ev := events.LambdaFunctionURLRequest{RawPath: c.path, Headers: map[string]string{"Authorization": "Bearer k"},
+			RequestContext: events.LambdaFunctionURLRequestContext{RequestID: "r1",
+				HTTP: events.LambdaFunctionURLRequestContextHTTPDescription{Method: c.method}}}
+		resp, err := h(context.Background(), ev)
+		if err != nil || resp.StatusCode != c.status {
+			t.Errorf("%s %s: %+v, %v; want %d", c.method, c.path, resp, err, c.status)
+			continue
+		}
+		if c.status == 200 && (got.PathParameters["id"] != c.id || got.Headers["authorization"] != "Bearer k" ||
+			got.RouteKey != "GET /api/generations/{id}/events" || got.RequestID != "r1") {
+			t.Errorf("%s %s: the route got %+v", c.method, c.path, got)
+		}
+		if c.status == 404 && resp.Headers["Content-Type"] != "application/json" {
+			t.Errorf("%s %s: a 404 of type %q, want the JSON envelope", c.method, c.path, resp.Headers["Content-Type"])
+		}
+	}
+}

@@ -216,6 +216,9 @@ type SceneState struct {
 	// which the poller reads the job by.
 	StatusURL   string `json:"status_url,omitempty"`
 	ResponseURL string `json:"response_url,omitempty"`
+	// Progress is the provider's own figure of the scene's job, 0-100, as
+	// last polled (its logs' progress lines); 0 when it reported none.
+	Progress int `json:"progress,omitempty"`
 	// Submitting marks a create sent to Upstream whose answer is not yet
 	// recorded: a retried submit that finds it never creates again, since
 	// the first create may have started a paid job.

@@ -346,6 +346,14 @@ func (s *Steps) PollScene(ctx context.Context, m ScenePoll) error {
 		}
 		return s.failScene(ctx, log, v, m, state, fmt.Sprintf("scene %d failed: upstream: %s", n, reason))
 	}
+	if p := min(r.Progress, 100); p > state.Progress {
+		// The provider's own progress, kept with the scene's state for the
+		// video's view; shown, not needed, so a failed write only logs.
+		state.Progress = p
+		if err := s.Store.SetSceneStatus(ctx, v.ID, n, state, s.now()); err != nil && !errors.Is(err, domain.ErrConflict) {
+			log.WarnContext(ctx, "could not store the scene's progress", "progress", p, "error", err)
+		}
+	}
 	m.Attempt, m.Errors = m.Attempt+1, 0
 	return s.watch(ctx, m, s.sceneDelay(m.Attempt))
 }

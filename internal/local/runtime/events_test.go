@@ -277,3 +277,74 @@ func TestTheLongVideoEventStreamEndsWithTheFinalView(t *testing.T) {
 		t.Errorf("after the final view the stream goes on: %+v", b)
 	}
 }
+
+// A stream still open at its time limit (10 minutes on the stream's
+// clock) ends, so that no invocation outlives its function's timeout; the
+// client resumes it with the last id it read and gets what came since.
+func TestAnEventStreamEndsAtItsTimeLimitAndResumes(t *testing.T) {
+	clk := clocktest.New(time.Now().UTC().Truncate(time.Second))
+	rt := start(t, runtime.Config{StreamClock: clk})
+	owner := newAccount(t, rt, domain.PlanEnterprise, 1000)
+	created := call(t, rt, http.MethodPost, "/api/generations/generate", owner.APIKey, imageBody("a buoy [simulate:hold]"))
+	if created.status != http.StatusOK {
+		t.Fatalf("generate: HTTP %d %s", created.status, created.body)
+	}
+	id := created.str("uuid")
+	path := "/api/generations/" + id + "/events"
+	_, blocks := eventStream(t, rt, path, owner.APIKey, "")
+	last, ok := nextEvent(t, blocks)
+	if !ok {
+		t.Fatal("the stream ended before its first event")
+	}
+	tick(t, clk, 10*time.Minute)
+	for {
+		b, ok := nextBlock(t, blocks)
+		if !ok {
+			break // ended at its time limit, the generation still processing
+		}
+		if b.event != "" {
+			if b.event != "processing" {
+				t.Fatalf("at the time limit: %+v, want the stream to end on a processing view", b)
+			}
+			last = b
+		}
+	}
+	_, blocks = eventStream(t, rt, path, owner.APIKey, strconv.FormatInt(last.id, 10))
+	if c := call(t, rt, http.MethodPost, "/api/generations/"+id+"/cancel", owner.APIKey, nil); c.status != http.StatusOK {
+		t.Fatalf("cancel: HTTP %d %s", c.status, c.body)
+	}
+	for {
+		b, ok := nextEventTicking(t, clk, blocks)
+		if !ok {
+			t.Fatal("the resumed stream ended before the final view")
+		}
+		if b.id <= last.id {
+			t.Fatalf("the resumed stream sent event %d again (Last-Event-ID %d)", b.id, last.id)
+		}
+		if b.event == "canceled" {
+			break
+		}
+	}
+}
+
+// nextEventTicking is nextEvent on a stream that may be waiting for its
+// clock: the clock moves a poll each time the stream waits, until an
+// event (or the end) comes.
+func nextEventTicking(t *testing.T, clk *clocktest.Fake, blocks <-chan sse) (sse, bool) {
+	t.Helper()
+	limit := time.Now().Add(time.Minute) // for a broken test only
+	for time.Now().Before(limit) {
+		select {
+		case b, ok := <-blocks:
+			if !ok || b.event != "" {
+				return b, ok
+			}
+		default:
+			if clk.WaitForTimers(1, 50*time.Millisecond) {
+				clk.Advance(time.Second)
+			}
+		}
+	}
+	t.Fatal("no event of the stream within a minute")
+	return sse{}, false
+}

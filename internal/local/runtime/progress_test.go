@@ -68,3 +68,27 @@ func TestAVideosProgressIsTheProvidersOwnFigureOnBothProtocols(t *testing.T) {
 		})
 	}
 }
+
+// A long video's progress counts its running scenes by their provider's
+// own figure: two scenes each held at 50 % are half of the scenes' 90 %.
+func TestALongVideosProgressCountsItsScenesOwnProgress(t *testing.T) {
+	rt := start(t, runtime.Config{})
+	owner := newAccount(t, rt, domain.PlanEnterprise, 100000)
+	created := call(t, rt, http.MethodPost, "/api/long-story/videos", owner.APIKey,
+		storyBody("a harbour", "en", false, "cinematic", []storyScene{{1, "boats [simulate:progress=50]"}, {2, "gulls [simulate:progress=50]"}}))
+	if created.status != http.StatusOK {
+		t.Fatalf("create: HTTP %d %s", created.status, created.body)
+	}
+	id := created.str("video_id")
+	view, ok := waitfor.Value(t, 2*time.Minute, "both scenes' 50 % in the video's progress", func() (answer, bool) {
+		v := call(t, rt, http.MethodGet, "/api/long-story/videos/"+id, owner.APIKey, nil)
+		p, _ := v.decoded["progress"].(float64)
+		return v, v.status != http.StatusOK || p >= 45
+	})
+	if p, _ := view.decoded["progress"].(float64); !ok || p != 45 || view.str("status") != "processing" {
+		t.Errorf("the video reads %s; want processing at 45 (two scenes at 50 %% of the scenes' 90)", view.body)
+	}
+	if c := call(t, rt, http.MethodPost, "/api/long-story/videos/"+id+"/cancel", owner.APIKey, nil); c.status != http.StatusOK {
+		t.Fatalf("cancel: HTTP %d %s", c.status, c.body)
+	}
+}
