@@ -153,7 +153,7 @@ func TestALongNarratedVideoCompletesThroughTheStateMachine(t *testing.T) {
 		raw, _ := io.ReadAll(resp.Body)
 		resp.Body.Close()
 		if resp.StatusCode != http.StatusOK || !strings.HasPrefix(string(raw), "WEBVTT\n") || strings.Count(string(raw), " --> ") != 3 {
-			t.Errorf("captions_url %q: HTTP %d %q; want WebVTT with one cue per scene", captions, resp.StatusCode, raw)
+			t.Errorf("captions_url %q: HTTP %d %q; want WebVTT with one cue per sentence (each scene's narration here is one sentence)", captions, resp.StatusCode, raw)
 		}
 	}
 	entries := journal(t, l, id, "hold", "capture")
