@@ -122,6 +122,14 @@ func (a *awsCalls) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	a.mu.Unlock()
 	switch target {
 	case "Polly.SynthesizeSpeech":
+		var in struct{ OutputFormat string }
+		json.Unmarshal(raw, &in)
+		if in.OutputFormat == "json" {
+			// Speech marks, as Polly answers them: one JSON object a line.
+			w.Header().Set("Content-Type", "application/x-json-stream")
+			fmt.Fprint(w, `{"time":6,"type":"sentence","start":0,"end":5,"value":"Waves"}`+"\n"+`{"time":6,"type":"word","start":0,"end":5,"value":"Waves"}`+"\n")
+			return
+		}
 		w.Header().Set("Content-Type", "audio/mpeg")
 		w.Write([]byte("ID3 not really mp3"))
 	case "AmazonSQS.SendMessage":
@@ -469,8 +477,9 @@ func TestEveryFunctionAnswersItsSampleEvent(t *testing.T) {
 	})
 	t.Run("narrate", func(t *testing.T) {
 		got := invoke(t, "narrate", e.event(t, "narrate"))
-		if tracks, _ := got["tracks"].([]any); len(tracks) != 2 || e.aws.count("Polly.SynthesizeSpeech") != 2 {
-			t.Errorf("answered %v after %d Polly calls, want 2 tracks", got, e.aws.count("Polly.SynthesizeSpeech"))
+		// Each scene's speech and its speech marks: two Polly calls a scene.
+		if tracks, _ := got["tracks"].([]any); len(tracks) != 2 || e.aws.count("Polly.SynthesizeSpeech") != 4 {
+			t.Errorf("answered %v after %d Polly calls, want 2 tracks from 4 calls", got, e.aws.count("Polly.SynthesizeSpeech"))
 		}
 	})
 	t.Run("assemble", func(t *testing.T) {
@@ -502,13 +511,13 @@ func TestEveryFunctionAnswersItsSampleEvent(t *testing.T) {
 		}
 	})
 	t.Run("long-story-output-delete", func(t *testing.T) {
-		// The video finalized above: its clips, its narration (Polly's mp3
-		// and the wav made for assemble) and its final file are in the
-		// bucket.
+		// The video finalized above: its clips, its narration (Polly's mp3,
+		// its speech marks and the wav made for assemble) and its final
+		// file are in the bucket.
 		bucket := e.objects.MediaBucket()
-		if keys, err := bucket.Keys(ctx, media.LongVideoPrefix(sampleVideo)); err != nil || len(keys) != 7 ||
+		if keys, err := bucket.Keys(ctx, media.LongVideoPrefix(sampleVideo)); err != nil || len(keys) != 9 ||
 			!slices.Contains(keys, media.FinalVideoKey(sampleVideo)) {
-			t.Fatalf("before: %v, %v; want the final video, 2 clips and 4 narration tracks", keys, err)
+			t.Fatalf("before: %v, %v; want the final video, 2 clips, 4 narration tracks and 2 speech marks files", keys, err)
 		}
 		got := invoke(t, "long-story-output-delete", e.event(t, "long-story-output-delete"))
 		if b := body(t, got); got["statusCode"] != 200.0 || b["data_removed"] != true || b["final_video_url"] != "" {
