@@ -111,7 +111,16 @@ func (s *Steps) Assemble(ctx context.Context, in AssembleTask) (FinalizeTask, er
 		return FinalizeTask{}, err
 	}
 	if v.Studio.MusicURL != "" {
-		if err := s.addMusic(ctx, dir, v.Studio, final, float64(len(sources)*SceneSeconds), withAudio); err != nil {
+		err := s.addMusic(ctx, dir, v.Studio, final, float64(len(sources)*SceneSeconds), withAudio)
+		var bad *SceneFailedError
+		switch {
+		case errors.As(err, &bad):
+			// The music was read as audio at create; a URL that no longer
+			// serves it is its owner's change. The scenes are made and
+			// paid for upstream, so the video is finished without it
+			// rather than failed (and refunded) for it.
+			s.log().WarnContext(ctx, "music left out: it is no longer audio", "video_id", v.ID, "error", bad.Msg)
+		case err != nil:
 			return FinalizeTask{}, err
 		}
 	}

@@ -84,7 +84,10 @@ func (s *Service) create(ctx context.Context, userID string, body []byte) (domai
 	if err != nil {
 		return domain.LongVideo{}, err
 	}
-	if u := req.Studio.MusicURL; u != "" && !isDataURI(u) {
+	if u := req.Studio.MusicURL; u != "" {
+		// Read as audio now, inline or fetched, before any credit moves:
+		// music that fails only at assembly would fail a video whose
+		// scenes the providers have already made.
 		if err := s.Music.check(ctx, u); err != nil {
 			return domain.LongVideo{}, err
 		}

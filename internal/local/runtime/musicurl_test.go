@@ -1,6 +1,8 @@
 package runtime_test
 
 import (
+	"bytes"
+	"encoding/base64"
 	"encoding/json"
 	"fmt"
 	"maps"
@@ -67,6 +69,9 @@ func TestMusicFromAnHTTPSURLAndCaptionsInTheWebhook(t *testing.T) {
 		"a private host":  "https://10.0.0.1/song.mp3",
 		"not https":       "ftp://example.com/song.mp3",
 		"the cloud's own": "https://169.254.169.254/latest/meta-data/",
+		// A WAV header over junk: the header alone passed once, and the
+		// video failed (refunded) at assembly after its scenes were made.
+		"inline junk": "data:audio/wav;base64," + base64.StdEncoding.EncodeToString(append([]byte("RIFF\x24\x00\x00\x00WAVEfmt "), bytes.Repeat([]byte{0x5a}, 512)...)),
 	} {
 		b := maps.Clone(body)
 		b["music_url"] = u
