@@ -111,7 +111,7 @@ func (s *Steps) Assemble(ctx context.Context, in AssembleTask) (FinalizeTask, er
 		return FinalizeTask{}, err
 	}
 	if v.Studio.MusicURL != "" {
-		if err := s.addMusic(ctx, dir, v.Studio, final, float64(len(sources)*SceneSeconds), withAudio); err != nil {
+		if err := s.addMusic(ctx, dir, v.UserID, v.Studio, final, float64(len(sources)*SceneSeconds), withAudio); err != nil {
 			return FinalizeTask{}, err
 		}
 	}

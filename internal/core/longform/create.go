@@ -65,7 +65,8 @@ func NewCreator(store Store, workflow Workflow, prices *pricing.Table, settings 
 }
 
 // CheckingMusic has the creator fetch and check a music_url given as a
-// URL (m) before any credit moves; without it such a request is a 400.
+// URL or an uploaded file (m) before any credit moves; without it such a
+// request is a 400.
 func (c *Creator) CheckingMusic(m *MusicCheck) *Creator {
 	c.s.Music = m
 	return c
@@ -85,7 +86,7 @@ func (s *Service) create(ctx context.Context, userID string, body []byte) (domai
 		return domain.LongVideo{}, err
 	}
 	if u := req.Studio.MusicURL; u != "" && !isDataURI(u) {
-		if err := s.Music.check(ctx, u); err != nil {
+		if err := s.Music.check(ctx, userID, u); err != nil {
 			return domain.LongVideo{}, err
 		}
 	}

@@ -99,7 +99,15 @@ func music(obj map[string]any, opts catalog.Options, out *domain.Studio, p *cata
 	}
 	uri, ok := raw.(string)
 	if !ok {
-		p.Add("music_url", "must be a string: an https URL or a data:audio/<type>;base64, URI")
+		p.Add("music_url", "must be a string: an uploaded file's URL (mediagen://files/<file_id>), an https URL or a data:audio/<type>;base64, URI")
+		return
+	}
+	if domain.IsFileURL(uri) {
+		if _, ok := domain.ParseFileURL(uri); !ok {
+			p.Add("music_url", "must be mediagen://files/<file_id>, a file_id that POST /api/files made")
+			return
+		}
+		out.MusicURL = uri
 		return
 	}
 	if !isDataURI(uri) {
@@ -128,19 +136,35 @@ type Downloader interface {
 	Download(ctx context.Context, rawURL, path string) error
 }
 
-// MusicCheck checks a music_url given as a URL before any credit moves:
-// fetched through Fetch and read as audio by ffprobe.
+// UploadedAudio copies a caller's uploaded audio file (music_url
+// mediagen://files/<id>) into path once it is checked: the caller's,
+// uploaded, within its day, uploaded as audio. An unusable file is a
+// *media.UnusableFileError. media.FileInputs is the implementation.
+type UploadedAudio interface {
+	FetchAudio(ctx context.Context, userID, fileURL, path string) error
+}
+
+// MusicCheck checks a music_url given as a URL or an uploaded file before
+// any credit moves: fetched through Fetch (a URL) or copied from the
+// bucket by Files (a file), and read as audio by ffprobe.
 type MusicCheck struct {
 	Fetch   Downloader
+	Files   UploadedAudio
 	FFmpeg  ffmpeg.Runner
 	WorkDir string
 }
 
 // check answers a validation error naming music_url when the URL's file
-// cannot be fetched or is not audio with a length.
-func (m *MusicCheck) check(ctx context.Context, url string) error {
+// cannot be fetched, the uploaded file is not the caller's usable audio
+// file, or either is not audio with a length.
+func (m *MusicCheck) check(ctx context.Context, userID, url string) error {
 	var p catalog.Problems
-	if m == nil || m.Fetch == nil {
+	file := domain.IsFileURL(url)
+	switch {
+	case file && (m == nil || m.Files == nil):
+		p.Add("music_url", "uploaded files are not available here; use an https URL or a data:audio/<type>;base64, URI")
+		return p.Err()
+	case !file && (m == nil || m.Fetch == nil):
 		p.Add("music_url", "music from a URL is not available here; use a data:audio/<type>;base64, URI")
 		return p.Err()
 	}
@@ -150,7 +174,16 @@ func (m *MusicCheck) check(ctx context.Context, url string) error {
 	}
 	defer os.RemoveAll(dir)
 	path := filepath.Join(dir, "music.audio")
-	if err := m.Fetch.Download(ctx, url, path); err != nil {
+	if file {
+		var unusable *media.UnusableFileError
+		switch err := m.Files.FetchAudio(ctx, userID, url, path); {
+		case errors.As(err, &unusable):
+			p.Add("music_url", unusable.Reason)
+			return p.Err()
+		case err != nil:
+			return fmt.Errorf("music_url: %w", err)
+		}
+	} else if err := m.Fetch.Download(ctx, url, path); err != nil {
 		p.Add("music_url", fmt.Sprintf("could not be fetched: %s", truncate(err.Error(), 200)))
 		return p.Err()
 	}
@@ -175,9 +208,16 @@ func musicVolume(st domain.Studio) float64 {
 // faded in and out, at its volume, and ducked under the narration by
 // sidechain compression keyed on the narration track (a video without
 // narration gets the music alone). The picture is copied.
-func (s *Steps) addMusic(ctx context.Context, dir string, st domain.Studio, final string, seconds float64, narrated bool) error {
+//
+// An uploaded file (checked at create) is read from the bucket under its
+// owner's key, the video's user: no egress fetch.
+func (s *Steps) addMusic(ctx context.Context, dir, userID string, st domain.Studio, final string, seconds float64, narrated bool) error {
 	path := filepath.Join(dir, "music.audio")
-	if isDataURI(st.MusicURL) {
+	if id, ok := domain.ParseFileURL(st.MusicURL); ok {
+		if err := s.Files.GetFile(ctx, media.UploadKey(userID, id), path); err != nil {
+			return &TransientError{Msg: fmt.Sprintf("assemble: music: file %s: %v", id, err)}
+		}
+	} else if isDataURI(st.MusicURL) {
 		raw, err := decodeMusic(st.MusicURL)
 		if err != nil {
 			return &SceneFailedError{Msg: fmt.Sprintf("music_url %v", err)}

@@ -1,8 +1,8 @@
 package media
 
 import (
-	"context"
 	"bytes"
+	"context"
 	"errors"
 	"os"
 	"path/filepath"
