@@ -20,8 +20,8 @@ import (
 // Music limits and shape.
 const (
 	// MaxMusicBytes bounds a decoded music_url data: URI. The URI is kept
-	// in the video's record until uploads exist (issue 28 names them), so
-	// it is a short loop, not a song.
+	// in the video's record, so it is a short loop, not a song: a song is
+	// an uploaded file (mediagen://files/<id>, up to 100 MiB).
 	MaxMusicBytes = 96 << 10
 	// MaxMusicURLBytes bounds the file a music_url https URL answers:
 	// about 20 minutes of 128 kbit/s mp3, far more than the longest video
