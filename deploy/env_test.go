@@ -40,7 +40,8 @@ var setButNotRead = map[string]map[string]string{
 		"FFMPEG_PATH":  "internal/adapters/ffmpeg reads it (os.Getenv): the layer's /opt/bin is not on PATH",
 		"FFPROBE_PATH": "internal/adapters/ffmpeg reads it (os.Getenv): the layer's /opt/bin is not on PATH",
 	},
-	// ffprobe checks a music_url given as a URL before any credit moves.
+	// ffprobe checks a music_url given as a URL or an uploaded file before
+	// any credit moves.
 	"LongStoryCreateFunction": {
 		"FFPROBE_PATH": "internal/adapters/ffmpeg reads it (os.Getenv): the layer's /opt/bin is not on PATH",
 	},

@@ -87,14 +87,15 @@ func TestOutputsExpireAfterTheRetention(t *testing.T) {
 // two delete-output functions, and to the steps that delete the outputs
 // of work that did not end paid for (the poller, Assemble, MarkFailed);
 // and every listing (the delete routes', and the poller's and finalize's,
-// which tag a shorter retention; generate's and the poller's, which find
+// which tag a shorter retention; generate's, the poller's and long-form create's, which find
 // uploaded files) is confined by a condition to its record kind's prefix.
 func TestOnlyTheDeleteRoutesDeleteObjects(t *testing.T) {
 	deleters := map[string]string{"GenerationOutputDeleteFunction": "generations/*", "LongStoryOutputDeleteFunction": "long-videos/*"}
 	unpaid := map[string]bool{"PollerFunction": true, "AssembleFunction": true, "MarkFailedFunction": true}
 	// Who lists the bucket, and the one prefix each may list.
 	listers := map[string][]string{"PollerFunction": {"generations/*", "uploads/*"}, "FinalizeFunction": {"long-videos/*"},
-		"LongStoryVoicesFunction": {"voices/*"}, "GenerateFunction": {"uploads/*"}}
+		"LongStoryVoicesFunction": {"voices/*"}, "GenerateFunction": {"uploads/*"},
+		"LongStoryCreateFunction": {"uploads/*"}}
 	for fn, prefix := range deleters {
 		listers[fn] = []string{prefix}
 	}

@@ -151,6 +151,8 @@ var usesOf = map[string][]use{
 	"LongStoryEstimateFunction":          nil,
 	"LongStoryCreateFunction": {
 		uses("statemachine:LongStoryStateMachine", "StartExecution", "states:StartExecution"),
+		uses("bucket:OutputBucket", "finds the uploaded file named in music_url by listing its key (under uploads/)", "s3:ListBucket"),
+		uses("object:OutputBucket/"+uploadKey, "reads the uploaded file named in music_url to probe it as audio", "s3:GetObject"),
 	},
 	"LongStoryStatusFunction": nil,
 	"LongStoryListFunction":   nil,
@@ -192,6 +194,7 @@ var usesOf = map[string][]use{
 	"AssembleFunction": {
 		uses("object:OutputBucket/"+sceneKey, "the clips", "s3:GetObject"),
 		uses("object:OutputBucket/"+narrationKey, "the narration", "s3:GetObject"),
+		uses("object:OutputBucket/"+uploadKey, "the uploaded file music_url names", "s3:GetObject"),
 		uses("object:OutputBucket/"+finalKey, "the final video", putObject...),
 		uses("object:OutputBucket/"+finalKey, "deletes its upload when the video ended meanwhile", "s3:DeleteObject"),
 		uses("object:OutputBucket/"+captionsKey, "the captions", putObject...),

@@ -312,7 +312,7 @@ func TestEveryFunctionRunsAsTheGoRuntimeExpects(t *testing.T) {
 		switch {
 		case name == "AssembleFunction":
 		case name == "LongStoryCreateFunction":
-			// Its ffprobe checks a music_url given as a URL.
+			// Its ffprobe checks a music_url given as a URL or an uploaded file.
 			if show(r.Properties["Layers"]) != show([]any{map[string]any{"Ref": "FfmpegLayer"}}) {
 				t.Errorf("%s: Layers %s, want [!Ref FfmpegLayer] (ffprobe checks a music_url)", name, show(r.Properties["Layers"]))
 			}

@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"flag"
@@ -562,7 +561,7 @@ func storyCreateCmd(ctx context.Context, args []string, stdout, stderr io.Writer
 	portrait := fs.Bool("portrait", false, "make the video upright, 720x1280 (aspect_ratio portrait)")
 	captions := fs.String("captions", "", "captions: none, sidecar (a WebVTT file; the default when narrated) or burned (drawn on the picture too)")
 	transition := fs.String("transition", "", "between scenes: cut (the default) or crossfade (0.5 s)")
-	music := fs.String("music", "", "music under the video: an https URL (at most 20 MiB), @file (.wav, .mp3 or .m4a, at most 96 KiB) or a data:audio URI")
+	music := fs.String("music", "", "music under the video: @file (.wav, .mp3 or .m4a, at most 100 MiB; uploaded), an https URL (at most 20 MiB) or a data:audio URI")
 	musicVolume := fs.Float64("music-volume", -1, "the music's gain, 0 to 1 (default: the service's, 0.3)")
 	wait := fs.Bool("wait", false, "wait until the video is final, then download it")
 	out := fs.String("out", "", "directory for the video (implies --wait; default: the current directory)")
@@ -580,12 +579,12 @@ func storyCreateCmd(ctx context.Context, args []string, stdout, stderr io.Writer
 	if *speed != 0 {
 		req.NarrationSpeed = speed
 	}
-	if *music != "" {
-		uri, err := musicURI(*music)
-		if err != nil {
-			return usageFail(stderr, "story create", err)
-		}
-		req.MusicURL = uri
+	musicFile, musicType, err := musicArg(*music)
+	if err != nil {
+		return usageFail(stderr, "story create", err)
+	}
+	if musicFile == "" {
+		req.MusicURL = *music
 	}
 	if *musicVolume >= 0 {
 		req.MusicVolume = musicVolume
@@ -602,6 +601,11 @@ func storyCreateCmd(ctx context.Context, args []string, stdout, stderr io.Writer
 		req.Scenes = append(req.Scenes, sc)
 	}
 	c := af.client()
+	if musicFile != "" {
+		if req.MusicURL, err = uploadMusic(ctx, c, musicFile, musicType); err != nil {
+			return apiFail(stderr, "story create", err)
+		}
+	}
 	created, err := c.CreateLongVideo(ctx, req)
 	if err != nil {
 		return apiFail(stderr, "story create", err)
@@ -785,21 +789,32 @@ func priceInWords(p client.Price) string {
 	return strings.Join(parts, "; ")
 }
 
-// musicURI is --music's value as music_url: a URL or a data: URI as given, or
-// @file read into a data:audio URI of the file's type (by its extension).
-func musicURI(arg string) (string, error) {
+// musicArg reads --music: @file is a file to upload, of the audio type
+// its extension names; anything else (a URL, a data: URI) is sent as it
+// is, and file is "".
+func musicArg(arg string) (file, contentType string, err error) {
 	name, isFile := strings.CutPrefix(arg, "@")
 	if !isFile {
-		return arg, nil
+		return "", "", nil
 	}
 	types := map[string]string{".wav": "audio/wav", ".mp3": "audio/mpeg", ".m4a": "audio/mp4", ".mp4": "audio/mp4"}
 	ctype, ok := types[strings.ToLower(filepath.Ext(name))]
 	if !ok {
-		return "", fmt.Errorf("--music %s: the file must be .wav, .mp3 or .m4a", name)
+		return "", "", fmt.Errorf("--music %s: the file must be .wav, .mp3 or .m4a", name)
 	}
-	raw, err := os.ReadFile(name)
+	return name, ctype, nil
+}
+
+// uploadMusic uploads --music's file (client.Upload) and answers its file
+// URL, mediagen://files/<file_id>, which music_url takes.
+func uploadMusic(ctx context.Context, c *client.Client, path, contentType string) (string, error) {
+	raw, err := os.ReadFile(path)
 	if err != nil {
 		return "", fmt.Errorf("--music: %w", err)
 	}
-	return "data:" + ctype + ";base64," + base64.StdEncoding.EncodeToString(raw), nil
+	f, err := c.Upload(ctx, raw, contentType)
+	if err != nil {
+		return "", fmt.Errorf("upload %s: %w", path, err)
+	}
+	return f.URL, nil
 }

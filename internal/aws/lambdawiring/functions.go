@@ -160,7 +160,11 @@ func LongStoryCreate(ctx context.Context, log *slog.Logger) (any, error) {
 	if err != nil {
 		return nil, err
 	}
-	creator := longform.NewCreator(storewiring.Store(cfg), wf, prices, longform.Settings{Log: log}).CheckingMusic(musicCheck())
+	music, err := musicCheck(cfg)
+	if err != nil {
+		return nil, err
+	}
+	creator := longform.NewCreator(storewiring.Store(cfg), wf, prices, longform.Settings{Log: log}).CheckingMusic(music)
 	return storewiring.Route(routes.LongStoryCreate(), routes.Ports{VideoCreator: creator, Gate: storewiring.PostGate(cfg, log)})
 }
 

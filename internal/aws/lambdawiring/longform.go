@@ -162,8 +162,14 @@ func musicDownloader(timeout time.Duration) *media.Downloader {
 }
 
 // musicCheck fetches and probes (ffprobe from the ffmpeg layer,
-// FFPROBE_PATH) a music_url given as a URL at create, within the route's
-// time.
-func musicCheck() *longform.MusicCheck {
-	return &longform.MusicCheck{Fetch: musicDownloader(15 * time.Second), FFmpeg: ffmpeg.Runner{Timeout: 10 * time.Second}, WorkDir: os.TempDir()}
+// FFPROBE_PATH) a music_url given as a URL or an uploaded file (read from
+// the output bucket, OUTPUT_BUCKET, under uploads/) at create, within the
+// route's time.
+func musicCheck(cfg aws.Config) (*longform.MusicCheck, error) {
+	bucket, err := storewiring.Required(EnvOutputBucket)
+	if err != nil {
+		return nil, err
+	}
+	return &longform.MusicCheck{Fetch: musicDownloader(15 * time.Second), Files: &media.FileInputs{Objects: s3bucket.New(s3.NewFromConfig(cfg), bucket, "")},
+		FFmpeg: ffmpeg.Runner{Timeout: 10 * time.Second}, WorkDir: os.TempDir()}, nil
 }

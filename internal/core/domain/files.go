@@ -24,10 +24,15 @@ const (
 	UploadRetention = 24 * time.Hour
 )
 
-// UploadTypes are the content types a file may declare: the image types
+// UploadTypes are the image content types a file may declare: the types
 // every image field takes, checked against the file's bytes when it is
 // first used.
 var UploadTypes = []string{"image/png", "image/jpeg", "image/webp", "image/gif"}
+
+// AudioUploadTypes are the audio content types a file may declare: what a
+// long video's music_url takes (the formats its music check reads),
+// checked as audio (ffprobe) when the file is first used.
+var AudioUploadTypes = []string{"audio/mpeg", "audio/wav", "audio/mp4"}
 
 // FileURL is the URL an image field takes for the file id.
 func FileURL(id string) string { return FileURLPrefix + id }

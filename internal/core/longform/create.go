@@ -65,7 +65,8 @@ func NewCreator(store Store, workflow Workflow, prices *pricing.Table, settings 
 }
 
 // CheckingMusic has the creator fetch and check a music_url given as a
-// URL (m) before any credit moves; without it such a request is a 400.
+// URL or an uploaded file (m) before any credit moves; without it such a
+// request is a 400.
 func (c *Creator) CheckingMusic(m *MusicCheck) *Creator {
 	c.s.Music = m
 	return c
@@ -88,7 +89,7 @@ func (s *Service) create(ctx context.Context, userID string, body []byte) (domai
 		// Read as audio now, inline or fetched, before any credit moves:
 		// music that fails only at assembly would fail a video whose
 		// scenes the providers have already made.
-		if err := s.Music.check(ctx, u); err != nil {
+		if err := s.Music.check(ctx, userID, u); err != nil {
 			return domain.LongVideo{}, err
 		}
 	}

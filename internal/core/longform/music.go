@@ -20,8 +20,8 @@ import (
 // Music limits and shape.
 const (
 	// MaxMusicBytes bounds a decoded music_url data: URI. The URI is kept
-	// in the video's record until uploads exist (issue 28 names them), so
-	// it is a short loop, not a song.
+	// in the video's record, so it is a short loop, not a song: a song is
+	// an uploaded file (mediagen://files/<id>, up to 100 MiB).
 	MaxMusicBytes = 96 << 10
 	// MaxMusicURLBytes bounds the file a music_url https URL answers:
 	// about 20 minutes of 128 kbit/s mp3, far more than the longest video
@@ -99,7 +99,15 @@ func music(obj map[string]any, opts catalog.Options, out *domain.Studio, p *cata
 	}
 	uri, ok := raw.(string)
 	if !ok {
-		p.Add("music_url", "must be a string: an https URL or a data:audio/<type>;base64, URI")
+		p.Add("music_url", "must be a string: an uploaded file's URL (mediagen://files/<file_id>), an https URL or a data:audio/<type>;base64, URI")
+		return
+	}
+	if domain.IsFileURL(uri) {
+		if _, ok := domain.ParseFileURL(uri); !ok {
+			p.Add("music_url", "must be mediagen://files/<file_id>, a file_id that POST /api/files made")
+			return
+		}
+		out.MusicURL = uri
 		return
 	}
 	if !isDataURI(uri) {
@@ -128,22 +136,37 @@ type Downloader interface {
 	Download(ctx context.Context, rawURL, path string) error
 }
 
-// MusicCheck checks a music_url given as a URL before any credit moves:
-// fetched through Fetch and read as audio by ffprobe.
+// UploadedAudio copies a caller's uploaded audio file (music_url
+// mediagen://files/<id>) into path once it is checked: the caller's,
+// uploaded, within its day, uploaded as audio. An unusable file is a
+// *media.UnusableFileError. media.FileInputs is the implementation.
+type UploadedAudio interface {
+	FetchAudio(ctx context.Context, userID, fileURL, path string) error
+}
+
+// MusicCheck checks a music_url given as a URL or an uploaded file before
+// any credit moves: fetched through Fetch (a URL) or copied from the
+// bucket by Files (a file), and read as audio by ffprobe.
 type MusicCheck struct {
 	Fetch   Downloader
+	Files   UploadedAudio
 	FFmpeg  ffmpeg.Runner
 	WorkDir string
 }
 
 // check answers a validation error naming music_url when its file (a
-// data: URI's bytes, or a URL's, fetched) is not audio with a length.
-func (m *MusicCheck) check(ctx context.Context, url string) error {
+// data: URI's bytes, a URL's, fetched, or an uploaded file, the caller's)
+// is not audio with a length.
+func (m *MusicCheck) check(ctx context.Context, userID, url string) error {
 	var p catalog.Problems
-	if m == nil && isDataURI(url) {
+	file, inline := domain.IsFileURL(url), isDataURI(url)
+	switch {
+	case inline && m == nil:
 		return nil // parse read its header; a wiring without ffprobe reads no more
-	}
-	if m == nil || (m.Fetch == nil && !isDataURI(url)) {
+	case file && (m == nil || m.Files == nil):
+		p.Add("music_url", "uploaded files are not available here; use an https URL or a data:audio/<type>;base64, URI")
+		return p.Err()
+	case !file && !inline && (m == nil || m.Fetch == nil):
 		p.Add("music_url", "music from a URL is not available here; use a data:audio/<type>;base64, URI")
 		return p.Err()
 	}
@@ -153,7 +176,8 @@ func (m *MusicCheck) check(ctx context.Context, url string) error {
 	}
 	defer os.RemoveAll(dir)
 	path := filepath.Join(dir, "music.audio")
-	if isDataURI(url) {
+	switch {
+	case inline:
 		raw, err := decodeMusic(url)
 		if err != nil {
 			p.Add("music_url", err.Error())
@@ -162,9 +186,20 @@ func (m *MusicCheck) check(ctx context.Context, url string) error {
 		if err := os.WriteFile(path, raw, 0o600); err != nil {
 			return fmt.Errorf("music_url: %w", err)
 		}
-	} else if err := m.Fetch.Download(ctx, url, path); err != nil {
-		p.Add("music_url", fmt.Sprintf("could not be fetched: %s", truncate(err.Error(), 200)))
-		return p.Err()
+	case file:
+		var unusable *media.UnusableFileError
+		switch err := m.Files.FetchAudio(ctx, userID, url, path); {
+		case errors.As(err, &unusable):
+			p.Add("music_url", unusable.Reason)
+			return p.Err()
+		case err != nil:
+			return fmt.Errorf("music_url: %w", err)
+		}
+	default:
+		if err := m.Fetch.Download(ctx, url, path); err != nil {
+			p.Add("music_url", fmt.Sprintf("could not be fetched: %s", truncate(err.Error(), 200)))
+			return p.Err()
+		}
 	}
 	info, err := m.FFmpeg.Probe(ctx, path)
 	if _, ok := info.Audio(); err != nil || !ok || info.Duration <= 0 {
@@ -187,9 +222,16 @@ func musicVolume(st domain.Studio) float64 {
 // faded in and out, at its volume, and ducked under the narration by
 // sidechain compression keyed on the narration track (a video without
 // narration gets the music alone). The picture is copied.
-func (s *Steps) addMusic(ctx context.Context, dir string, st domain.Studio, final string, seconds float64, narrated bool) error {
+//
+// An uploaded file (checked at create) is read from the bucket under its
+// owner's key, the video's user: no egress fetch.
+func (s *Steps) addMusic(ctx context.Context, dir, userID string, st domain.Studio, final string, seconds float64, narrated bool) error {
 	path := filepath.Join(dir, "music.audio")
-	if isDataURI(st.MusicURL) {
+	if id, ok := domain.ParseFileURL(st.MusicURL); ok {
+		if err := s.Files.GetFile(ctx, media.UploadKey(userID, id), path); err != nil {
+			return &TransientError{Msg: fmt.Sprintf("assemble: music: file %s: %v", id, err)}
+		}
+	} else if isDataURI(st.MusicURL) {
 		raw, err := decodeMusic(st.MusicURL)
 		if err != nil {
 			return &SceneFailedError{Msg: fmt.Sprintf("music_url %v", err)}

@@ -84,7 +84,7 @@ type Uploads struct {
 
 // Create reads {"content_type": "image/png", "size": 12345} (size
 // optional) and makes the caller's file. A content type other than the
-// images', a size over domain.MaxUploadBytes or an unknown field is a
+// images' (domain.UploadTypes) and audio's (domain.AudioUploadTypes), a size over domain.MaxUploadBytes or an unknown field is a
 // *catalog.ValidationError naming every bad field.
 func (u *Uploads) Create(ctx context.Context, userID string, body []byte) (Upload, error) {
 	ctype, size, err := parseUpload(body)
@@ -108,13 +108,14 @@ func parseUpload(body []byte) (ctype string, size int64, err error) {
 	}
 	var p catalog.Problems
 	p.Unknown("", obj, []string{"content_type", "size"})
-	types := `"` + strings.Join(domain.UploadTypes, `", "`) + `"`
+	all := slices.Concat(domain.UploadTypes, domain.AudioUploadTypes)
+	types := `"` + strings.Join(all, `", "`) + `"`
 	switch v, ok := obj["content_type"]; {
 	case !ok:
 		p.Add("content_type", "is required: one of "+types)
 	default:
 		s, _ := v.(string)
-		if !slices.Contains(domain.UploadTypes, s) {
+		if !slices.Contains(all, s) {
 			p.Add("content_type", "must be one of "+types)
 		}
 		ctype = s
@@ -147,6 +148,8 @@ type FileObjects interface {
 	// ReadStart reads the first n bytes of an object (fewer if it is
 	// shorter) and the content type it was stored with.
 	ReadStart(ctx context.Context, key string, n int64) (head []byte, contentType string, err error)
+	// GetFile downloads the object into the local file path.
+	GetFile(ctx context.Context, key, path string) error
 	PresignGet(ctx context.Context, key string, lifetime time.Duration) (string, error)
 }
 
@@ -174,33 +177,15 @@ type FileInputs struct {
 // file that fileURL (mediagen://files/<id>) names, once the file is
 // checked: it exists under the caller's id, has not expired, is at most
 // domain.MaxUploadBytes, and its first bytes are the image type it was
-// uploaded as. Anything else is an *UnusableFileError saying why.
+// uploaded as. Anything else (an audio file too) is an
+// *UnusableFileError saying why.
 func (f *FileInputs) Resolve(ctx context.Context, userID, fileURL string) (string, error) {
-	id, ok := domain.ParseFileURL(fileURL)
-	if !ok {
-		return "", unusable("must be mediagen://files/<file_id>, a file_id that POST /api/files made")
-	}
-	key := UploadKey(userID, id)
-	size, err := f.Objects.Size(ctx, key)
-	switch {
-	case errors.Is(err, domain.ErrNotFound):
-		return "", unusable(fmt.Sprintf("file %s is unknown: make it with POST /api/files and PUT its bytes to its upload_url first", id))
-	case err != nil:
-		return "", fmt.Errorf("file %s: %w", id, err)
-	}
-	if size == 0 {
-		return "", unusable(fmt.Sprintf("file %s is empty: PUT its bytes to its upload_url", id))
-	}
-	made, _ := domain.FileMadeAt(id)
-	if now := domain.Now(f.Now); !now.Before(domain.FileExpiresAt(made)) {
-		return "", unusable(fmt.Sprintf("file %s expired at %s (files are kept %s)", id, domain.FileExpiresAt(made).UTC().Format(time.RFC3339), domain.UploadRetention))
-	}
-	if size > domain.MaxUploadBytes {
-		return "", unusable(fmt.Sprintf("file %s is %d bytes, over the %d-byte (100 MiB) limit", id, size, domain.MaxUploadBytes))
-	}
-	head, declared, err := f.Objects.ReadStart(ctx, key, sniffBytes)
+	id, key, head, declared, err := f.usable(ctx, userID, fileURL)
 	if err != nil {
-		return "", fmt.Errorf("file %s: %w", id, err)
+		return "", err
+	}
+	if slices.Contains(domain.AudioUploadTypes, declared) {
+		return "", unusable(fmt.Sprintf("file %s is audio (%s): this field takes an image (%s)", id, declared, strings.Join(domain.UploadTypes, ", ")))
 	}
 	if got := http.DetectContentType(head); got != declared || !slices.Contains(domain.UploadTypes, got) {
 		return "", unusable(fmt.Sprintf("file %s was uploaded as %s but its bytes are %s", id, declared, describeType(got)))
@@ -210,6 +195,60 @@ func (f *FileInputs) Resolve(ctx context.Context, userID, fileURL string) (strin
 		return "", fmt.Errorf("presign the read of file %s: %w", id, err)
 	}
 	return u, nil
+}
+
+// FetchAudio downloads the caller's audio file that fileURL names into
+// path, once it is checked as Resolve checks an image (the caller's, not
+// expired, not empty, within the limit) and was uploaded as one of
+// domain.AudioUploadTypes. Whether its bytes are audio is the caller's to
+// check (ffprobe reads the whole file; no magic number tells every mp3).
+// Anything else (an image file too) is an *UnusableFileError.
+func (f *FileInputs) FetchAudio(ctx context.Context, userID, fileURL, path string) error {
+	id, key, _, declared, err := f.usable(ctx, userID, fileURL)
+	if err != nil {
+		return err
+	}
+	if !slices.Contains(domain.AudioUploadTypes, declared) {
+		return unusable(fmt.Sprintf("file %s is %s, not audio: music is a file uploaded as %s", id, declared, strings.Join(domain.AudioUploadTypes, ", ")))
+	}
+	if err := f.Objects.GetFile(ctx, key, path); err != nil {
+		return fmt.Errorf("file %s: %w", id, err)
+	}
+	return nil
+}
+
+// usable checks what every use of a file needs: fileURL names a file of
+// the caller's that is there, not empty, not expired and within the
+// limit. It answers the file's id, key, first bytes and the content type
+// it was uploaded as (which its presigned PUT held it to).
+func (f *FileInputs) usable(ctx context.Context, userID, fileURL string) (id, key string, head []byte, declared string, err error) {
+	id, ok := domain.ParseFileURL(fileURL)
+	if !ok {
+		return "", "", nil, "", unusable("must be mediagen://files/<file_id>, a file_id that POST /api/files made")
+	}
+	key = UploadKey(userID, id)
+	size, err := f.Objects.Size(ctx, key)
+	switch {
+	case errors.Is(err, domain.ErrNotFound):
+		return "", "", nil, "", unusable(fmt.Sprintf("file %s is unknown: make it with POST /api/files and PUT its bytes to its upload_url first", id))
+	case err != nil:
+		return "", "", nil, "", fmt.Errorf("file %s: %w", id, err)
+	}
+	if size == 0 {
+		return "", "", nil, "", unusable(fmt.Sprintf("file %s is empty: PUT its bytes to its upload_url", id))
+	}
+	made, _ := domain.FileMadeAt(id)
+	if now := domain.Now(f.Now); !now.Before(domain.FileExpiresAt(made)) {
+		return "", "", nil, "", unusable(fmt.Sprintf("file %s expired at %s (files are kept %s)", id, domain.FileExpiresAt(made).UTC().Format(time.RFC3339), domain.UploadRetention))
+	}
+	if size > domain.MaxUploadBytes {
+		return "", "", nil, "", unusable(fmt.Sprintf("file %s is %d bytes, over the %d-byte (100 MiB) limit", id, size, domain.MaxUploadBytes))
+	}
+	head, declared, err = f.Objects.ReadStart(ctx, key, sniffBytes)
+	if err != nil {
+		return "", "", nil, "", fmt.Errorf("file %s: %w", id, err)
+	}
+	return id, key, head, declared, nil
 }
 
 func describeType(sniffed string) string {

@@ -1,8 +1,11 @@
 package media
 
 import (
+	"bytes"
 	"context"
 	"errors"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -35,6 +38,14 @@ func (f fakeFiles) ReadStart(_ context.Context, key string, n int64) ([]byte, st
 	return o.data[:min(int64(len(o.data)), n)], o.ctype, nil
 }
 
+func (f fakeFiles) GetFile(_ context.Context, key, path string) error {
+	o, ok := f[key]
+	if !ok {
+		return domain.ErrNotFound
+	}
+	return os.WriteFile(path, o.data, 0o600)
+}
+
 func (f fakeFiles) PresignGet(_ context.Context, key string, lifetime time.Duration) (string, error) {
 	return "https://bucket.example/" + key + "?X-Amz-Expires=" + lifetime.String(), nil
 }
@@ -49,8 +60,9 @@ func TestResolveChecksTheFileBeforeHandingOutItsURL(t *testing.T) {
 		s := domain.NewFileID(made)
 		return s[:len(s)-1] + string(suffix)
 	}
-	good, fake, huge, empty, theirs, never := id('1'), id('2'), id('3'), id('4'), id('5'), id('6')
+	good, fake, huge, empty, theirs, never, song := id('1'), id('2'), id('3'), id('4'), id('5'), id('6'), id('7')
 	files := fakeFiles{
+		UploadKey("usr_a", song):   {[]byte("ID3\x04\x00\x00\x00\x00\x00\x00"), "audio/mpeg", 0},
 		UploadKey("usr_a", good):   {png, "image/png", 0},
 		UploadKey("usr_a", fake):   {[]byte("<html>no picture</html>"), "image/png", 0},
 		UploadKey("usr_a", empty):  {nil, "image/png", 0},
@@ -70,6 +82,7 @@ func TestResolveChecksTheFileBeforeHandingOutItsURL(t *testing.T) {
 		{"a day later", domain.FileURL(good), made.Add(24 * time.Hour), "expired"},
 		{"not a file URL", "mediagen://files/x", made, "must be mediagen://files/<file_id>"},
 		{"a file over 100 MiB", domain.FileURL(huge), made, "over the 104857600-byte (100 MiB) limit"},
+		{"an audio file in an image field", domain.FileURL(song), made, "is audio (audio/mpeg): this field takes an image"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -103,4 +116,74 @@ func TestFileIDsCarryTheirTime(t *testing.T) {
 			t.Errorf("ParseFileURL(%q) accepted it", bad)
 		}
 	}
+}
+
+// FetchAudio copies only the caller's audio file, uploaded, within its
+// day: an image file, another account's or an expired one is an
+// *UnusableFileError saying why (a 400 of music_url), and nothing is
+// copied.
+func TestFetchAudioCopiesOnlyTheCallersAudioFile(t *testing.T) {
+	made := time.Date(2026, 11, 21, 18, 0, 0, 0, time.UTC)
+	mp3 := []byte("ID3\x04\x00\x00\x00\x00\x00\x00 the song")
+	id := func(suffix byte) string {
+		s := domain.NewFileID(made)
+		return s[:len(s)-1] + string(suffix)
+	}
+	song, picture, theirs := id('1'), id('2'), id('3')
+	files := fakeFiles{
+		UploadKey("usr_a", song):    {mp3, "audio/mpeg", 0},
+		UploadKey("usr_a", picture): {[]byte("\x89PNG\r\n\x1a\n\x00\x00\x00\rIHDR"), "image/png", 0},
+		UploadKey("usr_b", theirs):  {mp3, "audio/mpeg", 0},
+	}
+	tests := []struct {
+		name, ref string
+		at        time.Time
+		want      string // "" for the file copied
+	}{
+		{"the caller's mp3", domain.FileURL(song), made.Add(time.Hour), ""},
+		{"an image file", domain.FileURL(picture), made.Add(time.Hour), "is image/png, not audio"},
+		{"another account's file", domain.FileURL(theirs), made.Add(time.Hour), "is unknown"},
+		{"a day later", domain.FileURL(song), made.Add(24 * time.Hour), "expired"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			path := filepath.Join(t.TempDir(), "music.audio")
+			r := &FileInputs{Objects: files, Now: func() time.Time { return tt.at }}
+			err := r.FetchAudio(context.Background(), "usr_a", tt.ref, path)
+			got, readErr := os.ReadFile(path)
+			var unusable *UnusableFileError
+			switch {
+			case tt.want == "" && (err != nil || !bytes.Equal(got, mp3)):
+				t.Errorf("FetchAudio = %v, copied %q (%v); want the file's bytes", err, got, readErr)
+			case tt.want != "" && (!errors.As(err, &unusable) || !strings.Contains(unusable.Reason, tt.want) || !errors.Is(err, domain.ErrInvalid)):
+				t.Errorf("FetchAudio = %v; want an unusable file saying %q", err, tt.want)
+			case tt.want != "" && readErr == nil:
+				t.Errorf("FetchAudio refused the file (%v) but copied it", err)
+			}
+		})
+	}
+}
+
+// POST /api/files takes the audio types music_url reads, as well as the
+// images, and nothing else.
+func TestUploadsTakeImageAndAudioTypes(t *testing.T) {
+	u := &Uploads{Signer: signerFunc(func(_ context.Context, key, ctype string, _ int64, _ time.Duration) (string, error) {
+		return "https://bucket.example/" + key, nil
+	})}
+	for _, ctype := range []string{"image/png", "audio/mpeg", "audio/wav", "audio/mp4"} {
+		if up, err := u.Create(context.Background(), "usr_a", []byte(`{"content_type": "`+ctype+`"}`)); err != nil || up.ContentType != ctype {
+			t.Errorf("Create(%s) = %+v, %v; want a file of that type", ctype, up, err)
+		}
+	}
+	for _, ctype := range []string{"audio/ogg", "video/mp4", "text/plain"} {
+		if _, err := u.Create(context.Background(), "usr_a", []byte(`{"content_type": "`+ctype+`"}`)); !errors.Is(err, domain.ErrInvalid) || !strings.Contains(err.Error(), "audio/mpeg") {
+			t.Errorf("Create(%s) = %v; want a 400 naming the types taken", ctype, err)
+		}
+	}
+}
+
+type signerFunc func(ctx context.Context, key, contentType string, size int64, lifetime time.Duration) (string, error)
+
+func (f signerFunc) PresignPut(ctx context.Context, key, contentType string, size int64, lifetime time.Duration) (string, error) {
+	return f(ctx, key, contentType, size, lifetime)
 }

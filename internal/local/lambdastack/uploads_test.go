@@ -32,27 +32,7 @@ func TestAnUploadFeedsAnImageThroughTheBucket(t *testing.T) {
 	if err := png.Encode(&buf, img); err != nil {
 		t.Fatal(err)
 	}
-	file := func(ctype string, data []byte) string {
-		t.Helper()
-		body, _ := json.Marshal(map[string]any{"content_type": ctype, "size": len(data)})
-		f := mustCall(t, l, acct.APIKey, http.MethodPost, "/api/files", string(body), http.StatusCreated)
-		req, err := http.NewRequest(http.MethodPut, f["upload_url"].(string), bytes.NewReader(data))
-		if err != nil {
-			t.Fatal(err)
-		}
-		req.Header.Set("Content-Type", ctype)
-		req.Header.Set("Origin", "https://playground.example") // as a page sends it
-		resp, err := http.DefaultClient.Do(req)
-		if err != nil {
-			t.Fatal(err)
-		}
-		answer, _ := io.ReadAll(resp.Body)
-		resp.Body.Close()
-		if resp.StatusCode != http.StatusOK || len(resp.Header.Values("Access-Control-Allow-Origin")) != 1 {
-			t.Fatalf("PUT to the upload URL: HTTP %d, Access-Control-Allow-Origin %q, %s; want 200 and the rule's one origin", resp.StatusCode, resp.Header.Values("Access-Control-Allow-Origin"), answer)
-		}
-		return f["url"].(string)
-	}
+	file := func(ctype string, data []byte) string { return uploadFile(t, l, acct.APIKey, ctype, data) }
 	request := func(ref string) string {
 		b, _ := json.Marshal(map[string]any{"model": "provider-a", "model_version": "zeta",
 			"input": map[string]any{"prompt": "the kite again, at dusk", "image_input": []any{ref}}})
@@ -106,6 +86,31 @@ func TestAnUploadFeedsAnImageThroughTheBucket(t *testing.T) {
 	if status != http.StatusBadRequest || !strings.Contains(toJSON(out), "input.image_input[0]") {
 		t.Errorf("a file that is no image: HTTP %d %v, want 400 naming input.image_input[0]", status, out)
 	}
+}
+
+// uploadFile makes a file of ctype (POST /api/files) and PUTs data to its
+// upload URL as a page does (with an Origin, answered by the bucket's CORS
+// rule); it answers the file's url.
+func uploadFile(t *testing.T, l *Local, key, ctype string, data []byte) string {
+	t.Helper()
+	body, _ := json.Marshal(map[string]any{"content_type": ctype, "size": len(data)})
+	f := mustCall(t, l, key, http.MethodPost, "/api/files", string(body), http.StatusCreated)
+	req, err := http.NewRequest(http.MethodPut, f["upload_url"].(string), bytes.NewReader(data))
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set("Content-Type", ctype)
+	req.Header.Set("Origin", "https://playground.example") // as a page sends it
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	answer, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusOK || len(resp.Header.Values("Access-Control-Allow-Origin")) != 1 {
+		t.Fatalf("PUT to the upload URL: HTTP %d, Access-Control-Allow-Origin %q, %s; want 200 and the rule's one origin", resp.StatusCode, resp.Header.Values("Access-Control-Allow-Origin"), answer)
+	}
+	return f["url"].(string)
 }
 
 func toJSON(v any) string {

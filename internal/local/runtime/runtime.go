@@ -500,7 +500,7 @@ func (r *Runtime) wire(cfg Config, st store.Store, rc *routing.Config, prices *p
 		UpstreamCallbacks:  generation.NewCallbacks(st, r.Upstreams, queue, settings),
 		Uploads:            &media.Uploads{Signer: outputs, Now: cfg.Clock},
 		VideoCreator: longform.NewCreator(st, r.Workflow, prices, storySettings).CheckingMusic(
-			&longform.MusicCheck{Fetch: music, FFmpeg: ffmpeg.Runner{}, WorkDir: stepSettings.WorkDir}),
+			&longform.MusicCheck{Fetch: music, Files: files, FFmpeg: ffmpeg.Runner{}, WorkDir: stepSettings.WorkDir}),
 		VideoReader:   longform.NewReader(st),
 		VideoCanceler: longform.NewCanceler(st, r.Workflow, r.Upstreams, st, notifier, storySettings),
 		VideoRemover:  longform.NewOutputRemover(st, outputs, nil, storySettings),

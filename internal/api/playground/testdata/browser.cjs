@@ -157,7 +157,7 @@ async function main() {
     await page.selectOption("#story-aspect", "portrait");
     await page.selectOption("#story-transition", "crossfade");
     await page.setInputFiles("#story-music-file", { name: "loop.wav", mimeType: "audio/wav", buffer: toneWAV(110, 1) });
-    await page.waitForFunction(() => document.querySelector("#story-music").value.startsWith("data:audio/wav;base64,"), null, { timeout: WAIT });
+    await page.waitForFunction(() => document.querySelector("#story-music").value.startsWith("mediagen://files/"), null, { timeout: WAIT });
     await page.fill("#story-music-volume", "0.4");
     await page.dispatchEvent("#story-music-volume", "change");
     await page.locator("#story-estimate", { hasText: "3 scenes" }).waitFor({ timeout: WAIT });

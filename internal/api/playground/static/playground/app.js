@@ -104,12 +104,14 @@ function isImageRef(prop) {
   return prop.type === "string" && typeof prop.pattern === "string" && prop.pattern.includes("://");
 }
 
-// upload sends a picked image to the service's bucket: POST /api/files
-// makes the file, a PUT to its presigned upload_url (no key: the URL is
-// the permission) stores the bytes; the answer is the file's URL,
-// mediagen://files/<file_id>, which any image field takes.
-async function upload(file) {
-  const f = await api("POST", "/api/files", { content_type: file.type, size: file.size });
+// upload sends a picked file (an image, or the music) to the service's
+// bucket: POST /api/files makes the file, a PUT to its presigned
+// upload_url (no key: the URL is the permission) stores the bytes; the
+// answer is the file's URL, mediagen://files/<file_id>, which any image
+// field (an image) or music_url (audio) takes. contentType overrides the
+// browser's name for the file's type.
+async function upload(file, contentType = file.type) {
+  const f = await api("POST", "/api/files", { content_type: contentType, size: file.size });
   const r = await fetch(f.upload_url, { method: "PUT", body: file, headers: { "Content-Type": f.content_type } });
   if (!r.ok) throw new Error(`The upload of ${file.name} was refused: HTTP ${r.status}`);
   return f.url;
@@ -146,7 +148,7 @@ function fieldControl(name, prop, required) {
       showError(errBox, null);
       file.disabled = true;
       try {
-        const urls = await Promise.all(Array.from(file.files).map(upload));
+        const urls = await Promise.all(Array.from(file.files).map((f) => upload(f)));
         text.value = list ? [text.value.trim(), ...urls].filter(Boolean).join("\n") : urls[0] || "";
         text.dispatchEvent(new Event("input"));
       } catch (err) {
@@ -286,15 +288,12 @@ function studioOptions() {
   return o;
 }
 
-// readDataURL reads a picked music file as a data: URI, which music_url
-// takes (a short loop, at most 96 KiB).
-function readDataURL(file) {
-  return new Promise((resolve, reject) => {
-    const r = new FileReader();
-    r.onload = () => resolve(r.result);
-    r.onerror = () => reject(r.error);
-    r.readAsDataURL(file);
-  });
+// audioType is the upload content type of a picked music file: the
+// browser's name for it, as the service names the audio it takes
+// (audio/wav, audio/mpeg, audio/mp4).
+function audioType(file) {
+  const aliases = { "audio/x-wav": "audio/wav", "audio/wave": "audio/wav", "audio/mp3": "audio/mpeg", "audio/x-m4a": "audio/mp4", "audio/m4a": "audio/mp4" };
+  return aliases[file.type] || file.type;
 }
 
 // optionsText describes the studio the service applied (the status view's
@@ -304,7 +303,7 @@ function optionsText(st) {
   if (st.voice) parts.push(`voice ${st.voice}`);
   parts.push(`captions ${st.captions}`);
   if (st.narration_speed != null) parts.push(`narration ×${st.narration_speed}`);
-  if (st.music_url) parts.push(`music at ${st.music_volume} (${st.music_url.startsWith("data:") ? "file" : new URL(st.music_url).host})`);
+  if (st.music_url) parts.push(`music at ${st.music_volume} (${/^(data|mediagen):/.test(st.music_url) ? "file" : new URL(st.music_url).host})`);
   return "Options: " + parts.join(" · ");
 }
 
@@ -486,7 +485,18 @@ function start() {
   }
   $("#story-music-file").addEventListener("change", async () => {
     const f = $("#story-music-file").files[0];
-    if (f) { $("#story-music").value = await readDataURL(f); scheduleEstimate(); }
+    if (!f) return;
+    const errBox = $("#story-error"), picker = $("#story-music-file");
+    showError(errBox, null);
+    picker.disabled = true;
+    try {
+      $("#story-music").value = await upload(f, audioType(f));
+      scheduleEstimate();
+    } catch (err) {
+      showError(errBox, err);
+    } finally {
+      picker.disabled = false;
+    }
   });
   addScene();
   addScene();
