@@ -190,7 +190,8 @@ func TestTheHttpApiAuthorizesThrottlesLogsAndAllowsCORS(t *testing.T) {
 	checkAuthorizerIdentity(t, tpl, def, a)
 	cors, _ := api["CorsConfiguration"].(map[string]any)
 	headers := strings.ToLower(strings.Join(stringsOf(cors["AllowHeaders"]), ","))
-	for _, h := range []string{"authorization", "content-type", "idempotency-key"} {
+	// Prefer: a page may ask for the synchronous answer (Prefer: wait).
+	for _, h := range []string{"authorization", "content-type", "idempotency-key", "prefer"} {
 		if !strings.Contains(","+headers+",", ","+h+",") {
 			t.Errorf("HttpApi: CorsConfiguration.AllowHeaders %v lacks %s", stringsOf(cors["AllowHeaders"]), h)
 		}

@@ -26,7 +26,7 @@ type rule struct {
 
 var rules = []rule{
 	{
-		name:   "the core links no adapter",
+		name:   "the core links no AWS, emulator, HTTP layer or test kit",
 		from:   []string{"internal/core/"},
 		banned: []string{"github.com/aws/", module + "internal/aws/", module + "internal/local/", module + "internal/api/", module + "internal/testkit/", module + "deploy"},
 		reason: "the domain and use cases own their ports; they build, test and read without AWS, the emulators or the HTTP layer, so either runtime can wire them",
@@ -37,6 +37,13 @@ var rules = []rule{
 		tests:  true,
 		banned: []string{module + "internal/aws/lambdawiring", module + "internal/local/runtime", module + "internal/local/lambdastack", module + "internal/api/", module + "cmd/"},
 		reason: "a use case is tested on its ports (over the real protocol servers' adapters), not through the wiring or the HTTP layer, so a wiring change cannot hide a use case's defect",
+	},
+	{
+		name:   "shared adapters link no use case",
+		from:   []string{"internal/adapters/"},
+		tests:  true,
+		banned: []string{module + "internal/core/generation", module + "internal/core/longform", module + "internal/core/job", module + "internal/core/accounts", module + "internal/core/sweeper", module + "internal/core/ledger"},
+		reason: "the core's use cases call the adapters through ports they own; an adapter calling back into a use case would make the two one package in two folders (the domain's types, the catalog and routing they translate, and webhook signing are theirs to use)",
 	},
 	{
 		name:   "shared adapters link no AWS and nothing local",
