@@ -14,7 +14,7 @@ import (
 // (lambdawiring, local/runtime) are the only packages that do.
 func TestUseCasesLinkNoAWSPackage(t *testing.T) {
 	pure := []string{
-		"generation", "longstory", "httpapi", "routes", "apiview", "accounts", "webhook", "sweeper",
+		"generation", "job", "longstory", "httpapi", "routes", "apiview", "accounts", "webhook", "sweeper",
 		"domain", "catalog", "pricing", "routing", "media", "store", "upstream", "apikey", "clock",
 	}
 	for _, p := range pure {
@@ -63,7 +63,7 @@ func TestTheStoreSuiteLinksNoUseCase(t *testing.T) {
 		t.Fatalf("go list -deps -test: %v\n%s", err, out)
 	}
 	for _, dep := range strings.Fields(string(out)) {
-		for _, useCase := range []string{"accounts", "generation", "longstory", "httpapi", "apiview", "webhook"} {
+		for _, useCase := range []string{"accounts", "generation", "job", "longstory", "httpapi", "apiview", "webhook"} {
 			if strings.HasPrefix(dep, "github.com/mediagen-dev/mediagen/shared/"+useCase) {
 				t.Errorf("storetest links the use case %s", dep)
 			}

@@ -340,7 +340,7 @@ func TestRestartRunsLongVideosInFlightAgain(t *testing.T) {
 	// its outcome unknown, and the scene fails rather than create twice.)
 	if !waitfor.Condition(t, time.Minute, "both scenes submitted", func() bool {
 		v, err := rt.Store.GetLongVideo(context.Background(), a.str("id"))
-		return err == nil && v.SceneStatus[1].UpstreamID != "" && v.SceneStatus[2].UpstreamID != ""
+		return err == nil && v.SceneStatus[1].ID != "" && v.SceneStatus[2].ID != ""
 	}) {
 		t.FailNow()
 	}
@@ -388,8 +388,8 @@ func TestAnExecutionStoppedOutsideItsCatchStillFailsTheVideo(t *testing.T) {
 		}
 		var jobs []string
 		for _, sc := range v.SceneStatus {
-			if sc.UpstreamID != "" {
-				jobs = append(jobs, sc.UpstreamID)
+			if sc.ID != "" {
+				jobs = append(jobs, sc.ID)
 			}
 		}
 		return jobs, len(jobs) == 2

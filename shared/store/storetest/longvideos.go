@@ -90,7 +90,7 @@ func testLongVideoTexts(t *testing.T, s store.Store) {
 		t.Errorf("second CreateLongVideo = %v, want ErrAlreadyExists", err)
 	}
 	for n := 1; n <= len(v.Scenes); n++ {
-		if err := s.SetSceneStatus(ctx, v.ID, n, domain.SceneState{Status: domain.StatusProcessing, UpstreamID: fmt.Sprintf("up-%d", n)}, now); err != nil {
+		if err := s.SetSceneStatus(ctx, v.ID, n, domain.SceneState{Status: domain.StatusProcessing, UpstreamJob: domain.UpstreamJob{ID: fmt.Sprintf("up-%d", n)}}, now); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -144,11 +144,10 @@ func testSceneStatus(t *testing.T, s store.Store) {
 		scene int
 		state domain.SceneState
 	}{
-		{1, domain.SceneState{Status: domain.StatusProcessing, UpstreamID: "up-1"}},
+		{1, domain.SceneState{Status: domain.StatusProcessing, UpstreamJob: domain.UpstreamJob{ID: "up-1"}}},
 		{2, domain.SceneState{Status: domain.StatusProcessing, Upstream: "fal-main", Submitting: true}},
-		{2, domain.SceneState{Status: domain.StatusProcessing, UpstreamID: "up-2", Upstream: "fal-main", CancelURL: "https://q.example/a/requests/up-2/cancel",
-			StatusURL: "https://q.example/a/requests/up-2/status", ResponseURL: "https://q.example/a/requests/up-2"}},
-		{1, domain.SceneState{Status: domain.StatusCompleted, UpstreamID: "up-1"}},
+		{2, domain.SceneState{Status: domain.StatusProcessing, UpstreamJob: domain.UpstreamJob{ID: "up-2", CancelURL: "https://q.example/a/requests/up-2/cancel", StatusURL: "https://q.example/a/requests/up-2/status", ResponseURL: "https://q.example/a/requests/up-2"}, Upstream: "fal-main"}},
+		{1, domain.SceneState{Status: domain.StatusCompleted, UpstreamJob: domain.UpstreamJob{ID: "up-1"}}},
 		{3, domain.SceneState{Status: domain.StatusProcessing, Upstream: "replicate-main", Submitting: true}},
 	} {
 		if err := s.SetSceneStatus(ctx, v.ID, step.scene, step.state, now); err != nil {
@@ -159,8 +158,7 @@ func testSceneStatus(t *testing.T, s store.Store) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := map[int]domain.SceneState{1: {Status: domain.StatusCompleted, UpstreamID: "up-1"}, 2: {Status: domain.StatusProcessing, UpstreamID: "up-2", Upstream: "fal-main", CancelURL: "https://q.example/a/requests/up-2/cancel",
-		StatusURL: "https://q.example/a/requests/up-2/status", ResponseURL: "https://q.example/a/requests/up-2"},
+	want := map[int]domain.SceneState{1: {Status: domain.StatusCompleted, UpstreamJob: domain.UpstreamJob{ID: "up-1"}}, 2: {Status: domain.StatusProcessing, UpstreamJob: domain.UpstreamJob{ID: "up-2", CancelURL: "https://q.example/a/requests/up-2/cancel", StatusURL: "https://q.example/a/requests/up-2/status", ResponseURL: "https://q.example/a/requests/up-2"}, Upstream: "fal-main"},
 		3: {Status: domain.StatusProcessing, Upstream: "replicate-main", Submitting: true}}
 	if !reflect.DeepEqual(got.SceneStatus, want) {
 		t.Errorf("scene status = %v, want %v", got.SceneStatus, want)
