@@ -486,3 +486,45 @@ func (f *fixture) deliverAtOnce(t *testing.T, m generation.PollMessage, n int) {
 		}
 	}
 }
+
+// accountsDown is a store whose account reads fail while down is set.
+type accountsDown struct {
+	generation.Store
+	down atomic.Bool
+}
+
+func (s *accountsDown) GetAccount(ctx context.Context, userID string) (domain.Account, error) {
+	if s.down.Load() {
+		return domain.Account{}, errors.New("store unavailable")
+	}
+	return s.Store.GetAccount(ctx, userID)
+}
+
+// Outputs copied but their retention unread (the account could not be
+// read) are a failed poll like a failed read: polled again, counted as an
+// error in a row, and completed by the next poll once the store answers.
+func TestAnUnreadRetentionIsPolledAgainAsAnError(t *testing.T) {
+	f := setup(t)
+	g := f.create(t)
+	down := &accountsDown{Store: f.svc.Store}
+	f.svc.Store = down
+	f.up.set(upstream.StatusSucceeded, f.up.srv.URL+"/files/a.png", f.up.srv.URL+"/files/b.png")
+	down.down.Store(true)
+	sent := len(f.queue.msgs)
+	if err := f.svc.Poll(context.Background(), generation.PollMessage{GenerationID: g.UUID}); err != nil {
+		t.Fatalf("Poll = %v, want the failure handed to the next poll", err)
+	}
+	if len(f.queue.msgs) != sent+1 || f.queue.msgs[sent].Errors != 1 || f.queue.msgs[sent].Attempt != 1 {
+		t.Fatalf("enqueued %+v, want the next poll counting one error", f.queue.msgs[sent:])
+	}
+	if got, _ := f.store.GetGeneration(context.Background(), g.UUID); got.Status != domain.StatusProcessing {
+		t.Fatalf("generation %s after the failed poll, want processing", got.Status)
+	}
+	down.down.Store(false)
+	if err := f.svc.Poll(context.Background(), f.queue.msgs[sent]); err != nil {
+		t.Fatal(err)
+	}
+	if got, _ := f.store.GetGeneration(context.Background(), g.UUID); got.Status != domain.StatusCompleted || len(got.OutputURLs) != 2 {
+		t.Errorf("generation %s with %d outputs after the store came back, want completed with 2", got.Status, len(got.OutputURLs))
+	}
+}

@@ -107,8 +107,9 @@ func (s *Service) Poll(ctx context.Context, m PollMessage) error {
 	if m.Reported != nil {
 		known = append(known, m.Reported.result())
 	}
-	w := &watchedGeneration{s: s, log: log, g: g}
-	return s.engine().Poll(ctx, log, w, job.Progress{Attempt: m.Attempt, Errors: m.Errors, Waited: m.Waited}, known...)
+	p := job.Progress{Attempt: m.Attempt, Errors: m.Errors, Waited: m.Waited}
+	w := &watchedGeneration{s: s, log: log, g: g, p: p}
+	return s.engine().Poll(ctx, log, w, p, known...)
 }
 
 // watchedGeneration is a generation whose job the engine polls.
@@ -116,6 +117,8 @@ type watchedGeneration struct {
 	s   *Service
 	log *slog.Logger
 	g   domain.Generation
+	// p is where the poll chain stood at this poll.
+	p job.Progress
 }
 
 func (w *watchedGeneration) Run() domain.UpstreamRun { return w.s.runOf(w.g) }
@@ -164,8 +167,9 @@ func (w *watchedGeneration) Succeeded(ctx context.Context, urls []string) error 
 	s, g := w.s, w.g
 	expires, err := s.keepOutputs(ctx, g)
 	if err != nil {
-		// Nothing is final yet: the next poll copies and tags again.
-		return err
+		// Nothing is final yet: the next poll copies and tags again (a
+		// failure in a row, as a copy's is).
+		return s.engine().Retry(ctx, w.log, w, w.p, err)
 	}
 	wrote, err := s.finishOnce(ctx, w.log, g, domain.Outcome{Status: domain.StatusCompleted, OutputURLs: urls, OutputExpiresAt: expires})
 	if err == nil && !wrote {
