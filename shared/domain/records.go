@@ -108,6 +108,17 @@ type Scene struct {
 	SceneNumber int    `json:"scene_number"`
 	Prompt      string `json:"prompt"`
 	Narration   string `json:"narration,omitempty"`
+	// Model is the video model_version this scene is made by (issue 28's
+	// per-scene override); "" is the video's own model.
+	Model string `json:"model,omitempty"`
+}
+
+// SceneModel is the model_version that makes scene sc of video v.
+func (v LongVideo) SceneModel(sc Scene) string {
+	if sc.Model != "" {
+		return sc.Model
+	}
+	return v.Model
 }
 
 // Studio is how a long video is produced beyond the spec's request (issue

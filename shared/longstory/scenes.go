@@ -123,9 +123,10 @@ func (s *Steps) SubmitScene(ctx context.Context, in SceneTask) (SceneTask, error
 	if i < 0 {
 		return in, &SceneFailedError{Msg: fmt.Sprintf("scene %d: the video has no such scene", n)}
 	}
-	variant, err := videoVariant(v.Model)
+	model := v.SceneModel(v.Scenes[i])
+	variant, err := videoVariant(model)
 	if err != nil {
-		return in, &SceneFailedError{Msg: fmt.Sprintf("scene %d: model %s: %v", n, v.Model, err)}
+		return in, &SceneFailedError{Msg: fmt.Sprintf("scene %d: model %s: %v", n, model, err)}
 	}
 	input, err := sceneInput(variant, ScenePrompt(v.VideoStyle, v.Prompt, v.Scenes[i]), v.Studio.AspectRatio)
 	if err != nil {
@@ -362,7 +363,7 @@ func stopSceneJob(ctx context.Context, log *slog.Logger, ups Providers, slots Sl
 		return
 	}
 	if state.ID != "" && state.Status == domain.StatusProcessing {
-		if err := cancelScene(ctx, ups, v.Model, state); err != nil {
+		if err := cancelScene(ctx, ups, sceneModel(v, n), state); err != nil {
 			log.WarnContext(ctx, "could not cancel a scene upstream", "scene", n, "upstream", state.Upstream,
 				"upstream_id", state.ID, "error", err)
 		} else {
@@ -373,7 +374,7 @@ func stopSceneJob(ctx context.Context, log *slog.Logger, ups Providers, slots Sl
 		return // a finished scene already freed its slot
 	}
 	names := []string{state.Upstream}
-	if variant, err := catalog.LookupVersion(v.Model); err == nil {
+	if variant, err := catalog.LookupVersion(sceneModel(v, n)); err == nil {
 		for _, r := range ups.Routes(variant.Model, variant.Version) {
 			if !slices.Contains(names, r.Upstream) {
 				names = append(names, r.Upstream)
@@ -384,6 +385,15 @@ func stopSceneJob(ctx context.Context, log *slog.Logger, ups Providers, slots Sl
 	for _, name := range names {
 		e.Release(ctx, log, name, sceneHolder(v.ID, n))
 	}
+}
+
+// sceneModel is the model_version that makes scene n of v.
+func sceneModel(v domain.LongVideo, n int) string {
+	i := slices.IndexFunc(v.Scenes, func(sc domain.Scene) bool { return sc.SceneNumber == n })
+	if i < 0 {
+		return v.Model
+	}
+	return v.SceneModel(v.Scenes[i])
 }
 
 // stopScenes stops every scene of a video that may still run or wait.

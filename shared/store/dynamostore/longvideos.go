@@ -20,6 +20,7 @@ type sceneItem struct {
 	SceneNumber int    `dynamodbav:"scene_number"`
 	Prompt      string `dynamodbav:"prompt"`
 	Narration   string `dynamodbav:"narration,omitempty"`
+	Model       string `dynamodbav:"model,omitempty"`
 }
 
 // A long video's texts (its prompt, each scene's prompt and narration: up

@@ -31,7 +31,7 @@ func testLongVideos(t *testing.T, s store.Store) {
 	id := newAccount(t, s, domain.PlanFree, "0")
 	v := domain.LongVideo{ID: uuid.NewString(), UserID: id, Prompt: "the sea", Model: "beta-2", LanguageCode: "es",
 		EnableNarration: true, VideoStyle: "documentary", Studio: domain.Studio{AspectRatio: domain.AspectPortrait, Captions: domain.CaptionsBurned, Transition: domain.TransitionCrossfade, Voice: "matthew"},
-		Scenes: []domain.Scene{{SceneNumber: 1, Prompt: "waves"}, {SceneNumber: 2, Prompt: "gulls", Narration: "Las gaviotas."}},
+		Scenes: []domain.Scene{{SceneNumber: 1, Prompt: "waves"}, {SceneNumber: 2, Prompt: "gulls", Narration: "Las gaviotas.", Model: "delta-1-pro"}},
 		Status: domain.StatusProcessing, CreditsHeld: credits("100.50"), CreatedAt: now, UpdatedAt: now, Deadline: now.Add(time.Hour)}
 	if err := s.CreateLongVideo(ctx, v); err != nil {
 		t.Fatal(err)
@@ -73,6 +73,9 @@ func LongTextsVideo(userID string, created time.Time) domain.LongVideo {
 		CreatedAt: created, UpdatedAt: created, Deadline: created.Add(time.Hour)}
 	for n := 1; n <= 20; n++ {
 		v.Scenes = append(v.Scenes, domain.Scene{SceneNumber: n, Prompt: strings.Repeat("🌊", 2000), Narration: strings.Repeat("waves. ", 50)})
+		if n%2 == 0 {
+			v.Scenes[n-1].Model = "delta-1-pro" // a scene's own model is a text kept with it
+		}
 	}
 	return v
 }
