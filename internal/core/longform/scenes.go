@@ -136,7 +136,7 @@ func (s *Steps) SubmitScene(ctx context.Context, in SceneTask) (SceneTask, error
 	if err != nil {
 		return in, upstreamError(ctx, log, n, "", err)
 	}
-	started, err := e.Start(ctx, log, &sceneOwner{s: s, videoID: v.ID, n: n}, plans)
+	started, err := e.Start(ctx, log, &sceneOwner{store: s.Store, now: s.Now, log: log, videoID: v.ID, n: n}, plans)
 	if err != nil {
 		return in, s.notStarted(ctx, log, v.ID, n, err)
 	}
@@ -172,9 +172,15 @@ func (s *Steps) notStarted(ctx context.Context, log *slog.Logger, videoID string
 
 // sceneOwner is a scene as the owner of the job being started: its state
 // in the video's record marks a create being sent, so a retried task
-// never creates a second job.
+// never creates a second job. It holds the store and clock it records
+// with, not the Steps: what the Scene task's function can reach is what
+// its role allows (deploy/internal/reach follows every method of a type
+// the engine's port is given, so holding the Steps would reach the hold's
+// settlement, which only the poller and MarkFailed make).
 type sceneOwner struct {
-	s       *Steps
+	store   Store
+	now     func() time.Time
+	log     *slog.Logger
 	videoID string
 	n       int
 }
@@ -183,30 +189,30 @@ func (o *sceneOwner) Holder() string { return sceneHolder(o.videoID, o.n) }
 func (o *sceneOwner) Hook() string   { return "" }
 
 func (o *sceneOwner) Sending(ctx context.Context, name string) error {
-	return o.s.setScene(ctx, o.videoID, o.n, domain.SceneState{Status: domain.StatusProcessing, Upstream: name, Submitting: true})
+	return o.set(ctx, domain.SceneState{Status: domain.StatusProcessing, Upstream: name, Submitting: true})
 }
 
 // Unsent puts the scene back where it was, even if the task is being
 // stopped meanwhile.
 func (o *sceneOwner) Unsent(ctx context.Context) {
-	if err := o.s.setScene(ctx, o.videoID, o.n, domain.SceneState{Status: domain.StatusProcessing}); err != nil {
-		o.s.log().WarnContext(ctx, "could not clear the scene's create mark", "video_id", o.videoID, "scene", o.n, "error", err)
+	if err := o.set(ctx, domain.SceneState{Status: domain.StatusProcessing}); err != nil {
+		o.log.WarnContext(ctx, "could not clear the scene's create mark", "error", err)
 	}
 }
 
 func (o *sceneOwner) Record(ctx context.Context, run domain.UpstreamRun) error {
-	return o.s.setScene(ctx, o.videoID, o.n, domain.SceneState{Status: domain.StatusProcessing, Upstream: run.Upstream, UpstreamJob: run.Jobs[0]})
+	return o.set(ctx, domain.SceneState{Status: domain.StatusProcessing, Upstream: run.Upstream, UpstreamJob: run.Jobs[0]})
 }
 
-// setScene records a scene's state. A video no longer processing stops the
+// set records the scene's state. A video no longer processing stops the
 // scene (SceneFailedError); another failure is retried by the workflow.
-func (s *Steps) setScene(ctx context.Context, videoID string, n int, state domain.SceneState) error {
-	err := s.Store.SetSceneStatus(ctx, videoID, n, state, s.now())
+func (o *sceneOwner) set(ctx context.Context, state domain.SceneState) error {
+	err := o.store.SetSceneStatus(ctx, o.videoID, o.n, state, domain.Now(o.now))
 	switch {
 	case errors.Is(err, domain.ErrConflict):
-		return &SceneFailedError{Msg: fmt.Sprintf("scene %d stopped: the video is no longer processing", n)}
+		return &SceneFailedError{Msg: fmt.Sprintf("scene %d stopped: the video is no longer processing", o.n)}
 	case err != nil:
-		return &TransientError{Msg: fmt.Sprintf("scene %d: record state: %v", n, err)}
+		return &TransientError{Msg: fmt.Sprintf("scene %d: record state: %v", o.n, err)}
 	}
 	return nil
 }
