@@ -440,7 +440,7 @@ func TestEveryFunctionAnswersItsSampleEvent(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if st := v.SceneStatus[1]; st.UpstreamID == "" || st.Submitting || got["scene_number"] != 1.0 {
+		if st := v.SceneStatus[1]; st.ID == "" || st.Submitting || got["scene_number"] != 1.0 {
 			t.Errorf("answered %v, scene state %+v: want the job recorded", got, st)
 		}
 		if polls := e.aws.sentTo("/mediagen-poll"); len(polls) != sent+1 || !strings.Contains(polls[len(polls)-1].MessageBody, `"task_token":"AQCE`) {

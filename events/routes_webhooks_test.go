@@ -105,7 +105,7 @@ func routesAndWebhooks(t *testing.T, e *env) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := e.store.SetSceneStatus(ctx, v.ID, 1, domain.SceneState{Status: domain.StatusProcessing, UpstreamID: sceneJob.ID}, now); err != nil {
+	if err := e.store.SetSceneStatus(ctx, v.ID, 1, domain.SceneState{Status: domain.StatusProcessing, UpstreamJob: domain.UpstreamJob{ID: sceneJob.ID}}, now); err != nil {
 		t.Fatal(err)
 	}
 

@@ -86,7 +86,7 @@ var rules = []rule{
 		name:   "the stores' suite judges adapters, not use cases",
 		from:   []string{"internal/testkit/storetest"},
 		tests:  true,
-		banned: []string{module + "internal/core/accounts", module + "internal/core/generation", module + "internal/core/longform", module + "internal/core/webhook", module + "internal/api/"},
+		banned: []string{module + "internal/core/accounts", module + "internal/core/generation", module + "internal/core/job", module + "internal/core/longform", module + "internal/core/webhook", module + "internal/api/"},
 		reason: "it holds a store to the port and the ledger's invariant (core/ledger); a use case can change without the suite that judges the stores",
 	},
 	{

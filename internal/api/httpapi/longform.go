@@ -104,7 +104,8 @@ func longVideoStatusAt(v domain.LongVideo, now time.Time) apiview.LongVideoStatu
 const sceneNoteFormat = "Each scene is about %d seconds: it is generated at the model's clip length nearest to %d s and fitted to exactly %d s."
 
 // longVideoEstimateOf renders a quote: total = per_second × duration, as
-// the spec's sample shows.
+// the spec's sample shows, when one model makes every scene (with scenes'
+// own models, per_second is their mean).
 func longVideoEstimateOf(q longform.Quote) apiview.LongVideoEstimate {
 	num := func(d decimal.Decimal) json.Number { return json.Number(d.String()) }
 	return apiview.LongVideoEstimate{
@@ -114,7 +115,7 @@ func longVideoEstimateOf(q longform.Quote) apiview.LongVideoEstimate {
 		Credits: apiview.EstimateCredits{Required: num(q.Credits), PerSecond: num(q.CreditsPerSecond), Total: num(q.Credits)},
 		Pricing: apiview.EstimatePricing{
 			BaseCostUSDPerSecond: num(q.USDPerSecond),
-			TotalBaseCostUSD:     num(q.USDPerSecond.Mul(decimal.NewFromInt(int64(q.Duration)))),
+			TotalBaseCostUSD:     num(q.TotalUSD),
 			ProfitMargin:         q.ProfitMarginPercent.String() + "%",
 		},
 	}

@@ -248,10 +248,10 @@ func TestASceneUpdateWritesABoundedItem(t *testing.T) {
 	const bound = 2<<10 + 20*512
 	for n := 1; n <= len(v.Scenes); n++ {
 		// A fal scene's state, with its three URLs: the largest there is.
-		state := domain.SceneState{Status: domain.StatusProcessing, UpstreamID: fmt.Sprintf("0a1b2c3d-4e5f-6789-abcd-%012d", n), Upstream: "fal-main",
-			CancelURL:   fmt.Sprintf("https://queue.fal.run/fal-ai/kling-video/requests/0a1b2c3d-4e5f-6789-abcd-%012d/cancel", n),
-			StatusURL:   fmt.Sprintf("https://queue.fal.run/fal-ai/kling-video/requests/0a1b2c3d-4e5f-6789-abcd-%012d/status", n),
-			ResponseURL: fmt.Sprintf("https://queue.fal.run/fal-ai/kling-video/requests/0a1b2c3d-4e5f-6789-abcd-%012d", n)}
+		job := fmt.Sprintf("https://queue.fal.run/fal-ai/kling-video/requests/0a1b2c3d-4e5f-6789-abcd-%012d", n)
+		state := domain.SceneState{Status: domain.StatusProcessing, Upstream: "fal-main",
+			UpstreamJob: domain.UpstreamJob{ID: fmt.Sprintf("0a1b2c3d-4e5f-6789-abcd-%012d", n), CancelURL: job + "/cancel",
+				StatusURL: job + "/status", ResponseURL: job}}
 		if err := st.SetSceneStatus(ctx, v.ID, n, state, time.Now()); err != nil {
 			t.Fatal(err)
 		}

@@ -20,6 +20,7 @@ type sceneItem struct {
 	SceneNumber int    `dynamodbav:"scene_number"`
 	Prompt      string `dynamodbav:"prompt"`
 	Narration   string `dynamodbav:"narration,omitempty"`
+	Model       string `dynamodbav:"model,omitempty"`
 }
 
 // A long video's texts (its prompt, each scene's prompt and narration: up
@@ -208,9 +209,9 @@ func (it longVideoItem) longVideo() (domain.LongVideo, error) {
 		if v.SceneStatus == nil {
 			v.SceneStatus = map[int]domain.SceneState{}
 		}
-		v.SceneStatus[scene] = domain.SceneState{Status: domain.Status(st.Status), UpstreamID: st.UpstreamID,
-			Upstream: st.Upstream, CancelURL: st.CancelURL, StatusURL: st.StatusURL, ResponseURL: st.ResponseURL,
-			Submitting: st.Submitting}
+		v.SceneStatus[scene] = domain.SceneState{Status: domain.Status(st.Status), Upstream: st.Upstream,
+			UpstreamJob: domain.UpstreamJob{ID: st.UpstreamID, CancelURL: st.CancelURL, StatusURL: st.StatusURL, ResponseURL: st.ResponseURL},
+			Submitting:  st.Submitting, Progress: st.Progress}
 	}
 	for _, sc := range it.Scenes {
 		v.Scenes = append(v.Scenes, domain.Scene(sc))
@@ -263,12 +264,13 @@ type sceneStateItem struct {
 	StatusURL   string `dynamodbav:"status_url,omitempty"`
 	ResponseURL string `dynamodbav:"response_url,omitempty"`
 	Submitting  bool   `dynamodbav:"submitting,omitempty"`
+	Progress    int    `dynamodbav:"progress,omitempty"`
 }
 
 func (s *Store) SetSceneStatus(ctx context.Context, videoID string, scene int, state domain.SceneState, at time.Time) error {
-	av, err := attributevalue.Marshal(sceneStateItem{Status: string(state.Status), UpstreamID: state.UpstreamID,
+	av, err := attributevalue.Marshal(sceneStateItem{Status: string(state.Status), UpstreamID: state.ID,
 		Upstream: state.Upstream, CancelURL: state.CancelURL, StatusURL: state.StatusURL, ResponseURL: state.ResponseURL,
-		Submitting: state.Submitting})
+		Submitting: state.Submitting, Progress: state.Progress})
 	if err != nil {
 		return fmt.Errorf("scene %d of %s: %w", scene, videoID, err)
 	}

@@ -81,7 +81,7 @@ func Poller(ctx context.Context, log *slog.Logger) (any, error) {
 	scenes := longform.ScenePoller(p.store, p.ups, p.store, p.queue, &workflow.TaskTokens{Client: sfn.NewFromConfig(p.cfg)},
 		p.copier, p.outputs, stepSettings(log))
 	poller := generation.NewPoller(generation.PollerPorts{Store: p.store, Upstreams: p.ups, Queue: p.queue, Slots: p.store,
-		Copier: p.copier, Outputs: p.outputs, Notifier: p.notifier, Prices: p.prices, Others: scenes, Inputs: p.outputs,
+		Copier: p.copier, Outputs: p.outputs, Notifier: p.notifier, Prices: p.prices, Scenes: scenes, Inputs: p.outputs,
 		Files: &media.FileInputs{Objects: p.outputs}}, p.settings)
 	return sqsbatch.Handler(poller.HandleBatch), nil
 }

@@ -116,6 +116,17 @@ type Scene struct {
 	SceneNumber int    `json:"scene_number"`
 	Prompt      string `json:"prompt"`
 	Narration   string `json:"narration,omitempty"`
+	// Model is the video model_version this scene is made by (issue 28's
+	// per-scene override); "" is the video's own model.
+	Model string `json:"model,omitempty"`
+}
+
+// SceneModel is the model_version that makes scene sc of video v.
+func (v LongVideo) SceneModel(sc Scene) string {
+	if sc.Model != "" {
+		return sc.Model
+	}
+	return v.Model
 }
 
 // Studio is how a long video is produced beyond the spec's request (issue
@@ -203,36 +214,70 @@ type LongVideo struct {
 	SceneStatus map[int]SceneState
 }
 
-// SceneState is where one scene of a long video is.
+// SceneState is where one scene of a long video is. A scene is a child
+// job of its video: the job engine (package job) runs it as it runs a
+// generation's, so its job is kept as a generation keeps each of its own.
 type SceneState struct {
-	Status Status `json:"status"`
-	// UpstreamID is the scene's job at the provider, so a cancel can stop it.
-	UpstreamID string `json:"upstream_id,omitempty"`
-	// Upstream names the routing file's upstream that runs the job, and
-	// CancelURL is the cancel URL it answered (fal), for the same reason.
-	Upstream  string `json:"upstream,omitempty"`
-	CancelURL string `json:"cancel_url,omitempty"`
-	// StatusURL and ResponseURL are the job's other URLs fal answered,
-	// which the poller reads the job by.
-	StatusURL   string `json:"status_url,omitempty"`
-	ResponseURL string `json:"response_url,omitempty"`
+	Status Status
+	// Upstream names the routing file's upstream that runs the job.
+	Upstream string
+	// UpstreamJob is the scene's job as its upstream answered the create
+	// (its ID "" until then), so a cancel can stop it and the poller read
+	// it.
+	UpstreamJob
 	// Progress is the provider's own figure of the scene's job, 0-100, as
 	// last polled (its logs' progress lines); 0 when it reported none.
-	Progress int `json:"progress,omitempty"`
+	Progress int
 	// Submitting marks a create sent to Upstream whose answer is not yet
 	// recorded: a retried submit that finds it never creates again, since
 	// the first create may have started a paid job.
-	Submitting bool `json:"submitting,omitempty"`
+	Submitting bool
+}
+
+// sceneStateJSON is a SceneState as JSON (the local store keeps it so):
+// the names it had before it embedded UpstreamJob, so records written
+// before and after read alike.
+type sceneStateJSON struct {
+	Status      Status `json:"status"`
+	UpstreamID  string `json:"upstream_id,omitempty"`
+	Upstream    string `json:"upstream,omitempty"`
+	CancelURL   string `json:"cancel_url,omitempty"`
+	StatusURL   string `json:"status_url,omitempty"`
+	ResponseURL string `json:"response_url,omitempty"`
+	Submitting  bool   `json:"submitting,omitempty"`
+	Progress    int    `json:"progress,omitempty"`
+}
+
+// MarshalJSON writes the stored names (sceneStateJSON).
+func (s SceneState) MarshalJSON() ([]byte, error) {
+	return json.Marshal(sceneStateJSON{Status: s.Status, UpstreamID: s.ID, Upstream: s.Upstream, CancelURL: s.CancelURL,
+		StatusURL: s.StatusURL, ResponseURL: s.ResponseURL, Submitting: s.Submitting, Progress: s.Progress})
+}
+
+// UnmarshalJSON reads the stored names (sceneStateJSON).
+func (s *SceneState) UnmarshalJSON(b []byte) error {
+	var j sceneStateJSON
+	if err := json.Unmarshal(b, &j); err != nil {
+		return err
+	}
+	*s = SceneState{Status: j.Status, Upstream: j.Upstream, Submitting: j.Submitting, Progress: j.Progress,
+		UpstreamJob: UpstreamJob{ID: j.UpstreamID, StatusURL: j.StatusURL, ResponseURL: j.ResponseURL, CancelURL: j.CancelURL}}
+	return nil
+}
+
+// Run is where the scene's job runs, as the job engine takes it: no job
+// until one is recorded.
+func (s SceneState) Run() UpstreamRun {
+	run := UpstreamRun{Upstream: s.Upstream}
+	if s.ID != "" {
+		run.Jobs = []UpstreamJob{s.UpstreamJob}
+	}
+	return run
 }
 
 // SceneSlotHolder names scene n of a long video in its upstream's slot
 // line (a generation is named by its UUID).
 func SceneSlotHolder(videoID string, n int) string { return fmt.Sprintf("%s#scene-%d", videoID, n) }
-
-// Job is the scene's upstream job, as its upstream answered the create.
-func (s SceneState) Job() UpstreamJob {
-	return UpstreamJob{ID: s.UpstreamID, StatusURL: s.StatusURL, ResponseURL: s.ResponseURL, CancelURL: s.CancelURL}
-}
 
 // APIKey is the stored form of a key: only its SHA-256 hash is kept.
 type APIKey struct {

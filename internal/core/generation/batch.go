@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/mediagen-dev/mediagen/internal/core/domain"
+	"github.com/mediagen-dev/mediagen/internal/core/job"
 )
 
 // HandleBatch is the poller's work on one batch of the poll queue. It works on the messages of a
@@ -63,16 +64,24 @@ func (s *Service) handleMessage(ctx context.Context, msg domain.QueueMessage) (e
 			err = fmt.Errorf("message %s: panic: %v", msg.ID, r)
 		}
 	}()
-	if s.Others != nil {
-		if handled, err := s.Others.HandleMessage(ctx, msg.Body); handled {
-			return err
-		}
-	}
-	m, err := ParsePollMessage(msg.Body)
+	kind, err := job.KindOf([]byte(msg.Body))
 	if err != nil {
 		return err
 	}
-	return s.Poll(ctx, m)
+	switch kind {
+	case job.KindGeneration:
+		m, err := ParsePollMessage(msg.Body)
+		if err != nil {
+			return err
+		}
+		return s.Poll(ctx, m)
+	case job.KindScene:
+		if s.Scenes == nil {
+			return fmt.Errorf("message %s: a scene's poll, and this poller has no scenes", msg.ID)
+		}
+		return s.Scenes.HandleScenePoll(ctx, []byte(msg.Body))
+	}
+	return fmt.Errorf("message %s: unknown kind %q", msg.ID, kind)
 }
 
 // timeLeft is the time before ctx's deadline (the Lambda's, set by

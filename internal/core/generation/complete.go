@@ -19,7 +19,7 @@ func (s *Service) abandon(ctx context.Context, log *slog.Logger, g domain.Genera
 		log.WarnContext(ctx, "could not fail abandoned generation; the sweeper will", "error", err)
 		return
 	}
-	s.releaseSlot(ctx, log, upstreamName, g.UUID)
+	s.engine().Release(ctx, log, upstreamName, g.UUID)
 	s.release(ctx, log, g.UserID, g.UUID)
 }
 
@@ -103,11 +103,11 @@ func (s *Service) releaseSlots(ctx context.Context, log *slog.Logger, g domain.G
 		return
 	}
 	if g.Upstream != "" {
-		s.releaseSlot(ctx, log, g.Upstream, g.UUID)
+		s.engine().Release(ctx, log, g.Upstream, g.UUID)
 		return
 	}
 	for _, name := range routeUpstreams(s.Upstreams, g) {
-		s.releaseSlot(ctx, log, name, g.UUID)
+		s.engine().Release(ctx, log, name, g.UUID)
 	}
 }
 

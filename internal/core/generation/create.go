@@ -14,6 +14,7 @@ import (
 	"github.com/mediagen-dev/mediagen/internal/adapters/upstream"
 	"github.com/mediagen-dev/mediagen/internal/core/catalog"
 	"github.com/mediagen-dev/mediagen/internal/core/domain"
+	"github.com/mediagen-dev/mediagen/internal/core/job"
 	"github.com/mediagen-dev/mediagen/internal/core/pricing"
 	"github.com/mediagen-dev/mediagen/internal/core/routing"
 )
@@ -118,179 +119,78 @@ func (s *Service) plans(ctx context.Context, req catalog.Request) ([]routing.Pla
 // asks again.
 const SlotWait = time.Second
 
-// start runs a recorded generation on the first route that takes it: one
-// whose upstream has a free slot and that certainly started nothing when
-// it refused. When every route's upstream is at its cap, the generation
-// waits in the first one's line (waiting true) and the poller starts it
-// when a slot frees. Any other failure fails the generation and releases
-// its hold before the error returns. attempt is the poll chain's turn of
-// the message it enqueues (the next ask, or the first poll): 0 from the
+// start runs a recorded generation through the job engine (job.Engine's
+// Start): on the first route that takes it, or waiting in the first
+// full route's line (waiting true), when the poller starts it once a slot
+// frees. Any other failure fails the generation and releases its hold
+// before the error returns. attempt is the poll chain's turn of the
+// message it enqueues (the next ask, or the first poll): 0 from the
 // create, the next turn from a waiting generation's ask.
 func (s *Service) start(ctx context.Context, log *slog.Logger, g *domain.Generation, plans []routing.Plan, attempt int) (waiting bool, err error) {
-	var lastErr error
-	lastName := ""
-	capped := -1
-	for i, plan := range plans {
-		name := plan.Route.Upstream
-		got, err := s.acquireSlot(ctx, name, g.UUID)
-		if err != nil {
-			s.abandon(ctx, log, *g, "", "the job could not be scheduled")
-			return false, err
-		}
-		if !got {
-			if capped < 0 {
-				capped = i
-			} else {
-				s.releaseSlot(ctx, log, name, g.UUID) // wait only in the first line
-			}
-			continue
-		}
-		if capped >= 0 {
-			s.releaseSlot(ctx, log, plans[capped].Route.Upstream, g.UUID)
-			capped = -1 // took a slot of a later route: leave the line
-		}
-		err = s.submit(ctx, log, g, plan, attempt)
-		if err == nil {
-			return false, nil
-		}
-		if !errors.Is(err, upstream.ErrNotStarted) {
-			return false, err // the generation is failed and settled
-		}
-		log.WarnContext(ctx, "upstream started nothing; trying the next route", "upstream", name, "error", err)
-		s.releaseSlot(ctx, log, name, g.UUID)
-		lastErr, lastName = err, name
-	}
-	if capped >= 0 {
+	e := s.engine()
+	st, err := e.Start(ctx, log, generationOwner{s: s, g: g}, plans)
+	var f *job.Failure
+	switch {
+	case errors.As(err, &f):
+		return false, s.notStarted(ctx, log, g, f)
+	case err != nil:
+		s.abandon(ctx, log, *g, "", "the job could not be scheduled")
+		return false, err
+	case st.WaitingAt != "":
 		if err := s.enqueue(ctx, PollMessage{GenerationID: g.UUID, Attempt: attempt, Waited: attempt}, SlotWait); err != nil {
-			s.abandon(ctx, log, *g, plans[capped].Route.Upstream, "the job could not be scheduled")
+			s.abandon(ctx, log, *g, st.WaitingAt, "the job could not be scheduled")
 			return false, err
 		}
 		return true, nil
 	}
-	reason := "no upstream accepted the job"
-	if lastErr != nil {
-		reason = upstream.Public(lastName, lastErr)
-	}
-	s.abandon(ctx, log, *g, "", reason)
-	return false, &UpstreamError{Reason: reason, Cause: lastErr}
-}
-
-// acquireSlot takes a slot of an upstream; without a cap it always has one.
-func (s *Service) acquireSlot(ctx context.Context, name, holder string) (bool, error) {
-	limit := s.Upstreams.Limit(name)
-	if s.Slots == nil || limit <= 0 {
-		return true, nil
-	}
-	got, err := s.Slots.AcquireSlot(ctx, name, holder, limit, s.now())
-	if err != nil {
-		return false, fmt.Errorf("upstream slot for %s: %w", holder, err)
-	}
-	return got, nil
-}
-
-// releaseSlot frees the holder's slot (or place in line), if caps apply.
-func (s *Service) releaseSlot(ctx context.Context, log *slog.Logger, name, holder string) {
-	if name == "" || s.Slots == nil || s.Upstreams == nil || s.Upstreams.Limit(name) <= 0 {
-		return
-	}
-	if err := s.Slots.ReleaseSlot(ctx, name, holder); err != nil {
-		log.WarnContext(ctx, "could not release the upstream slot", "upstream", name, "error", err)
-	}
-}
-
-// submit sends a generation that holds a slot of plan's upstream: one job,
-// or one per image. It records the jobs and schedules the first poll. An
-// error wrapping upstream.ErrNotStarted left nothing behind, and the caller
-// may try the next route; on any other error the generation is failed and
-// its credits and slot released before the error returns.
-func (s *Service) submit(ctx context.Context, log *slog.Logger, g *domain.Generation, plan routing.Plan, attempt int) error {
-	name := plan.Route.Upstream
-	log = log.With("upstream", name, "upstream_model", plan.Route.Model)
-	p, err := s.Upstreams.Provider(name)
-	if err != nil {
-		s.abandon(ctx, log, *g, name, "the route names an unknown upstream")
-		return err
-	}
-	run := domain.UpstreamRun{Upstream: name, Model: plan.Route.Model}
-	hook := s.upstreamWebhook(g.UUID)
-	since := s.now()
-	for i := 0; i < plan.Jobs; i++ {
-		job, err := p.Submit(ctx, plan.Route.Model, plan.Input, hook)
-		if err == nil {
-			run.Jobs = append(run.Jobs, job)
-			continue
-		}
-		var unknown *upstream.UnknownOutcomeError
-		var refused *upstream.Error
-		switch {
-		case errors.Is(err, upstream.ErrNotStarted) && i == 0:
-			return err
-		case errors.As(err, &unknown):
-			s.resolveUnknown(ctx, log, p, g, run, since, err)
-			return &UpstreamError{Reason: upstream.Public(name, err), Cause: err}
-		case errors.As(err, &refused) && refused.StatusCode < 500:
-			s.cancelJobs(ctx, log, p, run.Jobs)
-			s.abandon(ctx, log, *g, name, "upstream "+name+" refused the job: "+refused.Message)
-			return &UpstreamError{Refused: true, Upstream: name, Reason: refused.Message, Cause: err}
-		default:
-			s.cancelJobs(ctx, log, p, run.Jobs)
-			reason := upstream.Public(name, err)
-			s.abandon(ctx, log, *g, name, reason)
-			return &UpstreamError{Reason: reason, Cause: err}
-		}
-	}
-	if err := s.Store.SetUpstreamJobs(ctx, g.UUID, run, s.now()); err != nil {
-		s.cancelJobs(ctx, log, p, run.Jobs)
-		if errors.Is(err, domain.ErrConflict) {
-			// Another delivery submitted it (or it ended): that one stands.
-			return fmt.Errorf("record upstream job of %s: %w", g.UUID, err)
-		}
-		s.abandon(ctx, log, *g, name, "the job could not be recorded")
-		return fmt.Errorf("record upstream job of %s: %w", g.UUID, err)
-	}
+	run := st.Run
 	g.Upstream, g.UpstreamModel, g.UpstreamJobs, g.UpstreamID = run.Upstream, run.Model, run.Jobs, run.Jobs[0].ID
-	if err := s.enqueue(ctx, PollMessage{GenerationID: g.UUID, Attempt: attempt, Waited: attempt}, s.pollDelay(0)); err != nil {
-		s.cancelJobs(ctx, log, p, run.Jobs)
-		s.abandon(ctx, log, *g, name, "the job could not be scheduled")
-		return err
+	if err := s.enqueue(ctx, PollMessage{GenerationID: g.UUID, Attempt: attempt, Waited: attempt}, s.byDeadline(*g, e.Delay(0))); err != nil {
+		e.Cancel(ctx, log, run)
+		s.abandon(ctx, log, *g, run.Upstream, "the job could not be scheduled")
+		return false, err
 	}
-	return nil
+	return false, nil
 }
 
-// resolveUnknown handles a create whose outcome is unknown: it may have
-// started a paid job, so it is never sent again. The job is looked for
-// among the upstream's recent ones (by the generation id its callback URL
-// carries) and canceled with the jobs made before it; the generation fails,
-// its hold is released, and the operator is told.
-func (s *Service) resolveUnknown(ctx context.Context, log *slog.Logger, p upstream.Provider, g *domain.Generation, run domain.UpstreamRun, since time.Time, cause error) {
-	found, ok, err := domain.UpstreamJob{}, false, error(nil)
-	if s.UpstreamWebhook != "" {
-		found, ok, err = p.FindJob(ctx, g.UUID, since)
-	}
-	if ok {
-		run.Jobs = append(run.Jobs, found)
-	}
-	s.cancelJobs(ctx, log, p, run.Jobs)
-	s.abandon(ctx, log, *g, run.Upstream, "the upstream's answer to the job was lost; any job it started was canceled and nothing is charged")
-	log.ErrorContext(ctx, "upstream create outcome unknown", "alert", "operator", "cause", cause.Error(),
-		"found_job", found.ID, "lookup_error", errString(err), "canceled_jobs", len(run.Jobs),
-		"action", "check the upstream's dashboard for a job of this generation that is still running or was billed")
+// generationOwner is a generation as the owner of the job being started.
+// Its record needs no create mark: a generation recorded with no job is
+// one whose create was cut off, which the poll finds (submitWaiting) and
+// fails after looking for a job the create may have started (findLost).
+type generationOwner struct {
+	s *Service
+	g *domain.Generation
 }
 
-func errString(err error) string {
-	if err == nil {
-		return ""
-	}
-	return err.Error()
+func (o generationOwner) Holder() string                        { return o.g.UUID }
+func (o generationOwner) Hook() string                          { return o.s.upstreamWebhook(o.g.UUID) }
+func (o generationOwner) Sending(context.Context, string) error { return nil }
+func (o generationOwner) Unsent(context.Context)                {}
+
+func (o generationOwner) Record(ctx context.Context, run domain.UpstreamRun) error {
+	return o.s.Store.SetUpstreamJobs(ctx, o.g.UUID, run, o.s.now())
 }
 
-// cancelJobs asks the upstream to stop jobs; failures are logged.
-func (s *Service) cancelJobs(ctx context.Context, log *slog.Logger, p upstream.Provider, jobs []domain.UpstreamJob) {
-	for _, j := range jobs {
-		if err := p.Cancel(ctx, j); err != nil {
-			log.WarnContext(ctx, "could not cancel upstream job", "upstream_id", j.ID, "error", err)
-		}
+// notStarted fails a generation whose job did not start, releasing its
+// hold and slot, and says why as the caller sees it.
+func (s *Service) notStarted(ctx context.Context, log *slog.Logger, g *domain.Generation, f *job.Failure) error {
+	switch {
+	case f.Recording && errors.Is(f, domain.ErrConflict):
+		// Another delivery submitted it (or it ended): that one stands.
+		return fmt.Errorf("record upstream job of %s: %w", g.UUID, f)
+	case f.Recording:
+		s.abandon(ctx, log, *g, f.Slot(), f.Reason)
+		return fmt.Errorf("record upstream job of %s: %w", g.UUID, f)
+	case f.Unknown:
+		s.abandon(ctx, log, *g, f.Slot(), "the upstream's answer to the job was lost; any job it started was canceled and nothing is charged")
+		return &UpstreamError{Reason: upstream.Public(f.Upstream, f.Cause), Cause: f.Cause}
 	}
+	s.abandon(ctx, log, *g, f.Slot(), f.Reason)
+	var refused *upstream.Error
+	if f.Refused && errors.As(f.Cause, &refused) {
+		return &UpstreamError{Refused: true, Upstream: f.Upstream, Reason: refused.Message, Cause: f.Cause}
+	}
+	return &UpstreamError{Reason: f.Reason, Cause: f.Cause}
 }
 
 // requestOf rebuilds a recorded generation's validated request from its

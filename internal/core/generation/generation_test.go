@@ -11,6 +11,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"net/url"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -39,7 +40,8 @@ type fakeUpstream struct {
 	mu        sync.Mutex
 	state     string // status every prediction reports
 	outputs   []string
-	createErr int // HTTP status to answer creates with, 0 = accept
+	logs      string // the predictions' logs, where Replicate's progress bars are
+	createErr int    // HTTP status to answer creates with, 0 = accept
 	getErr    int
 	creates   atomic.Int32
 	gets      atomic.Int32
@@ -92,7 +94,8 @@ func newFakeUpstream(t *testing.T) *fakeUpstream {
 				return
 			}
 			out, _ := json.Marshal(f.outputs)
-			w.Write([]byte(`{"id":"p1","status":"` + f.state + `","output":` + string(out) + `,"error":"the model refused"}`))
+			logs, _ := json.Marshal(f.logs)
+			w.Write([]byte(`{"id":"p1","status":"` + f.state + `","output":` + string(out) + `,"logs":` + string(logs) + `,"error":"the model refused"}`))
 		}
 	}))
 	t.Cleanup(f.srv.Close)
@@ -484,5 +487,120 @@ func (f *fixture) deliverAtOnce(t *testing.T, m generation.PollMessage, n int) {
 		if err := f.svc.Poll(context.Background(), m); err != nil {
 			t.Errorf("redelivered Poll: %v", err)
 		}
+	}
+}
+
+// accountsDown is a store whose account reads fail while down is set.
+type accountsDown struct {
+	generation.Store
+	down atomic.Bool
+}
+
+func (s *accountsDown) GetAccount(ctx context.Context, userID string) (domain.Account, error) {
+	if s.down.Load() {
+		return domain.Account{}, errors.New("store unavailable")
+	}
+	return s.Store.GetAccount(ctx, userID)
+}
+
+// Outputs copied but their retention unread (the account could not be
+// read) are a failed poll like a failed read: polled again, counted as an
+// error in a row, and completed by the next poll once the store answers.
+func TestAnUnreadRetentionIsPolledAgainAsAnError(t *testing.T) {
+	f := setup(t)
+	g := f.create(t)
+	down := &accountsDown{Store: f.svc.Store}
+	f.svc.Store = down
+	f.up.set(upstream.StatusSucceeded, f.up.srv.URL+"/files/a.png", f.up.srv.URL+"/files/b.png")
+	down.down.Store(true)
+	sent := len(f.queue.msgs)
+	if err := f.svc.Poll(context.Background(), generation.PollMessage{GenerationID: g.UUID}); err != nil {
+		t.Fatalf("Poll = %v, want the failure handed to the next poll", err)
+	}
+	if len(f.queue.msgs) != sent+1 || f.queue.msgs[sent].Errors != 1 || f.queue.msgs[sent].Attempt != 1 {
+		t.Fatalf("enqueued %+v, want the next poll counting one error", f.queue.msgs[sent:])
+	}
+	if got, _ := f.store.GetGeneration(context.Background(), g.UUID); got.Status != domain.StatusProcessing {
+		t.Fatalf("generation %s after the failed poll, want processing", got.Status)
+	}
+	down.down.Store(false)
+	if err := f.svc.Poll(context.Background(), f.queue.msgs[sent]); err != nil {
+		t.Fatal(err)
+	}
+	if got, _ := f.store.GetGeneration(context.Background(), g.UUID); got.Status != domain.StatusCompleted || len(got.OutputURLs) != 2 {
+		t.Errorf("generation %s with %d outputs after the store came back, want completed with 2", got.Status, len(got.OutputURLs))
+	}
+}
+
+// The provider's own progress figure (its logs' progress bar) is stored on
+// each poll that finds the job running, and only when it grew: a figure
+// shown never goes back.
+func TestEachPollStoresTheProvidersProgressOnlyUpward(t *testing.T) {
+	f := setup(t)
+	g := f.create(t)
+	for _, tt := range []struct {
+		logs string
+		want int
+	}{
+		{logs: "starting\n", want: 0},
+		{logs: " 40%|████      | 4/10 [00:04<00:06]\n", want: 40},
+		{logs: " 20%|██        | 2/10 [00:02<00:08]\n", want: 40},
+		{logs: " 40%|████      | 4/10\n 70%|███████   | 7/10\n", want: 70},
+	} {
+		f.up.mu.Lock()
+		f.up.logs = tt.logs
+		f.up.mu.Unlock()
+		if err := f.svc.Poll(context.Background(), f.queue.msgs[len(f.queue.msgs)-1]); err != nil {
+			t.Fatal(err)
+		}
+		got, err := f.store.GetGeneration(context.Background(), g.UUID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got.Status != domain.StatusProcessing || got.Progress != tt.want {
+			t.Errorf("after a poll reading %q: %s at %d%%, want processing at %d%%", tt.logs, got.Status, got.Progress, tt.want)
+		}
+	}
+}
+
+// deadline_seconds: each poll comes no later than the caller's deadline,
+// however far the backoff has grown, and the poll at the deadline cancels
+// the job upstream and refunds the hold.
+func TestPollsComeNoLaterThanTheCallersDeadline(t *testing.T) {
+	f := setup(t)
+	body := `{"model":"provider-a","model_version":"theta-4-fast","input":{"prompt":"a cat"},"deadline_seconds":7}`
+	g, err := f.creator().Create(context.Background(), f.user, []byte(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	deadline := f.now.Add(7 * time.Second)
+	for i := 0; f.now.Before(deadline); i++ {
+		if i > 20 {
+			t.Fatalf("no poll reached the deadline: lags %v", f.queue.lag)
+		}
+		last := len(f.queue.msgs) - 1
+		if lag := f.queue.lag[last]; f.now.Add(lag).After(deadline) {
+			t.Fatalf("poll %d enqueued %v after %v, past the deadline %v (lags %v)", last, lag, *f.now, deadline, f.queue.lag)
+		}
+		*f.now = f.now.Add(f.queue.lag[last])
+		if err := f.svc.Poll(context.Background(), f.queue.msgs[last]); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if slices.Max(f.queue.lag) < 3*time.Second {
+		t.Errorf("lags %v never grew past the first: the deadline was not what cut them", f.queue.lag)
+	}
+	got, err := f.store.GetGeneration(context.Background(), g.UUID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.Status != domain.StatusCanceled || got.Error != domain.DeadlineError {
+		t.Errorf("at its deadline the generation is %s %q, want canceled %q", got.Status, got.Error, domain.DeadlineError)
+	}
+	if f.up.canceled.Load() != 1 {
+		t.Errorf("%d upstream cancels, want 1", f.up.canceled.Load())
+	}
+	if a := f.account(t); !a.Held.IsZero() || !a.Balance.Equal(decimal.NewFromInt(100)) {
+		t.Errorf("balance %s held %s after the deadline, want all back", a.Balance, a.Held)
 	}
 }

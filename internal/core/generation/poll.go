@@ -8,17 +8,20 @@ import (
 	"fmt"
 	"log/slog"
 	"slices"
-	"strings"
 	"time"
 
 	"github.com/mediagen-dev/mediagen/internal/adapters/upstream"
 	"github.com/mediagen-dev/mediagen/internal/core/domain"
+	"github.com/mediagen-dev/mediagen/internal/core/job"
 	"github.com/mediagen-dev/mediagen/internal/core/media"
 	"github.com/mediagen-dev/mediagen/internal/core/routing"
 )
 
 // PollMessage asks the poller to look at a generation once.
 type PollMessage struct {
+	// Kind is job.KindGeneration (messages enqueued before kinds have
+	// none, read the same).
+	Kind         string `json:"kind,omitempty"`
 	GenerationID string `json:"generation_id"`
 	// Attempt counts the polls so far; it sets the next delay.
 	Attempt int `json:"attempt,omitempty"`
@@ -107,31 +110,104 @@ func (s *Service) Poll(ctx context.Context, m PollMessage) error {
 	if m.Reported != nil {
 		known = append(known, m.Reported.result())
 	}
-	results, err := s.read(ctx, g, known...)
+	p := job.Progress{Attempt: m.Attempt, Errors: m.Errors, Waited: m.Waited}
+	w := &watchedGeneration{s: s, log: log, g: g, p: p}
+	return s.engine().Poll(ctx, log, w, p, known...)
+}
+
+// watchedGeneration is a generation whose job the engine polls.
+type watchedGeneration struct {
+	s   *Service
+	log *slog.Logger
+	g   domain.Generation
+	// p is where the poll chain stood at this poll.
+	p job.Progress
+}
+
+func (w *watchedGeneration) Run() domain.UpstreamRun { return w.s.runOf(w.g) }
+
+func (w *watchedGeneration) Outputs() job.Outputs {
+	want := 1
+	if w.g.Kind == domain.MediaImage {
+		want = w.g.ImageCount
+	}
+	return job.Outputs{Want: want, Kind: w.g.Kind, KeyBase: func(i int) string { return media.OutputKeyBase(w.g.UUID, i) }}
+}
+
+// Again enqueues the next poll. A caller's deadline (deadline_seconds) is
+// kept to within a poll, not the backoff: the poll comes no later than
+// the deadline, and cancels the generation then (unless it is storing its
+// outputs, which the deadline does not stop).
+func (w *watchedGeneration) Again(ctx context.Context, p job.Progress, delay time.Duration) error {
+	return w.s.nextAfter(ctx, w.log, PollMessage{GenerationID: w.g.UUID, Attempt: p.Attempt, Errors: p.Errors, Waited: p.Waited}, w.s.byDeadline(w.g, delay))
+}
+
+// byDeadline is a poll's delay cut to come no later than the generation's
+// caller's deadline (deadline_seconds), when it has one and is not storing
+// its outputs (which the deadline does not stop).
+func (s *Service) byDeadline(g domain.Generation, delay time.Duration) time.Duration {
+	if g.CancelAt.IsZero() || g.Files.Finishing {
+		return delay
+	}
+	return max(min(delay, g.CancelAt.Sub(s.now())), 0)
+}
+
+// Running stores the provider's progress figure of the generation when it
+// grew (a figure is never shown going back). A failure to store it is
+// logged: the figure is shown, not needed.
+func (w *watchedGeneration) Running(ctx context.Context, percent int) {
+	if percent <= w.g.Progress {
+		return
+	}
+	if err := w.s.Store.SetGenerationProgress(ctx, w.g.UUID, percent); err != nil {
+		w.log.WarnContext(ctx, "could not store the provider's progress", "progress", percent, "error", err)
+	}
+}
+
+func (w *watchedGeneration) Failed(ctx context.Context, reason string) error {
+	return w.s.finish(ctx, w.log, w.g, domain.Outcome{Status: domain.StatusFailed, Error: reason})
+}
+
+// Finishing claims the record as finishing before the first byte is
+// copied, in one conditional write that a cancel's cannot pass: either the
+// cancel won (the credits went back) and nothing is ever copied, or from
+// here the generation ends completed and charged, or failed with whatever
+// was copied deleted (settle).
+func (w *watchedGeneration) Finishing(ctx context.Context) (bool, error) {
+	s, g := w.s, w.g
+	if err := s.Store.ClaimGenerationFinish(ctx, g.UUID, s.now()); err != nil {
+		if !errors.Is(err, domain.ErrConflict) {
+			return false, fmt.Errorf("claim %s as finishing: %w", g.UUID, err)
+		}
+		ended, rerr := s.Store.GetGeneration(ctx, g.UUID)
+		if rerr != nil {
+			return false, fmt.Errorf("reread %s: %w", g.UUID, rerr)
+		}
+		w.log.InfoContext(ctx, "the generation ended before its outputs were copied; nothing is copied", "status", ended.Status)
+		return false, s.settleAndNotify(ctx, w.log, ended)
+	}
+	w.g.Files.Finishing = true
+	return true, nil
+}
+
+// Succeeded gives the copied outputs their retention and completes the
+// generation, charging its hold.
+func (w *watchedGeneration) Succeeded(ctx context.Context, urls []string) error {
+	s, g := w.s, w.g
+	expires, err := s.keepOutputs(ctx, g)
 	if err != nil {
-		return s.pollFailed(ctx, log, g, m, fmt.Errorf("read upstream job: %w", err))
+		// Nothing is final yet: the next poll copies and tags again (a
+		// failure in a row, as a copy's is).
+		return s.engine().Retry(ctx, w.log, w, w.p, err)
 	}
-	done, err := s.apply(ctx, log, g, results)
-	if errors.Is(err, errCopyCutOff) {
-		// Neither the provider's fault nor the output's: not counted as an
-		// error, and polled again at once by an invocation with time to
-		// copy (the generation's deadline bounds the tries).
-		log.InfoContext(ctx, "output copy cut off by the invocation's deadline, polling again", "error", err)
-		return s.nextAfter(ctx, log, PollMessage{GenerationID: g.UUID, Attempt: m.Attempt + 1, Errors: m.Errors, Waited: m.Waited}, 0)
+	wrote, err := s.finishOnce(ctx, w.log, g, domain.Outcome{Status: domain.StatusCompleted, OutputURLs: urls, OutputExpiresAt: expires})
+	if err == nil && !wrote {
+		// Another delivery ended the record while this one copied (this
+		// one's lease ran out): the objects it just wrote are deleted
+		// unless they are that delivery's completed outputs.
+		err = s.dropLateCopy(ctx, w.log, g.UUID)
 	}
-	if err != nil {
-		return s.pollFailed(ctx, log, g, m, err)
-	}
-	if done {
-		return nil
-	}
-	next := PollMessage{GenerationID: g.UUID, Attempt: m.Attempt + 1, Waited: m.Waited}
-	delay := s.pollDelay(next.Attempt - next.Waited)
-	if !g.CancelAt.IsZero() {
-		// The caller's deadline is kept to within a poll, not the backoff.
-		delay = max(min(delay, g.CancelAt.Sub(s.now())), 0)
-	}
-	return s.nextAfter(ctx, log, next, delay)
+	return err
 }
 
 // cancelAtDeadline ends a generation whose caller's deadline
@@ -162,8 +238,8 @@ func jobsOf(g domain.Generation) []domain.UpstreamJob {
 	return nil
 }
 
-// provider is the client of the upstream a generation ran on.
-func (s *Service) provider(g domain.Generation) (upstream.Provider, error) {
+// runOf is where a generation's jobs run.
+func (s *Service) runOf(g domain.Generation) domain.UpstreamRun {
 	name := g.Upstream
 	if name == "" {
 		// Recorded before routing: its first route's upstream.
@@ -171,117 +247,12 @@ func (s *Service) provider(g domain.Generation) (upstream.Provider, error) {
 			name = routes[0].Upstream
 		}
 	}
-	return s.Upstreams.Provider(name)
+	return domain.UpstreamRun{Upstream: name, Model: g.UpstreamModel, Jobs: jobsOf(g)}
 }
 
-// read reads every job of a generation, in order, using known reports for
-// the jobs they name.
-func (s *Service) read(ctx context.Context, g domain.Generation, known ...upstream.Result) ([]upstream.Result, error) {
-	p, err := s.provider(g)
-	if err != nil {
-		return nil, err
-	}
-	jobs := jobsOf(g)
-	out := make([]upstream.Result, 0, len(jobs))
-next:
-	for _, j := range jobs {
-		for _, k := range known {
-			if k.ID == j.ID {
-				out = append(out, k)
-				continue next
-			}
-		}
-		r, err := p.Get(ctx, j)
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, r)
-		if r.Final() && r.Status != upstream.StatusSucceeded {
-			break // one failed job fails the generation
-		}
-	}
-	return out, nil
-}
-
-// apply acts on the jobs' states: one failed, canceled or aborted fails the
-// generation (the others are canceled); all succeeded complete it with
-// their outputs in job order; otherwise nothing changes. An error is a
-// failure to copy the outputs that a later try may overcome; errCopyCutOff
-// is a copy stopped by the invocation's deadline.
-func (s *Service) apply(ctx context.Context, log *slog.Logger, g domain.Generation, results []upstream.Result) (done bool, err error) {
-	var outputs []string
-	for _, r := range results {
-		switch r.Status {
-		case upstream.StatusSucceeded:
-			outputs = append(outputs, r.Outputs...)
-		case upstream.StatusFailed, upstream.StatusCanceled, upstream.StatusAborted:
-			reason := r.Error
-			if reason == "" {
-				reason = "the job was " + r.Status + " upstream"
-			}
-			if len(jobsOf(g)) > 1 {
-				s.cancelAll(ctx, log, g)
-			}
-			return true, s.finish(ctx, log, g, domain.Outcome{Status: domain.StatusFailed, Error: "upstream: " + reason})
-		default:
-			s.noteProgress(ctx, log, g, results)
-			return false, nil
-		}
-	}
-	if len(results) < len(jobsOf(g)) {
-		s.noteProgress(ctx, log, g, results)
-		return false, nil
-	}
-	// Before the first byte is copied the record is claimed as finishing,
-	// in one conditional write that a cancel's cannot pass: either the
-	// cancel won (the credits went back) and nothing is ever copied, or
-	// from here the generation ends completed and charged, or failed with
-	// whatever was copied deleted (settle).
-	if err := s.Store.ClaimGenerationFinish(ctx, g.UUID, s.now()); err != nil {
-		if !errors.Is(err, domain.ErrConflict) {
-			return false, fmt.Errorf("claim %s as finishing: %w", g.UUID, err)
-		}
-		ended, rerr := s.Store.GetGeneration(ctx, g.UUID)
-		if rerr != nil {
-			return false, fmt.Errorf("reread %s: %w", g.UUID, rerr)
-		}
-		log.InfoContext(ctx, "the generation ended before its outputs were copied; nothing is copied", "status", ended.Status)
-		return true, s.settleAndNotify(ctx, log, ended)
-	}
-	g.Files.Finishing = true
-	copyCtx, cancel := s.copyContext(ctx)
-	defer cancel()
-	urls, err := s.copyOutputs(copyCtx, g, outputs)
-	if err != nil {
-		if copyCtx.Err() != nil && ctx.Err() == nil {
-			// Whatever the copy said, it was stopped: a half-copied object
-			// is not in the bucket (an upload aborted or never completed)
-			// and no URL is published, so the next poll copies again.
-			return false, fmt.Errorf("%w: %w", errCopyCutOff, err)
-		}
-		if errors.Is(err, errBadOutputs) {
-			return true, s.finish(ctx, log, g, domain.Outcome{Status: domain.StatusFailed, Error: err.Error()})
-		}
-		if errors.Is(err, media.ErrRejected) {
-			// The error may name the hosts the output led to: logs only.
-			log.WarnContext(ctx, "upstream output rejected", "error", err)
-			return true, s.finish(ctx, log, g, domain.Outcome{Status: domain.StatusFailed, Error: publicCopyError(err)})
-		}
-		return false, err
-	}
-	expires, err := s.keepOutputs(ctx, g)
-	if err != nil {
-		// Nothing is final yet: the next poll copies and tags again.
-		return false, err
-	}
-	wrote, err := s.finishOnce(ctx, log, g, domain.Outcome{Status: domain.StatusCompleted, OutputURLs: urls, OutputExpiresAt: expires})
-	if err == nil && !wrote {
-		// Another delivery ended the record while this one copied (this
-		// one's lease ran out): the objects it just wrote are deleted
-		// unless they are that delivery's completed outputs.
-		err = s.dropLateCopy(ctx, log, g.UUID)
-	}
-	return true, err
+// provider is the client of the upstream a generation ran on.
+func (s *Service) provider(g domain.Generation) (upstream.Provider, error) {
+	return s.Upstreams.Provider(s.runOf(g).Upstream)
 }
 
 // dropLateCopy deletes a generation's objects written by a copy that
@@ -336,32 +307,9 @@ func (s *Service) keepOutputs(ctx context.Context, g domain.Generation) (time.Ti
 	return domain.RetentionEnd(s.now(), days), nil
 }
 
-// errCopyCutOff is an output copy stopped by the invocation's deadline.
-var errCopyCutOff = errors.New("output copy cut off by the deadline")
-
-// copyContext bounds the output copies by the Lambda's deadline less
-// RecordMargin, so that a copy cut off leaves time to record it and hand
-// the poll on; without a deadline the copies are not bounded here.
-func (s *Service) copyContext(ctx context.Context) (context.Context, context.CancelFunc) {
-	dl, ok := ctx.Deadline()
-	if !ok {
-		return context.WithCancel(ctx)
-	}
-	return context.WithDeadline(ctx, dl.Add(-s.recordMargin()))
-}
-
 // cancelAll asks the upstream to stop a generation's jobs.
 func (s *Service) cancelAll(ctx context.Context, log *slog.Logger, g domain.Generation) {
-	jobs := jobsOf(g)
-	if len(jobs) == 0 {
-		return
-	}
-	p, err := s.provider(g)
-	if err != nil {
-		log.WarnContext(ctx, "could not cancel upstream jobs", "error", err)
-		return
-	}
-	s.cancelJobs(ctx, log, p, jobs)
+	s.engine().Cancel(ctx, log, s.runOf(g))
 }
 
 // submitWaiting starts a generation not yet at an upstream: one waiting
@@ -445,7 +393,7 @@ func (s *Service) findLost(ctx context.Context, log *slog.Logger, g domain.Gener
 		if job, ok, err := p.FindJob(ctx, g.UUID, g.CreatedAt); err == nil && ok {
 			log.ErrorContext(ctx, "a job of a generation never recorded was found and canceled", "alert", "operator",
 				"upstream", name, "upstream_id", job.ID)
-			s.cancelJobs(ctx, log, p, []domain.UpstreamJob{job})
+			s.engine().Cancel(ctx, log, domain.UpstreamRun{Upstream: name, Jobs: []domain.UpstreamJob{job}})
 		}
 	}
 }
@@ -529,7 +477,7 @@ func (s *Service) claim(ctx context.Context, log *slog.Logger, g domain.Generati
 // the next poll claims the chain itself; a redelivery after the lease sends
 // one more next poll, and the chain drops whichever of the two comes second.
 func (s *Service) next(ctx context.Context, log *slog.Logger, m PollMessage) error {
-	return s.nextAfter(ctx, log, m, s.pollDelay(m.Attempt-m.Waited))
+	return s.nextAfter(ctx, log, m, s.engine().Delay(m.Attempt-m.Waited))
 }
 
 // nextAfter is next with the delay given.
@@ -543,80 +491,12 @@ func (s *Service) nextAfter(ctx context.Context, log *slog.Logger, m PollMessage
 	return nil
 }
 
-var errBadOutputs = errors.New("unusable upstream output")
-
-// copyOutputs copies every output into the bucket under keys that depend only
-// on the generation, so a repeated copy overwrites rather than duplicates.
-func (s *Service) copyOutputs(ctx context.Context, g domain.Generation, outputs []string) ([]string, error) {
-	want := 1
-	if g.Kind == domain.MediaImage {
-		want = g.ImageCount
-	}
-	if len(outputs) == 0 {
-		return nil, fmt.Errorf("%w: the provider returned no output", errBadOutputs)
-	}
-	if len(outputs) < want {
-		return nil, fmt.Errorf("%w: the provider returned %d outputs, %d were asked for", errBadOutputs, len(outputs), want)
-	}
-	urls := make([]string, 0, want)
-	for i, src := range outputs[:want] {
-		if strings.TrimSpace(src) == "" {
-			return nil, fmt.Errorf("%w: output %d is empty", errBadOutputs, i)
-		}
-		u, err := s.Copier.Copy(ctx, src, media.OutputKeyBase(g.UUID, i), g.Kind)
-		if err != nil {
-			return nil, &copyError{index: i, err: err}
-		}
-		urls = append(urls, u)
-	}
-	return urls, nil
-}
-
-// copyError is an output that could not be copied.
-type copyError struct {
-	index int
-	err   error
-}
-
-func (e *copyError) Error() string { return fmt.Sprintf("copy output %d: %v", e.index, e.err) }
-func (e *copyError) Unwrap() error { return e.err }
-
-// publicCopyError says why an output could not be kept, for the record:
-// the rejection's reason or its host's answer; a failure of the connection
-// or of the bucket, whose error may name addresses, is said in words.
-func publicCopyError(err error) string {
-	var ce *copyError
-	if !errors.As(err, &ce) {
-		return "the outputs could not be copied"
-	}
-	if reason := media.PublicReason(ce.err); reason != "" {
-		return fmt.Sprintf("copy output %d: %s", ce.index, reason)
-	}
-	return fmt.Sprintf("copy output %d: it could not be fetched or stored", ce.index)
-}
-
-// pollFailed re-polls after a failure to reach the provider, and fails the
-// generation after too many in a row.
-func (s *Service) pollFailed(ctx context.Context, log *slog.Logger, g domain.Generation, m PollMessage, cause error) error {
-	var ue *upstream.Error
-	permanent := errors.As(cause, &ue) && !ue.Temporary()
-	if permanent || errors.Is(cause, upstream.ErrMalformed) || m.Errors+1 >= MaxConsecutiveErrors {
-		log.WarnContext(ctx, "giving up on upstream job", "error", cause, "consecutive_errors", m.Errors+1)
-		reason := upstream.Public(g.Upstream, cause)
-		if errors.As(cause, new(*copyError)) {
-			reason = publicCopyError(cause)
-		}
-		return s.finish(ctx, log, g, domain.Outcome{Status: domain.StatusFailed, Error: reason})
-	}
-	log.InfoContext(ctx, "upstream poll failed, will retry", "error", cause, "consecutive_errors", m.Errors+1)
-	return s.next(ctx, log, PollMessage{GenerationID: g.UUID, Attempt: m.Attempt + 1, Errors: m.Errors + 1, Waited: m.Waited})
-}
-
 // ErrBadCallback is a provider callback whose signature is missing, wrong
 // or stale, or that names no generation of ours.
 var ErrBadCallback = errors.New("the callback's signature is missing, wrong or stale")
 
 func (s *Service) enqueue(ctx context.Context, m PollMessage, delay time.Duration) error {
+	m.Kind = job.KindGeneration
 	body, err := json.Marshal(m)
 	if err != nil {
 		return fmt.Errorf("encode poll message: %w", err)
@@ -628,30 +508,4 @@ func (s *Service) enqueue(ctx context.Context, m PollMessage, delay time.Duratio
 		}
 	}
 	return fmt.Errorf("enqueue poll of %s: %w", m.GenerationID, lastErr)
-}
-
-// noteProgress stores the provider's progress figure of a generation still
-// running, when it grew: each job's own (a succeeded one's 100), averaged
-// over the generation's jobs. A failure to store it is logged: the figure
-// is shown, not needed.
-func (s *Service) noteProgress(ctx context.Context, log *slog.Logger, g domain.Generation, results []upstream.Result) {
-	jobs := len(jobsOf(g))
-	if jobs == 0 {
-		return
-	}
-	sum := 0
-	for _, r := range results {
-		if r.Status == upstream.StatusSucceeded {
-			sum += 100
-		} else {
-			sum += min(max(r.Progress, 0), 100)
-		}
-	}
-	progress := sum / jobs
-	if progress <= g.Progress {
-		return
-	}
-	if err := s.Store.SetGenerationProgress(ctx, g.UUID, progress); err != nil {
-		log.WarnContext(ctx, "could not store the provider's progress", "progress", progress, "error", err)
-	}
 }

@@ -61,11 +61,12 @@ type Notifier interface {
 	Notify(ctx context.Context, kind domain.WorkKind, id, event string) error
 }
 
-// MessageHandler handles the poll queue's messages that are not a
-// generation's (the long-form scenes' polls): handled is false for a
-// message it does not know.
-type MessageHandler interface {
-	HandleMessage(ctx context.Context, body string) (handled bool, err error)
+// ScenePolls polls the long-form scenes' jobs: the poll queue's messages
+// of kind job.KindScene. A scene's job runs on the same engine
+// (job.Engine) as a generation's, and ends through the scene's completion
+// hook (its clip recorded, the waiting workflow task resumed).
+type ScenePolls interface {
+	HandleScenePoll(ctx context.Context, body []byte) error
 }
 
 // OutputFiles is the bucket as the poller sees it beside the copier.

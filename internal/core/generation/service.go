@@ -12,6 +12,7 @@ import (
 	"github.com/mediagen-dev/mediagen/internal/core/catalog"
 	"github.com/mediagen-dev/mediagen/internal/core/clock"
 	"github.com/mediagen-dev/mediagen/internal/core/domain"
+	"github.com/mediagen-dev/mediagen/internal/core/job"
 	"github.com/mediagen-dev/mediagen/internal/core/pricing"
 )
 
@@ -19,11 +20,11 @@ import (
 const (
 	DefaultImageDeadline = 10 * time.Minute
 	DefaultVideoDeadline = 30 * time.Minute
-	DefaultPollInterval  = 2 * time.Second
-	MaxPollInterval      = 30 * time.Second
+	DefaultPollInterval  = job.DefaultPollInterval
+	MaxPollInterval      = job.MaxPollInterval
 	// MaxConsecutiveErrors bounds the polls in a row that may fail to reach
 	// the provider before the generation fails.
-	MaxConsecutiveErrors = 5
+	MaxConsecutiveErrors = job.MaxConsecutiveErrors
 	// DefaultPollLease is how long one poll holds its generation's poll
 	// chain: the poller's Lambda timeout, shorter than the queue's
 	// visibility timeout, so a redelivery after a crash takes over.
@@ -98,8 +99,8 @@ type Service struct {
 	// beyond a cap waits in the queue. Nil Slots means no caps.
 	Slots  Slots
 	Prices *pricing.Table
-	// Others takes the queue's other messages; nil: there are none.
-	Others MessageHandler
+	// Scenes polls the long-form scenes' jobs; nil: there are none.
+	Scenes ScenePolls
 	// Inputs keeps the inputs too large for their record; nil: every
 	// input stays in its record (stores without an item size limit).
 	Inputs InputObjects
@@ -109,9 +110,9 @@ type Service struct {
 	Settings
 }
 
-// PollerPorts are the poll queue consumer's ports. Others takes the
-// queue's messages that are not a generation's (the long-form scenes'
-// polls); nil when there are none, like Notifier (no webhooks) and Slots
+// PollerPorts are the poll queue consumer's ports. Scenes polls the
+// long-form scenes' jobs (messages of kind job.KindScene); nil when there
+// are none, like Notifier (no webhooks) and Slots
 // (no caps). Outputs tags the outputs the copier keeps when their
 // account's retention is not the default, and deletes those of a
 // generation that did not end completed. Inputs reads the whole input of a
@@ -125,7 +126,7 @@ type PollerPorts struct {
 	Outputs   OutputFiles
 	Notifier  Notifier
 	Prices    *pricing.Table
-	Others    MessageHandler
+	Scenes    ScenePolls
 	Inputs    InputObjects
 	// Files resolves the file URLs of a generation that waited for a
 	// slot (its presigned GET URLs are made when it is submitted).
@@ -135,7 +136,7 @@ type PollerPorts struct {
 // NewPoller is the poll queue's consumer, on its ports.
 func NewPoller(p PollerPorts, settings Settings) *Service {
 	return &Service{Store: p.Store, Upstreams: p.Upstreams, Queue: p.Queue, Slots: p.Slots, Copier: p.Copier, Outputs: p.Outputs,
-		Notifier: p.Notifier, Prices: p.Prices, Others: p.Others, Inputs: p.Inputs, Files: p.Files, Settings: settings}
+		Notifier: p.Notifier, Prices: p.Prices, Scenes: p.Scenes, Inputs: p.Inputs, Files: p.Files, Settings: settings}
 }
 
 func (s *Service) now() time.Time { return domain.Now(s.Now) }
@@ -163,14 +164,9 @@ func (s *Service) recordMargin() time.Duration {
 	return cmp.Or(max(s.RecordMargin, 0), DefaultRecordMargin)
 }
 
-// pollDelay is the wait before poll number attempt (0-based).
-func (s *Service) pollDelay(attempt int) time.Duration {
-	d := cmp.Or(max(s.PollInterval, 0), DefaultPollInterval)
-	for i := 0; i < attempt && d < MaxPollInterval; i++ {
-		d += d / 2
-	}
-	if d > MaxPollInterval {
-		d = MaxPollInterval
-	}
-	return d
+// engine is the job engine on the service's ports: the one that runs a
+// long-form scene's job too.
+func (s *Service) engine() *job.Engine {
+	return &job.Engine{Upstreams: s.Upstreams, Slots: s.Slots, Copier: s.Copier, PollInterval: s.PollInterval,
+		RecordMargin: s.recordMargin(), Now: s.Now}
 }

@@ -93,7 +93,7 @@ func (s *Service) create(ctx context.Context, userID string, body []byte) (domai
 			return domain.LongVideo{}, err
 		}
 	}
-	q, err := Price(s.Prices, req.Model, len(req.Scenes))
+	q, err := PriceScenes(s.Prices, req.Model, req.Scenes)
 	if err != nil {
 		return domain.LongVideo{}, fmt.Errorf("price long video: %w", err)
 	}

@@ -28,7 +28,10 @@ type Quote struct {
 	Duration int
 	// USDPerSecond is the provider's base price; CreditsPerSecond adds the
 	// margin (ProfitMarginPercent) and converts it; Credits is the total.
+	// Scenes of different models make them the scenes' means (rounded),
+	// and TotalUSD and Credits the sums of the scenes' prices.
 	USDPerSecond        decimal.Decimal
+	TotalUSD            decimal.Decimal
 	CreditsPerSecond    decimal.Decimal
 	Credits             decimal.Decimal
 	ProfitMarginPercent decimal.Decimal
@@ -67,22 +70,48 @@ func videoVariant(model string) (catalog.Variant, error) {
 // counts SceneSeconds, per_second comes from the price file and
 // total = per_second × duration, as the spec's sample shows.
 func Price(prices *pricing.Table, model string, sceneCount int) (Quote, error) {
+	if sceneCount < MinScenes || sceneCount > MaxScenes {
+		return Quote{}, fmt.Errorf("must be from %d to %d", MinScenes, MaxScenes)
+	}
+	return PriceScenes(prices, model, make([]domain.Scene, sceneCount))
+}
+
+// PriceScenes computes the estimate of scenes made by model, each scene
+// by its own model when it names one (domain.Scene.Model): each scene
+// costs its model's per-second price for SceneSeconds, and the total is
+// their sum. When every scene is made by one model, per_second is its
+// price and total = per_second × duration, as the spec's sample shows;
+// when they differ, per_second and the base USD per second are the
+// scenes' mean.
+func PriceScenes(prices *pricing.Table, model string, scenes []domain.Scene) (Quote, error) {
 	v, err := videoVariant(model)
 	if err != nil {
 		return Quote{}, err
 	}
-	if sceneCount < MinScenes || sceneCount > MaxScenes {
+	if len(scenes) < MinScenes || len(scenes) > MaxScenes {
 		return Quote{}, fmt.Errorf("must be from %d to %d", MinScenes, MaxScenes)
 	}
-	usdPerSecond, err := prices.PerSecondUSD(v.Version, SceneSeconds)
-	if err != nil {
-		return Quote{}, fmt.Errorf("price %s: %w", v.Version, err)
+	seconds := decimal.NewFromInt(SceneSeconds)
+	var usd, total decimal.Decimal
+	for _, sc := range scenes {
+		sv := v
+		if sc.Model != "" {
+			if sv, err = videoVariant(sc.Model); err != nil {
+				return Quote{}, fmt.Errorf("scene %d: %w", sc.SceneNumber, err)
+			}
+		}
+		usdPerSecond, err := prices.PerSecondUSD(sv.Version, SceneSeconds)
+		if err != nil {
+			return Quote{}, fmt.Errorf("price %s: %w", sv.Version, err)
+		}
+		usd = usd.Add(usdPerSecond)
+		total = total.Add(pricing.RoundCredits(prices.CreditsFromUSD(usdPerSecond)).Mul(seconds))
 	}
-	duration := sceneCount * SceneSeconds
-	perSecond := pricing.RoundCredits(prices.CreditsFromUSD(usdPerSecond))
-	total := perSecond.Mul(decimal.NewFromInt(int64(duration)))
-	return Quote{Model: v.Version, SceneCount: sceneCount, Duration: duration, USDPerSecond: usdPerSecond,
-		CreditsPerSecond: perSecond, Credits: total, ProfitMarginPercent: prices.ProfitMarginPercent()}, nil
+	n := decimal.NewFromInt(int64(len(scenes)))
+	duration := len(scenes) * SceneSeconds
+	return Quote{Model: v.Version, SceneCount: len(scenes), Duration: duration, USDPerSecond: usd.DivRound(n, 6),
+		TotalUSD: usd.Mul(seconds), CreditsPerSecond: total.DivRound(decimal.NewFromInt(int64(duration)), 4), Credits: total,
+		ProfitMarginPercent: prices.ProfitMarginPercent()}, nil
 }
 
 // estimateFields are the fields of an estimate body: the spec's model and
@@ -111,12 +140,14 @@ func ParseEstimate(prices *pricing.Table, body []byte) (Quote, error) {
 	narrate := enableNarration(obj, &p)
 	// An estimate fetches nothing: a music_url's host is the create's to
 	// judge, so a local one passes here as it does in local use.
-	studio(obj, catalog.Options{AllowLoopbackURLs: true}, model, ok, narrate, &p)
+	frame := studio(obj, catalog.Options{AllowLoopbackURLs: true}, model, ok, narrate, &p)
 	var count int
+	var list []domain.Scene
 	if raw, present := obj["scenes"]; present {
 		lang, langOK := language(obj, &p)
 		// No theme: the model's prompt limit is checked at creation.
-		list := scenes(raw, &p, func(domain.Scene) string { return "" }, spoken{lang: lang, known: langOK, narrate: narrate})
+		list = scenes(raw, &p, func(domain.Scene) string { return "" }, spoken{lang: lang, known: langOK, narrate: narrate},
+			sceneModelCheck(frame.AspectRatio))
 		count = len(list)
 		if n, present := obj["scene_count"]; present && count > 0 {
 			if c, msg := sceneCount(n); msg == "" && c != count {
@@ -138,6 +169,9 @@ func ParseEstimate(prices *pricing.Table, body []byte) (Quote, error) {
 	}
 	if err := p.Err(); err != nil {
 		return Quote{}, err
+	}
+	if list != nil {
+		return PriceScenes(prices, model, list)
 	}
 	return Price(prices, model, count)
 }

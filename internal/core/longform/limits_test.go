@@ -238,7 +238,7 @@ poll:
 		running.Lock()
 		clock.AdvanceTo(msg.at)
 		polls++
-		_, err := steps.HandleMessage(ctx, msg.body)
+		err := steps.HandleScenePoll(ctx, []byte(msg.body))
 		running.Unlock()
 		if err != nil {
 			t.Logf("poll to deliver again: %v", err)

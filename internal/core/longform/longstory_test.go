@@ -104,6 +104,10 @@ func TestParseCreateRefusesBadRequests(t *testing.T) {
 		{"narration not boolean", `{"prompt":"p","language_code":"en","enable_narration":"no","scenes":[` + scene(1) + `]}`, "enable_narration"},
 		{"unknown style", `{"prompt":"p","language_code":"en","video_style":"glitter","scenes":[` + scene(1) + `]}`, "video_style"},
 		{"unknown field", `{"prompt":"p","language_code":"en","scenes":[` + scene(1) + `],"music":true}`, "music"},
+		{"scene's model unknown", `{"prompt":"p","language_code":"en","scenes":[{"scene_number":1,"prompt":"x","model":"beta-9"}]}`, "scenes[0].model"},
+		{"scene's model an image model", `{"prompt":"p","language_code":"en","scenes":[` + scene(1) + `,{"scene_number":2,"prompt":"x","model":"zeta"}]}`, "scenes[1].model"},
+		{"scene's model not a string", `{"prompt":"p","language_code":"en","scenes":[{"scene_number":1,"prompt":"x","model":2}]}`, "scenes[0].model"},
+		{"scene's model makes no portrait", `{"prompt":"p","language_code":"en","aspect_ratio":"portrait","scenes":[{"scene_number":1,"prompt":"x","model":"video-01"}]}`, "scenes[0].model"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -267,5 +271,45 @@ func TestEstimateCountsTheScenesItIsGiven(t *testing.T) {
 			_, err := ParseEstimate(pricing.Default(), []byte(tt.body))
 			wantDetail(t, err, tt.field)
 		})
+	}
+}
+
+// A scene may name its own model: it is made and priced by it, the
+// estimate taking the same field; the others keep the video's model.
+func TestAScenesOwnModelPricesIt(t *testing.T) {
+	body := `{"prompt":"the sea","model":"beta-2","language_code":"en","scenes":[
+		{"scene_number":1,"prompt":"waves"},{"scene_number":2,"prompt":"gulls","model":"delta-1-pro"},{"scene_number":3,"prompt":"dusk"}]}`
+	req, err := ParseCreate([]byte(body), catalog.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if req.Scenes[0].Model != "" || req.Scenes[1].Model != "delta-1-pro" || req.Scenes[2].Model != "" {
+		t.Fatalf("scenes %+v, want scene 2's own model kept", req.Scenes)
+	}
+	one := func(model string) decimal.Decimal {
+		q, err := Price(pricing.Default(), model, 1)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return q.Credits
+	}
+	want := one("beta-2").Mul(decimal.NewFromInt(2)).Add(one("delta-1-pro"))
+	if want.Equal(one("beta-2").Mul(decimal.NewFromInt(3))) {
+		t.Fatal("delta-1-pro costs what beta-2 does: the test cannot tell them apart")
+	}
+	est, err := ParseEstimate(pricing.Default(), []byte(strings.Replace(body, `"prompt":"the sea",`, "", 1)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !est.Credits.Equal(want) || est.Duration != 15 || est.Model != "beta-2" {
+		t.Errorf("estimate %s credits for %d s of %s, want %s (each scene by its model)", est.Credits, est.Duration, est.Model, want)
+	}
+	if q, err := PriceScenes(pricing.Default(), req.Model, req.Scenes); err != nil || !q.Credits.Equal(want) {
+		t.Errorf("the create's price = %v (%v), want %s as estimated", q.Credits, err, want)
+	}
+	if _, err := ParseEstimate(pricing.Default(), []byte(`{"model":"beta-2","language_code":"en","scenes":[{"scene_number":1,"prompt":"a","model":"zeta"}]}`)); err == nil {
+		t.Error("an estimate with a scene of an image model was priced, want a 400")
+	} else {
+		wantDetail(t, err, "scenes[0].model")
 	}
 }

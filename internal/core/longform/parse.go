@@ -1,7 +1,9 @@
 package longform
 
 import (
+	"cmp"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"math"
 	"sort"
@@ -77,7 +79,8 @@ func ParseCreate(body []byte, opts catalog.Options) (Request, error) {
 			req.VideoStyle = st
 		}
 	}
-	req.Scenes = scenes(obj["scenes"], &p, promptFits(req), spoken{lang: lang, known: langOK, narrate: req.EnableNarration})
+	req.Scenes = scenes(obj["scenes"], &p, promptFits(req), spoken{lang: lang, known: langOK, narrate: req.EnableNarration},
+		sceneModelCheck(req.Studio.AspectRatio))
 	req.Webhook = catalog.CheckWebhook(obj, domain.LongVideoEvents, opts, &p)
 	if err := p.Err(); err != nil {
 		return Request{}, err
@@ -85,21 +88,39 @@ func ParseCreate(body []byte, opts catalog.Options) (Request, error) {
 	return req, nil
 }
 
-// promptFits checks what a scene asks of req's model (ScenePrompt) against
-// the model's own prompt limit; "" when it fits.
+// promptFits checks what a scene asks of its model (ScenePrompt; the
+// scene's own model, else req's) against the model's own prompt limit; ""
+// when it fits.
 func promptFits(req Request) func(domain.Scene) string {
-	maxLen := 0
-	if v, err := videoVariant(req.Model); err == nil {
-		if f, ok := v.Field("prompt"); ok {
-			maxLen = f.MaxLen
-		}
-	}
 	return func(sc domain.Scene) string {
+		model := cmp.Or(sc.Model, req.Model)
+		maxLen := 0
+		if v, err := videoVariant(model); err == nil {
+			if f, ok := v.Field("prompt"); ok {
+				maxLen = f.MaxLen
+			}
+		}
 		if maxLen == 0 || sc.Prompt == "" || req.Prompt == "" {
 			return ""
 		}
 		if n := utf8.RuneCountInString(ScenePrompt(req.VideoStyle, req.Prompt, sc)); n > maxLen {
-			return fmt.Sprintf("with the theme and the style's words it makes a prompt of %d characters; model %s takes at most %d characters", n, req.Model, maxLen)
+			return fmt.Sprintf("with the theme and the style's words it makes a prompt of %d characters; model %s takes at most %d characters", n, model, maxLen)
+		}
+		return ""
+	}
+}
+
+// sceneModelCheck says what is wrong with a scene's own model, "" when
+// nothing: a video model_version long-form videos support that can make
+// the video's frame (aspect, as domain.Studio.AspectRatio).
+func sceneModelCheck(aspect string) func(string) string {
+	return func(model string) string {
+		v, err := videoVariant(model)
+		if err != nil {
+			return err.Error()
+		}
+		if _, err := sceneInput(v, "scene", aspect); errors.Is(err, errNoPortrait) {
+			return fmt.Sprintf("model %s makes no portrait clips; portrait scenes are made by %s", model, portraitModels())
 		}
 		return ""
 	}
@@ -180,9 +201,11 @@ func (s spoken) check(field string, sc domain.Scene, promptOK bool, p *catalog.P
 }
 
 // sceneFields are the fields of one scene.
-var sceneFields = []string{"scene_number", "prompt", "narration"}
+var sceneFields = []string{"scene_number", "prompt", "narration", "model"}
 
-func scenes(raw any, p *catalog.Problems, fits func(domain.Scene) string, speech spoken) []domain.Scene {
+// scenes reads the scenes; fits checks a scene's prompt, speech its
+// narration and model a scene's own model (sceneModelCheck).
+func scenes(raw any, p *catalog.Problems, fits func(domain.Scene) string, speech spoken, model func(string) string) []domain.Scene {
 	list, ok := raw.([]any)
 	switch {
 	case raw == nil:
@@ -223,6 +246,17 @@ func scenes(raw any, p *catalog.Problems, fits func(domain.Scene) string, speech
 		sc.Prompt = text(obj, "prompt", MaxScenePrompt, true, &sp)
 		// The narration's limit depends on the language: checked below.
 		sc.Narration = text(obj, "narration", math.MaxInt, false, &sp)
+		if raw, present := obj["model"]; present {
+			m, ok := raw.(string)
+			switch {
+			case !ok:
+				sp.Add("model", "must be a string: a video model_version, such as "+DefaultModel)
+			case model(m) != "":
+				sp.Add("model", model(m))
+			default:
+				sc.Model = m
+			}
+		}
 		for _, e := range sp {
 			p.Add(field+"."+e.Field, e.Message)
 		}

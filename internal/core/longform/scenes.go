@@ -9,11 +9,9 @@ import (
 	"slices"
 	"time"
 
-	"github.com/mediagen-dev/mediagen/internal/adapters/upstream"
 	"github.com/mediagen-dev/mediagen/internal/core/catalog"
 	"github.com/mediagen-dev/mediagen/internal/core/domain"
-	"github.com/mediagen-dev/mediagen/internal/core/media"
-	"github.com/mediagen-dev/mediagen/internal/core/routing"
+	"github.com/mediagen-dev/mediagen/internal/core/job"
 )
 
 // SubmitSceneStep is the Scene task: it takes an upstream slot, creates the
@@ -51,10 +49,14 @@ type SceneClip struct {
 	Key         string `json:"key"`
 }
 
-// ScenePoll asks the poller to look at one scene's job once. It carries the
-// task token of the attempt that submitted it: once that token is gone (the
-// task was retried, or the workflow moved on), the chain of polls stops.
+// ScenePoll asks the poller to look at one scene's job once: a poll
+// message of kind job.KindScene. It carries the task token of the attempt
+// that submitted it: once that token is gone (the task was retried, or the
+// workflow moved on), the chain of polls stops.
 type ScenePoll struct {
+	// Kind is job.KindScene (messages enqueued before kinds have none,
+	// and are known by their video_id: job.KindOf).
+	Kind        string `json:"kind,omitempty"`
 	VideoID     string `json:"video_id"`
 	SceneNumber int    `json:"scene_number"`
 	TaskToken   string `json:"task_token"`
@@ -63,22 +65,16 @@ type ScenePoll struct {
 	Errors int `json:"errors,omitempty"`
 }
 
-// ParseScenePoll decodes a queue message body; ok is false for a message
-// that is not a scene's (a generation's poll).
-func ParseScenePoll(body string) (m ScenePoll, ok bool, err error) {
-	var probe struct {
-		VideoID *string `json:"video_id"`
-	}
-	if json.Unmarshal([]byte(body), &probe) != nil || probe.VideoID == nil {
-		return ScenePoll{}, false, nil
-	}
-	if err := json.Unmarshal([]byte(body), &m); err != nil {
-		return ScenePoll{}, true, fmt.Errorf("scene poll: %w", err)
+// ParseScenePoll decodes the body of a scene's poll message.
+func ParseScenePoll(body []byte) (ScenePoll, error) {
+	var m ScenePoll
+	if err := json.Unmarshal(body, &m); err != nil {
+		return ScenePoll{}, fmt.Errorf("scene poll: %w", err)
 	}
 	if m.VideoID == "" || m.SceneNumber < 1 || m.TaskToken == "" {
-		return ScenePoll{}, true, errors.New("scene poll: video_id, scene_number and task_token are required")
+		return ScenePoll{}, errors.New("scene poll: video_id, scene_number and task_token are required")
 	}
-	return m, true, nil
+	return m, nil
 }
 
 // SlotsFullError is a scene whose upstreams are all at their caps: the
@@ -86,10 +82,6 @@ func ParseScenePoll(body string) (m ScenePoll, ok bool, err error) {
 type SlotsFullError struct{ Msg string }
 
 func (e *SlotsFullError) Error() string { return e.Msg }
-
-// MaxSceneReadErrors bounds the polls in a row that may fail to read a
-// scene's job before the scene fails.
-const MaxSceneReadErrors = 5
 
 // sceneHolder names a scene in its upstream's slot line.
 func sceneHolder(videoID string, n int) string { return domain.SceneSlotHolder(videoID, n) }
@@ -99,11 +91,12 @@ func sceneKeyBase(videoID string, n int) string {
 	return fmt.Sprintf("long-videos/%s/scenes/%03d", videoID, n)
 }
 
-// SubmitScene starts one scene's job on the first of its model's routes
-// that has room and takes it, then leaves the job to the poller; the
-// workflow waits on in.TaskToken meanwhile. A retried task never creates a
-// job twice: it watches the job recorded, and a create whose answer was
-// lost fails the scene.
+// SubmitScene starts one scene's job through the job engine (the one that
+// runs a generation's: a slot at the first of its model's routes with
+// room, failing over across routes), then leaves the job to the poller;
+// the workflow waits on in.TaskToken meanwhile. A retried task never
+// creates a job twice: it watches the job recorded, and a create whose
+// answer was lost fails the scene.
 func (s *Steps) SubmitScene(ctx context.Context, in SceneTask) (SceneTask, error) {
 	n := in.SceneNumber
 	v, err := s.Store.GetLongVideo(ctx, in.VideoID)
@@ -114,13 +107,14 @@ func (s *Steps) SubmitScene(ctx context.Context, in SceneTask) (SceneTask, error
 		return in, &SceneFailedError{Msg: fmt.Sprintf("scene %d stopped: the video is %s", n, v.Status)}
 	}
 	log := s.log().With("video_id", v.ID, "scene", n)
+	e := s.engine()
 	state := v.SceneStatus[n]
 	switch {
-	case state.UpstreamID != "":
-		log.InfoContext(ctx, "scene already submitted; watching its job again", "upstream_id", state.UpstreamID)
+	case state.ID != "":
+		log.InfoContext(ctx, "scene already submitted; watching its job again", "upstream_id", state.ID)
 		return in, s.watch(ctx, ScenePoll{VideoID: v.ID, SceneNumber: n, TaskToken: in.TaskToken}, 0)
 	case state.Submitting:
-		s.releaseSceneSlot(ctx, log, state.Upstream, v.ID, n)
+		e.Release(ctx, log, state.Upstream, sceneHolder(v.ID, n))
 		log.ErrorContext(ctx, "upstream create outcome unknown", "alert", "operator", "upstream", state.Upstream,
 			"action", "check the upstream's dashboard for a job of this scene that is still running or was billed")
 		return in, &SceneFailedError{Msg: fmt.Sprintf("scene %d failed: the upstream's answer to the job was lost", n)}
@@ -129,9 +123,10 @@ func (s *Steps) SubmitScene(ctx context.Context, in SceneTask) (SceneTask, error
 	if i < 0 {
 		return in, &SceneFailedError{Msg: fmt.Sprintf("scene %d: the video has no such scene", n)}
 	}
-	variant, err := videoVariant(v.Model)
+	model := v.SceneModel(v.Scenes[i])
+	variant, err := videoVariant(model)
 	if err != nil {
-		return in, &SceneFailedError{Msg: fmt.Sprintf("scene %d: model %s: %v", n, v.Model, err)}
+		return in, &SceneFailedError{Msg: fmt.Sprintf("scene %d: model %s: %v", n, model, err)}
 	}
 	input, err := sceneInput(variant, ScenePrompt(v.VideoStyle, v.Prompt, v.Scenes[i]), v.Studio.AspectRatio)
 	if err != nil {
@@ -141,144 +136,96 @@ func (s *Steps) SubmitScene(ctx context.Context, in SceneTask) (SceneTask, error
 	if err != nil {
 		return in, upstreamError(ctx, log, n, "", err)
 	}
-	job, name, err := s.startScene(ctx, log, v.ID, n, plans)
+	started, err := e.Start(ctx, log, &sceneOwner{store: s.Store, now: s.Now, log: log, videoID: v.ID, n: n}, plans)
 	if err != nil {
-		return in, err
+		return in, s.notStarted(ctx, log, v.ID, n, err)
 	}
-	log.InfoContext(ctx, "scene submitted", "upstream", name, "upstream_id", job.ID)
-	return in, s.watch(ctx, ScenePoll{VideoID: v.ID, SceneNumber: n, TaskToken: in.TaskToken}, s.sceneDelay(0))
+	if started.WaitingAt != "" {
+		return in, &SlotsFullError{Msg: fmt.Sprintf("scene %d waits for a slot at %s", n, started.WaitingAt)}
+	}
+	log.InfoContext(ctx, "scene submitted", "upstream", started.Run.Upstream, "upstream_id", started.Run.Jobs[0].ID)
+	return in, s.watch(ctx, ScenePoll{VideoID: v.ID, SceneNumber: n, TaskToken: in.TaskToken}, e.Delay(0))
 }
 
-// startScene takes a slot and creates the job, route by route, as a single
-// generation does: a route at its cap or one that certainly started nothing
-// passes to the next; the scene waits in the first full route's line when
-// none has room.
-func (s *Steps) startScene(ctx context.Context, log *slog.Logger, videoID string, n int, plans []routing.Plan) (domain.UpstreamJob, string, error) {
-	holder := sceneHolder(videoID, n)
-	capped := ""
-	var lastErr error
-	lastName := ""
-	for _, plan := range plans {
-		name := plan.Route.Upstream
-		got, err := s.acquireSceneSlot(ctx, name, holder)
-		if err != nil {
-			return domain.UpstreamJob{}, "", &TransientError{Msg: fmt.Sprintf("scene %d: upstream slot: %v", n, err)}
-		}
-		if !got {
-			if capped == "" {
-				capped = name
-			} else {
-				s.releaseSceneSlot(ctx, log, name, videoID, n) // wait only in the first line
-			}
-			continue
-		}
-		if capped != "" {
-			s.releaseSceneSlot(ctx, log, capped, videoID, n)
-			capped = ""
-		}
-		job, err := s.createScene(ctx, log, videoID, n, plan)
-		if err == nil {
-			return job, name, nil
-		}
-		s.releaseSceneSlot(ctx, log, name, videoID, n)
-		if !errors.Is(err, upstream.ErrNotStarted) {
-			return domain.UpstreamJob{}, "", err
-		}
-		log.WarnContext(ctx, "upstream started nothing; trying the next route", "upstream", name, "error", err)
-		lastErr, lastName = err, name
+// notStarted frees the slot of a scene whose job did not start and says
+// why as the workflow matches it.
+func (s *Steps) notStarted(ctx context.Context, log *slog.Logger, videoID string, n int, err error) error {
+	var f *job.Failure
+	if !errors.As(err, &f) {
+		return &TransientError{Msg: fmt.Sprintf("scene %d: %v", n, err)}
 	}
-	if capped != "" {
-		return domain.UpstreamJob{}, "", &SlotsFullError{Msg: fmt.Sprintf("scene %d waits for a slot at %s", n, capped)}
-	}
-	return domain.UpstreamJob{}, "", upstreamError(ctx, log, n, lastName, lastErr)
-}
-
-// createScene sends the create of one route, recording first that it is
-// being sent: a retry after a crash then knows a job may exist.
-func (s *Steps) createScene(ctx context.Context, log *slog.Logger, videoID string, n int, plan routing.Plan) (domain.UpstreamJob, error) {
-	name := plan.Route.Upstream
-	p, err := s.Upstream.Provider(name)
-	if err != nil {
-		return domain.UpstreamJob{}, &SceneFailedError{Msg: fmt.Sprintf("scene %d: %v", n, err)}
-	}
-	if err := s.setScene(ctx, videoID, n, domain.SceneState{Status: domain.StatusProcessing, Upstream: name, Submitting: true}); err != nil {
-		return domain.UpstreamJob{}, err
-	}
-	job, err := p.Submit(ctx, plan.Route.Model, plan.Input, "")
-	var unknown *upstream.UnknownOutcomeError
+	s.engine().Release(ctx, log, f.Slot(), sceneHolder(videoID, n))
+	var failed *SceneFailedError
+	var transient *TransientError
 	switch {
-	case errors.As(err, &unknown):
-		log.ErrorContext(ctx, "upstream create outcome unknown", "alert", "operator", "upstream", name,
-			"cause", err.Error(), "action", "check the upstream's dashboard for a job of this scene that is still running or was billed")
-		return domain.UpstreamJob{}, &SceneFailedError{Msg: fmt.Sprintf("scene %d failed: the upstream's answer to the job was lost", n)}
-	case err != nil:
-		// Nothing started (or it was refused): the scene is back where it
-		// was, even if the task is being stopped meanwhile.
-		if rerr := s.setScene(context.WithoutCancel(ctx), videoID, n, domain.SceneState{Status: domain.StatusProcessing}); rerr != nil {
-			log.WarnContext(ctx, "could not clear the scene's create mark", "error", rerr)
-		}
-		if errors.Is(err, upstream.ErrNotStarted) {
-			return domain.UpstreamJob{}, err
-		}
-		return domain.UpstreamJob{}, upstreamError(ctx, log, n, name, err)
+	case f.Recording && errors.As(f.Cause, &failed):
+		return failed
+	case f.Recording && errors.As(f.Cause, &transient):
+		return transient
+	case f.Unknown:
+		return &SceneFailedError{Msg: fmt.Sprintf("scene %d failed: the upstream's answer to the job was lost", n)}
+	case f.Cause == nil:
+		return &SceneFailedError{Msg: fmt.Sprintf("scene %d failed: %s", n, f.Reason)}
 	}
-	state := domain.SceneState{Status: domain.StatusProcessing, UpstreamID: job.ID, Upstream: name, CancelURL: job.CancelURL,
-		StatusURL: job.StatusURL, ResponseURL: job.ResponseURL}
-	// Recorded even if the task is being stopped: the job exists.
-	if err := s.setScene(context.WithoutCancel(ctx), videoID, n, state); err != nil {
-		// The job runs but is not recorded: stop it rather than pay for a
-		// clip nobody will fetch; the retry finds the create mark and fails.
-		if cerr := p.Cancel(ctx, job); cerr != nil {
-			log.WarnContext(ctx, "could not cancel the unrecorded scene job", "upstream_id", job.ID, "error", cerr)
-		}
-		return domain.UpstreamJob{}, err
-	}
-	return job, nil
+	return upstreamError(ctx, log, n, f.Upstream, f.Cause)
 }
 
-// setScene records a scene's state. A video no longer processing stops the
+// sceneOwner is a scene as the owner of the job being started: its state
+// in the video's record marks a create being sent, so a retried task
+// never creates a second job. It holds the store and clock it records
+// with, not the Steps: what the Scene task's function can reach is what
+// its role allows (deploy/internal/reach follows every method of a type
+// the engine's port is given, so holding the Steps would reach the hold's
+// settlement, which only the poller and MarkFailed make).
+type sceneOwner struct {
+	store   Store
+	now     func() time.Time
+	log     *slog.Logger
+	videoID string
+	n       int
+}
+
+func (o *sceneOwner) Holder() string { return sceneHolder(o.videoID, o.n) }
+func (o *sceneOwner) Hook() string   { return "" }
+
+func (o *sceneOwner) Sending(ctx context.Context, name string) error {
+	return o.set(ctx, domain.SceneState{Status: domain.StatusProcessing, Upstream: name, Submitting: true})
+}
+
+// Unsent puts the scene back where it was, even if the task is being
+// stopped meanwhile.
+func (o *sceneOwner) Unsent(ctx context.Context) {
+	if err := o.set(ctx, domain.SceneState{Status: domain.StatusProcessing}); err != nil {
+		o.log.WarnContext(ctx, "could not clear the scene's create mark", "error", err)
+	}
+}
+
+func (o *sceneOwner) Record(ctx context.Context, run domain.UpstreamRun) error {
+	return o.set(ctx, domain.SceneState{Status: domain.StatusProcessing, Upstream: run.Upstream, UpstreamJob: run.Jobs[0]})
+}
+
+// set records the scene's state. A video no longer processing stops the
 // scene (SceneFailedError); another failure is retried by the workflow.
-func (s *Steps) setScene(ctx context.Context, videoID string, n int, state domain.SceneState) error {
-	err := s.Store.SetSceneStatus(ctx, videoID, n, state, s.now())
+func (o *sceneOwner) set(ctx context.Context, state domain.SceneState) error {
+	err := o.store.SetSceneStatus(ctx, o.videoID, o.n, state, domain.Now(o.now))
 	switch {
 	case errors.Is(err, domain.ErrConflict):
-		return &SceneFailedError{Msg: fmt.Sprintf("scene %d stopped: the video is no longer processing", n)}
+		return &SceneFailedError{Msg: fmt.Sprintf("scene %d stopped: the video is no longer processing", o.n)}
 	case err != nil:
-		return &TransientError{Msg: fmt.Sprintf("scene %d: record state: %v", n, err)}
+		return &TransientError{Msg: fmt.Sprintf("scene %d: record state: %v", o.n, err)}
 	}
 	return nil
 }
 
-func (s *Steps) acquireSceneSlot(ctx context.Context, name, holder string) (bool, error) {
-	limit := s.Upstream.Limit(name)
-	if s.Slots == nil || limit <= 0 {
-		return true, nil
-	}
-	return s.Slots.AcquireSlot(ctx, name, holder, limit, s.now())
-}
-
-// releaseSceneSlot frees the scene's slot or its place in line, if caps
-// apply; a failure leaves the slot to its owner's next release.
-func (s *Steps) releaseSceneSlot(ctx context.Context, log *slog.Logger, name, videoID string, n int) {
-	if name == "" || s.Slots == nil || s.Upstream.Limit(name) <= 0 {
-		return
-	}
-	if err := s.Slots.ReleaseSlot(ctx, name, sceneHolder(videoID, n)); err != nil {
-		log.WarnContext(ctx, "could not release the scene's upstream slot", "upstream", name, "error", err)
-	}
-}
-
-// sceneDelay is the wait before poll attempt n of a scene's job.
-func (s *Steps) sceneDelay(attempt int) time.Duration {
-	first := s.PollInterval
-	if first <= 0 {
-		first = time.Second
-	}
-	return min(first*time.Duration(attempt+1), 15*first)
+// engine is the job engine on the steps' ports: the one that runs a
+// generation's job.
+func (s *Steps) engine() *job.Engine {
+	return &job.Engine{Upstreams: s.Upstream, Slots: s.Slots, Copier: s.Copier, PollInterval: s.PollInterval, Now: s.Now}
 }
 
 // watch enqueues a poll of the scene's job.
 func (s *Steps) watch(ctx context.Context, m ScenePoll, delay time.Duration) error {
+	m.Kind = job.KindScene
 	body, err := json.Marshal(m)
 	if err != nil {
 		return fmt.Errorf("encode scene poll: %w", err)
@@ -310,7 +257,7 @@ func (s *Steps) PollScene(ctx context.Context, m ScenePoll) error {
 		stopSceneJob(ctx, log, s.Upstream, s.Slots, v, n, state)
 		return s.resume(ctx, log, m.TaskToken, nil, &SceneFailedError{Msg: fmt.Sprintf("scene %d stopped: the video is %s", n, v.Status)})
 	}
-	if state.UpstreamID == "" {
+	if state.ID == "" {
 		log.WarnContext(ctx, "poll of a scene with no job recorded; dropped")
 		return nil
 	}
@@ -321,60 +268,71 @@ func (s *Steps) PollScene(ctx context.Context, m ScenePoll) error {
 	} else if err != nil {
 		return fmt.Errorf("poll scene %d of %s: heartbeat: %w", n, v.ID, err)
 	}
-	p, err := s.Upstream.Provider(state.Upstream)
-	if err != nil {
-		return s.failScene(ctx, log, v, m, state, fmt.Sprintf("scene %d: %v", n, err))
-	}
-	r, err := p.Get(ctx, state.Job())
-	if err != nil {
-		var ue *upstream.Error
-		if (errors.As(err, &ue) && !ue.Temporary()) || errors.Is(err, upstream.ErrMalformed) || m.Errors+1 >= MaxSceneReadErrors {
-			log.WarnContext(ctx, "giving up on the scene's job", "error", err)
-			return s.failScene(ctx, log, v, m, state, fmt.Sprintf("scene %d failed: %s", n, upstream.Public(state.Upstream, err)))
-		}
-		log.WarnContext(ctx, "could not read the scene's job; polling again", "error", err)
-		m.Attempt, m.Errors = m.Attempt+1, m.Errors+1
-		return s.watch(ctx, m, s.sceneDelay(m.Attempt))
-	}
-	switch r.Status {
-	case upstream.StatusSucceeded:
-		return s.keepScene(ctx, log, v, m, state, r)
-	case upstream.StatusFailed, upstream.StatusCanceled, upstream.StatusAborted:
-		reason := r.Error
-		if reason == "" {
-			reason = "the job was " + r.Status
-		}
-		return s.failScene(ctx, log, v, m, state, fmt.Sprintf("scene %d failed: upstream: %s", n, reason))
-	}
-	if p := min(r.Progress, 100); p > state.Progress {
-		// The provider's own progress, kept with the scene's state for the
-		// video's view; shown, not needed, so a failed write only logs.
-		state.Progress = p
-		if err := s.Store.SetSceneStatus(ctx, v.ID, n, state, s.now()); err != nil && !errors.Is(err, domain.ErrConflict) {
-			log.WarnContext(ctx, "could not store the scene's progress", "progress", p, "error", err)
-		}
-	}
-	m.Attempt, m.Errors = m.Attempt+1, 0
-	return s.watch(ctx, m, s.sceneDelay(m.Attempt))
+	w := &watchedScene{s: s, log: log, v: v, m: m, state: state}
+	return s.engine().Poll(ctx, log, w, job.Progress{Attempt: m.Attempt, Errors: m.Errors})
 }
 
-// keepScene copies a finished clip into the bucket (a key that depends only
-// on the video and scene, so a repeat overwrites), frees the slot and
-// resumes the workflow with the clip.
-func (s *Steps) keepScene(ctx context.Context, log *slog.Logger, v domain.LongVideo, m ScenePoll, state domain.SceneState, r upstream.Result) error {
-	n := m.SceneNumber
-	if len(r.Outputs) == 0 || r.Outputs[0] == "" {
-		return s.failScene(ctx, log, v, m, state, fmt.Sprintf("scene %d failed: the provider returned no video", n))
+// watchedScene is a scene whose job the engine polls. Its completion hook
+// records the clip and resumes the waiting task with it.
+type watchedScene struct {
+	s     *Steps
+	log   *slog.Logger
+	v     domain.LongVideo
+	m     ScenePoll
+	state domain.SceneState
+}
+
+func (w *watchedScene) Run() domain.UpstreamRun { return w.state.Run() }
+
+func (w *watchedScene) Outputs() job.Outputs {
+	return job.Outputs{Want: 1, Kind: domain.MediaVideo, KeyBase: func(int) string { return sceneKeyBase(w.v.ID, w.m.SceneNumber) }}
+}
+
+func (w *watchedScene) Again(ctx context.Context, p job.Progress, delay time.Duration) error {
+	m := w.m
+	m.Attempt, m.Errors = p.Attempt, p.Errors
+	return w.s.watch(ctx, m, delay)
+}
+
+// Running keeps the provider's own figure of the scene's job with its
+// state, only upward, for the video's view (running scenes count by it).
+// Shown, not needed: a failed write only logs.
+func (w *watchedScene) Running(ctx context.Context, percent int) {
+	p := min(percent, 100)
+	if p <= w.state.Progress {
+		return
 	}
-	if _, err := s.Copier.Copy(ctx, r.Outputs[0], sceneKeyBase(v.ID, n), domain.MediaVideo); err != nil {
-		if errors.Is(err, media.ErrRejected) {
-			return s.failScene(ctx, log, v, m, state, fmt.Sprintf("scene %d failed: %v", n, err))
-		}
-		// Cut off or unreachable: the next poll copies again.
-		log.WarnContext(ctx, "could not keep the scene's clip yet", "error", err)
-		m.Attempt++
-		return s.watch(ctx, m, s.sceneDelay(m.Attempt))
+	w.state.Progress = p
+	if err := w.s.Store.SetSceneStatus(ctx, w.v.ID, w.m.SceneNumber, w.state, w.s.now()); err != nil && !errors.Is(err, domain.ErrConflict) {
+		w.log.WarnContext(ctx, "could not store the scene's progress", "progress", p, "error", err)
 	}
+}
+
+// Finishing: a scene has no finish to claim; a video that ends while the
+// clip is copied is found when the clip is recorded (Succeeded).
+func (w *watchedScene) Finishing(context.Context) (bool, error) { return true, nil }
+
+// Failed records the scene's failure, frees its slot and fails the
+// workflow's task, which fails the video (MarkFailed releases its hold).
+func (w *watchedScene) Failed(ctx context.Context, reason string) error {
+	s, n := w.s, w.m.SceneNumber
+	state := w.state
+	state.Status = domain.StatusFailed
+	if err := s.Store.SetSceneStatus(ctx, w.v.ID, n, state, s.now()); err != nil && !errors.Is(err, domain.ErrConflict) {
+		w.log.WarnContext(ctx, "could not record the scene's failure", "error", err)
+	}
+	s.engine().Release(ctx, w.log, state.Upstream, sceneHolder(w.v.ID, n))
+	why := fmt.Sprintf("scene %d failed: %s", n, reason)
+	w.log.WarnContext(ctx, "scene failed", "reason", why)
+	return s.resume(ctx, w.log, w.m.TaskToken, nil, &SceneFailedError{Msg: why})
+}
+
+// Succeeded records the clip kept (at a key that depends only on the
+// video and scene, so a repeat overwrites), frees the slot and resumes the
+// workflow with the clip.
+func (w *watchedScene) Succeeded(ctx context.Context, _ []string) error {
+	s, v, n := w.s, w.v, w.m.SceneNumber
+	state := w.state
 	state.Status = domain.StatusCompleted
 	err := s.Store.SetSceneStatus(ctx, v.ID, n, state, s.now())
 	if errors.Is(err, domain.ErrConflict) && s.Deleter != nil {
@@ -389,25 +347,13 @@ func (s *Steps) keepScene(ctx context.Context, log *slog.Logger, v domain.LongVi
 	if err != nil && !errors.Is(err, domain.ErrConflict) {
 		return fmt.Errorf("scene %d of %s: record completed: %w", n, v.ID, err)
 	}
-	s.releaseSceneSlot(ctx, log, state.Upstream, v.ID, n)
+	s.engine().Release(ctx, w.log, state.Upstream, sceneHolder(v.ID, n))
 	out, err := json.Marshal(SceneClip{SceneNumber: n, Key: sceneKeyBase(v.ID, n) + ".mp4"})
 	if err != nil {
 		return fmt.Errorf("encode scene clip: %w", err)
 	}
-	log.InfoContext(ctx, "scene kept", "upstream", state.Upstream, "upstream_id", state.UpstreamID)
-	return s.resume(ctx, log, m.TaskToken, out, nil)
-}
-
-// failScene records a scene's failure, frees its slot and fails the
-// workflow's task, which fails the video (MarkFailed releases its hold).
-func (s *Steps) failScene(ctx context.Context, log *slog.Logger, v domain.LongVideo, m ScenePoll, state domain.SceneState, reason string) error {
-	state.Status = domain.StatusFailed
-	if err := s.Store.SetSceneStatus(ctx, v.ID, m.SceneNumber, state, s.now()); err != nil && !errors.Is(err, domain.ErrConflict) {
-		log.WarnContext(ctx, "could not record the scene's failure", "error", err)
-	}
-	s.releaseSceneSlot(ctx, log, state.Upstream, v.ID, m.SceneNumber)
-	log.WarnContext(ctx, "scene failed", "reason", reason)
-	return s.resume(ctx, log, m.TaskToken, nil, &SceneFailedError{Msg: reason})
+	w.log.InfoContext(ctx, "scene kept", "upstream", state.Upstream, "upstream_id", state.ID)
+	return s.resume(ctx, w.log, w.m.TaskToken, out, nil)
 }
 
 // resume ends the waiting task: with output, or with failure's type name
@@ -436,33 +382,38 @@ func stopSceneJob(ctx context.Context, log *slog.Logger, ups Providers, slots Sl
 	if ups == nil {
 		return
 	}
-	if state.UpstreamID != "" && state.Status == domain.StatusProcessing {
-		if err := cancelScene(ctx, ups, v.Model, state); err != nil {
+	if state.ID != "" && state.Status == domain.StatusProcessing {
+		if err := cancelScene(ctx, ups, sceneModel(v, n), state); err != nil {
 			log.WarnContext(ctx, "could not cancel a scene upstream", "scene", n, "upstream", state.Upstream,
-				"upstream_id", state.UpstreamID, "error", err)
+				"upstream_id", state.ID, "error", err)
 		} else {
-			log.InfoContext(ctx, "scene job canceled upstream", "scene", n, "upstream", state.Upstream, "upstream_id", state.UpstreamID)
+			log.InfoContext(ctx, "scene job canceled upstream", "scene", n, "upstream", state.Upstream, "upstream_id", state.ID)
 		}
 	}
 	if slots == nil || state.Status == domain.StatusCompleted || state.Status == domain.StatusFailed {
 		return // a finished scene already freed its slot
 	}
 	names := []string{state.Upstream}
-	if variant, err := catalog.LookupVersion(v.Model); err == nil {
+	if variant, err := catalog.LookupVersion(sceneModel(v, n)); err == nil {
 		for _, r := range ups.Routes(variant.Model, variant.Version) {
 			if !slices.Contains(names, r.Upstream) {
 				names = append(names, r.Upstream)
 			}
 		}
 	}
+	e := &job.Engine{Upstreams: ups, Slots: slots}
 	for _, name := range names {
-		if name == "" || ups.Limit(name) <= 0 {
-			continue
-		}
-		if err := slots.ReleaseSlot(ctx, name, sceneHolder(v.ID, n)); err != nil {
-			log.WarnContext(ctx, "could not release a scene's upstream slot", "scene", n, "upstream", name, "error", err)
-		}
+		e.Release(ctx, log, name, sceneHolder(v.ID, n))
 	}
+}
+
+// sceneModel is the model_version that makes scene n of v.
+func sceneModel(v domain.LongVideo, n int) string {
+	i := slices.IndexFunc(v.Scenes, func(sc domain.Scene) bool { return sc.SceneNumber == n })
+	if i < 0 {
+		return v.Model
+	}
+	return v.SceneModel(v.Scenes[i])
 }
 
 // stopScenes stops every scene of a video that may still run or wait.
@@ -472,17 +423,14 @@ func stopScenes(ctx context.Context, log *slog.Logger, ups Providers, slots Slot
 	}
 }
 
-// HandleMessage polls a scene for a message of the poller's queue that is
-// a scene's; handled is false for any other message (a generation's).
-func (s *Steps) HandleMessage(ctx context.Context, body string) (handled bool, err error) {
-	m, ok, err := ParseScenePoll(body)
-	if !ok {
-		return false, nil
-	}
+// HandleScenePoll polls a scene for a poll message of kind job.KindScene:
+// the poller's port for the scenes (generation.ScenePolls).
+func (s *Steps) HandleScenePoll(ctx context.Context, body []byte) error {
+	m, err := ParseScenePoll(body)
 	if err != nil {
 		// Never valid: delivering it again would not help.
 		s.log().WarnContext(ctx, "scene poll dropped", "error", err)
-		return true, nil
+		return nil
 	}
-	return true, s.PollScene(ctx, m)
+	return s.PollScene(ctx, m)
 }

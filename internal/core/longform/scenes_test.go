@@ -19,8 +19,11 @@ import (
 	"github.com/mediagen-dev/mediagen/internal/adapters/upstream"
 	"github.com/mediagen-dev/mediagen/internal/core/accounts"
 	"github.com/mediagen-dev/mediagen/internal/core/domain"
+	"github.com/mediagen-dev/mediagen/internal/core/generation"
+	"github.com/mediagen-dev/mediagen/internal/core/job"
 	"github.com/mediagen-dev/mediagen/internal/core/longform"
 	"github.com/mediagen-dev/mediagen/internal/core/media"
+	"github.com/mediagen-dev/mediagen/internal/core/pricing"
 	"github.com/mediagen-dev/mediagen/internal/core/routing"
 	"github.com/mediagen-dev/mediagen/internal/local/objectstore"
 	"github.com/mediagen-dev/mediagen/internal/local/sqlitestore"
@@ -30,12 +33,15 @@ import (
 // sceneProvider is a scripted Replicate-protocol upstream: each job's
 // reads answer the statuses in script, the last one repeated.
 type sceneProvider struct {
-	srv     *httptest.Server
-	mu      sync.Mutex
-	script  []string
-	creates int
-	reads   map[string]int
-	cancels []string
+	srv    *httptest.Server
+	mu     sync.Mutex
+	script []string
+	// createStatus, when set, is every create's answer: 500 is a create
+	// whose outcome is unknown (a job may have started).
+	createStatus int
+	creates      int
+	reads        map[string]int
+	cancels      []string
 }
 
 func newSceneProvider(t *testing.T, script ...string) *sceneProvider {
@@ -60,6 +66,10 @@ func (p *sceneProvider) serve(w http.ResponseWriter, r *http.Request) {
 	case r.Method == http.MethodPost:
 		io.Copy(io.Discard, r.Body)
 		p.creates++
+		if p.createStatus != 0 {
+			w.WriteHeader(p.createStatus)
+			return
+		}
 		w.WriteHeader(http.StatusCreated)
 		fmt.Fprintf(w, `{"id":"job%d","status":"starting"}`, p.creates)
 	default:
@@ -224,7 +234,7 @@ func TestASceneJobRunsOnceAndResumesItsTask(t *testing.T) {
 		t.Fatal(err)
 	}
 	st := r.scene(t, 1)
-	if st.UpstreamID != "job1" || st.Submitting || st.Upstream != "scripted" {
+	if st.ID != "job1" || st.Submitting || st.Upstream != "scripted" {
 		t.Fatalf("scene state %+v, want job1 recorded", st)
 	}
 	r.pollUntilResumed(t)
@@ -249,7 +259,7 @@ func TestARetriedSceneTaskNeverCreatesTwice(t *testing.T) {
 		wantErr     bool
 		wantWatched bool
 	}{
-		{"job recorded: watched again with the new token", domain.SceneState{Status: domain.StatusProcessing, UpstreamID: "job7", Upstream: "scripted"}, false, true},
+		{"job recorded: watched again with the new token", domain.SceneState{Status: domain.StatusProcessing, UpstreamJob: domain.UpstreamJob{ID: "job7"}, Upstream: "scripted"}, false, true},
 		{"create sent, answer lost: the scene fails", domain.SceneState{Status: domain.StatusProcessing, Upstream: "scripted", Submitting: true}, true, false},
 	}
 	for _, tt := range tests {
@@ -393,20 +403,135 @@ func TestMarkFailedAlwaysYieldsAnError(t *testing.T) {
 	}
 }
 
-func TestParseScenePollTellsScenesFromGenerations(t *testing.T) {
-	for _, tc := range []struct {
-		body        string
-		ok, invalid bool
-	}{
-		{`{"generation_id":"3348f3aa-5fd0-4758-860a-3ebaf4cfbcc7","attempt":1}`, false, false},
-		{`{"video_id":"v","scene_number":2,"task_token":"t"}`, true, false},
-		{`{"video_id":"v","scene_number":0,"task_token":"t"}`, true, true},
-		{`{"video_id":"v","scene_number":1}`, true, true},
-		{`not json`, false, false},
-	} {
-		_, ok, err := longform.ParseScenePoll(tc.body)
-		if ok != tc.ok || (err != nil) != tc.invalid {
-			t.Errorf("%s: ok %v err %v, want ok %v invalid %v", tc.body, ok, err, tc.ok, tc.invalid)
+// A create whose answer was lost may have started a paid job: the scene
+// fails, and the task delivered again (Lambda's retry, the workflow's
+// Retry) finds the create mark and never sends a second create.
+func TestASceneWhoseCreateAnswerWasLostIsNeverCreatedAgain(t *testing.T) {
+	r := newSceneRig(t, 1, "processing")
+	r.provider.createStatus = http.StatusInternalServerError
+	for attempt := 1; attempt <= 2; attempt++ {
+		err := r.submit(1, "tok-1")
+		var failed *longform.SceneFailedError
+		if !errors.As(err, &failed) || !strings.Contains(failed.Msg, "answer to the job was lost") {
+			t.Fatalf("delivery %d: err = %v, want the scene failed for the lost answer", attempt, err)
+		}
+		if r.provider.creates != 1 {
+			t.Fatalf("delivery %d: %d creates upstream, want 1", attempt, r.provider.creates)
+		}
+		if st := r.scene(t, 1); !st.Submitting || st.ID != "" {
+			t.Errorf("delivery %d: scene state %+v, want the create mark kept", attempt, st)
+		}
+		if n, _ := r.store.SlotsInUse(context.Background(), "scripted"); n != 0 {
+			t.Errorf("delivery %d: %d slots in use, want the scene's freed", attempt, n)
 		}
 	}
+	if len(r.queue.sent) != 0 {
+		t.Errorf("polls enqueued %+v, want none", r.queue.sent)
+	}
+}
+
+// The one poller takes both kinds of work from one queue: a scene's poll
+// names its kind, and a scene's poll enqueued before kinds existed (a
+// video_id and no kind, in flight during a deploy) is still a scene's.
+// Both complete their scene through the job engine and resume its task.
+func TestThePollerCompletesScenesByKindAndLegacyMessages(t *testing.T) {
+	ctx := context.Background()
+	r := newSceneRig(t, 0, "processing", "succeeded")
+	poller := generation.NewPoller(generation.PollerPorts{Store: r.store, Upstreams: r.steps.Upstream, Queue: r.queue, Scenes: r.steps},
+		generation.Settings{Log: slog.New(slog.DiscardHandler)})
+	for n := 1; n <= 2; n++ {
+		if err := r.submit(n, fmt.Sprintf("tok-%d", n)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if r.queue.sent[0].Kind != job.KindScene || r.queue.sent[1].Kind != job.KindScene {
+		t.Fatalf("scene polls %+v, want each of kind %q", r.queue.sent, job.KindScene)
+	}
+	// Scene 2's chain goes on as a legacy message: no kind.
+	legacy := func(m longform.ScenePoll) string {
+		return fmt.Sprintf(`{"video_id":%q,"scene_number":%d,"task_token":%q,"attempt":%d}`, m.VideoID, m.SceneNumber, m.TaskToken, m.Attempt)
+	}
+	next := map[int]string{}
+	for i := 0; i < 10 && len(r.tokens.successes) < 2; i++ {
+		r.queue.mu.Lock()
+		for _, m := range r.queue.sent {
+			body, _ := json.Marshal(m)
+			if m.SceneNumber == 2 {
+				body = []byte(legacy(m))
+			}
+			next[m.SceneNumber] = string(body)
+		}
+		r.queue.sent = nil
+		r.queue.mu.Unlock()
+		var batch []domain.QueueMessage
+		for n, body := range next {
+			batch = append(batch, domain.QueueMessage{ID: fmt.Sprint(n), Body: body})
+		}
+		clear(next)
+		if retry := poller.HandleBatch(ctx, batch); len(retry) != 0 {
+			t.Fatalf("messages %v to deliver again", retry)
+		}
+	}
+	if len(r.tokens.successes) != 2 {
+		t.Fatalf("tasks resumed %v, want both scenes'", r.tokens.successes)
+	}
+	for n := 1; n <= 2; n++ {
+		if st := r.scene(t, n); st.Status != domain.StatusCompleted {
+			t.Errorf("scene %d: %+v, want completed", n, st)
+		}
+	}
+	for _, tc := range []struct{ body, kind string }{
+		{`{"kind":"scene","video_id":"v","scene_number":1,"task_token":"t"}`, job.KindScene},
+		{`{"video_id":"v","scene_number":1,"task_token":"t"}`, job.KindScene},
+		{`{"kind":"generation","generation_id":"g"}`, job.KindGeneration},
+		{`{"generation_id":"g","attempt":1}`, job.KindGeneration},
+	} {
+		if got, err := job.KindOf([]byte(tc.body)); err != nil || got != tc.kind {
+			t.Errorf("KindOf(%s) = %q, %v; want %q", tc.body, got, err, tc.kind)
+		}
+	}
+}
+
+// A scene is a child job run by the same engine as a generation: both wait
+// in the same line at an upstream's cap, whichever holds the last slot.
+func TestGenerationsAndScenesShareTheUpstreamsCap(t *testing.T) {
+	ctx := context.Background()
+	const generate = `{"model":"provider-b","model_version":"beta-2","input":{"prompt":"a lighthouse","aspect_ratio":"landscape","seconds":"4"}}`
+	creator := func(r *sceneRig) *generation.Creator {
+		return generation.NewCreator(r.store, r.steps.Upstream, r.queue, r.store, nil, pricing.Default(),
+			generation.Settings{Log: slog.New(slog.DiscardHandler)})
+	}
+	t.Run("a generation holds the last slot: the scene waits", func(t *testing.T) {
+		r := newSceneRig(t, 1, "processing")
+		g, err := creator(r).Create(ctx, r.video.UserID, []byte(generate))
+		if err != nil || g.UpstreamID == "" {
+			t.Fatalf("generation: %+v, %v; want it submitted", g, err)
+		}
+		var full *longform.SlotsFullError
+		if err := r.submit(1, "tok-1"); !errors.As(err, &full) {
+			t.Fatalf("scene: err = %v, want SlotsFullError", err)
+		}
+		if n, err := r.store.SlotQueuePosition(ctx, "scripted", r.video.ID+"#scene-1"); err != nil || n != 1 {
+			t.Errorf("scene's place in line = %d (%v), want 1", n, err)
+		}
+		if r.provider.creates != 1 {
+			t.Errorf("%d creates upstream, want the generation's alone", r.provider.creates)
+		}
+	})
+	t.Run("a scene holds the last slot: the generation waits", func(t *testing.T) {
+		r := newSceneRig(t, 1, "processing")
+		if err := r.submit(1, "tok-1"); err != nil {
+			t.Fatal(err)
+		}
+		g, err := creator(r).Create(ctx, r.video.UserID, []byte(generate))
+		if err != nil || g.UpstreamID != "" {
+			t.Fatalf("generation: %+v, %v; want it waiting", g, err)
+		}
+		if n, err := r.store.SlotQueuePosition(ctx, "scripted", g.UUID); err != nil || n != 1 {
+			t.Errorf("generation's place in line = %d (%v), want 1", n, err)
+		}
+		if r.provider.creates != 1 {
+			t.Errorf("%d creates upstream, want the scene's alone", r.provider.creates)
+		}
+	})
 }

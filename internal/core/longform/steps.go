@@ -47,7 +47,7 @@ func cancelScene(ctx context.Context, ups Providers, model string, sc domain.Sce
 	if err != nil {
 		return err
 	}
-	return p.Cancel(ctx, sc.Job())
+	return p.Cancel(ctx, sc.UpstreamJob)
 }
 
 // Steps are the workflow's tasks; each is one Lambda function, built by its

@@ -56,7 +56,7 @@ func TestCancelRefundsAndAFinishedOneIsAConflict(t *testing.T) {
 	}
 	if !waitfor.Condition(t, time.Minute, "both scenes submitted", func() bool {
 		v, err := rt.Store.GetLongVideo(context.Background(), video.str("id"))
-		return err == nil && v.SceneStatus[1].UpstreamID != "" && v.SceneStatus[2].UpstreamID != ""
+		return err == nil && v.SceneStatus[1].ID != "" && v.SceneStatus[2].ID != ""
 	}) {
 		t.FailNow()
 	}

@@ -305,6 +305,9 @@ func TestBadLongVideoRequestsAnswer400AndChangeNothing(t *testing.T) {
 	image := storyBody("p", "en", true, "auto", scene)
 	image["model"] = "zeta"
 	bodies["image model"] = image
+	sceneImage := storyBody("p", "en", true, "auto", scene)
+	sceneImage["scenes"] = []any{map[string]any{"scene_number": 1, "prompt": "a scene", "model": "zeta"}}
+	bodies["a scene's own image model"] = sceneImage
 	delete(bodies["no scenes"], "scenes")
 	for name, body := range bodies {
 		t.Run(name, func(t *testing.T) {
@@ -340,7 +343,7 @@ func TestRestartRunsLongVideosInFlightAgain(t *testing.T) {
 	// its outcome unknown, and the scene fails rather than create twice.)
 	if !waitfor.Condition(t, time.Minute, "both scenes submitted", func() bool {
 		v, err := rt.Store.GetLongVideo(context.Background(), a.str("id"))
-		return err == nil && v.SceneStatus[1].UpstreamID != "" && v.SceneStatus[2].UpstreamID != ""
+		return err == nil && v.SceneStatus[1].ID != "" && v.SceneStatus[2].ID != ""
 	}) {
 		t.FailNow()
 	}
@@ -388,8 +391,8 @@ func TestAnExecutionStoppedOutsideItsCatchStillFailsTheVideo(t *testing.T) {
 		}
 		var jobs []string
 		for _, sc := range v.SceneStatus {
-			if sc.UpstreamID != "" {
-				jobs = append(jobs, sc.UpstreamID)
+			if sc.ID != "" {
+				jobs = append(jobs, sc.ID)
 			}
 		}
 		return jobs, len(jobs) == 2
@@ -481,5 +484,50 @@ func TestScenesOfAStoppedVideoReadCanceledOrFailed(t *testing.T) {
 				t.Errorf("scenes later = %v, want %v", got, tt.want)
 			}
 		})
+	}
+}
+
+// A scene that names its own model is made by it and priced by it, as the
+// estimate of the same body says; the other scenes keep the video's model.
+func TestASceneMadeByItsOwnModelIsPricedByIt(t *testing.T) {
+	rt := start(t, storyConfig())
+	owner := newAccount(t, rt, domain.PlanEnterprise, 10000)
+	body := storyBody("A day at the seaside", "en", false, "auto", []storyScene{{1, "waves"}, {2, "gulls"}})
+	body["scenes"].([]any)[1].(map[string]any)["model"] = "delta-1-pro"
+	estimate := map[string]any{"model": body["model"], "language_code": "en", "enable_narration": false, "scenes": body["scenes"]}
+	est := call(t, rt, http.MethodPost, "/api/long-story/videos/estimate", owner.APIKey, estimate)
+	plain := call(t, rt, http.MethodPost, "/api/long-story/videos/estimate", owner.APIKey, map[string]any{"model": "beta-2", "scene_count": 2})
+	if est.status != http.StatusOK || plain.status != http.StatusOK {
+		t.Fatalf("estimates: HTTP %d %s; HTTP %d %s", est.status, est.body, plain.status, plain.body)
+	}
+	price := decimal.NewFromFloat(est.decoded["credits"].(map[string]any)["total"].(float64))
+	if all := decimal.NewFromFloat(plain.decoded["credits"].(map[string]any)["total"].(float64)); price.Equal(all) {
+		t.Fatalf("the estimate %s is the all-beta-2 price: the scene's model was not priced", price)
+	}
+	before := account(t, rt, owner.UserID)
+	a := call(t, rt, http.MethodPost, "/api/long-story/videos", owner.APIKey, body)
+	if a.status != http.StatusOK {
+		t.Fatalf("create: HTTP %d %s", a.status, a.body)
+	}
+	if held := account(t, rt, owner.UserID).Held; !held.Equal(price) {
+		t.Errorf("held %s, want the estimate %s", held, price)
+	}
+	final := waitStory(t, rt, owner.APIKey, a.str("video_id"))
+	if final.str("status") != "completed" {
+		t.Fatalf("video: %s", final.body)
+	}
+	v, err := rt.Store.GetLongVideo(context.Background(), a.str("video_id"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for n, want := range map[int]string{1: "provider-b/beta-2", 2: "provider-e/delta-1-pro"} {
+		p, ok := rt.Simulator.Lookup(v.SceneStatus[n].ID)
+		if !ok || p.Model != want {
+			t.Errorf("scene %d was made by %q (job %q found: %v), want %s", n, p.Model, v.SceneStatus[n].ID, ok, want)
+		}
+	}
+	after := settledAccount(t, rt, owner.UserID)
+	if !after.Balance.Equal(before.Balance.Sub(price)) || !after.Held.IsZero() || !after.Captured.Sub(before.Captured).Equal(price) {
+		t.Errorf("after the video: balance %s held %s captured %s; want %s spent", after.Balance, after.Held, after.Captured, price)
 	}
 }

@@ -483,7 +483,7 @@ func (r *Runtime) wire(cfg Config, st store.Store, rc *routing.Config, prices *p
 	files := &media.FileInputs{Objects: outputs, Now: cfg.Clock}
 	scenes := longform.ScenePoller(st, r.Upstreams, st, queue, workflowtokens.TaskTokens{Workflow: r.Workflow}, copier, outputs, stepSettings)
 	r.Generations = generation.NewPoller(generation.PollerPorts{Store: st, Upstreams: r.Upstreams, Queue: queue, Slots: st,
-		Copier: copier, Outputs: outputs, Notifier: notifier, Prices: prices, Others: scenes, Inputs: outputs, Files: files}, settings)
+		Copier: copier, Outputs: outputs, Notifier: notifier, Prices: prices, Scenes: scenes, Inputs: outputs, Files: files}, settings)
 	pollBatches = sqsbatch.Handler(r.Generations.HandleBatch)
 
 	gate := &httpapi.Gate{Store: st, Log: log, Idempotency: &httpapi.Idempotency{Store: st, Log: log}, Now: cfg.Clock}

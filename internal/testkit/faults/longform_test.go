@@ -106,7 +106,7 @@ func newStoryWorld(t *testing.T, sh *shared, wav string) (*world, *longform.Crea
 		Log:      quiet(),
 	}
 	// The poller takes the scenes' polls from the same queue, as in AWS.
-	w.svc.Others = steps
+	w.svc.Scenes = steps
 	handlers := map[string]any{
 		"SubmitSceneFunctionArn": steps.SubmitScene,
 		"NarrateFunctionArn":     steps.Narrate, "AssembleFunctionArn": steps.Assemble,

@@ -31,7 +31,7 @@ func testLongVideos(t *testing.T, s store.Store) {
 	id := newAccount(t, s, domain.PlanFree, "0")
 	v := domain.LongVideo{ID: uuid.NewString(), UserID: id, Prompt: "the sea", Model: "beta-2", LanguageCode: "es",
 		EnableNarration: true, VideoStyle: "documentary", Studio: domain.Studio{AspectRatio: domain.AspectPortrait, Captions: domain.CaptionsBurned, Transition: domain.TransitionCrossfade, Voice: "matthew"},
-		Scenes: []domain.Scene{{SceneNumber: 1, Prompt: "waves"}, {SceneNumber: 2, Prompt: "gulls", Narration: "Las gaviotas."}},
+		Scenes: []domain.Scene{{SceneNumber: 1, Prompt: "waves"}, {SceneNumber: 2, Prompt: "gulls", Narration: "Las gaviotas.", Model: "delta-1-pro"}},
 		Status: domain.StatusProcessing, CreditsHeld: credits("100.50"), CreatedAt: now, UpdatedAt: now, Deadline: now.Add(time.Hour)}
 	if err := s.CreateLongVideo(ctx, v); err != nil {
 		t.Fatal(err)
@@ -73,6 +73,9 @@ func LongTextsVideo(userID string, created time.Time) domain.LongVideo {
 		CreatedAt: created, UpdatedAt: created, Deadline: created.Add(time.Hour)}
 	for n := 1; n <= 20; n++ {
 		v.Scenes = append(v.Scenes, domain.Scene{SceneNumber: n, Prompt: strings.Repeat("🌊", 2000), Narration: strings.Repeat("waves. ", 50)})
+		if n%2 == 0 {
+			v.Scenes[n-1].Model = "delta-1-pro" // a scene's own model is a text kept with it
+		}
 	}
 	return v
 }
@@ -90,7 +93,7 @@ func testLongVideoTexts(t *testing.T, s store.Store) {
 		t.Errorf("second CreateLongVideo = %v, want ErrAlreadyExists", err)
 	}
 	for n := 1; n <= len(v.Scenes); n++ {
-		if err := s.SetSceneStatus(ctx, v.ID, n, domain.SceneState{Status: domain.StatusProcessing, UpstreamID: fmt.Sprintf("up-%d", n)}, now); err != nil {
+		if err := s.SetSceneStatus(ctx, v.ID, n, domain.SceneState{Status: domain.StatusProcessing, UpstreamJob: domain.UpstreamJob{ID: fmt.Sprintf("up-%d", n)}}, now); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -144,11 +147,10 @@ func testSceneStatus(t *testing.T, s store.Store) {
 		scene int
 		state domain.SceneState
 	}{
-		{1, domain.SceneState{Status: domain.StatusProcessing, UpstreamID: "up-1"}},
+		{1, domain.SceneState{Status: domain.StatusProcessing, UpstreamJob: domain.UpstreamJob{ID: "up-1"}}},
 		{2, domain.SceneState{Status: domain.StatusProcessing, Upstream: "fal-main", Submitting: true}},
-		{2, domain.SceneState{Status: domain.StatusProcessing, UpstreamID: "up-2", Upstream: "fal-main", CancelURL: "https://q.example/a/requests/up-2/cancel",
-			StatusURL: "https://q.example/a/requests/up-2/status", ResponseURL: "https://q.example/a/requests/up-2"}},
-		{1, domain.SceneState{Status: domain.StatusCompleted, UpstreamID: "up-1"}},
+		{2, domain.SceneState{Status: domain.StatusProcessing, UpstreamJob: domain.UpstreamJob{ID: "up-2", CancelURL: "https://q.example/a/requests/up-2/cancel", StatusURL: "https://q.example/a/requests/up-2/status", ResponseURL: "https://q.example/a/requests/up-2"}, Upstream: "fal-main"}},
+		{1, domain.SceneState{Status: domain.StatusCompleted, UpstreamJob: domain.UpstreamJob{ID: "up-1"}}},
 		{3, domain.SceneState{Status: domain.StatusProcessing, Upstream: "replicate-main", Submitting: true}},
 	} {
 		if err := s.SetSceneStatus(ctx, v.ID, step.scene, step.state, now); err != nil {
@@ -159,8 +161,7 @@ func testSceneStatus(t *testing.T, s store.Store) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := map[int]domain.SceneState{1: {Status: domain.StatusCompleted, UpstreamID: "up-1"}, 2: {Status: domain.StatusProcessing, UpstreamID: "up-2", Upstream: "fal-main", CancelURL: "https://q.example/a/requests/up-2/cancel",
-		StatusURL: "https://q.example/a/requests/up-2/status", ResponseURL: "https://q.example/a/requests/up-2"},
+	want := map[int]domain.SceneState{1: {Status: domain.StatusCompleted, UpstreamJob: domain.UpstreamJob{ID: "up-1"}}, 2: {Status: domain.StatusProcessing, UpstreamJob: domain.UpstreamJob{ID: "up-2", CancelURL: "https://q.example/a/requests/up-2/cancel", StatusURL: "https://q.example/a/requests/up-2/status", ResponseURL: "https://q.example/a/requests/up-2"}, Upstream: "fal-main"},
 		3: {Status: domain.StatusProcessing, Upstream: "replicate-main", Submitting: true}}
 	if !reflect.DeepEqual(got.SceneStatus, want) {
 		t.Errorf("scene status = %v, want %v", got.SceneStatus, want)

@@ -205,7 +205,7 @@ func testSweeperFreesSlots(t *testing.T, s store.Store) {
 		t.Fatal("scene 1 got no slot")
 	}
 	for n, st := range map[int]domain.Status{1: domain.StatusProcessing, 2: domain.StatusCompleted} {
-		if err := s.SetSceneStatus(ctx, v.ID, n, domain.SceneState{Status: st, Upstream: provider, UpstreamID: "s"}, old); err != nil {
+		if err := s.SetSceneStatus(ctx, v.ID, n, domain.SceneState{Status: st, Upstream: provider, UpstreamJob: domain.UpstreamJob{ID: "s"}}, old); err != nil {
 			t.Fatal(err)
 		}
 	}
