@@ -12,7 +12,6 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
-	"time"
 
 	"github.com/mediagen-dev/mediagen/internal/core/domain"
 	"github.com/mediagen-dev/mediagen/internal/core/routing"
@@ -26,19 +25,7 @@ import (
 func lambdas(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("lambdas", flag.ContinueOnError)
 	var cfg runtime.Config
-	fs.StringVar(&cfg.Addr, "addr", "127.0.0.1:8080", "listen address of the HTTP API (loopback)")
-	fs.StringVar(&cfg.DataDir, "data", ".mediagen", "data directory: the stack's builds and logs go in <data>/lambdas")
-	fs.DurationVar(&cfg.SimulatorLatency, "sim-latency", 300*time.Millisecond, "upstream simulator latency before rendering")
-	fs.StringVar(&cfg.RoutingFile, "routing", os.Getenv("ROUTING_FILE"), "routing file (default: the embedded one, every variant on the built-in simulator)")
-	fs.StringVar(&cfg.PublicBaseURL, "public-url", os.Getenv("PUBLIC_BASE_URL"), "where an upstream off this machine can call back (the template's PublicBaseUrl)")
-	fs.Func("webhook-allow", "a webhook receiver on this machine, HOST:PORT (repeatable)", func(s string) error {
-		if _, err := runtime.ParseWebhookAllow(s); err != nil {
-			return err
-		}
-		cfg.WebhookAllow = append(cfg.WebhookAllow, s)
-		return nil
-	})
-	logLevel := fs.String("log-level", "info", "debug, info, warn or error")
+	logLevel := runtime.CommonFlags(fs, &cfg)
 	err := parse(fs, args)
 	if errors.Is(err, errHelp) {
 		return exitOK

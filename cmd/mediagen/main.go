@@ -112,13 +112,8 @@ const (
 var errHelp = cli.ErrHelp
 
 func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
-	cli.HelpOut = stdout
-	if len(args) == 0 || args[0] == "-h" || args[0] == "--help" || args[0] == "help" {
-		fmt.Fprint(stderr, usage)
-		if len(args) == 0 {
-			return exitUsage
-		}
-		return exitOK
+	if code, done := cli.Start(args, usage, stdout, stderr); done {
+		return code
 	}
 	if args[0] == "serve" {
 		return serve(ctx, args[1:], stdout, stderr)

@@ -26,30 +26,18 @@ import (
 func serve(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("serve", flag.ContinueOnError)
 	var cfg runtime.Config
-	fs.StringVar(&cfg.Addr, "addr", "127.0.0.1:8080", "listen address of the API and the playground (loopback unless --allow-remote)")
+	logLevel := runtime.CommonFlags(fs, &cfg)
 	fs.StringVar(&cfg.FilesAddr, "files-addr", "", "listen address of the outputs' own origin, read only (default: --addr's port + 1)")
 	fs.StringVar(&cfg.S3Addr, "s3-addr", "", "listen address of the object store's S3 API, for the service only (default: --addr's port + 2)")
 	fs.BoolVar(&cfg.AllowRemote, "allow-remote", false, "listen on addresses other machines can reach (prints what becomes reachable)")
-	fs.StringVar(&cfg.DataDir, "data", ".mediagen", "data directory: store, outputs, dev account")
-	fs.DurationVar(&cfg.SimulatorLatency, "sim-latency", 300*time.Millisecond, "upstream simulator latency before rendering")
 	fs.DurationVar(&cfg.PollInterval, "poll-interval", time.Second, "first delay between polls of a job")
 	fs.StringVar(&cfg.PriceFile, "price-file", os.Getenv("PRICE_FILE"), "price file (default: the embedded one)")
 	fs.StringVar(&cfg.JWTIssuer, "jwt-issuer", os.Getenv("JWT_ISSUER"), "identity-provider issuer (optional)")
 	fs.StringVar(&cfg.JWTAudience, "jwt-audience", os.Getenv("JWT_AUDIENCE"), "identity-provider audience")
 	fs.StringVar(&cfg.JWKSURL, "jwks-url", os.Getenv("JWKS_URL"), "identity-provider JWKS URL")
-	fs.StringVar(&cfg.RoutingFile, "routing", os.Getenv("ROUTING_FILE"), "routing file: which upstream runs each variant (default: the embedded one, every variant on the built-in simulator)")
-	fs.StringVar(&cfg.PublicBaseURL, "public-url", os.Getenv("PUBLIC_BASE_URL"), "where an upstream off this machine can call back (a tunnel to --addr); without it they complete by polling")
 	fs.StringVar(&cfg.SimulatorAddr, "sim-addr", "127.0.0.1:8090", "the built-in simulator's API address (loopback unless --allow-remote)")
 	fs.StringVar(&cfg.SimulatorFilesAddr, "sim-files-addr", "", "the built-in simulator's files origin (https, its CA in <data>/simulator/ca.pem; default: 127.0.0.2 on --sim-addr's port)")
 	fs.DurationVar(&cfg.AuthCacheTTL, "auth-cache-ttl", 0, "reuse the authorizer's answer for the same Authorization header this long, as API Gateway does (the template's AuthorizerCacheTtl, 60s); a revoked key is then accepted until its answer expires (0: no cache, revocation at once)")
-	fs.Func("webhook-allow", "a webhook receiver on this machine, HOST:PORT (repeatable): webhooks may reach these loopback ports and no other (default: none)", func(s string) error {
-		if _, err := runtime.ParseWebhookAllow(s); err != nil {
-			return err
-		}
-		cfg.WebhookAllow = append(cfg.WebhookAllow, s)
-		return nil
-	})
-	logLevel := fs.String("log-level", "info", "debug, info, warn or error")
 	var df dynamoFlags
 	df.register(fs)
 	err := parse(fs, args)

@@ -54,3 +54,18 @@ func Fail(program string, stderr io.Writer, code int, err error) int {
 	fmt.Fprintf(stderr, "%s: %v\n", program, err)
 	return code
 }
+
+// Start begins a command's run: -h output goes to stdout, and a command
+// line that names no command or asks for help gets the usage on stderr
+// (done, with ExitUsage for nothing named and ExitOK for help).
+func Start(args []string, usage string, stdout, stderr io.Writer) (code int, done bool) {
+	HelpOut = stdout
+	if len(args) > 0 && args[0] != "-h" && args[0] != "--help" && args[0] != "help" {
+		return 0, false
+	}
+	fmt.Fprint(stderr, usage)
+	if len(args) == 0 {
+		return ExitUsage, true
+	}
+	return ExitOK, true
+}
