@@ -475,11 +475,6 @@ func (g *Gate) account(ctx context.Context, req Request, allowToken, userOnly bo
 		}
 	}
 	a, cred, err := g.authenticate(ctx, header(req, "Authorization"), allowToken, !userOnly)
-	if err == nil && !cred.token {
-		// No authorizer ran (the streams' function URL has none): the key's
-		// use is noted here, as the authorizer notes it.
-		g.noteUse(ctx, cred.key)
-	}
 	return a, cred.caller, err
 }
 

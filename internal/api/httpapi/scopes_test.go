@@ -171,21 +171,6 @@ func TestTheAuthorizerNotesAKeysUseOnlyWhenTheStoredOneIsStale(t *testing.T) {
 	}
 }
 
-// A request no authorizer saw (a stream on the function URL) notes its
-// key's use as the authorizer does, so a key used only for streams does not
-// read as unused.
-func TestARouteWithoutTheAuthorizerNotesTheKeysUse(t *testing.T) {
-	now := time.Date(2026, 11, 24, 12, 0, 0, 0, time.UTC)
-	st, key := scopedStore(t, []domain.Scope{domain.ScopeRead}, "10", now.Add(-domain.LastUsedGranularity-time.Second))
-	g := &Gate{Store: st, Now: func() time.Time { return now }, Log: quiet}
-	if _, _, err := g.account(context.Background(), Request{Headers: map[string]string{"authorization": "Bearer " + key.Plain}}, true, false); err != nil {
-		t.Fatal(err)
-	}
-	if len(st.touched) != 1 || st.touched[0] != key.Hash {
-		t.Errorf("touched %v, want the key's use noted once", st.touched)
-	}
-}
-
 // A hold refused for the key's budget answers 402 key_budget_exceeded
 // saying the limit, the spend and when it resets, however deep the error
 // is wrapped.
