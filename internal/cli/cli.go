@@ -4,11 +4,14 @@
 package cli
 
 import (
+	"context"
 	"errors"
 	"flag"
 	"fmt"
 	"io"
 	"os"
+	"os/signal"
+	"syscall"
 )
 
 // Exit codes.
@@ -68,4 +71,13 @@ func Start(args []string, usage string, stdout, stderr io.Writer) (code int, don
 		return ExitUsage, true
 	}
 	return ExitOK, true
+}
+
+// Main runs a command until it returns or Ctrl-C/SIGTERM cancels its
+// context, and exits with its code.
+func Main(run func(ctx context.Context, args []string, stdout, stderr io.Writer) int) {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	code := run(ctx, os.Args[1:], os.Stdout, os.Stderr)
+	stop()
+	os.Exit(code)
 }
