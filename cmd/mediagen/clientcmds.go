@@ -629,8 +629,8 @@ func (f *storyFlags) enableNarration() *bool {
 	return &off
 }
 
-// studio is the production options of the flags (the music is
-// create's alone: it changes no price).
+// studio returns the production options the flags set (the music is
+// story create's alone: it changes no price).
 func (f *storyFlags) studio() client.StudioOptions {
 	st := client.StudioOptions{Captions: f.captions, Transition: f.transition, Voice: f.voice}
 	if f.portrait {
