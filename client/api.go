@@ -66,6 +66,9 @@ type Scene struct {
 	Prompt      string `json:"prompt"`
 	// Narration is the text spoken over the scene; empty = the prompt.
 	Narration string `json:"narration,omitempty"`
+	// Model is the video model_version that makes this scene, and prices
+	// it; empty = the video's model.
+	Model string `json:"model,omitempty"`
 }
 
 // LongVideoRequest is the body of POST /api/long-story/videos.
@@ -78,6 +81,14 @@ type LongVideoRequest struct {
 	// EnableNarration nil = the service's default (narrated).
 	EnableNarration *bool  `json:"enable_narration,omitempty"`
 	VideoStyle      string `json:"video_style,omitempty"`
+	StudioOptions
+	WebhookURL    string   `json:"webhook_url,omitempty"`
+	WebhookEvents []string `json:"webhook_events,omitempty"`
+}
+
+// StudioOptions are the production options a create and an estimate
+// take; each zero value is the service's default.
+type StudioOptions struct {
 	// AspectRatio is "landscape" or "portrait"; empty = landscape.
 	AspectRatio string `json:"aspect_ratio,omitempty"`
 	// Captions is "none", "sidecar" or "burned"; empty = the service's default
@@ -85,8 +96,9 @@ type LongVideoRequest struct {
 	Captions string `json:"captions,omitempty"`
 	// Transition is "cut" or "crossfade"; empty = cut.
 	Transition string `json:"transition,omitempty"`
-	// MusicURL is a data:audio URI; MusicVolume its gain (0–1), nil =
-	// the service's default.
+	// MusicURL is an uploaded file's URL (mediagen://files/…), an https
+	// URL or a data:audio URI; MusicVolume its gain (0–1), nil = the
+	// service's default.
 	MusicURL    string   `json:"music_url,omitempty"`
 	MusicVolume *float64 `json:"music_volume,omitempty"`
 	// Voice is a voice id of the language (Voices); empty = the
@@ -94,8 +106,6 @@ type LongVideoRequest struct {
 	Voice string `json:"voice,omitempty"`
 	// NarrationSpeed is the narration's tempo (0.5–1.5); nil = 1.
 	NarrationSpeed *float64 `json:"narration_speed,omitempty"`
-	WebhookURL     string   `json:"webhook_url,omitempty"`
-	WebhookEvents  []string `json:"webhook_events,omitempty"`
 }
 
 // LongVideoCreated is the answer of POST /api/long-story/videos.
@@ -112,10 +122,19 @@ type LongVideoStudio = apiview.LongVideoStudio
 // SceneStatus is one scene in a long-form status view.
 type SceneStatus = apiview.SceneStatus
 
-// EstimateRequest is the body of POST /api/long-story/videos/estimate.
+// EstimateRequest is the body of POST /api/long-story/videos/estimate:
+// the spec's Model and SceneCount, or the create's Scenes with their
+// LanguageCode, then each scene is priced by its own model and checked
+// as the create will check it. The options are checked as at creation.
 type EstimateRequest struct {
-	Model      string `json:"model"`
-	SceneCount int    `json:"scene_count"`
+	Model string `json:"model"`
+	// SceneCount is the number of scenes; 0 = the number of Scenes.
+	SceneCount   int     `json:"scene_count,omitempty"`
+	Scenes       []Scene `json:"scenes,omitempty"`
+	LanguageCode string  `json:"language_code,omitempty"`
+	// EnableNarration nil = the service's default (narrated).
+	EnableNarration *bool `json:"enable_narration,omitempty"`
+	StudioOptions
 }
 
 // LongVideoEstimate is the cost estimate of a long-form video. Amounts keep
@@ -165,7 +184,8 @@ func (c *Client) DeleteGenerationOutput(ctx context.Context, id string) (Generat
 	return do[GenerationStatus](ctx, c, http.MethodDelete, "/api/generations/"+pathEscape(id)+"/output", nil)
 }
 
-// EstimateLongVideo prices a long-form video of sceneCount scenes.
+// EstimateLongVideo prices a long-form video: SceneCount scenes of its
+// model, or its Scenes, each by its own model.
 func (c *Client) EstimateLongVideo(ctx context.Context, req EstimateRequest) (LongVideoEstimate, error) {
 	return do[LongVideoEstimate](ctx, c, http.MethodPost, "/api/long-story/videos/estimate", req)
 }

@@ -526,12 +526,20 @@ func storyEstimateCmd(ctx context.Context, args []string, stdout, stderr io.Writ
 	fs := flag.NewFlagSet("story estimate", flag.ContinueOnError)
 	var af apiFlags
 	af.register(fs)
+	var sf storyFlags
+	sf.register(fs)
 	model := fs.String("model", "beta-2", "video model_version")
-	scenes := fs.Int("scenes", 0, "number of scenes (1-20)")
+	count := fs.Int("scenes", 0, "number of scenes (1-20), or give them with --scene")
 	if _, err := parseArgs(fs, args, 0); err != nil {
 		return usageFail(stderr, "story estimate", err)
 	}
-	e, err := af.client().EstimateLongVideo(ctx, client.EstimateRequest{Model: *model, SceneCount: *scenes})
+	scenes, err := sf.sceneList()
+	if err != nil {
+		return usageFail(stderr, "story estimate", err)
+	}
+	req := client.EstimateRequest{Model: *model, SceneCount: *count, Scenes: scenes, LanguageCode: sf.language,
+		EnableNarration: sf.enableNarration(), StudioOptions: sf.studio()}
+	e, err := af.client().EstimateLongVideo(ctx, req)
 	if err != nil {
 		return apiFail(stderr, "story estimate", err)
 	}
@@ -539,28 +547,110 @@ func storyEstimateCmd(ctx context.Context, args []string, stdout, stderr io.Writ
 		printJSON(stdout, e)
 		return exitOK
 	}
-	fmt.Fprintf(stdout, "%s: %d scenes × %d s = %d s, %s credits per second: %s credits\n", e.Model,
-		e.SceneInfo.TotalScenes, e.SceneInfo.DurationPerScene, e.Duration, e.Credits.PerSecond, e.Credits.Total)
+	// Scenes of their own models make per_second the scenes' mean.
+	var own []string
+	for _, sc := range scenes {
+		if sc.Model != "" {
+			own = append(own, fmt.Sprintf("scene %d: %s", sc.SceneNumber, sc.Model))
+		}
+	}
+	name, mean := e.Model, ""
+	if len(own) > 0 {
+		name, mean = fmt.Sprintf("%s (%s)", e.Model, strings.Join(own, ", ")), " on average"
+	}
+	fmt.Fprintf(stdout, "%s: %d scenes × %d s = %d s, %s credits per second%s: %s credits\n", name,
+		e.SceneInfo.TotalScenes, e.SceneInfo.DurationPerScene, e.Duration, e.Credits.PerSecond, mean, e.Credits.Total)
 	return exitOK
+}
+
+// storyFlags are what story create and story estimate both take: the
+// scenes, each with its own narration and model, and the options the
+// service checks them with, so that an estimate prices and checks what
+// the same create would send.
+type storyFlags struct {
+	scenes, narrations, models repeated
+	language, voice            string
+	captions, transition       string
+	silent, portrait           bool
+	speed                      float64
+}
+
+func (f *storyFlags) register(fs *flag.FlagSet) {
+	fs.Var(&f.scenes, "scene", "a scene's prompt, in order (repeatable, 1-20)")
+	fs.Var(&f.narrations, "narration", "the narration of the scene of the same position (repeatable; default, or \"\": the scene's prompt)")
+	fs.Var(&f.models, "scene-model", "N=MODEL: scene N (from 1, in the order of --scene) is made and priced by its own video model_version (repeatable)")
+	fs.StringVar(&f.language, "language", "en", "narration language (two-letter code)")
+	fs.BoolVar(&f.silent, "no-narration", false, "make the video without narration")
+	fs.Float64Var(&f.speed, "narration-speed", 0, "the narration's tempo, 0.5 to 1.5 (default: 1; a narration too long for its scene is still sped up, at most 1.5×)")
+	fs.StringVar(&f.voice, "voice", "", "the narration's voice, an id of `story voices --language L` (default: the language's first)")
+	fs.BoolVar(&f.portrait, "portrait", false, "make the video upright, 720x1280 (aspect_ratio portrait)")
+	fs.StringVar(&f.captions, "captions", "", "captions: none, sidecar (a WebVTT file; the default when narrated) or burned (drawn on the picture too)")
+	fs.StringVar(&f.transition, "transition", "", "between scenes: cut (the default) or crossfade (0.5 s)")
+}
+
+// sceneList is the scenes, numbered in the order given, each with its
+// narration and its own model; an error names a flag that does not fit
+// them.
+func (f *storyFlags) sceneList() ([]client.Scene, error) {
+	if len(f.narrations) > len(f.scenes) {
+		return nil, errors.New("more --narration than --scene flags")
+	}
+	var out []client.Scene
+	for i, s := range f.scenes {
+		sc := client.Scene{SceneNumber: i + 1, Prompt: s}
+		if i < len(f.narrations) {
+			sc.Narration = f.narrations[i]
+		}
+		out = append(out, sc)
+	}
+	for _, m := range f.models {
+		num, model, ok := strings.Cut(m, "=")
+		n, err := strconv.Atoi(num)
+		switch {
+		case !ok || err != nil || model == "":
+			return nil, fmt.Errorf("--scene-model %q: want N=MODEL, N the scene's position (from 1)", m)
+		case n < 1 || n > len(out):
+			return nil, fmt.Errorf("--scene-model %q: there is no scene %d (%d --scene flags)", m, n, len(out))
+		case out[n-1].Model != "":
+			return nil, fmt.Errorf("--scene-model %q: scene %d already has model %s", m, n, out[n-1].Model)
+		}
+		out[n-1].Model = model
+	}
+	return out, nil
+}
+
+// enableNarration is enable_narration: nil (the service's default,
+// narrated) unless --no-narration.
+func (f *storyFlags) enableNarration() *bool {
+	if !f.silent {
+		return nil
+	}
+	off := false
+	return &off
+}
+
+// studio returns the production options the flags set (the music is
+// story create's alone: it changes no price).
+func (f *storyFlags) studio() client.StudioOptions {
+	st := client.StudioOptions{Captions: f.captions, Transition: f.transition, Voice: f.voice}
+	if f.portrait {
+		st.AspectRatio = "portrait"
+	}
+	if f.speed != 0 {
+		st.NarrationSpeed = &f.speed
+	}
+	return st
 }
 
 func storyCreateCmd(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("story create", flag.ContinueOnError)
 	var af apiFlags
 	af.register(fs)
-	var scenes, narrations repeated
+	var sf storyFlags
+	sf.register(fs)
 	prompt := fs.String("prompt", "", "the video's main prompt")
-	fs.Var(&scenes, "scene", "a scene's prompt, in order (repeatable, 1-20)")
-	fs.Var(&narrations, "narration", "the narration of the scene of the same position (repeatable; default: the scene's prompt)")
-	language := fs.String("language", "en", "narration language (two-letter code)")
 	model := fs.String("model", "", "video model_version (default: the service's, beta-2)")
 	style := fs.String("style", "", "video_style: auto, cinematic, documentary, animation, noir or vintage")
-	silent := fs.Bool("no-narration", false, "make the video without narration")
-	speed := fs.Float64("narration-speed", 0, "the narration's tempo, 0.5 to 1.5 (default: 1; a narration too long for its scene is still sped up, at most 1.5×)")
-	voice := fs.String("voice", "", "the narration's voice, an id of `story voices --language L` (default: the language's first)")
-	portrait := fs.Bool("portrait", false, "make the video upright, 720x1280 (aspect_ratio portrait)")
-	captions := fs.String("captions", "", "captions: none, sidecar (a WebVTT file; the default when narrated) or burned (drawn on the picture too)")
-	transition := fs.String("transition", "", "between scenes: cut (the default) or crossfade (0.5 s)")
 	music := fs.String("music", "", "music under the video: @file (.wav, .mp3 or .m4a, at most 100 MiB; uploaded), an https URL (at most 20 MiB) or a data:audio URI")
 	musicVolume := fs.Float64("music-volume", -1, "the music's gain, 0 to 1 (default: the service's, 0.3)")
 	wait := fs.Bool("wait", false, "wait until the video is final, then download it")
@@ -568,17 +658,12 @@ func storyCreateCmd(ctx context.Context, args []string, stdout, stderr io.Writer
 	if _, err := parseArgs(fs, args, 0); err != nil {
 		return usageFail(stderr, "story create", err)
 	}
-	if len(narrations) > len(scenes) {
-		return usageFail(stderr, "story create", errors.New("more --narration than --scene flags"))
+	scenes, err := sf.sceneList()
+	if err != nil {
+		return usageFail(stderr, "story create", err)
 	}
-	req := client.LongVideoRequest{Prompt: *prompt, LanguageCode: *language, Model: *model, VideoStyle: *style}
-	if *portrait {
-		req.AspectRatio = "portrait"
-	}
-	req.Captions, req.Transition, req.Voice = *captions, *transition, *voice
-	if *speed != 0 {
-		req.NarrationSpeed = speed
-	}
+	req := client.LongVideoRequest{Prompt: *prompt, Scenes: scenes, LanguageCode: sf.language, Model: *model, VideoStyle: *style,
+		EnableNarration: sf.enableNarration(), StudioOptions: sf.studio()}
 	musicFile, musicType, err := musicArg(*music)
 	if err != nil {
 		return usageFail(stderr, "story create", err)
@@ -588,17 +673,6 @@ func storyCreateCmd(ctx context.Context, args []string, stdout, stderr io.Writer
 	}
 	if *musicVolume >= 0 {
 		req.MusicVolume = musicVolume
-	}
-	if *silent {
-		off := false
-		req.EnableNarration = &off
-	}
-	for i, s := range scenes {
-		sc := client.Scene{SceneNumber: i + 1, Prompt: s}
-		if i < len(narrations) {
-			sc.Narration = narrations[i]
-		}
-		req.Scenes = append(req.Scenes, sc)
 	}
 	c := af.client()
 	if musicFile != "" {

@@ -1,21 +1,28 @@
 package playground_test
 
 import (
+	"context"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/mediagen-dev/mediagen/internal/core/catalog"
 	"github.com/mediagen-dev/mediagen/internal/local/runtime"
 	"github.com/mediagen-dev/mediagen/internal/testkit/runtimetest"
+
+	"github.com/shopspring/decimal"
 )
 
 // TestThePlaygroundMakesAnImageAVideoAndALongVideoInChromium drives the
 // page in Debian's Chromium, headless, through playwright-core
 // (testdata/browser.cjs): the image must be displayed, a picked file must
 // be uploaded and fill its image field with its file URL, both videos must
-// play, a bad request must show its fields, the key must survive a reload.
+// play, a bad request must show its fields, the key must survive a reload;
+// the long video's scene 2, given its own model and narration in the form,
+// must be priced by it in the estimate and the preview, and made by it.
 // Screenshots are kept in test-output/playground/.
 func TestThePlaygroundMakesAnImageAVideoAndALongVideoInChromium(t *testing.T) {
 	pw := browserTools(t)
@@ -73,8 +80,48 @@ func TestThePlaygroundMakesAnImageAVideoAndALongVideoInChromium(t *testing.T) {
 	if e, _ := checks.last("bad option")["text"].(string); !strings.Contains(e, "No estimate") || !strings.Contains(e, "narration_speed") {
 		t.Errorf("an estimate with narration speed 2 shows %q, want the service's message naming narration_speed", e)
 	}
-	if e, _ := checks.last("studio estimate")["text"].(string); !strings.Contains(e, "3 scenes × 5 s = 15 s · 195 credits") {
-		t.Errorf("the estimate with every option shows %q, want 3 scenes × 5 s = 15 s · 195 credits", e)
+	// Scene 2 by delta-1-pro (7.8 credits a second by prices.json, against
+	// beta-2's 13): 65 + 39 + 65 = 169 credits, whatever the options.
+	if e, _ := checks.last("studio estimate")["text"].(string); !strings.Contains(e, "3 scenes × 5 s = 15 s · 169 credits") {
+		t.Errorf("the estimate with every option and scene 2 by delta-1-pro shows %q, want 3 scenes × 5 s = 15 s · 169 credits", e)
+	}
+	if m, _ := checks.last("scene model")["models"].([]any); fmt.Sprint(m) != fmt.Sprint(append([]string{""}, catalog.VideoVersions()...)) {
+		t.Errorf("a scene's model select offers %v, want the video's model (\"\") then the catalog's video models", m)
+	}
+	if e, _ := checks.last("scene model")["text"].(string); !strings.Contains(e, "169 credits (11.2667 per second on average)") {
+		t.Errorf("the estimate with scene 2 by delta-1-pro shows %q, want 169 credits at 11.2667 per second on average", e)
+	}
+	// The preview says what will be made before the create.
+	preview, _ := checks.last("preview")["text"].(string)
+	for _, want := range []string{"Preview: 3 scenes, 15 s", "portrait 720x1280", "crossfade", "voice " + voice, "captions burned",
+		"narration ×1.2", "music at 0.4 (file)", "Total: 169 credits"} {
+		if !strings.Contains(preview, want) {
+			t.Errorf("the preview %q lacks %q", preview, want)
+		}
+	}
+	wantScenes := []any{"Scene 1 · beta-2 · 5 s · its prompt spoken",
+		"Scene 2 · delta-1-pro (its own) · 5 s · narration: “The gulls call over the pier.”",
+		"Scene 3 · beta-2 · 5 s · its prompt spoken"}
+	if got, _ := checks.last("preview")["scenes"].([]any); fmt.Sprint(got) != fmt.Sprint(wantScenes) {
+		t.Errorf("the preview's scenes %q, want %q", got, wantScenes)
+	}
+	// The service received scene 2's model and narration: the simulator
+	// made it by delta-1-pro, the others by beta-2.
+	id, _ := checks.last("story")["id"].(string)
+	v, err := rt.Store.GetLongVideo(context.Background(), id)
+	if err != nil {
+		t.Fatalf("the long video %q: %v", id, err)
+	}
+	if sc := v.Scenes[1]; sc.Model != "delta-1-pro" || sc.Narration != "The gulls call over the pier." || v.Scenes[0].Model != "" {
+		t.Errorf("the service received scenes %+v; want scene 2 with its own model and narration", v.Scenes)
+	}
+	for n, want := range map[int]string{1: "provider-b/beta-2", 2: "provider-e/delta-1-pro", 3: "provider-b/beta-2"} {
+		if p, ok := rt.Simulator.Lookup(v.SceneStatus[n].ID); !ok || p.Model != want {
+			t.Errorf("scene %d was made by %q (found: %v), want %s", n, p.Model, ok, want)
+		}
+	}
+	if !v.CreditsHeld.Equal(decimal.NewFromInt(169)) {
+		t.Errorf("the video held %s credits, want the estimate's 169", v.CreditsHeld)
 	}
 	if e, _ := checks.last("bad input")["error"].(string); !strings.Contains(e, "input.seconds: is required") {
 		t.Errorf("a bad request shows %q, want the envelope's field message", e)
@@ -93,7 +140,7 @@ func TestThePlaygroundMakesAnImageAVideoAndALongVideoInChromium(t *testing.T) {
 	if f := checks.last("follows"); num("follows", "streams") < 3 || num("follows", "statusReads") != 0 {
 		t.Errorf("the page followed its jobs with %v; want a stream each for the image, the video and the long video, and no status reads", f)
 	}
-	for _, shot := range []string{"image.png", "video.png", "story-estimate.png", "story.png"} {
+	for _, shot := range []string{"image.png", "video.png", "story-estimate.png", "story-preview.png", "story.png"} {
 		if info, err := os.Stat(filepath.Join(out, shot)); err != nil || info.Size() == 0 {
 			t.Errorf("screenshot %s missing: %v", shot, err)
 		}

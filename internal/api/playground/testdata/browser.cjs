@@ -2,7 +2,8 @@
 // (chromium.cjs): an image, an image from an uploaded file, a video and a
 // long-form video made through the page, the last with every studio option
 // (a voice previewed, burned captions, portrait, crossfade, music from a
-// file, narration speed). Run by browser_test.go, which starts the local runtime and passes:
+// file, narration speed) and a scene of its own model and narration, whose
+// preview the form shows before the create. Run by browser_test.go, which starts the local runtime and passes:
 //   BASE_URL         the runtime's URL;  API_KEY  its dev account's key
 //   OUT_DIR          where screenshots go
 // Prints one JSON line per check to stdout; exits 1 on the first failure,
@@ -132,6 +133,16 @@ async function main() {
     await page.locator("#story-estimate", { hasText: "3 scenes" }).waitFor({ timeout: WAIT });
     report("estimate", { text: await page.textContent("#story-estimate") });
 
+    step = "scene model";
+    // Scene 2 gets its own model (from the catalog's video models) and
+    // narration: the estimate prices it by its model ("on average").
+    const scene2 = page.locator("#scenes .scene").nth(1);
+    const sceneModels = await scene2.locator(".scene-model option").evaluateAll((os) => os.map((o) => o.value));
+    await scene2.locator(".scene-model").selectOption("delta-1-pro");
+    await scene2.locator(".scene-narration").fill("The gulls call over the pier.");
+    await page.locator("#story-estimate", { hasText: "on average" }).waitFor({ timeout: WAIT });
+    report("scene model", { models: sceneModels, text: await page.textContent("#story-estimate") });
+
     step = "voices";
     await page.locator("#story-voice option:nth-child(2)").waitFor({ state: "attached", timeout: WAIT });
     const voices = await page.locator("#story-voice option").evaluateAll((os) => os.map((o) => ({ value: o.value, text: o.textContent, preview: o.dataset.preview || "" })));
@@ -162,12 +173,23 @@ async function main() {
     await page.dispatchEvent("#story-music-volume", "change");
     await page.locator("#story-estimate", { hasText: "3 scenes" }).waitFor({ timeout: WAIT });
     report("studio estimate", { text: await page.textContent("#story-estimate") });
+    const preview = page.locator("#story-preview");
+    report("preview", { text: await preview.textContent(),
+      scenes: await preview.locator(".preview-scene").evaluateAll((ls) => ls.map((l) => l.textContent)) });
+    await preview.scrollIntoViewIfNeeded();
     await page.screenshot({ path: path.join(out, "story-estimate.png") });
+    // The scenes, the estimate and the preview, as docs/cli.md shows them.
+    const clip = await page.evaluate(() => {
+      const a = document.querySelector("#scenes").getBoundingClientRect(), b = document.querySelector("#story-preview").getBoundingClientRect();
+      return { x: b.left - 32, y: a.top + window.scrollY - 8, width: b.width + 40, height: b.bottom - a.top + 16 };
+    });
+    await page.screenshot({ path: path.join(out, "story-preview.png"), fullPage: true, clip });
 
     step = "long-form video";
     await page.click("#story-create");
     await page.locator('#story-status [data-status="completed"]').waitFor({ timeout: 2 * WAIT });
-    report("story", { ...(await playing(page, "#story-video-0")), status: await page.textContent("#story-status"),
+    const storyStatus = await page.textContent("#story-status");
+    report("story", { ...(await playing(page, "#story-video-0")), status: storyStatus, id: (/Video (\S+)/.exec(storyStatus) || [])[1],
       options: await page.textContent("#story-options"), captions: await page.getAttribute("#story-captions-link", "href") });
     report("follows", follows);
     await page.screenshot({ path: path.join(out, "story.png") });

@@ -252,13 +252,42 @@ async function submitSingle(ev) {
 
 let storyJob = { stopped: true };
 let estimateTimer = 0;
+let estimateSeq = 0; // the latest estimate asked: an older answer is dropped
+// videoVersions are the catalog's video model_versions: the video's model
+// and each scene's own are chosen among them.
+let videoVersions = [];
+
+// fillSceneModel lists the video models in a scene's model select, first
+// "(the video's model)"; a model chosen before stays chosen.
+function fillSceneModel(select) {
+  const keep = select.value;
+  select.replaceChildren(el("option", { value: "", text: "(the video's model)" }), ...videoVersions.map((v) => el("option", { value: v, text: v })));
+  if (videoVersions.includes(keep)) select.value = keep;
+}
 
 function addScene(text = "") {
   const li = $("#scene-template").content.firstElementChild.cloneNode(true);
   $(".scene-prompt", li).value = text;
+  fillSceneModel($(".scene-model", li));
+  $(".scene-prompt", li).addEventListener("input", scheduleEstimate);
+  $(".scene-narration", li).addEventListener("input", scheduleEstimate);
+  $(".scene-model", li).addEventListener("change", scheduleEstimate);
   $(".remove-scene", li).addEventListener("click", () => { li.remove(); scheduleEstimate(); });
   $("#scenes").append(li);
   scheduleEstimate();
+}
+
+// sceneList is the form's scenes as the API takes them, numbered in
+// order, each with its own narration and model when it has one.
+function sceneList() {
+  return $$("#scenes .scene").map((li, i) => {
+    const s = { scene_number: i + 1, prompt: $(".scene-prompt", li).value };
+    const narration = $(".scene-narration", li).value.trim();
+    if (narration) s.narration = narration;
+    const model = $(".scene-model", li).value;
+    if (model) s.model = model;
+    return s;
+  });
 }
 
 function scheduleEstimate() {
@@ -297,36 +326,91 @@ function audioType(file) {
 }
 
 // optionsText describes the studio the service applied (the status view's
-// studio, its defaults written out).
+// studio, its defaults written out), or the one the form will ask for
+// (formStudio).
 function optionsText(st) {
   const parts = [st.aspect_ratio === "portrait" ? "portrait 720x1280" : "landscape 1280x720", st.transition === "crossfade" ? "crossfade" : "cuts"];
   if (st.voice) parts.push(`voice ${st.voice}`);
   parts.push(`captions ${st.captions}`);
   if (st.narration_speed != null) parts.push(`narration ×${st.narration_speed}`);
-  if (st.music_url) parts.push(`music at ${st.music_volume} (${/^(data|mediagen):/.test(st.music_url) ? "file" : new URL(st.music_url).host})`);
+  if (st.music_url) parts.push(`music at ${st.music_volume} (${musicSource(st.music_url)})`);
   return "Options: " + parts.join(" · ");
+}
+
+// musicSource names where music comes from: a file (uploaded, or a data:
+// URI) or its URL's host.
+function musicSource(url) {
+  if (/^(data|mediagen):/i.test(url)) return "file";
+  try { return new URL(url).host; } catch { return url; }
+}
+
+// formStudio is the studio the form asks for, its defaults written out as
+// the status view will show them: the language's default voice, sidecar
+// captions when narrated, none otherwise.
+function formStudio() {
+  const o = studioOptions(), narrated = $("#story-narration").checked;
+  const speed = parseFloat($("#story-speed").value);
+  return {
+    aspect_ratio: o.aspect_ratio, transition: o.transition,
+    voice: narrated ? o.voice || $("#story-voice").firstElementChild.dataset.voice || "(the language's default)" : null,
+    captions: o.captions || (narrated ? "sidecar" : "none"),
+    narration_speed: narrated ? (Number.isNaN(speed) ? 1 : speed) : null,
+    music_url: o.music_url || null, music_volume: o.music_volume ?? null,
+  };
+}
+
+// renderPreview shows what the form will make: its length and frame, the
+// options, each scene with its model, its length and what is spoken over
+// it, and the estimate's price (quote; null when there is none).
+function renderPreview(scenes, quote) {
+  const narrated = $("#story-narration").checked, model = $("#story-model").value;
+  const seconds = quote ? ` · ${quote.scene_info.duration_per_scene} s` : "";
+  const items = scenes.map((s) => {
+    const spoken = !narrated ? "silent" : s.narration ? `narration: “${s.narration}”` : "its prompt spoken";
+    return el("li", { class: "preview-scene" }, `Scene ${s.scene_number} · ${s.model || model}${s.model ? " (its own)" : ""}${seconds} · ${spoken}`);
+  });
+  $("#story-preview").replaceChildren(
+    el("p", { text: `Preview: ${scenes.length} scenes` + (quote ? `, ${quote.duration} s` : "") }),
+    el("p", { text: optionsText(formStudio()) }),
+    el("ul", {}, ...items),
+    el("p", { id: "story-preview-total", text: quote ? `Total: ${quote.credits.total} credits` : "Total: no estimate" }),
+  );
 }
 
 async function estimate() {
   const box = $("#story-estimate");
-  const scenes = $$("#scenes .scene").length;
-  if (!$("#api-key").value.trim()) { box.textContent = "Paste an API key to see the estimate."; return; }
-  if (scenes === 0) { box.textContent = "Add a scene."; return; }
-  // The models are not read yet: loadModels asks again once they are.
-  if (!$("#story-model").value) return;
+  const scenes = sceneList();
+  const seq = ++estimateSeq;
+  if (!$("#api-key").value.trim() || scenes.length === 0 || !$("#story-model").value) {
+    renderPreview(scenes, null);
+    if (!$("#api-key").value.trim()) box.textContent = "Paste an API key to see the estimate.";
+    else if (scenes.length === 0) box.textContent = "Add a scene.";
+    // else the models are not read yet: loadModels asks again once they are.
+    return;
+  }
+  // The estimate checks the options as the create will. The scenes
+  // themselves are sent (each priced by its own model, its narration
+  // checked) once each has its prompt, or once one names its own model
+  // (a missing prompt is then the service's to name); until then their
+  // number is, all made by the video's model.
+  const whole = scenes.every((s) => s.prompt.trim()) || scenes.some((s) => s.model);
   try {
-    // The estimate checks the options as the create will.
     const e = await api("POST", "/api/long-story/videos/estimate", {
-      model: $("#story-model").value, scene_count: scenes, language_code: $("#story-language").value,
-      enable_narration: $("#story-narration").checked, ...studioOptions(),
+      model: $("#story-model").value, language_code: $("#story-language").value,
+      enable_narration: $("#story-narration").checked, ...studioOptions(), ...(whole ? { scenes } : { scene_count: scenes.length }),
     });
+    if (seq !== estimateSeq) return;
+    const mean = scenes.some((s) => s.model) ? " on average" : "";
     box.textContent = `Estimate: ${e.scene_info.total_scenes} scenes × ${e.scene_info.duration_per_scene} s = ${e.duration} s · ` +
-      `${e.credits.total} credits (${e.credits.per_second} per second)`;
+      `${e.credits.total} credits (${e.credits.per_second} per second${mean})`;
     box.dataset.credits = e.credits.total;
+    renderPreview(scenes, e);
   } catch (err) {
+    if (seq !== estimateSeq) return;
     const fields = (err.details || []).map((d) => `${d.field}: ${d.message}`);
     box.textContent = "No estimate: " + err.message + (fields.length ? " (" + fields.join("; ") + ")" : "");
     delete box.dataset.credits;
+    renderPreview(scenes, null);
   }
 }
 
@@ -344,11 +428,12 @@ async function loadVoices() {
     for (const v of list.voices || []) {
       const o = el("option", { value: v.id, text: `${v.name} (${v.gender}${v.default ? ", default" : ""})` });
       o.dataset.preview = v.preview_url || "";
-      if (v.default) select.firstElementChild.dataset.preview = v.preview_url || "";
+      if (v.default) Object.assign(select.firstElementChild.dataset, { preview: v.preview_url || "", voice: v.id });
       select.append(o);
     }
     if ([...select.options].some((o) => o.value === keep)) select.value = keep;
     $("#story-voice-preview").disabled = !select.selectedOptions[0]?.dataset.preview;
+    scheduleEstimate(); // the preview names the default voice
   } catch (err) {
     select.firstElementChild.textContent = "(no voices: " + err.message + ")";
   }
@@ -378,12 +463,7 @@ async function submitStory(ev) {
   showError(errBox, null);
   out.replaceChildren();
   $("#story-scenes").replaceChildren();
-  const scenes = $$("#scenes .scene").map((li, i) => {
-    const s = { scene_number: i + 1, prompt: $(".scene-prompt", li).value };
-    const n = $(".scene-narration", li).value.trim();
-    if (n) s.narration = n;
-    return s;
-  });
+  const scenes = sceneList();
   const options = studioOptions();
   const body = {
     prompt: $("#story-prompt").value, scenes, language_code: $("#story-language").value, model: $("#story-model").value,
@@ -451,6 +531,8 @@ async function loadModels() {
     }
     variant.append(group);
   }
+  videoVersions = models.filter((m) => m.kind === "video").map((m) => m.version);
+  $$("#scenes .scene-model").forEach(fillSceneModel);
   const last = saved.get("variant");
   if (models.some((m) => `${m.model}/${m.version}` === last)) variant.value = last;
   buildForm(models.find((m) => `${m.model}/${m.version}` === variant.value));
