@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"strconv"
-	"strings"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -187,63 +186,23 @@ func (s *Store) keepInputApart(ctx context.Context, it *generationItem) error {
 	return nil
 }
 
-// storedGeneration is a record as its item holds it: when its input is
-// apart, that is still to read (GetGeneration, withInputs).
-type storedGeneration struct {
-	g          domain.Generation
-	inputApart bool
-}
-
-func (it generationItem) stored() (storedGeneration, error) {
+func (it generationItem) stored() (stored[domain.Generation], error) {
 	g, err := it.generation()
-	return storedGeneration{g: g, inputApart: it.InputApart}, err
+	return stored[domain.Generation]{rec: g, apart: it.InputApart}, err
 }
 
-// withInputs reads the inputs kept apart of the records stored, all in
-// consistent batch reads (the input is written before its record, so a
-// record read never lacks it).
-func (s *Store) withInputs(ctx context.Context, stored []storedGeneration) ([]domain.Generation, error) {
-	var apart []string
-	for _, l := range stored {
-		if l.inputApart {
-			apart = append(apart, l.g.UUID+inputApartSuffix)
-		}
-	}
-	inputs, err := s.batchGet(ctx, s.tables.Generations, "uuid", apart, true)
-	if err != nil {
-		return nil, fmt.Errorf("read the generations' inputs: %w", err)
-	}
-	out := make([]domain.Generation, len(stored))
-	for i, l := range stored {
-		out[i] = l.g
-		if !l.inputApart {
-			continue
-		}
-		in, ok := inputs[l.g.UUID+inputApartSuffix]
-		if !ok {
-			return nil, fmt.Errorf("generation %s: its input item is missing", l.g.UUID)
-		}
-		out[i].Input = json.RawMessage(stringAttr(in, "input"))
-	}
-	return out, nil
+// inputs is how a generation's input is kept apart (keepInputApart).
+func (s *Store) inputs() keptApart[domain.Generation] {
+	return keptApart[domain.Generation]{noun: "generation", part: "input", table: s.tables.Generations, key: "uuid",
+		suffix: inputApartSuffix, id: func(g domain.Generation) string { return g.UUID },
+		join: func(g domain.Generation, raw map[string]types.AttributeValue) (domain.Generation, error) {
+			g.Input = json.RawMessage(stringAttr(raw, "input"))
+			return g, nil
+		}}
 }
 
 func (s *Store) GetGeneration(ctx context.Context, uuid string) (domain.Generation, error) {
-	what := "generation " + uuid
-	if strings.Contains(uuid, "#") {
-		return domain.Generation{}, fmt.Errorf("%s: %w", what, domain.ErrNotFound) // an input item's key
-	}
-	l, err := getItem(ctx, s, s.tables.Generations, "uuid", uuid, what, decoder(what, generationItem.stored))
-	if err != nil || !l.inputApart {
-		return l.g, err
-	}
-	in, err := getItem(ctx, s, s.tables.Generations, "uuid", uuid+inputApartSuffix, what+" input",
-		func(raw map[string]types.AttributeValue) (string, error) { return stringAttr(raw, "input"), nil })
-	if err != nil {
-		return domain.Generation{}, err
-	}
-	l.g.Input = json.RawMessage(in)
-	return l.g, nil
+	return s.inputs().get(ctx, s, uuid, decoder("generation "+uuid, generationItem.stored))
 }
 
 func (s *Store) GetGenerationByID(ctx context.Context, userID string, id int64) (domain.Generation, error) {
@@ -337,8 +296,12 @@ func (s *Store) FinishGeneration(ctx context.Context, uuid string, o domain.Outc
 
 func (s *Store) ListGenerations(ctx context.Context, q store.ListQuery) (store.Page[domain.Generation], error) {
 	page, err := queryPage(ctx, s, s.tables.Generations, "uuid", q, decoder("generation", generationItem.stored),
-		func(l storedGeneration) bool { return q.Matches(l.g.Status, l.g.Model, l.g.ModelVersion) },
-		func(l storedGeneration) store.Cursor { return store.Cursor{CreatedAt: l.g.CreatedAt, ID: l.g.UUID} })
+		func(l stored[domain.Generation]) bool {
+			return q.Matches(l.rec.Status, l.rec.Model, l.rec.ModelVersion)
+		},
+		func(l stored[domain.Generation]) store.Cursor {
+			return store.Cursor{CreatedAt: l.rec.CreatedAt, ID: l.rec.UUID}
+		})
 	if err != nil {
 		return store.Page[domain.Generation]{}, err
 	}
@@ -346,7 +309,7 @@ func (s *Store) ListGenerations(ctx context.Context, q store.ListQuery) (store.P
 	// record is left out too, so that no item carries one.
 	items := make([]domain.Generation, len(page.Items))
 	for i, l := range page.Items {
-		items[i] = l.g
+		items[i] = l.rec
 		items[i].Input = nil
 	}
 	return store.Page[domain.Generation]{Items: items, Next: page.Next}, nil

@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"strconv"
-	"strings"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -123,75 +122,31 @@ func (s *Store) keepTextsApart(ctx context.Context, it *longVideoItem) error {
 	return nil
 }
 
-// storedLongVideo is a record as its item holds it: when its texts are
-// apart, they are still to read.
-type storedLongVideo struct {
-	v          domain.LongVideo
-	textsApart bool
+func (it longVideoItem) stored() (stored[domain.LongVideo], error) {
+	v, err := it.longVideo()
+	return stored[domain.LongVideo]{rec: v, apart: it.TextsApart}, err
 }
 
-func (it longVideoItem) stored() (storedLongVideo, error) {
-	v, err := it.longVideo()
-	return storedLongVideo{v: v, textsApart: it.TextsApart}, err
+// texts is how a video's texts are kept apart (keepTextsApart).
+func (s *Store) texts() keptApart[domain.LongVideo] {
+	return keptApart[domain.LongVideo]{noun: "long video", part: "texts", table: s.tables.LongVideos, key: "id",
+		suffix: textsApartSuffix, id: func(v domain.LongVideo) string { return v.ID },
+		join: func(v domain.LongVideo, raw map[string]types.AttributeValue) (domain.LongVideo, error) {
+			var t longVideoTexts
+			if err := attributevalue.UnmarshalMap(raw, &t); err != nil {
+				return domain.LongVideo{}, fmt.Errorf("decode long video %s texts: %w", v.ID, err)
+			}
+			v.Prompt = t.Prompt
+			v.Scenes = make([]domain.Scene, len(t.Scenes))
+			for i, sc := range t.Scenes {
+				v.Scenes[i] = domain.Scene(sc)
+			}
+			return v, nil
+		}}
 }
 
 func (s *Store) GetLongVideo(ctx context.Context, id string) (domain.LongVideo, error) {
-	what := "long video " + id
-	if strings.Contains(id, "#") {
-		return domain.LongVideo{}, fmt.Errorf("%s: %w", what, domain.ErrNotFound) // a texts item's key
-	}
-	l, err := getItem(ctx, s, s.tables.LongVideos, "id", id, what, decoder(what, longVideoItem.stored))
-	if err != nil || !l.textsApart {
-		return l.v, err
-	}
-	texts, err := getItem(ctx, s, s.tables.LongVideos, "id", id+textsApartSuffix, what+" texts", decoder(what+" texts",
-		func(t longVideoTexts) (longVideoTexts, error) { return t, nil }))
-	if err != nil {
-		return domain.LongVideo{}, err
-	}
-	return withTexts(l.v, texts), nil
-}
-
-// withTexts puts a video's texts back into its record.
-func withTexts(v domain.LongVideo, t longVideoTexts) domain.LongVideo {
-	v.Prompt = t.Prompt
-	v.Scenes = make([]domain.Scene, len(t.Scenes))
-	for i, sc := range t.Scenes {
-		v.Scenes[i] = domain.Scene(sc)
-	}
-	return v
-}
-
-// withLongVideoTexts reads the texts kept apart of the records stored, in
-// consistent batch reads (the texts are written before their record).
-func (s *Store) withLongVideoTexts(ctx context.Context, stored []storedLongVideo) ([]domain.LongVideo, error) {
-	var apart []string
-	for _, l := range stored {
-		if l.textsApart {
-			apart = append(apart, l.v.ID+textsApartSuffix)
-		}
-	}
-	items, err := s.batchGet(ctx, s.tables.LongVideos, "id", apart, true)
-	if err != nil {
-		return nil, fmt.Errorf("read the long videos' texts: %w", err)
-	}
-	out := make([]domain.LongVideo, len(stored))
-	for i, l := range stored {
-		out[i] = l.v
-		if !l.textsApart {
-			continue
-		}
-		raw, ok := items[l.v.ID+textsApartSuffix]
-		if !ok {
-			return nil, fmt.Errorf("long video %s: its texts item is missing", l.v.ID)
-		}
-		var t longVideoTexts
-		if err := attributevalue.UnmarshalMap(raw, &t); err != nil {
-			return nil, fmt.Errorf("long video %s texts: %w", l.v.ID, err)
-		}
-		out[i] = withTexts(l.v, t)
-	}
-	return out, nil
+	return s.texts().get(ctx, s, id, decoder("long video "+id, longVideoItem.stored))
 }
 
 func (it longVideoItem) longVideo() (domain.LongVideo, error) {

@@ -25,11 +25,11 @@ import (
 func (s *Store) ProcessingGenerations(ctx context.Context, limit int) ([]domain.Generation, error) {
 	listed, err := scanProcessing(ctx, s, s.tables.Generations, "generations", limit,
 		decoder("generation", generationItem.stored),
-		func(l storedGeneration) time.Time { return l.g.CreatedAt })
+		func(l stored[domain.Generation]) time.Time { return l.rec.CreatedAt })
 	if err != nil {
 		return nil, err
 	}
-	return s.withInputs(ctx, listed)
+	return s.inputs().joinAll(ctx, s, listed)
 }
 
 // ProcessingLongVideos scans for videos still processing, oldest first, so
@@ -38,11 +38,11 @@ func (s *Store) ProcessingGenerations(ctx context.Context, limit int) ([]domain.
 func (s *Store) ProcessingLongVideos(ctx context.Context, limit int) ([]domain.LongVideo, error) {
 	listed, err := scanProcessing(ctx, s, s.tables.LongVideos, "long videos", limit,
 		decoder("long video", longVideoItem.stored),
-		func(l storedLongVideo) time.Time { return l.v.CreatedAt })
+		func(l stored[domain.LongVideo]) time.Time { return l.rec.CreatedAt })
 	if err != nil {
 		return nil, err
 	}
-	return s.withLongVideoTexts(ctx, listed)
+	return s.texts().joinAll(ctx, s, listed)
 }
 
 // scanProcessing scans table for the records still processing until it has

@@ -30,11 +30,8 @@ func (s *Service) cancel(ctx context.Context, userID, id string) (domain.Generat
 	if err != nil {
 		return domain.Generation{}, err
 	}
-	if g.Status.Terminal() {
-		return domain.Generation{}, fmt.Errorf("%w: generation %s is already %s", domain.ErrConflict, g.UUID, g.Status)
-	}
-	if g.Files.Finishing {
-		return domain.Generation{}, finishingError(g.UUID)
+	if err := g.Work().Cancelable(); err != nil {
+		return domain.Generation{}, err
 	}
 	log := s.log().With("user_id", g.UserID, "generation_id", g.UUID, "upstream", g.Upstream, "upstream_id", g.UpstreamID)
 	// The record is made final first: the provider's callback for the
@@ -54,7 +51,7 @@ func (s *Service) cancel(ctx context.Context, userID, id string) (domain.Generat
 		return domain.Generation{}, fmt.Errorf("reread %s: %w", uuid, err)
 	}
 	if !wrote {
-		return domain.Generation{}, fmt.Errorf("%w: generation %s is already %s", domain.ErrConflict, g.UUID, g.Status)
+		return domain.Generation{}, g.Work().Cancelable()
 	}
 	return g, nil
 }

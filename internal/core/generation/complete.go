@@ -62,7 +62,7 @@ func (s *Service) finishOnce(ctx context.Context, log *slog.Logger, g domain.Gen
 		if !g.Status.Terminal() {
 			// A cancel refused while the outputs are stored: nothing to
 			// settle, the poller completes (or fails) the record.
-			return false, finishingError(uuid)
+			return false, g.Work().Finishing()
 		}
 	default:
 		return false, fmt.Errorf("finish %s: %w", g.UUID, err)
@@ -139,11 +139,4 @@ func (s *Service) settle(ctx context.Context, log *slog.Logger, g domain.Generat
 		log.InfoContext(ctx, "hold settled", "settlement", how, "credits", domain.FormatCredits(g.CreditsUsed))
 	}
 	return nil
-}
-
-// finishingError is a cancel of a generation whose outputs are being
-// stored: it completes and is charged (or fails and is not).
-func finishingError(uuid string) error {
-	return fmt.Errorf("%w: generation %s is storing its outputs; it completes and is charged (or, if that fails, fails and is not)",
-		domain.ErrFinishing, uuid)
 }

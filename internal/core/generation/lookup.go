@@ -100,8 +100,8 @@ func (r *Reader) Lookup(ctx context.Context, userID, id string) (domain.Generati
 	if err != nil {
 		return domain.Generation{}, err
 	}
-	if g.UserID != userID {
-		return domain.Generation{}, fmt.Errorf("generation %s: %w", id, domain.ErrNotFound)
+	if err := g.Work().OwnedBy(userID); err != nil {
+		return domain.Generation{}, err
 	}
 	return g, nil
 }

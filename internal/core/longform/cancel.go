@@ -32,19 +32,16 @@ func (s *Service) cancel(ctx context.Context, userID, id string) (domain.LongVid
 	if err != nil {
 		return domain.LongVideo{}, err
 	}
-	if v.Status.Terminal() {
-		return domain.LongVideo{}, fmt.Errorf("%w: video %s is already %s", domain.ErrConflict, v.ID, v.Status)
-	}
-	if v.Files.Finishing {
-		return domain.LongVideo{}, finishingError(v.ID)
+	if err := v.Work().Cancelable(); err != nil {
+		return domain.LongVideo{}, err
 	}
 	log := s.log().With("user_id", userID, "video_id", v.ID)
 	err = s.Store.FinishLongVideo(ctx, v.ID, domain.Outcome{Status: domain.StatusCanceled, Error: "canceled by the caller"}, s.now())
 	if errors.Is(err, domain.ErrConflict) {
 		if v, err = s.Store.GetLongVideo(ctx, v.ID); err == nil {
-			err = fmt.Errorf("%w: video %s is already %s", domain.ErrConflict, v.ID, v.Status)
-			if !v.Status.Terminal() {
-				err = finishingError(v.ID)
+			// Final meanwhile, or storing its final video.
+			if err = v.Work().Cancelable(); err == nil {
+				err = v.Work().Finishing()
 			}
 		}
 		return domain.LongVideo{}, err
@@ -65,11 +62,4 @@ func (s *Service) cancel(ctx context.Context, userID, id string) (domain.LongVid
 		log.WarnContext(ctx, "could not enqueue the webhook", "error", err)
 	}
 	return v, nil
-}
-
-// finishingError is a cancel of a video whose final video is being
-// stored: it completes and is charged (or fails and is not).
-func finishingError(id string) error {
-	return fmt.Errorf("%w: video %s is storing its final video; it completes and is charged (or, if that fails, fails and is not)",
-		domain.ErrFinishing, id)
 }

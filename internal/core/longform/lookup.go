@@ -32,8 +32,8 @@ func (r *Reader) find(ctx context.Context, userID, id string) (domain.LongVideo,
 	if err != nil {
 		return domain.LongVideo{}, err
 	}
-	if v.UserID != userID {
-		return domain.LongVideo{}, fmt.Errorf("long video %s: %w", id, domain.ErrNotFound)
+	if err := v.Work().OwnedBy(userID); err != nil {
+		return domain.LongVideo{}, err
 	}
 	return v, nil
 }

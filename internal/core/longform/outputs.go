@@ -2,7 +2,6 @@ package longform
 
 import (
 	"context"
-	"fmt"
 	"time"
 
 	"github.com/mediagen-dev/mediagen/internal/core/domain"
@@ -15,44 +14,24 @@ type OutputStore interface {
 	SetLongVideoRemoval(ctx context.Context, id string, r domain.Removal, at time.Time) error
 }
 
-// OutputRemover deletes videos' stored files: the delete-output route's
-// use case. It needs the store and the bucket, nothing else.
+// OutputRemover deletes videos' stored files (the final video, the
+// scenes' clips and the narration): the delete-output route's use case
+// (media.Outputs, shared with generations). It needs the store and the
+// bucket, nothing else.
 type OutputRemover struct {
-	store    OutputStore
-	objects  media.Objects
-	cdn      media.Invalidator
-	settings Settings
+	outputs media.Outputs[domain.LongVideo]
 }
 
 // NewOutputRemover deletes from objects, invalidates the deleted files at
 // cdn (nil: nothing caches them) and records it in store.
 func NewOutputRemover(store OutputStore, objects media.Objects, cdn media.Invalidator, settings Settings) *OutputRemover {
-	return &OutputRemover{store: store, objects: objects, cdn: cdn, settings: settings}
+	return &OutputRemover{outputs: media.Outputs[domain.LongVideo]{
+		Find: NewReader(store).find, Get: store.GetLongVideo, Prefix: media.LongVideoPrefix,
+		SetRemoval: store.SetLongVideoRemoval, Objects: objects, CDN: cdn, Log: settings.Log, Now: settings.Now}}
 }
 
-// RemoveOutput deletes every file stored for a caller's final video (its
-// final video, the scenes' clips and the narration; media.RemoveFiles) and
-// answers the record, removed. A repeat answers the same; a video still
-// processing is a conflict and nothing changes.
+// RemoveOutput deletes every file stored for a caller's final video and
+// answers the record, removed (media.Outputs.Remove).
 func (r *OutputRemover) RemoveOutput(ctx context.Context, userID, id string) (domain.LongVideo, error) {
-	v, err := NewReader(r.store).find(ctx, userID, id)
-	if err != nil {
-		return domain.LongVideo{}, err
-	}
-	wasRemoved := v.Files.Removal == domain.RemovalRemoved
-	err = media.RemoveFiles(ctx, r.objects, media.FilesOf{What: "video " + v.ID, Status: v.Status, Files: v.Files,
-		Prefix: media.LongVideoPrefix(v.ID), CDN: r.cdn, Log: r.settings.Log, Mark: func(ctx context.Context, rm domain.Removal) error {
-			return r.store.SetLongVideoRemoval(ctx, v.ID, rm, domain.Now(r.settings.Now))
-		}})
-	if err != nil {
-		return domain.LongVideo{}, err
-	}
-	if !wasRemoved {
-		domain.Logger(r.settings.Log).InfoContext(ctx, "long video files deleted", "user_id", userID, "video_id", v.ID)
-	}
-	read, err := r.store.GetLongVideo(ctx, v.ID)
-	if err != nil {
-		return domain.LongVideo{}, fmt.Errorf("reread %s: %w", v.ID, err)
-	}
-	return read, nil
+	return r.outputs.Remove(ctx, userID, id)
 }

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"log/slog"
 	"strconv"
+	"time"
 
 	"github.com/mediagen-dev/mediagen/internal/core/domain"
 )
@@ -145,4 +146,51 @@ func RemoveFiles(ctx context.Context, objects Objects, r FilesOf) error {
 		return fmt.Errorf("mark %s removed: %w", r.What, err)
 	}
 	return nil
+}
+
+// Outputs is the delete-output route's use case for either kind of work
+// (a generation, a long video): it finds the caller's record, removes its
+// files (RemoveFiles) and answers the record read again, removed.
+type Outputs[W interface{ Work() domain.Work }] struct {
+	// Find reads the caller's record (another owner's is not found).
+	Find func(ctx context.Context, userID, id string) (W, error)
+	// Get reads a record by its id.
+	Get func(ctx context.Context, id string) (W, error)
+	// Prefix is where the record's objects are (GenerationPrefix,
+	// LongVideoPrefix).
+	Prefix func(id string) string
+	// SetRemoval records the removal's progress (the store's Set*Removal).
+	SetRemoval func(ctx context.Context, id string, r domain.Removal, at time.Time) error
+	Objects    Objects
+	// CDN, when set, caches the files (FilesOf.CDN).
+	CDN Invalidator
+	Log *slog.Logger
+	Now func() time.Time
+}
+
+// Remove deletes every file stored for a caller's final record. A repeat
+// answers the same; a record still processing is a conflict and nothing
+// changes.
+func (o Outputs[W]) Remove(ctx context.Context, userID, id string) (W, error) {
+	var none W
+	rec, err := o.Find(ctx, userID, id)
+	if err != nil {
+		return none, err
+	}
+	w := rec.Work()
+	err = RemoveFiles(ctx, o.Objects, FilesOf{What: w.String(), Status: w.Status, Files: w.Files, Prefix: o.Prefix(w.ID),
+		CDN: o.CDN, Log: o.Log, Mark: func(ctx context.Context, r domain.Removal) error {
+			return o.SetRemoval(ctx, w.ID, r, domain.Now(o.Now))
+		}})
+	if err != nil {
+		return none, err
+	}
+	if w.Files.Removal != domain.RemovalRemoved {
+		domain.Logger(o.Log).InfoContext(ctx, "outputs deleted", "user_id", userID, "kind", w.Noun, "id", w.ID)
+	}
+	read, err := o.Get(ctx, w.ID)
+	if err != nil {
+		return none, fmt.Errorf("reread %s: %w", w, err)
+	}
+	return read, nil
 }
