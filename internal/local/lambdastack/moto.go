@@ -11,14 +11,11 @@ import (
 	"net/http"
 	"net/http/httputil"
 	"net/url"
-	"os"
-	"os/exec"
 	"regexp"
 	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
-	"syscall"
 	"time"
 
 	"github.com/mediagen-dev/mediagen/internal/testkit/testsupport"
@@ -34,7 +31,7 @@ type Moto struct {
 	Endpoint string
 	// Server is moto's own URL.
 	Server string
-	cmd    *exec.Cmd
+	moto   *testsupport.MotoServer
 	proxy  *http.Server
 
 	observer atomic.Pointer[func(Exchange)]
@@ -93,38 +90,20 @@ func startMoto(ctx context.Context, accessLog, serverLog io.Writer) (*Moto, erro
 	// moto's server with the repository's two fixes (scripts/moto_server.py):
 	// a cancelled transaction restores the items it named, and a signature
 	// is checked against the query string as it was sent.
-	launcher, err := testsupport.MotoLauncher()
+	// INITIAL_NO_AUTH_ACTION_COUNT: this many calls go unchecked; the
+	// set-up resets it to 0 (Enforce) once the roles exist, and from then
+	// on every call must be signed by an identity whose policies allow its
+	// action.
+	server, err := testsupport.StartMoto(ctx, []string{"INITIAL_NO_AUTH_ACTION_COUNT=1000000", "MOTO_IAM_LOAD_MANAGED_POLICIES=true"}, serverLog, 60*time.Second)
 	if err != nil {
 		return nil, err
 	}
-	var lastErr error
-	for attempt := 0; attempt < 3; attempt++ {
-		port, err := freePort()
-		if err != nil {
-			return nil, err
-		}
-		cmd := exec.Command("python3", launcher, "-H", "127.0.0.1", "-p", strconv.Itoa(port))
-		// INITIAL_NO_AUTH_ACTION_COUNT: this many calls go unchecked; the
-		// set-up resets it to 0 (Enforce) once the roles exist, and from
-		// then on every call must be signed by an identity whose policies
-		// allow its action.
-		cmd.Env = append(os.Environ(), "INITIAL_NO_AUTH_ACTION_COUNT=1000000", "MOTO_IAM_LOAD_MANAGED_POLICIES=true")
-		cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-		cmd.Stdout, cmd.Stderr = serverLog, serverLog
-		if err := cmd.Start(); err != nil {
-			return nil, fmt.Errorf("start moto's server (%s): %w", launcher, err)
-		}
-		m := &Moto{Server: "http://127.0.0.1:" + strconv.Itoa(port), cmd: cmd, log: accessLog, callers: map[string]string{}}
-		if lastErr = waitAnswering(ctx, m.Server, 60*time.Second); lastErr == nil {
-			if err := m.startProxy(); err != nil {
-				m.Stop()
-				return nil, err
-			}
-			return m, nil
-		}
+	m := &Moto{Server: server.URL, moto: server, log: accessLog, callers: map[string]string{}}
+	if err := m.startProxy(); err != nil {
 		m.Stop()
+		return nil, err
 	}
-	return nil, fmt.Errorf("moto_server did not start on a loopback port: %w", lastErr)
+	return m, nil
 }
 
 // Enforce turns IAM on: every call from now on is checked.
@@ -184,18 +163,7 @@ func (m *Moto) Stop() {
 	if m.proxy != nil {
 		m.proxy.Close()
 	}
-	if m.cmd == nil || m.cmd.Process == nil {
-		return
-	}
-	_ = syscall.Kill(-m.cmd.Process.Pid, syscall.SIGTERM)
-	done := make(chan struct{})
-	go func() { m.cmd.Wait(); close(done) }()
-	select {
-	case <-done:
-	case <-time.After(5 * time.Second):
-		_ = syscall.Kill(-m.cmd.Process.Pid, syscall.SIGKILL)
-		<-done
-	}
+	m.moto.Stop()
 }
 
 var credentialKey = regexp.MustCompile(`Credential=([A-Z0-9]+)/`)
@@ -350,43 +318,6 @@ func errorCode(body []byte) (code, msg string) {
 		msg = string(mm[1])
 	}
 	return code, msg
-}
-
-func freePort() (int, error) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return 0, fmt.Errorf("find a free loopback port: %w", err)
-	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port, nil
-}
-
-// waitAnswering waits until moto answers at /moto-api/.
-func waitAnswering(ctx context.Context, endpoint string, limit time.Duration) error {
-	client := &http.Client{Timeout: time.Second}
-	deadline := time.Now().Add(limit)
-	for {
-		req, err := http.NewRequestWithContext(ctx, http.MethodGet, endpoint+"/moto-api/", nil)
-		if err != nil {
-			return err
-		}
-		resp, err := client.Do(req)
-		if err == nil {
-			resp.Body.Close()
-			if resp.StatusCode == http.StatusOK {
-				return nil
-			}
-			err = fmt.Errorf("HTTP %d", resp.StatusCode)
-		}
-		if time.Now().After(deadline) {
-			return fmt.Errorf("%s did not answer after %s: %w", endpoint, limit, err)
-		}
-		select {
-		case <-ctx.Done():
-			return ctx.Err()
-		case <-time.After(100 * time.Millisecond):
-		}
-	}
 }
 
 var errNotModelled = errors.New("not modelled by the local stack")

@@ -272,7 +272,7 @@ func Start(ctx context.Context, cfg Config) (_ *Stack, err error) {
 		<-builds
 		return nil, err
 	}
-	fmt.Fprintf(cfg.Progress, "moto_server (pid %d) at %s, through %s\n", s.Moto.cmd.Process.Pid, s.Moto.Server, s.Moto.Endpoint)
+	fmt.Fprintf(cfg.Progress, "moto_server (pid %d) at %s, through %s\n", s.Moto.moto.Pid(), s.Moto.Server, s.Moto.Endpoint)
 	if err := s.provision(ctx); err != nil {
 		ln.Close()
 		<-builds

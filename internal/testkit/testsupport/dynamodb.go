@@ -9,11 +9,8 @@ import (
 	"net"
 	"net/http"
 	"os"
-	"os/exec"
 	"path/filepath"
-	"strconv"
 	"sync/atomic"
-	"syscall"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -60,9 +57,6 @@ func NodeTool(name string) (string, error) {
 // starting their own (scripts/test.sh starts one moto server for the run).
 const envDynamoDBEndpoint = "DYNAMODB_ENDPOINT"
 
-// MotoFix is the one line that says how to get moto's server.
-const MotoFix = "moto's server is missing: pip install 'moto[server]==5.2.1' (python3 -c 'import moto' must work)"
-
 // DynamoDB is a DynamoDB protocol server: moto's server (moto_server),
 // which has transactions, cancellation reasons, GSIs, LSIs, the TTL API
 // and the 400 KB item limit, behind a loopback ConflictProxy of this
@@ -78,22 +72,8 @@ type DynamoDB struct {
 	Server string
 	// Proxy counts the conflicts it answered.
 	Proxy *ConflictProxy
-	cmd   *exec.Cmd
+	moto  *MotoServer // nil: a server this process did not start
 	proxy *http.Server
-}
-
-// MotoLauncher is scripts/moto_server.py, which runs moto's server with a
-// cancelled transaction rolled back item by item (see the script), or an
-// error that names the fix.
-func MotoLauncher() (string, error) {
-	if err := exec.Command("python3", "-c", "import moto").Run(); err != nil {
-		return "", fmt.Errorf("%s (%w)", MotoFix, err)
-	}
-	root, err := ModuleRoot()
-	if err != nil {
-		return "", err
-	}
-	return filepath.Join(root, "scripts", "moto_server.py"), nil
 }
 
 // StartDynamoDB starts moto's server (MotoLauncher) on a free loopback port, waits until it
@@ -104,34 +84,16 @@ func StartDynamoDB(ctx context.Context) (*DynamoDB, error) {
 		d := &DynamoDB{Server: ep}
 		return d, d.startProxy()
 	}
-	launcher, err := MotoLauncher()
+	server, err := StartMoto(ctx, nil, nil, 30*time.Second)
 	if err != nil {
 		return nil, err
 	}
-	var lastErr error
-	for attempt := 0; attempt < 3; attempt++ {
-		port, err := freePort()
-		if err != nil {
-			return nil, err
-		}
-		cmd := exec.Command("python3", launcher, "-H", "127.0.0.1", "-p", strconv.Itoa(port))
-		// Its own process group, so that Stop ends it and nothing else.
-		cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-		cmd.Stdout, cmd.Stderr = nil, nil
-		if err := cmd.Start(); err != nil {
-			return nil, fmt.Errorf("start moto's server (%s): %w", launcher, err)
-		}
-		d := &DynamoDB{Server: "http://127.0.0.1:" + strconv.Itoa(port), cmd: cmd}
-		if lastErr = waitAnswering(ctx, d.Server, 30*time.Second); lastErr == nil {
-			if err := d.startProxy(); err != nil {
-				d.Stop()
-				return nil, err
-			}
-			return d, nil
-		}
+	d := &DynamoDB{Server: server.URL, moto: server}
+	if err := d.startProxy(); err != nil {
 		d.Stop()
+		return nil, err
 	}
-	return nil, fmt.Errorf("moto_server did not start on a loopback port: %w", lastErr)
+	return d, nil
 }
 
 // startProxy serves the conflict-faithful proxy on a loopback port.
@@ -160,18 +122,7 @@ func (d *DynamoDB) Stop() {
 	if d.proxy != nil {
 		d.proxy.Close()
 	}
-	if d.cmd == nil || d.cmd.Process == nil {
-		return
-	}
-	_ = syscall.Kill(-d.cmd.Process.Pid, syscall.SIGTERM)
-	done := make(chan struct{})
-	go func() { d.cmd.Wait(); close(done) }()
-	select {
-	case <-done:
-	case <-time.After(5 * time.Second):
-		_ = syscall.Kill(-d.cmd.Process.Pid, syscall.SIGKILL)
-		<-done
-	}
+	d.moto.Stop()
 }
 
 // Client is a DynamoDB client for the server, with static test credentials.
@@ -212,40 +163,3 @@ func (d *DynamoDB) NewStore(ctx context.Context, name string) (*dynamostore.Stor
 // machine) where DynamoDB answers them side by side; the default budget
 // (dynamostore.LedgerBudget) is sized for DynamoDB.
 const StandInLedgerBudget = 3 * time.Minute
-
-func freePort() (int, error) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return 0, fmt.Errorf("find a free loopback port: %w", err)
-	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port, nil
-}
-
-// waitAnswering waits until the server answers HTTP at its root.
-func waitAnswering(ctx context.Context, endpoint string, limit time.Duration) error {
-	client := &http.Client{Timeout: time.Second}
-	deadline := time.Now().Add(limit)
-	for {
-		req, err := http.NewRequestWithContext(ctx, http.MethodGet, endpoint+"/moto-api/", nil)
-		if err != nil {
-			return err
-		}
-		resp, err := client.Do(req)
-		if err == nil {
-			resp.Body.Close()
-			if resp.StatusCode == http.StatusOK {
-				return nil
-			}
-			err = fmt.Errorf("HTTP %d", resp.StatusCode)
-		}
-		if time.Now().After(deadline) {
-			return fmt.Errorf("%s did not answer after %s: %w", endpoint, limit, err)
-		}
-		select {
-		case <-ctx.Done():
-			return ctx.Err()
-		case <-time.After(100 * time.Millisecond):
-		}
-	}
-}
