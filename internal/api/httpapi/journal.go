@@ -55,55 +55,39 @@ func TransactionsRoute(gate *Gate, journal JournalReader) Handler {
 }
 
 func journalQuery(req Request, userID string) (store.JournalQuery, error) {
-	q := store.JournalQuery{UserID: userID, Limit: DefaultListLimit}
-	var problems []string
-	for _, k := range slices.Sorted(maps.Keys(req.QueryStringParameters)) {
-		v := req.QueryStringParameters[k]
-		switch k {
-		case "limit":
-			n, problem := pageLimit(v)
-			if problem != "" {
-				problems = append(problems, problem)
-				continue
-			}
-			q.Limit = n
-		case "cursor":
-			q.Cursor = v
-		case "type":
-			t, err := domain.ParseEntryType(v)
-			if err != nil {
-				problems = append(problems, invalidMessage(err))
-				continue
-			}
-			q.Type = t
-		case "work_id":
-			if v == "" || len(v) > maxFilterLength {
-				problems = append(problems, fmt.Sprintf("work_id must be 1 to %d characters", maxFilterLength))
-				continue
-			}
-			q.WorkID = v
-		case "from", "to":
-			t, err := time.Parse(time.RFC3339Nano, v)
-			if err != nil {
-				problems = append(problems, k+" must be an RFC 3339 time, such as 2026-11-24T00:00:00Z")
-				continue
-			}
-			if k == "from" {
-				q.From = t
-			} else {
-				q.To = t
-			}
-		default:
-			problems = append(problems, fmt.Sprintf("unknown query parameter %q (allowed: limit, cursor, type, work_id, from, to)", truncate(k, 32)))
+	q := store.JournalQuery{UserID: userID}
+	entryType := queryFilter{"type", func(v string) string {
+		t, err := domain.ParseEntryType(v)
+		if err != nil {
+			return invalidMessage(err)
 		}
+		q.Type = t
+		return ""
+	}}
+	filters := []queryFilter{entryType, textFilter("work_id", &q.WorkID), timeFilter("from", &q.From), timeFilter("to", &q.To)}
+	inOrder := func() string {
+		if !q.From.IsZero() && !q.To.IsZero() && !q.From.Before(q.To) {
+			return "from must be before to"
+		}
+		return ""
 	}
-	if !q.From.IsZero() && !q.To.IsZero() && !q.From.Before(q.To) {
-		problems = append(problems, "from must be before to")
-	}
-	if len(problems) > 0 {
-		return store.JournalQuery{}, &Error{Status: http.StatusBadRequest, Code: "invalid_request", Message: strings.Join(problems, "; ")}
+	var err error
+	if q.Limit, q.Cursor, err = pageQuery(req, filters, inOrder); err != nil {
+		return store.JournalQuery{}, err
 	}
 	return q, nil
+}
+
+// timeFilter is a filter on an RFC 3339 time.
+func timeFilter(name string, to *time.Time) queryFilter {
+	return queryFilter{name, func(v string) string {
+		t, err := time.Parse(time.RFC3339Nano, v)
+		if err != nil {
+			return name + " must be an RFC 3339 time, such as 2026-11-24T00:00:00Z"
+		}
+		*to = t
+		return ""
+	}}
 }
 
 func transactionView(e domain.JournalEntry) apiview.Transaction {

@@ -45,7 +45,7 @@ func KeyCreateRoute(c *accounts.KeyCreator, gate *Gate) Handler {
 // the other lists (limit, cursor).
 func KeysListRoute(l *accounts.KeyLister, gate *Gate) Handler {
 	return gate.AuthedUser(adminAccess, func(ctx context.Context, req Request, userID string) (Response, error) {
-		limit, cursor, err := pageQuery(req)
+		limit, cursor, err := pageQuery(req, nil, nil)
 		if err != nil {
 			return Response{}, err
 		}
@@ -62,30 +62,65 @@ func KeysListRoute(l *accounts.KeyLister, gate *Gate) Handler {
 }
 
 // pageQuery reads a list's limit and cursor from the query string, and
-// refuses any other parameter.
-func pageQuery(req Request) (limit int, cursor string, err error) {
+// filters: the parameters a list takes beyond them, each by its name. Any
+// other parameter is refused, so a typo does not silently list all;
+// together, when set, checks the filters read as a whole. Every problem
+// is named in one 400.
+func pageQuery(req Request, filters []queryFilter, together func() string) (limit int, cursor string, err error) {
 	limit = DefaultListLimit
+	allowed := []string{"limit", "cursor"}
+	for _, f := range filters {
+		allowed = append(allowed, f.name)
+	}
 	var problems []string
 	for _, k := range slices.Sorted(maps.Keys(req.QueryStringParameters)) {
 		v := req.QueryStringParameters[k]
-		switch k {
-		case "limit":
+		i := slices.IndexFunc(filters, func(f queryFilter) bool { return f.name == k })
+		switch {
+		case k == "limit":
 			n, problem := pageLimit(v)
 			if problem != "" {
 				problems = append(problems, problem)
 				continue
 			}
 			limit = n
-		case "cursor":
+		case k == "cursor":
 			cursor = v
+		case i >= 0:
+			if problem := filters[i].read(v); problem != "" {
+				problems = append(problems, problem)
+			}
 		default:
-			problems = append(problems, fmt.Sprintf("unknown query parameter %q (allowed: limit, cursor)", truncate(k, 32)))
+			problems = append(problems, fmt.Sprintf("unknown query parameter %q (allowed: %s)", truncate(k, 32), strings.Join(allowed, ", ")))
+		}
+	}
+	if together != nil && len(problems) == 0 {
+		if problem := together(); problem != "" {
+			problems = append(problems, problem)
 		}
 	}
 	if len(problems) > 0 {
 		return 0, "", &Error{Status: http.StatusBadRequest, Code: "invalid_request", Message: strings.Join(problems, "; ")}
 	}
 	return limit, cursor, nil
+}
+
+// queryFilter is a list's query parameter beyond limit and cursor: read
+// takes its value and says what is wrong with it ("" when nothing is).
+type queryFilter struct {
+	name string
+	read func(v string) (problem string)
+}
+
+// textFilter is a filter on a text of 1 to maxFilterLength characters.
+func textFilter(name string, to *string) queryFilter {
+	return queryFilter{name, func(v string) string {
+		if v == "" || len(v) > maxFilterLength {
+			return fmt.Sprintf("%s must be 1 to %d characters", name, maxFilterLength)
+		}
+		*to = v
+		return ""
+	}}
 }
 
 // KeyRevokeRoute is DELETE /api/account/keys/{prefix}: the key and the keys

@@ -3,7 +3,6 @@ package httpapi
 import (
 	"context"
 	"fmt"
-	"maps"
 	"net/http"
 	"slices"
 	"strconv"
@@ -51,38 +50,17 @@ func listRoute[T, V any](gate *Gate, list func(context.Context, store.ListQuery)
 // listQuery reads limit, cursor, status and model from the query string;
 // any other parameter is refused, so a typo does not silently list all.
 func listQuery(req Request, userID string) (store.ListQuery, error) {
-	q := store.ListQuery{UserID: userID, Limit: DefaultListLimit}
-	var problems []string
-	for _, k := range slices.Sorted(maps.Keys(req.QueryStringParameters)) {
-		v := req.QueryStringParameters[k]
-		switch k {
-		case "limit":
-			n, problem := pageLimit(v)
-			if problem != "" {
-				problems = append(problems, problem)
-				continue
-			}
-			q.Limit = n
-		case "cursor":
-			q.Cursor = v
-		case "status":
-			if !slices.Contains(listStatuses, v) {
-				problems = append(problems, "status must be one of "+strings.Join(listStatuses, ", "))
-				continue
-			}
-			q.Status = domain.Status(v)
-		case "model":
-			if v == "" || len(v) > maxFilterLength {
-				problems = append(problems, fmt.Sprintf("model must be 1 to %d characters", maxFilterLength))
-				continue
-			}
-			q.Model = v
-		default:
-			problems = append(problems, fmt.Sprintf("unknown query parameter %q (allowed: limit, cursor, status, model)", truncate(k, 32)))
+	q := store.ListQuery{UserID: userID}
+	status := queryFilter{"status", func(v string) string {
+		if !slices.Contains(listStatuses, v) {
+			return "status must be one of " + strings.Join(listStatuses, ", ")
 		}
-	}
-	if len(problems) > 0 {
-		return store.ListQuery{}, &Error{Status: http.StatusBadRequest, Code: "invalid_request", Message: strings.Join(problems, "; ")}
+		q.Status = domain.Status(v)
+		return ""
+	}}
+	var err error
+	if q.Limit, q.Cursor, err = pageQuery(req, []queryFilter{status, textFilter("model", &q.Model)}, nil); err != nil {
+		return store.ListQuery{}, err
 	}
 	return q, nil
 }
