@@ -60,6 +60,28 @@ func (b *Bucket) Size(ctx context.Context, key string) (int64, error) {
 	return aws.ToInt64(out.Contents[0].Size), nil
 }
 
+// Copy copies src to dst inside the bucket, server side (CopyObject: up
+// to 5 GB in one request, the content type copied with the bytes). The
+// caller needs s3:GetObject on src and s3:PutObject on dst.
+func (b *Bucket) Copy(ctx context.Context, src, dst string) error {
+	_, err := b.Client.CopyObject(ctx, &s3.CopyObjectInput{Bucket: aws.String(b.Name), Key: aws.String(dst),
+		CopySource: aws.String(b.Name + "/" + escapeKey(src))})
+	if err != nil {
+		return fmt.Errorf("copy s3://%s/%s to %s: %w", b.Name, src, dst, err)
+	}
+	return nil
+}
+
+// Head is the size and stored content type of key (HeadObject, which
+// s3:GetObject allows).
+func (b *Bucket) Head(ctx context.Context, key string) (int64, string, error) {
+	out, err := b.Client.HeadObject(ctx, &s3.HeadObjectInput{Bucket: aws.String(b.Name), Key: aws.String(key)})
+	if err != nil {
+		return 0, "", fmt.Errorf("head s3://%s/%s: %w", b.Name, key, err)
+	}
+	return aws.ToInt64(out.ContentLength), aws.ToString(out.ContentType), nil
+}
+
 // ReadStart reads the first n bytes of key (a ranged GET) and its stored
 // content type.
 func (b *Bucket) ReadStart(ctx context.Context, key string, n int64) ([]byte, string, error) {

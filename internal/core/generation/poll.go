@@ -342,7 +342,7 @@ func (s *Service) submitWaiting(ctx context.Context, log *slog.Logger, g domain.
 	if err != nil {
 		return s.finish(ctx, log, g, domain.Outcome{Status: domain.StatusFailed, Error: "the recorded request no longer validates: " + err.Error()})
 	}
-	if req, err = s.resolveFiles(ctx, g.UserID, req); err != nil {
+	if req, err = s.resolveFiles(ctx, g.UserID, g.UUID, req, true); err != nil {
 		if errors.Is(err, domain.ErrInvalid) {
 			return s.finish(ctx, log, g, domain.Outcome{Status: domain.StatusFailed, Error: "an input file is no longer usable: " + err.Error()})
 		}

@@ -156,7 +156,7 @@ func TestAnUploadedFileFeedsEveryImageFieldThroughAPresignedURL(t *testing.T) {
 			if !ok {
 				t.Fatalf("the simulator has no job %s", rec.UpstreamID)
 			}
-			given := presignedIn(t, string(p.Input), media.UploadKey(owner.UserID, id))
+			given := presignedIn(t, string(p.Input), media.SnapshotKey(a.str("uuid"), id))
 			if strings.Contains(string(p.Input), "mediagen://") {
 				t.Errorf("the provider got the file URL itself: %s", p.Input)
 			}
@@ -320,22 +320,66 @@ func TestFilesAreRefusedBeforeAnyCreditMoves(t *testing.T) {
 	if _, err := rt.ExpireOutputs(context.Background()); err != nil {
 		t.Fatal(err)
 	}
-	if keys := keysUnder(t, rt, media.UploadsPrefix); len(keys) != 0 {
-		t.Errorf("after the lifecycle's day the bucket still holds %v", keys)
+	for _, prefix := range []string{media.UploadsPrefix, media.InputsPrefix} {
+		if keys := keysUnder(t, rt, prefix); len(keys) != 0 {
+			t.Errorf("after the lifecycle's day the bucket still holds %v", keys)
+		}
 	}
 }
 
+// TestTheProviderReadsTheFileAsCheckedNotAsPutAfter: a file's upload_url
+// still takes a PUT for its 15 minutes after a generate checked the file;
+// bytes PUT then (of the declared length, any type) never reach the
+// provider, whose URL reads the PNG the generate checked (a copy the
+// service made for the generation, under inputs/, which no upload URL
+// writes).
+func TestTheProviderReadsTheFileAsCheckedNotAsPutAfter(t *testing.T) {
+	ctx := context.Background()
+	rt := start(t, runtimeConfig())
+	owner := newAccount(t, rt, domain.PlanEnterprise, 1000)
+	img := noisePNG(t, 32)
+	f := upload(t, rt, owner.APIKey, "image/png", len(img))
+	if status, answer := put(t, f.str("upload_url"), "image/png", img); status != http.StatusOK {
+		t.Fatalf("PUT: HTTP %d %s", status, answer)
+	}
+	body := gen("zeta", map[string]any{"prompt": "the harbour [simulate:hold]", "image_input": []any{f.str("url")}})
+	a := call(t, rt, http.MethodPost, "/api/generations/generate", owner.APIKey, body)
+	if a.status != http.StatusOK {
+		t.Fatalf("generate: HTTP %d %s", a.status, a.body)
+	}
+	swapped := bytes.Repeat([]byte("<html>not the picture checked</html>"), len(img)/36+1)[:len(img)]
+	if status, answer := put(t, f.str("upload_url"), "image/png", swapped); status != http.StatusOK {
+		t.Fatalf("the second PUT to the upload_url: HTTP %d %s (the URL takes PUTs for 15 minutes)", status, answer)
+	}
+	rec, err := rt.Store.GetGeneration(ctx, a.str("uuid"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, ok := rt.Simulator.Lookup(rec.UpstreamID)
+	if !ok {
+		t.Fatalf("the simulator has no job %s", rec.UpstreamID)
+	}
+	checkInputURL(t, presignedIn(t, string(p.Input), f.str("file_id")), img)
+	call(t, rt, http.MethodPost, "/api/generations/"+a.str("uuid")+"/cancel", owner.APIKey, nil)
+}
+
 // TestAFileOfAGenerationThatWaitedForASlotReachesTheProvider: with the
-// provider at its cap, a generation naming an uploaded file waits in line;
-// when the slot frees, the poller submits it and hands the provider a
-// presigned GET of the file (its own, made then), and it completes.
+// provider at its cap, a generation naming an uploaded file waits in line,
+// and meanwhile other bytes are PUT to the file's upload_url; when the
+// slot frees, the poller submits it and hands the provider a presigned
+// GET (made then) of the copy checked at the create, the PNG, and it
+// completes.
 func TestAFileOfAGenerationThatWaitedForASlotReachesTheProvider(t *testing.T) {
 	rc := routing.Default()
 	rc.Upstreams["simulator"].MaxConcurrent = 1
 	rt := start(t, runtime.Config{Routing: rc})
 	owner := newAccount(t, rt, domain.PlanEnterprise, 1000)
 	img := noisePNG(t, 24)
-	fileURL := uploaded(t, rt, owner.APIKey, "image/png", img)
+	f := upload(t, rt, owner.APIKey, "image/png", len(img))
+	if status, answer := put(t, f.str("upload_url"), "image/png", img); status != http.StatusOK {
+		t.Fatalf("PUT: HTTP %d %s", status, answer)
+	}
+	fileURL := f.str("url")
 
 	holder := call(t, rt, http.MethodPost, "/api/generations/generate", owner.APIKey, imageBody("the slot's holder [simulate:hold]"))
 	if holder.status != http.StatusOK {
@@ -348,6 +392,9 @@ func TestAFileOfAGenerationThatWaitedForASlotReachesTheProvider(t *testing.T) {
 	}
 	if v := call(t, rt, http.MethodGet, "/api/generations/status/"+a.str("uuid"), owner.APIKey, nil); v.decoded["queue_position"] == nil {
 		t.Fatalf("the generation does not wait for the slot: %s", v.body)
+	}
+	if status, answer := put(t, f.str("upload_url"), "image/png", make([]byte, len(img))); status != http.StatusOK {
+		t.Fatalf("the second PUT to the upload_url: HTTP %d %s", status, answer)
 	}
 	if c := call(t, rt, http.MethodPost, "/api/generations/"+holder.str("uuid")+"/cancel", owner.APIKey, nil); c.status != http.StatusOK {
 		t.Fatalf("cancel: HTTP %d %s", c.status, c.body)
@@ -365,5 +412,5 @@ func TestAFileOfAGenerationThatWaitedForASlotReachesTheProvider(t *testing.T) {
 		t.Fatalf("the simulator has no job %s", rec.UpstreamID)
 	}
 	id, _ := domain.ParseFileURL(fileURL)
-	checkInputURL(t, presignedIn(t, string(p.Input), media.UploadKey(owner.UserID, id)), img)
+	checkInputURL(t, presignedIn(t, string(p.Input), media.SnapshotKey(a.str("uuid"), id)), img)
 }
