@@ -62,9 +62,9 @@ func UploadKey(userID, fileID string) string { return UploadsPrefix + userID + "
 // deadline, an hour at most).
 func SnapshotKey(workID, fileID string) string { return InputsPrefix + workID + "/files/" + fileID }
 
-// UploadSigner presigns a file's PUT: the URL takes exactly one request
-// with the content type given (and the size, when size > 0) before
-// lifetime ends.
+// UploadSigner presigns a file's PUT: the URL takes only a request with
+// the content type and the size (its Content-Length, signed) given,
+// before lifetime ends.
 type UploadSigner interface {
 	PresignPut(ctx context.Context, key, contentType string, size int64, lifetime time.Duration) (string, error)
 }
@@ -73,10 +73,10 @@ type UploadSigner interface {
 type Upload struct {
 	FileID      string
 	ContentType string
-	// Size is the size declared (0: none).
+	// Size is the size declared, which the upload's PUT is held to.
 	Size int64
-	// UploadURL takes one PUT of the file, with Content-Type ContentType
-	// (and Content-Length Size when declared), until UploadExpiresAt.
+	// UploadURL takes a PUT of the file, with Content-Type ContentType and
+	// Content-Length Size, until UploadExpiresAt.
 	UploadURL       string
 	UploadExpiresAt time.Time
 	// URL is what an image field takes: domain.FileURL(FileID).
@@ -92,9 +92,13 @@ type Uploads struct {
 	Now    func() time.Time
 }
 
-// Create reads {"content_type": "image/png", "size": 12345} (size
-// optional) and makes the caller's file. A content type other than the
-// images' (domain.UploadTypes) and audio's (domain.AudioUploadTypes), a size over domain.MaxUploadBytes or an unknown field is a
+// Create reads {"content_type": "image/png", "size": 12345} and makes the
+// caller's file. The size is required: a presigned PUT signs one exact
+// Content-Length or none (S3 has no length range for a PUT), so a file
+// whose size is not declared could be of any size up to S3's 5 GB. A
+// content type other than the images' (domain.UploadTypes) and audio's
+// (domain.AudioUploadTypes), a size missing or over
+// domain.MaxUploadBytes, or an unknown field is a
 // *catalog.ValidationError naming every bad field.
 func (u *Uploads) Create(ctx context.Context, userID string, body []byte) (Upload, error) {
 	ctype, size, err := parseUpload(body)
@@ -130,7 +134,9 @@ func parseUpload(body []byte) (ctype string, size int64, err error) {
 		}
 		ctype = s
 	}
-	if v, ok := obj["size"]; ok {
+	if v, ok := obj["size"]; !ok {
+		p.Add("size", fmt.Sprintf("is required: the file's length in bytes, 1 to %d (100 MiB), which its upload_url is signed for", domain.MaxUploadBytes))
+	} else {
 		n, isNum := v.(json.Number)
 		i, convErr := n.Int64()
 		switch {

@@ -265,13 +265,45 @@ func TestUploadsTakeImageAndAudioTypes(t *testing.T) {
 		return "https://bucket.example/" + key, nil
 	})}
 	for _, ctype := range []string{"image/png", "audio/mpeg", "audio/wav", "audio/mp4"} {
-		if up, err := u.Create(context.Background(), "usr_a", []byte(`{"content_type": "`+ctype+`"}`)); err != nil || up.ContentType != ctype {
+		if up, err := u.Create(context.Background(), "usr_a", []byte(`{"content_type": "`+ctype+`", "size": 1000}`)); err != nil || up.ContentType != ctype {
 			t.Errorf("Create(%s) = %+v, %v; want a file of that type", ctype, up, err)
 		}
 	}
 	for _, ctype := range []string{"audio/ogg", "video/mp4", "text/plain"} {
-		if _, err := u.Create(context.Background(), "usr_a", []byte(`{"content_type": "`+ctype+`"}`)); !errors.Is(err, domain.ErrInvalid) || !strings.Contains(err.Error(), "audio/mpeg") {
+		if _, err := u.Create(context.Background(), "usr_a", []byte(`{"content_type": "`+ctype+`", "size": 1000}`)); !errors.Is(err, domain.ErrInvalid) || !strings.Contains(err.Error(), "audio/mpeg") {
 			t.Errorf("Create(%s) = %v; want a 400 naming the types taken", ctype, err)
+		}
+	}
+}
+
+// Every upload's size is bounded: the size is required and signed into
+// the PUT (S3 signs one exact Content-Length, no range), so a file is
+// never larger than the 100 MiB declared at most; a body without it, or
+// with one out of range, is a 400 naming size, and nothing is presigned.
+func TestUploadsRequireTheSizeTheyAreSignedFor(t *testing.T) {
+	var signed []int64
+	u := &Uploads{Signer: signerFunc(func(_ context.Context, key, _ string, size int64, _ time.Duration) (string, error) {
+		signed = append(signed, size)
+		return "https://bucket.example/" + key, nil
+	})}
+	for _, tt := range []struct {
+		body string
+		want string // "" for a file made
+	}{
+		{`{"content_type": "image/png", "size": 48213}`, ""},
+		{`{"content_type": "image/png", "size": 104857600}`, ""},
+		{`{"content_type": "image/png"}`, "size: is required"},
+		{`{"content_type": "image/png", "size": 104857601}`, "size: must be 1 to 104857600 bytes"},
+		{`{"content_type": "image/png", "size": 0}`, "size: must be 1 to 104857600 bytes"},
+		{`{"content_type": "image/png", "size": "48213"}`, "size: must be an integer"},
+	} {
+		signed = nil
+		up, err := u.Create(context.Background(), "usr_a", []byte(tt.body))
+		switch {
+		case tt.want == "" && (err != nil || len(signed) != 1 || signed[0] != up.Size || up.Size == 0):
+			t.Errorf("Create(%s) = %+v, %v, signed sizes %v; want a file whose PUT is signed for its size", tt.body, up, err, signed)
+		case tt.want != "" && (!errors.Is(err, domain.ErrInvalid) || !strings.Contains(err.Error(), tt.want) || len(signed) != 0):
+			t.Errorf("Create(%s) = %v, signed sizes %v; want a 400 saying %q and nothing presigned", tt.body, err, signed, tt.want)
 		}
 	}
 }

@@ -44,7 +44,7 @@ func TestAnUploadFeedsAnImageThroughTheBucket(t *testing.T) {
 
 	// A page's preflight for the upload's PUT is answered by the bucket's
 	// CORS rule, which the stack gave the bucket from the template.
-	f := mustCall(t, l, acct.APIKey, http.MethodPost, "/api/files", `{"content_type":"image/png"}`, http.StatusCreated)
+	f := mustCall(t, l, acct.APIKey, http.MethodPost, "/api/files", `{"content_type":"image/png","size":1000}`, http.StatusCreated)
 	pre, _ := http.NewRequest(http.MethodOptions, f["upload_url"].(string), nil)
 	pre.Header.Set("Origin", "https://playground.example")
 	pre.Header.Set("Access-Control-Request-Method", "PUT")

@@ -18,14 +18,11 @@ import (
 	"github.com/mediagen-dev/mediagen/internal/local/runtime"
 )
 
-// upload makes a file (POST /api/files) of ctype, declaring size when
-// size > 0, and answers it.
+// upload makes a file (POST /api/files) of ctype and size, and answers
+// it.
 func upload(t *testing.T, rt *runtime.Runtime, key, ctype string, size int) answer {
 	t.Helper()
-	body := map[string]any{"content_type": ctype}
-	if size > 0 {
-		body["size"] = size
-	}
+	body := map[string]any{"content_type": ctype, "size": size}
 	a := call(t, rt, http.MethodPost, "/api/files", key, body)
 	if a.status != http.StatusCreated {
 		t.Fatalf("POST /api/files: HTTP %d %s", a.status, a.body)
@@ -217,8 +214,9 @@ func checkInputURL(t *testing.T, given string, want []byte) {
 }
 
 // TestFilesAreRefusedBeforeAnyCreditMoves: the files route refuses a
-// type other than an image's and a declared size over 100 MiB (400 naming
-// the field); the bucket refuses a PUT longer than declared, with another
+// type other than an image's, a body without the size and a declared size
+// over 100 MiB (400 naming the field), so every upload is bounded; the
+// bucket refuses a PUT longer or shorter than declared, with another
 // content type, or after the upload URL's 15 minutes (403 and S3's XML
 // error). A generate naming a file whose bytes are not the image type it
 // declared, another account's file, a file never uploaded, or a file past
@@ -238,9 +236,10 @@ func TestFilesAreRefusedBeforeAnyCreditMoves(t *testing.T) {
 		body  map[string]any
 		field string
 	}{
-		{"a type that is no image", map[string]any{"content_type": "text/html"}, "content_type"},
+		{"a type that is no image", map[string]any{"content_type": "text/html", "size": 10}, "content_type"},
 		{"a size over 100 MiB", map[string]any{"content_type": "image/png", "size": domain.MaxUploadBytes + 1}, "size"},
-		{"an unknown field", map[string]any{"content_type": "image/png", "name": "cat.png"}, "name"},
+		{"no size", map[string]any{"content_type": "image/png"}, "size"},
+		{"an unknown field", map[string]any{"content_type": "image/png", "size": 10, "name": "cat.png"}, "name"},
 	} {
 		t.Run("POST /api/files with "+tt.name, func(t *testing.T) {
 			a := call(t, rt, http.MethodPost, "/api/files", owner.APIKey, malformed(tt.body))
@@ -258,6 +257,7 @@ func TestFilesAreRefusedBeforeAnyCreditMoves(t *testing.T) {
 		code        string
 	}{
 		{"longer than declared", "image/png", append(append([]byte{}, img...), 0), "SignatureDoesNotMatch"},
+		{"shorter than declared", "image/png", img[:len(img)-1], "SignatureDoesNotMatch"},
 		{"of another content type", "image/jpeg", img, "SignatureDoesNotMatch"},
 	} {
 		t.Run("a PUT "+tt.name, func(t *testing.T) {
@@ -271,7 +271,7 @@ func TestFilesAreRefusedBeforeAnyCreditMoves(t *testing.T) {
 	notPNG := []byte("<html><body>not a picture</body></html>")
 	fake := uploaded(t, rt, owner.APIKey, "image/png", notPNG)
 	theirs := uploaded(t, rt, other.APIKey, "image/png", img)
-	never := upload(t, rt, owner.APIKey, "image/png", 0).str("url")
+	never := upload(t, rt, owner.APIKey, "image/png", len(img)).str("url")
 	late := upload(t, rt, owner.APIKey, "image/png", len(img))
 	old := uploaded(t, rt, owner.APIKey, "image/png", img)
 
