@@ -50,7 +50,8 @@ func (s *Service) create(ctx context.Context, userID string, body []byte) (domai
 	// Files are copied for the generation and checked (and their copies'
 	// GET URLs made) before any credit moves.
 	id := uuid.NewString()
-	if req, err = s.resolveFiles(ctx, userID, id, req, false); err != nil {
+	snapshot := func(ref string) (string, error) { return s.Files.Resolve(ctx, userID, id, ref) }
+	if req, err = s.resolveFiles(req, snapshot); err != nil {
 		return domain.Generation{}, err
 	}
 	plans, err := s.plans(ctx, req)

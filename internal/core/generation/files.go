@@ -38,14 +38,13 @@ func (c *Creator) WithFiles(f Files) *Creator {
 var errNoFiles = errors.New("files are not available here: send an https URL or a data URI")
 
 // resolveFiles is req with the file URLs of its image fields replaced by
-// the presigned GET URLs of their copies for the generation workID, in
-// Resolved only (Input, which the record keeps and the answer echoes,
-// keeps the file URL). At create (submitted false) each file is copied
-// and checked, and every unusable file is reported at once, each under
-// its field (input.start_image, input.image_input[1]), before any credit
-// moves; a generation that waited for a slot (submitted true) has its
-// copies, checked at its create, presigned again.
-func (s *Service) resolveFiles(ctx context.Context, userID, workID string, req catalog.Request, submitted bool) (catalog.Request, error) {
+// what url answers for each (Files.Resolve at create: the file copied for
+// the generation and checked; Files.SnapshotURL for a generation that
+// waited for a slot: the copy checked at its create), in Resolved only
+// (Input, which the record keeps and the answer echoes, keeps the file
+// URL). Every unusable file is reported at once, each under its field
+// (input.start_image, input.image_input[1]), before any credit moves.
+func (s *Service) resolveFiles(req catalog.Request, url func(fileURL string) (string, error)) (catalog.Request, error) {
 	var problems catalog.Problems
 	resolved := maps.Clone(req.Resolved)
 	changed := false
@@ -57,13 +56,7 @@ func (s *Service) resolveFiles(ctx context.Context, userID, workID string, req c
 			problems.Add(field, errNoFiles.Error())
 			return ref, nil
 		}
-		var u string
-		var err error
-		if submitted {
-			u, err = s.Files.SnapshotURL(ctx, workID, ref)
-		} else {
-			u, err = s.Files.Resolve(ctx, userID, workID, ref)
-		}
+		u, err := url(ref)
 		var unusable *media.UnusableFileError
 		switch {
 		case errors.As(err, &unusable):
