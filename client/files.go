@@ -16,17 +16,15 @@ type File struct {
 	UploadExpiresAt time.Time         `json:"upload_expires_at"`
 	URL             string            `json:"url"`
 	ContentType     string            `json:"content_type"`
-	Size            int64             `json:"size,omitempty"`
+	Size            int64             `json:"size"`
 	ExpiresAt       time.Time         `json:"expires_at"`
 }
 
-// CreateFile makes a file of contentType (an image type) and size (0: not
-// declared) and answers where to PUT its bytes; Upload does both steps.
+// CreateFile makes a file of contentType (an image or audio type) and
+// size, in bytes, which the upload is signed for, and answers where to
+// PUT its bytes; Upload does both steps.
 func (c *Client) CreateFile(ctx context.Context, contentType string, size int64) (File, error) {
-	body := map[string]any{"content_type": contentType}
-	if size > 0 {
-		body["size"] = size
-	}
+	body := map[string]any{"content_type": contentType, "size": size}
 	var f File
 	err := c.Do(ctx, http.MethodPost, "/api/files", body, &f)
 	return f, err

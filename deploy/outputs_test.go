@@ -75,7 +75,7 @@ func TestOutputsExpireAfterTheRetention(t *testing.T) {
 		t.Errorf("OutputBucket: no enabled rule expiring %s after %d days (rules: %s)", media.UploadsPrefix, media.UploadRetentionDays, show(rules))
 	}
 	prefixes := append([]string{media.InputsPrefix, media.UploadsPrefix}, media.ExpiringPrefixes...)
-	for _, key := range append(objectKeys, media.GenerationPrefix("x"), media.LongVideoPrefix("x"), media.InputKey("x"), media.UploadKey("usr_x", "x")) {
+	for _, key := range append(objectKeys, media.GenerationPrefix("x"), media.LongVideoPrefix("x"), media.InputKey("x"), media.UploadKey("usr_x", "x"), media.SnapshotKey("x", "x")) {
 		if !slices.ContainsFunc(prefixes, func(p string) bool { return strings.HasPrefix(key, p) }) {
 			t.Errorf("the object %s is under no expiring prefix", key)
 		}
@@ -87,13 +87,13 @@ func TestOutputsExpireAfterTheRetention(t *testing.T) {
 // two delete-output functions, and to the steps that delete the outputs
 // of work that did not end paid for (the poller, Assemble, MarkFailed);
 // and every listing (the delete routes', and the poller's and finalize's,
-// which tag a shorter retention; generate's, the poller's and long-form create's, which find
+// which tag a shorter retention; generate's and long-form create's, which find
 // uploaded files) is confined by a condition to its record kind's prefix.
 func TestOnlyTheDeleteRoutesDeleteObjects(t *testing.T) {
 	deleters := map[string]string{"GenerationOutputDeleteFunction": "generations/*", "LongStoryOutputDeleteFunction": "long-videos/*"}
 	unpaid := map[string]bool{"PollerFunction": true, "AssembleFunction": true, "MarkFailedFunction": true}
 	// Who lists the bucket, and the one prefix each may list.
-	listers := map[string][]string{"PollerFunction": {"generations/*", "uploads/*"}, "FinalizeFunction": {"long-videos/*"},
+	listers := map[string][]string{"PollerFunction": {"generations/*"}, "FinalizeFunction": {"long-videos/*"},
 		"LongStoryVoicesFunction": {"voices/*"}, "GenerateFunction": {"uploads/*"},
 		"LongStoryCreateFunction": {"uploads/*"}}
 	for fn, prefix := range deleters {

@@ -36,9 +36,12 @@ const (
 	previewKey = "voices/en/matthew/preview.mp3"
 	// uploadKey is a file a client uploaded (media.UploadKey).
 	uploadKey = "uploads/usr_11c0d8c2-f282-419c-b7e3-cacf54edc28f/019ad6f0-3c2e-7a41-9b6d-2f8e4c1a7b30"
+	// snapshotKey is the copy of an uploaded file that one generation or
+	// long video reads (media.SnapshotKey).
+	snapshotKey = "inputs/3348f3aa-5fd0-4758-860a-3ebaf4cfbcc7/files/019ad6f0-3c2e-7a41-9b6d-2f8e4c1a7b30"
 )
 
-var objectKeys = []string{generationKey, sceneKey, narrationKey, finalKey, captionsKey, inputKey, uploadKey}
+var objectKeys = []string{generationKey, sceneKey, narrationKey, finalKey, captionsKey, inputKey, uploadKey, snapshotKey}
 
 // execution is an execution of the long-form workflow: it is named after
 // its video (workflow.StepFunctions.ExecutionARN).
@@ -57,6 +60,7 @@ var keyLayouts = []struct{ file, layout string }{
 	{"../internal/core/longform/previews.go", `"voices/" + code + "/"`},
 	{"../internal/core/media/uploads.go", `UploadsPrefix = "uploads/"`},
 	{"../internal/core/media/uploads.go", `UploadsPrefix + userID + "/" + fileID`},
+	{"../internal/core/media/uploads.go", `InputsPrefix + workID + "/files/" + fileID`},
 	{"../internal/core/longform/previews.go", `previewPrefix(v.Language) + v.ID + "/preview"`},
 }
 
@@ -103,7 +107,9 @@ var usesOf = map[string][]use{
 		upstreamToken,
 		uses("object:OutputBucket/"+inputKey, "an input too large for its record", putObject...),
 		uses("bucket:OutputBucket", "finds an uploaded file named in an image field by listing its key (under uploads/)", "s3:ListBucket"),
-		uses("object:OutputBucket/"+uploadKey, "reads an uploaded file's first bytes and presigns its GET for the provider", "s3:GetObject"),
+		uses("object:OutputBucket/"+uploadKey, "copies an uploaded file named in an image field (CopyObject reads the source)", "s3:GetObject"),
+		uses("object:OutputBucket/"+snapshotKey, "the generation's copy of the file (CopyObject writes it)", "s3:PutObject"),
+		uses("object:OutputBucket/"+snapshotKey, "measures the copy, reads its first bytes and presigns its GET for the provider", "s3:GetObject"),
 	},
 	"FileCreateFunction": {
 		uses("object:OutputBucket/"+uploadKey, "presigns a file's PUT: the client's upload runs under this role", "s3:PutObject"),
@@ -126,8 +132,7 @@ var usesOf = map[string][]use{
 		uses("object:OutputBucket/"+generationKey, "tags the outputs with a shorter retention", "s3:PutObjectTagging"),
 		uses("object:OutputBucket/"+generationKey, "deletes the outputs of a generation that failed while finishing, or a late copy's", "s3:DeleteObject"),
 		uses("object:OutputBucket/"+inputKey, "the whole input of a generation that waited for a slot", "s3:GetObject"),
-		uses("bucket:OutputBucket", "finds the uploaded files of a generation that waited for a slot (under uploads/)", "s3:ListBucket"),
-		uses("object:OutputBucket/"+uploadKey, "reads those files' first bytes and presigns their GET for the provider", "s3:GetObject"),
+		uses("object:OutputBucket/"+snapshotKey, "presigns the GET of the file copies a generation that waited for a slot made at its create", "s3:GetObject"),
 		byToken(uses("statemachine:LongStoryStateMachine", "resumes the scenes' tasks",
 			"states:SendTaskSuccess", "states:SendTaskFailure", "states:SendTaskHeartbeat")),
 		upstreamToken,
@@ -152,7 +157,9 @@ var usesOf = map[string][]use{
 	"LongStoryCreateFunction": {
 		uses("statemachine:LongStoryStateMachine", "StartExecution", "states:StartExecution"),
 		uses("bucket:OutputBucket", "finds the uploaded file named in music_url by listing its key (under uploads/)", "s3:ListBucket"),
-		uses("object:OutputBucket/"+uploadKey, "reads the uploaded file named in music_url to probe it as audio", "s3:GetObject"),
+		uses("object:OutputBucket/"+uploadKey, "copies the uploaded file named in music_url (CopyObject reads the source)", "s3:GetObject"),
+		uses("object:OutputBucket/"+snapshotKey, "the video's copy of the file (CopyObject writes it)", "s3:PutObject"),
+		uses("object:OutputBucket/"+snapshotKey, "measures the copy and reads it whole to probe it as audio", "s3:GetObject"),
 	},
 	"LongStoryStatusFunction": nil,
 	"LongStoryListFunction":   nil,
@@ -194,7 +201,7 @@ var usesOf = map[string][]use{
 	"AssembleFunction": {
 		uses("object:OutputBucket/"+sceneKey, "the clips", "s3:GetObject"),
 		uses("object:OutputBucket/"+narrationKey, "the narration", "s3:GetObject"),
-		uses("object:OutputBucket/"+uploadKey, "the uploaded file music_url names", "s3:GetObject"),
+		uses("object:OutputBucket/"+snapshotKey, "the copy of the uploaded file music_url names, made at create", "s3:GetObject"),
 		uses("object:OutputBucket/"+finalKey, "the final video", putObject...),
 		uses("object:OutputBucket/"+finalKey, "deletes its upload when the video ended meanwhile", "s3:DeleteObject"),
 		uses("object:OutputBucket/"+captionsKey, "the captions", putObject...),

@@ -17,7 +17,7 @@ import (
 // generate --input key=@FILE uploads the image (POST /api/files and a PUT
 // to its presigned URL) and sends its file URL: the record echoes
 // mediagen://files/<id>, the provider reads the very file's bytes through
-// a presigned GET, and the image completes.
+// a presigned GET of the generation's copy, and the image completes.
 func TestGenerateUploadsAnAtFileAndSendsItsFileURL(t *testing.T) {
 	rt := clientEnv(t)
 	var buf bytes.Buffer
@@ -42,8 +42,8 @@ func TestGenerateUploadsAnAtFileAndSendsItsFileURL(t *testing.T) {
 	}
 	input := string(jobs[0].Input)
 	start := strings.Index(input, "http")
-	if start < 0 || !strings.Contains(input, media.UploadsPrefix+rt.Dev.UserID+"/") {
-		t.Fatalf("the provider's input names no uploaded file: %s", input)
+	if start < 0 || !strings.Contains(input, "/"+media.InputsPrefix) || !strings.Contains(input, "/files/") {
+		t.Fatalf("the provider's input names no copy of the uploaded file: %s", input)
 	}
 	given := strings.ReplaceAll(input[start:start+strings.Index(input[start:], `"`)], `\u0026`, "&")
 	resp, err := http.Get(given)

@@ -62,8 +62,9 @@ func Generate(ctx context.Context, log *slog.Logger) (any, error) {
 	if len(ports) > 0 {
 		p.settings.Validation = catalog.Options{AllowLoopbackURLs: true, WebhookLoopbackPorts: ports}
 	}
-	// The same bucket holds the uploaded files, which it checks and
-	// presigns GETs of for the provider.
+	// The same bucket holds the uploaded files, which it copies for the
+	// generation (under inputs/), checks and presigns GETs of the copies
+	// of for the provider.
 	creator := generation.NewCreator(p.store, p.ups, p.queue, p.store, p.inputs, p.prices, p.settings).
 		WithFiles(&media.FileInputs{Objects: p.inputs})
 	return storewiring.Route(routes.Generate(), routes.Ports{GenerationCreator: creator, Gate: storewiring.PostGate(p.cfg, log)})

@@ -162,8 +162,9 @@ func musicDownloader(timeout time.Duration) *media.Downloader {
 }
 
 // musicCheck fetches and probes (ffprobe from the ffmpeg layer,
-// FFPROBE_PATH) a music_url given as a URL or an uploaded file (read from
-// the output bucket, OUTPUT_BUCKET, under uploads/) at create, within the
+// FFPROBE_PATH) a music_url given as a URL or an uploaded file (copied in
+// the output bucket, OUTPUT_BUCKET, from uploads/ to the video's key under
+// inputs/, which Assemble reads, and read there) at create, within the
 // route's time.
 func musicCheck(cfg aws.Config) (*longform.MusicCheck, error) {
 	bucket, err := storewiring.Required(EnvOutputBucket)

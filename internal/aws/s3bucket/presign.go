@@ -21,14 +21,12 @@ var (
 	_ media.FileObjects  = (*Bucket)(nil)
 )
 
-// PresignPut is a URL that takes one PUT of key with Content-Type
-// contentType, and Content-Length size when size > 0 (S3 refuses any
-// other with 403 SignatureDoesNotMatch), until lifetime has passed.
+// PresignPut is a URL that takes a PUT of key with Content-Type
+// contentType and Content-Length size, both signed (S3 refuses any other
+// with 403 SignatureDoesNotMatch), until lifetime has passed.
 func (b *Bucket) PresignPut(ctx context.Context, key, contentType string, size int64, lifetime time.Duration) (string, error) {
-	in := &s3.PutObjectInput{Bucket: aws.String(b.Name), Key: aws.String(key), ContentType: aws.String(contentType)}
-	if size > 0 {
-		in.ContentLength = aws.Int64(size)
-	}
+	in := &s3.PutObjectInput{Bucket: aws.String(b.Name), Key: aws.String(key), ContentType: aws.String(contentType),
+		ContentLength: aws.Int64(size)}
 	req, err := s3.NewPresignClient(b.Client).PresignPutObject(ctx, in, s3.WithPresignExpires(lifetime))
 	if err != nil {
 		return "", fmt.Errorf("presign PUT s3://%s/%s: %w", b.Name, key, err)
@@ -58,6 +56,28 @@ func (b *Bucket) Size(ctx context.Context, key string) (int64, error) {
 		return 0, fmt.Errorf("s3://%s/%s: %w", b.Name, key, domain.ErrNotFound)
 	}
 	return aws.ToInt64(out.Contents[0].Size), nil
+}
+
+// Copy copies src to dst inside the bucket, server side (CopyObject: up
+// to 5 GB in one request, the content type copied with the bytes). The
+// caller needs s3:GetObject on src and s3:PutObject on dst.
+func (b *Bucket) Copy(ctx context.Context, src, dst string) error {
+	_, err := b.Client.CopyObject(ctx, &s3.CopyObjectInput{Bucket: aws.String(b.Name), Key: aws.String(dst),
+		CopySource: aws.String(b.Name + "/" + escapeKey(src))})
+	if err != nil {
+		return fmt.Errorf("copy s3://%s/%s to %s: %w", b.Name, src, dst, err)
+	}
+	return nil
+}
+
+// Head is the size and stored content type of key (HeadObject, which
+// s3:GetObject allows).
+func (b *Bucket) Head(ctx context.Context, key string) (int64, string, error) {
+	out, err := b.Client.HeadObject(ctx, &s3.HeadObjectInput{Bucket: aws.String(b.Name), Key: aws.String(key)})
+	if err != nil {
+		return 0, "", fmt.Errorf("head s3://%s/%s: %w", b.Name, key, err)
+	}
+	return aws.ToInt64(out.ContentLength), aws.ToString(out.ContentType), nil
 }
 
 // ReadStart reads the first n bytes of key (a ranged GET) and its stored

@@ -55,12 +55,16 @@ func (b *Bucket) Put(ctx context.Context, key string, body io.Reader, contentTyp
 }
 
 // URL is the public URL of key.
-func (b *Bucket) URL(key string) string {
+func (b *Bucket) URL(key string) string { return b.PublicBaseURL + "/" + escapeKey(key) }
+
+// escapeKey is key URL-encoded segment by segment, as a URL's path and
+// CopyObject's x-amz-copy-source take it.
+func escapeKey(key string) string {
 	parts := strings.Split(key, "/")
 	for i, p := range parts {
 		parts[i] = url.PathEscape(p)
 	}
-	return b.PublicBaseURL + "/" + strings.Join(parts, "/")
+	return strings.Join(parts, "/")
 }
 
 // Get reads a whole object of at most maxBytes; a larger one is an error,

@@ -47,8 +47,11 @@ func (s *Service) create(ctx context.Context, userID string, body []byte) (domai
 	if err != nil {
 		return domain.Generation{}, err
 	}
-	// Files are checked (and their GET URLs made) before any credit moves.
-	if req, err = s.resolveFiles(ctx, userID, req); err != nil {
+	// Files are copied for the generation and checked (and their copies'
+	// GET URLs made) before any credit moves.
+	id := uuid.NewString()
+	snapshot := func(ref string) (string, error) { return s.Files.Resolve(ctx, userID, id, ref) }
+	if req, err = s.resolveFiles(req, snapshot); err != nil {
 		return domain.Generation{}, err
 	}
 	plans, err := s.plans(ctx, req)
@@ -61,7 +64,7 @@ func (s *Service) create(ctx context.Context, userID string, body []byte) (domai
 	}
 	now := s.now()
 	g := domain.Generation{
-		UUID: uuid.NewString(), UserID: userID, Model: req.Variant.Model, ModelVersion: req.Variant.Version,
+		UUID: id, UserID: userID, Model: req.Variant.Model, ModelVersion: req.Variant.Version,
 		Kind: req.Variant.Kind, Input: input, ImageCount: req.ImageCount, Status: domain.StatusProcessing,
 		CreditsUsed: quote.Credits, CreatedAt: now, UpdatedAt: now, Deadline: now.Add(s.deadline(req.Variant.Kind)),
 		Webhook: req.Webhook,

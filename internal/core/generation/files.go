@@ -12,13 +12,19 @@ import (
 )
 
 // Files resolves the file URLs (mediagen://files/<id>) of a request's
-// image fields: each is checked (the caller's, not expired, its bytes the
-// image type it was uploaded as) and replaced, in what the provider gets
-// only, by a short-lived presigned GET URL. An unusable file is a
-// *media.UnusableFileError; the record keeps the file URL.
-// media.FileInputs is the implementation.
+// image fields: at create each is copied for the generation
+// (media.SnapshotKey), the copy checked (the caller's file, not expired,
+// its bytes the image type it was uploaded as) and replaced, in what the
+// provider gets only, by a short-lived presigned GET URL of the copy, so
+// bytes PUT to the upload after the check never reach the provider. An
+// unusable file is a *media.UnusableFileError; the record keeps the file
+// URL. media.FileInputs is the implementation.
 type Files interface {
-	Resolve(ctx context.Context, userID, fileURL string) (string, error)
+	Resolve(ctx context.Context, userID, workID, fileURL string) (string, error)
+	// SnapshotURL presigns again the GET of the copy Resolve made for
+	// workID: a generation that waited for a slot hands it to the
+	// provider when it is submitted.
+	SnapshotURL(ctx context.Context, workID, fileURL string) (string, error)
 }
 
 // WithFiles lets the creator take file URLs in image fields; without it a
@@ -32,11 +38,13 @@ func (c *Creator) WithFiles(f Files) *Creator {
 var errNoFiles = errors.New("files are not available here: send an https URL or a data URI")
 
 // resolveFiles is req with the file URLs of its image fields replaced by
-// their presigned GET URLs, in Resolved only (Input, which the record
-// keeps and the answer echoes, keeps the file URL). Every unusable file
-// is reported at once, each under its field (input.start_image,
-// input.image_input[1]), before any credit moves.
-func (s *Service) resolveFiles(ctx context.Context, userID string, req catalog.Request) (catalog.Request, error) {
+// what url answers for each (Files.Resolve at create: the file copied for
+// the generation and checked; Files.SnapshotURL for a generation that
+// waited for a slot: the copy checked at its create), in Resolved only
+// (Input, which the record keeps and the answer echoes, keeps the file
+// URL). Every unusable file is reported at once, each under its field
+// (input.start_image, input.image_input[1]), before any credit moves.
+func (s *Service) resolveFiles(req catalog.Request, url func(fileURL string) (string, error)) (catalog.Request, error) {
 	var problems catalog.Problems
 	resolved := maps.Clone(req.Resolved)
 	changed := false
@@ -48,7 +56,7 @@ func (s *Service) resolveFiles(ctx context.Context, userID string, req catalog.R
 			problems.Add(field, errNoFiles.Error())
 			return ref, nil
 		}
-		u, err := s.Files.Resolve(ctx, userID, ref)
+		u, err := url(ref)
 		var unusable *media.UnusableFileError
 		switch {
 		case errors.As(err, &unusable):

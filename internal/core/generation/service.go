@@ -129,7 +129,8 @@ type PollerPorts struct {
 	Scenes    ScenePolls
 	Inputs    InputObjects
 	// Files resolves the file URLs of a generation that waited for a
-	// slot (its presigned GET URLs are made when it is submitted).
+	// slot: the GET URLs of the copies its create made and checked are
+	// presigned when it is submitted.
 	Files Files
 }
 

@@ -111,7 +111,7 @@ func (s *Steps) Assemble(ctx context.Context, in AssembleTask) (FinalizeTask, er
 		return FinalizeTask{}, err
 	}
 	if v.Studio.MusicURL != "" {
-		err := s.addMusic(ctx, dir, v.UserID, v.Studio, final, float64(len(sources)*SceneSeconds), withAudio)
+		err := s.addMusic(ctx, dir, v.ID, v.Studio, final, float64(len(sources)*SceneSeconds), withAudio)
 		var bad *SceneFailedError
 		switch {
 		case errors.As(err, &bad):

@@ -85,11 +85,13 @@ func (s *Service) create(ctx context.Context, userID string, body []byte) (domai
 	if err != nil {
 		return domain.LongVideo{}, err
 	}
+	id := uuid.NewString()
 	if u := req.Studio.MusicURL; u != "" {
-		// Read as audio now, inline or fetched, before any credit moves:
-		// music that fails only at assembly would fail a video whose
-		// scenes the providers have already made.
-		if err := s.Music.check(ctx, userID, u); err != nil {
+		// Read as audio now, inline, fetched or copied for the video,
+		// before any credit moves: music that fails only at assembly
+		// would fail a video whose scenes the providers have already
+		// made.
+		if err := s.Music.check(ctx, userID, id, u); err != nil {
 			return domain.LongVideo{}, err
 		}
 	}
@@ -99,7 +101,7 @@ func (s *Service) create(ctx context.Context, userID string, body []byte) (domai
 	}
 	now := s.now()
 	v := domain.LongVideo{
-		ID: uuid.NewString(), UserID: userID, Prompt: req.Prompt, Model: req.Model, LanguageCode: req.LanguageCode,
+		ID: id, UserID: userID, Prompt: req.Prompt, Model: req.Model, LanguageCode: req.LanguageCode,
 		EnableNarration: req.EnableNarration, VideoStyle: req.VideoStyle, Studio: req.Studio, Scenes: req.Scenes,
 		Status: domain.StatusProcessing, CreditsHeld: q.Credits, CreatedAt: now, UpdatedAt: now, Deadline: now.Add(Deadline),
 		Webhook: req.Webhook,

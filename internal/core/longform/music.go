@@ -137,11 +137,13 @@ type Downloader interface {
 }
 
 // UploadedAudio copies a caller's uploaded audio file (music_url
-// mediagen://files/<id>) into path once it is checked: the caller's,
-// uploaded, within its day, uploaded as audio. An unusable file is a
-// *media.UnusableFileError. media.FileInputs is the implementation.
+// mediagen://files/<id>) for the video workID (media.SnapshotKey, which
+// the assembly reads: bytes PUT to the upload after the check never reach
+// the video) and downloads the copy into path once it is checked: the
+// caller's, uploaded, within its day, uploaded as audio. An unusable file
+// is a *media.UnusableFileError. media.FileInputs is the implementation.
 type UploadedAudio interface {
-	FetchAudio(ctx context.Context, userID, fileURL, path string) error
+	FetchAudio(ctx context.Context, userID, workID, fileURL, path string) error
 }
 
 // MusicCheck checks a music_url given as a URL or an uploaded file before
@@ -155,9 +157,9 @@ type MusicCheck struct {
 }
 
 // check answers a validation error naming music_url when its file (a
-// data: URI's bytes, a URL's, fetched, or an uploaded file, the caller's)
-// is not audio with a length.
-func (m *MusicCheck) check(ctx context.Context, userID, url string) error {
+// data: URI's bytes, a URL's, fetched, or an uploaded file, the caller's,
+// copied for the video videoID) is not audio with a length.
+func (m *MusicCheck) check(ctx context.Context, userID, videoID, url string) error {
 	var p catalog.Problems
 	file, inline := domain.IsFileURL(url), isDataURI(url)
 	switch {
@@ -188,7 +190,7 @@ func (m *MusicCheck) check(ctx context.Context, userID, url string) error {
 		}
 	case file:
 		var unusable *media.UnusableFileError
-		switch err := m.Files.FetchAudio(ctx, userID, url, path); {
+		switch err := m.Files.FetchAudio(ctx, userID, videoID, url, path); {
 		case errors.As(err, &unusable):
 			p.Add("music_url", unusable.Reason)
 			return p.Err()
@@ -223,12 +225,13 @@ func musicVolume(st domain.Studio) float64 {
 // sidechain compression keyed on the narration track (a video without
 // narration gets the music alone). The picture is copied.
 //
-// An uploaded file (checked at create) is read from the bucket under its
-// owner's key, the video's user: no egress fetch.
-func (s *Steps) addMusic(ctx context.Context, dir, userID string, st domain.Studio, final string, seconds float64, narrated bool) error {
+// An uploaded file is read from the bucket as the copy its create made
+// and checked (media.SnapshotKey), never the upload itself: no egress
+// fetch.
+func (s *Steps) addMusic(ctx context.Context, dir, videoID string, st domain.Studio, final string, seconds float64, narrated bool) error {
 	path := filepath.Join(dir, "music.audio")
 	if id, ok := domain.ParseFileURL(st.MusicURL); ok {
-		if err := s.Files.GetFile(ctx, media.UploadKey(userID, id), path); err != nil {
+		if err := s.Files.GetFile(ctx, media.SnapshotKey(videoID, id), path); err != nil {
 			return &TransientError{Msg: fmt.Sprintf("assemble: music: file %s: %v", id, err)}
 		}
 	} else if isDataURI(st.MusicURL) {

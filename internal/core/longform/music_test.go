@@ -21,7 +21,7 @@ type uploadedAudio map[string]struct {
 	err  error
 }
 
-func (u uploadedAudio) FetchAudio(_ context.Context, _, fileURL, path string) error {
+func (u uploadedAudio) FetchAudio(_ context.Context, _, _, fileURL, path string) error {
 	f, ok := u[fileURL]
 	if !ok {
 		return &media.UnusableFileError{Reason: "file is unknown"}
@@ -73,7 +73,7 @@ func TestTheMusicCheckReadsAnUploadedFileAsAudio(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			tt.check.WorkDir = t.TempDir()
-			err := tt.check.check(context.Background(), "usr_a", tt.ref)
+			err := tt.check.check(context.Background(), "usr_a", "0b9e8f6a-2c31-4d7e-9f05-8a1b2c3d4e5f", tt.ref)
 			var v *catalog.ValidationError
 			switch {
 			case tt.want == "" && err != nil:

@@ -52,9 +52,19 @@ var UploadCORS = struct {
 // unknown, exactly as one that never was.
 func UploadKey(userID, fileID string) string { return UploadsPrefix + userID + "/" + fileID }
 
-// UploadSigner presigns a file's PUT: the URL takes exactly one request
-// with the content type given (and the size, when size > 0) before
-// lifetime ends.
+// SnapshotKey is the key of the copy of a file that one piece of work (a
+// generation, a long video) uses: made by the service (CopyObject) when
+// the work is submitted, checked there, and the only object the provider
+// (or the assembly) ever reads. The file's upload_url stays valid for
+// UploadURLLifetime and writes only UploadKey, so bytes PUT after the
+// check never reach the work. It is under InputsPrefix, whose lifecycle
+// rule deletes it after InputRetentionDays (the work ends within its
+// deadline, an hour at most).
+func SnapshotKey(workID, fileID string) string { return InputsPrefix + workID + "/files/" + fileID }
+
+// UploadSigner presigns a file's PUT: the URL takes only a request with
+// the content type and the size (its Content-Length, signed) given,
+// before lifetime ends.
 type UploadSigner interface {
 	PresignPut(ctx context.Context, key, contentType string, size int64, lifetime time.Duration) (string, error)
 }
@@ -63,10 +73,10 @@ type UploadSigner interface {
 type Upload struct {
 	FileID      string
 	ContentType string
-	// Size is the size declared (0: none).
+	// Size is the size declared, which the upload's PUT is held to.
 	Size int64
-	// UploadURL takes one PUT of the file, with Content-Type ContentType
-	// (and Content-Length Size when declared), until UploadExpiresAt.
+	// UploadURL takes a PUT of the file, with Content-Type ContentType and
+	// Content-Length Size, until UploadExpiresAt.
 	UploadURL       string
 	UploadExpiresAt time.Time
 	// URL is what an image field takes: domain.FileURL(FileID).
@@ -82,9 +92,13 @@ type Uploads struct {
 	Now    func() time.Time
 }
 
-// Create reads {"content_type": "image/png", "size": 12345} (size
-// optional) and makes the caller's file. A content type other than the
-// images' (domain.UploadTypes) and audio's (domain.AudioUploadTypes), a size over domain.MaxUploadBytes or an unknown field is a
+// Create reads {"content_type": "image/png", "size": 12345} and makes the
+// caller's file. The size is required: a presigned PUT signs one exact
+// Content-Length or none (S3 has no length range for a PUT), so a file
+// whose size is not declared could be of any size up to S3's 5 GB. A
+// content type other than the images' (domain.UploadTypes) and audio's
+// (domain.AudioUploadTypes), a size missing or over
+// domain.MaxUploadBytes, or an unknown field is a
 // *catalog.ValidationError naming every bad field.
 func (u *Uploads) Create(ctx context.Context, userID string, body []byte) (Upload, error) {
 	ctype, size, err := parseUpload(body)
@@ -120,7 +134,9 @@ func parseUpload(body []byte) (ctype string, size int64, err error) {
 		}
 		ctype = s
 	}
-	if v, ok := obj["size"]; ok {
+	if v, ok := obj["size"]; !ok {
+		p.Add("size", fmt.Sprintf("is required: the file's length in bytes, 1 to %d (100 MiB), which its upload_url is signed for", domain.MaxUploadBytes))
+	} else {
 		n, isNum := v.(json.Number)
 		i, convErr := n.Int64()
 		switch {
@@ -138,13 +154,21 @@ func parseUpload(body []byte) (ctype string, size int64, err error) {
 	return ctype, size, nil
 }
 
-// FileObjects reads the uploaded files and presigns their GET.
+// FileObjects reads the uploaded files, snapshots them and presigns the
+// snapshots' GET.
 type FileObjects interface {
 	// Size is the object's size; an object that is not there is
 	// domain.ErrNotFound. (S3 answers a read of a missing key 403, not
 	// 404, to a role that may not list the bucket: the adapter lists
 	// the key, under uploads/ only.)
 	Size(ctx context.Context, key string) (int64, error)
+	// Copy copies the object src to dst inside the bucket (S3's
+	// CopyObject: the bytes and the content type as they are at the
+	// copy), replacing dst.
+	Copy(ctx context.Context, src, dst string) error
+	// Head is the size and stored content type of an object that is
+	// there (a HeadObject of a key just written).
+	Head(ctx context.Context, key string) (size int64, contentType string, err error)
 	// ReadStart reads the first n bytes of an object (fewer if it is
 	// shorter) and the content type it was stored with.
 	ReadStart(ctx context.Context, key string, n int64) (head []byte, contentType string, err error)
@@ -173,14 +197,16 @@ type FileInputs struct {
 	Now     func() time.Time
 }
 
-// Resolve is a presigned GET URL, valid InputURLLifetime, of the caller's
-// file that fileURL (mediagen://files/<id>) names, once the file is
-// checked: it exists under the caller's id, has not expired, is at most
+// Resolve is a presigned GET URL, valid InputURLLifetime, of a snapshot
+// of the caller's file that fileURL (mediagen://files/<id>) names, taken
+// for the work workID (SnapshotKey) and checked: the file exists under the
+// caller's id, has not expired, the snapshot is at most
 // domain.MaxUploadBytes, and its first bytes are the image type it was
-// uploaded as. Anything else (an audio file too) is an
-// *UnusableFileError saying why.
-func (f *FileInputs) Resolve(ctx context.Context, userID, fileURL string) (string, error) {
-	id, key, head, declared, err := f.usable(ctx, userID, fileURL)
+// uploaded as. The provider reads the snapshot, never the upload, whose
+// upload_url may still take a PUT. Anything else (an audio file too) is
+// an *UnusableFileError saying why.
+func (f *FileInputs) Resolve(ctx context.Context, userID, workID, fileURL string) (string, error) {
+	id, key, head, declared, err := f.snapshot(ctx, userID, workID, fileURL)
 	if err != nil {
 		return "", err
 	}
@@ -197,14 +223,32 @@ func (f *FileInputs) Resolve(ctx context.Context, userID, fileURL string) (strin
 	return u, nil
 }
 
-// FetchAudio downloads the caller's audio file that fileURL names into
-// path, once it is checked as Resolve checks an image (the caller's, not
-// expired, not empty, within the limit) and was uploaded as one of
-// domain.AudioUploadTypes. Whether its bytes are audio is the caller's to
-// check (ffprobe reads the whole file; no magic number tells every mp3).
-// Anything else (an image file too) is an *UnusableFileError.
-func (f *FileInputs) FetchAudio(ctx context.Context, userID, fileURL, path string) error {
-	id, key, _, declared, err := f.usable(ctx, userID, fileURL)
+// SnapshotURL is a presigned GET URL, valid InputURLLifetime, of the
+// snapshot Resolve took of fileURL's file for workID: what a generation
+// that waited for a slot hands its provider when it is submitted, the
+// very bytes checked at its create (the upload is not read again).
+func (f *FileInputs) SnapshotURL(ctx context.Context, workID, fileURL string) (string, error) {
+	id, ok := domain.ParseFileURL(fileURL)
+	if !ok {
+		return "", unusable("must be mediagen://files/<file_id>, a file_id that POST /api/files made")
+	}
+	u, err := f.Objects.PresignGet(ctx, SnapshotKey(workID, id), InputURLLifetime)
+	if err != nil {
+		return "", fmt.Errorf("presign the read of file %s: %w", id, err)
+	}
+	return u, nil
+}
+
+// FetchAudio snapshots the caller's audio file that fileURL names for the
+// work workID (SnapshotKey, which the assembly reads) and downloads the
+// snapshot into path, once it is checked as Resolve checks an image (the
+// caller's, not expired, not empty, within the limit) and was uploaded as
+// one of domain.AudioUploadTypes. Whether its bytes are audio is the
+// caller's to check (ffprobe reads the whole file; no magic number tells
+// every mp3). Anything else (an image file too) is an
+// *UnusableFileError.
+func (f *FileInputs) FetchAudio(ctx context.Context, userID, workID, fileURL, path string) error {
+	id, key, _, declared, err := f.snapshot(ctx, userID, workID, fileURL)
 	if err != nil {
 		return err
 	}
@@ -217,38 +261,60 @@ func (f *FileInputs) FetchAudio(ctx context.Context, userID, fileURL, path strin
 	return nil
 }
 
-// usable checks what every use of a file needs: fileURL names a file of
-// the caller's that is there, not empty, not expired and within the
-// limit. It answers the file's id, key, first bytes and the content type
-// it was uploaded as (which its presigned PUT held it to).
-func (f *FileInputs) usable(ctx context.Context, userID, fileURL string) (id, key string, head []byte, declared string, err error) {
+// snapshot checks what every use of a file needs and copies it for the
+// work: fileURL names a file of the caller's that is there, not expired,
+// and (listed) not empty and within the limit; it is then copied to
+// SnapshotKey(workID, id), and the copy, the only object read from then
+// on, is measured again (the upload may have been replaced between the
+// listing and the copy). It answers the file's id, the snapshot's key,
+// its first bytes and the content type it was uploaded as (which its
+// presigned PUT held it to, and the copy keeps).
+func (f *FileInputs) snapshot(ctx context.Context, userID, workID, fileURL string) (id, key string, head []byte, declared string, err error) {
 	id, ok := domain.ParseFileURL(fileURL)
 	if !ok {
 		return "", "", nil, "", unusable("must be mediagen://files/<file_id>, a file_id that POST /api/files made")
 	}
-	key = UploadKey(userID, id)
-	size, err := f.Objects.Size(ctx, key)
+	upload := UploadKey(userID, id)
+	size, err := f.Objects.Size(ctx, upload)
 	switch {
 	case errors.Is(err, domain.ErrNotFound):
 		return "", "", nil, "", unusable(fmt.Sprintf("file %s is unknown: make it with POST /api/files and PUT its bytes to its upload_url first", id))
 	case err != nil:
 		return "", "", nil, "", fmt.Errorf("file %s: %w", id, err)
 	}
-	if size == 0 {
-		return "", "", nil, "", unusable(fmt.Sprintf("file %s is empty: PUT its bytes to its upload_url", id))
-	}
 	made, _ := domain.FileMadeAt(id)
 	if now := domain.Now(f.Now); !now.Before(domain.FileExpiresAt(made)) {
 		return "", "", nil, "", unusable(fmt.Sprintf("file %s expired at %s (files are kept %s)", id, domain.FileExpiresAt(made).UTC().Format(time.RFC3339), domain.UploadRetention))
 	}
-	if size > domain.MaxUploadBytes {
-		return "", "", nil, "", unusable(fmt.Sprintf("file %s is %d bytes, over the %d-byte (100 MiB) limit", id, size, domain.MaxUploadBytes))
+	if err := sizeProblem(id, size); err != nil {
+		return "", "", nil, "", err
+	}
+	key = SnapshotKey(workID, id)
+	if err := f.Objects.Copy(ctx, upload, key); err != nil {
+		return "", "", nil, "", fmt.Errorf("file %s: snapshot: %w", id, err)
+	}
+	if size, _, err = f.Objects.Head(ctx, key); err != nil {
+		return "", "", nil, "", fmt.Errorf("file %s: %w", id, err)
+	}
+	if err := sizeProblem(id, size); err != nil {
+		return "", "", nil, "", err
 	}
 	head, declared, err = f.Objects.ReadStart(ctx, key, sniffBytes)
 	if err != nil {
 		return "", "", nil, "", fmt.Errorf("file %s: %w", id, err)
 	}
 	return id, key, head, declared, nil
+}
+
+// sizeProblem is an empty file, or one over domain.MaxUploadBytes.
+func sizeProblem(id string, size int64) error {
+	switch {
+	case size == 0:
+		return unusable(fmt.Sprintf("file %s is empty: PUT its bytes to its upload_url", id))
+	case size > domain.MaxUploadBytes:
+		return unusable(fmt.Sprintf("file %s is %d bytes, over the %d-byte (100 MiB) limit", id, size, domain.MaxUploadBytes))
+	}
+	return nil
 }
 
 func describeType(sniffed string) string {

@@ -33,6 +33,21 @@ func (f fakeFiles) Size(_ context.Context, key string) (int64, error) {
 	return int64(len(o.data)), nil
 }
 
+func (f fakeFiles) Copy(_ context.Context, src, dst string) error {
+	o, ok := f[src]
+	if !ok {
+		return domain.ErrNotFound
+	}
+	o.data = bytes.Clone(o.data)
+	f[dst] = o
+	return nil
+}
+
+func (f fakeFiles) Head(ctx context.Context, key string) (int64, string, error) {
+	size, err := f.Size(ctx, key)
+	return size, f[key].ctype, err
+}
+
 func (f fakeFiles) ReadStart(_ context.Context, key string, n int64) ([]byte, string, error) {
 	o := f[key]
 	return o.data[:min(int64(len(o.data)), n)], o.ctype, nil
@@ -61,6 +76,7 @@ func TestResolveChecksTheFileBeforeHandingOutItsURL(t *testing.T) {
 		return s[:len(s)-1] + string(suffix)
 	}
 	good, fake, huge, empty, theirs, never, song := id('1'), id('2'), id('3'), id('4'), id('5'), id('6'), id('7')
+	const work = "3348f3aa-5fd0-4758-860a-3ebaf4cfbcc7"
 	files := fakeFiles{
 		UploadKey("usr_a", song):   {[]byte("ID3\x04\x00\x00\x00\x00\x00\x00"), "audio/mpeg", 0},
 		UploadKey("usr_a", good):   {png, "image/png", 0},
@@ -87,16 +103,94 @@ func TestResolveChecksTheFileBeforeHandingOutItsURL(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			r := &FileInputs{Objects: files, Now: func() time.Time { return tt.at }}
-			u, err := r.Resolve(context.Background(), "usr_a", tt.ref)
+			u, err := r.Resolve(context.Background(), "usr_a", work, tt.ref)
 			var unusable *UnusableFileError
 			switch {
-			case tt.want == "" && (err != nil || !strings.Contains(u, UploadsPrefix+"usr_a/"+good) || !strings.Contains(u, InputURLLifetime.String())):
-				t.Errorf("Resolve = %q, %v; want a GET URL of the file valid %s", u, err, InputURLLifetime)
+			case tt.want == "" && (err != nil || !strings.Contains(u, SnapshotKey(work, good)) || !strings.Contains(u, InputURLLifetime.String())):
+				t.Errorf("Resolve = %q, %v; want a GET URL of the file's copy for the work valid %s", u, err, InputURLLifetime)
 			case tt.want != "" && (!errors.As(err, &unusable) || !strings.Contains(unusable.Reason, tt.want) || !errors.Is(err, domain.ErrInvalid)):
 				t.Errorf("Resolve = %q, %v; want an unusable file saying %q", u, err, tt.want)
 			}
 		})
 	}
+}
+
+// swapOnCopy is a bucket whose upload is replaced by other bytes just
+// before the service copies it (a PUT to the upload_url landing between
+// the listing and the copy), and again just after (a PUT landing after
+// the check, before the provider reads).
+type swapOnCopy struct {
+	fakeFiles
+	before, after []byte
+}
+
+func (s swapOnCopy) Copy(ctx context.Context, src, dst string) error {
+	s.put(src, s.before)
+	err := s.fakeFiles.Copy(ctx, src, dst)
+	s.put(src, s.after)
+	return err
+}
+
+func (s swapOnCopy) put(key string, data []byte) {
+	if data != nil {
+		o := s.fakeFiles[key]
+		o.data = data
+		s.fakeFiles[key] = o
+	}
+}
+
+// What the provider (or the assembly) reads is the copy taken for the
+// work and checked, never the upload, whose upload_url still takes PUTs:
+// bytes put before the copy are the ones checked (an image swapped for
+// anything else is refused), and bytes put after it never reach the
+// snapshot; a generation submitted later is handed the same copy.
+func TestTheCheckedSnapshotIsWhatTheWorkReads(t *testing.T) {
+	made := time.Date(2026, 11, 21, 18, 0, 0, 0, time.UTC)
+	png := []byte("\x89PNG\r\n\x1a\n\x00\x00\x00\rIHDR the picture checked")
+	html := []byte("<html><script>not the picture</script></html>")
+	id := domain.NewFileID(made)
+	const work = "3348f3aa-5fd0-4758-860a-3ebaf4cfbcc7"
+	at := func() time.Time { return made.Add(time.Minute) }
+
+	t.Run("bytes swapped after the check", func(t *testing.T) {
+		files := fakeFiles{UploadKey("usr_a", id): {png, "image/png", 0}}
+		r := &FileInputs{Objects: swapOnCopy{fakeFiles: files, after: html}, Now: at}
+		u, err := r.Resolve(context.Background(), "usr_a", work, domain.FileURL(id))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !strings.Contains(u, SnapshotKey(work, id)) || strings.Contains(u, UploadsPrefix) {
+			t.Errorf("the provider's URL %q is not the work's copy %s", u, SnapshotKey(work, id))
+		}
+		if got := files[SnapshotKey(work, id)].data; !bytes.Equal(got, png) {
+			t.Errorf("the copy holds %q, want the PNG checked", got)
+		}
+		again, err := r.SnapshotURL(context.Background(), work, domain.FileURL(id))
+		if err != nil || !strings.Contains(again, SnapshotKey(work, id)) {
+			t.Errorf("SnapshotURL = %q, %v; want the same copy's URL", again, err)
+		}
+	})
+	t.Run("bytes swapped between the listing and the copy", func(t *testing.T) {
+		files := fakeFiles{UploadKey("usr_a", id): {png, "image/png", 0}}
+		r := &FileInputs{Objects: swapOnCopy{fakeFiles: files, before: html}, Now: at}
+		_, err := r.Resolve(context.Background(), "usr_a", work, domain.FileURL(id))
+		var unusable *UnusableFileError
+		if !errors.As(err, &unusable) || !strings.Contains(unusable.Reason, "its bytes are not a PNG") {
+			t.Errorf("Resolve = %v; want the copy's bytes refused", err)
+		}
+	})
+	t.Run("audio swapped after the check", func(t *testing.T) {
+		mp3 := []byte("ID3\x04\x00\x00\x00\x00\x00\x00 the song checked")
+		files := fakeFiles{UploadKey("usr_a", id): {mp3, "audio/mpeg", 0}}
+		r := &FileInputs{Objects: swapOnCopy{fakeFiles: files, after: html}, Now: at}
+		path := filepath.Join(t.TempDir(), "music.audio")
+		if err := r.FetchAudio(context.Background(), "usr_a", work, domain.FileURL(id), path); err != nil {
+			t.Fatal(err)
+		}
+		if got := files[SnapshotKey(work, id)].data; !bytes.Equal(got, mp3) {
+			t.Errorf("the copy the assembly reads holds %q, want the song checked", got)
+		}
+	})
 }
 
 // A file id tells when it was made, to the millisecond, and so when it
@@ -149,7 +243,7 @@ func TestFetchAudioCopiesOnlyTheCallersAudioFile(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			path := filepath.Join(t.TempDir(), "music.audio")
 			r := &FileInputs{Objects: files, Now: func() time.Time { return tt.at }}
-			err := r.FetchAudio(context.Background(), "usr_a", tt.ref, path)
+			err := r.FetchAudio(context.Background(), "usr_a", "3348f3aa-5fd0-4758-860a-3ebaf4cfbcc7", tt.ref, path)
 			got, readErr := os.ReadFile(path)
 			var unusable *UnusableFileError
 			switch {
@@ -171,13 +265,45 @@ func TestUploadsTakeImageAndAudioTypes(t *testing.T) {
 		return "https://bucket.example/" + key, nil
 	})}
 	for _, ctype := range []string{"image/png", "audio/mpeg", "audio/wav", "audio/mp4"} {
-		if up, err := u.Create(context.Background(), "usr_a", []byte(`{"content_type": "`+ctype+`"}`)); err != nil || up.ContentType != ctype {
+		if up, err := u.Create(context.Background(), "usr_a", []byte(`{"content_type": "`+ctype+`", "size": 1000}`)); err != nil || up.ContentType != ctype {
 			t.Errorf("Create(%s) = %+v, %v; want a file of that type", ctype, up, err)
 		}
 	}
 	for _, ctype := range []string{"audio/ogg", "video/mp4", "text/plain"} {
-		if _, err := u.Create(context.Background(), "usr_a", []byte(`{"content_type": "`+ctype+`"}`)); !errors.Is(err, domain.ErrInvalid) || !strings.Contains(err.Error(), "audio/mpeg") {
+		if _, err := u.Create(context.Background(), "usr_a", []byte(`{"content_type": "`+ctype+`", "size": 1000}`)); !errors.Is(err, domain.ErrInvalid) || !strings.Contains(err.Error(), "audio/mpeg") {
 			t.Errorf("Create(%s) = %v; want a 400 naming the types taken", ctype, err)
+		}
+	}
+}
+
+// Every upload's size is bounded: the size is required and signed into
+// the PUT (S3 signs one exact Content-Length, no range), so a file is
+// never larger than the 100 MiB declared at most; a body without it, or
+// with one out of range, is a 400 naming size, and nothing is presigned.
+func TestUploadsRequireTheSizeTheyAreSignedFor(t *testing.T) {
+	var signed []int64
+	u := &Uploads{Signer: signerFunc(func(_ context.Context, key, _ string, size int64, _ time.Duration) (string, error) {
+		signed = append(signed, size)
+		return "https://bucket.example/" + key, nil
+	})}
+	for _, tt := range []struct {
+		body string
+		want string // "" for a file made
+	}{
+		{`{"content_type": "image/png", "size": 48213}`, ""},
+		{`{"content_type": "image/png", "size": 104857600}`, ""},
+		{`{"content_type": "image/png"}`, "size: is required"},
+		{`{"content_type": "image/png", "size": 104857601}`, "size: must be 1 to 104857600 bytes"},
+		{`{"content_type": "image/png", "size": 0}`, "size: must be 1 to 104857600 bytes"},
+		{`{"content_type": "image/png", "size": "48213"}`, "size: must be an integer"},
+	} {
+		signed = nil
+		up, err := u.Create(context.Background(), "usr_a", []byte(tt.body))
+		switch {
+		case tt.want == "" && (err != nil || len(signed) != 1 || signed[0] != up.Size || up.Size == 0):
+			t.Errorf("Create(%s) = %+v, %v, signed sizes %v; want a file whose PUT is signed for its size", tt.body, up, err, signed)
+		case tt.want != "" && (!errors.Is(err, domain.ErrInvalid) || !strings.Contains(err.Error(), tt.want) || len(signed) != 0):
+			t.Errorf("Create(%s) = %v, signed sizes %v; want a 400 saying %q and nothing presigned", tt.body, err, signed, tt.want)
 		}
 	}
 }

@@ -17,9 +17,10 @@ import (
 
 // Music from an uploaded file on the deployed shape: the long-form create
 // function, under its role, finds the caller's file by listing uploads/,
-// reads it and probes it as audio before any credit moves (a file whose
-// bytes are no audio is a 400 naming music_url, nothing held); Assemble,
-// under its role, reads it from the bucket by its key and lays it under the
+// copies it to the video's own key under inputs/, reads the copy and
+// probes it as audio before any credit moves (a file whose bytes are no
+// audio is a 400 naming music_url, nothing held); Assemble, under its
+// role, reads that copy from the bucket by its key and lays it under the
 // narration, heard in the final video. moto denies nothing.
 func TestMusicFromAnUploadedFileThroughTheBucket(t *testing.T) {
 	l := shared(t)

@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/mediagen-dev/mediagen/internal/core/domain"
 	"github.com/mediagen-dev/mediagen/internal/core/media"
 )
 
@@ -19,8 +20,10 @@ import (
 // PUT with its own role (moto checks the role allows s3:PutObject on
 // uploads/, and the PUT, made by plain net/http with no credentials, is
 // authorized by that signature); the generate function, under its role,
-// finds the file by listing uploads/, reads its first bytes and hands the
-// provider a presigned GET that reads the very bytes uploaded; the image
+// finds the file by listing uploads/, copies it to the generation's own
+// key under inputs/ (moto checks the role allows s3:PutObject there),
+// measures the copy, reads its first bytes and hands the provider a
+// presigned GET of the copy that reads the very bytes uploaded; the image
 // made from it completes. A file whose bytes are not its declared type is
 // a 400 naming the field.
 func TestAnUploadFeedsAnImageThroughTheBucket(t *testing.T) {
@@ -41,7 +44,7 @@ func TestAnUploadFeedsAnImageThroughTheBucket(t *testing.T) {
 
 	// A page's preflight for the upload's PUT is answered by the bucket's
 	// CORS rule, which the stack gave the bucket from the template.
-	f := mustCall(t, l, acct.APIKey, http.MethodPost, "/api/files", `{"content_type":"image/png"}`, http.StatusCreated)
+	f := mustCall(t, l, acct.APIKey, http.MethodPost, "/api/files", `{"content_type":"image/png","size":1000}`, http.StatusCreated)
 	pre, _ := http.NewRequest(http.MethodOptions, f["upload_url"].(string), nil)
 	pre.Header.Set("Origin", "https://playground.example")
 	pre.Header.Set("Access-Control-Request-Method", "PUT")
@@ -58,14 +61,15 @@ func TestAnUploadFeedsAnImageThroughTheBucket(t *testing.T) {
 	fileURL := file("image/png", buf.Bytes())
 	id, _ := generate(t, l, acct.APIKey, request(fileURL))
 	var given string
+	fileID, _ := domain.ParseFileURL(fileURL)
 	for _, p := range l.Simulator.Predictions("provider-a/zeta") {
-		if in := string(p.Input); strings.Contains(in, media.UploadsPrefix+acct.UserID+"/") {
+		if in := string(p.Input); strings.Contains(in, media.SnapshotKey(id, fileID)) {
 			start := strings.Index(in, "http")
 			given = strings.ReplaceAll(in[start:start+strings.Index(in[start:], `"`)], `\u0026`, "&")
 		}
 	}
 	if given == "" {
-		t.Fatal("the provider was handed no URL of the uploaded file")
+		t.Fatal("the provider was handed no URL of the generation's copy of the uploaded file")
 	}
 	resp, err = http.Get(given)
 	if err != nil {

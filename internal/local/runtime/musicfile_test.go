@@ -15,9 +15,11 @@ import (
 )
 
 // music_url may name an uploaded audio file (mediagen://files/<id>): the
-// create checks it before any credit moves (the caller's, uploaded as
-// audio, its bytes audio by ffprobe), and Assemble reads it from the
-// bucket and lays it under the narration, heard in the result. A file
+// create copies it for the video and checks the copy before any credit
+// moves (the caller's, uploaded as audio, its bytes audio by ffprobe), and
+// Assemble reads that copy from the bucket and lays it under the
+// narration, heard in the result, though other bytes were PUT to the
+// file's upload_url right after the create. A file
 // whose bytes are no audio, another account's file, an image file, or a
 // file URL naming no file is a 400 naming music_url with nothing held; an
 // audio file in an image field is a 400 naming that field.
@@ -35,7 +37,11 @@ func TestMusicFromAnUploadedFile(t *testing.T) {
 	rt := start(t, storyConfig())
 	owner := newAccount(t, rt, domain.PlanEnterprise, 10000)
 	other := newAccount(t, rt, domain.PlanEnterprise, 10000)
-	songURL := uploaded(t, rt, owner.APIKey, "audio/mpeg", raw)
+	songFile := upload(t, rt, owner.APIKey, "audio/mpeg", len(raw))
+	if status, answer := put(t, songFile.str("upload_url"), "audio/mpeg", raw); status != http.StatusOK {
+		t.Fatalf("PUT: HTTP %d %s", status, answer)
+	}
+	songURL := songFile.str("url")
 	body := map[string]any{"prompt": "A day at the seaside", "language_code": "en", "model": "beta-2",
 		"scenes":    []any{map[string]any{"scene_number": 1, "prompt": "waves", "narration": "The sea comes in."}},
 		"music_url": songURL, "music_volume": 0.5}
@@ -64,7 +70,21 @@ func TestMusicFromAnUploadedFile(t *testing.T) {
 		t.Errorf("refused music moved credits: balance %s held %s, was %s and %s", after.Balance, after.Held, before.Balance, before.Held)
 	}
 
-	final, path := studioVideo(t, rt, owner.APIKey, body)
+	a := call(t, rt, http.MethodPost, "/api/long-story/videos", owner.APIKey, body)
+	if a.status != http.StatusOK {
+		t.Fatalf("create: HTTP %d %s", a.status, a.body)
+	}
+	if status, answer := put(t, songFile.str("upload_url"), "audio/mpeg", make([]byte, len(raw))); status != http.StatusOK {
+		t.Fatalf("the second PUT to the upload_url: HTTP %d %s", status, answer)
+	}
+	final := waitStory(t, rt, owner.APIKey, a.str("video_id"))
+	if final.str("status") != "completed" {
+		t.Fatalf("video: %s", final.body)
+	}
+	path, ok := download(t, final.str("final_video_url"), t.TempDir(), "studio.mp4")
+	if !ok {
+		t.FailNow()
+	}
 	music := filteredLevels(t, path, fmt.Sprintf("bandpass=f=%d:width_type=q:w=8,bandpass=f=%d:width_type=q:w=8", tone, tone))
 	if level := meanLevel(music, 3.5, 4.0); level < -40 {
 		t.Errorf("music %.1f dB after the narration, want the uploaded song heard", level)

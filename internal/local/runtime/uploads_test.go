@@ -18,14 +18,11 @@ import (
 	"github.com/mediagen-dev/mediagen/internal/local/runtime"
 )
 
-// upload makes a file (POST /api/files) of ctype, declaring size when
-// size > 0, and answers it.
+// upload makes a file (POST /api/files) of ctype and size, and answers
+// it.
 func upload(t *testing.T, rt *runtime.Runtime, key, ctype string, size int) answer {
 	t.Helper()
-	body := map[string]any{"content_type": ctype}
-	if size > 0 {
-		body["size"] = size
-	}
+	body := map[string]any{"content_type": ctype, "size": size}
 	a := call(t, rt, http.MethodPost, "/api/files", key, body)
 	if a.status != http.StatusCreated {
 		t.Fatalf("POST /api/files: HTTP %d %s", a.status, a.body)
@@ -156,7 +153,7 @@ func TestAnUploadedFileFeedsEveryImageFieldThroughAPresignedURL(t *testing.T) {
 			if !ok {
 				t.Fatalf("the simulator has no job %s", rec.UpstreamID)
 			}
-			given := presignedIn(t, string(p.Input), media.UploadKey(owner.UserID, id))
+			given := presignedIn(t, string(p.Input), media.SnapshotKey(a.str("uuid"), id))
 			if strings.Contains(string(p.Input), "mediagen://") {
 				t.Errorf("the provider got the file URL itself: %s", p.Input)
 			}
@@ -217,8 +214,9 @@ func checkInputURL(t *testing.T, given string, want []byte) {
 }
 
 // TestFilesAreRefusedBeforeAnyCreditMoves: the files route refuses a
-// type other than an image's and a declared size over 100 MiB (400 naming
-// the field); the bucket refuses a PUT longer than declared, with another
+// type other than an image's, a body without the size and a declared size
+// over 100 MiB (400 naming the field), so every upload is bounded; the
+// bucket refuses a PUT longer or shorter than declared, with another
 // content type, or after the upload URL's 15 minutes (403 and S3's XML
 // error). A generate naming a file whose bytes are not the image type it
 // declared, another account's file, a file never uploaded, or a file past
@@ -238,9 +236,10 @@ func TestFilesAreRefusedBeforeAnyCreditMoves(t *testing.T) {
 		body  map[string]any
 		field string
 	}{
-		{"a type that is no image", map[string]any{"content_type": "text/html"}, "content_type"},
+		{"a type that is no image", map[string]any{"content_type": "text/html", "size": 10}, "content_type"},
 		{"a size over 100 MiB", map[string]any{"content_type": "image/png", "size": domain.MaxUploadBytes + 1}, "size"},
-		{"an unknown field", map[string]any{"content_type": "image/png", "name": "cat.png"}, "name"},
+		{"no size", map[string]any{"content_type": "image/png"}, "size"},
+		{"an unknown field", map[string]any{"content_type": "image/png", "size": 10, "name": "cat.png"}, "name"},
 	} {
 		t.Run("POST /api/files with "+tt.name, func(t *testing.T) {
 			a := call(t, rt, http.MethodPost, "/api/files", owner.APIKey, malformed(tt.body))
@@ -258,6 +257,7 @@ func TestFilesAreRefusedBeforeAnyCreditMoves(t *testing.T) {
 		code        string
 	}{
 		{"longer than declared", "image/png", append(append([]byte{}, img...), 0), "SignatureDoesNotMatch"},
+		{"shorter than declared", "image/png", img[:len(img)-1], "SignatureDoesNotMatch"},
 		{"of another content type", "image/jpeg", img, "SignatureDoesNotMatch"},
 	} {
 		t.Run("a PUT "+tt.name, func(t *testing.T) {
@@ -271,7 +271,7 @@ func TestFilesAreRefusedBeforeAnyCreditMoves(t *testing.T) {
 	notPNG := []byte("<html><body>not a picture</body></html>")
 	fake := uploaded(t, rt, owner.APIKey, "image/png", notPNG)
 	theirs := uploaded(t, rt, other.APIKey, "image/png", img)
-	never := upload(t, rt, owner.APIKey, "image/png", 0).str("url")
+	never := upload(t, rt, owner.APIKey, "image/png", len(img)).str("url")
 	late := upload(t, rt, owner.APIKey, "image/png", len(img))
 	old := uploaded(t, rt, owner.APIKey, "image/png", img)
 
@@ -320,22 +320,66 @@ func TestFilesAreRefusedBeforeAnyCreditMoves(t *testing.T) {
 	if _, err := rt.ExpireOutputs(context.Background()); err != nil {
 		t.Fatal(err)
 	}
-	if keys := keysUnder(t, rt, media.UploadsPrefix); len(keys) != 0 {
-		t.Errorf("after the lifecycle's day the bucket still holds %v", keys)
+	for _, prefix := range []string{media.UploadsPrefix, media.InputsPrefix} {
+		if keys := keysUnder(t, rt, prefix); len(keys) != 0 {
+			t.Errorf("after the lifecycle's day the bucket still holds %v", keys)
+		}
 	}
 }
 
+// TestTheProviderReadsTheFileAsCheckedNotAsPutAfter: a file's upload_url
+// still takes a PUT for its 15 minutes after a generate checked the file;
+// bytes PUT then (of the declared length, any type) never reach the
+// provider, whose URL reads the PNG the generate checked (a copy the
+// service made for the generation, under inputs/, which no upload URL
+// writes).
+func TestTheProviderReadsTheFileAsCheckedNotAsPutAfter(t *testing.T) {
+	ctx := context.Background()
+	rt := start(t, runtimeConfig())
+	owner := newAccount(t, rt, domain.PlanEnterprise, 1000)
+	img := noisePNG(t, 32)
+	f := upload(t, rt, owner.APIKey, "image/png", len(img))
+	if status, answer := put(t, f.str("upload_url"), "image/png", img); status != http.StatusOK {
+		t.Fatalf("PUT: HTTP %d %s", status, answer)
+	}
+	body := gen("zeta", map[string]any{"prompt": "the harbour [simulate:hold]", "image_input": []any{f.str("url")}})
+	a := call(t, rt, http.MethodPost, "/api/generations/generate", owner.APIKey, body)
+	if a.status != http.StatusOK {
+		t.Fatalf("generate: HTTP %d %s", a.status, a.body)
+	}
+	swapped := bytes.Repeat([]byte("<html>not the picture checked</html>"), len(img)/36+1)[:len(img)]
+	if status, answer := put(t, f.str("upload_url"), "image/png", swapped); status != http.StatusOK {
+		t.Fatalf("the second PUT to the upload_url: HTTP %d %s (the URL takes PUTs for 15 minutes)", status, answer)
+	}
+	rec, err := rt.Store.GetGeneration(ctx, a.str("uuid"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, ok := rt.Simulator.Lookup(rec.UpstreamID)
+	if !ok {
+		t.Fatalf("the simulator has no job %s", rec.UpstreamID)
+	}
+	checkInputURL(t, presignedIn(t, string(p.Input), f.str("file_id")), img)
+	call(t, rt, http.MethodPost, "/api/generations/"+a.str("uuid")+"/cancel", owner.APIKey, nil)
+}
+
 // TestAFileOfAGenerationThatWaitedForASlotReachesTheProvider: with the
-// provider at its cap, a generation naming an uploaded file waits in line;
-// when the slot frees, the poller submits it and hands the provider a
-// presigned GET of the file (its own, made then), and it completes.
+// provider at its cap, a generation naming an uploaded file waits in line,
+// and meanwhile other bytes are PUT to the file's upload_url; when the
+// slot frees, the poller submits it and hands the provider a presigned
+// GET (made then) of the copy checked at the create, the PNG, and it
+// completes.
 func TestAFileOfAGenerationThatWaitedForASlotReachesTheProvider(t *testing.T) {
 	rc := routing.Default()
 	rc.Upstreams["simulator"].MaxConcurrent = 1
 	rt := start(t, runtime.Config{Routing: rc})
 	owner := newAccount(t, rt, domain.PlanEnterprise, 1000)
 	img := noisePNG(t, 24)
-	fileURL := uploaded(t, rt, owner.APIKey, "image/png", img)
+	f := upload(t, rt, owner.APIKey, "image/png", len(img))
+	if status, answer := put(t, f.str("upload_url"), "image/png", img); status != http.StatusOK {
+		t.Fatalf("PUT: HTTP %d %s", status, answer)
+	}
+	fileURL := f.str("url")
 
 	holder := call(t, rt, http.MethodPost, "/api/generations/generate", owner.APIKey, imageBody("the slot's holder [simulate:hold]"))
 	if holder.status != http.StatusOK {
@@ -348,6 +392,9 @@ func TestAFileOfAGenerationThatWaitedForASlotReachesTheProvider(t *testing.T) {
 	}
 	if v := call(t, rt, http.MethodGet, "/api/generations/status/"+a.str("uuid"), owner.APIKey, nil); v.decoded["queue_position"] == nil {
 		t.Fatalf("the generation does not wait for the slot: %s", v.body)
+	}
+	if status, answer := put(t, f.str("upload_url"), "image/png", make([]byte, len(img))); status != http.StatusOK {
+		t.Fatalf("the second PUT to the upload_url: HTTP %d %s", status, answer)
 	}
 	if c := call(t, rt, http.MethodPost, "/api/generations/"+holder.str("uuid")+"/cancel", owner.APIKey, nil); c.status != http.StatusOK {
 		t.Fatalf("cancel: HTTP %d %s", c.status, c.body)
@@ -365,5 +412,5 @@ func TestAFileOfAGenerationThatWaitedForASlotReachesTheProvider(t *testing.T) {
 		t.Fatalf("the simulator has no job %s", rec.UpstreamID)
 	}
 	id, _ := domain.ParseFileURL(fileURL)
-	checkInputURL(t, presignedIn(t, string(p.Input), media.UploadKey(owner.UserID, id)), img)
+	checkInputURL(t, presignedIn(t, string(p.Input), media.SnapshotKey(a.str("uuid"), id)), img)
 }
