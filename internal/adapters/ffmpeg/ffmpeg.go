@@ -20,8 +20,8 @@ import (
 	"unicode/utf8"
 )
 
-// DefaultTimeout bounds one ffmpeg or ffprobe run when Runner.Timeout is zero.
-const DefaultTimeout = 2 * time.Minute
+// defaultTimeout bounds one ffmpeg or ffprobe run when Runner.Timeout is zero.
+const defaultTimeout = 2 * time.Minute
 
 // DefaultFontFile is the font drawtext uses, from Debian's fonts-dejavu-core.
 // Filters always name a font file: fontconfig lookup differs from machine to
@@ -36,7 +36,7 @@ type Runner struct {
 	// FFmpeg and FFprobe are the binaries; empty means $FFMPEG_PATH /
 	// $FFPROBE_PATH, else "ffmpeg" / "ffprobe" from PATH.
 	FFmpeg, FFprobe string
-	// Timeout bounds each run; zero means DefaultTimeout.
+	// Timeout bounds each run; zero means defaultTimeout.
 	Timeout time.Duration
 }
 
@@ -57,7 +57,7 @@ func (r Runner) timeout() time.Duration {
 	if r.Timeout > 0 {
 		return r.Timeout
 	}
-	return DefaultTimeout
+	return defaultTimeout
 }
 
 // Available reports whether both binaries can be found, with the fix in the
@@ -106,28 +106,28 @@ func (e *Error) Error() string {
 func (e *Error) Unwrap() error { return e.Err }
 
 // Run runs ffmpeg with args, after "-hide_banner -loglevel error -nostdin -y",
-// each input (-i) bounded by InputProtocols and InputFormats.
+// each input (-i) bounded by inputProtocols and inputFormats.
 func (r Runner) Run(ctx context.Context, args ...string) error {
 	return r.run(ctx, r.ffmpegPath(), ffmpegArgs(args), nil)
 }
 
-// InputProtocols are the only protocols an input may open, itself or
+// inputProtocols are the only protocols an input may open, itself or
 // through what it names: the files of the work directory and pipes, never
 // the network (http, tcp, rtmp, ...), nor data: URIs.
-const InputProtocols = "file,pipe"
+const inputProtocols = "file,pipe"
 
-// InputFormats are the only demuxers an input may be read with, itself or
+// inputFormats are the only demuxers an input may be read with, itself or
 // through what it names (a concat list's files): the media the service
 // reads (provider clips and images, narration, its own concat lists and
 // lavfi sources). Never a playlist (hls, dash) that names other files or
 // URLs, nor a demuxer that renders a text file (tty) into frames: a
 // provider's "mp4" is whatever bytes it sent, and ffmpeg picks the demuxer
 // from the content.
-const InputFormats = "concat,lavfi,mov,matroska,mp3,wav,aac,image2,png_pipe,jpeg_pipe,webp_pipe,gif"
+const inputFormats = "concat,lavfi,mov,matroska,mp3,wav,aac,image2,png_pipe,jpeg_pipe,webp_pipe,gif"
 
 // inputBounds are the options that bound one input.
 func inputBounds() []string {
-	return []string{"-protocol_whitelist", InputProtocols, "-format_whitelist", InputFormats}
+	return []string{"-protocol_whitelist", inputProtocols, "-format_whitelist", inputFormats}
 }
 
 func ffmpegArgs(args []string) []string {

@@ -207,7 +207,7 @@ func TestAvailableNamesTheFix(t *testing.T) {
 	}
 }
 
-// EscapeDrawtext must draw exactly what a text file drawn without expansion
+// escapeDrawtext must draw exactly what a text file drawn without expansion
 // draws, for text full of characters that are special at some level.
 func TestEscapeDrawtextDrawsTheTextVerbatim(t *testing.T) {
 	r := requireFFmpeg(t)
@@ -229,9 +229,9 @@ func TestEscapeDrawtextDrawsTheTextVerbatim(t *testing.T) {
 			}
 			common := "fontfile=" + EscapeFilterValue(DefaultFontFile) + ":fontsize=16:fontcolor=white:x=4:y=4"
 			viaFile := renderText(t, r, filepath.Join(dir, name+"-file.png"), "drawtext="+common+":expansion=none:textfile="+EscapeFilterValue(textfile))
-			viaText := renderText(t, r, filepath.Join(dir, name+"-text.png"), "drawtext="+common+":text="+EscapeDrawtext(text))
+			viaText := renderText(t, r, filepath.Join(dir, name+"-text.png"), "drawtext="+common+":text="+escapeDrawtext(text))
 			if !bytes.Equal(viaFile.Pix, viaText.Pix) {
-				t.Errorf("text=%s draws differently from the text file", EscapeDrawtext(text))
+				t.Errorf("text=%s draws differently from the text file", escapeDrawtext(text))
 			}
 			if isUniform(viaText) {
 				t.Errorf("nothing was drawn")

@@ -15,12 +15,12 @@ type Span struct {
 	Start, End float64
 }
 
-// Silence thresholds of SoundSpans: quieter than SilenceDB for at least
-// MinSilenceSeconds is a pause. Speech falls below -40 dB only between
+// Silence thresholds of SoundSpans: quieter than silenceDB for at least
+// minSilenceSeconds is a pause. Speech falls below -40 dB only between
 // words and phrases; a pause of 0.15 s is shorter than a sentence break.
 const (
-	SilenceDB         = -40
-	MinSilenceSeconds = 0.15
+	silenceDB         = -40
+	minSilenceSeconds = 0.15
 )
 
 // SoundSpans measures where the audio of the file at path (duration
@@ -29,7 +29,7 @@ const (
 // the timing of the audio itself, whatever made it.
 func (r Runner) SoundSpans(ctx context.Context, path string, duration float64) ([]Span, error) {
 	var out bytes.Buffer
-	filter := fmt.Sprintf("silencedetect=n=%ddB:d=%g,ametadata=mode=print:file=%s", SilenceDB, MinSilenceSeconds, EscapeFilterValue("pipe:1"))
+	filter := fmt.Sprintf("silencedetect=n=%ddB:d=%g,ametadata=mode=print:file=%s", silenceDB, minSilenceSeconds, EscapeFilterValue("pipe:1"))
 	args := ffmpegArgs([]string{"-i", path, "-vn", "-af", filter, "-f", "null", "-"})
 	if err := r.run(ctx, r.ffmpegPath(), args, &out); err != nil {
 		return nil, fmt.Errorf("sound of %s: %w", path, err)

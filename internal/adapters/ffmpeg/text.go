@@ -11,20 +11,20 @@ import (
 // applies ffmpeg's two escaping levels: the option level (\ ' :) and the
 // filtergraph level (\ ' [ ] , ;). Whitespace is escaped too, because both
 // levels trim it at the ends. Use it for file paths and expressions; for
-// drawtext's text= use EscapeDrawtext. NUL bytes cannot be passed to a
+// drawtext's text= use escapeDrawtext. NUL bytes cannot be passed to a
 // process and are dropped.
 func EscapeFilterValue(v string) string {
 	return escapeLevel(escapeLevel(v, `\':`), `\'[],;`)
 }
 
-// EscapeDrawtext escapes s for drawtext's text= option (with the default
+// escapeDrawtext escapes s for drawtext's text= option (with the default
 // expansion=normal) inside a filtergraph string, so that drawtext draws s
 // exactly: it adds the third level, drawtext's own expansion (\ and %), to
 // EscapeFilterValue. Any text is safe, whatever its length or characters, but
 // drawtext draws control characters as boxes or line breaks: pass prompts
 // through Caption first. Writing the text to a file and using
 // textfile=...:expansion=none avoids escaping altogether.
-func EscapeDrawtext(s string) string {
+func escapeDrawtext(s string) string {
 	return EscapeFilterValue(escapeLevel(s, `\%`))
 }
 

@@ -19,27 +19,27 @@ import (
 	"github.com/mediagen-dev/mediagen/internal/core/domain"
 )
 
-// DefaultFalJWKSURL is where fal publishes its webhook signing keys.
-const DefaultFalJWKSURL = "https://rest.alpha.fal.ai/.well-known/jwks.json"
+// defaultFalJWKSURL is where fal publishes its webhook signing keys.
+const defaultFalJWKSURL = "https://rest.alpha.fal.ai/.well-known/jwks.json"
 
-// Fal webhook headers and the clock skew a callback may have.
+// fal webhook headers and the clock skew a callback may have.
 const (
-	FalHeaderRequestID = "X-Fal-Webhook-Request-Id"
-	FalHeaderUserID    = "X-Fal-Webhook-User-Id"
-	FalHeaderTimestamp = "X-Fal-Webhook-Timestamp"
-	FalHeaderSignature = "X-Fal-Webhook-Signature"
-	FalWebhookSkew     = 5 * time.Minute
+	falHeaderRequestID = "X-Fal-Webhook-Request-Id"
+	falHeaderUserID    = "X-Fal-Webhook-User-Id"
+	falHeaderTimestamp = "X-Fal-Webhook-Timestamp"
+	falHeaderSignature = "X-Fal-Webhook-Signature"
+	falWebhookSkew     = 5 * time.Minute
 	falJWKSFor         = 24 * time.Hour
 )
 
-// Fal is a client of fal's queue API (as @fal-ai/client speaks it): submit
+// fal is a client of fal's queue API (as @fal-ai/client speaks it): submit
 // to POST {base}/{app id}, then follow the status, response and cancel URLs
 // the submit answered.
-type Fal struct {
+type fal struct {
 	// BaseURL is the queue root, https://queue.fal.run.
 	BaseURL string
 	Token   string
-	// JWKSURL is where the webhook keys are; default DefaultFalJWKSURL.
+	// JWKSURL is where the webhook keys are; default defaultFalJWKSURL.
 	JWKSURL string
 	Tuning
 
@@ -48,7 +48,7 @@ type Fal struct {
 	keysAt time.Time
 }
 
-func (c *Fal) header() http.Header {
+func (c *fal) header() http.Header {
 	h := http.Header{}
 	h.Set("Authorization", "Key "+c.Token)
 	return h
@@ -56,7 +56,7 @@ func (c *Fal) header() http.Header {
 
 // Submit queues a request: POST {base}/{app id}?fal_webhook=... with the
 // input as the body.
-func (c *Fal) Submit(ctx context.Context, app string, input map[string]any, hook string) (domain.UpstreamJob, error) {
+func (c *fal) Submit(ctx context.Context, app string, input map[string]any, hook string) (domain.UpstreamJob, error) {
 	u := strings.TrimRight(c.BaseURL, "/") + "/" + strings.Trim(app, "/")
 	if hook != "" {
 		u += "?" + url.Values{"fal_webhook": {hook}}.Encode()
@@ -93,7 +93,7 @@ func appRoot(app string) string {
 }
 
 // Get reads the request's status, and its result once completed.
-func (c *Fal) Get(ctx context.Context, job domain.UpstreamJob) (Result, error) {
+func (c *fal) Get(ctx context.Context, job domain.UpstreamJob) (Result, error) {
 	if job.StatusURL == "" || job.ResponseURL == "" {
 		return Result{}, fmt.Errorf("upstream get: %w: the job has no status URL", ErrMalformed)
 	}
@@ -115,13 +115,13 @@ func (c *Fal) Get(ctx context.Context, job domain.UpstreamJob) (Result, error) {
 	}
 	switch st.Status {
 	case "IN_QUEUE":
-		return Result{ID: job.ID, Status: StatusStarting}, nil
+		return Result{ID: job.ID, Status: statusStarting}, nil
 	case "IN_PROGRESS":
 		var logs strings.Builder
 		for _, l := range st.Logs {
 			logs.WriteString(l.Message + "\n")
 		}
-		return Result{ID: job.ID, Status: StatusProcessing, Progress: ProgressOf(logs.String())}, nil
+		return Result{ID: job.ID, Status: StatusProcessing, Progress: progressOf(logs.String())}, nil
 	case "COMPLETED":
 	default:
 		return Result{}, fmt.Errorf("upstream status: %w: unknown status %q", ErrMalformed, st.Status)
@@ -138,7 +138,7 @@ func (c *Fal) Get(ctx context.Context, job domain.UpstreamJob) (Result, error) {
 	if err != nil {
 		return Result{}, err
 	}
-	outs, err := OutputURLs(a.body)
+	outs, err := outputURLs(a.body)
 	if err != nil {
 		return Result{}, err
 	}
@@ -147,7 +147,7 @@ func (c *Fal) Get(ctx context.Context, job domain.UpstreamJob) (Result, error) {
 
 // Cancel asks the queue to cancel: PUT on the cancel URL. A request that
 // already completed cannot be canceled (400), which is no error here.
-func (c *Fal) Cancel(ctx context.Context, job domain.UpstreamJob) error {
+func (c *fal) Cancel(ctx context.Context, job domain.UpstreamJob) error {
 	if job.CancelURL == "" {
 		return fmt.Errorf("upstream cancel: %w: the job has no cancel URL", ErrMalformed)
 	}
@@ -160,18 +160,18 @@ func (c *Fal) Cancel(ctx context.Context, job domain.UpstreamJob) error {
 }
 
 // InputTypes: fal publishes no schema the service reads; routes give types.
-func (c *Fal) InputTypes(context.Context, string) (map[string]string, error) { return nil, nil }
+func (c *fal) InputTypes(context.Context, string) (map[string]string, error) { return nil, nil }
 
 // FindJob: the queue API cannot list requests.
-func (c *Fal) FindJob(context.Context, string, time.Time) (domain.UpstreamJob, bool, error) {
+func (c *fal) FindJob(context.Context, string, time.Time) (domain.UpstreamJob, bool, error) {
 	return domain.UpstreamJob{}, false, nil
 }
 
 // VerifyWebhook checks fal's ED25519 signature over the request id, user
 // id, timestamp and the body's SHA-256 (hex), one per line, with the keys
 // of fal's JWKS (fetched, kept a day).
-func (c *Fal) VerifyWebhook(ctx context.Context, h http.Header, body []byte, now time.Time) error {
-	reqID, user, ts, sig := h.Get(FalHeaderRequestID), h.Get(FalHeaderUserID), h.Get(FalHeaderTimestamp), h.Get(FalHeaderSignature)
+func (c *fal) VerifyWebhook(ctx context.Context, h http.Header, body []byte, now time.Time) error {
+	reqID, user, ts, sig := h.Get(falHeaderRequestID), h.Get(falHeaderUserID), h.Get(falHeaderTimestamp), h.Get(falHeaderSignature)
 	if reqID == "" || user == "" || ts == "" || sig == "" {
 		return errors.New("fal webhook: signature headers missing")
 	}
@@ -179,7 +179,7 @@ func (c *Fal) VerifyWebhook(ctx context.Context, h http.Header, body []byte, now
 	if err != nil {
 		return errors.New("fal webhook: bad timestamp")
 	}
-	if d := now.Sub(time.Unix(secs, 0)); d > FalWebhookSkew || d < -FalWebhookSkew {
+	if d := now.Sub(time.Unix(secs, 0)); d > falWebhookSkew || d < -falWebhookSkew {
 		return errors.New("fal webhook: timestamp too far from now")
 	}
 	raw, err := hex.DecodeString(sig)
@@ -190,7 +190,7 @@ func (c *Fal) VerifyWebhook(ctx context.Context, h http.Header, body []byte, now
 	if err != nil {
 		return err
 	}
-	msg := FalSignedMessage(reqID, user, ts, body)
+	msg := falSignedMessage(reqID, user, ts, body)
 	for _, k := range keys {
 		if ed25519.Verify(k, msg, raw) {
 			return nil
@@ -199,13 +199,13 @@ func (c *Fal) VerifyWebhook(ctx context.Context, h http.Header, body []byte, now
 	return errors.New("fal webhook: no key verifies the signature")
 }
 
-// FalSignedMessage is what fal signs for a webhook.
-func FalSignedMessage(requestID, userID, timestamp string, body []byte) []byte {
+// falSignedMessage is what fal signs for a webhook.
+func falSignedMessage(requestID, userID, timestamp string, body []byte) []byte {
 	sum := sha256.Sum256(body)
 	return []byte(strings.Join([]string{requestID, userID, timestamp, hex.EncodeToString(sum[:])}, "\n"))
 }
 
-func (c *Fal) jwks(ctx context.Context, now time.Time) ([]ed25519.PublicKey, error) {
+func (c *fal) jwks(ctx context.Context, now time.Time) ([]ed25519.PublicKey, error) {
 	c.mu.Lock()
 	keys, at := c.keys, c.keysAt
 	c.mu.Unlock()
@@ -214,7 +214,7 @@ func (c *Fal) jwks(ctx context.Context, now time.Time) ([]ed25519.PublicKey, err
 	}
 	u := c.JWKSURL
 	if u == "" {
-		u = DefaultFalJWKSURL
+		u = defaultFalJWKSURL
 	}
 	a, err := c.do(ctx, request{op: "jwks", method: http.MethodGet, url: u})
 	if err != nil {
@@ -248,7 +248,7 @@ func (c *Fal) jwks(ctx context.Context, now time.Time) ([]ed25519.PublicKey, err
 
 // DecodeWebhook reads fal's callback: {"request_id", "status": "OK" |
 // "ERROR", "payload", "error"}.
-func (c *Fal) DecodeWebhook(body []byte) (Result, error) {
+func (c *fal) DecodeWebhook(body []byte) (Result, error) {
 	var w struct {
 		RequestID string          `json:"request_id"`
 		Status    string          `json:"status"`
@@ -260,14 +260,14 @@ func (c *Fal) DecodeWebhook(body []byte) (Result, error) {
 	}
 	switch w.Status {
 	case "OK":
-		outs, err := OutputURLs(w.Payload)
+		outs, err := outputURLs(w.Payload)
 		if err != nil {
 			return Result{}, err
 		}
 		return Result{ID: w.RequestID, Status: StatusSucceeded, Outputs: outs}, nil
 	case "ERROR":
 		reason := w.Error
-		if msg := ProblemMessage(w.Payload); len(w.Payload) > 0 && string(w.Payload) != "null" && msg != "" {
+		if msg := problemMessage(w.Payload); len(w.Payload) > 0 && string(w.Payload) != "null" && msg != "" {
 			reason += ": " + msg
 		}
 		return Result{ID: w.RequestID, Status: StatusFailed, Error: truncate(reason, 1000)}, nil

@@ -6,23 +6,23 @@ import (
 	"strings"
 )
 
-// AtError names the upstream an error came from, so that a message can
+// atError names the upstream an error came from, so that a message can
 // say which one failed without repeating the error itself.
-type AtError struct {
+type atError struct {
 	Upstream string
 	Err      error
 }
 
-func (e *AtError) Error() string { return "upstream " + e.Upstream + ": " + e.Err.Error() }
-func (e *AtError) Unwrap() error { return e.Err }
+func (e *atError) Error() string { return "upstream " + e.Upstream + ": " + e.Err.Error() }
+func (e *atError) Unwrap() error { return e.Err }
 
 // Public describes a failure to reach or use the upstream name (or the one
-// an *AtError in err names) for an API answer or a record's error: the
+// an *atError in err names) for an API answer or a record's error: the
 // provider's own refusal keeps its message, once; anything else says what
 // happened in words, never an address, a URL or a Go error chain, which
 // belong in the logs with err itself.
 func Public(name string, err error) string {
-	var at *AtError
+	var at *atError
 	if name == "" && errors.As(err, &at) {
 		name = at.Upstream
 	}

@@ -36,7 +36,7 @@ func TestPublicNamesTheUpstreamNeverTheAddress(t *testing.T) {
 		want           string
 	}{
 		{"connection refused", "sim-replicate", dialErr, "upstream unreachable: sim-replicate"},
-		{"the name from an AtError", "", &AtError{Upstream: "sim-fal", Err: dialErr}, "upstream unreachable: sim-fal"},
+		{"the name from an AtError", "", &atError{Upstream: "sim-fal", Err: dialErr}, "upstream unreachable: sim-fal"},
 		{"no name", "", dialErr, "upstream unreachable"},
 		{"a 503", "r", &Error{Op: "get", StatusCode: 503, Message: "overloaded"}, "upstream unreachable: r answered HTTP 503: overloaded"},
 		{"a 404", "r", &Error{Op: "get", StatusCode: 404, Message: "no such prediction"}, "upstream r answered HTTP 404: no such prediction"},
@@ -69,7 +69,7 @@ func TestProblemMessageSaysEachInvalidFieldOnce(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			if got := ProblemMessage([]byte(tt.body)); got != tt.want {
+			if got := problemMessage([]byte(tt.body)); got != tt.want {
 				t.Errorf("ProblemMessage = %q, want %q", got, tt.want)
 			}
 		})

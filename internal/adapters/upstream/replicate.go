@@ -69,7 +69,7 @@ func (c *Replicate) Submit(ctx context.Context, model string, input map[string]a
 	if err != nil {
 		return domain.UpstreamJob{}, err
 	}
-	p, err := DecodePrediction(a.body)
+	p, err := decodePrediction(a.body)
 	if err != nil {
 		// The provider answered 2xx: a job was most likely made.
 		return domain.UpstreamJob{}, &UnknownOutcomeError{Cause: fmt.Errorf("upstream create: %w", err)}
@@ -83,7 +83,7 @@ func (c *Replicate) Get(ctx context.Context, job domain.UpstreamJob) (Result, er
 	if err != nil {
 		return Result{}, err
 	}
-	return DecodePrediction(a.body)
+	return decodePrediction(a.body)
 }
 
 // Cancel asks the provider to stop a prediction.
@@ -218,7 +218,7 @@ func (c *Replicate) VerifyWebhook(ctx context.Context, h http.Header, body []byt
 }
 
 // DecodeWebhook reads a callback: the prediction.
-func (c *Replicate) DecodeWebhook(body []byte) (Result, error) { return DecodePrediction(body) }
+func (c *Replicate) DecodeWebhook(body []byte) (Result, error) { return decodePrediction(body) }
 
 // splitModel reads "owner/name" or "owner/name:version".
 func splitModel(model string) (owner, name, version string, err error) {
@@ -238,9 +238,9 @@ type wirePrediction struct {
 	Logs   string          `json:"logs"`
 }
 
-// DecodePrediction reads a prediction as the provider sends it, in answers
+// decodePrediction reads a prediction as the provider sends it, in answers
 // and in its callbacks.
-func DecodePrediction(raw []byte) (Result, error) {
+func decodePrediction(raw []byte) (Result, error) {
 	var w wirePrediction
 	if err := json.Unmarshal(raw, &w); err != nil {
 		return Result{}, fmt.Errorf("%w: %v", ErrMalformed, err)
@@ -249,13 +249,13 @@ func DecodePrediction(raw []byte) (Result, error) {
 		return Result{}, fmt.Errorf("%w: prediction without id", ErrMalformed)
 	}
 	switch w.Status {
-	case StatusStarting, StatusProcessing, StatusSucceeded, StatusFailed, StatusCanceled, StatusAborted:
+	case statusStarting, StatusProcessing, StatusSucceeded, StatusFailed, StatusCanceled, StatusAborted:
 	default:
 		return Result{}, fmt.Errorf("%w: unknown status %q", ErrMalformed, w.Status)
 	}
-	r := Result{ID: w.ID, Status: w.Status, Progress: ProgressOf(w.Logs)}
+	r := Result{ID: w.ID, Status: w.Status, Progress: progressOf(w.Logs)}
 	var err error
-	if r.Outputs, err = OutputURLs(w.Output); err != nil {
+	if r.Outputs, err = outputURLs(w.Output); err != nil {
 		return Result{}, err
 	}
 	if len(w.Error) > 0 && string(w.Error) != "null" {

@@ -11,7 +11,7 @@ import (
 
 var (
 	_ Provider = (*Replicate)(nil)
-	_ Provider = (*Fal)(nil)
+	_ Provider = (*fal)(nil)
 )
 
 // Router holds one provider per upstream of a routing file.
@@ -44,7 +44,7 @@ func NewRouter(cfg *routing.Config, tokens Tokens, secrets func(*routing.Upstrea
 			}
 			r.providers[name] = c
 		case routing.ProtocolFal:
-			r.providers[name] = &Fal{BaseURL: u.BaseURL, Token: token, JWKSURL: u.JWKSURL, Tuning: t}
+			r.providers[name] = &fal{BaseURL: u.BaseURL, Token: token, JWKSURL: u.JWKSURL, Tuning: t}
 		}
 	}
 	return r, nil
@@ -58,14 +58,14 @@ func (r *Router) Wrap(wrap func(name string, p Provider) Provider) {
 	}
 }
 
-// ErrUnknownUpstream is an upstream name the routing file does not have.
-var ErrUnknownUpstream = errors.New("unknown upstream")
+// errUnknownUpstream is an upstream name the routing file does not have.
+var errUnknownUpstream = errors.New("unknown upstream")
 
 // Provider is the named upstream's client.
 func (r *Router) Provider(name string) (Provider, error) {
 	p, ok := r.providers[name]
 	if !ok {
-		return nil, fmt.Errorf("%w %q", ErrUnknownUpstream, name)
+		return nil, fmt.Errorf("%w %q", errUnknownUpstream, name)
 	}
 	return p, nil
 }
@@ -97,7 +97,7 @@ func (r *Router) Plans(ctx context.Context, v catalog.Variant, resolved map[stri
 		}
 		schema, err := p.InputTypes(ctx, route.Model)
 		if err != nil {
-			lastErr = &AtError{Upstream: route.Upstream, Err: fmt.Errorf("%w: schema of %s: %v", ErrNotStarted, route.Model, err)}
+			lastErr = &atError{Upstream: route.Upstream, Err: fmt.Errorf("%w: schema of %s: %v", ErrNotStarted, route.Model, err)}
 			continue
 		}
 		plan, err := route.Input(v, resolved, imageCount, schema)

@@ -31,7 +31,7 @@ import (
 
 // Job states, in the Replicate protocol's words (fal's are mapped onto them).
 const (
-	StatusStarting   = "starting"
+	statusStarting   = "starting"
 	StatusProcessing = "processing"
 	StatusSucceeded  = "succeeded"
 	StatusFailed     = "failed"
@@ -48,7 +48,7 @@ type Result struct {
 	Outputs []string
 	Error   string
 	// Progress is the provider's own figure of the work done, 0-100, read
-	// from its logs (ProgressOf); 0 when it reported none.
+	// from its logs (progressOf); 0 when it reported none.
 	Progress int
 }
 
@@ -56,9 +56,9 @@ type Result struct {
 // Replicate's and fal's logs carry): "  45%|████▌     | 45/100 [00:10<00:12]".
 var progressBar = regexp.MustCompile(`(?m)(\d{1,3})%\|`)
 
-// ProgressOf is the last progress figure in a job's logs, 0-100; 0 when
+// progressOf is the last progress figure in a job's logs, 0-100; 0 when
 // the logs hold none.
-func ProgressOf(logs string) int {
+func progressOf(logs string) int {
 	all := progressBar.FindAllStringSubmatch(logs, -1)
 	if len(all) == 0 {
 		return 0
@@ -144,17 +144,17 @@ type Tuning struct {
 	BaseBackoff time.Duration
 	// MaxRetryAfter caps a provider's Retry-After, so a call never hangs.
 	MaxRetryAfter time.Duration
-	// MaxAnswer bounds an answer read; default MaxAnswerBytes.
+	// MaxAnswer bounds an answer read; default maxAnswerBytes.
 	MaxAnswer int
 	// Clock times the waits between tries (a backoff, a provider's
 	// Retry-After); default the wall clock.
 	Clock clock.Clock
 }
 
-// MaxAnswerBytes bounds an answer read. It is far above any answer to an
+// maxAnswerBytes bounds an answer read. It is far above any answer to an
 // accepted request (a create echoes its input, which the service bounds at
 // a few MB), so a larger one is a broken provider.
-const MaxAnswerBytes = 32 << 20
+const maxAnswerBytes = 32 << 20
 
 func (t Tuning) client() *http.Client {
 	if t.HTTP != nil {
@@ -283,7 +283,7 @@ func (t Tuning) once(ctx context.Context, r request, payload []byte) (a answer, 
 	defer resp.Body.Close()
 	limit := t.MaxAnswer
 	if limit <= 0 {
-		limit = MaxAnswerBytes
+		limit = maxAnswerBytes
 	}
 	// An answer that declares more than the cap is refused unread.
 	var raw []byte
@@ -297,7 +297,7 @@ func (t Tuning) once(ctx context.Context, r request, payload []byte) (a answer, 
 		rerr = fmt.Errorf("%w: answer over %d bytes", ErrMalformed, limit)
 	}
 	if resp.StatusCode >= 300 {
-		e := &Error{Op: r.op, StatusCode: resp.StatusCode, Message: ProblemMessage(raw)}
+		e := &Error{Op: r.op, StatusCode: resp.StatusCode, Message: problemMessage(raw)}
 		if resp.StatusCode == http.StatusTooManyRequests {
 			e.RetryAfter = min(retryAfter(resp.Header.Get("Retry-After"), clock.Or(t.Clock).Now()), t.maxRetryAfter())
 		}
@@ -356,9 +356,9 @@ func retryAfter(h string, now time.Time) time.Duration {
 	return 0
 }
 
-// ProblemMessage reads a provider's error body: problem+json (title,
+// problemMessage reads a provider's error body: problem+json (title,
 // detail, invalid_fields), FastAPI's detail list, or {"error": ...}.
-func ProblemMessage(raw []byte) string {
+func problemMessage(raw []byte) string {
 	var p struct {
 		Title         string          `json:"title"`
 		Detail        json.RawMessage `json:"detail"`
@@ -418,11 +418,11 @@ func truncate(s string, n int) string {
 	return s[:n] + "…"
 }
 
-// OutputURLs takes the output URLs from a result in document order: a
+// outputURLs takes the output URLs from a result in document order: a
 // string or a list of strings is the outputs themselves; under an object,
 // the values of "url" keys and strings that are http(s) or data URLs are.
 // Other values (seeds, sizes, content types) are skipped.
-func OutputURLs(raw json.RawMessage) ([]string, error) {
+func outputURLs(raw json.RawMessage) ([]string, error) {
 	if len(raw) == 0 || string(raw) == "null" {
 		return nil, nil
 	}

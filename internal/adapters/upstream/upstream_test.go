@@ -154,12 +154,12 @@ func TestOutputIsAStringAListOrAnObjectHoldingURLs(t *testing.T) {
 		{"null", `null`, nil},
 	}
 	for _, tt := range tests {
-		got, err := OutputURLs(json.RawMessage(tt.output))
+		got, err := outputURLs(json.RawMessage(tt.output))
 		if err != nil || !reflect.DeepEqual(got, tt.want) {
 			t.Errorf("%s: OutputURLs = %v, %v; want %v", tt.name, got, err, tt.want)
 		}
 	}
-	r, err := DecodePrediction([]byte(`{"id":"p","status":"aborted"}`))
+	r, err := decodePrediction([]byte(`{"id":"p","status":"aborted"}`))
 	if err != nil || !r.Final() {
 		t.Errorf("aborted = %+v, %v; want a final state", r, err)
 	}
@@ -275,7 +275,7 @@ func TestFalFollowsTheURLsItsSubmitAnswered(t *testing.T) {
 		}
 	}))
 	defer srv.Close()
-	c := &Fal{BaseURL: srv.URL, Token: "k", Tuning: fast}
+	c := &fal{BaseURL: srv.URL, Token: "k", Tuning: fast}
 	job, err := c.Submit(context.Background(), "fal-ai/app/sub/path", map[string]any{"prompt": "x"}, "https://hook.example/h")
 	if err != nil || job.StatusURL != srv.URL+"/fal-ai/app/requests/r1/status" {
 		t.Fatalf("Submit = %+v, %v", job, err)
@@ -295,16 +295,16 @@ func TestFalWebhookSignatureIsVerifiedWithTheJWKS(t *testing.T) {
 		json.NewEncoder(w).Encode(map[string]any{"keys": []map[string]string{{"kty": "OKP", "crv": "Ed25519", "x": base64.RawURLEncoding.EncodeToString(pub)}}})
 	}))
 	defer jwks.Close()
-	c := &Fal{JWKSURL: jwks.URL, Tuning: fast}
+	c := &fal{JWKSURL: jwks.URL, Tuning: fast}
 	body := []byte(`{"request_id":"r1","status":"OK","payload":{"images":[{"url":"https://f.example/1.png"}]}}`)
 	now := time.Now()
 	ts := strconv.FormatInt(now.Unix(), 10)
 	sign := func(b []byte, ts string) http.Header {
 		h := http.Header{}
-		h.Set(FalHeaderRequestID, "r1")
-		h.Set(FalHeaderUserID, "u1")
-		h.Set(FalHeaderTimestamp, ts)
-		h.Set(FalHeaderSignature, hex.EncodeToString(ed25519.Sign(priv, FalSignedMessage("r1", "u1", ts, b))))
+		h.Set(falHeaderRequestID, "r1")
+		h.Set(falHeaderUserID, "u1")
+		h.Set(falHeaderTimestamp, ts)
+		h.Set(falHeaderSignature, hex.EncodeToString(ed25519.Sign(priv, falSignedMessage("r1", "u1", ts, b))))
 		return h
 	}
 	if err := c.VerifyWebhook(context.Background(), sign(body, ts), body, now); err != nil {
@@ -374,7 +374,7 @@ func TestProgressOfReadsTheLastProgressLine(t *testing.T) {
 		{"done", "100%|██████████| 50/50 [00:11<00:00]\nsucceeded\n", 100},
 		{"a percentage that is no bar", "denoise strength 35%\n", 0},
 	} {
-		if got := ProgressOf(c.logs); got != c.want {
+		if got := progressOf(c.logs); got != c.want {
 			t.Errorf("%s: ProgressOf(%q) = %d, want %d", c.name, c.logs, got, c.want)
 		}
 	}

@@ -32,22 +32,22 @@ var (
 	_ longform.Marker   = Polly{}
 )
 
-// ErrUnsupportedVoice is a language whose Polly voice or language code the
+// errUnsupportedVoice is a language whose Polly voice or language code the
 // SDK does not know: asking Polly would fail, or worse, speak another
 // language.
-var ErrUnsupportedVoice = errors.New("polly: unsupported voice or language")
+var errUnsupportedVoice = errors.New("polly: unsupported voice or language")
 
-// SpeechInput is the SynthesizeSpeech request for text in lang: the
+// speechInput is the SynthesizeSpeech request for text in lang: the
 // language's neural voice, with its language code always set, so that a
 // bilingual voice (Kajal: en-IN by default, also hi-IN) speaks the
 // narration's language rather than its default one.
-func SpeechInput(lang longform.Language, text string) (*polly.SynthesizeSpeechInput, error) {
+func speechInput(lang longform.Language, text string) (*polly.SynthesizeSpeechInput, error) {
 	voice, code := types.VoiceId(lang.PollyVoice), types.LanguageCode(lang.PollyLanguage)
 	if !slices.Contains(voice.Values(), voice) {
-		return nil, fmt.Errorf("%w: voice %q for %s", ErrUnsupportedVoice, lang.PollyVoice, lang.Code)
+		return nil, fmt.Errorf("%w: voice %q for %s", errUnsupportedVoice, lang.PollyVoice, lang.Code)
 	}
 	if !slices.Contains(code.Values(), code) {
-		return nil, fmt.Errorf("%w: language code %q for %s", ErrUnsupportedVoice, lang.PollyLanguage, lang.Code)
+		return nil, fmt.Errorf("%w: language code %q for %s", errUnsupportedVoice, lang.PollyLanguage, lang.Code)
 	}
 	return &polly.SynthesizeSpeechInput{
 		Text: aws.String(text), VoiceId: voice, LanguageCode: code, OutputFormat: types.OutputFormatMp3,
@@ -57,7 +57,7 @@ func SpeechInput(lang longform.Language, text string) (*polly.SynthesizeSpeechIn
 
 // Speak writes the speech to an mp3 file under dir.
 func (p Polly) Speak(ctx context.Context, lang longform.Language, text, dir string) (string, string, error) {
-	in, err := SpeechInput(lang, text)
+	in, err := speechInput(lang, text)
 	if err != nil {
 		return "", "", err
 	}
@@ -78,10 +78,10 @@ func (p Polly) Speak(ctx context.Context, lang longform.Language, text, dir stri
 }
 
 // MarksInput is the SynthesizeSpeech request for the sentence and word
-// speech marks of the speech SpeechInput asks for: the same text, voice,
+// speech marks of the speech speechInput asks for: the same text, voice,
 // language code and engine, as json (speech marks take no sample rate).
 func MarksInput(lang longform.Language, text string) (*polly.SynthesizeSpeechInput, error) {
-	in, err := SpeechInput(lang, text)
+	in, err := speechInput(lang, text)
 	if err != nil {
 		return nil, err
 	}

@@ -84,7 +84,7 @@ func TestPollyRefusesAnUnknownVoiceOrLanguageCode(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			rec := &recordingPolly{}
 			_, _, err := Polly{Client: rec}.Speak(context.Background(), lang, "नमस्ते", t.TempDir())
-			if !errors.Is(err, ErrUnsupportedVoice) {
+			if !errors.Is(err, errUnsupportedVoice) {
 				t.Errorf("err = %v, want ErrUnsupportedVoice", err)
 			}
 			if rec.got != nil {
@@ -154,7 +154,7 @@ func TestPollySpeechMarksAreTheSpeechsSentencesAndWords(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	speech, _ := SpeechInput(hindi, text)
+	speech, _ := speechInput(hindi, text)
 	got := rec.got
 	if got.OutputFormat != types.OutputFormatJson || !slices.Equal(got.SpeechMarkTypes, []types.SpeechMarkType{types.SpeechMarkTypeSentence, types.SpeechMarkTypeWord}) || got.SampleRate != nil {
 		t.Errorf("asked Polly for %q marks %v at rate %v; want json sentence and word marks, no sample rate", got.OutputFormat, got.SpeechMarkTypes, aws.ToString(got.SampleRate))

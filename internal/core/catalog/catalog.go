@@ -17,7 +17,7 @@ import (
 type FieldType string
 
 const (
-	TypeString  FieldType = "string"
+	typeString  FieldType = "string"
 	TypeBoolean FieldType = "boolean"
 	// TypeEnum values are strings from Field.Enum; a JSON number whose
 	// literal is in the set is accepted too and normalised to the string.
@@ -28,9 +28,9 @@ const (
 	TypeImageList FieldType = "image_list"
 )
 
-// DefaultMaxImages is the most references an image_list field takes when the
+// defaultMaxImages is the most references an image_list field takes when the
 // field sets no MaxItems of its own.
-const DefaultMaxImages = 8
+const defaultMaxImages = 8
 
 // Field is one input field of a variant.
 type Field struct {
@@ -44,7 +44,7 @@ type Field struct {
 	Default string
 	// MinLen and MaxLen bound a string in characters (runes); 0 = no bound.
 	MinLen, MaxLen int
-	// MaxItems bounds an image_list field; 0 = DefaultMaxImages.
+	// MaxItems bounds an image_list field; 0 = defaultMaxImages.
 	MaxItems    int
 	Description string
 }
@@ -91,8 +91,8 @@ func Models() []string {
 	return out
 }
 
-// Versions returns the model_versions of one model in spec order.
-func Versions(model string) []string {
+// versions returns the model_versions of one model in spec order.
+func versions(model string) []string {
 	var out []string
 	for _, v := range variants {
 		if v.Model == model {
@@ -120,11 +120,11 @@ func Lookup(model, version string) (Variant, error) {
 			return v.clone(), nil
 		}
 	}
-	if len(Versions(model)) == 0 {
+	if len(versions(model)) == 0 {
 		return Variant{}, fmt.Errorf("%w: model %q (allowed: %s)", ErrUnknownVariant, model, strings.Join(Models(), ", "))
 	}
 	return Variant{}, fmt.Errorf("%w: model %q has no version %q (allowed: %s)",
-		ErrUnknownVariant, model, version, strings.Join(Versions(model), ", "))
+		ErrUnknownVariant, model, version, strings.Join(versions(model), ", "))
 }
 
 // LookupVersion finds a variant by its model_version alone; versions are

@@ -55,10 +55,10 @@ func TestVariantFieldsMatchTheSpec(t *testing.T) {
 		enum     []string
 	}
 	e := func(name string, values ...string) f { return f{name, TypeEnum, false, values} }
-	prompt := f{"prompt", TypeString, true, nil}
+	prompt := f{"prompt", typeString, true, nil}
 	want := map[string][]f{
 		"alpha-3.1-fast": {prompt, {"auto_fix", TypeBoolean, false, nil}, e("duration", "4", "6", "8"), e("resolution", "720p", "1080p"),
-			e("aspect_ratio", "16:9", "9:16"), {"generate_audio", TypeBoolean, false, nil}, {"negative_prompt", TypeString, false, nil}},
+			e("aspect_ratio", "16:9", "9:16"), {"generate_audio", TypeBoolean, false, nil}, {"negative_prompt", typeString, false, nil}},
 		"beta-2-enchanted": {prompt, e("duration", "10", "15"), e("n_frames", "10", "15"), {"image_urls", TypeImageList, false, nil},
 			e("aspect_ratio", "landscape", "portrait"), {"remove_watermark", TypeBoolean, false, nil}},
 		"beta-2": {prompt, {"seconds", TypeEnum, true, []string{"4", "8", "12"}}, {"aspect_ratio", TypeEnum, true, []string{"landscape", "portrait"}},
@@ -241,7 +241,7 @@ func TestEveryTextFieldHasADocumentedMaximum(t *testing.T) {
 	want := map[string]int{"alpha-3.1-fast": 20000, "zeta-pro": 50000, "gamma-v2.1": 2500, "video-01": 2000, "epsilon-02": 2000}
 	for _, v := range All() {
 		for _, f := range v.Fields {
-			if f.Type != TypeString {
+			if f.Type != typeString {
 				continue
 			}
 			if f.MaxLen <= 0 {
@@ -251,14 +251,14 @@ func TestEveryTextFieldHasADocumentedMaximum(t *testing.T) {
 			if f.Name == "prompt" {
 				limit, ok := want[v.Version]
 				if !ok {
-					limit = PromptMaxLen
+					limit = promptMaxLen
 				}
 				if f.MaxLen != limit {
 					t.Errorf("%s: prompt is bounded at %d, want %d", v.Version, f.MaxLen, limit)
 				}
 				continue
 			}
-			if f.MaxLen > PromptMaxLen/5 {
+			if f.MaxLen > promptMaxLen/5 {
 				t.Errorf("%s: %s takes up to %d characters; a field beside the prompt takes much less", v.Version, f.Name, f.MaxLen)
 			}
 		}

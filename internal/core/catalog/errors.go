@@ -60,12 +60,12 @@ const (
 	// MaxEchoRunes bounds a name or value of the client's quoted in a
 	// message or a detail's field.
 	MaxEchoRunes = 64
-	// MaxUnknownListed bounds the unknown fields of one object listed one
+	// maxUnknownListed bounds the unknown fields of one object listed one
 	// by one; the rest are counted in one more detail.
-	MaxUnknownListed = 10
-	// MaxDetails bounds the details of one error; the rest are counted in
+	maxUnknownListed = 10
+	// maxDetails bounds the details of one error; the rest are counted in
 	// one more detail.
-	MaxDetails = 50
+	maxDetails = 50
 )
 
 // Clip shortens client text that a message repeats to MaxEchoRunes runes,
@@ -86,7 +86,7 @@ func Clip(s string) string {
 
 // Unknown reports the keys of obj not in allowed, each under prefix + its
 // name ("input.style"; prefix "" for the top level), clipped: at most
-// MaxUnknownListed of them, in name order, then one detail on the object
+// maxUnknownListed of them, in name order, then one detail on the object
 // itself (or "body") counting the others.
 func (p *Problems) Unknown(prefix string, obj map[string]any, allowed []string) {
 	var unknown []string
@@ -100,10 +100,10 @@ func (p *Problems) Unknown(prefix string, obj map[string]any, allowed []string) 
 	}
 	slices.Sort(unknown)
 	list := strings.Join(allowed, ", ")
-	for _, k := range unknown[:min(len(unknown), MaxUnknownListed)] {
+	for _, k := range unknown[:min(len(unknown), maxUnknownListed)] {
 		p.Add(prefix+Clip(k), fmt.Sprintf("unknown field %q (allowed: %s)", Clip(k), list))
 	}
-	if more := len(unknown) - MaxUnknownListed; more > 0 {
+	if more := len(unknown) - maxUnknownListed; more > 0 {
 		field := strings.TrimSuffix(prefix, ".")
 		if field == "" {
 			field = "body"
@@ -120,8 +120,8 @@ func (p Problems) Err() error {
 	slices.SortStableFunc(details, func(a, b FieldError) int {
 		return cmp.Or(cmp.Compare(a.Field, b.Field), cmp.Compare(a.Message, b.Message))
 	})
-	if more := len(details) - MaxDetails; more > 0 {
-		details = append(details[:MaxDetails:MaxDetails], FieldError{Field: "body", Message: fmt.Sprintf("and %d more problems not listed", more)})
+	if more := len(details) - maxDetails; more > 0 {
+		details = append(details[:maxDetails:maxDetails], FieldError{Field: "body", Message: fmt.Sprintf("and %d more problems not listed", more)})
 	}
 	msg := "the request is invalid"
 	if len(details) > 1 {

@@ -65,8 +65,8 @@ func TestUnknownFieldsAreClippedAndCounted(t *testing.T) {
 			if len(answer) > 4096 || len(ve.Error()) > 4096 {
 				t.Errorf("details are %d bytes (message %d) for a %d-byte body, want under 4 KB", len(answer), len(ve.Error()), len(raw))
 			}
-			if len(ve.Details) > MaxUnknownListed+1 {
-				t.Errorf("%d details, want at most %d", len(ve.Details), MaxUnknownListed+1)
+			if len(ve.Details) > maxUnknownListed+1 {
+				t.Errorf("%d details, want at most %d", len(ve.Details), maxUnknownListed+1)
 			}
 			for _, f := range tt.wantFields {
 				if !hasField(ve.Details, f) {
@@ -81,7 +81,7 @@ func TestUnknownFieldsAreClippedAndCounted(t *testing.T) {
 }
 
 // TestErrListsAtMostMaxDetails: however many fields are bad, the error
-// lists MaxDetails of them and counts the rest.
+// lists maxDetails of them and counts the rest.
 func TestErrListsAtMostMaxDetails(t *testing.T) {
 	var p Problems
 	for i := 0; i < 10_000; i++ {
@@ -91,10 +91,10 @@ func TestErrListsAtMostMaxDetails(t *testing.T) {
 	if !errors.As(p.Err(), &ve) {
 		t.Fatal("Err is not a *ValidationError")
 	}
-	if len(ve.Details) != MaxDetails+1 {
-		t.Fatalf("%d details, want %d and one that counts the rest", len(ve.Details), MaxDetails+1)
+	if len(ve.Details) != maxDetails+1 {
+		t.Fatalf("%d details, want %d and one that counts the rest", len(ve.Details), maxDetails+1)
 	}
-	if last := ve.Details[MaxDetails]; last.Field != "body" || last.Message != fmt.Sprintf("and %d more problems not listed", 10_000-MaxDetails) {
+	if last := ve.Details[maxDetails]; last.Field != "body" || last.Message != fmt.Sprintf("and %d more problems not listed", 10_000-maxDetails) {
 		t.Errorf("last detail = %+v, want the count of the others", last)
 	}
 }

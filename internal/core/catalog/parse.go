@@ -16,9 +16,9 @@ import (
 
 // Limits of a generate request.
 const (
-	// MaxDepth bounds the nesting of a body; the deepest valid request is
+	// maxDepth bounds the nesting of a body; the deepest valid request is
 	// three levels (body, input, an image list).
-	MaxDepth = 32
+	maxDepth = 32
 	// DefaultMaxDataURIBytes is the largest decoded data: URI image:
 	// 4,500,000 bytes are 6,000,000 of base64, so that a body holding one
 	// of them, a prompt and the other fields stays under the 6,258,688
@@ -32,9 +32,9 @@ const (
 // topLevelFields are the fields of a generate body, in the spec's order.
 var topLevelFields = []string{"model", "model_version", "input", "image_count", "webhook_url", "webhook_events", "deadline_seconds"}
 
-// MaxDeadlineSeconds bounds deadline_seconds: a day, as Replicate's
+// maxDeadlineSeconds bounds deadline_seconds: a day, as Replicate's
 // Cancel-After.
-const MaxDeadlineSeconds = 86400
+const maxDeadlineSeconds = 86400
 
 // Options tune validation to where the service runs.
 type Options struct {
@@ -137,7 +137,7 @@ func checkVariant(obj map[string]any, p *Problems) (Variant, bool) {
 	model, modelOK := requiredString(obj, "model", p)
 	version, versionOK := requiredString(obj, "model_version", p)
 	other, exists := byVersion(version)
-	if modelOK && len(Versions(model)) == 0 {
+	if modelOK && len(versions(model)) == 0 {
 		msg := fmt.Sprintf("unknown model %q (allowed: %s)", Clip(model), strings.Join(Models(), ", "))
 		if exists {
 			msg += fmt.Sprintf("; model_version %q belongs to %q", version, other.Model)
@@ -155,7 +155,7 @@ func checkVariant(obj map[string]any, p *Problems) (Variant, bool) {
 		// The model is missing or wrong; its error says so.
 	case !exists:
 		p.Add("model_version", fmt.Sprintf("unknown version %q of model %q (allowed: %s)",
-			Clip(version), model, strings.Join(Versions(model), ", ")))
+			Clip(version), model, strings.Join(versions(model), ", ")))
 	case other.Model != model:
 		p.Add("model_version", fmt.Sprintf("%q belongs to model %q, not %q", version, other.Model, model))
 	default:
@@ -209,14 +209,14 @@ func checkDeadline(obj map[string]any, p *Problems) time.Duration {
 	if !ok {
 		return 0
 	}
-	msg := fmt.Sprintf("must be a whole number of seconds from 1 to %d", MaxDeadlineSeconds)
+	msg := fmt.Sprintf("must be a whole number of seconds from 1 to %d", maxDeadlineSeconds)
 	num, ok := raw.(json.Number)
 	if !ok {
 		p.Add("deadline_seconds", msg+", got "+jsonKind(raw))
 		return 0
 	}
 	n, err := strconv.Atoi(num.String())
-	if err != nil || n < 1 || n > MaxDeadlineSeconds {
+	if err != nil || n < 1 || n > maxDeadlineSeconds {
 		p.Add("deadline_seconds", fmt.Sprintf("%s, got %s", msg, Clip(num.String())))
 		return 0
 	}
@@ -224,7 +224,7 @@ func checkDeadline(obj map[string]any, p *Problems) time.Duration {
 }
 
 // DecodeObject reads a request body that must be exactly one JSON object: valid
-// UTF-8, no duplicate keys at any depth, at most MaxDepth levels, and
+// UTF-8, no duplicate keys at any depth, at most maxDepth levels, and
 // nothing after it. Numbers stay json.Number, so large ones keep their text.
 func DecodeObject(body []byte) (map[string]any, error) {
 	if !utf8.Valid(body) {
@@ -302,8 +302,8 @@ func decodeFrom(dec *json.Decoder, tok json.Token, path string, depth int) (any,
 	if !ok {
 		return tok, nil // string, bool, json.Number or nil
 	}
-	if depth > MaxDepth {
-		return nil, &decodeError{fmt.Sprintf("is nested deeper than %d levels", MaxDepth)}
+	if depth > maxDepth {
+		return nil, &decodeError{fmt.Sprintf("is nested deeper than %d levels", maxDepth)}
 	}
 	switch d {
 	case '{':

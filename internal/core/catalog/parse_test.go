@@ -214,7 +214,7 @@ func TestParseGenerateRejects(t *testing.T) {
 		{"duration and n_frames disagree", `{"model":"provider-b","model_version":"beta-2-enchanted","input":{"prompt":"p","duration":"10","n_frames":15}}`,
 			[]problem{{"input.n_frames", `is "15" but input.duration is "10"`}}},
 		// Prompt limits, in characters.
-		{"alpha prompt one past the limit", alpha(`{"prompt":` + q(strings.Repeat("é", AlphaPromptMaxLen+1)) + `}`),
+		{"alpha prompt one past the limit", alpha(`{"prompt":` + q(strings.Repeat("é", alphaPromptMaxLen+1)) + `}`),
 			[]problem{{"input.prompt", "must be at most 20000 characters long, got 20001"}}},
 		{"zeta-pro prompt of 2 characters", zetaPro(`{"prompt":"ab"}`, ""), []problem{{"input.prompt", "must be 3 to 50000 characters long, got 2"}}},
 		{"zeta-pro prompt one past the limit", zetaPro(`{"prompt":`+q(strings.Repeat("x", ZetaProPromptMaxLen+1))+`}`, ""),
@@ -308,7 +308,7 @@ func TestParseGenerateRejects(t *testing.T) {
 
 func TestPromptAtExactlyItsLimitsIsAccepted(t *testing.T) {
 	tests := []struct{ version, prompt string }{
-		{"alpha-3.1-fast", strings.Repeat("é", AlphaPromptMaxLen)}, // characters, not bytes
+		{"alpha-3.1-fast", strings.Repeat("é", alphaPromptMaxLen)}, // characters, not bytes
 		{"zeta-pro", strings.Repeat("x", ZetaProPromptMaxLen)},
 		{"zeta-pro", "abc"},
 		{"zeta-pro", "日本語"},

@@ -6,8 +6,8 @@ import (
 	"strconv"
 )
 
-// SchemaDialect is the JSON Schema version InputSchema writes.
-const SchemaDialect = "https://json-schema.org/draft/2020-12/schema"
+// schemaDialect is the JSON Schema version InputSchema writes.
+const schemaDialect = "https://json-schema.org/draft/2020-12/schema"
 
 // imageRefPattern is the start every image reference must have: an http(s)
 // URL or a data: URI, in any letter case as the validator accepts them
@@ -42,7 +42,7 @@ func (v Variant) InputSchema() map[string]any {
 		}
 	}
 	return map[string]any{
-		"$schema":              SchemaDialect,
+		"$schema":              schemaDialect,
 		"title":                v.Model + "/" + v.Version + " input",
 		"type":                 "object",
 		"properties":           props,
@@ -61,7 +61,7 @@ func (f Field) schema() map[string]any {
 		s["description"] = f.Description
 	}
 	switch f.Type {
-	case TypeString:
+	case typeString:
 		s["type"] = "string"
 		if f.MinLen > 0 {
 			s["minLength"] = f.MinLen
@@ -104,7 +104,7 @@ func (f Field) schema() map[string]any {
 	case TypeImageList:
 		maxItems := f.MaxItems
 		if maxItems == 0 {
-			maxItems = DefaultMaxImages
+			maxItems = defaultMaxImages
 		}
 		s["type"] = "array"
 		s["items"] = map[string]any{"type": "string", "pattern": imageRefPattern, "maxLength": MaxImageRefLength}

@@ -120,7 +120,7 @@ func casesOf(t *testing.T, v Variant) []schemaCase {
 			add("other case", with(f.Name, strings.ToUpper(f.Enum[0])+"X"))
 			add("as boolean", raw(f.Name, "true"))
 			add("as list", with(f.Name, []any{f.Enum[0]}))
-		case TypeString:
+		case typeString:
 			add("text", with(f.Name, "a fox in the snow"))
 			add("as number", raw(f.Name, "42"))
 			add("blank", with(f.Name, " \t "))
@@ -148,7 +148,7 @@ func casesOf(t *testing.T, v Variant) []schemaCase {
 		case TypeImageList:
 			limit := f.MaxItems
 			if limit == 0 {
-				limit = DefaultMaxImages
+				limit = defaultMaxImages
 			}
 			list := func(n int) []any {
 				out := make([]any, n)
@@ -241,7 +241,7 @@ func TestInputSchemaDescribesEveryField(t *testing.T) {
 	for _, v := range All() {
 		s := v.InputSchema()
 		props := s["properties"].(map[string]any)
-		if len(props) != len(v.Fields) || s["additionalProperties"] != false || s["$schema"] != SchemaDialect {
+		if len(props) != len(v.Fields) || s["additionalProperties"] != false || s["$schema"] != schemaDialect {
 			t.Errorf("%s: %d properties for %d fields, additionalProperties %v", v.Version, len(props), len(v.Fields), s["additionalProperties"])
 		}
 		for _, f := range v.Fields {

@@ -69,7 +69,7 @@ func checkField(f Field, raw any, opts Options, p *Problems) (any, bool) {
 			return bad("must be one of " + quoteList(f.Enum))
 		}
 		return s, true
-	case TypeString:
+	case typeString:
 		s, ok := raw.(string)
 		if !ok {
 			return bad("must be a string, got " + jsonKind(raw))
@@ -100,7 +100,7 @@ func checkField(f Field, raw any, opts Options, p *Problems) (any, bool) {
 		}
 		maxItems := f.MaxItems
 		if maxItems == 0 {
-			maxItems = DefaultMaxImages
+			maxItems = defaultMaxImages
 		}
 		if len(list) == 0 || len(list) > maxItems {
 			return bad(fmt.Sprintf("must hold 1 to %d images, got %d", maxItems, len(list)))

@@ -7,31 +7,31 @@ import "github.com/mediagen-dev/mediagen/internal/core/domain"
 // here before anything is charged.
 const (
 	// The spec's prompt limits.
-	AlphaPromptMaxLen   = 20000
-	ZetaProPromptMinLen = 3
+	alphaPromptMaxLen   = 20000
+	zetaProPromptMinLen = 3
 	ZetaProPromptMaxLen = 50000
-	// PromptMaxLen bounds a prompt where neither the spec nor the
+	// promptMaxLen bounds a prompt where neither the spec nor the
 	// provider sets a lower limit.
-	PromptMaxLen = 20000
+	promptMaxLen = 20000
 	// The providers' own lower limits: provider-c's gamma-v2.1 takes 2,500
 	// characters, provider-d's models 2,000.
-	GammaPromptMaxLen     = 2500
+	gammaPromptMaxLen     = 2500
 	ProviderDPromptMaxLen = 2000
 	// NegativePromptMaxLen bounds what to avoid: a list of things, far
 	// shorter than a prompt.
 	NegativePromptMaxLen = 2000
 )
 
-// Video01DurationSeconds is the fixed clip length of video-01, which has no
+// video01DurationSeconds is the fixed clip length of video-01, which has no
 // duration field.
-const Video01DurationSeconds = 6
+const video01DurationSeconds = 6
 
 // variants is the spec's variant table with the input fields of each, in the
 // spec's order. Defaults are ours where the spec names none; they are what a
 // request is priced and rendered at when the field is absent.
 var variants = []Variant{
 	video("provider-a", "alpha-3.1-fast",
-		prompt(0, AlphaPromptMaxLen),
+		prompt(0, alphaPromptMaxLen),
 		boolean("auto_fix", "", "Automatically repairs prompts that fail content policy."),
 		enum("duration", "8", "Clip length in seconds.", "4", "6", "8"),
 		enum("resolution", "720p", "Output resolution.", "720p", "1080p"),
@@ -42,7 +42,7 @@ var variants = []Variant{
 		text("negative_prompt", NegativePromptMaxLen, "Content to avoid."),
 	),
 	video("provider-b", "beta-2-enchanted",
-		prompt(0, PromptMaxLen),
+		prompt(0, promptMaxLen),
 		enum("duration", "10", "Clip length in seconds.", "10", "15"),
 		enum("n_frames", "", "Clip length in seconds, the provider's name for duration; must agree with duration when both are given.", "10", "15"),
 		imageList("image_urls", 2, "Reference images (first frame, last frame)."),
@@ -50,14 +50,14 @@ var variants = []Variant{
 		boolean("remove_watermark", "", "Remove the provider's watermark."),
 	),
 	video("provider-b", "beta-2",
-		prompt(0, PromptMaxLen),
+		prompt(0, promptMaxLen),
 		required(enum("seconds", "", "Clip length in seconds.", "4", "8", "12")),
 		required(enum("aspect_ratio", "", "landscape (1280x720) or portrait (720x1280).", "landscape", "portrait")),
 		imageRef("input_reference", "Reference image."),
 	),
 	video("provider-c", "gamma-v2.1",
 		enum("mode", "standard", "Generation mode.", "standard", "pro"),
-		prompt(0, GammaPromptMaxLen),
+		prompt(0, gammaPromptMaxLen),
 		enum("duration", "5", "Clip length in seconds.", "5", "10"),
 		required(imageRef("start_image", "Starting image.")),
 	),
@@ -65,11 +65,11 @@ var variants = []Variant{
 		prompt(0, ProviderDPromptMaxLen),
 		imageRef("first_frame_image", "Starting image."),
 		imageRef("subject_reference", "Subject reference for consistency."),
-	), Video01DurationSeconds),
+	), video01DurationSeconds),
 	video("provider-e", "delta-1-pro",
 		enum("fps", "24", "Frames per second.", "24"),
 		imageRef("image", "Reference image."),
-		prompt(0, PromptMaxLen),
+		prompt(0, promptMaxLen),
 		enum("duration", "5", "Clip length in seconds.", "5", "10"),
 		enum("resolution", "1080p", "Output resolution.", "480p", "1080p"),
 		enum("aspect_ratio", "16:9", "Frame shape.", "16:9", "4:3", "1:1", "3:4", "9:16", "21:9", "9:21"),
@@ -82,7 +82,7 @@ var variants = []Variant{
 		imageRef("first_frame_image", "Starting image."),
 	),
 	imageVariant("provider-a", "zeta-pro",
-		prompt(ZetaProPromptMinLen, ZetaProPromptMaxLen),
+		prompt(zetaProPromptMinLen, ZetaProPromptMaxLen),
 		enum("num_images", "", "Number of images; the same as image_count, which it overrides.", "1", "2", "3", "4"),
 		enum("resolution", "1K", "Output resolution; 4K is charged at double rate.", "1K", "2K", "4K"),
 		enum("aspect_ratio", "1:1", "Frame shape.", "21:9", "16:9", "3:2", "4:3", "5:4", "1:1", "4:5", "3:4", "2:3", "9:16"),
@@ -90,22 +90,22 @@ var variants = []Variant{
 		boolean("enable_web_search", "", "Use current web information."),
 	),
 	imageVariant("provider-a", "zeta",
-		prompt(0, PromptMaxLen),
+		prompt(0, promptMaxLen),
 		imageList("image_input", 0, "Input images."),
 	),
 	imageVariant("provider-f", "eta-context-max",
-		prompt(0, PromptMaxLen),
+		prompt(0, promptMaxLen),
 		imageRef("input_image", "Context image."),
 		// The spec's default, match_input_image, is accepted when sent
 		// explicitly too.
 		enum("aspect_ratio", "match_input_image", "Frame shape; by default that of the input image.", "1:1", "16:9", "9:16", "match_input_image"),
 	),
 	imageVariant("provider-a", "theta-4-fast",
-		prompt(0, PromptMaxLen),
+		prompt(0, promptMaxLen),
 		enum("aspect_ratio", "1:1", "Frame shape.", "4:3", "3:4", "16:9", "9:16", "1:1"),
 	),
 	imageVariant("provider-g", "iota-v3-turbo",
-		prompt(0, PromptMaxLen),
+		prompt(0, promptMaxLen),
 		enum("aspect_ratio", "1:1", "Frame shape.", "3:2", "3:4", "4:3", "4:5", "1:1", "16:9", "9:16", "1:3"),
 	),
 }
@@ -124,12 +124,12 @@ func withFixedDuration(v Variant, seconds int) Variant {
 }
 
 func prompt(minLen, maxLen int) Field {
-	return Field{Name: "prompt", Type: TypeString, Required: true, MinLen: minLen, MaxLen: maxLen,
+	return Field{Name: "prompt", Type: typeString, Required: true, MinLen: minLen, MaxLen: maxLen,
 		Description: "What to generate."}
 }
 
 func text(name string, maxLen int, desc string) Field {
-	return Field{Name: name, Type: TypeString, MaxLen: maxLen, Description: desc}
+	return Field{Name: name, Type: typeString, MaxLen: maxLen, Description: desc}
 }
 
 func boolean(name, def, desc string) Field {

@@ -70,7 +70,7 @@ func (s *Service) handleMessage(ctx context.Context, msg domain.QueueMessage) (e
 	}
 	switch kind {
 	case job.KindGeneration:
-		m, err := ParsePollMessage(msg.Body)
+		m, err := parsePollMessage(msg.Body)
 		if err != nil {
 			return err
 		}

@@ -118,9 +118,9 @@ func (s *Service) plans(ctx context.Context, req catalog.Request) ([]routing.Pla
 	return plans, nil
 }
 
-// SlotWait is the wait before a generation waiting for an upstream slot
+// slotWait is the wait before a generation waiting for an upstream slot
 // asks again.
-const SlotWait = time.Second
+const slotWait = time.Second
 
 // start runs a recorded generation through the job engine (job.Engine's
 // Start): on the first route that takes it, or waiting in the first
@@ -140,7 +140,7 @@ func (s *Service) start(ctx context.Context, log *slog.Logger, g *domain.Generat
 		s.abandon(ctx, log, *g, "", "the job could not be scheduled")
 		return false, err
 	case st.WaitingAt != "":
-		if err := s.enqueue(ctx, PollMessage{GenerationID: g.UUID, Attempt: attempt, Waited: attempt}, SlotWait); err != nil {
+		if err := s.enqueue(ctx, PollMessage{GenerationID: g.UUID, Attempt: attempt, Waited: attempt}, slotWait); err != nil {
 			s.abandon(ctx, log, *g, st.WaitingAt, "the job could not be scheduled")
 			return false, err
 		}

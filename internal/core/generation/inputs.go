@@ -23,12 +23,12 @@ type InputObjects interface {
 }
 
 const (
-	// InputInlineMax is the largest input holding data: URI images that
+	// inputInlineMax is the largest input holding data: URI images that
 	// its record keeps whole. A larger one is written to the bucket once
 	// and the record keeps it elided: a DynamoDB item holds at most 400
 	// KB, and bills a write by the KB (an S3 PUT costs about what four
 	// write units do, so past a few dozen KB the object is the cheaper).
-	InputInlineMax = 64 << 10
+	inputInlineMax = 64 << 10
 	// maxInputBytes bounds the read of a whole input: the largest body
 	// the API takes is about 6 MB.
 	maxInputBytes = 8 << 20
@@ -37,11 +37,11 @@ const (
 )
 
 // recordInput is the input a generation's record keeps: the whole input,
-// or, when it holds data: URI images and is over InputInlineMax with
+// or, when it holds data: URI images and is over inputInlineMax with
 // inputs set, its elided form, the whole input being written to the
 // bucket first (key: media.InputKey, returned as object).
 func recordInput(ctx context.Context, inputs InputObjects, uuid string, input json.RawMessage, fields map[string]any) (kept json.RawMessage, object string, err error) {
-	if inputs == nil || len(input) <= InputInlineMax {
+	if inputs == nil || len(input) <= inputInlineMax {
 		return input, "", nil
 	}
 	key := media.InputKey(uuid)

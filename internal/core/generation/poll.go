@@ -63,8 +63,8 @@ func (j *JobReport) result() upstream.Result {
 // out and the poll reads the job from the provider.
 const maxReportBytes = 128 << 10
 
-// ParsePollMessage decodes a queue message body.
-func ParsePollMessage(body string) (PollMessage, error) {
+// parsePollMessage decodes a queue message body.
+func parsePollMessage(body string) (PollMessage, error) {
 	var m PollMessage
 	if err := json.Unmarshal([]byte(body), &m); err != nil {
 		return PollMessage{}, fmt.Errorf("poll message: %w", err)
@@ -352,7 +352,7 @@ func (s *Service) submitWaiting(ctx context.Context, log *slog.Logger, g domain.
 	plans, err := s.Upstreams.Plans(ctx, req.Variant, req.Resolved, req.ImageCount)
 	if err != nil {
 		if errors.Is(err, upstream.ErrNotStarted) {
-			return s.nextAfter(ctx, log, PollMessage{GenerationID: g.UUID, Attempt: next, Waited: next}, SlotWait)
+			return s.nextAfter(ctx, log, PollMessage{GenerationID: g.UUID, Attempt: next, Waited: next}, slotWait)
 		}
 		log.WarnContext(ctx, "the request cannot be sent upstream", "error", err)
 		reason := upstream.Public("", err)

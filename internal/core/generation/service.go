@@ -18,9 +18,9 @@ import (
 
 // Defaults of the tuning knobs.
 const (
-	DefaultImageDeadline = 10 * time.Minute
+	defaultImageDeadline = 10 * time.Minute
 	DefaultVideoDeadline = 30 * time.Minute
-	DefaultPollInterval  = job.DefaultPollInterval
+	defaultPollInterval  = job.DefaultPollInterval
 	MaxPollInterval      = job.MaxPollInterval
 	// MaxConsecutiveErrors bounds the polls in a row that may fail to reach
 	// the provider before the generation fails.
@@ -29,21 +29,21 @@ const (
 	// chain: the poller's Lambda timeout, shorter than the queue's
 	// visibility timeout, so a redelivery after a crash takes over.
 	DefaultPollLease = 5 * time.Minute
-	// DefaultPollParallelism is how many messages of a batch are polled at
+	// defaultPollParallelism is how many messages of a batch are polled at
 	// once: the poll queue's BatchSize in template.yaml, so a whole batch
 	// runs together.
-	DefaultPollParallelism = 5
-	// DefaultStartMargin is the least time before the Lambda's deadline at
+	defaultPollParallelism = 5
+	// defaultStartMargin is the least time before the Lambda's deadline at
 	// which a message is still started: one large output copy (512 MB at
 	// about 10 MB/s, provider to S3) plus the record margin. A message not
 	// started comes back as a batch item failure and runs again in a fresh
 	// invocation, instead of starting a copy it cannot finish.
-	DefaultStartMargin = 60 * time.Second
-	// DefaultRecordMargin is the time kept after the copies' deadline to
+	defaultStartMargin = 60 * time.Second
+	// defaultRecordMargin is the time kept after the copies' deadline to
 	// write what happened: the outcome, the hold's settlement, the webhook
 	// event and the next poll are a few DynamoDB and SQS requests of tens
 	// of milliseconds, with room for the SDKs' retries.
-	DefaultRecordMargin = 10 * time.Second
+	defaultRecordMargin = 10 * time.Second
 )
 
 // Settings are the knobs of the use cases, each with a default when zero.
@@ -63,7 +63,7 @@ type Settings struct {
 	// timeout.
 	PollLease time.Duration
 	// PollParallelism bounds the messages of one batch polled at once
-	// (default DefaultPollParallelism).
+	// (default defaultPollParallelism).
 	PollParallelism int
 	// StartMargin and RecordMargin bound the poller's work by the Lambda's
 	// deadline (ctx.Deadline()): no message starts with less than
@@ -148,21 +148,21 @@ func (s *Service) log() *slog.Logger { return domain.Logger(s.Log) }
 
 func (s *Service) deadline(kind domain.MediaKind) time.Duration {
 	if kind == domain.MediaImage {
-		return cmp.Or(max(s.ImageDeadline, 0), DefaultImageDeadline)
+		return cmp.Or(max(s.ImageDeadline, 0), defaultImageDeadline)
 	}
 	return cmp.Or(max(s.VideoDeadline, 0), DefaultVideoDeadline)
 }
 
 func (s *Service) pollParallelism() int {
-	return cmp.Or(max(s.PollParallelism, 0), DefaultPollParallelism)
+	return cmp.Or(max(s.PollParallelism, 0), defaultPollParallelism)
 }
 
 func (s *Service) startMargin() time.Duration {
-	return cmp.Or(max(s.StartMargin, 0), DefaultStartMargin)
+	return cmp.Or(max(s.StartMargin, 0), defaultStartMargin)
 }
 
 func (s *Service) recordMargin() time.Duration {
-	return cmp.Or(max(s.RecordMargin, 0), DefaultRecordMargin)
+	return cmp.Or(max(s.RecordMargin, 0), defaultRecordMargin)
 }
 
 // engine is the job engine on the service's ports: the one that runs a

@@ -94,12 +94,12 @@ type Started struct {
 	WaitingAt string
 }
 
-// SlotError is a slot line that could not be read or written; the owner
+// slotError is a slot line that could not be read or written; the owner
 // holds no slot or place in line.
-type SlotError struct{ Err error }
+type slotError struct{ Err error }
 
-func (e *SlotError) Error() string { return "upstream slot: " + e.Err.Error() }
-func (e *SlotError) Unwrap() error { return e.Err }
+func (e *slotError) Error() string { return "upstream slot: " + e.Err.Error() }
+func (e *slotError) Unwrap() error { return e.Err }
 
 // Failure is a job that did not start. When Held, the owner still holds
 // the slot at Upstream, which it frees (Release) once it has recorded the
@@ -145,7 +145,7 @@ func (f *Failure) Slot() string {
 // upstream has a free slot and that certainly started nothing when it
 // refused passes to the next. When every route's upstream is at its cap,
 // the owner waits in the first one's line (Started.WaitingAt). An error is
-// a *SlotError or a *Failure.
+// a *slotError or a *Failure.
 func (e *Engine) Start(ctx context.Context, log *slog.Logger, o Owner, plans []routing.Plan) (Started, error) {
 	holder := o.Holder()
 	capped := ""
@@ -156,7 +156,7 @@ func (e *Engine) Start(ctx context.Context, log *slog.Logger, o Owner, plans []r
 		got, err := e.acquire(ctx, name, holder)
 		if err != nil {
 			e.Release(ctx, log, capped, holder)
-			return Started{}, &SlotError{Err: fmt.Errorf("%s at %s: %w", holder, name, err)}
+			return Started{}, &slotError{Err: fmt.Errorf("%s at %s: %w", holder, name, err)}
 		}
 		if !got {
 			if capped == "" {

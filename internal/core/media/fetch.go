@@ -144,7 +144,7 @@ func (d *Downloader) Download(ctx context.Context, rawURL, path string) error {
 	}
 	resp, err := d.httpClient().Do(req)
 	if err != nil {
-		if re := (*RejectedError)(nil); errors.As(err, &re) {
+		if re := (*rejectedError)(nil); errors.As(err, &re) {
 			return re
 		}
 		return fmt.Errorf("fetch %s: %w", u.Redacted(), err)

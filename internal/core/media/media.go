@@ -81,7 +81,7 @@ func (c *Copier) Copy(ctx context.Context, src, keyBase string, kind domain.Medi
 	}
 	defer resp.Body.Close()
 	if resp.StatusCode != http.StatusOK {
-		return "", &StatusError{File: path.Base(u.Path), Status: resp.StatusCode}
+		return "", &statusError{File: path.Base(u.Path), Status: resp.StatusCode}
 	}
 	if resp.ContentLength > c.MaxBytes {
 		return "", rejected(fmt.Sprintf("output of %d bytes is over the %d byte cap", resp.ContentLength, c.MaxBytes), "")

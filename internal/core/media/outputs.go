@@ -84,11 +84,11 @@ type Invalidator interface {
 	Invalidate(ctx context.Context, paths []string) error
 }
 
-// InvalidationPaths are the CDN paths of every object under prefix.
-func InvalidationPaths(prefix string) []string { return []string{"/" + prefix + "*"} }
+// invalidationPaths are the CDN paths of every object under prefix.
+func invalidationPaths(prefix string) []string { return []string{"/" + prefix + "*"} }
 
-// FilesOf is a record whose stored files a caller deletes.
-type FilesOf struct {
+// filesOf is a record whose stored files a caller deletes.
+type filesOf struct {
 	// What names the record in errors ("generation <uuid>").
 	What   string
 	Status domain.Status
@@ -107,7 +107,7 @@ type FilesOf struct {
 	Log *slog.Logger
 }
 
-// RemoveFiles deletes a final record's stored files in the order that
+// removeFiles deletes a final record's stored files in the order that
 // keeps the record honest under crashes and retries: the record is marked
 // removing, so its URLs are no longer handed out; every object under its
 // prefix is deleted; only then is it marked removed. A crash in between
@@ -115,7 +115,7 @@ type FilesOf struct {
 // repeat of the request finishes the job. A record still processing is a
 // conflict (its outputs are still being made) and nothing changes; one
 // removed already is left as it is.
-func RemoveFiles(ctx context.Context, objects Objects, r FilesOf) error {
+func removeFiles(ctx context.Context, objects Objects, r filesOf) error {
 	if r.Status == domain.StatusProcessing {
 		return fmt.Errorf("%w: %s is still processing; its outputs can be deleted once it ends (or is canceled)", domain.ErrConflict, r.What)
 	}
@@ -137,7 +137,7 @@ func RemoveFiles(ctx context.Context, objects Objects, r FilesOf) error {
 	// does not fail the request (the files are gone; the cached copies
 	// expire within CacheControl's max-age): it is logged.
 	if r.CDN != nil {
-		paths := InvalidationPaths(r.Prefix)
+		paths := invalidationPaths(r.Prefix)
 		if err := r.CDN.Invalidate(ctx, paths); err != nil {
 			domain.Logger(r.Log).ErrorContext(ctx, "CDN invalidation failed: the deleted files stay cached until they expire", "record", r.What, "paths", paths, "error", err)
 		}
@@ -150,7 +150,7 @@ func RemoveFiles(ctx context.Context, objects Objects, r FilesOf) error {
 
 // Outputs is the delete-output route's use case for either kind of work
 // (a generation, a long video): it finds the caller's record, removes its
-// files (RemoveFiles) and answers the record read again, removed.
+// files (removeFiles) and answers the record read again, removed.
 type Outputs[W interface{ Work() domain.Work }] struct {
 	// Find reads the caller's record (another owner's is not found).
 	Find func(ctx context.Context, userID, id string) (W, error)
@@ -162,7 +162,7 @@ type Outputs[W interface{ Work() domain.Work }] struct {
 	// SetRemoval records the removal's progress (the store's Set*Removal).
 	SetRemoval func(ctx context.Context, id string, r domain.Removal, at time.Time) error
 	Objects    Objects
-	// CDN, when set, caches the files (FilesOf.CDN).
+	// CDN, when set, caches the files (filesOf.CDN).
 	CDN Invalidator
 	Log *slog.Logger
 	Now func() time.Time
@@ -178,7 +178,7 @@ func (o Outputs[W]) Remove(ctx context.Context, userID, id string) (W, error) {
 		return none, err
 	}
 	w := rec.Work()
-	err = RemoveFiles(ctx, o.Objects, FilesOf{What: w.String(), Status: w.Status, Files: w.Files, Prefix: o.Prefix(w.ID),
+	err = removeFiles(ctx, o.Objects, filesOf{What: w.String(), Status: w.Status, Files: w.Files, Prefix: o.Prefix(w.ID),
 		CDN: o.CDN, Log: o.Log, Mark: func(ctx context.Context, r domain.Removal) error {
 			return o.SetRemoval(ctx, w.ID, r, domain.Now(o.Now))
 		}})

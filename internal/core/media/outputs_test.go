@@ -67,8 +67,8 @@ func (r *fakeRecord) mark(_ context.Context, to domain.Removal) error {
 	return nil
 }
 
-func (r *fakeRecord) filesOf() FilesOf {
-	return FilesOf{What: "generation g1", Status: r.status, Files: domain.StoredFiles{Removal: r.removal},
+func (r *fakeRecord) filesOf() filesOf {
+	return filesOf{What: "generation g1", Status: r.status, Files: domain.StoredFiles{Removal: r.removal},
 		Prefix: GenerationPrefix("g1"), Mark: r.mark}
 }
 
@@ -95,21 +95,21 @@ func TestRemoveFilesNeverClaimsRemovedWhileFilesRemain(t *testing.T) {
 			objects := &fakeObjects{keys: []string{"generations/g1/0.png", "generations/g1/1.png", other}}
 			rec := &fakeRecord{status: domain.StatusCompleted}
 			tt.crash(objects, rec)
-			err := RemoveFiles(context.Background(), objects, rec.filesOf())
+			err := removeFiles(context.Background(), objects, rec.filesOf())
 			if (err == nil) != (tt.firstRemoval == domain.RemovalRemoved) || rec.removal != tt.firstRemoval {
 				t.Fatalf("first attempt: %v, removal %q; want removal %q", err, rec.removal, tt.firstRemoval)
 			}
 			if rec.removal == domain.RemovalRemoved && len(objects.keys) != 1 {
 				t.Fatalf("removed while files remain: %v", objects.keys)
 			}
-			if err := RemoveFiles(context.Background(), objects, rec.filesOf()); err != nil {
+			if err := removeFiles(context.Background(), objects, rec.filesOf()); err != nil {
 				t.Fatalf("the repeat: %v", err)
 			}
 			if rec.removal != domain.RemovalRemoved || !slices.Equal(objects.keys, []string{other}) {
 				t.Errorf("after the repeat: removal %q, objects %v; want removed, only %s left", rec.removal, objects.keys, other)
 			}
 			lists := objects.lists
-			if err := RemoveFiles(context.Background(), objects, rec.filesOf()); err != nil || objects.lists != lists {
+			if err := removeFiles(context.Background(), objects, rec.filesOf()); err != nil || objects.lists != lists {
 				t.Errorf("a repeat once removed: %v, listed again %v; want nothing done", err, objects.lists != lists)
 			}
 		})
@@ -119,7 +119,7 @@ func TestRemoveFilesNeverClaimsRemovedWhileFilesRemain(t *testing.T) {
 func TestRemoveFilesOfWorkInProgressIsAConflictAndChangesNothing(t *testing.T) {
 	objects := &fakeObjects{keys: []string{"generations/g1/0.png"}}
 	rec := &fakeRecord{status: domain.StatusProcessing}
-	err := RemoveFiles(context.Background(), objects, rec.filesOf())
+	err := removeFiles(context.Background(), objects, rec.filesOf())
 	if !errors.Is(err, domain.ErrConflict) || rec.removal != domain.RemovalNone || len(objects.keys) != 1 || objects.lists != 0 {
 		t.Errorf("RemoveFiles of a processing record = %v, removal %q, objects %v, listed %d times; want a conflict and nothing changed",
 			err, rec.removal, objects.keys, objects.lists)
@@ -222,7 +222,7 @@ func TestRemoveFilesInvalidatesTheRecordsPathsAtTheCDN(t *testing.T) {
 			rec := &fakeRecord{status: tt.status, removal: tt.removal}
 			files := rec.filesOf()
 			files.CDN = cdn
-			err := RemoveFiles(ctx, objects, files)
+			err := removeFiles(ctx, objects, files)
 			if (err != nil) != tt.wantErr {
 				t.Fatalf("RemoveFiles: %v", err)
 			}

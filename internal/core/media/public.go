@@ -5,29 +5,29 @@ import (
 	"fmt"
 )
 
-// RejectedError is an output the service will not keep; it matches
+// rejectedError is an output the service will not keep; it matches
 // ErrRejected under errors.Is. Reason is fit for the record the client
 // reads; Detail (a host or an address) is for the logs only.
-type RejectedError struct{ Reason, Detail string }
+type rejectedError struct{ Reason, Detail string }
 
-func (e *RejectedError) Error() string {
+func (e *rejectedError) Error() string {
 	if e.Detail == "" {
 		return ErrRejected.Error() + ": " + e.Reason
 	}
 	return ErrRejected.Error() + ": " + e.Reason + " (" + e.Detail + ")"
 }
 
-func (e *RejectedError) Is(target error) bool { return target == ErrRejected }
+func (e *rejectedError) Is(target error) bool { return target == ErrRejected }
 
-func rejected(reason, detail string) error { return &RejectedError{Reason: reason, Detail: detail} }
+func rejected(reason, detail string) error { return &rejectedError{Reason: reason, Detail: detail} }
 
-// StatusError is an output whose host answered other than 200.
-type StatusError struct {
+// statusError is an output whose host answered other than 200.
+type statusError struct {
 	File   string
 	Status int
 }
 
-func (e *StatusError) Error() string {
+func (e *statusError) Error() string {
 	return fmt.Sprintf("fetch output %s: HTTP %d", e.File, e.Status)
 }
 
@@ -36,8 +36,8 @@ func (e *StatusError) Error() string {
 // answered. It is "" for other failures (the connection, the bucket),
 // whose errors may name addresses and belong in the logs.
 func PublicReason(err error) string {
-	var rej *RejectedError
-	var st *StatusError
+	var rej *rejectedError
+	var st *statusError
 	switch {
 	case errors.As(err, &rej):
 		return ErrRejected.Error() + ": " + rej.Reason

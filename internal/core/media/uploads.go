@@ -27,13 +27,13 @@ const UploadRetentionDays = 1
 
 // Lifetimes of the presigned URLs.
 const (
-	// UploadURLLifetime is how long a file's upload_url takes its PUT.
-	UploadURLLifetime = 15 * time.Minute
-	// InputURLLifetime is how long the GET URL of a file handed to a
+	// uploadURLLifetime is how long a file's upload_url takes its PUT.
+	uploadURLLifetime = 15 * time.Minute
+	// inputURLLifetime is how long the GET URL of a file handed to a
 	// provider in place of its file URL reads it: the longest a job runs
 	// (a video's deadline, 30 minutes) and more, and far short of the
 	// file's day.
-	InputURLLifetime = time.Hour
+	inputURLLifetime = time.Hour
 )
 
 // UploadCORS is the output bucket's CORS rule (template.yaml's
@@ -56,7 +56,7 @@ func UploadKey(userID, fileID string) string { return UploadsPrefix + userID + "
 // generation, a long video) uses: made by the service (CopyObject) when
 // the work is submitted, checked there, and the only object the provider
 // (or the assembly) ever reads. The file's upload_url stays valid for
-// UploadURLLifetime and writes only UploadKey, so bytes PUT after the
+// uploadURLLifetime and writes only UploadKey, so bytes PUT after the
 // check never reach the work. It is under InputsPrefix, whose lifecycle
 // rule deletes it after InputRetentionDays (the work ends within its
 // deadline, an hour at most).
@@ -108,8 +108,8 @@ func (u *Uploads) Create(ctx context.Context, userID string, body []byte) (Uploa
 	now := domain.Now(u.Now)
 	id := domain.NewFileID(now)
 	up := Upload{FileID: id, ContentType: ctype, Size: size, URL: domain.FileURL(id),
-		UploadExpiresAt: now.Add(UploadURLLifetime).UTC(), ExpiresAt: domain.FileExpiresAt(now).UTC()}
-	if up.UploadURL, err = u.Signer.PresignPut(ctx, UploadKey(userID, id), ctype, size, UploadURLLifetime); err != nil {
+		UploadExpiresAt: now.Add(uploadURLLifetime).UTC(), ExpiresAt: domain.FileExpiresAt(now).UTC()}
+	if up.UploadURL, err = u.Signer.PresignPut(ctx, UploadKey(userID, id), ctype, size, uploadURLLifetime); err != nil {
 		return Upload{}, fmt.Errorf("presign the upload of file %s: %w", id, err)
 	}
 	return up, nil
@@ -197,7 +197,7 @@ type FileInputs struct {
 	Now     func() time.Time
 }
 
-// Resolve is a presigned GET URL, valid InputURLLifetime, of a snapshot
+// Resolve is a presigned GET URL, valid inputURLLifetime, of a snapshot
 // of the caller's file that fileURL (mediagen://files/<id>) names, taken
 // for the work workID (SnapshotKey) and checked: the file exists under the
 // caller's id, has not expired, the snapshot is at most
@@ -216,14 +216,14 @@ func (f *FileInputs) Resolve(ctx context.Context, userID, workID, fileURL string
 	if got := http.DetectContentType(head); got != declared || !slices.Contains(domain.UploadTypes, got) {
 		return "", unusable(fmt.Sprintf("file %s was uploaded as %s but its bytes are %s", id, declared, describeType(got)))
 	}
-	u, err := f.Objects.PresignGet(ctx, key, InputURLLifetime)
+	u, err := f.Objects.PresignGet(ctx, key, inputURLLifetime)
 	if err != nil {
 		return "", fmt.Errorf("presign the read of file %s: %w", id, err)
 	}
 	return u, nil
 }
 
-// SnapshotURL is a presigned GET URL, valid InputURLLifetime, of the
+// SnapshotURL is a presigned GET URL, valid inputURLLifetime, of the
 // snapshot Resolve took of fileURL's file for workID: what a generation
 // that waited for a slot hands its provider when it is submitted, the
 // very bytes checked at its create (the upload is not read again).
@@ -232,7 +232,7 @@ func (f *FileInputs) SnapshotURL(ctx context.Context, workID, fileURL string) (s
 	if !ok {
 		return "", unusable("must be mediagen://files/<file_id>, a file_id that POST /api/files made")
 	}
-	u, err := f.Objects.PresignGet(ctx, SnapshotKey(workID, id), InputURLLifetime)
+	u, err := f.Objects.PresignGet(ctx, SnapshotKey(workID, id), inputURLLifetime)
 	if err != nil {
 		return "", fmt.Errorf("presign the read of file %s: %w", id, err)
 	}

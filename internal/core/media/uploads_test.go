@@ -106,8 +106,8 @@ func TestResolveChecksTheFileBeforeHandingOutItsURL(t *testing.T) {
 			u, err := r.Resolve(context.Background(), "usr_a", work, tt.ref)
 			var unusable *UnusableFileError
 			switch {
-			case tt.want == "" && (err != nil || !strings.Contains(u, SnapshotKey(work, good)) || !strings.Contains(u, InputURLLifetime.String())):
-				t.Errorf("Resolve = %q, %v; want a GET URL of the file's copy for the work valid %s", u, err, InputURLLifetime)
+			case tt.want == "" && (err != nil || !strings.Contains(u, SnapshotKey(work, good)) || !strings.Contains(u, inputURLLifetime.String())):
+				t.Errorf("Resolve = %q, %v; want a GET URL of the file's copy for the work valid %s", u, err, inputURLLifetime)
 			case tt.want != "" && (!errors.As(err, &unusable) || !strings.Contains(unusable.Reason, tt.want) || !errors.Is(err, domain.ErrInvalid)):
 				t.Errorf("Resolve = %q, %v; want an unusable file saying %q", u, err, tt.want)
 			}

@@ -26,7 +26,7 @@ func TestTheDocsRoutingExampleIsAValidRoutingFile(t *testing.T) {
 		t.Fatal("the example section of docs/routing.md has no ```json block")
 	}
 	block, _, _ = strings.Cut(block, "```")
-	c, err := Parse([]byte(block))
+	c, err := parse([]byte(block))
 	if err != nil {
 		t.Fatalf("the routing example of docs/routing.md is refused: %v", err)
 	}

@@ -12,14 +12,14 @@ import (
 	"github.com/mediagen-dev/mediagen/internal/core/domain"
 )
 
-// ImageCountField is the rename key that names an upstream's image count.
-const ImageCountField = "image_count"
+// imageCountField is the rename key that names an upstream's image count.
+const imageCountField = "image_count"
 
 // countFields are the image count fields a published schema may name.
 var countFields = []string{"num_outputs", "num_images"}
 
-// ErrType is a value the upstream's type cannot hold.
-var ErrType = errors.New("cannot be converted to the upstream's type")
+// errType is a value the upstream's type cannot hold.
+var errType = errors.New("cannot be converted to the upstream's type")
 
 // Plan is what one route sends for a request.
 type Plan struct {
@@ -57,7 +57,7 @@ func (r Route) Input(v catalog.Variant, resolved map[string]any, imageCount int,
 		if t == "" {
 			t = schema[k]
 		}
-		typed, err := Convert(val, t)
+		typed, err := convert(val, t)
 		if err != nil {
 			return Plan{}, &ConvertError{Field: k, Type: t, Value: val}
 		}
@@ -73,7 +73,7 @@ func (r Route) Input(v catalog.Variant, resolved map[string]any, imageCount int,
 // image_count, the variant's own count field (zeta-pro's num_images), or a
 // count field the schema publishes; "" when the model takes none.
 func (r Route) countField(v catalog.Variant, schema map[string]string) string {
-	if to, ok := r.Rename[ImageCountField]; ok {
+	if to, ok := r.Rename[imageCountField]; ok {
 		return to
 	}
 	if _, ok := v.Field("num_images"); ok {
@@ -102,26 +102,26 @@ func (e *ConvertError) Error() string {
 	if len(s) > 40 {
 		s = s[:40] + "…"
 	}
-	return fmt.Sprintf("input field %s: %s %s (%s)", e.Field, s, ErrType, e.Type)
+	return fmt.Sprintf("input field %s: %s %s (%s)", e.Field, s, errType, e.Type)
 }
 
-func (e *ConvertError) Unwrap() error { return ErrType }
+func (e *ConvertError) Unwrap() error { return errType }
 
-// Convert gives a value the JSON type t ("integer", "number", "boolean",
+// convert gives a value the JSON type t ("integer", "number", "boolean",
 // "string"); other types (arrays, objects, unknown) leave it as it is.
-func Convert(v any, t string) (any, error) {
+func convert(v any, t string) (any, error) {
 	switch t {
 	case "integer":
 		switch x := v.(type) {
 		case string:
 			n, err := strconv.ParseInt(strings.TrimSpace(x), 10, 64)
 			if err != nil {
-				return nil, ErrType
+				return nil, errType
 			}
 			return n, nil
 		case float64:
 			if x != math.Trunc(x) || math.IsInf(x, 0) {
-				return nil, ErrType
+				return nil, errType
 			}
 			return int64(x), nil
 		case int:
@@ -129,19 +129,19 @@ func Convert(v any, t string) (any, error) {
 		case int64:
 			return x, nil
 		}
-		return nil, ErrType
+		return nil, errType
 	case "number":
 		switch x := v.(type) {
 		case string:
 			f, err := strconv.ParseFloat(strings.TrimSpace(x), 64)
 			if err != nil || math.IsNaN(f) || math.IsInf(f, 0) {
-				return nil, ErrType
+				return nil, errType
 			}
 			return f, nil
 		case float64, int, int64:
 			return x, nil
 		}
-		return nil, ErrType
+		return nil, errType
 	case "boolean":
 		switch x := v.(type) {
 		case bool:
@@ -149,11 +149,11 @@ func Convert(v any, t string) (any, error) {
 		case string:
 			b, err := strconv.ParseBool(strings.TrimSpace(x))
 			if err != nil {
-				return nil, ErrType
+				return nil, errType
 			}
 			return b, nil
 		}
-		return nil, ErrType
+		return nil, errType
 	case "string":
 		switch x := v.(type) {
 		case string:
@@ -167,7 +167,7 @@ func Convert(v any, t string) (any, error) {
 		case int64:
 			return strconv.FormatInt(x, 10), nil
 		}
-		return nil, ErrType
+		return nil, errType
 	}
 	return v, nil
 }

@@ -90,7 +90,7 @@ func DefaultFile() []byte { return bytes.Clone(defaultFile) }
 
 // Default is the embedded routing file, parsed.
 func Default() *Config {
-	c, err := Parse(defaultFile)
+	c, err := parse(defaultFile)
 	if err != nil {
 		panic("routing: the embedded default file is broken: " + err.Error())
 	}
@@ -106,7 +106,7 @@ func Load(path string) (*Config, error) {
 	if err != nil {
 		return nil, fmt.Errorf("routing file: %w", err)
 	}
-	c, err := Parse(raw)
+	c, err := parse(raw)
 	if err != nil {
 		return nil, fmt.Errorf("routing file %s: %w", path, err)
 	}
@@ -122,9 +122,9 @@ var (
 	falApp = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]*(/[A-Za-z0-9][A-Za-z0-9._-]*)+$`)
 )
 
-// Parse decodes and checks a routing file. The error is one line naming the
+// parse decodes and checks a routing file. The error is one line naming the
 // first problem found.
-func Parse(raw []byte) (*Config, error) {
+func parse(raw []byte) (*Config, error) {
 	dec := json.NewDecoder(bytes.NewReader(raw))
 	dec.DisallowUnknownFields()
 	var c Config

@@ -50,18 +50,18 @@ func TestARoutingFileIsRefusedWithOneLineNamingTheProblem(t *testing.T) {
 		}, `model "just-a-name" is not owner/name`},
 	}
 	for _, tt := range tests {
-		_, err := Parse(file(t, tt.edit))
+		_, err := parse(file(t, tt.edit))
 		if err == nil || !strings.Contains(err.Error(), tt.says) || strings.Contains(err.Error(), "\n") {
 			t.Errorf("%s: Parse = %v, want one line saying %q", tt.name, err, tt.says)
 		}
 	}
-	if _, err := Parse(file(t, func(map[string]any) {})); err != nil {
+	if _, err := parse(file(t, func(map[string]any) {})); err != nil {
 		t.Errorf("a valid file: %v", err)
 	}
 	withPorts := func(m map[string]any) {
 		ups(m)["output_hosts"] = []any{"files.example:8443", "*.example.net:443", "[::1]:9000"}
 	}
-	if _, err := Parse(file(t, withPorts)); err != nil {
+	if _, err := parse(file(t, withPorts)); err != nil {
 		t.Errorf("output hosts with ports: %v", err)
 	}
 }

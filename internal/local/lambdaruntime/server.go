@@ -51,12 +51,12 @@ const (
 // response payload.
 const maxResponseBytes = 6 << 20
 
-// StreamingContentType is the Content-Type of a streamed answer to a
+// streamingContentType is the Content-Type of a streamed answer to a
 // function URL in RESPONSE_STREAM mode (aws-lambda-go's
 // events.LambdaFunctionURLStreamingResponse): its head as JSON, eight NUL
 // bytes, then the body, posted to /response as it is made (chunked). Such
 // an answer is not held to MaxResponseBytes (a stream may send 200 MB).
-const StreamingContentType = "application/vnd.awslambda.http-integration-response"
+const streamingContentType = "application/vnd.awslambda.http-integration-response"
 
 // Options describe the function the server hands events to.
 type options struct {
@@ -111,7 +111,7 @@ type Invocation struct {
 	ContentType string
 	// Err is the error the runtime posted to /error, or nil.
 	Err *FunctionError
-	// Stream is a streamed answer (StreamingContentType) as it arrives,
+	// Stream is a streamed answer (streamingContentType) as it arrives,
 	// set instead of Response: the invocation counts as answered when its
 	// head starts, and the reader ends with the runtime's request (with
 	// the function's error when its trailers name one). The reader of
@@ -304,7 +304,7 @@ func (s *server) response(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
-	if r.Header.Get("Content-Type") == StreamingContentType {
+	if r.Header.Get("Content-Type") == streamingContentType {
 		s.streamResponse(w, r, inv)
 		return
 	}
@@ -373,7 +373,7 @@ func (s *server) streamResponse(w http.ResponseWriter, r *http.Request, inv *Inv
 		return
 	}
 	inv.Answered = time.Now()
-	inv.ContentType, inv.Stream = StreamingContentType, pr
+	inv.ContentType, inv.Stream = streamingContentType, pr
 	close(inv.done)
 	s.mu.Unlock()
 	_, err := io.Copy(pw, r.Body)

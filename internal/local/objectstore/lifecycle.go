@@ -26,10 +26,10 @@ func (r ExpiryRule) matches(key string, tags map[string]string) bool {
 	return r.Tag == "" || (ok && v == r.Value)
 }
 
-// ExpiresAt is when S3's lifecycle deletes an object written at written
+// expiresAt is when S3's lifecycle deletes an object written at written
 // under a rule of days: the days added, then rounded up to the next
 // midnight UTC.
-func ExpiresAt(written time.Time, days int) time.Time {
+func expiresAt(written time.Time, days int) time.Time {
 	t := written.UTC().AddDate(0, 0, days)
 	midnight := t.Truncate(24 * time.Hour)
 	if midnight.Equal(t) {
@@ -59,7 +59,7 @@ func (s *Store) Expire(ctx context.Context, now time.Time, rules []ExpiryRule) (
 		for _, c := range list.Contents {
 			tags := s.tags.of(c.Key)
 			for _, r := range rules {
-				if r.matches(c.Key, tags) && !now.Before(ExpiresAt(c.LastModified.Time, r.Days)) {
+				if r.matches(c.Key, tags) && !now.Before(expiresAt(c.LastModified.Time, r.Days)) {
 					due = append(due, c.Key)
 					break
 				}

@@ -28,7 +28,7 @@ func TestExpiresAtRoundsUpToTheNextMidnightUTC(t *testing.T) {
 	}
 	for _, tt := range tests {
 		written, _ := time.Parse(time.RFC3339, tt.written)
-		if got := ExpiresAt(written, tt.days).Format(time.RFC3339); got != tt.want {
+		if got := expiresAt(written, tt.days).Format(time.RFC3339); got != tt.want {
 			t.Errorf("ExpiresAt(%s, %d) = %s, want %s", tt.written, tt.days, got, tt.want)
 		}
 	}
@@ -75,9 +75,9 @@ func TestExpireDeletesOnlyTheObjectsPastTheirRule(t *testing.T) {
 				want []string
 			}{
 				{written.Add(time.Hour), keys},
-				{ExpiresAt(written, 1).Add(time.Minute), []string{"generations/g1/0.png", "generations/g1/1.png", "other/kept.txt"}},
-				{ExpiresAt(written, 30).Add(-time.Hour), []string{"generations/g1/0.png", "generations/g1/1.png", "other/kept.txt"}},
-				{ExpiresAt(written, 30).Add(time.Minute), []string{"other/kept.txt"}},
+				{expiresAt(written, 1).Add(time.Minute), []string{"generations/g1/0.png", "generations/g1/1.png", "other/kept.txt"}},
+				{expiresAt(written, 30).Add(-time.Hour), []string{"generations/g1/0.png", "generations/g1/1.png", "other/kept.txt"}},
+				{expiresAt(written, 30).Add(time.Minute), []string{"other/kept.txt"}},
 			}
 			for _, st := range steps {
 				if _, err := s.Expire(ctx, st.at, rules); err != nil {
@@ -175,13 +175,13 @@ func TestExpireAppliesTheShortestMatchingRule(t *testing.T) {
 	}
 	written := time.Now()
 	rules := []ExpiryRule{{Prefix: "generations/", Days: 30}, {Tag: "retention-days", Value: "1", Days: 1}}
-	if n, err := s.Expire(ctx, ExpiresAt(written, 1).Add(time.Minute), rules); err != nil || n != 1 {
+	if n, err := s.Expire(ctx, expiresAt(written, 1).Add(time.Minute), rules); err != nil || n != 1 {
 		t.Errorf("a day on: expired %d (%v), want the tagged object", n, err)
 	}
 	if keys, _ := b.Keys(ctx, "generations/"); !slices.Equal(keys, []string{"generations/long/0.png"}) {
 		t.Errorf("left %v", keys)
 	}
-	if n, err := s.Expire(ctx, ExpiresAt(written, 30).Add(time.Minute), rules); err != nil || n != 1 {
+	if n, err := s.Expire(ctx, expiresAt(written, 30).Add(time.Minute), rules); err != nil || n != 1 {
 		t.Errorf("30 days on: expired %d (%v), want the other", n, err)
 	}
 }

@@ -21,7 +21,7 @@ import (
 
 // CA file names under the directory given to LoadOrCreateCA.
 const (
-	CAFileName    = "ca.pem"
+	caFileName    = "ca.pem"
 	caKeyFileName = "ca-key.pem"
 )
 
@@ -89,7 +89,7 @@ func LoadOrCreateCA(dir string) (*CA, error) {
 	if err := os.WriteFile(filepath.Join(dir, caKeyFileName), pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: keyDER}), 0o600); err != nil {
 		return nil, fmt.Errorf("simulator CA: %w", err)
 	}
-	ca.File = filepath.Join(dir, CAFileName)
+	ca.File = filepath.Join(dir, caFileName)
 	if err := os.WriteFile(ca.File, ca.PEM, 0o644); err != nil {
 		return nil, fmt.Errorf("simulator CA: %w", err)
 	}
@@ -97,7 +97,7 @@ func LoadOrCreateCA(dir string) (*CA, error) {
 }
 
 func loadCA(dir string) (*CA, error) {
-	file := filepath.Join(dir, CAFileName)
+	file := filepath.Join(dir, caFileName)
 	certPEM, err := os.ReadFile(file)
 	if err != nil {
 		return nil, fmt.Errorf("simulator CA: %w", err)

@@ -40,7 +40,7 @@ func contractSimulator(t *testing.T, extra ...readmeModel) (*Simulator, string, 
 	files := &httptest.Server{Listener: filesLn, Config: &http.Server{}, TLS: tlsCfg}
 	cfg := Config{
 		Token: testToken, BaseURL: "http://" + api.Listener.Addr().String(), FilesBaseURL: "https://" + filesLn.Addr().String(),
-		Models: map[string]string{videoModel: KindVideo, imageModel: KindImage},
+		Models: map[string]string{videoModel: kindVideo, imageModel: kindImage},
 		Inputs: map[string]map[string]string{
 			videoModel: {"prompt": "string", "duration": "integer", "resolution": "string"},
 			imageModel: {"prompt": "string", "num_outputs": "integer"},
@@ -49,7 +49,7 @@ func contractSimulator(t *testing.T, extra ...readmeModel) (*Simulator, string, 
 		WorkDir:  t.TempDir(), FFmpeg: ffmpeg.Runner{Timeout: time.Minute}, WebhookSecret: signing.NewSecret(),
 	}
 	for _, m := range extra {
-		cfg.Models[m.name], cfg.Inputs[m.name] = KindImage, m.inputs
+		cfg.Models[m.name], cfg.Inputs[m.name] = kindImage, m.inputs
 		if m.version != "" {
 			cfg.Versions[m.name] = m.version
 		}

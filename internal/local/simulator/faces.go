@@ -25,7 +25,7 @@ import (
 // Faces a fault applies to.
 const (
 	FaceReplicate = "replicate"
-	FaceFal       = "fal"
+	faceFal       = "fal"
 )
 
 // Fault makes the next creates of a face misbehave as a provider can. It is
@@ -321,7 +321,7 @@ func (s *Simulator) handleFalSubmit(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	s.countCreate(model)
-	if f, ok := s.takeFault(FaceFal, model, false); ok {
+	if f, ok := s.takeFault(faceFal, model, false); ok {
 		writeJSON(w, f.Status, map[string]string{"detail": "simulated fault: the submit was refused"})
 		return
 	}
@@ -330,7 +330,7 @@ func (s *Simulator) handleFalSubmit(w http.ResponseWriter, r *http.Request) {
 		refused.writeFal(w)
 		return
 	}
-	if f, ok := s.takeFault(FaceFal, model, true); ok && s.misanswer(w, r, f) {
+	if f, ok := s.takeFault(faceFal, model, true); ok && s.misanswer(w, r, f) {
 		return
 	}
 	// The queue's URLs are under the app's owner/alias, without its
@@ -368,7 +368,7 @@ func (s *Simulator) queuePosition(id string) int {
 		if other == id {
 			return n
 		}
-		if p := s.predictions[other]; p != nil && p.view.Status == StatusStarting {
+		if p := s.predictions[other]; p != nil && p.view.Status == statusStarting {
 			n++
 		}
 	}
@@ -388,9 +388,9 @@ func (s *Simulator) falStatus(r *http.Request, view Prediction) map[string]any {
 	base := s.falBase(r) + "/" + r.PathValue("owner") + "/" + r.PathValue("alias") + "/requests/" + view.ID
 	body := map[string]any{"request_id": view.ID, "response_url": base, "status_url": base + "/status", "cancel_url": base + "/cancel"}
 	switch view.Status {
-	case StatusStarting:
+	case statusStarting:
 		body["status"], body["queue_position"] = "IN_QUEUE", s.queuePosition(view.ID)
-	case StatusProcessing:
+	case statusProcessing:
 		body["status"] = "IN_PROGRESS"
 	default:
 		body["status"] = "COMPLETED"
@@ -431,7 +431,7 @@ func (s *Simulator) falPayload(view Prediction) map[string]any {
 			}
 		}
 	}
-	if s.cfg.Models[view.Model] == KindVideo && len(urls) > 0 {
+	if s.cfg.Models[view.Model] == kindVideo && len(urls) > 0 {
 		return map[string]any{"video": map[string]any{"url": urls[0], "content_type": "video/mp4", "file_name": "0.mp4"}, "seed": 42}
 	}
 	images := make([]map[string]any, len(urls))
@@ -483,7 +483,7 @@ const falUserID = "simulated-user"
 // falWebhook is fal's callback body for a finished request.
 func (s *Simulator) falWebhook(view Prediction) []byte {
 	body := map[string]any{"request_id": view.ID, "gateway_request_id": view.ID}
-	if view.Status == StatusSucceeded {
+	if view.Status == statusSucceeded {
 		body["status"], body["payload"] = "OK", s.falPayload(view)
 	} else {
 		reason := deref(view.Error)
@@ -543,7 +543,7 @@ func (s *Simulator) WebhookSecret() string { return s.cfg.WebhookSecret }
 // outputSchema is a model's published Output: what outputOf returns.
 func outputSchema(kind string) map[string]any {
 	uri := map[string]any{"type": "string", "format": "uri", "title": "Output"}
-	if kind == KindVideo {
+	if kind == kindVideo {
 		return uri
 	}
 	return map[string]any{"type": "array", "title": "Output", "items": map[string]any{"type": "string", "format": "uri"}}

@@ -21,17 +21,17 @@ import (
 // <simulator>/fal-run stands for https://fal.run (the synchronous run),
 // <simulator>/fal-rest for https://rest.fal.ai (storage).
 const (
-	FalRunPrefix  = "/fal-run"
-	FalRestPrefix = "/fal-rest"
+	falRunPrefix  = "/fal-run"
+	falRestPrefix = "/fal-rest"
 )
 
 // mountFalMore serves fal's synchronous run, its queue status stream and
 // its storage.
 func (s *Simulator) mountFalMore() {
-	s.mux.HandleFunc("POST "+FalRunPrefix+"/{app...}", s.falAuthed(s.handleFalRun))
+	s.mux.HandleFunc("POST "+falRunPrefix+"/{app...}", s.falAuthed(s.handleFalRun))
 	s.mux.HandleFunc("GET /fal/{owner}/{alias}/requests/{id}/status/stream", s.falAuthed(s.handleFalStatusStream))
-	s.mux.HandleFunc("POST "+FalRestPrefix+"/storage/upload/initiate", s.falAuthed(s.handleFalInitiateUpload))
-	s.mux.HandleFunc("PUT "+FalRestPrefix+"/storage/upload/{id}", s.handleFalPutUpload)
+	s.mux.HandleFunc("POST "+falRestPrefix+"/storage/upload/initiate", s.falAuthed(s.handleFalInitiateUpload))
+	s.mux.HandleFunc("PUT "+falRestPrefix+"/storage/upload/{id}", s.handleFalPutUpload)
 	s.mux.HandleFunc("GET /uploads/{id}/{name}", s.handleUploadFile)
 }
 
@@ -86,9 +86,9 @@ func (s *Simulator) handleFalRun(w http.ResponseWriter, r *http.Request) {
 func (s *Simulator) writeFalResult(w http.ResponseWriter, view Prediction) {
 	w.Header().Set("X-Fal-Request-Id", view.ID)
 	switch view.Status {
-	case StatusSucceeded:
+	case statusSucceeded:
 		writeJSON(w, http.StatusOK, s.falPayload(view))
-	case StatusFailed:
+	case statusFailed:
 		writeJSON(w, http.StatusUnprocessableEntity, map[string]any{"detail": deref(view.Error)})
 	case StatusCanceled:
 		writeJSON(w, http.StatusBadRequest, map[string]any{"detail": "Request was cancelled"})
@@ -199,7 +199,7 @@ func (s *Simulator) handleFalInitiateUpload(w http.ResponseWriter, r *http.Reque
 	s.pending[id] = p
 	s.mu.Unlock()
 	writeJSON(w, http.StatusOK, map[string]string{
-		"upload_url": s.apiBase(r) + FalRestPrefix + "/storage/upload/" + id + "?token=" + p.token,
+		"upload_url": s.apiBase(r) + falRestPrefix + "/storage/upload/" + id + "?token=" + p.token,
 		"file_url":   s.filesRoot(r) + "/uploads/" + id + "/" + name,
 	})
 }
@@ -222,16 +222,16 @@ func (s *Simulator) handleFalPutUpload(w http.ResponseWriter, r *http.Request) {
 		writeJSON(w, http.StatusForbidden, map[string]string{"detail": "the upload URL is not valid (or has expired)"})
 		return
 	}
-	size, sum, err := s.storeUpload(id, io.LimitReader(http.MaxBytesReader(w, r.Body, MaxUploadBytes+1), MaxUploadBytes+1))
+	size, sum, err := s.storeUpload(id, io.LimitReader(http.MaxBytesReader(w, r.Body, maxUploadBytes+1), maxUploadBytes+1))
 	if err != nil {
 		if !bodyProblem(w, err, func(status int, detail string) { writeJSON(w, status, map[string]string{"detail": detail}) }) {
 			writeJSON(w, http.StatusInternalServerError, map[string]string{"detail": "the upload could not be kept"})
 		}
 		return
 	}
-	if size > MaxUploadBytes {
+	if size > maxUploadBytes {
 		os.Remove(filepath.Join(s.uploadsDir(), id))
-		writeJSON(w, http.StatusRequestEntityTooLarge, map[string]string{"detail": fmt.Sprintf("the file is over %d bytes", MaxUploadBytes)})
+		writeJSON(w, http.StatusRequestEntityTooLarge, map[string]string{"detail": fmt.Sprintf("the file is over %d bytes", maxUploadBytes)})
 		return
 	}
 	now := s.clock.Now()

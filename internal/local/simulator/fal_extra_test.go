@@ -42,7 +42,7 @@ func decodeBody(t *testing.T, resp *http.Response, out any) {
 // not the queue's envelope.
 func TestFalRunAnswersTheResultItself(t *testing.T) {
 	h := start(t, Config{})
-	resp := h.falCall("POST", h.srv.URL+FalRunPrefix+"/"+imageModel, "application/json", strings.NewReader(`{"prompt":"a synchronous cat"}`))
+	resp := h.falCall("POST", h.srv.URL+falRunPrefix+"/"+imageModel, "application/json", strings.NewReader(`{"prompt":"a synchronous cat"}`))
 	var result map[string]any
 	decodeBody(t, resp, &result)
 	images, _ := result["images"].([]any)
@@ -56,7 +56,7 @@ func TestFalRunAnswersTheResultItself(t *testing.T) {
 	if _, ct, body := h.download(url); ct != "image/png" || len(body) == 0 {
 		t.Errorf("the image at %s: %q, %d bytes", url, ct, len(body))
 	}
-	fail := h.falCall("POST", h.srv.URL+FalRunPrefix+"/"+imageModel, "application/json", strings.NewReader(`{"prompt":"no `+MarkerFail+`"}`))
+	fail := h.falCall("POST", h.srv.URL+falRunPrefix+"/"+imageModel, "application/json", strings.NewReader(`{"prompt":"no `+MarkerFail+`"}`))
 	fail.Body.Close()
 	if fail.StatusCode != http.StatusUnprocessableEntity {
 		t.Errorf("fal.run of a failing request: HTTP %d, want 422", fail.StatusCode)
@@ -105,7 +105,7 @@ func TestFalStatusStreamSendsEachStatusUntilCompleted(t *testing.T) {
 // bytes downloadable at the second.
 func TestFalStorageUploadServesTheFileAtItsURL(t *testing.T) {
 	h := start(t, Config{})
-	resp := h.falCall("POST", h.srv.URL+FalRestPrefix+"/storage/upload/initiate?storage_type=fal-cdn-v3", "application/json",
+	resp := h.falCall("POST", h.srv.URL+falRestPrefix+"/storage/upload/initiate?storage_type=fal-cdn-v3", "application/json",
 		strings.NewReader(`{"content_type":"image/png","file_name":"cat.png"}`))
 	var up struct {
 		UploadURL string `json:"upload_url"`

@@ -18,9 +18,9 @@ import (
 	"time"
 )
 
-// MaxUploadBytes is the largest file POST /v1/files and fal's storage take
+// maxUploadBytes is the largest file POST /v1/files and fal's storage take
 // (Replicate's limit, 100 MiB).
-const MaxUploadBytes = 100 << 20
+const maxUploadBytes = 100 << 20
 
 // uploadLifetime is how long an uploaded file is kept (Replicate: 24 h).
 const uploadLifetime = 24 * time.Hour
@@ -68,7 +68,7 @@ func (s *Simulator) storeUpload(id string, body io.Reader) (int64, string, error
 // JSON "metadata". The answer is the file, whose urls.get is what an input
 // takes.
 func (s *Simulator) handleCreateFile(w http.ResponseWriter, r *http.Request) {
-	r.Body = http.MaxBytesReader(w, r.Body, MaxUploadBytes+1<<20)
+	r.Body = http.MaxBytesReader(w, r.Body, maxUploadBytes+1<<20)
 	mr, err := r.MultipartReader()
 	if err != nil {
 		writeDetail(w, http.StatusBadRequest, "the body must be multipart/form-data with a part named content: "+err.Error())
@@ -94,16 +94,16 @@ func (s *Simulator) handleCreateFile(w http.ResponseWriter, r *http.Request) {
 		}
 		switch part.FormName() {
 		case "content":
-			size, sum, err := s.storeUpload(id, io.LimitReader(part, MaxUploadBytes+1))
+			size, sum, err := s.storeUpload(id, io.LimitReader(part, maxUploadBytes+1))
 			if err != nil {
 				if !bodyProblem(w, err, func(status int, detail string) { writeDetail(w, status, detail) }) {
 					writeDetail(w, http.StatusInternalServerError, err.Error())
 				}
 				return
 			}
-			if size > MaxUploadBytes {
+			if size > maxUploadBytes {
 				os.Remove(filepath.Join(s.uploadsDir(), id))
-				writeDetail(w, http.StatusRequestEntityTooLarge, fmt.Sprintf("the file is over %d bytes", MaxUploadBytes))
+				writeDetail(w, http.StatusRequestEntityTooLarge, fmt.Sprintf("the file is over %d bytes", maxUploadBytes))
 				return
 			}
 			got = true

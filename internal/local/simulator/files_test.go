@@ -81,7 +81,7 @@ func TestFilesAPIKeepsAnUploadAndAnswersItsURL(t *testing.T) {
 func TestModelsAreListedAPageAtATime(t *testing.T) {
 	models := map[string]string{}
 	for i := range modelsPageSize + 7 {
-		models[fmt.Sprintf("sim/m%02d", i)] = KindImage
+		models[fmt.Sprintf("sim/m%02d", i)] = kindImage
 	}
 	h := start(t, Config{Models: models})
 	var seen []string
@@ -159,17 +159,17 @@ func TestOutputEventsComeWhileTheOutputGrows(t *testing.T) {
 	h := start(t, Config{})
 	var p Prediction
 	body := map[string]any{"input": map[string]any{"prompt": "two", "num_outputs": 2}, "webhook": hooks.URL,
-		"webhook_events_filter": []string{EventOutput, EventCompleted}}
+		"webhook_events_filter": []string{eventOutput, eventCompleted}}
 	if code := h.call("POST", "/v1/models/"+imageModel+"/predictions", body, &p); code != http.StatusCreated {
 		t.Fatalf("create: HTTP %d", code)
 	}
 	var outputs []int
 	for {
 		w := hooks.next(t)
-		if w.Status == StatusSucceeded {
+		if w.Status == statusSucceeded {
 			break
 		}
-		if w.Status != StatusProcessing {
+		if w.Status != statusProcessing {
 			t.Fatalf("an output event with status %s, want processing", w.Status)
 		}
 		list, _ := w.Output.([]any)

@@ -40,11 +40,11 @@ func (s *Simulator) runJob(ctx context.Context, id string, j job) {
 	if n, ok := progressMarker(j.prompt); ok {
 		now := s.clock.Now()
 		if s.update(id, func(p *prediction) {
-			p.view.Status = StatusProcessing
+			p.view.Status = statusProcessing
 			p.view.StartedAt = ptr(timestamp(now))
-			p.view.Logs += ProgressLine(0) + ProgressLine(n)
+			p.view.Logs += progressLine(0) + progressLine(n)
 		}) {
-			s.sendWebhook(id, EventLogs)
+			s.sendWebhook(id, eventLogs)
 		}
 		<-ctx.Done()
 		s.stopped(id, log)
@@ -52,7 +52,7 @@ func (s *Simulator) runJob(ctx context.Context, id string, j job) {
 	}
 	latency := s.cfg.Latency
 	if strings.Contains(j.prompt, MarkerSlow) {
-		latency += SlowExtraLatency
+		latency += slowExtraLatency
 	}
 	if !clock.Sleep(ctx, s.clock, latency) {
 		s.stopped(id, log)
@@ -90,7 +90,7 @@ func (s *Simulator) runJob(ctx context.Context, id string, j job) {
 func (s *Simulator) render(ctx context.Context, id string, j job, log *slog.Logger) ([]outputFile, error) {
 	started := s.clock.Now()
 	var describe string
-	if j.kind == KindVideo {
+	if j.kind == kindVideo {
 		v := j.video
 		describe = fmt.Sprintf("rendering video %dx%d, %gs at %g fps, audio %t", v.Width, v.Height, v.Seconds, v.FPS, v.Audio)
 	} else {
@@ -98,13 +98,13 @@ func (s *Simulator) render(ctx context.Context, id string, j job, log *slog.Logg
 		describe = fmt.Sprintf("rendering %d %s image(s) %dx%d", im.Count, im.Format, im.Width, im.Height)
 	}
 	if !s.update(id, func(p *prediction) {
-		p.view.Status = StatusProcessing
+		p.view.Status = statusProcessing
 		p.view.StartedAt = ptr(timestamp(started))
-		p.view.Logs += describe + "\n" + ProgressLine(0)
+		p.view.Logs += describe + "\n" + progressLine(0)
 	}) {
 		return nil, context.Canceled // canceled in the meantime
 	}
-	s.sendWebhook(id, EventLogs)
+	s.sendWebhook(id, eventLogs)
 	log.Info("render started", "what", describe)
 
 	dir := filepath.Join(s.cfg.WorkDir, id)
@@ -112,7 +112,7 @@ func (s *Simulator) render(ctx context.Context, id string, j job, log *slog.Logg
 		return nil, fmt.Errorf("render %s: %w", id, err)
 	}
 	var files []outputFile
-	if j.kind == KindVideo {
+	if j.kind == kindVideo {
 		f := outputFile{name: "0.mp4", path: filepath.Join(dir, "0.mp4")}
 		if err := s.renderVideo(ctx, dir, f.path, j.prompt, j.video); err != nil {
 			return nil, fmt.Errorf("render %s: %w", id, err)
@@ -142,7 +142,7 @@ type outputFile struct{ name, path string }
 // progress logs a progress line at n % (the logs webhook follows with the
 // output's).
 func (s *Simulator) progress(id string, n int) {
-	s.update(id, func(p *prediction) { p.view.Logs += ProgressLine(n) })
+	s.update(id, func(p *prediction) { p.view.Logs += progressLine(n) })
 }
 
 // update applies change to a prediction that is not final yet; false means
@@ -180,7 +180,7 @@ func (s *Simulator) finish(id string, log *slog.Logger, files []outputFile, err 
 			p.view.StartedAt = p.view.CompletedAt
 		}
 		if err != nil {
-			p.view.Status = StatusFailed
+			p.view.Status = statusFailed
 			p.view.Error = ptr(err.Error())
 			p.view.Logs += "failed: " + err.Error() + "\n"
 			return
@@ -191,7 +191,7 @@ func (s *Simulator) finish(id string, log *slog.Logger, files []outputFile, err 
 			p.files[f.name] = f.path
 			names = append(names, f.name)
 		}
-		p.view.Status = StatusSucceeded
+		p.view.Status = statusSucceeded
 		p.view.Output = s.outputOf(p, names)
 		p.view.Logs += "succeeded\n"
 	})
@@ -200,7 +200,7 @@ func (s *Simulator) finish(id string, log *slog.Logger, files []outputFile, err 
 	}
 	view, _ := s.Lookup(id)
 	log.Info("prediction finished", "status", view.Status)
-	s.sendWebhook(id, EventCompleted)
+	s.sendWebhook(id, eventCompleted)
 }
 
 // publish shows the outputs rendered so far while the prediction is still
@@ -219,7 +219,7 @@ func (s *Simulator) publish(id string, files []outputFile) {
 	}) {
 		return
 	}
-	s.sendWebhook(id, EventOutput)
+	s.sendWebhook(id, eventOutput)
 }
 
 // filesBase is where outputs are served.
@@ -237,7 +237,7 @@ func (s *Simulator) outputOf(p *prediction, names []string) any {
 	for i, n := range names {
 		urls[i] = s.filesBase(p) + "/files/" + p.view.ID + "/" + n
 	}
-	if p.job.kind == KindVideo && len(urls) == 1 {
+	if p.job.kind == kindVideo && len(urls) == 1 {
 		return urls[0]
 	}
 	return urls
@@ -253,7 +253,7 @@ func (s *Simulator) stopped(id string, log *slog.Logger) {
 	}
 	if s.ctx.Err() != nil {
 		s.update(id, func(p *prediction) {
-			p.view.Status = StatusFailed
+			p.view.Status = statusFailed
 			p.view.Error = ptr("the simulator shut down before the prediction finished")
 			p.view.CompletedAt = ptr(timestamp(s.clock.Now()))
 		})
@@ -261,7 +261,7 @@ func (s *Simulator) stopped(id string, log *slog.Logger) {
 		return
 	}
 	log.Info("prediction stopped by cancel")
-	s.sendWebhook(id, EventCompleted)
+	s.sendWebhook(id, eventCompleted)
 }
 
 func (s *Simulator) removeFiles(id string) {
@@ -288,7 +288,7 @@ func (s *Simulator) sendWebhook(id, event string) {
 		return
 	}
 	if fal {
-		if event != EventCompleted {
+		if event != eventCompleted {
 			return
 		}
 		body := s.falWebhook(view)

@@ -89,7 +89,7 @@ func (s *Simulator) load() error {
 			p.baseURL = base
 			p.view.URLs = PredictionURLs{Get: base + "/v1/predictions/" + id, Cancel: base + "/v1/predictions/" + id + "/cancel"}
 		}
-		if p.view.Status == StatusSucceeded && len(rec.Names) > 0 {
+		if p.view.Status == statusSucceeded && len(rec.Names) > 0 {
 			p.view.Output = s.outputOf(p, rec.Names)
 		}
 		if final(p.view.Status) {
@@ -97,7 +97,7 @@ func (s *Simulator) load() error {
 			continue
 		}
 		// The render was cut off by the stop: start it again.
-		p.view.Status, p.view.StartedAt = StatusStarting, nil
+		p.view.Status, p.view.StartedAt = statusStarting, nil
 		ctx, cancel := context.WithCancel(s.ctx)
 		p.cancel = cancel
 		s.jobs.Add(1)

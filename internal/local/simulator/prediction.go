@@ -61,7 +61,7 @@ type prediction struct {
 }
 
 func final(status string) bool {
-	return status == StatusSucceeded || status == StatusFailed || status == StatusCanceled
+	return status == statusSucceeded || status == statusFailed || status == StatusCanceled
 }
 
 // timestamp formats like the provider: UTC, microseconds.
@@ -81,10 +81,10 @@ func versionOf(model string) string {
 
 // Webhook events of the Replicate protocol.
 const (
-	EventStart     = "start"
-	EventOutput    = "output"
-	EventLogs      = "logs"
-	EventCompleted = "completed"
+	eventStart     = "start"
+	eventOutput    = "output"
+	eventLogs      = "logs"
+	eventCompleted = "completed"
 )
 
 // wants reports whether the prediction's filter lets an event through; an

@@ -201,7 +201,7 @@ func TestTheReplicateREADMEExamplesRunAgainstTheSimulator(t *testing.T) {
 		{"run", func(v map[string]any) bool { return https(v["url"]) && v["size"].(float64) > 0 }},
 		{"background", func(v map[string]any) bool {
 			out, _ := v["output"].([]any)
-			return v["status"] == StatusSucceeded && len(out) == 1 && https(out[0])
+			return v["status"] == statusSucceeded && len(out) == 1 && https(out[0])
 		}},
 		{"file input", func(v map[string]any) bool {
 			img, _ := v["image"].(string)

@@ -14,9 +14,9 @@ import (
 	"github.com/mediagen-dev/mediagen/internal/adapters/ffmpeg"
 )
 
-// CleanCorner is the side, in pixels, of the top-left square of every
+// cleanCorner is the side, in pixels, of the top-left square of every
 // rendered picture that shows only the background colour.
-const CleanCorner = 40
+const cleanCorner = 40
 
 // Caption limits: the start of the prompt, on a few short lines.
 const (

@@ -38,8 +38,8 @@
 // A prediction goes starting -> processing -> succeeded | failed | canceled.
 // Video models render an H.264 mp4, image models one file per image
 // (png, jpeg or webp). Every picture is a solid background of ColorFor(prompt)
-// with the start of the prompt in white; the top-left CleanCorner x
-// CleanCorner pixels show nothing but the background, so a test can tell
+// with the start of the prompt in white; the top-left cleanCorner x
+// cleanCorner pixels show nothing but the background, so a test can tell
 // which prompt a frame came from.
 //
 // Inputs read: prompt (required); video: duration or seconds (default 5),
@@ -65,7 +65,7 @@
 //
 // A job reports its progress in its logs as models do on Replicate and
 // fal: a tqdm line ("  45%|████▌     | 45/100") when it starts rendering
-// and after each output (ProgressLine).
+// and after each output (progressLine).
 // Fault hooks (Fault) make the next creates misbehave as a provider can.
 package simulator
 
@@ -99,16 +99,16 @@ import (
 
 // Model kinds of Config.Models.
 const (
-	KindImage = "image"
-	KindVideo = "video"
+	kindImage = "image"
+	kindVideo = "video"
 )
 
 // Prediction states.
 const (
-	StatusStarting   = "starting"
-	StatusProcessing = "processing"
-	StatusSucceeded  = "succeeded"
-	StatusFailed     = "failed"
+	statusStarting   = "starting"
+	statusProcessing = "processing"
+	statusSucceeded  = "succeeded"
+	statusFailed     = "failed"
 	StatusCanceled   = "canceled"
 )
 
@@ -120,19 +120,19 @@ const (
 	MarkerRefuse = "[simulate:refuse]"
 	// MarkerHold keeps the prediction starting until it is canceled.
 	MarkerHold = "[simulate:hold]"
-	// MarkerProgress, followed by a whole number and "]", holds the
+	// markerProgress, followed by a whole number and "]", holds the
 	// prediction processing at that progress until it is canceled.
-	MarkerProgress = "[simulate:progress="
+	markerProgress = "[simulate:progress="
 	// SimulatedRefusal is the invalid field's description of MarkerRefuse.
 	SimulatedRefusal = "the prompt asked to be refused"
 	// SimulatedFailure is the error of a prediction whose prompt has MarkerFail.
 	SimulatedFailure = "simulated failure: the prompt asked for it"
-	// SlowExtraLatency is what MarkerSlow adds.
-	SlowExtraLatency = 2 * time.Second
+	// slowExtraLatency is what MarkerSlow adds.
+	slowExtraLatency = 2 * time.Second
 )
 
-// DefaultMaxConcurrentRenders bounds the renders running at once.
-const DefaultMaxConcurrentRenders = 2
+// defaultMaxConcurrentRenders bounds the renders running at once.
+const defaultMaxConcurrentRenders = 2
 
 const (
 	maxBodyBytes   = 8 << 20
@@ -149,7 +149,7 @@ type Config struct {
 	// BaseURL is the absolute URL where the handler is served, used in output
 	// URLs and urls.get; empty means derived from each create request's Host.
 	BaseURL string
-	// Models maps upstream model names ("owner/name") to KindImage or KindVideo.
+	// Models maps upstream model names ("owner/name") to kindImage or kindVideo.
 	Models map[string]string
 	// ClipSeconds is the native clip length of video models whose input has
 	// no duration (e.g. a model that always renders 6 s); others default to 5.
@@ -161,7 +161,7 @@ type Config struct {
 	FFmpeg ffmpeg.Runner
 	// Logger defaults to discarding.
 	Logger *slog.Logger
-	// MaxConcurrentRenders defaults to DefaultMaxConcurrentRenders; jobs
+	// MaxConcurrentRenders defaults to defaultMaxConcurrentRenders; jobs
 	// beyond it wait in "starting".
 	MaxConcurrentRenders int
 	// FontFile defaults to ffmpeg.DefaultFontFile.
@@ -180,7 +180,7 @@ type Config struct {
 	// API's); empty means BaseURL.
 	FilesBaseURL string
 	// BodyReadTimeout bounds the arrival of a request's body (default
-	// DefaultBodyReadTimeout): a client sending it a byte at a time is
+	// defaultBodyReadTimeout): a client sending it a byte at a time is
 	// answered 408 and cut off rather than holding a connection open.
 	BodyReadTimeout time.Duration
 	// Versions pins a model's one version id (64 hex digits, as the
@@ -193,8 +193,8 @@ type Config struct {
 	Clock clock.Clock
 }
 
-// DefaultBodyReadTimeout lets an 8 MB body arrive at about 280 KB/s.
-const DefaultBodyReadTimeout = 30 * time.Second
+// defaultBodyReadTimeout lets an 8 MB body arrive at about 280 KB/s.
+const defaultBodyReadTimeout = 30 * time.Second
 
 // Simulator is the provider stand-in. Create it with New; stop it with Close.
 type Simulator struct {
@@ -242,8 +242,8 @@ func New(cfg Config) (*Simulator, error) {
 		if !ok || owner == "" || name == "" || strings.Contains(name, "/") {
 			return nil, fmt.Errorf("simulator: model %q is not owner/name", model)
 		}
-		if kind != KindImage && kind != KindVideo {
-			return nil, fmt.Errorf("simulator: model %s has kind %q, want %q or %q", model, kind, KindImage, KindVideo)
+		if kind != kindImage && kind != kindVideo {
+			return nil, fmt.Errorf("simulator: model %s has kind %q, want %q or %q", model, kind, kindImage, kindVideo)
 		}
 	}
 	for model, v := range cfg.Versions {
@@ -271,10 +271,10 @@ func New(cfg Config) (*Simulator, error) {
 		return nil, fmt.Errorf("simulator: font (install it with `apt-get install fonts-dejavu-core`): %w", err)
 	}
 	if cfg.BodyReadTimeout <= 0 {
-		cfg.BodyReadTimeout = DefaultBodyReadTimeout
+		cfg.BodyReadTimeout = defaultBodyReadTimeout
 	}
 	if cfg.MaxConcurrentRenders <= 0 {
-		cfg.MaxConcurrentRenders = DefaultMaxConcurrentRenders
+		cfg.MaxConcurrentRenders = defaultMaxConcurrentRenders
 	}
 	log := cfg.Logger
 	if log == nil {
@@ -560,7 +560,7 @@ func (s *Simulator) start(r *http.Request, model string, rawInput json.RawMessag
 	}
 	job := job{model: model, kind: s.cfg.Models[model], prompt: prompt}
 	var err error
-	if job.kind == KindVideo {
+	if job.kind == kindVideo {
 		job.video, err = parseVideoSpec(input)
 		_, hasDuration := input["duration"]
 		_, hasSeconds := input["seconds"]
@@ -574,7 +574,7 @@ func (s *Simulator) start(r *http.Request, model string, rawInput json.RawMessag
 		return nil, Prediction{}, refuse(http.StatusUnprocessableEntity, err.Error())
 	}
 	for _, e := range events {
-		if !slices.Contains([]string{EventStart, EventOutput, EventLogs, EventCompleted}, e) {
+		if !slices.Contains([]string{eventStart, eventOutput, eventLogs, eventCompleted}, e) {
 			return nil, Prediction{}, refuse(http.StatusUnprocessableEntity, fmt.Sprintf("webhook_events_filter: %q is not one of start, output, logs, completed", e))
 		}
 	}
@@ -594,7 +594,7 @@ func (s *Simulator) start(r *http.Request, model string, rawInput json.RawMessag
 	}
 	p := &prediction{
 		view: Prediction{
-			ID: id, Model: model, Version: s.versionOf(model), Input: rawInput, Status: StatusStarting,
+			ID: id, Model: model, Version: s.versionOf(model), Input: rawInput, Status: statusStarting,
 			CreatedAt: timestamp(s.clock.Now()), Source: "api", Webhook: hook, WebhookEventsFilter: events,
 			URLs: PredictionURLs{Get: base + "/v1/predictions/" + id, Cancel: base + "/v1/predictions/" + id + "/cancel"},
 		},
@@ -619,7 +619,7 @@ func (s *Simulator) start(r *http.Request, model string, rawInput json.RawMessag
 	s.log.Info("prediction created", "prediction", id, "model", model, "kind", job.kind, "fal", fal)
 	go func() {
 		defer cancel()
-		s.sendWebhook(id, EventStart)
+		s.sendWebhook(id, eventStart)
 		s.runJob(ctx, id, job)
 	}()
 	return p, created, nil
@@ -759,7 +759,7 @@ func (s *Simulator) handleFile(w http.ResponseWriter, r *http.Request) {
 	id, name := r.PathValue("id"), r.PathValue("name")
 	s.mu.Lock()
 	var path string
-	if p, ok := s.predictions[id]; ok && (p.view.Status == StatusSucceeded || p.view.Status == StatusProcessing) {
+	if p, ok := s.predictions[id]; ok && (p.view.Status == statusSucceeded || p.view.Status == statusProcessing) {
 		path = p.files[name] // only listed outputs (published so far): no path tricks
 	}
 	s.mu.Unlock()
@@ -818,9 +818,9 @@ func writeDetail(w http.ResponseWriter, status int, detail string) {
 	w.Write(append(body, '\n'))
 }
 
-// ProgressLine is a progress line at n % as tqdm prints it in a model's
+// progressLine is a progress line at n % as tqdm prints it in a model's
 // logs: "  45%|████▌     | 45/100".
-func ProgressLine(n int) string {
+func progressLine(n int) string {
 	n = min(max(n, 0), 100)
 	bar := strings.Repeat("█", n/10)
 	if n%10 >= 5 {
@@ -829,9 +829,9 @@ func ProgressLine(n int) string {
 	return fmt.Sprintf("%3d%%|%s%s| %d/100\n", n, bar, strings.Repeat(" ", 10-len([]rune(bar))), n)
 }
 
-// progressMarker reads MarkerProgress from a prompt.
+// progressMarker reads markerProgress from a prompt.
 func progressMarker(prompt string) (int, bool) {
-	_, rest, ok := strings.Cut(prompt, MarkerProgress)
+	_, rest, ok := strings.Cut(prompt, markerProgress)
 	if !ok {
 		return 0, false
 	}

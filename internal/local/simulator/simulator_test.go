@@ -49,7 +49,7 @@ func start(t *testing.T, cfg Config) *harness {
 		t.Fatalf("ffmpeg is needed for this test: %v", err)
 	}
 	if cfg.Models == nil {
-		cfg.Models = map[string]string{videoModel: KindVideo, imageModel: KindImage}
+		cfg.Models = map[string]string{videoModel: kindVideo, imageModel: kindImage}
 	}
 	if cfg.Token == "" {
 		cfg.Token = testToken
@@ -119,7 +119,7 @@ func (h *harness) create(model string, input map[string]any, webhook string) Pre
 	h.t.Helper()
 	body := map[string]any{"input": input}
 	if webhook != "" {
-		body["webhook"], body["webhook_events_filter"] = webhook, []string{EventCompleted}
+		body["webhook"], body["webhook_events_filter"] = webhook, []string{eventCompleted}
 	}
 	var p Prediction
 	if code := h.call("POST", "/v1/models/"+model+"/predictions", body, &p); code != http.StatusCreated {
@@ -198,7 +198,7 @@ func (h *harness) frame(path string, at float64) *image.NRGBA {
 
 func (h *harness) succeeded(p Prediction, outputs int) {
 	h.t.Helper()
-	if p.Status != StatusSucceeded {
+	if p.Status != statusSucceeded {
 		errText := ""
 		if p.Error != nil {
 			errText = *p.Error
@@ -259,7 +259,7 @@ func TestVideoHasTheRequestedShapeAndColour(t *testing.T) {
 				t.Error("frames at two times are identical: nothing moves")
 			}
 			for _, at := range []float64{0, tt.seconds / 2} {
-				got, err := h.ff.PixelAt(context.Background(), path, at, CleanCorner/2, CleanCorner/2)
+				got, err := h.ff.PixelAt(context.Background(), path, at, cleanCorner/2, cleanCorner/2)
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -371,7 +371,7 @@ func TestPredictionFollowsTheProtocolShape(t *testing.T) {
 			t.Errorf("prediction lacks %q: %v", key, raw)
 		}
 	}
-	if raw["status"] != StatusStarting || raw["output"] != nil || raw["error"] != nil || raw["started_at"] != nil {
+	if raw["status"] != statusStarting || raw["output"] != nil || raw["error"] != nil || raw["started_at"] != nil {
 		t.Errorf("new prediction = %v, want starting with null output, error, started_at", raw)
 	}
 	id, _ := raw["id"].(string)
@@ -408,7 +408,7 @@ func TestPredictionFollowsTheProtocolShape(t *testing.T) {
 func TestFailMarkerFailsThePredictionWithItsError(t *testing.T) {
 	h := start(t, Config{})
 	p := h.waitFinal(h.create(videoModel, map[string]any{"prompt": "a storm [simulate:fail] at sea"}, "").ID)
-	if p.Status != StatusFailed || p.Error == nil || *p.Error != SimulatedFailure || p.Output != nil {
+	if p.Status != statusFailed || p.Error == nil || *p.Error != SimulatedFailure || p.Output != nil {
 		t.Fatalf("prediction = %+v, want failed with %q and no output", p, SimulatedFailure)
 	}
 	if p.CompletedAt == nil {
@@ -423,9 +423,9 @@ func TestSlowMarkerAddsLatency(t *testing.T) {
 	if !clk.WaitForTimers(1, time.Minute) {
 		t.Fatal("the job never waited its latency")
 	}
-	clk.Advance(SlowExtraLatency - time.Millisecond)
-	if got := h.get(p.ID).Status; got != StatusStarting {
-		t.Errorf("status %v after the create = %s, want still starting", SlowExtraLatency-time.Millisecond, got)
+	clk.Advance(slowExtraLatency - time.Millisecond)
+	if got := h.get(p.ID).Status; got != statusStarting {
+		t.Errorf("status %v after the create = %s, want still starting", slowExtraLatency-time.Millisecond, got)
 	}
 	clk.Advance(time.Millisecond)
 	done := h.waitFinal(p.ID)
@@ -437,8 +437,8 @@ func TestSlowMarkerAddsLatency(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if took := completed.Sub(created); took != SlowExtraLatency {
-		t.Errorf("completed %v after it was created, want %v", took, SlowExtraLatency)
+	if took := completed.Sub(created); took != slowExtraLatency {
+		t.Errorf("completed %v after it was created, want %v", took, slowExtraLatency)
 	}
 }
 
@@ -448,10 +448,10 @@ func TestHoldMarkerKeepsThePredictionStartingUntilCanceled(t *testing.T) {
 	h := start(t, Config{})
 	held := h.create(imageModel, map[string]any{"prompt": "a lantern " + MarkerHold}, "")
 	other := h.create(imageModel, map[string]any{"prompt": "a lantern"}, "")
-	if p := h.waitFinal(other.ID); p.Status != StatusSucceeded {
+	if p := h.waitFinal(other.ID); p.Status != statusSucceeded {
 		t.Fatalf("the prediction created with the held one ended %s", p.Status)
 	}
-	if got := h.get(held.ID).Status; got != StatusStarting {
+	if got := h.get(held.ID).Status; got != statusStarting {
 		t.Fatalf("the held prediction is %s after the other one completed, want starting", got)
 	}
 	var canceled Prediction
@@ -471,9 +471,9 @@ func TestCancelStopsThePrediction(t *testing.T) {
 		// waitFor is the status to reach before cancelling.
 		waitFor string
 	}{
-		{"while starting", time.Minute, map[string]any{"prompt": "never starts", "duration": 1}, StatusStarting},
+		{"while starting", time.Minute, map[string]any{"prompt": "never starts", "duration": 1}, statusStarting},
 		// A minute of 1080p takes long enough to cancel mid-render.
-		{"while rendering", 0, map[string]any{"prompt": "long render", "duration": 60, "resolution": "1080p"}, StatusProcessing},
+		{"while rendering", 0, map[string]any{"prompt": "long render", "duration": 60, "resolution": "1080p"}, statusProcessing},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -512,12 +512,12 @@ func TestCancelStopsThePrediction(t *testing.T) {
 func TestRendersBeyondTheLimitWaitInStarting(t *testing.T) {
 	h := start(t, Config{MaxConcurrentRenders: 1})
 	long := h.create(videoModel, map[string]any{"prompt": "hogs the slot", "duration": 60, "resolution": "1080p"}, "")
-	h.waitFor(long.ID, func(s string) bool { return s == StatusProcessing })
+	h.waitFor(long.ID, func(s string) bool { return s == statusProcessing })
 	queued := h.create(imageModel, map[string]any{"prompt": "waits its turn"}, "")
 	if !waitfor.Condition(t, time.Minute, "the second job to wait for a render slot", func() bool { return h.sim.waitingForSlot.Load() == 1 }) {
 		t.FailNow()
 	}
-	if got := h.get(queued.ID).Status; got != StatusStarting {
+	if got := h.get(queued.ID).Status; got != statusStarting {
 		t.Errorf("second prediction is %s while the only slot is busy, want starting", got)
 	}
 	h.call("POST", "/v1/predictions/"+long.ID+"/cancel", nil, nil)
@@ -527,13 +527,13 @@ func TestRendersBeyondTheLimitWaitInStarting(t *testing.T) {
 func TestCloseStopsRunningJobs(t *testing.T) {
 	h := start(t, Config{})
 	p := h.create(videoModel, map[string]any{"prompt": "interrupted", "duration": 60, "resolution": "1080p"}, "")
-	h.waitFor(p.ID, func(s string) bool { return s == StatusProcessing })
+	h.waitFor(p.ID, func(s string) bool { return s == statusProcessing })
 	begin := time.Now()
 	h.sim.Close()
 	if elapsed := time.Since(begin); elapsed > 5*time.Second {
 		t.Errorf("Close took %v", elapsed)
 	}
-	if got := h.get(p.ID); got.Status != StatusFailed {
+	if got := h.get(p.ID); got.Status != statusFailed {
 		t.Errorf("status after Close = %s, want failed", got.Status)
 	}
 	var detail map[string]any
@@ -548,8 +548,8 @@ func TestWebhookReceivesTheFinalPrediction(t *testing.T) {
 	tests := []struct {
 		name, prompt, status string
 	}{
-		{"succeeded", "a quiet harbour", StatusSucceeded},
-		{"failed", "a loud harbour [simulate:fail]", StatusFailed},
+		{"succeeded", "a quiet harbour", statusSucceeded},
+		{"failed", "a loud harbour [simulate:fail]", statusFailed},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -574,9 +574,9 @@ func TestWebhookEventsFilterIsHonoured(t *testing.T) {
 		filter []string
 		want   []string // the statuses the events carry, in order
 	}{
-		{"start only", []string{EventStart}, []string{StatusStarting}},
-		{"no filter: every event", nil, []string{StatusStarting, StatusFailed}},
-		{"completed only", []string{EventCompleted}, []string{StatusFailed}},
+		{"start only", []string{eventStart}, []string{statusStarting}},
+		{"no filter: every event", nil, []string{statusStarting, statusFailed}},
+		{"completed only", []string{eventCompleted}, []string{statusFailed}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -745,13 +745,13 @@ func TestNewRefusesABadConfig(t *testing.T) {
 		cfg  Config
 	}{
 		{"no models", Config{}},
-		{"model without owner", Config{Models: map[string]string{"video": KindVideo}}},
+		{"model without owner", Config{Models: map[string]string{"video": kindVideo}}},
 		{"unknown kind", Config{Models: map[string]string{"a/b": "audio"}}},
-		{"relative base URL", Config{Models: map[string]string{"a/b": KindImage}, BaseURL: "/sim"}},
-		{"missing ffmpeg", Config{Models: map[string]string{"a/b": KindImage}, FFmpeg: ffmpeg.Runner{FFmpeg: "/nonexistent/ffmpeg"}}},
-		{"missing font", Config{Models: map[string]string{"a/b": KindImage}, FontFile: "/nonexistent/font.ttf"}},
-		{"version of no model", Config{Models: map[string]string{"a/b": KindImage}, Versions: map[string]string{"c/d": strings.Repeat("a", 64)}}},
-		{"version not 64 hex digits", Config{Models: map[string]string{"a/b": KindImage}, Versions: map[string]string{"a/b": "v1"}}},
+		{"relative base URL", Config{Models: map[string]string{"a/b": kindImage}, BaseURL: "/sim"}},
+		{"missing ffmpeg", Config{Models: map[string]string{"a/b": kindImage}, FFmpeg: ffmpeg.Runner{FFmpeg: "/nonexistent/ffmpeg"}}},
+		{"missing font", Config{Models: map[string]string{"a/b": kindImage}, FontFile: "/nonexistent/font.ttf"}},
+		{"version of no model", Config{Models: map[string]string{"a/b": kindImage}, Versions: map[string]string{"c/d": strings.Repeat("a", 64)}}},
+		{"version not 64 hex digits", Config{Models: map[string]string{"a/b": kindImage}, Versions: map[string]string{"a/b": "v1"}}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
