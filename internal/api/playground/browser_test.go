@@ -29,7 +29,7 @@ func TestThePlaygroundMakesAnImageAVideoAndALongVideoInChromium(t *testing.T) {
 	out := screenshotDir(t, "playground")
 	rt := runtimetest.Start(t, runtime.Config{SimulatorLatency: 300 * time.Millisecond})
 
-	checks, err := runBrowserScript(t, pw, 4*time.Minute, "browser.cjs", "BASE_URL="+rt.BaseURL, "API_KEY="+rt.Dev.APIKey, "OUT_DIR="+out)
+	checks, err := runBrowserScript(t, pw, "browser.cjs", "BASE_URL="+rt.BaseURL, "API_KEY="+rt.Dev.APIKey, "OUT_DIR="+out)
 	t.Logf("screenshots in %s", out)
 	if err != nil {
 		t.Fatalf("the browser run failed (%v)\n(see %s/failure.png)", err, out)

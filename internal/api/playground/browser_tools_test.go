@@ -70,16 +70,29 @@ func (c browserChecks) last(name string) map[string]any {
 	return nil
 }
 
-// runBrowserScript runs testdata/<script> with node within timeout, its
-// environment extended by env (PLAYWRIGHT_CORE and a fresh USER_DATA_DIR
-// are added), logs what it printed and returns its checks; the error says
-// how it failed, with what it wrote to stderr.
-func runBrowserScript(t *testing.T, pw string, timeout time.Duration, script string, env ...string) (browserChecks, error) {
+// browserStepWait is how long a browser script waits for one step (a page,
+// a job's answer shown) before it calls the step hung: a hang detector,
+// not a speed target. A loaded machine (make test-under-load) takes
+// minutes where a quiet one takes seconds.
+const browserStepWait = 10 * time.Minute
+
+// runBrowserScript runs testdata/<script> with node, its environment
+// extended by env (PLAYWRIGHT_CORE, a fresh USER_DATA_DIR and WAIT_MS,
+// browserStepWait, are added), logs what it printed and returns its
+// checks; the error says how it failed, with what it wrote to stderr. The
+// run is bounded by the test binary's deadline, so a hang is reported by
+// this test rather than by go test's panic.
+func runBrowserScript(t *testing.T, pw string, script string, env ...string) (browserChecks, error) {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), timeout)
-	defer cancel()
+	ctx := context.Background()
+	if deadline, ok := t.Deadline(); ok {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithDeadline(ctx, deadline.Add(-time.Minute))
+		defer cancel()
+	}
 	cmd := exec.CommandContext(ctx, "node", filepath.Join("testdata", script))
-	cmd.Env = append(append(os.Environ(), "PLAYWRIGHT_CORE="+pw, "USER_DATA_DIR="+t.TempDir()), env...)
+	cmd.Env = append(append(os.Environ(), "PLAYWRIGHT_CORE="+pw, "USER_DATA_DIR="+t.TempDir(),
+		fmt.Sprintf("WAIT_MS=%d", browserStepWait.Milliseconds())), env...)
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	runErr := cmd.Run()

@@ -43,7 +43,7 @@ func TestTheDashboardShowsTheAccountAndManagesKeysInChromium(t *testing.T) {
 		}
 	}
 
-	checks, err := runBrowserScript(t, pw, 4*time.Minute, "dashboard.cjs", "BASE_URL="+rt.BaseURL, "API_KEY="+rt.Dev.APIKey, "OUT_DIR="+out)
+	checks, err := runBrowserScript(t, pw, "dashboard.cjs", "BASE_URL="+rt.BaseURL, "API_KEY="+rt.Dev.APIKey, "OUT_DIR="+out)
 	t.Logf("screenshots in %s", out)
 	if err != nil {
 		t.Fatalf("the browser run failed (%v)\n(see %s/failure.png)", err, out)

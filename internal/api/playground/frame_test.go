@@ -5,7 +5,6 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"testing"
-	"time"
 
 	"github.com/mediagen-dev/mediagen/internal/local/runtime"
 	"github.com/mediagen-dev/mediagen/internal/testkit/runtimetest"
@@ -33,7 +32,7 @@ func TestAnotherOriginCannotFrameThePagesInChromium(t *testing.T) {
 	if origin(framer.URL) == origin(rt.BaseURL) {
 		t.Fatalf("the framer %s shares the pages' origin", framer.URL)
 	}
-	checks, err := runBrowserScript(t, pw, 2*time.Minute, "frame.cjs", "FRAMER_URL="+framer.URL+"/")
+	checks, err := runBrowserScript(t, pw, "frame.cjs", "FRAMER_URL="+framer.URL+"/")
 	if err != nil {
 		t.Fatalf("the browser run failed: %v", err)
 	}

@@ -16,6 +16,9 @@ const { launch, report } = require("./chromium.cjs");
 
 const base = process.env.BASE_URL;
 const key = process.env.API_KEY;
+// One step's hang detector (WAIT_MS, from browser_tools_test.go).
+const WAIT = Number(process.env.WAIT_MS);
+if (!(WAIT > 0)) throw new Error("WAIT_MS is not set: run this script through go test");
 
 async function main() {
   const context = await launch({ acceptDownloads: false });
@@ -29,7 +32,7 @@ async function main() {
     // The user then visits the attacker's page, which tries every write.
     const attacker = await context.newPage();
     await attacker.goto(process.env.ATTACK_URL, { waitUntil: "load" });
-    await attacker.waitForFunction(() => window.attempts && window.attempts.done, null, { timeout: 60_000 });
+    await attacker.waitForFunction(() => window.attempts && window.attempts.done, null, { timeout: WAIT });
     report("attempts", { origin: await attacker.evaluate(() => location.origin),
       results: await attacker.evaluate(() => window.attempts.results) });
 
@@ -39,7 +42,7 @@ async function main() {
       const tab = await context.newPage();
       let opened = "rendered";
       try {
-        await tab.goto(url, { waitUntil: "load", timeout: 15_000 });
+        await tab.goto(url, { waitUntil: "load", timeout: WAIT });
       } catch (err) {
         opened = "not rendered: " + err.message.split("\n")[0];
       }
@@ -58,7 +61,7 @@ async function main() {
     // The control: the same payload as a page of the attacker's own.
     const control = await context.newPage();
     await control.goto(process.env.CONTROL_URL, { waitUntil: "load" });
-    await control.waitForFunction(() => document.title === "ran", null, { timeout: 15_000 });
+    await control.waitForFunction(() => document.title === "ran", null, { timeout: WAIT });
     report("control", { ran: true });
     await control.close();
 

@@ -18,7 +18,9 @@ const { launch, report } = require("./chromium.cjs");
 const base = process.env.BASE_URL;
 const adminKey = process.env.API_KEY;
 const out = process.env.OUT_DIR;
-const WAIT = 60_000; // one request or one short job, on a loaded machine
+// One step's hang detector (WAIT_MS, from browser_tools_test.go).
+const WAIT = Number(process.env.WAIT_MS);
+if (!(WAIT > 0)) throw new Error("WAIT_MS is not set: run this script through go test");
 const SESSION_KEY = "mediagen.dashboard.apiKey";
 
 // api is the user's own script: fetch with a key, the answer's status and
