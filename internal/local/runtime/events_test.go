@@ -11,9 +11,11 @@ import (
 	"testing"
 	"time"
 
+	"github.com/mediagen-dev/mediagen/internal/api/routes"
 	"github.com/mediagen-dev/mediagen/internal/core/domain"
 	"github.com/mediagen-dev/mediagen/internal/local/runtime"
 	"github.com/mediagen-dev/mediagen/internal/testkit/clocktest"
+	"github.com/mediagen-dev/mediagen/internal/testkit/waitfor"
 )
 
 // sse is one block of an event stream: an event (id, name, data), or a
@@ -276,6 +278,10 @@ func TestTheLongVideoEventStreamEndsWithTheFinalView(t *testing.T) {
 	if b, ok := nextBlock(t, blocks); ok {
 		t.Errorf("after the final view the stream goes on: %+v", b)
 	}
+	// The ended stream was billed as the stream function's invocation.
+	waitfor.Condition(t, time.Minute, "the cost meter to count the stream as one invocation of "+routes.StreamFunction, func() bool {
+		return rt.Costs.Snapshot().ByFunction[routes.StreamFunction] == 1
+	})
 }
 
 // A stream still open at its time limit (10 minutes on the stream's
