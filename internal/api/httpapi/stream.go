@@ -137,7 +137,8 @@ func LongVideoEventsRoute(r *longform.Reader, gate *Gate, s Streams) StreamHandl
 // answer) and answers the events of the snapshots open returns.
 func (g *Gate) stream(access Access, s Streams, open func(ctx context.Context, req Request, userID string) (func(context.Context) (snapshot, error), error)) StreamHandler {
 	return func(ctx context.Context, req Request) (StreamResponse, error) {
-		ctx, a, caller, limits, err := g.admit(ctx, req, access, true)
+		ctx, a, cred, limits, err := g.admit(ctx, req, access, true)
+		caller := cred.caller
 		var read func(context.Context) (snapshot, error)
 		var last int64
 		if err == nil {
@@ -153,6 +154,14 @@ func (g *Gate) stream(access Access, s Streams, open func(ctx context.Context, r
 			}
 			return StreamResponse{StatusCode: resp.StatusCode, Headers: resp.Headers, Body: io.NopCloser(strings.NewReader(resp.Body))}, nil
 		}
+		if cred.key.Hash != "" {
+			// No authorizer runs in front of the stream function (its URL
+			// has none): the key's use is noted here, as the authorizer
+			// notes it, so that a key used only for streams does not read
+			// as unused. Only this function's code reaches the write (its
+			// role alone may update the keys table).
+			g.noteUse(ctx, cred.key)
+		}
 		headers := map[string]string{"Content-Type": EventStreamContentType, "Cache-Control": "no-store",
 			"X-Content-Type-Options": "nosniff", "X-Accel-Buffering": "no"}
 		for k, v := range limits {
@@ -167,7 +176,8 @@ func (g *Gate) stream(access Access, s Streams, open func(ctx context.Context, r
 				until = clk.Now().Add(left)
 			}
 		}
-		es := &eventStream{ctx: ctx, read: read, clock: clk, last: last, until: until, log: g.requestLog(req, a.UserID, caller.KeyPrefix)}
+		es := &eventStream{ctx: ctx, read: read, clock: clk,
+			last: last, until: until, log: g.requestLog(req, a.UserID, caller.KeyPrefix)}
 		es.ctx, es.cancel = context.WithCancel(ctx)
 		return StreamResponse{StatusCode: http.StatusOK, Headers: headers, Body: es}, nil
 	}

@@ -354,3 +354,27 @@ func nextEventTicking(t *testing.T, clk *clocktest.Fake, blocks <-chan sse) (sse
 	t.Fatal("no event of the stream within a minute")
 	return sse{}, false
 }
+
+// A key used only for streams has its use noted, as the authorizer notes
+// a key's use on the API's routes: the stream function has no authorizer
+// in front of it, and a key that only streams must not read as unused.
+func TestAKeyUsedOnlyForStreamsHasItsUseNoted(t *testing.T) {
+	rt := start(t, runtime.Config{})
+	owner := newAccount(t, rt, domain.PlanEnterprise, 1000)
+	created := call(t, rt, http.MethodPost, "/api/generations/generate", owner.APIKey, imageBody("a quay [simulate:hold]"))
+	if created.status != http.StatusOK {
+		t.Fatalf("generate: HTTP %d %s", created.status, created.body)
+	}
+	watcher := createKey(t, rt, owner.APIKey, map[string]any{"name": "dashboard", "scopes": []string{"read"}})
+	if k := listedKey(t, rt, owner.APIKey, watcher.str("prefix")); k["last_used_at"] != nil {
+		t.Fatalf("the new key lists %v before any use; want no last use", k)
+	}
+	_, blocks := eventStream(t, rt, "/api/generations/"+created.str("uuid")+"/events", watcher.str("api_key"), "")
+	if ev, ok := nextEvent(t, blocks); !ok || ev.event != "processing" {
+		t.Fatalf("the stream's first event %+v (open %v); want processing", ev, ok)
+	}
+	if k := listedKey(t, rt, owner.APIKey, watcher.str("prefix")); k["last_used_at"] == nil {
+		t.Errorf("the key, used for a stream, lists %v; want its last use", k)
+	}
+	call(t, rt, http.MethodPost, "/api/generations/"+created.str("uuid")+"/cancel", owner.APIKey, nil)
+}
