@@ -56,6 +56,10 @@ const (
 	StreamMaxDuration = 10 * time.Minute
 	// streamDeadlineMargin is kept before the invocation's own deadline.
 	streamDeadlineMargin = 5 * time.Second
+	// StreamKeyRecheck is how often an open stream checks its credential
+	// again (on the stream's clock): a key revoked or an account deleted
+	// meanwhile ends the stream with an error event.
+	StreamKeyRecheck = 30 * time.Second
 )
 
 // Streams are the settings of the streaming routes: their clock (the
@@ -139,6 +143,15 @@ func (g *Gate) stream(access Access, s Streams, open func(ctx context.Context, r
 	return func(ctx context.Context, req Request) (StreamResponse, error) {
 		ctx, a, cred, limits, err := g.admit(ctx, req, access, true)
 		caller := cred.caller
+		if cred.key.Hash != "" {
+			// No authorizer runs in front of the stream function (its URL
+			// has none): the key's use is noted here once the key
+			// authenticated, as the authorizer notes it, so that a key used
+			// only for streams does not read as unused. Only this
+			// function's code reaches the write (its role alone of the
+			// route functions' may update the keys table).
+			g.noteUse(ctx, cred.key)
+		}
 		var read func(context.Context) (snapshot, error)
 		var last int64
 		if err == nil {
@@ -154,13 +167,13 @@ func (g *Gate) stream(access Access, s Streams, open func(ctx context.Context, r
 			}
 			return StreamResponse{StatusCode: resp.StatusCode, Headers: resp.Headers, Body: io.NopCloser(strings.NewReader(resp.Body))}, nil
 		}
-		if cred.key.Hash != "" {
-			// No authorizer runs in front of the stream function (its URL
-			// has none): the key's use is noted here, as the authorizer
-			// notes it, so that a key used only for streams does not read
-			// as unused. Only this function's code reaches the write (its
-			// role alone may update the keys table).
-			g.noteUse(ctx, cred.key)
+		authorization := header(req, "Authorization")
+		recheck := func(ctx context.Context) error {
+			_, _, err := g.authenticate(ctx, authorization, access.Tokens, false)
+			return err
+		}
+		refusal := func(ctx context.Context, err error) string {
+			return errorResponse(ctx, g.requestLog(req, a.UserID, caller.KeyPrefix), req, err).Body
 		}
 		headers := map[string]string{"Content-Type": EventStreamContentType, "Cache-Control": "no-store",
 			"X-Content-Type-Options": "nosniff", "X-Accel-Buffering": "no"}
@@ -176,7 +189,7 @@ func (g *Gate) stream(access Access, s Streams, open func(ctx context.Context, r
 				until = clk.Now().Add(left)
 			}
 		}
-		es := &eventStream{ctx: ctx, read: read, clock: clk,
+		es := &eventStream{ctx: ctx, read: read, recheck: recheck, refusal: refusal, clock: clk, checked: clk.Now(),
 			last: last, until: until, log: g.requestLog(req, a.UserID, caller.KeyPrefix)}
 		es.ctx, es.cancel = context.WithCancel(ctx)
 		return StreamResponse{StatusCode: http.StatusOK, Headers: headers, Body: es}, nil
@@ -211,9 +224,13 @@ type eventStream struct {
 	ctx    context.Context
 	cancel context.CancelFunc
 	read   func(context.Context) (snapshot, error)
-	clock  clock.Clock
-	until  time.Time
-	log    interface {
+	// recheck authenticates the stream's credential again; refusal is the
+	// error envelope of its refusal.
+	recheck func(context.Context) error
+	refusal func(context.Context, error) string
+	clock   clock.Clock
+	until   time.Time
+	log     interface {
 		WarnContext(ctx context.Context, msg string, args ...any)
 	}
 
@@ -222,6 +239,7 @@ type eventStream struct {
 	last      int64 // the last event id sent (or the client's Last-Event-ID)
 	started   bool
 	lastWrite time.Time
+	checked   time.Time // when the credential was last checked
 	done      bool
 }
 
@@ -258,6 +276,21 @@ func (s *eventStream) next() error {
 		s.lastWrite = s.clock.Now()
 		// The reconnection delay a client should wait before resuming.
 		s.buf = append(s.buf, fmt.Sprintf("retry: %d\n\n", StreamPoll.Milliseconds())...)
+	}
+	if now := s.clock.Now(); now.Sub(s.checked) >= StreamKeyRecheck {
+		s.checked = now
+		if err := s.recheck(s.ctx); err != nil {
+			var refused *Error
+			if !errors.As(err, &refused) {
+				s.log.WarnContext(s.ctx, "event stream: checking the credential failed; the stream ends", "error", err)
+				return fmt.Errorf("event stream: %w", err)
+			}
+			// Revoked or gone since the stream opened: a last event says
+			// so, with the envelope the API answers such a credential.
+			s.buf = append(s.buf, fmt.Sprintf("event: error\ndata: %s\n\n", s.refusal(s.ctx, err))...)
+			s.done = true
+			return nil
+		}
 	}
 	snap, err := s.read(s.ctx)
 	if err != nil {

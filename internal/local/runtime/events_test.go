@@ -378,3 +378,51 @@ func TestAKeyUsedOnlyForStreamsHasItsUseNoted(t *testing.T) {
 	}
 	call(t, rt, http.MethodPost, "/api/generations/"+created.str("uuid")+"/cancel", owner.APIKey, nil)
 }
+
+// An open stream rechecks its key on the stream's own clock: once the key
+// is revoked, the stream's next check (within 30 s) sends a last event
+// `error` whose data is the 401 envelope the API answers a revoked key,
+// and the stream ends, however long it had left.
+func TestAnOpenStreamEndsOnceItsKeyIsRevoked(t *testing.T) {
+	clk := clocktest.New(time.Now().UTC().Truncate(time.Second))
+	rt := start(t, runtime.Config{StreamClock: clk})
+	owner := newAccount(t, rt, domain.PlanEnterprise, 1000)
+	created := call(t, rt, http.MethodPost, "/api/generations/generate", owner.APIKey, imageBody("a jetty [simulate:hold]"))
+	if created.status != http.StatusOK {
+		t.Fatalf("generate: HTTP %d %s", created.status, created.body)
+	}
+	watcher := createKey(t, rt, owner.APIKey, map[string]any{"name": "dashboard", "scopes": []string{"read"}})
+	_, blocks := eventStream(t, rt, "/api/generations/"+created.str("uuid")+"/events", watcher.str("api_key"), "")
+	if ev, ok := nextEvent(t, blocks); !ok || ev.event != "processing" {
+		t.Fatalf("the stream's first event %+v (open %v); want processing", ev, ok)
+	}
+	if r := call(t, rt, http.MethodDelete, "/api/account/keys/"+watcher.str("prefix"), owner.APIKey, nil); r.status != http.StatusOK {
+		t.Fatalf("revoke: HTTP %d %s", r.status, r.body)
+	}
+	refused := call(t, rt, http.MethodGet, "/api/generations/status/"+created.str("uuid"), watcher.str("api_key"), nil)
+	revokedAt := clk.Now()
+	var ended sse
+	for ended.event != "error" {
+		b, ok := nextEventTicking(t, clk, blocks)
+		if !ok {
+			t.Fatal("the stream ended without an error event")
+		}
+		ended = b
+	}
+	if took := clk.Now().Sub(revokedAt); took > 30*time.Second {
+		t.Errorf("the error event came %v after the revocation on the stream's clock; want within 30 s", took)
+	}
+	var got map[string]any
+	if err := json.Unmarshal([]byte(ended.data), &got); err != nil {
+		t.Fatalf("the error event's data %q: %v", ended.data, err)
+	}
+	gotErr, _ := got["error"].(map[string]any)
+	wantErr, _ := refused.decoded["error"].(map[string]any)
+	if refused.status != http.StatusUnauthorized || !reflect.DeepEqual(gotErr, wantErr) || got["request_id"] == nil {
+		t.Errorf("the stream's error event %s; want the 401 envelope the API answers the revoked key (%d %s)", ended.data, refused.status, refused.body)
+	}
+	if b, ok := nextBlock(t, blocks); ok {
+		t.Errorf("after the error event the stream goes on: %+v", b)
+	}
+	call(t, rt, http.MethodPost, "/api/generations/"+created.str("uuid")+"/cancel", owner.APIKey, nil)
+}
