@@ -2,6 +2,8 @@ package httpapi
 
 import (
 	"context"
+	"crypto/rand"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -60,7 +62,31 @@ const (
 	// again (on the stream's clock): a key revoked or an account deleted
 	// meanwhile ends the stream with an error event.
 	StreamKeyRecheck = 30 * time.Second
+	// StreamMaxOpen is how many streams an account may have open at once
+	// (across every instance of the stream function): each holds an
+	// instance of the function for up to StreamMaxDuration, so a key
+	// opening streams without bound would take the function's reserved
+	// concurrency from every other account.
+	StreamMaxOpen = 5
+	// StreamLeaseMargin is how long past its end a stream's lease lasts:
+	// a stream ends by then even when its process died without closing
+	// it, and its place comes back.
+	StreamLeaseMargin = time.Minute
+	// StreamRetryAfter is the Retry-After of a stream refused for the
+	// account's open streams: one of them may end at any moment (its
+	// record finished, its client went away).
+	StreamRetryAfter = 10 * time.Second
+	// streamCloseTimeout bounds the giving back of a stream's lease, made
+	// after the stream's own context ended.
+	streamCloseTimeout = 5 * time.Second
 )
+
+// StreamLeases counts the streams an account has open, across instances
+// (store.Streams).
+type StreamLeases interface {
+	OpenStream(ctx context.Context, userID, stream string, limit int, at, expires time.Time) (bool, error)
+	CloseStream(ctx context.Context, userID, stream string) error
+}
 
 // Streams are the settings of the streaming routes: their clock (the
 // poll and heartbeat timers; tests move a fake one) and how long a stream
@@ -69,6 +95,25 @@ type Streams struct {
 	Clock clock.Clock
 	// MaxDuration bounds a stream (default StreamMaxDuration).
 	MaxDuration time.Duration
+	// Leases counts each account's open streams, which MaxOpen caps
+	// (default StreamMaxOpen).
+	Leases  StreamLeases
+	MaxOpen int
+}
+
+// tooManyStreams is the refusal of a stream past the account's open ones.
+func tooManyStreams(limit int) *Error {
+	retry := int(StreamRetryAfter / time.Second)
+	return &Error{Status: http.StatusTooManyRequests, Code: "too_many_streams",
+		Message: fmt.Sprintf("an account may have at most %d event streams open at once; close one, or retry after %d s", limit, retry),
+		Headers: map[string]string{"Retry-After": strconv.Itoa(retry)}}
+}
+
+// newStreamID names a stream's lease.
+func newStreamID() string {
+	var b [12]byte
+	rand.Read(b[:])
+	return hex.EncodeToString(b[:])
 }
 
 // snapshot is one read of the record: its view, the view's event id, and
@@ -138,7 +183,9 @@ func LongVideoEventsRoute(r *longform.Reader, gate *Gate, s Streams) StreamHandl
 
 // stream wraps a streaming route with the gate (authentication, the rate
 // limit, the scope, the error envelope: a refusal is an ordinary JSON
-// answer) and answers the events of the snapshots open returns.
+// answer) and answers the events of the snapshots open returns, while the
+// account has fewer than s.MaxOpen streams open (a lease of s.Leases
+// each, given back when the stream ends).
 func (g *Gate) stream(access Access, s Streams, open func(ctx context.Context, req Request, userID string) (func(context.Context) (snapshot, error), error)) StreamHandler {
 	return func(ctx context.Context, req Request) (StreamResponse, error) {
 		ctx, a, cred, limits, err := g.admit(ctx, req, access, true)
@@ -160,6 +207,26 @@ func (g *Gate) stream(access Access, s Streams, open func(ctx context.Context, r
 		if err == nil {
 			read, err = open(ctx, req, a.UserID)
 		}
+		clk := clock.Or(s.Clock)
+		until := clk.Now().Add(orDefault(s.MaxDuration, StreamMaxDuration))
+		if d, ok := ctx.Deadline(); ok {
+			// The invocation's own deadline, on the wall clock: the stream
+			// ends in time to end its answer.
+			if left := time.Until(d) - streamDeadlineMargin; clk.Now().Add(left).Before(until) {
+				until = clk.Now().Add(left)
+			}
+		}
+		streamID := newStreamID()
+		if err == nil {
+			limit := s.MaxOpen
+			if limit <= 0 {
+				limit = StreamMaxOpen
+			}
+			var opened bool
+			if opened, err = s.Leases.OpenStream(ctx, a.UserID, streamID, limit, clk.Now(), until.Add(StreamLeaseMargin)); err == nil && !opened {
+				err = tooManyStreams(limit)
+			}
+		}
 		if err != nil {
 			resp := errorResponse(ctx, g.requestLog(req, a.UserID, caller.KeyPrefix), req, err)
 			for k, v := range limits {
@@ -180,17 +247,18 @@ func (g *Gate) stream(access Access, s Streams, open func(ctx context.Context, r
 		for k, v := range limits {
 			headers[k] = v
 		}
-		clk := clock.Or(s.Clock)
-		until := clk.Now().Add(orDefault(s.MaxDuration, StreamMaxDuration))
-		if d, ok := ctx.Deadline(); ok {
-			// The invocation's own deadline, on the wall clock: the stream
-			// ends in time to end its answer.
-			if left := time.Until(d) - streamDeadlineMargin; clk.Now().Add(left).Before(until) {
-				until = clk.Now().Add(left)
+		log := g.requestLog(req, a.UserID, caller.KeyPrefix)
+		closeLease := func(ctx context.Context) {
+			// After the stream's own context ended (a client gone cancels
+			// it): the lease is given back all the same, or lapses.
+			ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), streamCloseTimeout)
+			defer cancel()
+			if err := s.Leases.CloseStream(ctx, a.UserID, streamID); err != nil {
+				log.WarnContext(ctx, "event stream: giving back its lease failed; it lapses at the stream's end", "error", err)
 			}
 		}
-		es := &eventStream{ctx: ctx, read: read, recheck: recheck, refusal: refusal, clock: clk, checked: clk.Now(),
-			last: last, until: until, log: g.requestLog(req, a.UserID, caller.KeyPrefix)}
+		es := &eventStream{closeLease: closeLease, ctx: ctx, read: read, recheck: recheck, refusal: refusal, clock: clk, checked: clk.Now(),
+			last: last, until: until, log: log}
 		es.ctx, es.cancel = context.WithCancel(ctx)
 		return StreamResponse{StatusCode: http.StatusOK, Headers: headers, Body: es}, nil
 	}
@@ -228,9 +296,13 @@ type eventStream struct {
 	// error envelope of its refusal.
 	recheck func(context.Context) error
 	refusal func(context.Context, error) string
-	clock   clock.Clock
-	until   time.Time
-	log     interface {
+	// closeLease gives the stream's place among its account's back, once
+	// (ended).
+	closeLease func(context.Context)
+	ended      sync.Once
+	clock      clock.Clock
+	until      time.Time
+	log        interface {
 		WarnContext(ctx context.Context, msg string, args ...any)
 	}
 
@@ -252,10 +324,12 @@ func (s *eventStream) Read(p []byte) (int, error) {
 	defer s.mu.Unlock()
 	for len(s.buf) == 0 {
 		if s.done {
+			s.end()
 			return 0, io.EOF
 		}
 		if err := s.next(); err != nil {
 			s.done = true
+			s.end()
 			return 0, err
 		}
 	}
@@ -321,8 +395,15 @@ func (s *eventStream) next() error {
 	return nil
 }
 
-// Close ends the stream: a Read waiting for the next poll returns.
+// Close ends the stream: a Read waiting for the next poll returns, and
+// the stream's lease is given back.
 func (s *eventStream) Close() error {
 	s.cancel()
+	s.end()
 	return nil
+}
+
+// end gives the stream's lease back, once.
+func (s *eventStream) end() {
+	s.ended.Do(func() { s.closeLease(s.ctx) })
 }

@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"context"
 	"encoding/json"
+	"io"
 	"net/http"
 	"reflect"
 	"strconv"
@@ -425,4 +426,114 @@ func TestAnOpenStreamEndsOnceItsKeyIsRevoked(t *testing.T) {
 		t.Errorf("after the error event the stream goes on: %+v", b)
 	}
 	call(t, rt, http.MethodPost, "/api/generations/"+created.str("uuid")+"/cancel", owner.APIKey, nil)
+}
+
+// An account may have 5 streams open at once, counted in the store: a
+// sixth is a 429 too_many_streams with Retry-After, naming the limit,
+// while another account streams freely; a stream whose client went away
+// and streams that ended give their place back.
+func TestAnAccountsOpenStreamsAreCapped(t *testing.T) {
+	rt := start(t, runtime.Config{})
+	owner := newAccount(t, rt, domain.PlanEnterprise, 1000)
+	other := newAccount(t, rt, domain.PlanEnterprise, 1000)
+	generate := func(key, prompt string) string {
+		t.Helper()
+		g := call(t, rt, http.MethodPost, "/api/generations/generate", key, imageBody(prompt))
+		if g.status != http.StatusOK {
+			t.Fatalf("generate: HTTP %d %s", g.status, g.body)
+		}
+		return "/api/generations/" + g.str("uuid") + "/events"
+	}
+	first, second := generate(owner.APIKey, "a mole [simulate:hold]"), generate(owner.APIKey, "a weir [simulate:hold]")
+	streams := map[*http.Response]<-chan sse{}
+	openOK := func(path, key string) *http.Response {
+		t.Helper()
+		resp, blocks := eventStream(t, rt, path, key, "")
+		if resp.StatusCode != http.StatusOK {
+			t.Fatalf("GET %s: HTTP %d, want the stream", path, resp.StatusCode)
+		}
+		if ev, ok := nextEvent(t, blocks); !ok || ev.event != "processing" {
+			t.Fatalf("the stream's first event %+v (open %v)", ev, ok)
+		}
+		streams[resp] = blocks
+		return resp
+	}
+	// refused asks for one more stream: its answer, the body read unless
+	// it is a stream (then left at once).
+	refused := func(path string) answer {
+		t.Helper()
+		ctx, cancel := context.WithCancel(context.Background())
+		defer cancel()
+		req, _ := http.NewRequestWithContext(ctx, http.MethodGet, rt.BaseURL+path, nil)
+		req.Header.Set("Authorization", "Bearer "+owner.APIKey)
+		req.Header.Set("Accept", "text/event-stream")
+		resp, err := http.DefaultClient.Do(forContract(t, req, false))
+		if err != nil {
+			t.Fatalf("GET %s: %v", path, err)
+		}
+		defer resp.Body.Close()
+		a := answer{status: resp.StatusCode, header: resp.Header}
+		if resp.StatusCode != http.StatusOK {
+			a.body, _ = io.ReadAll(resp.Body)
+			json.Unmarshal(a.body, &a.decoded)
+		}
+		return a
+	}
+	var gone *http.Response
+	for i := 0; i < 5; i++ {
+		gone = openOK(first, owner.APIKey)
+	}
+	sixth := refused(second)
+	if code := checkEnvelope(t, sixth, http.StatusTooManyRequests); code != "too_many_streams" ||
+		sixth.header.Get("Retry-After") == "" || !strings.Contains(sixth.str("error", "message"), "5") {
+		t.Errorf("a sixth stream: HTTP %d %s (Retry-After %q); want 429 too_many_streams naming the limit of 5, with Retry-After",
+			sixth.status, sixth.body, sixth.header.Get("Retry-After"))
+	}
+	openOK(generate(other.APIKey, "a groyne [simulate:hold]"), other.APIKey)
+
+	// A client that goes away gives its place back.
+	gone.Body.Close()
+	delete(streams, gone)
+	waitfor.Condition(t, time.Minute, "a stream to open once one of the 5 closed", func() bool {
+		resp, blocks := eventStream(t, rt, second, owner.APIKey, "")
+		if resp.StatusCode != http.StatusOK {
+			return false
+		}
+		streams[resp] = blocks
+		return true
+	})
+	if r := refused(second); r.status != http.StatusTooManyRequests {
+		t.Errorf("with 5 streams open again: HTTP %d %s; want 429", r.status, r.body)
+	}
+
+	// Streams that end (their generation canceled) give theirs back.
+	if c := call(t, rt, http.MethodPost, strings.TrimSuffix(first, "/events")+"/cancel", owner.APIKey, nil); c.status != http.StatusOK {
+		t.Fatalf("cancel: HTTP %d %s", c.status, c.body)
+	}
+	ended := 0
+	for resp, blocks := range streams {
+		if resp.Request.URL.Path != first {
+			continue
+		}
+		for {
+			if _, ok := nextBlock(t, blocks); !ok {
+				break
+			}
+		}
+		ended++
+	}
+	for i := 0; i < ended; i++ {
+		waitfor.Condition(t, time.Minute, "a stream to open in the place of one that ended", func() bool {
+			resp, blocks := eventStream(t, rt, second, owner.APIKey, "")
+			if resp.StatusCode != http.StatusOK {
+				return false
+			}
+			streams[resp] = blocks
+			return true
+		})
+	}
+	if r := refused(second); ended != 4 || r.status != http.StatusTooManyRequests {
+		t.Errorf("after %d streams ended and as many opened: HTTP %d %s; want 4 and then 429", ended, r.status, r.body)
+	}
+	call(t, rt, http.MethodPost, strings.TrimSuffix(second, "/events")+"/cancel", owner.APIKey, nil)
 }

@@ -505,7 +505,7 @@ func (r *Runtime) wire(cfg Config, st store.Store, rc *routing.Config, prices *p
 		VideoCanceler: longform.NewCanceler(st, r.Workflow, r.Upstreams, st, notifier, storySettings),
 		VideoRemover:  longform.NewOutputRemover(st, outputs, nil, storySettings),
 		VoiceLister:   &longform.VoiceLister{Narrator: espeak.Narrator{}, Files: outputs, WorkDir: stepSettings.WorkDir, Log: log},
-		Streams:       httpapi.Streams{Clock: cfg.StreamClock},
+		Streams:       httpapi.Streams{Clock: cfg.StreamClock, Leases: st},
 		Secrets:       st, Journal: st, Usage: st,
 		KeyCreator:    &accounts.KeyCreator{Store: st},
 		KeyLister:     &accounts.KeyLister{Keys: st, Spend: st},
