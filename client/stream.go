@@ -68,7 +68,10 @@ func follow[T any](ctx context.Context, c *Client, path string, get func(context
 			return last, err
 		}
 		final := false
-		err = readEvents(body, func(id, data string) error {
+		err = readEvents(body, func(id, event, data string) error {
+			if event == streamErrorEvent {
+				return streamError(data)
+			}
 			var v T
 			if err := json.Unmarshal([]byte(data), &v); err != nil {
 				return fmt.Errorf("event %s: %w", id, err)
@@ -116,6 +119,24 @@ func follow[T any](ctx context.Context, c *Client, path string, get func(context
 		progress(v)
 	}
 	return v, err
+}
+
+// streamErrorEvent is the event that ends a stream whose credential no
+// longer holds (a key revoked, a token expired while it streamed): its
+// data is the API's 401 error envelope.
+const streamErrorEvent = "error"
+
+// streamError is the *APIError of an error event's envelope.
+func streamError(data string) error {
+	var env envelope
+	if err := json.Unmarshal([]byte(data), &env); err != nil || env.Error.Code == "" {
+		return fmt.Errorf("event stream: an error event without the error envelope: %q", data)
+	}
+	e := &APIError{Code: env.Error.Code, Message: env.Error.Message, Details: env.Error.Details, RequestID: env.RequestID}
+	if e.Code == "unauthorized" {
+		e.Status = http.StatusUnauthorized
+	}
+	return e
 }
 
 // streamRetry is the wait before a stream is resumed (its retry: field).
@@ -172,12 +193,12 @@ func (c *Client) openStream(ctx context.Context, path, lastID string) (io.ReadCl
 	return nil, apiErr
 }
 
-// readEvents reads server-sent events (id, data) from r, calling each for
+// readEvents reads server-sent events (id, event name, data) from r, calling each for
 // every event with data, until r ends or each returns an error (returned;
 // io.EOF for the end of r).
-func readEvents(r io.Reader, each func(id, data string) error) error {
+func readEvents(r io.Reader, each func(id, event, data string) error) error {
 	br := bufio.NewReaderSize(r, 64<<10)
-	var id string
+	var id, event string
 	var data strings.Builder
 	hasData := false
 	for {
@@ -188,12 +209,12 @@ func readEvents(r io.Reader, each func(id, data string) error) error {
 		line = strings.TrimRight(line, "\r\n")
 		if line == "" {
 			if hasData {
-				if err := each(id, data.String()); err != nil {
+				if err := each(id, event, data.String()); err != nil {
 					return err
 				}
 			}
 			data.Reset()
-			hasData = false
+			hasData, event = false, ""
 			continue
 		}
 		name, value, _ := strings.Cut(line, ":")
@@ -201,6 +222,8 @@ func readEvents(r io.Reader, each func(id, data string) error) error {
 		switch name {
 		case "id":
 			id = value
+		case "event":
+			event = value
 		case "data":
 			if hasData {
 				data.WriteByte('\n')

@@ -2,6 +2,7 @@ package client_test
 
 import (
 	"context"
+	"errors"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -11,6 +12,7 @@ import (
 
 	"github.com/mediagen-dev/mediagen/client"
 	"github.com/mediagen-dev/mediagen/internal/local/runtime"
+	"github.com/mediagen-dev/mediagen/internal/testkit/clocktest"
 	"github.com/mediagen-dev/mediagen/internal/testkit/runtimetest"
 )
 
@@ -105,5 +107,61 @@ func TestFollowGenerationPollsWhereThereIsNoStream(t *testing.T) {
 	}
 	if status, _ := counter.counts(); status == 0 {
 		t.Error("no status read: the client did not fall back to polling")
+	}
+}
+
+// A stream whose key is revoked while it streams ends with the service's
+// error event: FollowGeneration returns that 401 (the *APIError the API
+// answers a revoked key), without resuming, and no view but the stream's
+// real ones reaches progress.
+func TestFollowGenerationEndsWithTheStreamsErrorEvent(t *testing.T) {
+	clk := clocktest.New(time.Now().UTC().Truncate(time.Second))
+	rt := runtimetest.Start(t, runtime.Config{StreamClock: clk})
+	owner := client.New(rt.BaseURL, rt.Dev.APIKey)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	key, err := owner.CreateKey(ctx, client.KeyRequest{Name: "watcher", Scopes: []string{"read"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	g, err := owner.Generate(ctx, client.GenerateRequest{Model: "provider-a", ModelVersion: "theta-4-fast",
+		Input: map[string]any{"prompt": "a pier [simulate:hold]"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer owner.CancelGeneration(context.Background(), g.UUID)
+	c := client.New(rt.BaseURL, key.APIKey)
+	seen := make(chan client.GenerationStatus, 1000)
+	done := make(chan error, 1)
+	go func() {
+		_, err := c.FollowGeneration(ctx, g.UUID, fast, func(s client.GenerationStatus) { seen <- s })
+		done <- err
+	}()
+	if first := <-seen; first.Status != client.StatusProcessing {
+		t.Fatalf("first view %+v, want processing", first)
+	}
+	if _, err := owner.RevokeKey(ctx, key.Prefix); err != nil {
+		t.Fatal(err)
+	}
+	var followErr error
+	for ended := false; !ended; {
+		select {
+		case followErr = <-done:
+			ended = true
+		default:
+			if clk.WaitForTimers(1, 50*time.Millisecond) {
+				clk.Advance(time.Second)
+			}
+		}
+	}
+	var apiErr *client.APIError
+	if !errors.As(followErr, &apiErr) || apiErr.Status != http.StatusUnauthorized || apiErr.Code != "unauthorized" {
+		t.Errorf("FollowGeneration ended with %v; want the 401 unauthorized of the revoked key", followErr)
+	}
+	close(seen)
+	for s := range seen {
+		if s.Status == "" {
+			t.Errorf("progress saw an empty view %+v (the error event read as a view)", s)
+		}
 	}
 }

@@ -55,6 +55,12 @@ func maximumConcurrency(t *testing.T, function string) map[string]int {
 	return out
 }
 
+// alwaysReserved are the functions that reserve their concurrency
+// whatever ReserveConcurrency says: the stream function, each of whose
+// invocations lasts up to 10 minutes, so that unreserved a flood of
+// streams would take the account's concurrency from everything else.
+var alwaysReserved = []string{"EventStreamFunction"}
+
 func TestTheAPIReservesConcurrencyWithinTheRegionsQuota(t *testing.T) {
 	tpl := tmpl(t)
 	p, _ := tpl.Parameters["ReserveConcurrency"].(map[string]any)
@@ -78,8 +84,19 @@ func TestTheAPIReservesConcurrencyWithinTheRegionsQuota(t *testing.T) {
 			continue
 		}
 		reserved[f.ID] = n
-		if v, ok := evaluated(t, f.ID, "ReservedConcurrentExecutions", off); ok {
+		v, ok = evaluated(t, f.ID, "ReservedConcurrentExecutions", off)
+		switch {
+		case slices.Contains(alwaysReserved, f.ID):
+			if m, _ := number(v); !ok || m != n {
+				t.Errorf("%s: with ReserveConcurrency=false it reserves %s, want its %d all the same", f.ID, show(v), n)
+			}
+		case ok:
 			t.Errorf("%s: with ReserveConcurrency=false it still reserves %s", f.ID, show(v))
+		}
+	}
+	for _, fn := range alwaysReserved {
+		if _, ok := reserved[fn]; !ok {
+			t.Errorf("%s: no ReservedConcurrentExecutions; it must always reserve its concurrency", fn)
 		}
 	}
 	for _, fn := range apiFunctions() {

@@ -94,10 +94,13 @@ func musicShown(uri string) string {
 
 // SceneStatus is one scene's state in the status view: pending until the
 // workflow submits it, canceled when its video ended (failed or canceled)
-// before it finished, since its job was then stopped.
+// before it finished, since its job was then stopped. Progress is 100 once
+// the scene completed, else its provider's own figure (0 when it gave
+// none), so that the video's event stream shows each scene moving.
 type SceneStatus struct {
 	SceneNumber int    `json:"scene_number"`
 	Status      string `json:"status"`
+	Progress    int    `json:"progress"`
 }
 
 // ScenePending is the status of a scene not yet submitted.
@@ -128,20 +131,21 @@ func LongVideoStatusAt(v domain.LongVideo, applied domain.Studio, now time.Time)
 	stopped := v.Status.Terminal() && v.Status != domain.StatusCompleted
 	done := 0 // the scenes' work done, in hundredths of a scene
 	for _, sc := range v.Scenes {
-		st := ScenePending
+		st, progress := ScenePending, 0
 		state, ok := v.SceneStatus[sc.SceneNumber]
 		if ok {
 			st = string(state.Status)
 			if state.Status == domain.StatusCompleted {
-				done += 100
+				progress = 100
 			} else {
-				done += min(max(state.Progress, 0), 99) // the provider's own figure
+				progress = min(max(state.Progress, 0), 99) // the provider's own figure
 			}
+			done += progress
 		}
 		if stopped && state.Status != domain.StatusCompleted && state.Status != domain.StatusFailed {
 			st = string(domain.StatusCanceled)
 		}
-		view.Scenes = append(view.Scenes, SceneStatus{SceneNumber: sc.SceneNumber, Status: st})
+		view.Scenes = append(view.Scenes, SceneStatus{SceneNumber: sc.SceneNumber, Status: st, Progress: progress})
 	}
 	switch {
 	case v.Status.Terminal():

@@ -438,7 +438,8 @@ func parseAncestors(s string) ([]domain.KeyLimit, error) {
 	return out, nil
 }
 
-// account finds the caller's account and who the caller is: from the
+// account finds the caller's account and what authenticated it (who the
+// caller is; the key's stored form when it was read here): from the
 // authorizer's context when the gateway ran it, else by authenticating
 // here (sam local invoke, direct calls, or an answer that does not say
 // enough). With userOnly, and the authorizer's plan and limit at hand, the
@@ -447,20 +448,22 @@ func parseAncestors(s string) ([]domain.KeyLimit, error) {
 // Authorization header, given first on another route and up to the TTL
 // ago: a token is refused here on a route that does not take tokens, and
 // once it expired.
-func (g *Gate) account(ctx context.Context, req Request, allowToken, userOnly bool) (domain.Account, domain.Caller, error) {
+func (g *Gate) account(ctx context.Context, req Request, allowToken, userOnly bool) (domain.Account, credential, error) {
 	if auth := req.Authorizer; auth != nil {
-		if kind, _ := auth[authCredential].(string); kind == credentialToken {
+		kind, _ := auth[authCredential].(string)
+		if kind == credentialToken {
 			if !allowToken {
-				return domain.Account{}, domain.Caller{}, unauthorized("invalid API key")
+				return domain.Account{}, credential{}, unauthorized("invalid API key")
 			}
 			if until, ok := contextInt(auth[authTokenUntil]); ok && !g.now().Before(time.Unix(int64(until), 0)) {
-				return domain.Account{}, domain.Caller{}, unauthorized("invalid token")
+				return domain.Account{}, credential{}, unauthorized("invalid token")
 			}
 		}
 		if msg, ok := auth[authError].(string); ok {
-			return domain.Account{}, domain.Caller{}, unauthorized(msg)
+			return domain.Account{}, credential{}, unauthorized(msg)
 		}
 		caller, known := callerOf(auth)
+		cred := credential{token: kind == credentialToken, caller: caller}
 		if userID, ok := auth[authUserID].(string); ok && userID != "" && known {
 			plan, hasPlan := auth[authPlan].(string)
 			limit, hasLimit := contextInt(auth[authRateLimit])
@@ -468,14 +471,13 @@ func (g *Gate) account(ctx context.Context, req Request, allowToken, userOnly bo
 			// back from RateLimit: the enterprise plan's own, the other
 			// plans' fixed one.
 			if a := (domain.Account{UserID: userID, Plan: domain.Plan(plan), CustomRateLimit: limit}); userOnly && hasPlan && hasLimit && a.RateLimit() == limit {
-				return a, caller, nil
+				return a, cred, nil
 			}
 			a, err := g.accountOf(ctx, userID, !userOnly)
-			return a, caller, err
+			return a, cred, err
 		}
 	}
-	a, cred, err := g.authenticate(ctx, header(req, "Authorization"), allowToken, !userOnly)
-	return a, cred.caller, err
+	return g.authenticate(ctx, header(req, "Authorization"), allowToken, !userOnly)
 }
 
 // contextInt reads a number of the authorizer's context: an int in process,
@@ -522,7 +524,7 @@ func (g *Gate) AuthedUser(access Access, h UserHandler) Handler {
 
 func (g *Gate) authed(access Access, userOnly bool, h AuthedHandler) Handler {
 	return func(ctx context.Context, req Request) (Response, error) {
-		ctx, a, caller, limits, err := g.admit(ctx, req, access, userOnly)
+		ctx, a, cred, limits, err := g.admit(ctx, req, access, userOnly)
 		var resp Response
 		if err == nil {
 			if g.Idempotency != nil {
@@ -532,7 +534,7 @@ func (g *Gate) authed(access Access, userOnly bool, h AuthedHandler) Handler {
 			}
 		}
 		if err != nil {
-			resp = errorResponse(ctx, g.requestLog(req, a.UserID, caller.KeyPrefix), req, err)
+			resp = errorResponse(ctx, g.requestLog(req, a.UserID, cred.caller.KeyPrefix), req, err)
 		}
 		for k, v := range limits {
 			resp.Headers[k] = v
@@ -542,27 +544,29 @@ func (g *Gate) authed(access Access, userOnly bool, h AuthedHandler) Handler {
 }
 
 // admit is what every authenticated route asks first: the account and
-// caller (from the authorizer's context, or by authenticating here, as
-// the stream function behind a function URL does), the request counted
+// what authenticated it (from the authorizer's context, or by
+// authenticating here, as the stream function behind a function URL does:
+// then with the key's stored form), the request counted
 // against the rate limit (limits are the headers every answer carries,
 // nil when the request was refused before it was counted), and the
 // scope. ctx then names the caller (domain.CallerFrom).
-func (g *Gate) admit(ctx context.Context, req Request, access Access, userOnly bool) (context.Context, domain.Account, domain.Caller, map[string]string, error) {
-	a, caller, err := g.account(ctx, req, access.Tokens, userOnly)
+func (g *Gate) admit(ctx context.Context, req Request, access Access, userOnly bool) (context.Context, domain.Account, credential, map[string]string, error) {
+	a, cred, err := g.account(ctx, req, access.Tokens, userOnly)
 	if err != nil {
-		return ctx, domain.Account{}, domain.Caller{}, nil, err
+		return ctx, domain.Account{}, credential{}, nil, err
 	}
+	caller := cred.caller
 	limits, err := g.rateLimit(ctx, a)
 	if err != nil {
-		return ctx, a, caller, nil, err
+		return ctx, a, cred, nil, err
 	}
 	// After the count, as any other refusal of an authenticated request;
 	// before the idempotency claim and the route, so a refused request
 	// leaves nothing behind.
 	if !caller.Has(access.Scope) {
-		return ctx, a, caller, limits, &domain.InsufficientScopeError{Reason: fmt.Sprintf(
+		return ctx, a, cred, limits, &domain.InsufficientScopeError{Reason: fmt.Sprintf(
 			"this API key lacks the %s scope, which %s needs (it holds: %s)",
 			access.Scope, req.RouteKey, domain.JoinScopes(caller.Scopes, ", "))}
 	}
-	return domain.WithCaller(ctx, caller), a, caller, limits, nil
+	return domain.WithCaller(ctx, caller), a, cred, limits, nil
 }

@@ -2,6 +2,8 @@ package httpapi
 
 import (
 	"context"
+	"crypto/rand"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -56,7 +58,35 @@ const (
 	StreamMaxDuration = 10 * time.Minute
 	// streamDeadlineMargin is kept before the invocation's own deadline.
 	streamDeadlineMargin = 5 * time.Second
+	// StreamKeyRecheck is how often an open stream checks its credential
+	// again (on the stream's clock): a key revoked or an account deleted
+	// meanwhile ends the stream with an error event.
+	StreamKeyRecheck = 30 * time.Second
+	// StreamMaxOpen is how many streams an account may have open at once
+	// (across every instance of the stream function): each holds an
+	// instance of the function for up to StreamMaxDuration, so a key
+	// opening streams without bound would take the function's reserved
+	// concurrency from every other account.
+	StreamMaxOpen = 5
+	// StreamLeaseMargin is how long past its end a stream's lease lasts:
+	// a stream ends by then even when its process died without closing
+	// it, and its place comes back.
+	StreamLeaseMargin = time.Minute
+	// StreamRetryAfter is the Retry-After of a stream refused for the
+	// account's open streams: one of them may end at any moment (its
+	// record finished, its client went away).
+	StreamRetryAfter = 10 * time.Second
+	// streamCloseTimeout bounds the giving back of a stream's lease, made
+	// after the stream's own context ended.
+	streamCloseTimeout = 5 * time.Second
 )
+
+// StreamLeases counts the streams an account has open, across instances
+// (store.Streams).
+type StreamLeases interface {
+	OpenStream(ctx context.Context, userID, stream string, limit int, at, expires time.Time) (bool, error)
+	CloseStream(ctx context.Context, userID, stream string) error
+}
 
 // Streams are the settings of the streaming routes: their clock (the
 // poll and heartbeat timers; tests move a fake one) and how long a stream
@@ -65,6 +95,25 @@ type Streams struct {
 	Clock clock.Clock
 	// MaxDuration bounds a stream (default StreamMaxDuration).
 	MaxDuration time.Duration
+	// Leases counts each account's open streams, which MaxOpen caps
+	// (default StreamMaxOpen).
+	Leases  StreamLeases
+	MaxOpen int
+}
+
+// tooManyStreams is the refusal of a stream past the account's open ones.
+func tooManyStreams(limit int) *Error {
+	retry := int(StreamRetryAfter / time.Second)
+	return &Error{Status: http.StatusTooManyRequests, Code: "too_many_streams",
+		Message: fmt.Sprintf("an account may have at most %d event streams open at once; close one, or retry after %d s", limit, retry),
+		Headers: map[string]string{"Retry-After": strconv.Itoa(retry)}}
+}
+
+// newStreamID names a stream's lease.
+func newStreamID() string {
+	var b [12]byte
+	rand.Read(b[:])
+	return hex.EncodeToString(b[:])
 }
 
 // snapshot is one read of the record: its view, the view's event id, and
@@ -134,10 +183,22 @@ func LongVideoEventsRoute(r *longform.Reader, gate *Gate, s Streams) StreamHandl
 
 // stream wraps a streaming route with the gate (authentication, the rate
 // limit, the scope, the error envelope: a refusal is an ordinary JSON
-// answer) and answers the events of the snapshots open returns.
+// answer) and answers the events of the snapshots open returns, while the
+// account has fewer than s.MaxOpen streams open (a lease of s.Leases
+// each, given back when the stream ends).
 func (g *Gate) stream(access Access, s Streams, open func(ctx context.Context, req Request, userID string) (func(context.Context) (snapshot, error), error)) StreamHandler {
 	return func(ctx context.Context, req Request) (StreamResponse, error) {
-		ctx, a, caller, limits, err := g.admit(ctx, req, access, true)
+		ctx, a, cred, limits, err := g.admit(ctx, req, access, true)
+		caller := cred.caller
+		if cred.key.Hash != "" {
+			// No authorizer runs in front of the stream function (its URL
+			// has none): the key's use is noted here once the key
+			// authenticated, as the authorizer notes it, so that a key used
+			// only for streams does not read as unused. Only this
+			// function's code reaches the write (its role alone of the
+			// route functions' may update the keys table).
+			g.noteUse(ctx, cred.key)
+		}
 		var read func(context.Context) (snapshot, error)
 		var last int64
 		if err == nil {
@@ -145,18 +206,6 @@ func (g *Gate) stream(access Access, s Streams, open func(ctx context.Context, r
 		}
 		if err == nil {
 			read, err = open(ctx, req, a.UserID)
-		}
-		if err != nil {
-			resp := errorResponse(ctx, g.requestLog(req, a.UserID, caller.KeyPrefix), req, err)
-			for k, v := range limits {
-				resp.Headers[k] = v
-			}
-			return StreamResponse{StatusCode: resp.StatusCode, Headers: resp.Headers, Body: io.NopCloser(strings.NewReader(resp.Body))}, nil
-		}
-		headers := map[string]string{"Content-Type": EventStreamContentType, "Cache-Control": "no-store",
-			"X-Content-Type-Options": "nosniff", "X-Accel-Buffering": "no"}
-		for k, v := range limits {
-			headers[k] = v
 		}
 		clk := clock.Or(s.Clock)
 		until := clk.Now().Add(orDefault(s.MaxDuration, StreamMaxDuration))
@@ -167,7 +216,49 @@ func (g *Gate) stream(access Access, s Streams, open func(ctx context.Context, r
 				until = clk.Now().Add(left)
 			}
 		}
-		es := &eventStream{ctx: ctx, read: read, clock: clk, last: last, until: until, log: g.requestLog(req, a.UserID, caller.KeyPrefix)}
+		streamID := newStreamID()
+		if err == nil {
+			limit := s.MaxOpen
+			if limit <= 0 {
+				limit = StreamMaxOpen
+			}
+			var opened bool
+			if opened, err = s.Leases.OpenStream(ctx, a.UserID, streamID, limit, clk.Now(), until.Add(StreamLeaseMargin)); err == nil && !opened {
+				err = tooManyStreams(limit)
+			}
+		}
+		if err != nil {
+			resp := errorResponse(ctx, g.requestLog(req, a.UserID, caller.KeyPrefix), req, err)
+			for k, v := range limits {
+				resp.Headers[k] = v
+			}
+			return StreamResponse{StatusCode: resp.StatusCode, Headers: resp.Headers, Body: io.NopCloser(strings.NewReader(resp.Body))}, nil
+		}
+		authorization := header(req, "Authorization")
+		recheck := func(ctx context.Context) error {
+			_, _, err := g.authenticate(ctx, authorization, access.Tokens, false)
+			return err
+		}
+		refusal := func(ctx context.Context, err error) string {
+			return errorResponse(ctx, g.requestLog(req, a.UserID, caller.KeyPrefix), req, err).Body
+		}
+		headers := map[string]string{"Content-Type": EventStreamContentType, "Cache-Control": "no-store",
+			"X-Content-Type-Options": "nosniff", "X-Accel-Buffering": "no"}
+		for k, v := range limits {
+			headers[k] = v
+		}
+		log := g.requestLog(req, a.UserID, caller.KeyPrefix)
+		closeLease := func(ctx context.Context) {
+			// After the stream's own context ended (a client gone cancels
+			// it): the lease is given back all the same, or lapses.
+			ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), streamCloseTimeout)
+			defer cancel()
+			if err := s.Leases.CloseStream(ctx, a.UserID, streamID); err != nil {
+				log.WarnContext(ctx, "event stream: giving back its lease failed; it lapses at the stream's end", "error", err)
+			}
+		}
+		es := &eventStream{closeLease: closeLease, ctx: ctx, read: read, recheck: recheck, refusal: refusal, clock: clk, checked: clk.Now(),
+			last: last, until: until, log: log}
 		es.ctx, es.cancel = context.WithCancel(ctx)
 		return StreamResponse{StatusCode: http.StatusOK, Headers: headers, Body: es}, nil
 	}
@@ -201,9 +292,17 @@ type eventStream struct {
 	ctx    context.Context
 	cancel context.CancelFunc
 	read   func(context.Context) (snapshot, error)
-	clock  clock.Clock
-	until  time.Time
-	log    interface {
+	// recheck authenticates the stream's credential again; refusal is the
+	// error envelope of its refusal.
+	recheck func(context.Context) error
+	refusal func(context.Context, error) string
+	// closeLease gives the stream's place among its account's back, once
+	// (ended).
+	closeLease func(context.Context)
+	ended      sync.Once
+	clock      clock.Clock
+	until      time.Time
+	log        interface {
 		WarnContext(ctx context.Context, msg string, args ...any)
 	}
 
@@ -212,6 +311,7 @@ type eventStream struct {
 	last      int64 // the last event id sent (or the client's Last-Event-ID)
 	started   bool
 	lastWrite time.Time
+	checked   time.Time // when the credential was last checked
 	done      bool
 }
 
@@ -224,10 +324,12 @@ func (s *eventStream) Read(p []byte) (int, error) {
 	defer s.mu.Unlock()
 	for len(s.buf) == 0 {
 		if s.done {
+			s.end()
 			return 0, io.EOF
 		}
 		if err := s.next(); err != nil {
 			s.done = true
+			s.end()
 			return 0, err
 		}
 	}
@@ -248,6 +350,21 @@ func (s *eventStream) next() error {
 		s.lastWrite = s.clock.Now()
 		// The reconnection delay a client should wait before resuming.
 		s.buf = append(s.buf, fmt.Sprintf("retry: %d\n\n", StreamPoll.Milliseconds())...)
+	}
+	if now := s.clock.Now(); now.Sub(s.checked) >= StreamKeyRecheck {
+		s.checked = now
+		if err := s.recheck(s.ctx); err != nil {
+			var refused *Error
+			if !errors.As(err, &refused) {
+				s.log.WarnContext(s.ctx, "event stream: checking the credential failed; the stream ends", "error", err)
+				return fmt.Errorf("event stream: %w", err)
+			}
+			// Revoked or gone since the stream opened: a last event says
+			// so, with the envelope the API answers such a credential.
+			s.buf = append(s.buf, fmt.Sprintf("event: error\ndata: %s\n\n", s.refusal(s.ctx, err))...)
+			s.done = true
+			return nil
+		}
 	}
 	snap, err := s.read(s.ctx)
 	if err != nil {
@@ -278,8 +395,15 @@ func (s *eventStream) next() error {
 	return nil
 }
 
-// Close ends the stream: a Read waiting for the next poll returns.
+// Close ends the stream: a Read waiting for the next poll returns, and
+// the stream's lease is given back.
 func (s *eventStream) Close() error {
 	s.cancel()
+	s.end()
 	return nil
+}
+
+// end gives the stream's lease back, once.
+func (s *eventStream) end() {
+	s.ended.Do(func() { s.closeLease(s.ctx) })
 }

@@ -455,7 +455,7 @@ func GenerationEvents() StreamRoute {
 			return httpapi.GenerationEventsRoute(p.GenerationReader, p.Gate, p.Streams)
 		},
 		uses: func(p Ports) error {
-			return errors.Join(need("Gate", p.Gate), need("GenerationReader", p.GenerationReader))
+			return errors.Join(need("Gate", p.Gate), need("GenerationReader", p.GenerationReader), need("Streams.Leases", p.Streams.Leases))
 		}}
 }
 
@@ -468,7 +468,7 @@ func LongStoryEvents() StreamRoute {
 			return httpapi.LongVideoEventsRoute(p.VideoReader, p.Gate, p.Streams)
 		},
 		uses: func(p Ports) error {
-			return errors.Join(need("Gate", p.Gate), need("VideoReader", p.VideoReader))
+			return errors.Join(need("Gate", p.Gate), need("VideoReader", p.VideoReader), need("Streams.Leases", p.Streams.Leases))
 		}}
 }
 

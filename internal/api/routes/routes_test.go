@@ -113,7 +113,8 @@ func fullPorts(t *testing.T, st *sqlitestore.Store) Ports {
 		GenerationCanceler: &generation.Canceler{}, GenerationRemover: &generation.OutputRemover{}, UpstreamCallbacks: &generation.Callbacks{},
 		VideoCreator: &longform.Creator{}, VideoReader: &longform.Reader{}, VideoCanceler: &longform.Canceler{}, VideoRemover: &longform.OutputRemover{}, VoiceLister: &longform.VoiceLister{}, Uploads: &media.Uploads{},
 		Secrets: st, Journal: st, Usage: st, KeyCreator: &accounts.KeyCreator{Store: st}, KeyLister: &accounts.KeyLister{Keys: st, Spend: st},
-		KeyRevoker: &accounts.KeyRevoker{Store: st}, SecretRotator: &accounts.WebhookSecretRotator{Store: st}}
+		KeyRevoker: &accounts.KeyRevoker{Store: st}, SecretRotator: &accounts.WebhookSecretRotator{Store: st},
+		Streams: httpapi.Streams{Leases: st}}
 }
 
 // The scope the table names is the one the route's handler asks for: a key

@@ -73,6 +73,8 @@ var Accesses = map[string][]Access{
 	"SetLongVideoRemoval":  {update("LongVideos"), get("LongVideos")},
 
 	"CountRequest": {update("RateLimits")},
+	"OpenStream":   {get("RateLimits"), update("RateLimits")},
+	"CloseStream":  {update("RateLimits")},
 
 	"EnsureWebhookSecret": {update("Accounts")},
 	"SetWebhookSecret":    {update("Accounts")},

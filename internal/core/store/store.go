@@ -22,4 +22,5 @@ type Store interface {
 	Webhooks
 	Idempotency
 	Slots
+	Streams
 }

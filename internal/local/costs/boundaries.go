@@ -3,8 +3,10 @@ package costs
 import (
 	"context"
 	"encoding/json"
+	"io"
 	"net/http"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/aws/aws-lambda-go/events"
@@ -41,6 +43,46 @@ func (m *Meter) Routes(routes []apigw.Route) []apigw.Route {
 		out[i] = rt
 	}
 	return out
+}
+
+// FunctionURL counts each call of the stream function's URL
+// (routes.StreamFunction) as one invocation of that function, billed for as
+// long as it ran: until its streamed body ended and was closed (a response
+// stream's invocation lasts as long as its stream), or at once for an
+// answer without a body. A function URL is not the HTTP API: no API
+// Gateway request is counted.
+func (m *Meter) FunctionURL(fn apigw.StreamingFunction) apigw.StreamingFunction {
+	return func(ctx context.Context, req events.LambdaFunctionURLRequest) (*events.LambdaFunctionURLStreamingResponse, error) {
+		ctx, clock := startInvocation(ctx)
+		resp, err := fn(ctx, req)
+		if err != nil || resp == nil || resp.Body == nil {
+			m.invocation(routes.StreamFunction, clock.billed())
+			return resp, err
+		}
+		body := &meteredBody{Reader: resp.Body}
+		body.end = func() { m.invocation(routes.StreamFunction, clock.billed()) }
+		resp.Body = body
+		return resp, nil
+	}
+}
+
+// meteredBody is a streamed body that counts its invocation once, when it
+// is closed.
+type meteredBody struct {
+	io.Reader
+	once sync.Once
+	end  func()
+}
+
+func (b *meteredBody) Close() error {
+	var err error
+	b.once.Do(func() {
+		if c, ok := b.Reader.(io.Closer); ok {
+			err = c.Close()
+		}
+		b.end()
+	})
+	return err
 }
 
 // AuthorizerCacheTTL is how long API Gateway reuses the authorizer's answer

@@ -2,6 +2,8 @@ package costs
 
 import (
 	"context"
+	"io"
+	"strings"
 	"testing"
 
 	"github.com/aws/aws-lambda-go/events"
@@ -28,6 +30,44 @@ func TestEveryRouteIsMeteredUnderItsFunction(t *testing.T) {
 			if got.APIRequests != 1 || got.ByFunction[rt.Function] != 1 || len(got.ByFunction) != 1 {
 				t.Errorf("one call of %s counted %d API requests and invocations %v; want 1 and {%s: 1}",
 					rt.Key(), got.APIRequests, got.ByFunction, rt.Function)
+			}
+		})
+	}
+}
+
+// The stream function's URL is billed as one invocation of the stream
+// function (routes.StreamFunction) lasting until its stream ended, and no
+// API Gateway request (a function URL is not the HTTP API); a call
+// refused before a stream (no body) is one invocation too.
+func TestEveryStreamIsMeteredAsAnInvocationOfTheStreamFunction(t *testing.T) {
+	for _, c := range []struct {
+		name string
+		body io.Reader
+	}{
+		{"a stream", strings.NewReader("id: 1\nevent: completed\ndata: {}\n\n")},
+		{"a refusal without a body", nil},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			m := &Meter{}
+			fn := m.FunctionURL(func(context.Context, events.LambdaFunctionURLRequest) (*events.LambdaFunctionURLStreamingResponse, error) {
+				return &events.LambdaFunctionURLStreamingResponse{StatusCode: 200, Body: c.body}, nil
+			})
+			resp, err := fn(context.Background(), events.LambdaFunctionURLRequest{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if resp.Body != nil {
+				if got := m.Snapshot(); got.LambdaInvocations != 0 {
+					t.Errorf("counted %d invocations while the stream is open; want it counted when it ends", got.LambdaInvocations)
+				}
+				io.Copy(io.Discard, resp.Body)
+				resp.Body.(io.Closer).Close()
+				resp.Body.(io.Closer).Close() // twice: still one invocation
+			}
+			got := m.Snapshot()
+			if got.APIRequests != 0 || got.LambdaInvocations != 1 || got.ByFunction[routes.StreamFunction] != 1 || len(got.ByFunction) != 1 {
+				t.Errorf("one stream counted %d API requests and invocations %v; want 0 and {%s: 1}",
+					got.APIRequests, got.ByFunction, routes.StreamFunction)
 			}
 		})
 	}

@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"context"
 	"encoding/json"
+	"io"
 	"net/http"
 	"reflect"
 	"strconv"
@@ -11,9 +12,11 @@ import (
 	"testing"
 	"time"
 
+	"github.com/mediagen-dev/mediagen/internal/api/routes"
 	"github.com/mediagen-dev/mediagen/internal/core/domain"
 	"github.com/mediagen-dev/mediagen/internal/local/runtime"
 	"github.com/mediagen-dev/mediagen/internal/testkit/clocktest"
+	"github.com/mediagen-dev/mediagen/internal/testkit/waitfor"
 )
 
 // sse is one block of an event stream: an event (id, name, data), or a
@@ -276,6 +279,10 @@ func TestTheLongVideoEventStreamEndsWithTheFinalView(t *testing.T) {
 	if b, ok := nextBlock(t, blocks); ok {
 		t.Errorf("after the final view the stream goes on: %+v", b)
 	}
+	// The ended stream was billed as the stream function's invocation.
+	waitfor.Condition(t, time.Minute, "the cost meter to count the stream as one invocation of "+routes.StreamFunction, func() bool {
+		return rt.Costs.Snapshot().ByFunction[routes.StreamFunction] == 1
+	})
 }
 
 // A stream still open at its time limit (10 minutes on the stream's
@@ -347,4 +354,186 @@ func nextEventTicking(t *testing.T, clk *clocktest.Fake, blocks <-chan sse) (sse
 	}
 	t.Fatal("no event of the stream within a minute")
 	return sse{}, false
+}
+
+// A key used only for streams has its use noted, as the authorizer notes
+// a key's use on the API's routes: the stream function has no authorizer
+// in front of it, and a key that only streams must not read as unused.
+func TestAKeyUsedOnlyForStreamsHasItsUseNoted(t *testing.T) {
+	rt := start(t, runtime.Config{})
+	owner := newAccount(t, rt, domain.PlanEnterprise, 1000)
+	created := call(t, rt, http.MethodPost, "/api/generations/generate", owner.APIKey, imageBody("a quay [simulate:hold]"))
+	if created.status != http.StatusOK {
+		t.Fatalf("generate: HTTP %d %s", created.status, created.body)
+	}
+	watcher := createKey(t, rt, owner.APIKey, map[string]any{"name": "dashboard", "scopes": []string{"read"}})
+	if k := listedKey(t, rt, owner.APIKey, watcher.str("prefix")); k["last_used_at"] != nil {
+		t.Fatalf("the new key lists %v before any use; want no last use", k)
+	}
+	_, blocks := eventStream(t, rt, "/api/generations/"+created.str("uuid")+"/events", watcher.str("api_key"), "")
+	if ev, ok := nextEvent(t, blocks); !ok || ev.event != "processing" {
+		t.Fatalf("the stream's first event %+v (open %v); want processing", ev, ok)
+	}
+	if k := listedKey(t, rt, owner.APIKey, watcher.str("prefix")); k["last_used_at"] == nil {
+		t.Errorf("the key, used for a stream, lists %v; want its last use", k)
+	}
+	call(t, rt, http.MethodPost, "/api/generations/"+created.str("uuid")+"/cancel", owner.APIKey, nil)
+}
+
+// An open stream rechecks its key on the stream's own clock: once the key
+// is revoked, the stream's next check (within 30 s) sends a last event
+// `error` whose data is the 401 envelope the API answers a revoked key,
+// and the stream ends, however long it had left.
+func TestAnOpenStreamEndsOnceItsKeyIsRevoked(t *testing.T) {
+	clk := clocktest.New(time.Now().UTC().Truncate(time.Second))
+	rt := start(t, runtime.Config{StreamClock: clk})
+	owner := newAccount(t, rt, domain.PlanEnterprise, 1000)
+	created := call(t, rt, http.MethodPost, "/api/generations/generate", owner.APIKey, imageBody("a jetty [simulate:hold]"))
+	if created.status != http.StatusOK {
+		t.Fatalf("generate: HTTP %d %s", created.status, created.body)
+	}
+	watcher := createKey(t, rt, owner.APIKey, map[string]any{"name": "dashboard", "scopes": []string{"read"}})
+	_, blocks := eventStream(t, rt, "/api/generations/"+created.str("uuid")+"/events", watcher.str("api_key"), "")
+	if ev, ok := nextEvent(t, blocks); !ok || ev.event != "processing" {
+		t.Fatalf("the stream's first event %+v (open %v); want processing", ev, ok)
+	}
+	if r := call(t, rt, http.MethodDelete, "/api/account/keys/"+watcher.str("prefix"), owner.APIKey, nil); r.status != http.StatusOK {
+		t.Fatalf("revoke: HTTP %d %s", r.status, r.body)
+	}
+	refused := call(t, rt, http.MethodGet, "/api/generations/status/"+created.str("uuid"), watcher.str("api_key"), nil)
+	revokedAt := clk.Now()
+	var ended sse
+	for ended.event != "error" {
+		b, ok := nextEventTicking(t, clk, blocks)
+		if !ok {
+			t.Fatal("the stream ended without an error event")
+		}
+		ended = b
+	}
+	if took := clk.Now().Sub(revokedAt); took > 30*time.Second {
+		t.Errorf("the error event came %v after the revocation on the stream's clock; want within 30 s", took)
+	}
+	var got map[string]any
+	if err := json.Unmarshal([]byte(ended.data), &got); err != nil {
+		t.Fatalf("the error event's data %q: %v", ended.data, err)
+	}
+	gotErr, _ := got["error"].(map[string]any)
+	wantErr, _ := refused.decoded["error"].(map[string]any)
+	if refused.status != http.StatusUnauthorized || !reflect.DeepEqual(gotErr, wantErr) || got["request_id"] == nil {
+		t.Errorf("the stream's error event %s; want the 401 envelope the API answers the revoked key (%d %s)", ended.data, refused.status, refused.body)
+	}
+	if b, ok := nextBlock(t, blocks); ok {
+		t.Errorf("after the error event the stream goes on: %+v", b)
+	}
+	call(t, rt, http.MethodPost, "/api/generations/"+created.str("uuid")+"/cancel", owner.APIKey, nil)
+}
+
+// An account may have 5 streams open at once, counted in the store: a
+// sixth is a 429 too_many_streams with Retry-After, naming the limit,
+// while another account streams freely; a stream whose client went away
+// and streams that ended give their place back.
+func TestAnAccountsOpenStreamsAreCapped(t *testing.T) {
+	rt := start(t, runtime.Config{})
+	owner := newAccount(t, rt, domain.PlanEnterprise, 1000)
+	other := newAccount(t, rt, domain.PlanEnterprise, 1000)
+	generate := func(key, prompt string) string {
+		t.Helper()
+		g := call(t, rt, http.MethodPost, "/api/generations/generate", key, imageBody(prompt))
+		if g.status != http.StatusOK {
+			t.Fatalf("generate: HTTP %d %s", g.status, g.body)
+		}
+		return "/api/generations/" + g.str("uuid") + "/events"
+	}
+	first, second := generate(owner.APIKey, "a mole [simulate:hold]"), generate(owner.APIKey, "a weir [simulate:hold]")
+	streams := map[*http.Response]<-chan sse{}
+	openOK := func(path, key string) *http.Response {
+		t.Helper()
+		resp, blocks := eventStream(t, rt, path, key, "")
+		if resp.StatusCode != http.StatusOK {
+			t.Fatalf("GET %s: HTTP %d, want the stream", path, resp.StatusCode)
+		}
+		if ev, ok := nextEvent(t, blocks); !ok || ev.event != "processing" {
+			t.Fatalf("the stream's first event %+v (open %v)", ev, ok)
+		}
+		streams[resp] = blocks
+		return resp
+	}
+	// refused asks for one more stream: its answer, the body read unless
+	// it is a stream (then left at once).
+	refused := func(path string) answer {
+		t.Helper()
+		ctx, cancel := context.WithCancel(context.Background())
+		defer cancel()
+		req, _ := http.NewRequestWithContext(ctx, http.MethodGet, rt.BaseURL+path, nil)
+		req.Header.Set("Authorization", "Bearer "+owner.APIKey)
+		req.Header.Set("Accept", "text/event-stream")
+		resp, err := http.DefaultClient.Do(forContract(t, req, false))
+		if err != nil {
+			t.Fatalf("GET %s: %v", path, err)
+		}
+		defer resp.Body.Close()
+		a := answer{status: resp.StatusCode, header: resp.Header}
+		if resp.StatusCode != http.StatusOK {
+			a.body, _ = io.ReadAll(resp.Body)
+			json.Unmarshal(a.body, &a.decoded)
+		}
+		return a
+	}
+	var gone *http.Response
+	for i := 0; i < 5; i++ {
+		gone = openOK(first, owner.APIKey)
+	}
+	sixth := refused(second)
+	if code := checkEnvelope(t, sixth, http.StatusTooManyRequests); code != "too_many_streams" ||
+		sixth.header.Get("Retry-After") == "" || !strings.Contains(sixth.str("error", "message"), "5") {
+		t.Errorf("a sixth stream: HTTP %d %s (Retry-After %q); want 429 too_many_streams naming the limit of 5, with Retry-After",
+			sixth.status, sixth.body, sixth.header.Get("Retry-After"))
+	}
+	openOK(generate(other.APIKey, "a groyne [simulate:hold]"), other.APIKey)
+
+	// A client that goes away gives its place back.
+	gone.Body.Close()
+	delete(streams, gone)
+	waitfor.Condition(t, time.Minute, "a stream to open once one of the 5 closed", func() bool {
+		resp, blocks := eventStream(t, rt, second, owner.APIKey, "")
+		if resp.StatusCode != http.StatusOK {
+			return false
+		}
+		streams[resp] = blocks
+		return true
+	})
+	if r := refused(second); r.status != http.StatusTooManyRequests {
+		t.Errorf("with 5 streams open again: HTTP %d %s; want 429", r.status, r.body)
+	}
+
+	// Streams that end (their generation canceled) give theirs back.
+	if c := call(t, rt, http.MethodPost, strings.TrimSuffix(first, "/events")+"/cancel", owner.APIKey, nil); c.status != http.StatusOK {
+		t.Fatalf("cancel: HTTP %d %s", c.status, c.body)
+	}
+	ended := 0
+	for resp, blocks := range streams {
+		if resp.Request.URL.Path != first {
+			continue
+		}
+		for {
+			if _, ok := nextBlock(t, blocks); !ok {
+				break
+			}
+		}
+		ended++
+	}
+	for i := 0; i < ended; i++ {
+		waitfor.Condition(t, time.Minute, "a stream to open in the place of one that ended", func() bool {
+			resp, blocks := eventStream(t, rt, second, owner.APIKey, "")
+			if resp.StatusCode != http.StatusOK {
+				return false
+			}
+			streams[resp] = blocks
+			return true
+		})
+	}
+	if r := refused(second); ended != 4 || r.status != http.StatusTooManyRequests {
+		t.Errorf("after %d streams ended and as many opened: HTTP %d %s; want 4 and then 429", ended, r.status, r.body)
+	}
+	call(t, rt, http.MethodPost, strings.TrimSuffix(second, "/events")+"/cancel", owner.APIKey, nil)
 }

@@ -1,6 +1,7 @@
 package runtime_test
 
 import (
+	"encoding/json"
 	"net/http"
 	"strings"
 	"testing"
@@ -88,6 +89,29 @@ func TestALongVideosProgressCountsItsScenesOwnProgress(t *testing.T) {
 	if p, _ := view.decoded["progress"].(float64); !ok || p != 45 || view.str("status") != "processing" {
 		t.Errorf("the video reads %s; want processing at 45 (two scenes at 50 %% of the scenes' 90)", view.body)
 	}
+	// Each scene says its own progress, in the status view and in the
+	// video's event stream alike.
+	scenesAt50 := func(where string, v map[string]any) {
+		t.Helper()
+		scenes, _ := v["scenes"].([]any)
+		if len(scenes) != 2 {
+			t.Fatalf("%s: scenes %v, want both", where, v["scenes"])
+		}
+		for _, s := range scenes {
+			sc, _ := s.(map[string]any)
+			if sc["progress"] != 50.0 || sc["status"] != "processing" {
+				t.Errorf("%s: scene %v; want processing at progress 50", where, sc)
+			}
+		}
+	}
+	scenesAt50("the status view", view.decoded)
+	_, blocks := eventStream(t, rt, "/api/long-story/videos/"+id+"/events", owner.APIKey, "")
+	ev, open := nextEvent(t, blocks)
+	var streamed map[string]any
+	if err := json.Unmarshal([]byte(ev.data), &streamed); !open || err != nil {
+		t.Fatalf("the stream's first event %+v (open %v): %v", ev, open, err)
+	}
+	scenesAt50("the event stream", streamed)
 	if c := call(t, rt, http.MethodPost, "/api/long-story/videos/"+id+"/cancel", owner.APIKey, nil); c.status != http.StatusOK {
 		t.Fatalf("cancel: HTTP %d %s", c.status, c.body)
 	}

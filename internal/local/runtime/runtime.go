@@ -505,7 +505,7 @@ func (r *Runtime) wire(cfg Config, st store.Store, rc *routing.Config, prices *p
 		VideoCanceler: longform.NewCanceler(st, r.Workflow, r.Upstreams, st, notifier, storySettings),
 		VideoRemover:  longform.NewOutputRemover(st, outputs, nil, storySettings),
 		VoiceLister:   &longform.VoiceLister{Narrator: espeak.Narrator{}, Files: outputs, WorkDir: stepSettings.WorkDir, Log: log},
-		Streams:       httpapi.Streams{Clock: cfg.StreamClock},
+		Streams:       httpapi.Streams{Clock: cfg.StreamClock, Leases: st},
 		Secrets:       st, Journal: st, Usage: st,
 		KeyCreator:    &accounts.KeyCreator{Store: st},
 		KeyLister:     &accounts.KeyLister{Keys: st, Spend: st},
@@ -552,7 +552,7 @@ func (r *Runtime) mount(cfg Config, ports routes.Ports) (http.Handler, error) {
 	// /api/generations/status/{id} both match .../status/events): in AWS
 	// they are two hosts. Here the stream function takes the paths of its
 	// routes first, as its URL would, and the API the rest.
-	streamURL := apigw.FunctionURL(lambdahttp.StreamFunction(streams), cfg.Log)
+	streamURL := apigw.FunctionURL(r.Costs.FunctionURL(lambdahttp.StreamFunction(streams)), cfg.Log)
 	return http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
 		for _, rt := range streams {
 			if _, ok := lambdahttp.MatchPath(rt.Path, req.URL.EscapedPath()); ok && req.Method == rt.Method {

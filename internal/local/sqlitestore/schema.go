@@ -154,7 +154,13 @@ CREATE TABLE IF NOT EXISTS slots (
 `
 
 // pollClaims is its own table, so databases made before it need no migration.
+// So is stream_leases: each account's open event streams
+// (store.StreamLeases as JSON).
 const pollClaimsSchema = `
+CREATE TABLE IF NOT EXISTS stream_leases (
+	user_id TEXT PRIMARY KEY,
+	leases  TEXT NOT NULL
+);
 CREATE TABLE IF NOT EXISTS poll_claims (
 	uuid        TEXT PRIMARY KEY,
 	attempt     INTEGER NOT NULL,

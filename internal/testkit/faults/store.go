@@ -242,3 +242,11 @@ func (s *Store) SlotQueuePosition(ctx context.Context, provider, holder string) 
 func (s *Store) SlotsInUse(ctx context.Context, provider string) (int, error) {
 	return call(s.In, "store.SlotsInUse", func() (int, error) { return s.Inner.SlotsInUse(ctx, provider) })
 }
+
+func (s *Store) OpenStream(ctx context.Context, userID, stream string, limit int, at, expires time.Time) (bool, error) {
+	return call(s.In, "store.OpenStream", func() (bool, error) { return s.Inner.OpenStream(ctx, userID, stream, limit, at, expires) })
+}
+
+func (s *Store) CloseStream(ctx context.Context, userID, stream string) error {
+	return call0(s.In, "store.CloseStream", func() error { return s.Inner.CloseStream(ctx, userID, stream) })
+}

@@ -57,6 +57,7 @@ func Run(t *testing.T, s store.Store) {
 		{"SlotsNeverExceedTheLimitAndServeWaitersInOrder", testSlots},
 		{"SlotsOfWorkThatIsGoneAreFreed", testSlotsOfGoneWork},
 		{"SweeperFreesTheSlotsOfWorkItEnds", testSweeperFreesSlots},
+		{"OpenStreamsNeverPassTheLimitAndLapse", testStreams},
 		{"UpstreamJobIsRecordedOnce", testUpstreamIDOnce},
 		{"GenerationProgressOnlyGrows", testGenerationProgressOnlyGrows},
 		{"GenerationCancelAtIsKept", testGenerationCancelAtIsKept},

@@ -6,6 +6,7 @@ import (
 
 	"github.com/aws/aws-lambda-go/events"
 
+	"github.com/mediagen-dev/mediagen/internal/api/httpapi"
 	"github.com/mediagen-dev/mediagen/internal/api/lambdahttp"
 	"github.com/mediagen-dev/mediagen/internal/api/routes"
 	"github.com/mediagen-dev/mediagen/internal/core/accounts"
@@ -210,7 +211,8 @@ func EventStream(ctx context.Context, log *slog.Logger) (any, error) {
 		return nil, err
 	}
 	st := Store(cfg)
-	p := routes.Ports{GenerationReader: generation.NewReader(st, st, ups), VideoReader: longform.NewReader(st), Gate: Gate(cfg, log)}
+	p := routes.Ports{GenerationReader: generation.NewReader(st, st, ups), VideoReader: longform.NewReader(st), Gate: Gate(cfg, log),
+		Streams: httpapi.Streams{Leases: st}}
 	var streams []lambdahttp.StreamRoute
 	for _, r := range routes.StreamTable() {
 		h, err := r.Build(p)

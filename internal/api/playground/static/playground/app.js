@@ -28,8 +28,8 @@ async function poll(path, render, job) {
 // until a final view, calling render with each; EventSource cannot send
 // the Authorization header, so the stream is read with fetch and the
 // body's ReadableStream. Where the service has no stream (a 404 without
-// the envelope, a 429, no event stream in the answer) or it breaks, it
-// polls statusPath instead. It stops early when job.stopped is set.
+// the envelope, a 429, no event stream in the answer) or it breaks or
+// ends with an error event, it polls statusPath instead. It stops early when job.stopped is set.
 async function follow(streamPath, statusPath, render, job) {
   let resp;
   try {
@@ -59,7 +59,14 @@ async function follow(streamPath, statusPath, render, job) {
       while ((end = buf.indexOf("\n\n")) >= 0) {
         const block = buf.slice(0, end);
         buf = buf.slice(end + 2);
-        const data = block.split("\n").filter((l) => l.startsWith("data:")).map((l) => l.slice(5).trimStart()).join("\n");
+        const lines = block.split("\n");
+        if (lines.includes("event: error")) {
+          // The stream's credential no longer holds (a key revoked while
+          // it streamed): the status route answers why.
+          reader.cancel();
+          return poll(statusPath, render, job);
+        }
+        const data = lines.filter((l) => l.startsWith("data:")).map((l) => l.slice(5).trimStart()).join("\n");
         if (!data) continue; // a comment (keep-alive) or the retry line
         const view = JSON.parse(data);
         render(view);
