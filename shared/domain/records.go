@@ -204,6 +204,53 @@ type LongVideo struct {
 	// SceneStatus is each scene's state by scene number, as the workflow
 	// reports it; a scene not listed has not started.
 	SceneStatus map[int]SceneState
+	// Revision counts the video's renders: 1 for the first, one more for
+	// each regenerate of a scene that completed (a record stored before
+	// revisions reads as 1).
+	Revision int
+	// Regenerating is the regenerate of one scene running on the completed
+	// video, nil when none is: the video stays completed at Revision, with
+	// its final video, until it ends.
+	Regenerating *Regeneration
+}
+
+// Regeneration is the re-render of one scene of a completed video while it
+// runs. Only that scene is made again (and narrated again when its text
+// changed); the other clips are reused as stored.
+type Regeneration struct {
+	SceneNumber int `json:"scene_number"`
+	// Revision is the revision it makes: the video's Revision + 1.
+	Revision int `json:"revision"`
+	// Prompt and Narration are the scene's texts for this render: the
+	// request's, else the stored ones. They replace the scene's texts when
+	// the regenerate completes.
+	Prompt    string `json:"prompt"`
+	Narration string `json:"narration,omitempty"`
+	// Model makes and prices the scene (its own, else the video's).
+	Model string `json:"model"`
+	// CreditsHeld is the scene's own hold.
+	CreditsHeld decimal.Decimal `json:"credits_held"`
+	StartedAt   time.Time       `json:"started_at"`
+	// State is the scene's job, as SceneStatus keeps a first render's.
+	State SceneState `json:"state"`
+}
+
+// Applied is scenes with the regenerated scene's texts replaced by the
+// regenerate's (a new slice; the others as they are).
+func (r Regeneration) Applied(scenes []Scene) []Scene {
+	out := append([]Scene(nil), scenes...)
+	for i := range out {
+		if out[i].SceneNumber == r.SceneNumber {
+			out[i].Prompt, out[i].Narration = r.Prompt, r.Narration
+		}
+	}
+	return out
+}
+
+// RegenerateWorkID names a regenerate's hold and its journal entries: its
+// own work, apart from the video's.
+func RegenerateWorkID(videoID string, scene, revision int) string {
+	return fmt.Sprintf("%s#scene-%d-r%d", videoID, scene, revision)
 }
 
 // SceneState is where one scene of a long video is. A scene is a child

@@ -210,6 +210,10 @@ var addedColumns = []struct{ table, column, decl string }{
 	{"holds", "key_ancestors", "TEXT NOT NULL DEFAULT ''"},
 	// The bucket key of the whole input when input holds its elided form.
 	{"generations", "input_object", "TEXT NOT NULL DEFAULT ''"},
+	// A long video's render count, and its running regenerate of a scene
+	// (domain.Regeneration as JSON; '' when none runs).
+	{"long_videos", "revision", "INTEGER NOT NULL DEFAULT 1"},
+	{"long_videos", "regenerate", "TEXT NOT NULL DEFAULT ''"},
 }
 
 // numberGenerations gives the generations of a database made before seq its

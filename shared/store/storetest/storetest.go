@@ -41,6 +41,7 @@ func Run(t *testing.T, s store.Store) {
 		{"LongVideoTextsComeBackWhole", testLongVideoTexts},
 		{"FilteredListsExamineABoundedWindow", testFilteredListsExamineABoundedWindow},
 		{"SceneStatusWhileProcessingOnly", testSceneStatus},
+		{"RegenerateHoldsOneSceneOfACompletedVideo", testRegenerate},
 		{"WebhookSecretAndAttempts", testWebhooks},
 		{"IdempotencyKeyClaimedOnceAnsweredAgain", testIdempotency},
 		{"IdempotentAnswersOverTheBoundAreNotKept", testIdempotencyBound},
