@@ -3,6 +3,8 @@ package domain
 import (
 	"encoding/json"
 	"fmt"
+	"strconv"
+	"strings"
 	"time"
 
 	"github.com/shopspring/decimal"
@@ -247,10 +249,34 @@ func (r Regeneration) Applied(scenes []Scene) []Scene {
 	return out
 }
 
+// RegenerateTimeout bounds a regenerate's run, as a video's Deadline
+// bounds its first render: past it the sweeper ends it failed.
+const RegenerateTimeout = time.Hour
+
+// Deadline is when the regenerate is ended failed if it still runs.
+func (r Regeneration) Deadline() time.Time { return r.StartedAt.Add(RegenerateTimeout) }
+
 // RegenerateWorkID names a regenerate's hold and its journal entries: its
-// own work, apart from the video's.
+// own work, apart from the video's (a hold of kind WorkLongVideo).
 func RegenerateWorkID(videoID string, scene, revision int) string {
 	return fmt.Sprintf("%s#scene-%d-r%d", videoID, scene, revision)
+}
+
+// RegenerateOf reads a regenerate's work id (RegenerateWorkID); ok is
+// false for any other work id, such as a video's own.
+func RegenerateOf(workID string) (videoID string, scene, revision int, ok bool) {
+	i := strings.LastIndex(workID, "#scene-")
+	if i <= 0 {
+		return "", 0, 0, false
+	}
+	sceneText, revText, found := strings.Cut(workID[i+len("#scene-"):], "-r")
+	scene, err1 := strconv.Atoi(sceneText)
+	revision, err2 := strconv.Atoi(revText)
+	// Written by RegenerateWorkID only: its own spelling, nothing else.
+	if !found || err1 != nil || err2 != nil || scene < 1 || revision < 2 || RegenerateWorkID(workID[:i], scene, revision) != workID {
+		return "", 0, 0, false
+	}
+	return workID[:i], scene, revision, true
 }
 
 // SceneState is where one scene of a long video is. A scene is a child

@@ -11,6 +11,7 @@ import (
 
 	"github.com/mediagen-dev/mediagen/shared/domain"
 	"github.com/mediagen-dev/mediagen/shared/store"
+	"github.com/mediagen-dev/mediagen/shared/sweeper"
 )
 
 // testRegenerate: a regenerate of one scene runs only on a completed video
@@ -126,5 +127,73 @@ func regenerateRoundTrip(t *testing.T, s store.Store, v domain.LongVideo) {
 	wantErr("BeginRegenerate of a revision made", s.BeginRegenerate(ctx, v.ID, regen(2, "b", ""), now), domain.ErrConflict)
 	if err := s.BeginRegenerate(ctx, v.ID, regen(3, "b", ""), now); err != nil {
 		t.Errorf("BeginRegenerate of the next revision = %v", err)
+	}
+}
+
+// testSweeperRegenerates: a regenerate's hold (its own work, named by
+// domain.RegenerateWorkID) is settled by what its video shows: left open
+// while the regenerate runs, captured once the video is at its revision,
+// released when it ended otherwise; one past its deadline is ended failed,
+// its slot freed and its hold released, the video left as it was.
+func testSweeperRegenerates(t *testing.T, s store.Store) {
+	ctx := context.Background()
+	user := newAccount(t, s, domain.PlanPro, "100")
+	old := now.Add(-time.Hour)
+	upstream := "sweep-regen-" + uuid.NewString()[:8]
+	// regenerating makes a completed video with a regenerate of scene 2
+	// started at started, ended as end says ("" runs), and its open hold.
+	regenerating := func(started time.Time, end domain.Status) (videoID, workID string) {
+		t.Helper()
+		v := newLongVideo(t, s, user, "beta-2", old, domain.Webhook{})
+		done := domain.Outcome{Status: domain.StatusCompleted, OutputURLs: []string{"https://cdn.example/r1.mp4"}, TotalDuration: 10}
+		if err := s.FinishLongVideo(ctx, v.ID, done, old); err != nil {
+			t.Fatal(err)
+		}
+		workID = domain.RegenerateWorkID(v.ID, 2, 2)
+		if err := s.Hold(ctx, user, domain.Hold{WorkID: workID, Kind: domain.WorkLongVideo, Amount: credits("1"), CreatedAt: old}); err != nil {
+			t.Fatal(err)
+		}
+		r := domain.Regeneration{SceneNumber: 2, Revision: 2, Prompt: "b2", Model: "beta-2", CreditsHeld: credits("1"), StartedAt: started,
+			State: domain.SceneState{Status: domain.StatusProcessing, Upstream: upstream, UpstreamJob: domain.UpstreamJob{ID: "up-" + v.ID}}}
+		if err := s.BeginRegenerate(ctx, v.ID, r, started); err != nil {
+			t.Fatal(err)
+		}
+		if end != "" {
+			o := domain.Outcome{Status: end, OutputURLs: []string{"https://cdn.example/r2.mp4"}, TotalDuration: 10}
+			if err := s.EndRegenerate(ctx, v.ID, 2, o, old); err != nil {
+				t.Fatal(err)
+			}
+		}
+		return v.ID, workID
+	}
+	_, running := regenerating(now.Add(-domain.RegenerateTimeout/2), "")
+	overdueVideo, _ := regenerating(now.Add(-domain.RegenerateTimeout-time.Minute), "")
+	regenerating(old, domain.StatusCompleted)
+	regenerating(old, domain.StatusFailed)
+	if ok, err := s.AcquireSlot(ctx, upstream, domain.SceneSlotHolder(overdueVideo, 2), 1, old); err != nil || !ok {
+		t.Fatalf("AcquireSlot = %v, %v", ok, err)
+	}
+	checkAccount(t, s, user, "96", "4", "100", "0")
+
+	sw := &sweeper.Sweeper{Store: s, Slots: s, Grace: 10 * time.Minute, Now: func() time.Time { return now }}
+	if _, err := sw.Sweep(ctx); err != nil {
+		t.Fatalf("Sweep: %v", err)
+	}
+	// One captured, two released, the running one still held.
+	checkAccount(t, s, user, "98", "1", "100", "1")
+	holds := accountHolds(t, s, user)
+	if len(holds) != 1 || holds[0].WorkID != running {
+		t.Errorf("open holds after the sweep = %+v, want only the running regenerate's %s", holds, running)
+	}
+	v, err := s.GetLongVideo(ctx, overdueVideo)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if v.Status != domain.StatusCompleted || v.Revision != 1 || v.Regenerating != nil || v.FinalVideoURL != "https://cdn.example/r1.mp4" {
+		t.Errorf("the video of the overdue regenerate is %s at revision %d with %s (regenerating: %v); want completed at 1 with its first video",
+			v.Status, v.Revision, v.FinalVideoURL, v.Regenerating != nil)
+	}
+	if ok, err := s.AcquireSlot(ctx, upstream, "another", 1, now); err != nil || !ok {
+		t.Errorf("the overdue regenerate's slot is still held after the sweep (AcquireSlot = %v, %v)", ok, err)
 	}
 }

@@ -58,6 +58,7 @@ func Run(t *testing.T, s store.Store) {
 		{"SlotsNeverExceedTheLimitAndServeWaitersInOrder", testSlots},
 		{"SlotsOfWorkThatIsGoneAreFreed", testSlotsOfGoneWork},
 		{"SweeperFreesTheSlotsOfWorkItEnds", testSweeperFreesSlots},
+		{"SweeperSettlesRegenerateHoldsByTheirVideo", testSweeperRegenerates},
 		{"UpstreamJobIsRecordedOnce", testUpstreamIDOnce},
 		{"RestartListsGenerationsInFlight", testRestartListsGenerations},
 		{"RestartListsLongVideosInFlight", testRestartListsLongVideos},
