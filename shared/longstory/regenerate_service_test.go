@@ -23,6 +23,7 @@ import (
 type startedWorkflow struct {
 	err     error
 	started map[string][]byte
+	stopped []string
 }
 
 func (w *startedWorkflow) Start(_ context.Context, name string, input []byte) error {
@@ -33,7 +34,10 @@ func (w *startedWorkflow) Start(_ context.Context, name string, input []byte) er
 	return nil
 }
 
-func (w *startedWorkflow) Stop(context.Context, string, string) error { return nil }
+func (w *startedWorkflow) Stop(_ context.Context, name, _ string) error {
+	w.stopped = append(w.stopped, name)
+	return nil
+}
 
 type regenerateRig struct {
 	st    *sqlitestore.Store
@@ -207,5 +211,44 @@ func TestARegenerateWhoseWorkflowDoesNotStartGivesItsCreditsBack(t *testing.T) {
 	r.wf.err = nil
 	if _, err := r.svc.Regenerate(ctx, r.user, r.video.ID, "2", nil); err != nil {
 		t.Errorf("a regenerate after the failed start = %v", err)
+	}
+}
+
+func TestCancelDuringARegenerateReleasesOnlyItsHold(t *testing.T) {
+	ctx := context.Background()
+	r := newRegenerateRig(t, domain.StatusCompleted)
+	cancel := longstory.NewCanceler(r.st, r.wf, nil, nil, nil, longstory.Settings{Log: slog.New(slog.DiscardHandler)})
+	if _, err := cancel.Cancel(ctx, r.user, r.video.ID); !errors.Is(err, domain.ErrConflict) {
+		t.Errorf("cancel of a completed video with no regenerate = %v, want ErrConflict", err)
+	}
+	before, err := r.st.GetAccount(ctx, r.user)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := r.svc.Regenerate(ctx, r.user, r.video.ID, "2", nil); err != nil {
+		t.Fatal(err)
+	}
+	v, err := cancel.Cancel(ctx, r.user, r.video.ID)
+	if err != nil {
+		t.Fatalf("cancel during the regenerate = %v", err)
+	}
+	if v.Status != domain.StatusCompleted || v.Revision != 1 || v.FinalVideoURL != "https://cdn.example/r1.mp4" || v.Regenerating != nil {
+		t.Errorf("after the cancel the video is %s at revision %d with %s (regenerating: %v); want completed at 1 with its first video",
+			v.Status, v.Revision, v.FinalVideoURL, v.Regenerating != nil)
+	}
+	after, err := r.st.GetAccount(ctx, r.user)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The video's own charge stays; only the regenerate's hold came back.
+	if !after.Balance.Equal(before.Balance) || !after.Held.Equal(before.Held) || !after.Captured.Equal(before.Captured) {
+		t.Errorf("books before the regenerate %s/%s/%s (balance/held/captured), after its cancel %s/%s/%s; want them equal",
+			before.Balance, before.Held, before.Captured, after.Balance, after.Held, after.Captured)
+	}
+	if !reflect.DeepEqual(r.wf.stopped, []string{r.video.ID + "-r2"}) {
+		t.Errorf("executions stopped %v, want the regenerate's %s-r2 only", r.wf.stopped, r.video.ID)
+	}
+	if _, err := cancel.Cancel(ctx, r.user, r.video.ID); !errors.Is(err, domain.ErrConflict) {
+		t.Errorf("a second cancel = %v, want ErrConflict", err)
 	}
 }
