@@ -249,6 +249,14 @@ func (r Regeneration) Applied(scenes []Scene) []Scene {
 	return out
 }
 
+// Made is the scene's state once the regenerate completed: its job's,
+// completed, with the clip of the regenerate's revision.
+func (r Regeneration) Made() SceneState {
+	st := r.State
+	st.Status, st.Submitting, st.Revision = StatusCompleted, false, r.Revision
+	return st
+}
+
 // RegenerateTimeout bounds a regenerate's run, as a video's Deadline
 // bounds its first render: past it the sweeper ends it failed.
 const RegenerateTimeout = time.Hour
@@ -294,6 +302,10 @@ type SceneState struct {
 	// recorded: a retried submit that finds it never creates again, since
 	// the first create may have started a paid job.
 	Submitting bool
+	// Revision is the video's revision that made the scene's clip: 0 for
+	// the first render, else the regenerate's (its clip is kept under a
+	// key of that revision).
+	Revision int
 }
 
 // sceneStateJSON is a SceneState as JSON (the local store keeps it so):
@@ -307,12 +319,13 @@ type sceneStateJSON struct {
 	StatusURL   string `json:"status_url,omitempty"`
 	ResponseURL string `json:"response_url,omitempty"`
 	Submitting  bool   `json:"submitting,omitempty"`
+	Revision    int    `json:"revision,omitempty"`
 }
 
 // MarshalJSON writes the stored names (sceneStateJSON).
 func (s SceneState) MarshalJSON() ([]byte, error) {
 	return json.Marshal(sceneStateJSON{Status: s.Status, UpstreamID: s.ID, Upstream: s.Upstream, CancelURL: s.CancelURL,
-		StatusURL: s.StatusURL, ResponseURL: s.ResponseURL, Submitting: s.Submitting})
+		StatusURL: s.StatusURL, ResponseURL: s.ResponseURL, Submitting: s.Submitting, Revision: s.Revision})
 }
 
 // UnmarshalJSON reads the stored names (sceneStateJSON).
@@ -321,7 +334,7 @@ func (s *SceneState) UnmarshalJSON(b []byte) error {
 	if err := json.Unmarshal(b, &j); err != nil {
 		return err
 	}
-	*s = SceneState{Status: j.Status, Upstream: j.Upstream, Submitting: j.Submitting,
+	*s = SceneState{Status: j.Status, Upstream: j.Upstream, Submitting: j.Submitting, Revision: j.Revision,
 		UpstreamJob: UpstreamJob{ID: j.UpstreamID, StatusURL: j.StatusURL, ResponseURL: j.ResponseURL, CancelURL: j.CancelURL}}
 	return nil
 }

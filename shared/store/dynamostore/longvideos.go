@@ -273,18 +273,19 @@ type sceneStateItem struct {
 	StatusURL   string `dynamodbav:"status_url,omitempty"`
 	ResponseURL string `dynamodbav:"response_url,omitempty"`
 	Submitting  bool   `dynamodbav:"submitting,omitempty"`
+	Revision    int    `dynamodbav:"revision,omitempty"`
 }
 
 func sceneStateItemOf(state domain.SceneState) sceneStateItem {
 	return sceneStateItem{Status: string(state.Status), UpstreamID: state.ID,
 		Upstream: state.Upstream, CancelURL: state.CancelURL, StatusURL: state.StatusURL, ResponseURL: state.ResponseURL,
-		Submitting: state.Submitting}
+		Submitting: state.Submitting, Revision: state.Revision}
 }
 
 func (st sceneStateItem) state() domain.SceneState {
 	return domain.SceneState{Status: domain.Status(st.Status), Upstream: st.Upstream,
 		UpstreamJob: domain.UpstreamJob{ID: st.UpstreamID, CancelURL: st.CancelURL, StatusURL: st.StatusURL, ResponseURL: st.ResponseURL},
-		Submitting:  st.Submitting}
+		Submitting:  st.Submitting, Revision: st.Revision}
 }
 
 func (s *Store) SetSceneStatus(ctx context.Context, videoID string, scene int, state domain.SceneState, at time.Time) error {

@@ -105,7 +105,11 @@ func (s *Store) EndRegenerate(ctx context.Context, id string, revision int, o do
 	if i < 0 {
 		return fmt.Errorf("%s: the video has no scene %d", what, r.SceneNumber)
 	}
-	set := "REMOVE #rg SET #rv = :rev, total_duration = :dur, updated_at = :at"
+	set := "REMOVE #rg SET #rv = :rev, scene_status.#n = :scene, total_duration = :dur, updated_at = :at"
+	if values[":scene"], err = attributevalue.Marshal(sceneStateItemOf(r.Made())); err != nil {
+		return fmt.Errorf("%s: %w", what, err)
+	}
+	sceneName := []string{"#n", strconv.Itoa(r.SceneNumber)}
 	values[":dur"] = &types.AttributeValueMemberN{Value: strconv.FormatFloat(o.TotalDuration, 'f', -1, 64)}
 	if len(o.OutputURLs) > 0 {
 		set += ", final_video_url = :url"
@@ -117,14 +121,14 @@ func (s *Store) EndRegenerate(ctx context.Context, id string, revision int, o do
 		for k, v := range textValues {
 			values[k] = v
 		}
-		return s.updateLongVideoWhere(ctx, what, id, set+texts, running, values)
+		return s.updateLongVideoWhere(ctx, what, id, set+texts, running, values, sceneName...)
 	}
 	// The texts are in their own item: both change in one transaction, so
 	// the scene's texts change only with the revision that made them.
 	err = s.transact(ctx,
 		types.TransactWriteItem{Update: &types.Update{TableName: aws.String(s.tables.LongVideos), Key: key("id", id),
 			UpdateExpression: aws.String(set), ConditionExpression: aws.String(running),
-			ExpressionAttributeNames: namesUsed(set + running), ExpressionAttributeValues: values}},
+			ExpressionAttributeNames: namesUsed(set+running, sceneName...), ExpressionAttributeValues: values}},
 		types.TransactWriteItem{Update: &types.Update{TableName: aws.String(s.tables.LongVideos), Key: key("id", id+textsApartSuffix),
 			UpdateExpression: aws.String("SET " + texts[len(", "):]), ExpressionAttributeValues: textValues}})
 	if err == nil {
@@ -152,8 +156,12 @@ func sceneTextsUpdate(i int, r domain.Regeneration) (string, map[string]types.At
 
 // namesUsed is regenerateNames reduced to the placeholders expr uses, as
 // DynamoDB refuses names an expression does not use.
-func namesUsed(expr string) map[string]string {
+// extra are placeholder/name pairs beyond them.
+func namesUsed(expr string, extra ...string) map[string]string {
 	names := map[string]string{}
+	for i := 0; i+1 < len(extra); i += 2 {
+		names[extra[i]] = extra[i+1]
+	}
 	for k, v := range regenerateNames {
 		if containsName(expr, k) {
 			names[k] = v
@@ -183,11 +191,11 @@ func isNameChar(c byte) bool {
 
 // updateLongVideoWhere updates a long video where cond holds: ErrNotFound
 // if it is missing, ErrConflict if cond does not hold.
-func (s *Store) updateLongVideoWhere(ctx context.Context, what, id, update, cond string, values map[string]types.AttributeValue) error {
+func (s *Store) updateLongVideoWhere(ctx context.Context, what, id, update, cond string, values map[string]types.AttributeValue, extraNames ...string) error {
 	_, err := s.db.UpdateItem(ctx, &dynamodb.UpdateItemInput{
 		TableName: aws.String(s.tables.LongVideos), Key: key("id", id),
 		UpdateExpression: aws.String(update), ConditionExpression: aws.String("attribute_exists(id) AND " + cond),
-		ExpressionAttributeNames: namesUsed(update + " " + cond), ExpressionAttributeValues: values,
+		ExpressionAttributeNames: namesUsed(update+" "+cond, extraNames...), ExpressionAttributeValues: values,
 	})
 	if err == nil {
 		return nil

@@ -169,9 +169,14 @@ func (s *Store) EndRegenerate(ctx context.Context, id string, revision int, o do
 	if len(o.OutputURLs) > 0 {
 		url = o.OutputURLs[0]
 	}
+	state, err := json.Marshal(v.Regenerating.Made())
+	if err != nil {
+		return fmt.Errorf("%s: %w", what, err)
+	}
 	return s.updateLongVideoWhere(ctx, what,
-		`regenerate = '', revision = ?, scenes = ?, final_video_url = ?, total_duration = ?, output_expires_at = ?, updated_at = ?`,
-		regenerating, []any{revision, string(scenes), url, o.TotalDuration, formatOptionalTime(o.OutputExpiresAt), formatTime(at)},
+		`regenerate = '', revision = ?, scenes = ?, scene_status = json_set(scene_status, ?, json(?)), final_video_url = ?, total_duration = ?, output_expires_at = ?, updated_at = ?`,
+		regenerating, []any{revision, string(scenes), `$."` + strconv.Itoa(v.Regenerating.SceneNumber) + `"`, string(state), url, o.TotalDuration,
+			formatOptionalTime(o.OutputExpiresAt), formatTime(at)},
 		[]any{revision}, id)
 }
 

@@ -52,6 +52,12 @@ func regenerateRoundTrip(t *testing.T, s store.Store, v domain.LongVideo) {
 			t.Errorf("%s = %v, want %v", what, err, want)
 		}
 	}
+	firstRender := domain.SceneState{Status: domain.StatusCompleted, Upstream: "fal-main", UpstreamJob: domain.UpstreamJob{ID: "up-1"}}
+	for n := 1; n <= len(v.Scenes); n++ {
+		if err := s.SetSceneStatus(ctx, v.ID, n, firstRender, now); err != nil {
+			t.Fatal(err)
+		}
+	}
 	wantErr("BeginRegenerate while processing", s.BeginRegenerate(ctx, v.ID, regen(2, "b2", ""), now), domain.ErrConflict)
 	wantErr("BeginRegenerate of a missing video", s.BeginRegenerate(ctx, uuid.NewString(), regen(2, "b2", ""), now), domain.ErrNotFound)
 	first := domain.Outcome{Status: domain.StatusCompleted, OutputURLs: []string{"https://cdn.example/r1.mp4"}, TotalDuration: 15.04}
@@ -115,6 +121,13 @@ func regenerateRoundTrip(t *testing.T, s store.Store, v domain.LongVideo) {
 	if err := s.BeginRegenerate(ctx, v.ID, ok, now); err != nil {
 		t.Fatal(err)
 	}
+	if got := read().SceneStatus; !reflect.DeepEqual(got[2], firstRender) {
+		t.Errorf("scene 2 after a failed regenerate = %+v, want its first render's %+v", got[2], firstRender)
+	}
+	job := domain.SceneState{Status: domain.StatusProcessing, Upstream: "replicate-main", UpstreamJob: domain.UpstreamJob{ID: "up-10"}}
+	if err := s.SetRegenerateState(ctx, v.ID, 2, job, now); err != nil {
+		t.Fatal(err)
+	}
 	second := domain.Outcome{Status: domain.StatusCompleted, OutputURLs: []string{"https://cdn.example/r2.mp4"}, TotalDuration: 15.08}
 	if err := s.EndRegenerate(ctx, v.ID, 2, second, now); err != nil {
 		t.Fatal(err)
@@ -123,6 +136,13 @@ func regenerateRoundTrip(t *testing.T, s store.Store, v domain.LongVideo) {
 	wantVideo("its regenerate completed", 2, second.OutputURLs[0], ok.Applied(v.Scenes), nil)
 	if got := read(); got.TotalDuration != second.TotalDuration {
 		t.Errorf("total_duration = %v after the regenerate, want %v", got.TotalDuration, second.TotalDuration)
+	}
+	// Scene 2's clip is now the regenerate's (its job, revision 2); the
+	// others' are still the first render's.
+	made := job
+	made.Status, made.Revision = domain.StatusCompleted, 2
+	if got := read().SceneStatus; !reflect.DeepEqual(got[2], made) || !reflect.DeepEqual(got[1], firstRender) {
+		t.Errorf("scene states after the regenerate: 1 = %+v, 2 = %+v; want 1 = %+v, 2 = %+v", got[1], got[2], firstRender, made)
 	}
 	wantErr("BeginRegenerate of a revision made", s.BeginRegenerate(ctx, v.ID, regen(2, "b", ""), now), domain.ErrConflict)
 	if err := s.BeginRegenerate(ctx, v.ID, regen(3, "b", ""), now); err != nil {
