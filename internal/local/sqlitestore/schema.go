@@ -214,6 +214,10 @@ var addedColumns = []struct{ table, column, decl string }{
 	{"generations", "progress", "INTEGER NOT NULL DEFAULT 0"},
 	// The caller's deadline (deadline_seconds), '' for none.
 	{"generations", "cancel_at", "TEXT NOT NULL DEFAULT ''"},
+	// A long video's render count, and its running regenerate of a scene
+	// (domain.Regeneration as JSON; '' when none runs).
+	{"long_videos", "revision", "INTEGER NOT NULL DEFAULT 1"},
+	{"long_videos", "regenerate", "TEXT NOT NULL DEFAULT ''"},
 }
 
 // numberGenerations gives the generations of a database made before seq its

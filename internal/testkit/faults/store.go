@@ -242,3 +242,15 @@ func (s *Store) SlotQueuePosition(ctx context.Context, provider, holder string) 
 func (s *Store) SlotsInUse(ctx context.Context, provider string) (int, error) {
 	return call(s.In, "store.SlotsInUse", func() (int, error) { return s.Inner.SlotsInUse(ctx, provider) })
 }
+
+func (s *Store) BeginRegenerate(ctx context.Context, id string, r domain.Regeneration, at time.Time) error {
+	return call0(s.In, "store.BeginRegenerate", func() error { return s.Inner.BeginRegenerate(ctx, id, r, at) })
+}
+
+func (s *Store) SetRegenerateState(ctx context.Context, id string, revision int, state domain.SceneState, at time.Time) error {
+	return call0(s.In, "store.SetRegenerateState", func() error { return s.Inner.SetRegenerateState(ctx, id, revision, state, at) })
+}
+
+func (s *Store) EndRegenerate(ctx context.Context, id string, revision int, o domain.Outcome, at time.Time) error {
+	return call0(s.In, "store.EndRegenerate", func() error { return s.Inner.EndRegenerate(ctx, id, revision, o, at) })
+}
