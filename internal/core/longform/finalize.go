@@ -12,9 +12,13 @@ import (
 
 // FinalizeStep completes the video, gives its files their retention
 // (retainer tags them when it is not the default) and captures its hold.
-func FinalizeStep(files Files, retainer media.Retainer, store Store, notifier Notifier, settings StepSettings) func(context.Context, FinalizeTask) (Ended, error) {
+// deleter removes what a regenerate replaced (the previous revision's
+// final video, captions and scene clip) or, when the regenerate ended
+// otherwise first, what it stored; and the final video of a video that
+// failed while finishing.
+func FinalizeStep(files Files, retainer media.Retainer, store Store, notifier Notifier, deleter Deleter, settings StepSettings) func(context.Context, FinalizeTask) (Ended, error) {
 	s := settings.steps()
-	s.Files, s.Retainer, s.Store, s.Notifier = files, retainer, store, notifier
+	s.Files, s.Retainer, s.Store, s.Notifier, s.Deleter = files, retainer, store, notifier, deleter
 	return s.Finalize
 }
 
@@ -109,7 +113,7 @@ func (s *Steps) finish(ctx context.Context, videoID string, o domain.Outcome) (E
 	if v.Status != domain.StatusCompleted && v.Files.Finishing {
 		// Its final video may be stored: deleted before the credits go
 		// back, so no output outlives them. A step without the bucket
-		// (Finalize) leaves that to MarkFailed.
+		// leaves that to MarkFailed.
 		if s.Deleter == nil {
 			return endedOf(v), nil
 		}

@@ -74,10 +74,11 @@ func TestFinalizeOfARegenerateServesTheNewVideoAndChargesOnlyTheScene(t *testing
 			}
 		}
 		before, _ := st.GetAccount(ctx, v.UserID)
-		steps := &longform.Steps{Store: st, Files: bucket, Deleter: bucket, Log: slog.New(slog.DiscardHandler)}
+		// The step as both runtimes build it, so its bucket deletes too.
+		finalize := longform.FinalizeStep(bucket, bucket, st, nil, bucket, longform.StepSettings{Log: slog.New(slog.DiscardHandler)})
 		task := longform.FinalizeTask{VideoID: v.ID, Key: second[0], Duration: 10.02, Revision: 2, SceneNumber: 2}
 		for attempt := 1; attempt <= 2; attempt++ {
-			e, err := steps.Finalize(ctx, task)
+			e, err := finalize(ctx, task)
 			if err != nil {
 				t.Fatalf("ended %v, attempt %d: Finalize = %v", ended, attempt, err)
 			}

@@ -472,7 +472,7 @@ func (r *Runtime) wire(cfg Config, st store.Store, rc *routing.Config, prices *p
 		"SubmitSceneFunctionArn": longform.SubmitSceneStep(st, r.Upstreams, st, queue, stepSettings),
 		"NarrateFunctionArn":     longform.NarrateStep(outputs, espeak.Narrator{}, st, stepSettings),
 		"AssembleFunctionArn":    longform.AssembleStep(outputs, st, outputs, ffmpeg.Runner{}, music, stepSettings),
-		"FinalizeFunctionArn":    longform.FinalizeStep(outputs, outputs, st, notifier, stepSettings),
+		"FinalizeFunctionArn":    longform.FinalizeStep(outputs, outputs, st, notifier, outputs, stepSettings),
 		"MarkFailedFunctionArn":  longform.MarkFailedStep(st, notifier, r.Upstreams, st, outputs, stepSettings),
 	}
 	var err error
