@@ -171,6 +171,9 @@ var usesOf = map[string][]use{
 		uses("object:OutputBucket/"+narrationKey, "deletes the narration", "s3:DeleteObject"),
 		invalidate,
 	},
+	"LongStoryRegenerateFunction": {
+		uses("statemachine:LongStoryStateMachine", "StartExecution of <video>-r<revision>", "states:StartExecution"),
+	},
 	"LongStoryCancelFunction": {
 		uses(execution, "Workflow.Stop", "states:StopExecution"),
 		notify,

@@ -33,11 +33,16 @@ func NewOutputRemover(store OutputStore, objects media.Objects, cdn media.Invali
 // RemoveOutput deletes every file stored for a caller's final video (its
 // final video, the scenes' clips and the narration; media.RemoveFiles) and
 // answers the record, removed. A repeat answers the same; a video still
-// processing is a conflict and nothing changes.
+// processing, or with a scene regenerate running (which reuses the other
+// scenes' files), is a conflict and nothing changes.
 func (r *OutputRemover) RemoveOutput(ctx context.Context, userID, id string) (domain.LongVideo, error) {
 	v, err := NewReader(r.store).find(ctx, userID, id)
 	if err != nil {
 		return domain.LongVideo{}, err
+	}
+	if g := v.Regenerating; g != nil {
+		return domain.LongVideo{}, fmt.Errorf("%w: video %s is regenerating scene %d (revision %d); cancel it or wait for it to end",
+			domain.ErrConflict, v.ID, g.SceneNumber, g.Revision)
 	}
 	wasRemoved := v.Files.Removal == domain.RemovalRemoved
 	err = media.RemoveFiles(ctx, r.objects, media.FilesOf{What: "video " + v.ID, Status: v.Status, Files: v.Files,

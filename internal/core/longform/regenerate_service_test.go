@@ -252,3 +252,37 @@ func TestCancelDuringARegenerateReleasesOnlyItsHold(t *testing.T) {
 		t.Errorf("a second cancel = %v, want ErrConflict", err)
 	}
 }
+
+// TestDeletingTheFilesDuringARegenerateIsRefused: the regenerate reuses the
+// other scenes' clips and narration, so their delete waits for it to end;
+// the refused delete removes nothing and the video still serves its file.
+func TestDeletingTheFilesDuringARegenerateIsRefused(t *testing.T) {
+	ctx := context.Background()
+	r := newRegenerateRig(t, domain.StatusCompleted)
+	if _, err := r.svc.Regenerate(ctx, r.user, r.video.ID, "2", nil); err != nil {
+		t.Fatal(err)
+	}
+	objects := &countingObjects{}
+	remover := longform.NewOutputRemover(r.st, objects, nil, longform.Settings{Log: slog.New(slog.DiscardHandler)})
+	if _, err := remover.RemoveOutput(ctx, r.user, r.video.ID); !errors.Is(err, domain.ErrConflict) {
+		t.Errorf("delete during the regenerate = %v, want ErrConflict", err)
+	}
+	v, err := r.st.GetLongVideo(ctx, r.video.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if objects.calls != 0 || v.Files.Removal != "" || v.FinalVideoURL != "https://cdn.example/r1.mp4" || v.Regenerating == nil {
+		t.Errorf("the refused delete touched the bucket %d times; the video has removal %q, %s, regenerating %v; want nothing changed",
+			objects.calls, v.Files.Removal, v.FinalVideoURL, v.Regenerating != nil)
+	}
+}
+
+// countingObjects is a bucket that counts what it is asked.
+type countingObjects struct{ calls int }
+
+func (o *countingObjects) Keys(context.Context, string) ([]string, error) {
+	o.calls++
+	return []string{"long-videos/x/final.mp4"}, nil
+}
+
+func (o *countingObjects) Delete(context.Context, []string) error { o.calls++; return nil }
