@@ -46,8 +46,9 @@ type LongVideoStatus struct {
 	Studio LongVideoStudio `json:"studio"`
 	// CreatedAt is RFC 3339 UTC.
 	CreatedAt string `json:"created_at"`
-	// Revision counts the video's renders: 1, then one more for each
-	// regenerate of a scene that completed.
+	// Revision is the video's render: 1, then the revision of each
+	// regenerate of a scene that completed (a canceled or failed one
+	// leaves a gap: domain.LongVideo.NextRevision).
 	Revision int `json:"revision"`
 	// Regenerating is the regenerate of a scene running, if one is: the
 	// video stays completed at Revision, with its final video, meanwhile.

@@ -78,6 +78,9 @@ type longVideoItem struct {
 	// before revisions); Regenerate its running regenerate of a scene.
 	Revision   int             `dynamodbav:"revision,omitempty"`
 	Regenerate *regenerateItem `dynamodbav:"regenerate,omitempty"`
+	// LastRegenerate is the revision the latest regenerate begun was to
+	// make (absent: none began).
+	LastRegenerate int `dynamodbav:"last_regenerate,omitempty"`
 	webhookFields
 	filesFields
 }
@@ -203,7 +206,7 @@ func (it longVideoItem) longVideo() (domain.LongVideo, error) {
 		ID: it.ID, UserID: it.UserID, Prompt: it.Prompt, Model: it.Model, LanguageCode: it.LanguageCode,
 		EnableNarration: it.EnableNarration, VideoStyle: it.VideoStyle, Studio: domain.Studio(it.Studio),
 		Status: domain.Status(it.Status), FinalVideoURL: it.FinalVideoURL, TotalDuration: it.TotalDuration,
-		Error: it.Error, Webhook: it.webhook(), Revision: max(it.Revision, 1),
+		Error: it.Error, Webhook: it.webhook(), Revision: max(it.Revision, 1), LastRegenerate: it.LastRegenerate,
 	}
 	for n, st := range it.SceneStatus {
 		scene, err := strconv.Atoi(n)

@@ -44,7 +44,7 @@ func (r regenerateItem) regeneration() (domain.Regeneration, error) {
 }
 
 // Reserved words among the names these updates use go through placeholders.
-var regenerateNames = map[string]string{"#s": "status", "#rg": "regenerate", "#rv": "revision", "#st": "state"}
+var regenerateNames = map[string]string{"#s": "status", "#rg": "regenerate", "#rv": "revision", "#st": "state", "#lr": "last_regenerate"}
 
 // running is the condition that the regenerate of :rev runs.
 const running = "#rg.#rv = :rev"
@@ -60,15 +60,18 @@ func (s *Store) BeginRegenerate(ctx context.Context, id string, r domain.Regener
 	if err != nil {
 		return fmt.Errorf("%s: %w", what, err)
 	}
-	// A record stored before revisions has none, and is at revision 1.
-	atRevision := "#rv = :prev"
+	// The revision is the next after any the video was at or a regenerate
+	// began (domain.LongVideo.NextRevision): the latest begun, else the
+	// video's own (a record stored before revisions has none, and is at
+	// revision 1). A regenerate that ended completed leaves both equal.
+	atRevision := "(#lr = :prev OR (attribute_not_exists(#lr) AND #rv = :prev))"
 	if r.Revision-1 == 1 {
-		atRevision = "(#rv = :prev OR attribute_not_exists(#rv))"
+		atRevision = "(attribute_not_exists(#lr) AND (#rv = :prev OR attribute_not_exists(#rv)))"
 	}
-	return s.updateLongVideoWhere(ctx, what, id, "SET #rg = :r, updated_at = :at",
+	return s.updateLongVideoWhere(ctx, what, id, "SET #rg = :r, #lr = :rev, updated_at = :at",
 		"#s = :completed AND attribute_not_exists(#rg) AND "+atRevision, map[string]types.AttributeValue{
 			":r": av, ":at": strAV(formatTime(at)), ":completed": strAV(string(domain.StatusCompleted)),
-			":prev": &types.AttributeValueMemberN{Value: strconv.Itoa(r.Revision - 1)},
+			":prev": &types.AttributeValueMemberN{Value: strconv.Itoa(r.Revision - 1)}, ":rev": revAV(r.Revision),
 		})
 }
 

@@ -214,22 +214,31 @@ type LongVideo struct {
 	// SceneStatus is each scene's state by scene number, as the workflow
 	// reports it; a scene not listed has not started.
 	SceneStatus map[int]SceneState
-	// Revision counts the video's renders: 1 for the first, one more for
+	// Revision is the video's render: 1 for the first, then the revision of
 	// each regenerate of a scene that completed (a record stored before
 	// revisions reads as 1).
 	Revision int
+	// LastRegenerate is the revision the latest regenerate begun made or
+	// was to make (0: none began). Each regenerate takes the next number
+	// (NextRevision), so a canceled or failed one leaves a gap: its
+	// execution and its hold keep names of their own.
+	LastRegenerate int
 	// Regenerating is the regenerate of one scene running on the completed
 	// video, nil when none is: the video stays completed at Revision, with
 	// its final video, until it ends.
 	Regenerating *Regeneration
 }
 
+// NextRevision is the revision a regenerate begun now makes: one more
+// than any the video was at or any regenerate of it began.
+func (v LongVideo) NextRevision() int { return max(v.Revision, v.LastRegenerate, 1) + 1 }
+
 // Regeneration is the re-render of one scene of a completed video while it
 // runs. Only that scene is made again (and narrated again when its text
 // changed); the other clips are reused as stored.
 type Regeneration struct {
 	SceneNumber int `json:"scene_number"`
-	// Revision is the revision it makes: the video's Revision + 1.
+	// Revision is the revision it makes: the video's NextRevision.
 	Revision int `json:"revision"`
 	// Prompt and Narration are the scene's texts for this render: the
 	// request's, else the stored ones. They replace the scene's texts when

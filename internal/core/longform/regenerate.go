@@ -145,7 +145,7 @@ func (s *Service) regenerate(ctx context.Context, userID, id, scene string, body
 		return domain.LongVideo{}, fmt.Errorf("price scene %d of %s: %w", req.Scene.SceneNumber, v.ID, err)
 	}
 	model := v.SceneModel(req.Scene)
-	r := domain.Regeneration{SceneNumber: req.Scene.SceneNumber, Revision: v.Revision + 1, Prompt: req.Scene.Prompt,
+	r := domain.Regeneration{SceneNumber: req.Scene.SceneNumber, Revision: v.NextRevision(), Prompt: req.Scene.Prompt,
 		Narration: req.Scene.Narration, Model: model, CreditsHeld: q.Credits, StartedAt: now}
 	workID := domain.RegenerateWorkID(v.ID, r.SceneNumber, r.Revision)
 	log := s.log().With("user_id", userID, "video_id", v.ID, "scene", r.SceneNumber, "revision", r.Revision)

@@ -48,7 +48,7 @@ func (s *Store) queryLongVideos(ctx context.Context, where string, args ...any) 
 	return queryRows(ctx, s, "read long videos", `SELECT id, user_id, prompt, model, language_code, enable_narration,
 		video_style, scenes, status, final_video_url, total_duration, error, credits_held, created_at, updated_at,
 		deadline, webhook_url, webhook_events, webhook_attempts, scene_status, output_expires_at, data_removal, finishing, studio,
-		revision, regenerate
+		revision, regenerate, last_regenerate
 		FROM long_videos `+where, args,
 		func(rows *sql.Rows) (domain.LongVideo, error) {
 			var v domain.LongVideo
@@ -58,7 +58,7 @@ func (s *Store) queryLongVideos(ctx context.Context, where string, args ...any) 
 			err := rows.Scan(&v.ID, &v.UserID, &v.Prompt, &v.Model, &v.LanguageCode, &v.EnableNarration, &v.VideoStyle,
 				&scenes, &status, &v.FinalVideoURL, &v.TotalDuration, &v.Error, &credits, &created, &updated, &deadline,
 				&v.Webhook.URL, &events, &attempts, &sceneStatus, &expires, &removal, &finishing, &studio,
-				&v.Revision, &regen)
+				&v.Revision, &regen, &v.LastRegenerate)
 			if err != nil {
 				return domain.LongVideo{}, fmt.Errorf("read long videos: %w", err)
 			}
@@ -130,9 +130,11 @@ func (s *Store) BeginRegenerate(ctx context.Context, id string, r domain.Regener
 	if err != nil {
 		return fmt.Errorf("regenerate long video %s: %w", id, err)
 	}
-	return s.updateLongVideoWhere(ctx, "regenerate long video "+id, `regenerate = ?, updated_at = ?`,
-		`status = ? AND regenerate = '' AND revision = ?`,
-		[]any{string(b), formatTime(at)}, []any{string(domain.StatusCompleted), r.Revision - 1}, id)
+	// The revision is the next after any the video was at or a regenerate
+	// began: the one the caller read.
+	return s.updateLongVideoWhere(ctx, "regenerate long video "+id, `regenerate = ?, last_regenerate = ?, updated_at = ?`,
+		`status = ? AND regenerate = '' AND max(revision, last_regenerate, 1) = ?`,
+		[]any{string(b), r.Revision, formatTime(at)}, []any{string(domain.StatusCompleted), r.Revision - 1}, id)
 }
 
 func (s *Store) SetRegenerateState(ctx context.Context, id string, revision int, state domain.SceneState, at time.Time) error {

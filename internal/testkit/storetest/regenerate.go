@@ -15,7 +15,8 @@ import (
 )
 
 // testRegenerate: a regenerate of one scene runs only on a completed video
-// at the revision before it, one at a time; the video stays completed at
+// whose latest revision, made or begun, is the one before it, one at a
+// time (a failed one's number is not used again); the video stays completed at
 // its revision and final video while it runs and when it fails; a
 // completed one moves the video to its revision with its final video and
 // the scene's new texts, the other scenes' untouched. Short texts and
@@ -115,9 +116,14 @@ func regenerateRoundTrip(t *testing.T, s store.Store, v domain.LongVideo) {
 	wantErr("a second EndRegenerate", s.EndRegenerate(ctx, v.ID, 2, domain.Outcome{Status: domain.StatusCanceled}, now), domain.ErrConflict)
 	wantErr("SetRegenerateState after its end", s.SetRegenerateState(ctx, v.ID, 2, failing.State, now), domain.ErrConflict)
 	wantVideo("its regenerate failed", 1, first.OutputURLs[0], v.Scenes, nil)
+	if got := read(); got.LastRegenerate != 2 || got.NextRevision() != 3 {
+		t.Errorf("after the failed regenerate: last regenerate %d, next revision %d; want 2 and 3", got.LastRegenerate, got.NextRevision())
+	}
+	// Its number is used up: its execution and its hold are named by it.
+	wantErr("BeginRegenerate of the failed one's revision", s.BeginRegenerate(ctx, v.ID, regen(2, "b2", ""), now), domain.ErrConflict)
 
 	// A regenerate that completes moves the video to its revision.
-	ok := regen(2, "gulls at dusk", "The gulls return.")
+	ok := regen(3, "gulls at dusk", "The gulls return.")
 	if err := s.BeginRegenerate(ctx, v.ID, ok, now); err != nil {
 		t.Fatal(err)
 	}
@@ -125,27 +131,29 @@ func regenerateRoundTrip(t *testing.T, s store.Store, v domain.LongVideo) {
 		t.Errorf("scene 2 after a failed regenerate = %+v, want its first render's %+v", got[2], firstRender)
 	}
 	job := domain.SceneState{Status: domain.StatusProcessing, Upstream: "replicate-main", UpstreamJob: domain.UpstreamJob{ID: "up-10"}}
-	if err := s.SetRegenerateState(ctx, v.ID, 2, job, now); err != nil {
+	if err := s.SetRegenerateState(ctx, v.ID, 3, job, now); err != nil {
 		t.Fatal(err)
 	}
-	second := domain.Outcome{Status: domain.StatusCompleted, OutputURLs: []string{"https://cdn.example/r2.mp4"}, TotalDuration: 15.08}
-	if err := s.EndRegenerate(ctx, v.ID, 2, second, now); err != nil {
+	second := domain.Outcome{Status: domain.StatusCompleted, OutputURLs: []string{"https://cdn.example/r3.mp4"}, TotalDuration: 15.08}
+	if err := s.EndRegenerate(ctx, v.ID, 3, second, now); err != nil {
 		t.Fatal(err)
 	}
-	wantErr("EndRegenerate once more", s.EndRegenerate(ctx, v.ID, 2, second, now), domain.ErrConflict)
-	wantVideo("its regenerate completed", 2, second.OutputURLs[0], ok.Applied(v.Scenes), nil)
+	wantErr("EndRegenerate once more", s.EndRegenerate(ctx, v.ID, 3, second, now), domain.ErrConflict)
+	wantVideo("its regenerate completed", 3, second.OutputURLs[0], ok.Applied(v.Scenes), nil)
 	if got := read(); got.TotalDuration != second.TotalDuration {
 		t.Errorf("total_duration = %v after the regenerate, want %v", got.TotalDuration, second.TotalDuration)
 	}
-	// Scene 2's clip is now the regenerate's (its job, revision 2); the
+	// Scene 2's clip is now the regenerate's (its job, revision 3); the
 	// others' are still the first render's.
 	made := job
-	made.Status, made.Revision = domain.StatusCompleted, 2
+	made.Status, made.Revision = domain.StatusCompleted, 3
 	if got := read().SceneStatus; !reflect.DeepEqual(got[2], made) || !reflect.DeepEqual(got[1], firstRender) {
 		t.Errorf("scene states after the regenerate: 1 = %+v, 2 = %+v; want 1 = %+v, 2 = %+v", got[1], got[2], firstRender, made)
 	}
-	wantErr("BeginRegenerate of a revision made", s.BeginRegenerate(ctx, v.ID, regen(2, "b", ""), now), domain.ErrConflict)
-	if err := s.BeginRegenerate(ctx, v.ID, regen(3, "b", ""), now); err != nil {
+	for _, r := range []int{2, 3} {
+		wantErr("BeginRegenerate of a revision used", s.BeginRegenerate(ctx, v.ID, regen(r, "b", ""), now), domain.ErrConflict)
+	}
+	if err := s.BeginRegenerate(ctx, v.ID, regen(4, "b", ""), now); err != nil {
 		t.Errorf("BeginRegenerate of the next revision = %v", err)
 	}
 }
