@@ -21,6 +21,7 @@ import (
 	"github.com/mediagen-dev/mediagen/internal/core/longform"
 	"github.com/mediagen-dev/mediagen/internal/local/runtime"
 	"github.com/mediagen-dev/mediagen/internal/local/simulator"
+	"github.com/mediagen-dev/mediagen/internal/testkit/clocktest"
 	"github.com/mediagen-dev/mediagen/internal/testkit/waitfor"
 )
 
@@ -296,5 +297,45 @@ func TestRegeneratingASceneChangesOnlyItsSpanAndItsCharge(t *testing.T) {
 	}
 	if got := sceneStates(t, after); got[2] != "completed" || len(got) != 3 {
 		t.Errorf("scenes after the regenerate = %v", got)
+	}
+}
+
+// TestTheEventStreamFollowsARegenerateToItsEnd: the stream of a completed
+// video with a scene regenerate running stays open (its views completed,
+// with regenerating) until the regenerate ends, then sends the view
+// without it and ends.
+func TestTheEventStreamFollowsARegenerateToItsEnd(t *testing.T) {
+	clk := clocktest.New(time.Now().UTC().Truncate(time.Second))
+	cfg := storyConfig()
+	cfg.StreamClock = clk
+	rt := start(t, cfg)
+	owner := newAccount(t, rt, domain.PlanEnterprise, 10000)
+	created := call(t, rt, http.MethodPost, "/api/long-story/videos", owner.APIKey,
+		storyBody("a harbour", "en", false, "cinematic", []storyScene{{1, "boats"}}))
+	if created.status != http.StatusOK {
+		t.Fatalf("create: HTTP %d %s", created.status, created.body)
+	}
+	id := created.str("video_id")
+	if v := waitStory(t, rt, owner.APIKey, id); v.str("status") != "completed" {
+		t.Fatalf("video: %s", v.body)
+	}
+	if a := call(t, rt, http.MethodPost, regeneratePath(id, "1"), owner.APIKey, map[string]any{"prompt": "boats [simulate:hold]"}); a.status != http.StatusAccepted {
+		t.Fatalf("regenerate: HTTP %d %s", a.status, a.body)
+	}
+	_, blocks := eventStream(t, rt, "/api/long-story/videos/"+id+"/events", owner.APIKey, "")
+	first, ok := nextEvent(t, blocks)
+	if !ok || first.event != "completed" || !strings.Contains(first.data, `"regenerating":{`) {
+		t.Fatalf("first event %+v (open %v); want the completed view with regenerating", first, ok)
+	}
+	if c := call(t, rt, http.MethodPost, "/api/long-story/videos/"+id+"/cancel", owner.APIKey, nil); c.status != http.StatusOK {
+		t.Fatalf("cancel: HTTP %d %s", c.status, c.body)
+	}
+	tick(t, clk, time.Second)
+	last, ok := nextEvent(t, blocks)
+	if !ok || last.event != "completed" || strings.Contains(last.data, "regenerating") || last.id <= first.id {
+		t.Fatalf("after the cancel: %+v (open %v); want the completed view without regenerating, id above %d", last, ok, first.id)
+	}
+	if b, ok := nextBlock(t, blocks); ok {
+		t.Errorf("after the regenerate ended the stream goes on: %+v", b)
 	}
 }
