@@ -69,7 +69,7 @@ func (s *Store) BeginRegenerate(ctx context.Context, id string, r domain.Regener
 		atRevision = "(attribute_not_exists(#lr) AND (#rv = :prev OR attribute_not_exists(#rv)))"
 	}
 	return s.updateLongVideoWhere(ctx, what, id, "SET #rg = :r, #lr = :rev, updated_at = :at",
-		"#s = :completed AND attribute_not_exists(#rg) AND "+atRevision, map[string]types.AttributeValue{
+		"#s = :completed AND attribute_not_exists(#rg) AND attribute_not_exists(data_removal) AND "+atRevision, map[string]types.AttributeValue{
 			":r": av, ":at": strAV(formatTime(at)), ":completed": strAV(string(domain.StatusCompleted)),
 			":prev": &types.AttributeValueMemberN{Value: strconv.Itoa(r.Revision - 1)}, ":rev": revAV(r.Revision),
 		})

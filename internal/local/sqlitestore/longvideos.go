@@ -96,7 +96,9 @@ func (s *Store) ClaimLongVideoFinish(ctx context.Context, id string, at time.Tim
 }
 
 func (s *Store) SetLongVideoRemoval(ctx context.Context, id string, r domain.Removal, at time.Time) error {
-	return s.setRemoval(ctx, "long_videos", "id", id, r, at)
+	// A regenerate reuses the video's files: they are not removed under it
+	// (and BeginRegenerate waits for no removal).
+	return s.setRemoval(ctx, "long_videos", "id", id, r, at, `regenerate = ''`)
 }
 
 func (s *Store) ListLongVideos(ctx context.Context, q store.ListQuery) (store.Page[domain.LongVideo], error) {
@@ -133,7 +135,7 @@ func (s *Store) BeginRegenerate(ctx context.Context, id string, r domain.Regener
 	// The revision is the next after any the video was at or a regenerate
 	// began: the one the caller read.
 	return s.updateLongVideoWhere(ctx, "regenerate long video "+id, `regenerate = ?, last_regenerate = ?, updated_at = ?`,
-		`status = ? AND regenerate = '' AND max(revision, last_regenerate, 1) = ?`,
+		`status = ? AND regenerate = '' AND data_removal = '' AND max(revision, last_regenerate, 1) = ?`,
 		[]any{string(b), r.Revision, formatTime(at)}, []any{string(domain.StatusCompleted), r.Revision - 1}, id)
 }
 

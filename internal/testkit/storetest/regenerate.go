@@ -156,6 +156,20 @@ func regenerateRoundTrip(t *testing.T, s store.Store, v domain.LongVideo) {
 	if err := s.BeginRegenerate(ctx, v.ID, regen(4, "b", ""), now); err != nil {
 		t.Errorf("BeginRegenerate of the next revision = %v", err)
 	}
+
+	// The files a regenerate reuses are not removed under it, and no
+	// regenerate begins on files being removed.
+	wantErr("SetLongVideoRemoval while a regenerate runs", s.SetLongVideoRemoval(ctx, v.ID, domain.RemovalRemoving, now), domain.ErrConflict)
+	if got := read(); got.Files.Removal != "" {
+		t.Errorf("the refused removal left the video's removal %q", got.Files.Removal)
+	}
+	if err := s.EndRegenerate(ctx, v.ID, 4, domain.Outcome{Status: domain.StatusCanceled}, now); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.SetLongVideoRemoval(ctx, v.ID, domain.RemovalRemoving, now); err != nil {
+		t.Fatalf("SetLongVideoRemoval once no regenerate runs = %v", err)
+	}
+	wantErr("BeginRegenerate of a video whose files are being removed", s.BeginRegenerate(ctx, v.ID, regen(5, "b", ""), now), domain.ErrConflict)
 }
 
 // testSweeperRegenerates: a regenerate's hold (its own work, named by
