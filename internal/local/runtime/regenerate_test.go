@@ -221,9 +221,17 @@ func TestRegeneratingASceneChangesOnlyItsSpanAndItsCharge(t *testing.T) {
 
 	// The regenerate that completes: a new prompt and a new narration.
 	const newPrompt, newNarration = "a red kite over the dunes", "A kite climbs into the wind and hangs there."
-	started := call(t, rt, http.MethodPost, regeneratePath(id, "2"), key, map[string]any{"prompt": newPrompt, "narration": newNarration})
+	body := map[string]any{"prompt": newPrompt, "narration": newNarration}
+	retry := map[string]string{"Idempotency-Key": "regenerate-scene-2"}
+	started := callHeaders(t, rt, http.MethodPost, regeneratePath(id, "2"), key, body, retry)
 	if started.status != http.StatusAccepted || started.str("regenerating", "status") != "processing" {
 		t.Fatalf("regenerate: HTTP %d %s", started.status, started.body)
+	}
+	// A retry with its Idempotency-Key gets the first answer again and
+	// starts (and holds) nothing more: the charge below is one scene's.
+	if again := callHeaders(t, rt, http.MethodPost, regeneratePath(id, "2"), key, body, retry); again.status != http.StatusAccepted ||
+		again.header.Get("Idempotent-Replayed") != "true" || !bytes.Equal(again.body, started.body) {
+		t.Errorf("the retry answered HTTP %d (replayed %q) %s; want the first answer replayed", again.status, again.header.Get("Idempotent-Replayed"), again.body)
 	}
 	after := waitRegenerated(t, rt, key, id)
 	newURL := after.str("final_video_url")
