@@ -184,7 +184,8 @@ func TestALongNarratedVideoCompletesThroughTheStateMachine(t *testing.T) {
 // Functions API; the state machine's revision path runs the scene,
 // narration, assembly and Finalize, which moves the video to revision 2
 // under its own key, captures only that hold (the journal's own work) and
-// deletes the previous final video with its role's grant.
+// deletes the previous final video with its role's grant; a second
+// regenerate, canceled, releases only its own hold.
 func regenerateScene(t *testing.T, l *Local, id, oldURL string) {
 	t.Helper()
 	status, est := call(t, l, http.MethodPost, "/api/long-story/videos/estimate", `{"model":"beta-2","scene_count":1}`)
@@ -226,6 +227,29 @@ func regenerateScene(t *testing.T, l *Local, id, oldURL string) {
 	if status, _, ok := l.StateMachines()["LongStoryStateMachine"].Execution(id + "-r2"); !ok || status != "SUCCEEDED" {
 		t.Errorf("the execution %s-r2 is %q (known: %v), want SUCCEEDED", id, status, ok)
 	}
+	// A regenerate canceled at once ends alone: the cancel function stops
+	// its execution <id>-r3 (its role's StopExecution), only its hold is
+	// released and the video stays at revision 2 with its video. (Its
+	// scene is slow, not held, so no job outlives the test whatever the
+	// cancel finds.)
+	status, started = call(t, l, http.MethodPost, "/api/long-story/videos/"+id+"/scenes/1/regenerate", `{"prompt":"scene 1: a slow tide [simulate:slow]"}`)
+	if status != http.StatusAccepted {
+		t.Fatalf("second regenerate: %d %v\n%s", status, started, l.logsOf("LongStoryRegenerateFunction"))
+	}
+	status, canceled := call(t, l, http.MethodPost, "/api/long-story/videos/"+id+"/cancel", "")
+	if _, running := canceled["regenerating"]; status != http.StatusOK || canceled["status"] != "completed" || canceled["revision"] != 2.0 ||
+		canceled["final_video_url"] != newURL || running {
+		t.Errorf("cancel of the regenerate: %d %v; want completed at revision 2 with its video\n%s", status, canceled, l.logsOf("LongStoryCancelFunction"))
+	}
+	canceledWork := id + "#scene-1-r3"
+	if entries := journal(t, l, url.QueryEscape(canceledWork), "hold", "release"); len(entries["hold"]) != 1 || len(entries["release"]) != 1 || len(entries["capture"]) != 0 {
+		t.Errorf("journal of %s: %v; want its hold released, nothing captured", canceledWork, entries)
+	}
+	waitfor.Condition(t, time.Minute, "the execution "+id+"-r3 to be stopped", func() bool {
+		status, _, ok := l.StateMachines()["LongStoryStateMachine"].Execution(id + "-r3")
+		return ok && status == "ABORTED"
+	})
+
 	// The previous revision's file is gone from the bucket (Finalize's
 	// s3:DeleteObject), listed past the distribution's cache.
 	s3c := s3.NewFromConfig(l.AdminConfig(), func(o *s3.Options) { o.UsePathStyle = true })
