@@ -205,6 +205,22 @@ func (c *Client) CancelLongVideo(ctx context.Context, id string) (LongVideoStatu
 	return do[LongVideoStatus](ctx, c, http.MethodPost, "/api/long-story/videos/"+pathEscape(id)+"/cancel", nil)
 }
 
+// RegenerateRequest is the body of POST
+// /api/long-story/videos/{videoId}/scenes/{n}/regenerate; a field left
+// empty keeps the scene's.
+type RegenerateRequest struct {
+	Prompt    string `json:"prompt,omitempty"`
+	Narration string `json:"narration,omitempty"`
+}
+
+// RegenerateScene re-renders scene n of a completed long-form video,
+// charging that scene alone; the answer is the video still at its
+// revision, with Regenerating set (WaitRegenerate waits for its end).
+func (c *Client) RegenerateScene(ctx context.Context, id string, n int, req RegenerateRequest) (LongVideoStatus, error) {
+	return do[LongVideoStatus](ctx, c, http.MethodPost,
+		"/api/long-story/videos/"+pathEscape(id)+"/scenes/"+strconv.Itoa(n)+"/regenerate", req)
+}
+
 // DeleteLongVideoOutput deletes the files stored for a long-form video
 // (its final video, the scenes' clips and the narration) and answers its
 // status view; like DeleteGenerationOutput, a repeat answers the same and

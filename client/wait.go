@@ -44,6 +44,19 @@ func (c *Client) WaitLongVideo(ctx context.Context, id string, opts WaitOptions,
 		func(s LongVideoStatus) string { return s.Status }, progress)
 }
 
+// WaitRegenerate polls a long-form video until no regenerate of a scene
+// runs on it, like WaitLongVideo: the view is then at its new revision,
+// or still at the old one when the regenerate failed or was canceled.
+func (c *Client) WaitRegenerate(ctx context.Context, id string, opts WaitOptions, progress func(LongVideoStatus)) (LongVideoStatus, error) {
+	return poll(ctx, c, opts, func(ctx context.Context) (LongVideoStatus, error) { return c.LongVideo(ctx, id) },
+		func(s LongVideoStatus) string {
+			if s.Regenerating != nil {
+				return StatusProcessing
+			}
+			return s.Status
+		}, progress)
+}
+
 func poll[T any](ctx context.Context, c *Client, opts WaitOptions, get func(context.Context) (T, error), status func(T) string, progress func(T)) (T, error) {
 	interval := opts.first()
 	for {

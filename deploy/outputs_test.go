@@ -85,13 +85,15 @@ func TestOutputsExpireAfterTheRetention(t *testing.T) {
 // TestOnlyTheDeleteRoutesDeleteObjects: every S3 action granted is one
 // the function's code makes (usesOf), so s3:DeleteObject belongs to the
 // two delete-output functions, and to the steps that delete the outputs
-// of work that did not end paid for (the poller, Assemble, MarkFailed);
+// of work that did not end paid for (the poller, Assemble, MarkFailed)
+// and to Finalize, which also deletes the files a regenerate replaced;
 // and every listing (the delete routes', and the poller's and finalize's,
 // which tag a shorter retention; generate's and long-form create's, which find
 // uploaded files) is confined by a condition to its record kind's prefix.
 func TestOnlyTheDeleteRoutesDeleteObjects(t *testing.T) {
 	deleters := map[string]string{"GenerationOutputDeleteFunction": "generations/*", "LongStoryOutputDeleteFunction": "long-videos/*"}
-	unpaid := map[string]bool{"PollerFunction": true, "AssembleFunction": true, "MarkFailedFunction": true}
+	// Finalize too: a regenerate's replaces the previous revision's files.
+	unpaid := map[string]bool{"PollerFunction": true, "AssembleFunction": true, "MarkFailedFunction": true, "FinalizeFunction": true}
 	// Who lists the bucket, and the one prefix each may list.
 	listers := map[string][]string{"PollerFunction": {"generations/*"}, "FinalizeFunction": {"long-videos/*"},
 		"LongStoryVoicesFunction": {"voices/*"}, "GenerateFunction": {"uploads/*"},

@@ -178,6 +178,9 @@ var usesOf = map[string][]use{
 		uses("object:OutputBucket/"+narrationKey, "deletes the narration", "s3:DeleteObject"),
 		invalidate,
 	},
+	"LongStoryRegenerateFunction": {
+		uses("statemachine:LongStoryStateMachine", "StartExecution of <video>-r<revision>", "states:StartExecution"),
+	},
 	"LongStoryCancelFunction": {
 		uses(execution, "Workflow.Stop", "states:StopExecution"),
 		notify,
@@ -214,6 +217,9 @@ var usesOf = map[string][]use{
 		uses("object:OutputBucket/"+captionsKey, "tags the captions", "s3:PutObjectTagging"),
 		uses("object:OutputBucket/"+sceneKey, "tags the clips", "s3:PutObjectTagging"),
 		uses("object:OutputBucket/"+narrationKey, "tags the narration", "s3:PutObjectTagging"),
+		uses("object:OutputBucket/"+finalKey, "deletes the final video a regenerate replaced, or stored after it ended", "s3:DeleteObject"),
+		uses("object:OutputBucket/"+captionsKey, "deletes the captions a regenerate replaced, or stored after it ended", "s3:DeleteObject"),
+		uses("object:OutputBucket/"+sceneKey, "deletes the scene's clip a regenerate replaced, or made after it ended", "s3:DeleteObject"),
 	},
 	"MarkFailedFunction": {
 		notify,

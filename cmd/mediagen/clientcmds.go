@@ -41,6 +41,7 @@ var clientCommands = map[string]command{
 	"usage":               usageCmd,
 	"delete-output":       deleteOutputCmd,
 	"story delete-output": storyDeleteOutputCmd,
+	"story regenerate":    storyRegenerateCmd,
 	// The key routes (keyscmds.go): named after their path, so they do not
 	// clash with the admin commands keys create and keys revoke.
 	"account keys list":   accountKeysListCmd,
@@ -448,6 +449,12 @@ func printLongVideo(stdout io.Writer, af apiFlags, v client.LongVideoStatus) int
 	if v.FinalVideoURL != "" {
 		fmt.Fprintf(tw, "final_video_url\t%s\ntotal_duration\t%.1f s\n", v.FinalVideoURL, v.TotalDuration)
 	}
+	if v.Revision > 1 || v.Regenerating != nil {
+		fmt.Fprintf(tw, "revision\t%d\n", v.Revision)
+	}
+	if r := v.Regenerating; r != nil {
+		fmt.Fprintf(tw, "regenerating\tscene %d to revision %d\n", r.SceneNumber, r.Revision)
+	}
 	if v.CaptionsURL != "" {
 		fmt.Fprintf(tw, "captions_url\t%s\n", v.CaptionsURL)
 	}
@@ -695,6 +702,58 @@ func storyCreateCmd(ctx context.Context, args []string, stdout, stderr io.Writer
 	return waitStory(ctx, c, af, created.VideoID, len(req.Scenes), *out, stdout, stderr)
 }
 
+func storyRegenerateCmd(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	fs := flag.NewFlagSet("story regenerate", flag.ContinueOnError)
+	var af apiFlags
+	af.register(fs)
+	scene := fs.Int("scene", 0, "the scene_number of the scene to make again (required)")
+	prompt := fs.String("prompt", "", "the scene's new prompt (default: its own)")
+	narration := fs.String("narration", "", "the scene's new narration (default: its own); the scene is narrated again when it changes")
+	wait := fs.Bool("wait", false, "wait until the new revision is ready, then download it")
+	out := fs.String("out", "", "directory for the video (implies --wait; default: the current directory)")
+	pos, err := parseArgs(fs, args, 1)
+	if err == nil && *scene < 1 {
+		err = errors.New("--scene N is required (the scene_number to make again)")
+	}
+	if err != nil {
+		return usageFail(stderr, "story regenerate ID --scene N", err)
+	}
+	c := af.client()
+	started, err := c.RegenerateScene(ctx, pos[0], *scene, client.RegenerateRequest{Prompt: *prompt, Narration: *narration})
+	if err != nil {
+		return apiFail(stderr, "story regenerate", err)
+	}
+	if af.jsonOut {
+		printJSON(stdout, started)
+	} else if r := started.Regenerating; r != nil {
+		fmt.Fprintf(stdout, "video %s: scene %d regenerating to revision %d; final_video_url serves revision %d meanwhile\n",
+			started.ID, r.SceneNumber, r.Revision, started.Revision)
+	}
+	if !*wait && *out == "" {
+		return exitOK
+	}
+	if *out == "" {
+		*out = "."
+	}
+	p := newProgress(stderr, fmt.Sprintf("scene %d regenerating", *scene))
+	st, err := c.WaitRegenerate(ctx, started.ID, client.WaitOptions{Interval: time.Second, MaxInterval: 5 * time.Second}, nil)
+	if err != nil {
+		p.Done("stopped waiting; the regenerate goes on: mediagen story status " + started.ID)
+		return apiFail(stderr, "story regenerate", err)
+	}
+	if st.Revision <= started.Revision {
+		p.Done(fmt.Sprintf("scene %d not regenerated", *scene))
+		fmt.Fprintf(stderr, "mediagen story regenerate: the regenerate of scene %d ended without a new revision (failed or canceled; its credits are back); the video stays at revision %d\n",
+			*scene, st.Revision)
+		return exitError
+	}
+	p.Done(fmt.Sprintf("scene %d regenerated: revision %d", *scene, st.Revision))
+	if af.jsonOut {
+		printJSON(stdout, st)
+	}
+	return downloadStory(ctx, c, af, "story regenerate", st, *out, stdout, stderr)
+}
+
 // waitStory waits for a long-form video, showing each scene's status when
 // the service lists them, then downloads the final video and its captions.
 func waitStory(ctx context.Context, c *client.Client, af apiFlags, id string, scenes int, out string, stdout, stderr io.Writer) int {
@@ -724,9 +783,16 @@ func waitStory(ctx context.Context, c *client.Client, af apiFlags, id string, sc
 		fmt.Fprintf(stderr, "mediagen story create: %s: %s\n", st.Status, msg)
 		return exitError
 	}
+	return downloadStory(ctx, c, af, "story create", st, out, stdout, stderr)
+}
+
+// downloadStory downloads a completed video's final video and its
+// captions into out, and prints their paths.
+func downloadStory(ctx context.Context, c *client.Client, af apiFlags, cmd string, st client.LongVideoStatus, out string, stdout, stderr io.Writer) int {
+	id := st.ID
 	path, err := c.DownloadFile(ctx, st.FinalVideoURL, out, id)
 	if err != nil {
-		return apiFail(stderr, "story create", err)
+		return apiFail(stderr, cmd, err)
 	}
 	if !af.jsonOut {
 		fmt.Fprintf(stdout, "%s (%.1f s)\n", path, st.TotalDuration)
@@ -736,7 +802,7 @@ func waitStory(ctx context.Context, c *client.Client, af apiFlags, id string, sc
 	}
 	captions, err := c.DownloadFile(ctx, st.CaptionsURL, out, id)
 	if err != nil {
-		return apiFail(stderr, "story create", err)
+		return apiFail(stderr, cmd, err)
 	}
 	if !af.jsonOut {
 		fmt.Fprintln(stdout, captions)

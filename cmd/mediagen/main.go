@@ -56,6 +56,8 @@ client (calls the service at $MEDIAGEN_BASE_URL with $MEDIAGEN_API_KEY;
   story voices [--language en]                 a language's narration voices, each with a preview clip
   story status ID
   story delete-output ID
+  story regenerate ID --scene N [--prompt P] [--narration T] [--wait] [--out DIR]
+                                               make one scene of a completed video again, charged alone
   transactions [--type T] [--work-id ID] [--from T] [--to T] [--limit N]
                [--cursor C] [--all]
                                                the account's credit journal, newest first

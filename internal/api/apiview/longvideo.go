@@ -46,6 +46,13 @@ type LongVideoStatus struct {
 	Studio LongVideoStudio `json:"studio"`
 	// CreatedAt is RFC 3339 UTC.
 	CreatedAt string `json:"created_at"`
+	// Revision is the video's render: 1, then the revision of each
+	// regenerate of a scene that completed (a canceled or failed one
+	// leaves a gap: domain.LongVideo.NextRevision).
+	Revision int `json:"revision"`
+	// Regenerating is the regenerate of a scene running, if one is: the
+	// video stays completed at Revision, with its final video, meanwhile.
+	Regenerating *Regenerating `json:"regenerating,omitempty"`
 	OutputFiles
 	Webhook *Webhook `json:"webhook,omitempty"`
 }
@@ -92,6 +99,13 @@ func musicShown(uri string) string {
 	return fmt.Sprintf("data:%s (%d bytes)", strings.ToLower(mediaType), base64.RawStdEncoding.DecodedLen(len(payload)))
 }
 
+// Regenerating is a regenerate of one scene while it runs.
+type Regenerating struct {
+	SceneNumber int    `json:"scene_number"`
+	Revision    int    `json:"revision"`
+	Status      string `json:"status"`
+}
+
 // SceneStatus is one scene's state in the status view: pending until the
 // workflow submits it, canceled when its video ended (failed or canceled)
 // before it finished, since its job was then stopped. Progress is 100 once
@@ -113,7 +127,10 @@ func LongVideoStatusAt(v domain.LongVideo, applied domain.Studio, now time.Time)
 	view := LongVideoStatus{ID: v.ID, Status: string(v.Status), TotalDuration: v.TotalDuration,
 		Model: v.Model, Studio: LongVideoStudioOf(applied, v.LanguageCode), CreatedAt: v.CreatedAt.UTC().Format(time.RFC3339Nano), Scenes: make([]SceneStatus, 0, len(v.Scenes)),
 		OutputFiles: outputFilesAt(v.Files, now),
-		Webhook:     WebhookOf(v.Webhook, v.WebhookAttempts, domain.LongVideoEvents)}
+		Webhook:     WebhookOf(v.Webhook, v.WebhookAttempts, domain.LongVideoEvents), Revision: max(v.Revision, 1)}
+	if r := v.Regenerating; r != nil {
+		view.Regenerating = &Regenerating{SceneNumber: r.SceneNumber, Revision: r.Revision, Status: string(domain.StatusProcessing)}
+	}
 	if v.Status == domain.StatusCompleted && v.Files.Served(now) {
 		view.FinalVideoURL = v.FinalVideoURL
 		if v.Studio.CaptionsFile() {

@@ -73,6 +73,26 @@ func LongVideoCancelRoute(c *longform.Canceler, gate *Gate) Handler {
 	})
 }
 
+// LongVideoRegenerateRoute is POST
+// /api/long-story/videos/{videoId}/scenes/{n}/regenerate, body optional
+// {"prompt", "narration"}: it holds that scene's price and starts its
+// render, and answers 202 with the status view (revision, regenerating);
+// the video stays completed with its final video until the new one is
+// ready.
+func LongVideoRegenerateRoute(r *longform.Regenerator, gate *Gate) Handler {
+	return gate.AuthedUser(generateAccess, func(ctx context.Context, req Request, userID string) (Response, error) {
+		body, err := jsonBody(req)
+		if err != nil {
+			return Response{}, err
+		}
+		v, err := r.Regenerate(ctx, userID, req.PathParameters["videoId"], req.PathParameters["n"], body)
+		if err != nil {
+			return Response{}, err
+		}
+		return jsonResponse(http.StatusAccepted, longVideoStatusAt(v, gate.now())), nil
+	})
+}
+
 // LongVideoOutputDeleteRoute is DELETE
 // /api/long-story/videos/{videoId}/output: it deletes the video's stored
 // files (the final video, the scenes' clips and the narration) and answers

@@ -175,8 +175,10 @@ func LongVideoEventsRoute(r *longform.Reader, gate *Gate, s Streams) StreamHandl
 				return snapshot{}, err
 			}
 			view := longVideoStatusAt(v, gate.now())
+			// A completed video with a scene regenerate running is followed
+			// to the regenerate's end, its new revision or the old one.
 			return snapshot{view: view, id: EventID(v.UpdatedAt, view.Progress, 0), status: view.Status,
-				terminal: v.Status.Terminal()}, nil
+				terminal: v.Status.Terminal() && v.Regenerating == nil}, nil
 		}, nil
 	})
 }

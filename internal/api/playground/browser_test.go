@@ -20,7 +20,8 @@ import (
 // page in Debian's Chromium, headless, through playwright-core
 // (testdata/browser.cjs): the image must be displayed, a picked file must
 // be uploaded and fill its image field with its file URL, both videos must
-// play, a bad request must show its fields, the key must survive a reload;
+// play, a scene of the long video re-rendered must show its new revision,
+// a bad request must show its fields, the key must survive a reload;
 // the long video's scene 2, given its own model and narration in the form,
 // must be priced by it in the estimate and the preview, and made by it.
 // Screenshots are kept in test-output/playground/.
@@ -135,12 +136,19 @@ func TestThePlaygroundMakesAnImageAVideoAndALongVideoInChromium(t *testing.T) {
 	if e, _ := checks.last("estimate")["text"].(string); !strings.Contains(e, "3 scenes × 5 s = 15 s · 195 credits") {
 		t.Errorf("the estimate shows %q, want 3 scenes × 5 s = 15 s · 195 credits", e)
 	}
+	// Re-rendering scene 2 of the completed video shows its new revision.
+	if src, _ := checks.last("story regen")["src"].(string); !strings.HasSuffix(src, "/r2/final.mp4") || num("story regen", "currentTime") <= 0 {
+		t.Errorf("after the re-render of scene 2 the page plays %v; want revision 2's final video", checks.last("story regen"))
+	}
+	if s, _ := checks.last("story regen")["status"].(string); !strings.Contains(s, "revision 2: scene 2 re-rendered") {
+		t.Errorf("after the re-render the status says %q, want revision 2: scene 2 re-rendered", s)
+	}
 	// The page follows each job on its event stream (fetch and a
 	// ReadableStream: EventSource cannot send the key), never polling.
-	if f := checks.last("follows"); num("follows", "streams") < 3 || num("follows", "statusReads") != 0 {
-		t.Errorf("the page followed its jobs with %v; want a stream each for the image, the video and the long video, and no status reads", f)
+	if f := checks.last("follows"); num("follows", "streams") < 4 || num("follows", "statusReads") != 0 {
+		t.Errorf("the page followed its jobs with %v; want a stream each for the image, the video, the long video and its re-render, and no status reads", f)
 	}
-	for _, shot := range []string{"image.png", "video.png", "story-estimate.png", "story-preview.png", "story.png"} {
+	for _, shot := range []string{"image.png", "video.png", "story-estimate.png", "story-preview.png", "story.png", "story-regen.png"} {
 		if info, err := os.Stat(filepath.Join(out, shot)); err != nil || info.Size() == 0 {
 			t.Errorf("screenshot %s missing: %v", shot, err)
 		}

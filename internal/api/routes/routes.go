@@ -117,8 +117,10 @@ type Ports struct {
 	VideoCreator  *longform.Creator
 	VideoReader   *longform.Reader
 	VideoCanceler *longform.Canceler
-	VideoRemover  *longform.OutputRemover
-	VoiceLister   *longform.VoiceLister
+	// VideoRegenerator re-renders one scene of a completed video.
+	VideoRegenerator *longform.Regenerator
+	VideoRemover     *longform.OutputRemover
+	VoiceLister      *longform.VoiceLister
 
 	Secrets httpapi.SecretStore
 	Journal httpapi.JournalReader
@@ -178,6 +180,7 @@ func Table() []Route {
 		LongStoryStatus(),
 		LongStoryList(),
 		LongStoryCancel(),
+		LongStoryRegenerate(),
 		LongStoryOutputDelete(),
 		LongStoryVoices(),
 		Account(),
@@ -299,6 +302,17 @@ func LongStoryCancel() Route {
 		handler: func(p Ports) httpapi.Handler { return httpapi.LongVideoCancelRoute(p.VideoCanceler, p.Gate) },
 		uses: func(p Ports) error {
 			return errors.Join(need("Gate", p.Gate), need("VideoCanceler", p.VideoCanceler))
+		}}
+}
+
+// LongStoryRegenerate is POST
+// /api/long-story/videos/{videoId}/scenes/{n}/regenerate
+// (functions/long-story-regenerate): one scene made again, charged alone.
+func LongStoryRegenerate() Route {
+	return Route{Method: http.MethodPost, Path: "/api/long-story/videos/{videoId}/scenes/{n}/regenerate", Function: "long-story-regenerate", Auth: Authorizer, Scope: domain.ScopeGenerate,
+		handler: func(p Ports) httpapi.Handler { return httpapi.LongVideoRegenerateRoute(p.VideoRegenerator, p.Gate) },
+		uses: func(p Ports) error {
+			return errors.Join(need("Gate", p.Gate), need("VideoRegenerator", p.VideoRegenerator))
 		}}
 }
 

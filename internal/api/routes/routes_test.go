@@ -111,7 +111,7 @@ func fullPorts(t *testing.T, st *sqlitestore.Store) Ports {
 	return Ports{Gate: &httpapi.Gate{Store: st, Log: log}, Log: log, Prices: pricing.Default(),
 		GenerationCreator: &generation.Creator{}, GenerationReader: &generation.Reader{}, GenerationEstimate: &generation.Estimator{},
 		GenerationCanceler: &generation.Canceler{}, GenerationRemover: &generation.OutputRemover{}, UpstreamCallbacks: &generation.Callbacks{},
-		VideoCreator: &longform.Creator{}, VideoReader: &longform.Reader{}, VideoCanceler: &longform.Canceler{}, VideoRemover: &longform.OutputRemover{}, VoiceLister: &longform.VoiceLister{}, Uploads: &media.Uploads{},
+		VideoCreator: &longform.Creator{}, VideoReader: &longform.Reader{}, VideoCanceler: &longform.Canceler{}, VideoRegenerator: &longform.Regenerator{}, VideoRemover: &longform.OutputRemover{}, VoiceLister: &longform.VoiceLister{}, Uploads: &media.Uploads{},
 		Secrets: st, Journal: st, Usage: st, KeyCreator: &accounts.KeyCreator{Store: st}, KeyLister: &accounts.KeyLister{Keys: st, Spend: st},
 		KeyRevoker: &accounts.KeyRevoker{Store: st}, SecretRotator: &accounts.WebhookSecretRotator{Store: st},
 		Streams: httpapi.Streams{Leases: st}}

@@ -71,6 +71,9 @@ var Accesses = map[string][]Access{
 	"ListLongVideos":       {query("LongVideos", IndexUserCreatedAt), batchGet("LongVideos")},
 	"SetSceneStatus":       {update("LongVideos"), get("LongVideos")},
 	"SetLongVideoRemoval":  {update("LongVideos"), get("LongVideos")},
+	"BeginRegenerate":      {update("LongVideos"), get("LongVideos")},
+	"SetRegenerateState":   {update("LongVideos"), get("LongVideos")},
+	"EndRegenerate":        {update("LongVideos"), get("LongVideos")}, // with texts apart, both updates in one TransactWriteItems
 
 	"CountRequest": {update("RateLimits")},
 	"OpenStream":   {get("RateLimits"), update("RateLimits")},

@@ -73,6 +73,13 @@ type longVideoItem struct {
 	// TextsApart: the prompt and the scenes' texts are in the item
 	// textsApartSuffix keys; Scenes keeps their numbers.
 	TextsApart bool `dynamodbav:"texts_apart,omitempty"`
+	// Revision is the video's render count (absent: 1, a record stored
+	// before revisions); Regenerate its running regenerate of a scene.
+	Revision   int             `dynamodbav:"revision,omitempty"`
+	Regenerate *regenerateItem `dynamodbav:"regenerate,omitempty"`
+	// LastRegenerate is the revision the latest regenerate begun was to
+	// make (absent: none began).
+	LastRegenerate int `dynamodbav:"last_regenerate,omitempty"`
 	webhookFields
 	filesFields
 }
@@ -90,7 +97,7 @@ func (s *Store) CreateLongVideo(ctx context.Context, v domain.LongVideo) error {
 		EnableNarration: v.EnableNarration, VideoStyle: v.VideoStyle, Studio: studioItem(v.Studio), Scenes: scenes, Status: string(v.Status),
 		FinalVideoURL: v.FinalVideoURL, TotalDuration: v.TotalDuration, Error: v.Error, CreditsHeld: num(v.CreditsHeld),
 		recordTimes: recordTimesOf(v.CreatedAt, v.UpdatedAt, v.Deadline),
-		SceneStatus: map[string]sceneStateItem{}, webhookFields: webhookFieldsOf(v.Webhook),
+		SceneStatus: map[string]sceneStateItem{}, webhookFields: webhookFieldsOf(v.Webhook), Revision: max(v.Revision, 1),
 	}
 	if err := s.keepTextsApart(ctx, &it); err != nil {
 		return fmt.Errorf("create long video %s: %w", v.ID, err)
@@ -154,7 +161,7 @@ func (it longVideoItem) longVideo() (domain.LongVideo, error) {
 		ID: it.ID, UserID: it.UserID, Prompt: it.Prompt, Model: it.Model, LanguageCode: it.LanguageCode,
 		EnableNarration: it.EnableNarration, VideoStyle: it.VideoStyle, Studio: domain.Studio(it.Studio),
 		Status: domain.Status(it.Status), FinalVideoURL: it.FinalVideoURL, TotalDuration: it.TotalDuration,
-		Error: it.Error, Webhook: it.webhook(),
+		Error: it.Error, Webhook: it.webhook(), Revision: max(it.Revision, 1), LastRegenerate: it.LastRegenerate,
 	}
 	for n, st := range it.SceneStatus {
 		scene, err := strconv.Atoi(n)
@@ -164,9 +171,7 @@ func (it longVideoItem) longVideo() (domain.LongVideo, error) {
 		if v.SceneStatus == nil {
 			v.SceneStatus = map[int]domain.SceneState{}
 		}
-		v.SceneStatus[scene] = domain.SceneState{Status: domain.Status(st.Status), Upstream: st.Upstream,
-			UpstreamJob: domain.UpstreamJob{ID: st.UpstreamID, CancelURL: st.CancelURL, StatusURL: st.StatusURL, ResponseURL: st.ResponseURL},
-			Submitting:  st.Submitting, Progress: st.Progress}
+		v.SceneStatus[scene] = st.state()
 	}
 	for _, sc := range it.Scenes {
 		v.Scenes = append(v.Scenes, domain.Scene(sc))
@@ -183,6 +188,13 @@ func (it longVideoItem) longVideo() (domain.LongVideo, error) {
 	}
 	if v.Files, err = it.files(); err != nil {
 		return domain.LongVideo{}, fmt.Errorf("long video %s: %w", it.ID, err)
+	}
+	if it.Regenerate != nil {
+		r, err := it.Regenerate.regeneration()
+		if err != nil {
+			return domain.LongVideo{}, fmt.Errorf("long video %s: its regenerate: %w", it.ID, err)
+		}
+		v.Regenerating = &r
 	}
 	return v, nil
 }
@@ -220,12 +232,23 @@ type sceneStateItem struct {
 	ResponseURL string `dynamodbav:"response_url,omitempty"`
 	Submitting  bool   `dynamodbav:"submitting,omitempty"`
 	Progress    int    `dynamodbav:"progress,omitempty"`
+	Revision    int    `dynamodbav:"revision,omitempty"`
+}
+
+func sceneStateItemOf(state domain.SceneState) sceneStateItem {
+	return sceneStateItem{Status: string(state.Status), UpstreamID: state.ID,
+		Upstream: state.Upstream, CancelURL: state.CancelURL, StatusURL: state.StatusURL, ResponseURL: state.ResponseURL,
+		Submitting: state.Submitting, Progress: state.Progress, Revision: state.Revision}
+}
+
+func (st sceneStateItem) state() domain.SceneState {
+	return domain.SceneState{Status: domain.Status(st.Status), Upstream: st.Upstream,
+		UpstreamJob: domain.UpstreamJob{ID: st.UpstreamID, CancelURL: st.CancelURL, StatusURL: st.StatusURL, ResponseURL: st.ResponseURL},
+		Submitting:  st.Submitting, Progress: st.Progress, Revision: st.Revision}
 }
 
 func (s *Store) SetSceneStatus(ctx context.Context, videoID string, scene int, state domain.SceneState, at time.Time) error {
-	av, err := attributevalue.Marshal(sceneStateItem{Status: string(state.Status), UpstreamID: state.ID,
-		Upstream: state.Upstream, CancelURL: state.CancelURL, StatusURL: state.StatusURL, ResponseURL: state.ResponseURL,
-		Submitting: state.Submitting, Progress: state.Progress})
+	av, err := attributevalue.Marshal(sceneStateItemOf(state))
 	if err != nil {
 		return fmt.Errorf("scene %d of %s: %w", scene, videoID, err)
 	}

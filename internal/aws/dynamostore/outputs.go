@@ -54,16 +54,18 @@ func setOutputExpiry(set string, values map[string]types.AttributeValue, o domai
 }
 
 func (s *Store) SetGenerationRemoval(ctx context.Context, uuid string, r domain.Removal, at time.Time) error {
-	return s.setRemoval(ctx, s.tables.Generations, "uuid", uuid, r, at)
+	return s.setRemoval(ctx, s.tables.Generations, "uuid", uuid, r, at, "")
 }
 
 func (s *Store) SetLongVideoRemoval(ctx context.Context, id string, r domain.Removal, at time.Time) error {
-	return s.setRemoval(ctx, s.tables.LongVideos, "id", id, r, at)
+	// A regenerate reuses the video's files: they are not removed under it
+	// (and BeginRegenerate waits for no removal).
+	return s.setRemoval(ctx, s.tables.LongVideos, "id", id, r, at, "attribute_not_exists(regenerate)")
 }
 
 // setRemoval is one conditional UpdateItem (which never creates an item),
 // then a consistent read to say why it changed nothing.
-func (s *Store) setRemoval(ctx context.Context, table, keyName, keyValue string, r domain.Removal, at time.Time) error {
+func (s *Store) setRemoval(ctx context.Context, table, keyName, keyValue string, r domain.Removal, at time.Time, idle string) error {
 	values := map[string]types.AttributeValue{":r": strAV(string(r)), ":at": strAV(formatTime(at)),
 		":removed": strAV(string(domain.RemovalRemoved))}
 	var cond string
@@ -71,6 +73,9 @@ func (s *Store) setRemoval(ctx context.Context, table, keyName, keyValue string,
 	case domain.RemovalRemoving:
 		cond = "attribute_exists(#k) AND #s <> :processing AND (attribute_not_exists(data_removal) OR data_removal <> :removed)"
 		values[":processing"] = strAV(string(domain.StatusProcessing))
+		if idle != "" {
+			cond += " AND " + idle
+		}
 	case domain.RemovalRemoved:
 		cond = "data_removal IN (:removing, :removed)"
 		values[":removing"] = strAV(string(domain.RemovalRemoving))

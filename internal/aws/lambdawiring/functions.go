@@ -193,6 +193,23 @@ func LongStoryCancel(ctx context.Context, log *slog.Logger) (any, error) {
 	return storewiring.Route(routes.LongStoryCancel(), routes.Ports{VideoCanceler: canceler, Gate: storewiring.PostGate(cfg, log)})
 }
 
+// LongStoryRegenerate is POST
+// /api/long-story/videos/{videoId}/scenes/{n}/regenerate: it holds the
+// scene's price, records the regenerate and starts its execution
+// (<video>-r<revision>).
+func LongStoryRegenerate(ctx context.Context, log *slog.Logger) (any, error) {
+	cfg, prices, err := storewiring.ConfigAndPrices(ctx)
+	if err != nil {
+		return nil, err
+	}
+	wf, err := longStoryWorkflow(cfg)
+	if err != nil {
+		return nil, err
+	}
+	regenerator := longform.NewRegenerator(storewiring.Store(cfg), wf, prices, longform.Settings{Log: log})
+	return storewiring.Route(routes.LongStoryRegenerate(), routes.Ports{VideoRegenerator: regenerator, Gate: storewiring.PostGate(cfg, log)})
+}
+
 // LongStoryOutputDelete is DELETE /api/long-story/videos/{videoId}/output:
 // it deletes the video's files (the final video, the scenes' clips, the
 // narration) from the output bucket.

@@ -110,7 +110,7 @@ func Finalize(ctx context.Context, log *slog.Logger) (any, error) {
 	if err != nil {
 		return nil, err
 	}
-	return longform.FinalizeStep(files, files, storewiring.Store(cfg), notifier, stepSettings(log)), nil
+	return longform.FinalizeStep(files, files, storewiring.Store(cfg), notifier, files, stepSettings(log)), nil
 }
 
 // MarkFailed is the workflow's Catch and the safety-net rule's target: it

@@ -33,6 +33,7 @@ func Functions() map[string]Constructor {
 		"long-story-estimate":           storewiring.LongStoryEstimate,
 		"long-story-list":               storewiring.LongStoryList,
 		"long-story-output-delete":      LongStoryOutputDelete,
+		"long-story-regenerate":         LongStoryRegenerate,
 		"long-story-status":             storewiring.LongStoryStatus,
 		"long-story-voices":             LongStoryVoices,
 		"mark-failed":                   MarkFailed,

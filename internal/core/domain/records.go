@@ -3,6 +3,8 @@ package domain
 import (
 	"encoding/json"
 	"fmt"
+	"strconv"
+	"strings"
 	"time"
 
 	"github.com/shopspring/decimal"
@@ -212,6 +214,94 @@ type LongVideo struct {
 	// SceneStatus is each scene's state by scene number, as the workflow
 	// reports it; a scene not listed has not started.
 	SceneStatus map[int]SceneState
+	// Revision is the video's render: 1 for the first, then the revision of
+	// each regenerate of a scene that completed (a record stored before
+	// revisions reads as 1).
+	Revision int
+	// LastRegenerate is the revision the latest regenerate begun made or
+	// was to make (0: none began). Each regenerate takes the next number
+	// (NextRevision), so a canceled or failed one leaves a gap: its
+	// execution and its hold keep names of their own.
+	LastRegenerate int
+	// Regenerating is the regenerate of one scene running on the completed
+	// video, nil when none is: the video stays completed at Revision, with
+	// its final video, until it ends.
+	Regenerating *Regeneration
+}
+
+// NextRevision is the revision a regenerate begun now makes: one more
+// than any the video was at or any regenerate of it began.
+func (v LongVideo) NextRevision() int { return max(v.Revision, v.LastRegenerate, 1) + 1 }
+
+// Regeneration is the re-render of one scene of a completed video while it
+// runs. Only that scene is made again (and narrated again when its text
+// changed); the other clips are reused as stored.
+type Regeneration struct {
+	SceneNumber int `json:"scene_number"`
+	// Revision is the revision it makes: the video's NextRevision.
+	Revision int `json:"revision"`
+	// Prompt and Narration are the scene's texts for this render: the
+	// request's, else the stored ones. They replace the scene's texts when
+	// the regenerate completes.
+	Prompt    string `json:"prompt"`
+	Narration string `json:"narration,omitempty"`
+	// Model makes and prices the scene (its own, else the video's).
+	Model string `json:"model"`
+	// CreditsHeld is the scene's own hold.
+	CreditsHeld decimal.Decimal `json:"credits_held"`
+	StartedAt   time.Time       `json:"started_at"`
+	// State is the scene's job, as SceneStatus keeps a first render's.
+	State SceneState `json:"state"`
+}
+
+// Applied is scenes with the regenerated scene's texts replaced by the
+// regenerate's (a new slice; the others as they are).
+func (r Regeneration) Applied(scenes []Scene) []Scene {
+	out := append([]Scene(nil), scenes...)
+	for i := range out {
+		if out[i].SceneNumber == r.SceneNumber {
+			out[i].Prompt, out[i].Narration = r.Prompt, r.Narration
+		}
+	}
+	return out
+}
+
+// Made is the scene's state once the regenerate completed: its job's,
+// completed, with the clip of the regenerate's revision.
+func (r Regeneration) Made() SceneState {
+	st := r.State
+	st.Status, st.Submitting, st.Revision = StatusCompleted, false, r.Revision
+	return st
+}
+
+// RegenerateTimeout bounds a regenerate's run, as a video's Deadline
+// bounds its first render: past it the sweeper ends it failed.
+const RegenerateTimeout = time.Hour
+
+// Deadline is when the regenerate is ended failed if it still runs.
+func (r Regeneration) Deadline() time.Time { return r.StartedAt.Add(RegenerateTimeout) }
+
+// RegenerateWorkID names a regenerate's hold and its journal entries: its
+// own work, apart from the video's (a hold of kind WorkLongVideo).
+func RegenerateWorkID(videoID string, scene, revision int) string {
+	return fmt.Sprintf("%s#scene-%d-r%d", videoID, scene, revision)
+}
+
+// RegenerateOf reads a regenerate's work id (RegenerateWorkID); ok is
+// false for any other work id, such as a video's own.
+func RegenerateOf(workID string) (videoID string, scene, revision int, ok bool) {
+	i := strings.LastIndex(workID, "#scene-")
+	if i <= 0 {
+		return "", 0, 0, false
+	}
+	sceneText, revText, found := strings.Cut(workID[i+len("#scene-"):], "-r")
+	scene, err1 := strconv.Atoi(sceneText)
+	revision, err2 := strconv.Atoi(revText)
+	// Written by RegenerateWorkID only: its own spelling, nothing else.
+	if !found || err1 != nil || err2 != nil || scene < 1 || revision < 2 || RegenerateWorkID(workID[:i], scene, revision) != workID {
+		return "", 0, 0, false
+	}
+	return workID[:i], scene, revision, true
 }
 
 // SceneState is where one scene of a long video is. A scene is a child
@@ -232,6 +322,10 @@ type SceneState struct {
 	// recorded: a retried submit that finds it never creates again, since
 	// the first create may have started a paid job.
 	Submitting bool
+	// Revision is the video's revision that made the scene's clip: 0 for
+	// the first render, else the regenerate's (its clip is kept under a
+	// key of that revision).
+	Revision int
 }
 
 // sceneStateJSON is a SceneState as JSON (the local store keeps it so):
@@ -246,12 +340,13 @@ type sceneStateJSON struct {
 	ResponseURL string `json:"response_url,omitempty"`
 	Submitting  bool   `json:"submitting,omitempty"`
 	Progress    int    `json:"progress,omitempty"`
+	Revision    int    `json:"revision,omitempty"`
 }
 
 // MarshalJSON writes the stored names (sceneStateJSON).
 func (s SceneState) MarshalJSON() ([]byte, error) {
 	return json.Marshal(sceneStateJSON{Status: s.Status, UpstreamID: s.ID, Upstream: s.Upstream, CancelURL: s.CancelURL,
-		StatusURL: s.StatusURL, ResponseURL: s.ResponseURL, Submitting: s.Submitting, Progress: s.Progress})
+		StatusURL: s.StatusURL, ResponseURL: s.ResponseURL, Submitting: s.Submitting, Progress: s.Progress, Revision: s.Revision})
 }
 
 // UnmarshalJSON reads the stored names (sceneStateJSON).
@@ -260,7 +355,7 @@ func (s *SceneState) UnmarshalJSON(b []byte) error {
 	if err := json.Unmarshal(b, &j); err != nil {
 		return err
 	}
-	*s = SceneState{Status: j.Status, Upstream: j.Upstream, Submitting: j.Submitting, Progress: j.Progress,
+	*s = SceneState{Status: j.Status, Upstream: j.Upstream, Submitting: j.Submitting, Progress: j.Progress, Revision: j.Revision,
 		UpstreamJob: UpstreamJob{ID: j.UpstreamID, StatusURL: j.StatusURL, ResponseURL: j.ResponseURL, CancelURL: j.CancelURL}}
 	return nil
 }

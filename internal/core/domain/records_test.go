@@ -48,3 +48,16 @@ func TestSceneStateKeepsItsStoredJSONNames(t *testing.T) {
 		t.Errorf("run of a scene with no job recorded %+v, want no jobs", run)
 	}
 }
+
+func TestRegenerateWorkIDsReadBack(t *testing.T) {
+	id := domain.RegenerateWorkID("4f1c2a", 2, 3)
+	if v, n, r, ok := domain.RegenerateOf(id); !ok || v != "4f1c2a" || n != 2 || r != 3 {
+		t.Errorf("RegenerateOf(%q) = %q, %d, %d, %v; want the video 4f1c2a, scene 2, revision 3", id, v, n, r, ok)
+	}
+	for _, other := range []string{"4f1c2a", "4f1c2a#scene-2", "4f1c2a#scene-2-r1", "#scene-2-r3", "4f1c2a#scene-0-r3",
+		"4f1c2a#scene-2-r3x", "4f1c2a#scene-02-r3", "4f1c2a#scene-2-r+3", "4f1c2a#texts"} {
+		if _, _, _, ok := domain.RegenerateOf(other); ok {
+			t.Errorf("RegenerateOf(%q) reads as a regenerate's work id; want not", other)
+		}
+	}
+}

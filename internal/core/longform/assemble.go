@@ -48,6 +48,10 @@ type AssembleTask struct {
 	VideoID   string      `json:"video_id"`
 	Scenes    []SceneClip `json:"scenes"`
 	Narration Narration   `json:"narration"`
+	// Revision, when set, assembles the regenerate of that revision:
+	// Scenes holds its one scene made again, and every other scene's
+	// clip is reused as its state records it.
+	Revision int `json:"revision,omitempty"`
 }
 
 // Assemble joins the scene clips in scene_number order, each fitted to
@@ -62,6 +66,13 @@ func (s *Steps) Assemble(ctx context.Context, in AssembleTask) (FinalizeTask, er
 	v, err := s.Store.GetLongVideo(ctx, in.VideoID)
 	if err != nil {
 		return FinalizeTask{}, &TransientError{Msg: fmt.Sprintf("assemble: read video: %v", err)}
+	}
+	regenerated := 0
+	if in.Revision > 0 {
+		if v, in.Scenes, err = regenerateClips(v, in); err != nil {
+			return FinalizeTask{}, err
+		}
+		regenerated = v.Regenerating.SceneNumber
 	}
 	dir, err := os.MkdirTemp(s.WorkDir, "assemble-")
 	if err != nil {
@@ -140,26 +151,33 @@ func (s *Steps) Assemble(ctx context.Context, in AssembleTask) (FinalizeTask, er
 	if err != nil {
 		return FinalizeTask{}, &TransientError{Msg: fmt.Sprintf("assemble: measure: %v", err)}
 	}
-	key := media.FinalVideoKey(in.VideoID)
-	if err := s.claimFinish(ctx, in.VideoID); err != nil {
-		return FinalizeTask{}, err
+	key, captionsKey := media.FinalVideoKeyAt(in.VideoID, in.Revision), media.CaptionsKeyAt(in.VideoID, in.Revision)
+	if in.Revision == 0 {
+		if err := s.claimFinish(ctx, in.VideoID); err != nil {
+			return FinalizeTask{}, err
+		}
 	}
 	if err := s.Files.PutFile(ctx, key, final, "video/mp4"); err != nil {
 		return FinalizeTask{}, &TransientError{Msg: fmt.Sprintf("assemble: store: %v", err)}
 	}
 	stored := []string{key}
 	if captions != "" {
-		if err := s.Files.PutFile(ctx, media.CaptionsKey(in.VideoID), captions, "text/vtt"); err != nil {
+		if err := s.Files.PutFile(ctx, captionsKey, captions, "text/vtt"); err != nil {
 			return FinalizeTask{}, &TransientError{Msg: fmt.Sprintf("assemble: store the captions: %v", err)}
 		}
-		stored = append(stored, media.CaptionsKey(in.VideoID))
+		stored = append(stored, captionsKey)
 	}
-	if err := s.dropLateUpload(ctx, in.VideoID, stored); err != nil {
-		return FinalizeTask{}, err
+	// A regenerate's files are under its revision's keys, which nothing
+	// serves until Finalize records them (and deletes them if it ended).
+	if in.Revision == 0 {
+		if err := s.dropLateUpload(ctx, in.VideoID, stored); err != nil {
+			return FinalizeTask{}, err
+		}
 	}
 	duration := math.Round(info.Duration*1000) / 1000
-	s.log().InfoContext(ctx, "long video assembled", "video_id", in.VideoID, "scenes", len(scenes), "seconds", duration, "stream_copy", copied)
-	return FinalizeTask{VideoID: in.VideoID, Key: key, Duration: duration}, nil
+	s.log().InfoContext(ctx, "long video assembled", "video_id", in.VideoID, "scenes", len(scenes), "seconds", duration, "stream_copy", copied,
+		"revision", in.Revision)
+	return FinalizeTask{VideoID: in.VideoID, Key: key, Duration: duration, Revision: in.Revision, SceneNumber: regenerated}, nil
 }
 
 // claimFinish claims the video as finishing before its final video is
@@ -491,4 +509,33 @@ func segmentArgs(clip string, clipSeconds, length float64, width, height int, ou
 		"setsar=1", fmt.Sprintf("fps=%d", outputFPS), "trim=duration="+f(length), "setpts=PTS-STARTPTS")
 	return []string{"-i", clip, "-filter_complex", "[0:v]" + strings.Join(video, ",") + "[v]", "-map", "[v]",
 		"-c:v", "libx264", "-preset", "veryfast", "-pix_fmt", "yuv420p", "-r", strconv.Itoa(outputFPS), "-t", f(length), out}
+}
+
+// regenerateClips is what a regenerate's Assemble joins: v with the
+// regenerated scene's new texts (its captions follow them) and every
+// scene's clip, the one made again from in.Scenes and the others' as their
+// states record them (sceneClipBase of the revision that made each). A
+// regenerate no longer running stops the step.
+func regenerateClips(v domain.LongVideo, in AssembleTask) (domain.LongVideo, []SceneClip, error) {
+	r := v.Regenerating
+	if v.Status != domain.StatusCompleted || r == nil || r.Revision != in.Revision {
+		return v, nil, &SceneFailedError{Msg: fmt.Sprintf("assemble stopped: the regenerate (revision %d) no longer runs", in.Revision)}
+	}
+	made := map[int]string{}
+	for _, c := range in.Scenes {
+		made[c.SceneNumber] = c.Key
+	}
+	if _, ok := made[r.SceneNumber]; !ok || len(in.Scenes) != 1 {
+		return v, nil, &SceneFailedError{Msg: fmt.Sprintf("assemble: the regenerate of scene %d got clips %v", r.SceneNumber, in.Scenes)}
+	}
+	v.Scenes = r.Applied(v.Scenes)
+	clips := make([]SceneClip, 0, len(v.Scenes))
+	for _, sc := range v.Scenes {
+		key, ok := made[sc.SceneNumber]
+		if !ok {
+			key = sceneClipBase(v.ID, sc.SceneNumber, v.SceneStatus[sc.SceneNumber].Revision) + ".mp4"
+		}
+		clips = append(clips, SceneClip{SceneNumber: sc.SceneNumber, Key: key})
+	}
+	return v, clips, nil
 }

@@ -32,6 +32,9 @@ func (s *Service) cancel(ctx context.Context, userID, id string) (domain.LongVid
 	if err != nil {
 		return domain.LongVideo{}, err
 	}
+	if v.Status == domain.StatusCompleted && v.Regenerating != nil {
+		return s.cancelRegenerate(ctx, v)
+	}
 	if err := v.Work().Cancelable(); err != nil {
 		return domain.LongVideo{}, err
 	}
@@ -60,6 +63,34 @@ func (s *Service) cancel(ctx context.Context, userID, id string) (domain.LongVid
 	}
 	if err := notify(ctx, s.Notifier, v); err != nil {
 		log.WarnContext(ctx, "could not enqueue the webhook", "error", err)
+	}
+	return v, nil
+}
+
+// cancelRegenerate stops the regenerate running on a completed video: it
+// ends (the video stays completed at its revision, with its final video),
+// its execution and its scene's job are stopped and only its own hold is
+// released. A regenerate that ended meanwhile is a conflict; one whose new
+// final video was being stored loses it (its Finalize finds the regenerate
+// gone and deletes what it stored), so nothing is served uncharged.
+func (s *Service) cancelRegenerate(ctx context.Context, v domain.LongVideo) (domain.LongVideo, error) {
+	r := *v.Regenerating
+	log := s.log().With("user_id", v.UserID, "video_id", v.ID, "scene", r.SceneNumber, "revision", r.Revision)
+	err := s.Store.EndRegenerate(ctx, v.ID, r.Revision, domain.Outcome{Status: domain.StatusCanceled, Error: "canceled by the caller"}, s.now())
+	if errors.Is(err, domain.ErrConflict) {
+		return domain.LongVideo{}, fmt.Errorf("%w: the regenerate of scene %d of video %s has already ended", domain.ErrConflict, r.SceneNumber, v.ID)
+	}
+	if err != nil {
+		return domain.LongVideo{}, fmt.Errorf("cancel the regenerate of %s: %w", v.ID, err)
+	}
+	if err := s.Workflow.Stop(ctx, RegenerateExecution(v.ID, r.Revision), "canceled by the caller"); err != nil {
+		log.WarnContext(ctx, "could not stop the regenerate's workflow; its next step stops on the ended regenerate", "error", err)
+	}
+	stopSceneJob(ctx, log, s.Upstream, s.Slots, v, r.SceneNumber, r.State)
+	s.release(ctx, log, v.UserID, domain.RegenerateWorkID(v.ID, r.SceneNumber, r.Revision))
+	log.InfoContext(ctx, "scene regenerate canceled")
+	if v, err = s.Store.GetLongVideo(ctx, v.ID); err != nil {
+		return domain.LongVideo{}, fmt.Errorf("reread %s: %w", v.ID, err)
 	}
 	return v, nil
 }

@@ -41,6 +41,8 @@ type Request struct {
 type WorkflowInput struct {
 	VideoID      string `json:"video_id"`
 	SceneNumbers []int  `json:"scene_numbers"`
+	// Revision is 0: a first render (RegenerateInput is a regenerate's).
+	Revision int `json:"revision"`
 }
 
 // InputOf is the execution input of a video's workflow.

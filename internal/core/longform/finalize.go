@@ -12,9 +12,13 @@ import (
 
 // FinalizeStep completes the video, gives its files their retention
 // (retainer tags them when it is not the default) and captures its hold.
-func FinalizeStep(files Files, retainer media.Retainer, store Store, notifier Notifier, settings StepSettings) func(context.Context, FinalizeTask) (Ended, error) {
+// deleter removes what a regenerate replaced (the previous revision's
+// final video, captions and scene clip) or, when the regenerate ended
+// otherwise first, what it stored; and the final video of a video that
+// failed while finishing.
+func FinalizeStep(files Files, retainer media.Retainer, store Store, notifier Notifier, deleter Deleter, settings StepSettings) func(context.Context, FinalizeTask) (Ended, error) {
 	s := settings.steps()
-	s.Files, s.Retainer, s.Store, s.Notifier = files, retainer, store, notifier
+	s.Files, s.Retainer, s.Store, s.Notifier, s.Deleter = files, retainer, store, notifier, deleter
 	return s.Finalize
 }
 
@@ -35,6 +39,10 @@ type FinalizeTask struct {
 	VideoID  string  `json:"video_id"`
 	Key      string  `json:"key"`
 	Duration float64 `json:"duration"`
+	// Revision and SceneNumber, when set, name the regenerate whose
+	// final video Key is (media.FinalVideoKeyAt).
+	Revision    int `json:"revision,omitempty"`
+	SceneNumber int `json:"scene_number,omitempty"`
 }
 
 // Ended is the output of the workflow's last task, and so of the
@@ -58,6 +66,9 @@ func endedOf(v domain.LongVideo) Ended {
 // Finalize marks the video completed with its URL and measured length and
 // captures its hold. A repeat changes nothing.
 func (s *Steps) Finalize(ctx context.Context, in FinalizeTask) (Ended, error) {
+	if in.Revision > 0 {
+		return s.finalizeRegenerate(ctx, in)
+	}
 	o := domain.Outcome{Status: domain.StatusCompleted, OutputURLs: []string{s.Files.URL(in.Key)}, TotalDuration: in.Duration}
 	v, err := s.Store.GetLongVideo(ctx, in.VideoID)
 	if err != nil {
@@ -102,7 +113,7 @@ func (s *Steps) finish(ctx context.Context, videoID string, o domain.Outcome) (E
 	if v.Status != domain.StatusCompleted && v.Files.Finishing {
 		// Its final video may be stored: deleted before the credits go
 		// back, so no output outlives them. A step without the bucket
-		// (Finalize) leaves that to MarkFailed.
+		// leaves that to MarkFailed.
 		if s.Deleter == nil {
 			return endedOf(v), nil
 		}
@@ -123,4 +134,67 @@ func (s *Steps) finish(ctx context.Context, videoID string, o domain.Outcome) (E
 		}
 	}
 	return endedOf(v), nil
+}
+
+// finalizeRegenerate points the video at its regenerate's final video and
+// revision (EndRegenerate) and captures only the regenerate's hold; the
+// files the video was served from before (its final video, captions and
+// the scene's old clip) are deleted after, when the step has the bucket
+// (else the bucket's expiry takes them). A regenerate that ended otherwise
+// meanwhile (canceled, or past its deadline) keeps nothing: its files are
+// deleted and its hold released, the video left as it was. A repeat
+// changes nothing.
+func (s *Steps) finalizeRegenerate(ctx context.Context, in FinalizeTask) (Ended, error) {
+	v, err := s.Store.GetLongVideo(ctx, in.VideoID)
+	if err != nil {
+		return Ended{}, &TransientError{Msg: fmt.Sprintf("read %s: %v", in.VideoID, err)}
+	}
+	n := in.SceneNumber
+	workID := domain.RegenerateWorkID(v.ID, n, in.Revision)
+	log := s.log().With("video_id", v.ID, "user_id", v.UserID, "scene", n, "revision", in.Revision)
+	if r := v.Regenerating; r != nil && r.Revision == in.Revision {
+		old := []string{media.FinalVideoKeyAt(v.ID, v.Revision), media.CaptionsKeyAt(v.ID, v.Revision),
+			sceneClipBase(v.ID, n, v.SceneStatus[n].Revision) + ".mp4"}
+		expires, err := s.keepFiles(ctx, v)
+		if err != nil {
+			return Ended{}, &TransientError{Msg: fmt.Sprintf("keep the files of %s: %v", v.ID, err)}
+		}
+		o := domain.Outcome{Status: domain.StatusCompleted, OutputURLs: []string{s.Files.URL(in.Key)}, TotalDuration: in.Duration, OutputExpiresAt: expires}
+		err = s.Store.EndRegenerate(ctx, v.ID, in.Revision, o, s.now())
+		if err != nil && !errors.Is(err, domain.ErrConflict) {
+			return Ended{}, &TransientError{Msg: fmt.Sprintf("finish the regenerate of %s: %v", v.ID, err)}
+		}
+		if err == nil && s.Deleter != nil {
+			// The record points at the new files: the old ones serve nothing.
+			if err := s.Deleter.Delete(ctx, old); err != nil {
+				log.WarnContext(ctx, "could not delete the files of the previous revision; the bucket's expiry will", "error", err)
+			}
+		}
+		if v, err = s.Store.GetLongVideo(ctx, in.VideoID); err != nil {
+			return Ended{}, &TransientError{Msg: fmt.Sprintf("read %s: %v", in.VideoID, err)}
+		}
+	}
+	if v.Revision >= in.Revision {
+		captured, err := s.Store.Capture(ctx, v.UserID, workID)
+		if err != nil {
+			return Ended{}, &TransientError{Msg: fmt.Sprintf("capture %s: %v", workID, err)}
+		}
+		if captured {
+			log.InfoContext(ctx, "scene regenerate completed; its hold captured")
+		}
+		return endedOf(v), nil
+	}
+	// Ended otherwise first: what it stored serves nothing.
+	if s.Deleter != nil {
+		mine := []string{in.Key, media.CaptionsKeyAt(v.ID, in.Revision), sceneClipBase(v.ID, n, in.Revision) + ".mp4"}
+		if err := s.Deleter.Delete(ctx, mine); err != nil {
+			return Ended{}, &TransientError{Msg: fmt.Sprintf("delete the files of the ended regenerate of %s: %v", v.ID, err)}
+		}
+	}
+	if _, err := s.Store.Release(ctx, v.UserID, workID); err != nil {
+		return Ended{}, &TransientError{Msg: fmt.Sprintf("release %s: %v", workID, err)}
+	}
+	e := endedOf(v)
+	e.Error = fmt.Sprintf("the regenerate of scene %d ended before its video was kept; the video stays at revision %d", n, v.Revision)
+	return e, nil
 }

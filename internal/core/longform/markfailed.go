@@ -5,8 +5,11 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strconv"
+	"strings"
 
 	"github.com/mediagen-dev/mediagen/internal/core/domain"
+	"github.com/mediagen-dev/mediagen/internal/core/media"
 )
 
 // MarkFailedStep fails the video, deletes its final video if one was
@@ -25,13 +28,17 @@ func MarkFailedStep(store Store, notifier Notifier, ups Upstreams, slots Slots, 
 type FailTask struct {
 	VideoID string  `json:"video_id"`
 	Failure Failure `json:"failure"`
+	// Revision, when set, fails the regenerate of that revision only:
+	// the video stays completed at its revision.
+	Revision int `json:"revision,omitempty"`
 
 	DetailType string                 `json:"detail-type,omitempty"`
 	Detail     *ExecutionStatusChange `json:"detail,omitempty"`
 }
 
 // ExecutionStatusChange is the detail of Step Functions' "Step Functions
-// Execution Status Change" event; the execution is named after the video.
+// Execution Status Change" event; the execution is named after the video,
+// a regenerate's after the video and its revision (RegenerateExecution).
 type ExecutionStatusChange struct {
 	ExecutionArn string `json:"executionArn"`
 	Name         string `json:"name"`
@@ -62,6 +69,9 @@ func (s *Steps) MarkFailed(ctx context.Context, in FailTask) (Ended, error) {
 		}
 	}
 	failure := readable(in.Failure)
+	if in.Revision > 0 {
+		return s.failRegenerate(ctx, in.VideoID, in.Revision, failure)
+	}
 	view, err := s.finish(ctx, in.VideoID, domain.Outcome{Status: domain.StatusFailed, Error: failure})
 	if err != nil {
 		return view, err
@@ -89,7 +99,55 @@ func failTaskOf(d ExecutionStatusChange) FailTask {
 	if f.Error == "" {
 		f.Error = "States.Runtime"
 	}
-	return FailTask{VideoID: d.Name, Failure: f}
+	id, revision := d.Name, 0
+	if base, rev, ok := strings.Cut(d.Name, "-r"); ok && len(base) == 36 {
+		if n, err := strconv.Atoi(rev); err == nil && RegenerateExecution(base, n) == d.Name {
+			id, revision = base, n
+		}
+	}
+	return FailTask{VideoID: id, Failure: f, Revision: revision}
+}
+
+// failRegenerate ends the regenerate of revision failed, if it still
+// runs: the video stays completed at its revision with its final video,
+// the scene's job is stopped, what the regenerate stored is deleted and
+// only its hold is released. Its output has the error, as MarkFailed's.
+func (s *Steps) failRegenerate(ctx context.Context, videoID string, revision int, failure string) (Ended, error) {
+	v, err := s.Store.GetLongVideo(ctx, videoID)
+	if errors.Is(err, domain.ErrNotFound) {
+		return Ended{VideoID: videoID, Error: "no such video: " + failure}, nil
+	}
+	if err != nil {
+		return Ended{}, &TransientError{Msg: fmt.Sprintf("read %s: %v", videoID, err)}
+	}
+	e := endedOf(v)
+	e.Error = fmt.Sprintf("the regenerate (revision %d) failed: %s; the video stays at revision %d", revision, failure, v.Revision)
+	r := v.Regenerating
+	if r == nil || r.Revision != revision {
+		// Ended already: by Finalize, a cancel or the sweeper, each of
+		// which settled its hold.
+		return e, nil
+	}
+	log := s.log().With("video_id", v.ID, "user_id", v.UserID, "scene", r.SceneNumber, "revision", revision)
+	err = s.Store.EndRegenerate(ctx, v.ID, revision, domain.Outcome{Status: domain.StatusFailed, Error: failure}, s.now())
+	if err != nil && !errors.Is(err, domain.ErrConflict) {
+		return Ended{}, &TransientError{Msg: fmt.Sprintf("end the regenerate of %s: %v", v.ID, err)}
+	}
+	if errors.Is(err, domain.ErrConflict) {
+		return e, nil // ended meanwhile, by its own settler
+	}
+	stopSceneJob(ctx, log, s.Upstream, s.Slots, v, r.SceneNumber, r.State)
+	if s.Deleter != nil {
+		mine := []string{media.FinalVideoKeyAt(v.ID, revision), media.CaptionsKeyAt(v.ID, revision), sceneClipBase(v.ID, r.SceneNumber, revision) + ".mp4"}
+		if err := s.Deleter.Delete(ctx, mine); err != nil {
+			log.WarnContext(ctx, "could not delete the failed regenerate's files; the bucket's expiry will", "error", err)
+		}
+	}
+	if _, err := s.Store.Release(ctx, v.UserID, domain.RegenerateWorkID(v.ID, r.SceneNumber, revision)); err != nil {
+		return Ended{}, &TransientError{Msg: fmt.Sprintf("release the regenerate's hold of %s: %v", v.ID, err)}
+	}
+	log.WarnContext(ctx, "scene regenerate failed; its hold released", "reason", failure)
+	return e, nil
 }
 
 // readable turns a caught error into the text users see. A Lambda

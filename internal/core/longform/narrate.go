@@ -7,6 +7,8 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+
+	"github.com/mediagen-dev/mediagen/internal/core/domain"
 )
 
 // NarrateStep speaks each scene's narration into the bucket.
@@ -20,6 +22,11 @@ func NarrateStep(files Files, narrator Narrator, store Store, settings StepSetti
 // the store.
 type NarrateTask struct {
 	VideoID string `json:"video_id"`
+	// Revision, when set, narrates for the regenerate of that revision:
+	// the regenerated scene with its new texts, the others as they are.
+	// Every scene is spoken again (a voice speaks the same text alike), so
+	// Assemble gets every track as for a first render.
+	Revision int `json:"revision,omitempty"`
 }
 
 // Narration lists the narration track of each scene.
@@ -44,6 +51,13 @@ func (s *Steps) Narrate(ctx context.Context, in NarrateTask) (Narration, error) 
 	v, err := s.Store.GetLongVideo(ctx, in.VideoID)
 	if err != nil {
 		return out, &TransientError{Msg: fmt.Sprintf("narration: read video: %v", err)}
+	}
+	if in.Revision > 0 {
+		r := v.Regenerating
+		if v.Status != domain.StatusCompleted || r == nil || r.Revision != in.Revision {
+			return out, &SceneFailedError{Msg: fmt.Sprintf("narration stopped: the regenerate (revision %d) no longer runs", in.Revision)}
+		}
+		v.Scenes = r.Applied(v.Scenes)
 	}
 	if !v.EnableNarration {
 		return out, nil

@@ -149,7 +149,7 @@ func raceFinalVideo(t *testing.T, st store.Store, bucket *s3bucket.Bucket, clip,
 	}
 	settings := longform.StepSettings{WorkDir: t.TempDir(), Log: quietLog()}
 	assemble := longform.AssembleStep(files, claimer, bucket, ffmpeg.Runner{}, nil, settings)
-	finalize := longform.FinalizeStep(bucket, bucket, st, nil, settings)
+	finalize := longform.FinalizeStep(bucket, bucket, st, nil, bucket, settings)
 	markFailed := longform.MarkFailedStep(st, nil, nil, nil, bucket, settings)
 
 	// The workflow's tail: Assemble, then Finalize, or MarkFailed on an

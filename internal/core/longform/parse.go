@@ -180,21 +180,25 @@ func (s spoken) limit() int {
 }
 
 // check reports the scene's spoken text when it is too long to fit; its
-// prompt only when nothing else was said of it (promptOK).
+// prompt only when nothing else was said of it (promptOK). field is the
+// scene's in the body ("scenes[2]"), "" when the body is the scene's.
 func (s spoken) check(field string, sc domain.Scene, promptOK bool, p *catalog.Problems) {
 	limit := s.limit()
+	if field != "" {
+		field += "."
+	}
 	why := fmt.Sprintf("a scene lasts %d s and its narration is sped up at most %g×, so it must be speakable in %g s", SceneSeconds, maxNarrationRate, NarrationSeconds)
 	in := "in any supported language"
 	if s.known {
 		in = fmt.Sprintf("in %s (language_code %q)", s.lang.Name, s.lang.Code)
 	}
 	if n := utf8.RuneCountInString(sc.Narration); n > limit {
-		p.Add(field+".narration", fmt.Sprintf("must be at most %d characters %s, got %d: %s", limit, in, n, why))
+		p.Add(field+"narration", fmt.Sprintf("must be at most %d characters %s, got %d: %s", limit, in, n, why))
 		return
 	}
 	if promptOK && s.known && s.narrate && sc.Narration == "" {
 		if n := utf8.RuneCountInString(sc.Prompt); n > limit {
-			p.Add(field+".prompt", fmt.Sprintf("is spoken over the scene when it has no narration, so it must be at most %d characters %s, got %d: %s; "+
+			p.Add(field+"prompt", fmt.Sprintf("is spoken over the scene when it has no narration, so it must be at most %d characters %s, got %d: %s; "+
 				"add a narration of at most %d characters, shorten the prompt or set enable_narration to false", limit, in, n, why, limit))
 		}
 	}

@@ -27,6 +27,9 @@ type Store interface {
 	FinishLongVideo(ctx context.Context, id string, o domain.Outcome, at time.Time) error
 	ClaimLongVideoFinish(ctx context.Context, id string, at time.Time) error
 	SetSceneStatus(ctx context.Context, videoID string, scene int, state domain.SceneState, at time.Time) error
+	BeginRegenerate(ctx context.Context, id string, r domain.Regeneration, at time.Time) error
+	SetRegenerateState(ctx context.Context, id string, revision int, state domain.SceneState, at time.Time) error
+	EndRegenerate(ctx context.Context, id string, revision int, o domain.Outcome, at time.Time) error
 	ListLongVideos(ctx context.Context, q store.ListQuery) (store.Page[domain.LongVideo], error)
 	// GetAccount gives the retention a completed video's files are kept
 	// for.

@@ -41,6 +41,9 @@ type SceneTask struct {
 	VideoID     string `json:"video_id"`
 	SceneNumber int    `json:"scene_number"`
 	TaskToken   string `json:"task_token"`
+	// Revision, when set, makes the scene again for the regenerate of that
+	// revision of a completed video (RegenerateInput).
+	Revision int `json:"revision,omitempty"`
 }
 
 // SceneClip is a finished scene, as its task hands it to the workflow.
@@ -60,7 +63,9 @@ type ScenePoll struct {
 	VideoID     string `json:"video_id"`
 	SceneNumber int    `json:"scene_number"`
 	TaskToken   string `json:"task_token"`
-	Attempt     int    `json:"attempt,omitempty"`
+	// Revision is the regenerate's, for a scene made again (SceneTask).
+	Revision int `json:"revision,omitempty"`
+	Attempt  int `json:"attempt,omitempty"`
 	// Errors counts the polls in a row that could not read the job.
 	Errors int `json:"errors,omitempty"`
 }
@@ -86,9 +91,24 @@ func (e *SlotsFullError) Error() string { return e.Msg }
 // sceneHolder names a scene in its upstream's slot line.
 func sceneHolder(videoID string, n int) string { return domain.SceneSlotHolder(videoID, n) }
 
-// sceneKeyBase is where a scene's clip is kept (the extension is added).
-func sceneKeyBase(videoID string, n int) string {
+// sceneClipBase is where the clip of scene n made at revision is kept: a
+// regenerate's clip has a key of its own, so the clip the final video was
+// made of stays until the new final video is recorded.
+func sceneClipBase(videoID string, n, revision int) string {
+	if revision > 0 {
+		return fmt.Sprintf("long-videos/%s/scenes/%03d-r%d", videoID, n, revision)
+	}
 	return fmt.Sprintf("long-videos/%s/scenes/%03d", videoID, n)
+}
+
+// regeneratedScene is the scene a regenerate of revision makes, with its
+// state: ok is false when that regenerate no longer runs on v.
+func regeneratedScene(v domain.LongVideo, n, revision int) (domain.Scene, domain.SceneState, bool) {
+	r := v.Regenerating
+	if v.Status != domain.StatusCompleted || r == nil || r.Revision != revision || r.SceneNumber != n {
+		return domain.Scene{}, domain.SceneState{}, false
+	}
+	return domain.Scene{SceneNumber: n, Prompt: r.Prompt, Narration: r.Narration, Model: r.Model}, r.State, true
 }
 
 // SubmitScene starts one scene's job through the job engine (the one that
@@ -103,32 +123,46 @@ func (s *Steps) SubmitScene(ctx context.Context, in SceneTask) (SceneTask, error
 	if err != nil {
 		return in, &TransientError{Msg: fmt.Sprintf("scene %d: read video: %v", n, err)}
 	}
-	if v.Status != domain.StatusProcessing {
+	state := v.SceneStatus[n]
+	i := slices.IndexFunc(v.Scenes, func(sc domain.Scene) bool { return sc.SceneNumber == n })
+	var again domain.Scene
+	if in.Revision > 0 {
+		var running bool
+		if again, state, running = regeneratedScene(v, n, in.Revision); !running {
+			return in, &SceneFailedError{Msg: fmt.Sprintf("scene %d stopped: its regenerate (revision %d) no longer runs", n, in.Revision)}
+		}
+	} else if v.Status != domain.StatusProcessing {
 		return in, &SceneFailedError{Msg: fmt.Sprintf("scene %d stopped: the video is %s", n, v.Status)}
 	}
 	log := s.log().With("video_id", v.ID, "scene", n)
+	if in.Revision > 0 {
+		log = log.With("revision", in.Revision)
+	}
 	e := s.engine()
-	state := v.SceneStatus[n]
+	first := ScenePoll{VideoID: v.ID, SceneNumber: n, TaskToken: in.TaskToken, Revision: in.Revision}
 	switch {
 	case state.ID != "":
 		log.InfoContext(ctx, "scene already submitted; watching its job again", "upstream_id", state.ID)
-		return in, s.watch(ctx, ScenePoll{VideoID: v.ID, SceneNumber: n, TaskToken: in.TaskToken}, 0)
+		return in, s.watch(ctx, first, 0)
 	case state.Submitting:
 		e.Release(ctx, log, state.Upstream, sceneHolder(v.ID, n))
 		log.ErrorContext(ctx, "upstream create outcome unknown", "alert", "operator", "upstream", state.Upstream,
 			"action", "check the upstream's dashboard for a job of this scene that is still running or was billed")
 		return in, &SceneFailedError{Msg: fmt.Sprintf("scene %d failed: the upstream's answer to the job was lost", n)}
 	}
-	i := slices.IndexFunc(v.Scenes, func(sc domain.Scene) bool { return sc.SceneNumber == n })
 	if i < 0 {
 		return in, &SceneFailedError{Msg: fmt.Sprintf("scene %d: the video has no such scene", n)}
 	}
-	model := v.SceneModel(v.Scenes[i])
+	scene := v.Scenes[i]
+	if in.Revision > 0 {
+		scene = again
+	}
+	model := v.SceneModel(scene)
 	variant, err := videoVariant(model)
 	if err != nil {
 		return in, &SceneFailedError{Msg: fmt.Sprintf("scene %d: model %s: %v", n, model, err)}
 	}
-	input, err := sceneInput(variant, ScenePrompt(v.VideoStyle, v.Prompt, v.Scenes[i]), v.Studio.AspectRatio)
+	input, err := sceneInput(variant, ScenePrompt(v.VideoStyle, v.Prompt, scene), v.Studio.AspectRatio)
 	if err != nil {
 		return in, &SceneFailedError{Msg: fmt.Sprintf("scene %d: %v", n, err)}
 	}
@@ -136,7 +170,7 @@ func (s *Steps) SubmitScene(ctx context.Context, in SceneTask) (SceneTask, error
 	if err != nil {
 		return in, upstreamError(ctx, log, n, "", err)
 	}
-	started, err := e.Start(ctx, log, &sceneOwner{store: s.Store, now: s.Now, log: log, videoID: v.ID, n: n}, plans)
+	started, err := e.Start(ctx, log, &sceneOwner{store: s.Store, now: s.Now, log: log, videoID: v.ID, n: n, revision: in.Revision}, plans)
 	if err != nil {
 		return in, s.notStarted(ctx, log, v.ID, n, err)
 	}
@@ -144,7 +178,7 @@ func (s *Steps) SubmitScene(ctx context.Context, in SceneTask) (SceneTask, error
 		return in, &SlotsFullError{Msg: fmt.Sprintf("scene %d waits for a slot at %s", n, started.WaitingAt)}
 	}
 	log.InfoContext(ctx, "scene submitted", "upstream", started.Run.Upstream, "upstream_id", started.Run.Jobs[0].ID)
-	return in, s.watch(ctx, ScenePoll{VideoID: v.ID, SceneNumber: n, TaskToken: in.TaskToken}, e.Delay(0))
+	return in, s.watch(ctx, first, e.Delay(0))
 }
 
 // notStarted frees the slot of a scene whose job did not start and says
@@ -171,18 +205,19 @@ func (s *Steps) notStarted(ctx context.Context, log *slog.Logger, videoID string
 }
 
 // sceneOwner is a scene as the owner of the job being started: its state
-// in the video's record marks a create being sent, so a retried task
-// never creates a second job. It holds the store and clock it records
-// with, not the Steps: what the Scene task's function can reach is what
-// its role allows (deploy/internal/reach follows every method of a type
-// the engine's port is given, so holding the Steps would reach the hold's
-// settlement, which only the poller and MarkFailed make).
+// in the video's record (or its regenerate's) marks a create being sent,
+// so a retried task never creates a second job. It holds the store and
+// clock it records with, not the Steps: what the Scene task's function can
+// reach is what its role allows (deploy/internal/reach follows every
+// method of a type the engine's port is given, so holding the Steps would
+// reach the hold's settlement, which only the poller and MarkFailed make).
 type sceneOwner struct {
-	store   Store
-	now     func() time.Time
-	log     *slog.Logger
-	videoID string
-	n       int
+	store    Store
+	now      func() time.Time
+	log      *slog.Logger
+	videoID  string
+	n        int
+	revision int // a regenerate's, else 0
 }
 
 func (o *sceneOwner) Holder() string { return sceneHolder(o.videoID, o.n) }
@@ -204,17 +239,27 @@ func (o *sceneOwner) Record(ctx context.Context, run domain.UpstreamRun) error {
 	return o.set(ctx, domain.SceneState{Status: domain.StatusProcessing, Upstream: run.Upstream, UpstreamJob: run.Jobs[0]})
 }
 
-// set records the scene's state. A video no longer processing stops the
+// set records the scene's state (its regenerate's when revision is set).
+// A video no longer processing, or a regenerate that ended, stops the
 // scene (SceneFailedError); another failure is retried by the workflow.
 func (o *sceneOwner) set(ctx context.Context, state domain.SceneState) error {
-	err := o.store.SetSceneStatus(ctx, o.videoID, o.n, state, domain.Now(o.now))
+	err := storeScene(ctx, o.store, domain.Now(o.now), o.videoID, o.n, o.revision, state)
 	switch {
 	case errors.Is(err, domain.ErrConflict):
-		return &SceneFailedError{Msg: fmt.Sprintf("scene %d stopped: the video is no longer processing", o.n)}
+		return &SceneFailedError{Msg: fmt.Sprintf("scene %d stopped: the video is no longer processing, or its regenerate ended", o.n)}
 	case err != nil:
 		return &TransientError{Msg: fmt.Sprintf("scene %d: record state: %v", o.n, err)}
 	}
 	return nil
+}
+
+// storeScene writes a scene's state: the video's while it is processing,
+// the regenerate's of revision when set.
+func storeScene(ctx context.Context, store Store, at time.Time, videoID string, n, revision int, state domain.SceneState) error {
+	if revision > 0 {
+		return store.SetRegenerateState(ctx, videoID, revision, state, at)
+	}
+	return store.SetSceneStatus(ctx, videoID, n, state, at)
 }
 
 // engine is the job engine on the steps' ports: the one that runs a
@@ -251,7 +296,13 @@ func (s *Steps) PollScene(ctx context.Context, m ScenePoll) error {
 	n := m.SceneNumber
 	log := s.log().With("video_id", v.ID, "scene", n)
 	state := v.SceneStatus[n]
-	if v.Status != domain.StatusProcessing {
+	if m.Revision > 0 {
+		var running bool
+		if _, state, running = regeneratedScene(v, n, m.Revision); !running {
+			// Canceled, or ended by the sweeper: Cancel stops the job too.
+			return s.resume(ctx, log, m.TaskToken, nil, &SceneFailedError{Msg: fmt.Sprintf("scene %d stopped: its regenerate (revision %d) no longer runs", n, m.Revision)})
+		}
+	} else if v.Status != domain.StatusProcessing {
 		// Canceled or failed meanwhile: MarkFailed or Cancel stops the jobs
 		// too; doing it here as well costs one more idempotent cancel.
 		stopSceneJob(ctx, log, s.Upstream, s.Slots, v, n, state)
@@ -285,7 +336,7 @@ type watchedScene struct {
 func (w *watchedScene) Run() domain.UpstreamRun { return w.state.Run() }
 
 func (w *watchedScene) Outputs() job.Outputs {
-	return job.Outputs{Want: 1, Kind: domain.MediaVideo, KeyBase: func(int) string { return sceneKeyBase(w.v.ID, w.m.SceneNumber) }}
+	return job.Outputs{Want: 1, Kind: domain.MediaVideo, KeyBase: func(int) string { return sceneClipBase(w.v.ID, w.m.SceneNumber, w.m.Revision) }}
 }
 
 func (w *watchedScene) Again(ctx context.Context, p job.Progress, delay time.Duration) error {
@@ -318,7 +369,7 @@ func (w *watchedScene) Failed(ctx context.Context, reason string) error {
 	s, n := w.s, w.m.SceneNumber
 	state := w.state
 	state.Status = domain.StatusFailed
-	if err := s.Store.SetSceneStatus(ctx, w.v.ID, n, state, s.now()); err != nil && !errors.Is(err, domain.ErrConflict) {
+	if err := storeScene(ctx, s.Store, s.now(), w.v.ID, n, w.m.Revision, state); err != nil && !errors.Is(err, domain.ErrConflict) {
 		w.log.WarnContext(ctx, "could not record the scene's failure", "error", err)
 	}
 	s.engine().Release(ctx, w.log, state.Upstream, sceneHolder(w.v.ID, n))
@@ -334,13 +385,14 @@ func (w *watchedScene) Succeeded(ctx context.Context, _ []string) error {
 	s, v, n := w.s, w.v, w.m.SceneNumber
 	state := w.state
 	state.Status = domain.StatusCompleted
-	err := s.Store.SetSceneStatus(ctx, v.ID, n, state, s.now())
+	key := sceneClipBase(v.ID, n, w.m.Revision) + ".mp4"
+	err := storeScene(ctx, s.Store, s.now(), v.ID, n, w.m.Revision, state)
 	if errors.Is(err, domain.ErrConflict) && s.Deleter != nil {
 		// The video ended (canceled, failed, its files perhaps deleted)
 		// while the clip was copied: this write comes after the copy, so a
 		// delete of the video's files that listed before the copy landed
 		// is followed by this cleanup. The clip serves nothing now.
-		if derr := s.Deleter.Delete(ctx, []string{sceneKeyBase(v.ID, n) + ".mp4"}); derr != nil {
+		if derr := s.Deleter.Delete(ctx, []string{key}); derr != nil {
 			return fmt.Errorf("scene %d of %s: delete the clip kept after the video ended: %w", n, v.ID, derr)
 		}
 	}
@@ -348,7 +400,7 @@ func (w *watchedScene) Succeeded(ctx context.Context, _ []string) error {
 		return fmt.Errorf("scene %d of %s: record completed: %w", n, v.ID, err)
 	}
 	s.engine().Release(ctx, w.log, state.Upstream, sceneHolder(v.ID, n))
-	out, err := json.Marshal(SceneClip{SceneNumber: n, Key: sceneKeyBase(v.ID, n) + ".mp4"})
+	out, err := json.Marshal(SceneClip{SceneNumber: n, Key: key})
 	if err != nil {
 		return fmt.Errorf("encode scene clip: %w", err)
 	}

@@ -40,6 +40,7 @@ type sceneProvider struct {
 	// whose outcome is unknown (a job may have started).
 	createStatus int
 	creates      int
+	bodies       []string // each create's
 	reads        map[string]int
 	cancels      []string
 }
@@ -64,7 +65,8 @@ func (p *sceneProvider) serve(w http.ResponseWriter, r *http.Request) {
 		p.cancels = append(p.cancels, strings.Split(r.URL.Path, "/")[3])
 		w.Write([]byte(`{"id":"x","status":"canceled"}`))
 	case r.Method == http.MethodPost:
-		io.Copy(io.Discard, r.Body)
+		body, _ := io.ReadAll(r.Body)
+		p.bodies = append(p.bodies, string(body))
 		p.creates++
 		if p.createStatus != 0 {
 			w.WriteHeader(p.createStatus)
@@ -534,4 +536,62 @@ func TestGenerationsAndScenesShareTheUpstreamsCap(t *testing.T) {
 			t.Errorf("%d creates upstream, want the scene's alone", r.provider.creates)
 		}
 	})
+}
+
+// TestARegenerateMakesItsSceneAgainUnderItsOwnKey: the Scene task of a
+// regenerate makes the scene with the regenerate's prompt through the same
+// engine, records its job on the regenerate (the video's own scene states
+// stay the first render's) and keeps the clip under the revision's key, so
+// the clip of the video served is untouched; once the regenerate no longer
+// runs, its task stops without a job.
+func TestARegenerateMakesItsSceneAgainUnderItsOwnKey(t *testing.T) {
+	ctx := context.Background()
+	r := newSceneRig(t, 0, "processing", "succeeded")
+	first := domain.SceneState{Status: domain.StatusCompleted, Upstream: "scripted", UpstreamJob: domain.UpstreamJob{ID: "job0"}}
+	for n := 1; n <= 2; n++ {
+		if err := r.store.SetSceneStatus(ctx, r.video.ID, n, first, time.Now()); err != nil {
+			t.Fatal(err)
+		}
+	}
+	done := domain.Outcome{Status: domain.StatusCompleted, OutputURLs: []string{"https://cdn.example/r1.mp4"}, TotalDuration: 10}
+	if err := r.store.FinishLongVideo(ctx, r.video.ID, done, time.Now()); err != nil {
+		t.Fatal(err)
+	}
+	regen := domain.Regeneration{SceneNumber: 2, Revision: 2, Prompt: "gulls at dusk", Model: "beta-2", CreditsHeld: decimal.NewFromInt(65), StartedAt: time.Now()}
+	if err := r.store.BeginRegenerate(ctx, r.video.ID, regen, time.Now()); err != nil {
+		t.Fatal(err)
+	}
+	task := longform.SceneTask{VideoID: r.video.ID, SceneNumber: 2, TaskToken: "tok-r2", Revision: 2}
+	if _, err := r.steps.SubmitScene(ctx, task); err != nil {
+		t.Fatal(err)
+	}
+	if r.provider.creates != 1 || !strings.Contains(r.provider.bodies[0], "gulls at dusk") {
+		t.Fatalf("%d creates %v, want one asking for the regenerate's prompt", r.provider.creates, r.provider.bodies)
+	}
+	if m := r.queue.last(t); m.Revision != 2 || m.SceneNumber != 2 {
+		t.Errorf("the poll enqueued is %+v, want scene 2 of revision 2", m)
+	}
+	r.pollUntilResumed(t)
+	if len(r.tokens.successes) != 1 || !strings.Contains(r.tokens.lastOutput, `"key":"long-videos/`+r.video.ID+`/scenes/002-r2.mp4"`) {
+		t.Fatalf("successes %v output %s, want the revision's clip key once", r.tokens.successes, r.tokens.lastOutput)
+	}
+	v, err := r.store.GetLongVideo(ctx, r.video.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if v.Regenerating == nil || v.Regenerating.State.ID != "job1" || v.Regenerating.State.Status != domain.StatusCompleted {
+		t.Errorf("the regenerate's scene = %+v, want job1 completed", v.Regenerating)
+	}
+	if v.SceneStatus[2] != first || v.Status != domain.StatusCompleted || v.FinalVideoURL != done.OutputURLs[0] {
+		t.Errorf("the video is %s with %s and scene 2 %+v; want it completed as it was, scene 2 the first render's", v.Status, v.FinalVideoURL, v.SceneStatus[2])
+	}
+
+	// Ended (canceled): a retried task stops without a job.
+	if err := r.store.EndRegenerate(ctx, r.video.ID, 2, domain.Outcome{Status: domain.StatusCanceled}, time.Now()); err != nil {
+		t.Fatal(err)
+	}
+	var failed *longform.SceneFailedError
+	if _, err := r.steps.SubmitScene(ctx, task); !errors.As(err, &failed) || r.provider.creates != 1 {
+		t.Errorf("the task of an ended regenerate = %v after %d creates; want a SceneFailedError and no new job", err, r.provider.creates)
+	}
 }

@@ -3,6 +3,7 @@ package media
 import (
 	"fmt"
 	"regexp"
+	"strings"
 )
 
 // The keys of the objects the API hands out. Everything else in the bucket
@@ -36,12 +37,42 @@ func FinalVideoKey(videoID string) string { return "long-videos/" + videoID + "/
 // its final file.
 func CaptionsKey(videoID string) string { return "long-videos/" + videoID + "/captions.vtt" }
 
+// FinalVideoKeyAt is the key of a long-form video's final file at
+// revision: the first render's is FinalVideoKey, a regenerate's is under
+// r<revision>/, so the file served stays until the record points at the
+// new one. Its captions are beside it (CaptionsKeyAt, CaptionsURL).
+func FinalVideoKeyAt(videoID string, revision int) string {
+	if revision <= 1 {
+		return FinalVideoKey(videoID)
+	}
+	return fmt.Sprintf("long-videos/%s/r%d/final.mp4", videoID, revision)
+}
+
+// CaptionsKeyAt is the key of the captions beside FinalVideoKeyAt.
+func CaptionsKeyAt(videoID string, revision int) string {
+	if revision <= 1 {
+		return CaptionsKey(videoID)
+	}
+	return fmt.Sprintf("long-videos/%s/r%d/captions.vtt", videoID, revision)
+}
+
+// CaptionsURL is the URL of the captions beside the final video at
+// finalVideoURL (both are stored under the same base: Files.URL).
+func CaptionsURL(finalVideoURL string) string {
+	base, ok := strings.CutSuffix(finalVideoURL, "/final.mp4")
+	if !ok {
+		return ""
+	}
+	return base + "/captions.vtt"
+}
+
 var published = regexp.MustCompile(`^(generations/[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}/[0-9]{1,2}\.(mp4|png|jpg|webp)` +
-	`|long-videos/[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}/(final\.mp4|captions\.vtt)` +
+	`|long-videos/[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}/(r[2-9]/|r[1-9][0-9]{1,3}/)?(final\.mp4|captions\.vtt)` +
 	`|voices/[a-z]{2}/[a-z]+/preview\.(mp3|wav))$`)
 
 // Published reports whether key is one the API hands out: a generation's
-// output, a long-form video's final file and captions, or a voice's
+// output, a long-form video's final file and captions (of any revision:
+// FinalVideoKeyAt), or a voice's
 // preview clip (longform.VoiceLister: mp3 from Polly, wav from espeak-ng
 // locally).
 func Published(key string) bool { return published.MatchString(key) }

@@ -159,6 +159,10 @@ type Outputs[W interface{ Work() domain.Work }] struct {
 	// Prefix is where the record's objects are (GenerationPrefix,
 	// LongVideoPrefix).
 	Prefix func(id string) string
+	// InUse, when set, says why a record's files cannot go now though it
+	// is final (a long video's scene regenerate reuses the other scenes'
+	// files): a conflict, and nothing changes.
+	InUse func(W) error
 	// SetRemoval records the removal's progress (the store's Set*Removal).
 	SetRemoval func(ctx context.Context, id string, r domain.Removal, at time.Time) error
 	Objects    Objects
@@ -176,6 +180,11 @@ func (o Outputs[W]) Remove(ctx context.Context, userID, id string) (W, error) {
 	rec, err := o.Find(ctx, userID, id)
 	if err != nil {
 		return none, err
+	}
+	if o.InUse != nil {
+		if err := o.InUse(rec); err != nil {
+			return none, err
+		}
 	}
 	w := rec.Work()
 	err = removeFiles(ctx, o.Objects, filesOf{What: w.String(), Status: w.Status, Files: w.Files, Prefix: o.Prefix(w.ID),

@@ -31,4 +31,17 @@ type LongVideos interface {
 	// SetLongVideoRemoval moves the deletion of a final video's files
 	// forward, as SetGenerationRemoval does for a generation.
 	SetLongVideoRemoval(ctx context.Context, id string, r domain.Removal, at time.Time) error
+	// BeginRegenerate puts the regenerate r on a completed video at
+	// revision r.Revision-1: ErrConflict if the video is not completed,
+	// is at another revision or has a regenerate running (ErrNotFound if
+	// it is missing).
+	BeginRegenerate(ctx context.Context, id string, r domain.Regeneration, at time.Time) error
+	// SetRegenerateState records the regenerating scene's job while the
+	// regenerate of that revision runs (ErrConflict once it has ended).
+	SetRegenerateState(ctx context.Context, id string, revision int, state domain.SceneState, at time.Time) error
+	// EndRegenerate ends the regenerate of that revision once: completed,
+	// the video is at that revision with o's final video and duration, and
+	// the scene's texts are the regenerate's; otherwise the video is left
+	// as it was. ErrConflict if that regenerate is not running.
+	EndRegenerate(ctx context.Context, id string, revision int, o domain.Outcome, at time.Time) error
 }

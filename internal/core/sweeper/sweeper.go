@@ -27,6 +27,7 @@ type SweepStore interface {
 	FinishGeneration(ctx context.Context, uuid string, o domain.Outcome, at time.Time) error
 	GetLongVideo(ctx context.Context, id string) (domain.LongVideo, error)
 	FinishLongVideo(ctx context.Context, id string, o domain.Outcome, at time.Time) error
+	EndRegenerate(ctx context.Context, id string, revision int, o domain.Outcome, at time.Time) error
 }
 
 // SlotReleaser frees a holder's upstream slot or place in line (a repeat
@@ -119,8 +120,12 @@ func (s *Sweeper) settle(ctx context.Context, h domain.OpenHold, now time.Time, 
 		if err := s.finish(ctx, h, now); err != nil && !errors.Is(err, domain.ErrConflict) {
 			return err
 		}
+		slots := w.slots
 		if w, err = s.lookup(ctx, h); err != nil {
 			return err
+		}
+		if len(w.slots) == 0 {
+			w.slots = slots // an ended regenerate no longer names its job's slot
 		}
 		if w.status == domain.StatusFailed {
 			report.TimedOut++
@@ -156,8 +161,14 @@ func (s *Sweeper) lookup(ctx context.Context, h domain.OpenHold) (work, error) {
 		w   work
 		err error
 	)
-	switch h.Kind {
-	case domain.WorkLongVideo:
+	videoID, scene, revision, regen := domain.RegenerateOf(h.WorkID)
+	switch {
+	case h.Kind == domain.WorkLongVideo && regen:
+		var v domain.LongVideo
+		v, err = s.Store.GetLongVideo(ctx, videoID)
+		w = regenerateWork(v, scene, revision)
+		w.exists = err == nil
+	case h.Kind == domain.WorkLongVideo:
 		var v domain.LongVideo
 		v, err = s.Store.GetLongVideo(ctx, h.WorkID)
 		w = work{exists: err == nil, status: v.Status, deadline: v.Deadline, finishing: v.Files.Finishing}
@@ -197,8 +208,28 @@ func (s *Sweeper) releaseSlots(ctx context.Context, h domain.OpenHold, w work) e
 	return nil
 }
 
+// regenerateWork is a regenerate of scene n at revision as its video
+// shows it: processing while it runs (until its deadline), completed once
+// the video is at its revision, failed when it ended otherwise.
+func regenerateWork(v domain.LongVideo, n, revision int) work {
+	w := work{status: domain.StatusFailed}
+	switch r := v.Regenerating; {
+	case r != nil && r.Revision == revision:
+		w.status, w.deadline = domain.StatusProcessing, r.Deadline()
+		if st := r.State; st.Upstream != "" && st.Status != domain.StatusCompleted && st.Status != domain.StatusFailed {
+			w.slots = []slot{{r.State.Upstream, domain.SceneSlotHolder(v.ID, n)}}
+		}
+	case v.Revision >= revision:
+		w.status = domain.StatusCompleted
+	}
+	return w
+}
+
 func (s *Sweeper) finish(ctx context.Context, h domain.OpenHold, now time.Time) error {
 	o := domain.Outcome{Status: domain.StatusFailed, Error: domain.TimedOutError}
+	if videoID, _, revision, ok := domain.RegenerateOf(h.WorkID); ok && h.Kind == domain.WorkLongVideo {
+		return s.Store.EndRegenerate(ctx, videoID, revision, o, now)
+	}
 	if h.Kind == domain.WorkLongVideo {
 		return s.Store.FinishLongVideo(ctx, h.WorkID, o, now)
 	}

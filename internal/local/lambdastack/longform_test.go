@@ -8,6 +8,7 @@ import (
 	"io"
 	"math"
 	"net/http"
+	"net/url"
 	"os"
 	"path/filepath"
 	"strings"
@@ -15,6 +16,7 @@ import (
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/s3"
 	"github.com/aws/aws-sdk-go-v2/service/sfn"
 	sfntypes "github.com/aws/aws-sdk-go-v2/service/sfn/types"
 
@@ -164,7 +166,9 @@ func TestALongNarratedVideoCompletesThroughTheStateMachine(t *testing.T) {
 	if status, _, ok := l.StateMachines()["LongStoryStateMachine"].Execution(id); !ok || status != "SUCCEEDED" {
 		t.Errorf("the execution of %s is %q (known: %v), want SUCCEEDED", id, status, ok)
 	}
-	for _, fn := range []string{"LongStoryCreateFunction", "SubmitSceneFunction", "NarrateFunction", "AssembleFunction", "FinalizeFunction"} {
+	regenerateScene(t, l, id, url)
+	for _, fn := range []string{"LongStoryCreateFunction", "SubmitSceneFunction", "NarrateFunction", "AssembleFunction", "FinalizeFunction",
+		"LongStoryRegenerateFunction"} {
 		if l.Functions()[fn].Invocations() == 0 {
 			t.Errorf("%s never ran", fn)
 		}
@@ -172,6 +176,88 @@ func TestALongNarratedVideoCompletesThroughTheStateMachine(t *testing.T) {
 	if d := l.Moto.Denials(); len(d) > 0 {
 		t.Errorf("moto denied %d calls: %+v", len(d), d)
 	}
+}
+
+// regenerateScene re-renders scene 2 of the completed video id (final
+// video oldURL) on the deployed shape: the regenerate function holds one
+// scene's price and starts the execution <id>-r2 through the Step
+// Functions API; the state machine's revision path runs the scene,
+// narration, assembly and Finalize, which moves the video to revision 2
+// under its own key, captures only that hold (the journal's own work) and
+// deletes the previous final video with its role's grant; a second
+// regenerate, canceled, releases only its own hold.
+func regenerateScene(t *testing.T, l *Local, id, oldURL string) {
+	t.Helper()
+	status, est := call(t, l, http.MethodPost, "/api/long-story/videos/estimate", `{"model":"beta-2","scene_count":1}`)
+	credits, _ := est["credits"].(map[string]any)
+	price, ok := credits["total"].(float64)
+	if status != http.StatusOK || !ok {
+		t.Fatalf("estimate: %d %v", status, est)
+	}
+	status, started := call(t, l, http.MethodPost, "/api/long-story/videos/"+id+"/scenes/2/regenerate",
+		`{"prompt":"scene 2: a red kite over the dunes","narration":"A kite climbs into the wind."}`)
+	if status != http.StatusAccepted || started["status"] != "completed" || started["regenerating"] == nil || started["final_video_url"] != oldURL {
+		t.Fatalf("regenerate: %d %v\n%s", status, started, l.logsOf("LongStoryRegenerateFunction"))
+	}
+	view, ok := waitfor.Value(t, 4*time.Minute, "the regenerate of "+id+" to end", func() (map[string]any, bool) {
+		status, view := call(t, l, http.MethodGet, "/api/long-story/videos/"+id, "")
+		_, running := view["regenerating"]
+		return view, status != http.StatusOK || !running
+	})
+	if !ok {
+		t.Fatalf("still regenerating\n%s", l.workflowLogs())
+	}
+	newURL, _ := view["final_video_url"].(string)
+	if view["status"] != "completed" || view["revision"] != 2.0 || !strings.HasSuffix(newURL, "/r2/final.mp4") {
+		t.Fatalf("after the regenerate: %v; want completed at revision 2 with its r2 final video\n%s", view, l.workflowLogs())
+	}
+	if resp, err := l.Media.Client().Get(newURL); err != nil {
+		t.Errorf("the new final_video_url %s: %v", newURL, err)
+	} else {
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusOK {
+			t.Errorf("the new final_video_url %s: HTTP %d", newURL, resp.StatusCode)
+		}
+	}
+	work := id + "#scene-2-r2" // domain.RegenerateWorkID
+	entries := journal(t, l, url.QueryEscape(work), "hold", "capture")
+	if len(entries["hold"]) != 1 || len(entries["capture"]) != 1 || !sameAmount(entries["capture"][0], price) {
+		t.Errorf("journal of %s: %v; want one hold and one capture of one scene's %.2f", work, entries, price)
+	}
+	if status, _, ok := l.StateMachines()["LongStoryStateMachine"].Execution(id + "-r2"); !ok || status != "SUCCEEDED" {
+		t.Errorf("the execution %s-r2 is %q (known: %v), want SUCCEEDED", id, status, ok)
+	}
+	// A regenerate canceled at once ends alone: the cancel function stops
+	// its execution <id>-r3 (its role's StopExecution), only its hold is
+	// released and the video stays at revision 2 with its video. (Its
+	// scene is slow, not held, so no job outlives the test whatever the
+	// cancel finds.)
+	status, started = call(t, l, http.MethodPost, "/api/long-story/videos/"+id+"/scenes/1/regenerate", `{"prompt":"scene 1: a slow tide [simulate:slow]"}`)
+	if status != http.StatusAccepted {
+		t.Fatalf("second regenerate: %d %v\n%s", status, started, l.logsOf("LongStoryRegenerateFunction"))
+	}
+	status, canceled := call(t, l, http.MethodPost, "/api/long-story/videos/"+id+"/cancel", "")
+	if _, running := canceled["regenerating"]; status != http.StatusOK || canceled["status"] != "completed" || canceled["revision"] != 2.0 ||
+		canceled["final_video_url"] != newURL || running {
+		t.Errorf("cancel of the regenerate: %d %v; want completed at revision 2 with its video\n%s", status, canceled, l.logsOf("LongStoryCancelFunction"))
+	}
+	canceledWork := id + "#scene-1-r3"
+	if entries := journal(t, l, url.QueryEscape(canceledWork), "hold", "release"); len(entries["hold"]) != 1 || len(entries["release"]) != 1 || len(entries["capture"]) != 0 {
+		t.Errorf("journal of %s: %v; want its hold released, nothing captured", canceledWork, entries)
+	}
+	waitfor.Condition(t, time.Minute, "the execution "+id+"-r3 to be stopped", func() bool {
+		status, _, ok := l.StateMachines()["LongStoryStateMachine"].Execution(id + "-r3")
+		return ok && status == "ABORTED"
+	})
+
+	// The previous revision's file is gone from the bucket (Finalize's
+	// s3:DeleteObject), listed past the distribution's cache.
+	s3c := s3.NewFromConfig(l.AdminConfig(), func(o *s3.Options) { o.UsePathStyle = true })
+	old := "long-videos/" + id + "/final.mp4"
+	waitfor.Condition(t, 20*time.Second, "the previous final video "+old+" to be deleted", func() bool {
+		list, err := s3c.ListObjectsV2(context.Background(), &s3.ListObjectsV2Input{Bucket: aws.String(l.Ref("OutputBucket")), Prefix: aws.String(old)})
+		return err == nil && len(list.Contents) == 0
+	})
 }
 
 // An execution stopped from outside (an operator's StopExecution) never

@@ -506,6 +506,7 @@ func TestTheOtherRoutesAnswer(t *testing.T) {
 		{http.MethodGet, "/api/long-story/videos/6f1d3c1e-0000-4000-8000-000000000000", "", acct.APIKey, http.StatusNotFound, ""},
 		{http.MethodPost, "/api/long-story/videos/6f1d3c1e-0000-4000-8000-000000000000/cancel", "", acct.APIKey, http.StatusNotFound, ""},
 		{http.MethodDelete, "/api/long-story/videos/6f1d3c1e-0000-4000-8000-000000000000/output", "", acct.APIKey, http.StatusNotFound, ""},
+		{http.MethodPost, "/api/long-story/videos/6f1d3c1e-0000-4000-8000-000000000000/scenes/1/regenerate", "", acct.APIKey, http.StatusNotFound, ""},
 	} {
 		status, out := callAs(t, l, c.key, c.method, c.path, c.body)
 		if status != c.want || !strings.Contains(fmt.Sprint(out), c.has) {

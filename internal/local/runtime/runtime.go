@@ -472,7 +472,7 @@ func (r *Runtime) wire(cfg Config, st store.Store, rc *routing.Config, prices *p
 		"SubmitSceneFunctionArn": longform.SubmitSceneStep(st, r.Upstreams, st, queue, stepSettings),
 		"NarrateFunctionArn":     longform.NarrateStep(outputs, espeak.Narrator{}, st, stepSettings),
 		"AssembleFunctionArn":    longform.AssembleStep(outputs, st, outputs, ffmpeg.Runner{}, music, stepSettings),
-		"FinalizeFunctionArn":    longform.FinalizeStep(outputs, outputs, st, notifier, stepSettings),
+		"FinalizeFunctionArn":    longform.FinalizeStep(outputs, outputs, st, notifier, outputs, stepSettings),
 		"MarkFailedFunctionArn":  longform.MarkFailedStep(st, notifier, r.Upstreams, st, outputs, stepSettings),
 	}
 	var err error
@@ -501,12 +501,13 @@ func (r *Runtime) wire(cfg Config, st store.Store, rc *routing.Config, prices *p
 		Uploads:            &media.Uploads{Signer: outputs, Now: cfg.Clock},
 		VideoCreator: longform.NewCreator(st, r.Workflow, prices, storySettings).CheckingMusic(
 			&longform.MusicCheck{Fetch: music, Files: files, FFmpeg: ffmpeg.Runner{}, WorkDir: stepSettings.WorkDir}),
-		VideoReader:   longform.NewReader(st),
-		VideoCanceler: longform.NewCanceler(st, r.Workflow, r.Upstreams, st, notifier, storySettings),
-		VideoRemover:  longform.NewOutputRemover(st, outputs, nil, storySettings),
-		VoiceLister:   &longform.VoiceLister{Narrator: espeak.Narrator{}, Files: outputs, WorkDir: stepSettings.WorkDir, Log: log},
-		Streams:       httpapi.Streams{Clock: cfg.StreamClock, Leases: st},
-		Secrets:       st, Journal: st, Usage: st,
+		VideoReader:      longform.NewReader(st),
+		VideoCanceler:    longform.NewCanceler(st, r.Workflow, r.Upstreams, st, notifier, storySettings),
+		VideoRegenerator: longform.NewRegenerator(st, r.Workflow, prices, storySettings),
+		VideoRemover:     longform.NewOutputRemover(st, outputs, nil, storySettings),
+		VoiceLister:      &longform.VoiceLister{Narrator: espeak.Narrator{}, Files: outputs, WorkDir: stepSettings.WorkDir, Log: log},
+		Streams:          httpapi.Streams{Clock: cfg.StreamClock, Leases: st},
+		Secrets:          st, Journal: st, Usage: st,
 		KeyCreator:    &accounts.KeyCreator{Store: st},
 		KeyLister:     &accounts.KeyLister{Keys: st, Spend: st},
 		KeyRevoker:    &accounts.KeyRevoker{Store: st},

@@ -155,7 +155,7 @@ func (s *Store) ClaimGenerationFinish(ctx context.Context, uuid string, at time.
 }
 
 func (s *Store) SetGenerationRemoval(ctx context.Context, uuid string, r domain.Removal, at time.Time) error {
-	return s.setRemoval(ctx, "generations", "uuid", uuid, r, at)
+	return s.setRemoval(ctx, "generations", "uuid", uuid, r, at, "")
 }
 
 func (s *Store) ListGenerations(ctx context.Context, q store.ListQuery) (store.Page[domain.Generation], error) {

@@ -31,13 +31,18 @@ func storedFiles(expires, removal string, finishing bool) (domain.StoredFiles, e
 }
 
 // setRemoval is SetGenerationRemoval and SetLongVideoRemoval on table: one
-// conditional UPDATE, then a read to say why it changed nothing.
-func (s *Store) setRemoval(ctx context.Context, table, keyCol, key string, r domain.Removal, at time.Time) error {
+// conditional UPDATE, then a read to say why it changed nothing. idle, when
+// set, is a further condition of the removal's start (a long video's: no
+// regenerate runs).
+func (s *Store) setRemoval(ctx context.Context, table, keyCol, key string, r domain.Removal, at time.Time, idle string) error {
 	var cond string
 	var args []any
 	switch r {
 	case domain.RemovalRemoving:
 		cond, args = `status <> ? AND data_removal <> ?`, []any{string(domain.StatusProcessing), string(domain.RemovalRemoved)}
+		if idle != "" {
+			cond += " AND " + idle
+		}
 	case domain.RemovalRemoved:
 		cond, args = `data_removal IN (?, ?)`, []any{string(domain.RemovalRemoving), string(domain.RemovalRemoved)}
 	default:

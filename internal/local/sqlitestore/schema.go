@@ -220,6 +220,13 @@ var addedColumns = []struct{ table, column, decl string }{
 	{"generations", "progress", "INTEGER NOT NULL DEFAULT 0"},
 	// The caller's deadline (deadline_seconds), '' for none.
 	{"generations", "cancel_at", "TEXT NOT NULL DEFAULT ''"},
+	// A long video's render count, and its running regenerate of a scene
+	// (domain.Regeneration as JSON; '' when none runs).
+	{"long_videos", "revision", "INTEGER NOT NULL DEFAULT 1"},
+	{"long_videos", "regenerate", "TEXT NOT NULL DEFAULT ''"},
+	// The revision the latest regenerate begun was to make
+	// (domain.LongVideo.LastRegenerate); 0 when none began.
+	{"long_videos", "last_regenerate", "INTEGER NOT NULL DEFAULT 0"},
 }
 
 // numberGenerations gives the generations of a database made before seq its

@@ -250,3 +250,15 @@ func (s *Store) OpenStream(ctx context.Context, userID, stream string, limit int
 func (s *Store) CloseStream(ctx context.Context, userID, stream string) error {
 	return call0(s.In, "store.CloseStream", func() error { return s.Inner.CloseStream(ctx, userID, stream) })
 }
+
+func (s *Store) BeginRegenerate(ctx context.Context, id string, r domain.Regeneration, at time.Time) error {
+	return call0(s.In, "store.BeginRegenerate", func() error { return s.Inner.BeginRegenerate(ctx, id, r, at) })
+}
+
+func (s *Store) SetRegenerateState(ctx context.Context, id string, revision int, state domain.SceneState, at time.Time) error {
+	return call0(s.In, "store.SetRegenerateState", func() error { return s.Inner.SetRegenerateState(ctx, id, revision, state, at) })
+}
+
+func (s *Store) EndRegenerate(ctx context.Context, id string, revision int, o domain.Outcome, at time.Time) error {
+	return call0(s.In, "store.EndRegenerate", func() error { return s.Inner.EndRegenerate(ctx, id, revision, o, at) })
+}

@@ -194,8 +194,17 @@ async function main() {
     const storyStatus = await page.textContent("#story-status");
     report("story", { ...(await playing(page, "#story-video-0")), status: storyStatus, id: (/Video (\S+)/.exec(storyStatus) || [])[1],
       options: await page.textContent("#story-options"), captions: await page.getAttribute("#story-captions-link", "href") });
-    report("follows", follows);
     await page.screenshot({ path: path.join(out, "story.png") });
+
+    step = "re-render scene";
+    await page.selectOption("#story-regen-scene", "2");
+    await page.fill("#story-regen-prompt", "a red kite over the dunes");
+    await page.click("#story-regen-go");
+    await page.locator("#story-status", { hasText: "re-rendered" }).waitFor({ timeout: 2 * WAIT });
+    report("story regen", { ...(await playing(page, "#story-video-0")), status: await page.textContent("#story-status"),
+      src: await page.getAttribute("#story-video-0", "src") });
+    report("follows", follows);
+    await page.screenshot({ path: path.join(out, "story-regen.png") });
 
     step = "page errors";
     if (problems.length) throw new Error(problems.join("; "));

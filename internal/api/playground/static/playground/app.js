@@ -10,15 +10,18 @@ function api(method, path, body, { auth = true } = {}) {
   return callApi(method, path, body, { base: $("#base-url").value, key: auth ? $("#api-key").value.trim() : undefined });
 }
 
-// poll reads a status until it is final, calling render with each view;
-// it stops early when job.stopped is set (a newer submission).
-async function poll(path, render, job) {
+// isFinal is a view no longer processing.
+const isFinal = (view) => view.status !== "processing";
+
+// poll reads a status until final says the view is the last, calling render with each
+// view; it stops early when job.stopped is set (a newer submission).
+async function poll(path, render, job, final = isFinal) {
   let interval = 700;
   for (;;) {
     const view = await api("GET", path);
     if (job.stopped) return null;
     render(view);
-    if (view.status !== "processing") return view;
+    if (final(view)) return view;
     await sleep(interval);
     interval = Math.min(interval * 1.5, 5000);
   }
@@ -29,20 +32,21 @@ async function poll(path, render, job) {
 // the Authorization header, so the stream is read with fetch and the
 // body's ReadableStream. Where the service has no stream (a 404 without
 // the envelope, a 429, no event stream in the answer) or it breaks or
-// ends with an error event, it polls statusPath instead. It stops early when job.stopped is set.
-async function follow(streamPath, statusPath, render, job) {
+// ends with an error event, it polls statusPath instead. It stops early
+// when job.stopped is set; final says which view is the last.
+async function follow(streamPath, statusPath, render, job, final = isFinal) {
   let resp;
   try {
     resp = await fetch(apiRoot($("#base-url").value) + streamPath, {
       headers: { Accept: "text/event-stream", Authorization: "Bearer " + $("#api-key").value.trim() },
     });
   } catch {
-    return poll(statusPath, render, job);
+    return poll(statusPath, render, job, final);
   }
   const type = resp.headers.get("Content-Type") || "";
   if (!resp.ok || !type.startsWith("text/event-stream") || !resp.body) {
     resp.body?.cancel();
-    return poll(statusPath, render, job);
+    return poll(statusPath, render, job, final);
   }
   const reader = resp.body.pipeThrough(new TextDecoderStream()).getReader();
   let buf = "";
@@ -64,13 +68,13 @@ async function follow(streamPath, statusPath, render, job) {
           // The stream's credential no longer holds (a key revoked while
           // it streamed): the status route answers why.
           reader.cancel();
-          return poll(statusPath, render, job);
+          return poll(statusPath, render, job, final);
         }
         const data = lines.filter((l) => l.startsWith("data:")).map((l) => l.slice(5).trimStart()).join("\n");
         if (!data) continue; // a comment (keep-alive) or the retry line
         const view = JSON.parse(data);
         render(view);
-        if (view.status !== "processing") {
+        if (final(view)) {
           reader.cancel();
           return view;
         }
@@ -79,7 +83,7 @@ async function follow(streamPath, statusPath, render, job) {
   } catch {
     // A broken stream: the status route says where the job is.
   }
-  return poll(statusPath, render, job);
+  return poll(statusPath, render, job, final);
 }
 
 // ------------------------------------------------------------- rendering
@@ -470,6 +474,7 @@ async function submitStory(ev) {
   showError(errBox, null);
   out.replaceChildren();
   $("#story-scenes").replaceChildren();
+  $("#story-regen").hidden = true;
   const scenes = sceneList();
   const options = studioOptions();
   const body = {
@@ -494,12 +499,69 @@ async function submitStory(ev) {
     if (final.studio) $("#story-options").textContent = optionsText(final.studio);
     if (final.status === "completed") {
       statusLine(status, [`Video ${created.video_id}`, badge(final.status), `${final.total_duration.toFixed(1)} s`, elapsed(start)]);
-      renderOutputs(out, [final.final_video_url], "video", "story-video");
-      if (final.captions_url) {
-        $("figure", out).append(" · ", el("a", { id: "story-captions-link", href: final.captions_url, target: "_blank", rel: "noopener", text: "captions (WebVTT)" }));
-      }
+      showStoryVideo(out, final);
+      showRegenerate(created.video_id, scenes.length);
     } else {
       showError(errBox, { message: `${final.status}: ${final.error || "no reason given"}` });
+    }
+  } catch (err) {
+    showError(errBox, err);
+  } finally {
+    if (storyJob === job) btn.disabled = false;
+  }
+}
+
+// showStoryVideo shows a completed video and its captions link.
+function showStoryVideo(out, view) {
+  renderOutputs(out, [view.final_video_url], "video", "story-video");
+  if (view.captions_url) {
+    $("figure", out).append(" · ", el("a", { id: "story-captions-link", href: view.captions_url, target: "_blank", rel: "noopener", text: "captions (WebVTT)" }));
+  }
+}
+
+// storyVideoID is the completed video the re-render control acts on.
+let storyVideoID = "";
+
+// showRegenerate offers to re-render one of the completed video's scenes.
+function showRegenerate(id, scenes) {
+  storyVideoID = id;
+  $("#story-regen-scene").replaceChildren(...Array.from({ length: scenes }, (_, i) => el("option", { value: String(i + 1), text: `Scene ${i + 1}` })));
+  $("#story-regen").hidden = false;
+}
+
+// submitRegenerate re-renders one scene
+// (POST /api/long-story/videos/{id}/scenes/{n}/regenerate), follows the
+// video's stream until the regenerate ends and shows the new revision.
+async function submitRegenerate(ev) {
+  ev.preventDefault();
+  storyJob.stopped = true;
+  const job = { stopped: false };
+  storyJob = job;
+  const status = $("#story-status"), errBox = $("#story-error"), out = $("#story-output");
+  showError(errBox, null);
+  const n = $("#story-regen-scene").value, body = {};
+  const prompt = $("#story-regen-prompt").value.trim(), narration = $("#story-regen-narration").value.trim();
+  if (prompt) body.prompt = prompt;
+  if (narration) body.narration = narration;
+  const btn = $("#story-regen-go");
+  btn.disabled = true;
+  const start = Date.now();
+  try {
+    const vid = encodeURIComponent(storyVideoID);
+    const started = await api("POST", `/api/long-story/videos/${vid}/scenes/${n}/regenerate`, body);
+    const target = started.regenerating.revision;
+    const line = (extra) => statusLine(status, [`Video ${storyVideoID}`, badge("processing"), `re-rendering scene ${n} (revision ${target})`, extra]);
+    line(null);
+    const final = await follow(`/api/long-story/videos/${vid}/events`, `/api/long-story/videos/${vid}`, (v) => {
+      if (v.regenerating) line(elapsed(start));
+    }, job, (v) => !v.regenerating);
+    if (!final) return;
+    if (final.revision === target) {
+      statusLine(status, [`Video ${storyVideoID}`, badge(final.status), `revision ${final.revision}: scene ${n} re-rendered`, elapsed(start)]);
+      showStoryVideo(out, final);
+    } else {
+      statusLine(status, [`Video ${storyVideoID}`, badge(final.status), `revision ${final.revision}`]);
+      showError(errBox, { message: `The re-render of scene ${n} ended without a new revision (its credits are back); the video stays at revision ${final.revision}.` });
     }
   } catch (err) {
     showError(errBox, err);
@@ -561,6 +623,7 @@ function start() {
   });
   $("#single-form").addEventListener("submit", submitSingle);
   $("#story-form").addEventListener("submit", submitStory);
+  $("#story-regen").addEventListener("submit", submitRegenerate);
   $("#add-scene").addEventListener("click", () => addScene());
   $("#story-model").addEventListener("change", scheduleEstimate);
   $("#story-language").addEventListener("change", () => { loadVoices(); scheduleEstimate(); });
