@@ -56,8 +56,9 @@ func maximumConcurrency(t *testing.T, function string) map[string]int {
 }
 
 // alwaysReserved are the functions that reserve their concurrency
-// whatever ReserveConcurrency says: the stream function, each of whose
-// invocations lasts up to 10 minutes, so that unreserved a flood of
+// whatever ReserveConcurrency says, unless ReserveStreamConcurrency is
+// false (an account too small to reserve it): the stream function, each of
+// whose invocations lasts up to 10 minutes, so that unreserved a flood of
 // streams would take the account's concurrency from everything else.
 var alwaysReserved = []string{"EventStreamFunction"}
 
@@ -98,6 +99,16 @@ func TestTheAPIReservesConcurrencyWithinTheRegionsQuota(t *testing.T) {
 		if _, ok := reserved[fn]; !ok {
 			t.Errorf("%s: no ReservedConcurrentExecutions; it must always reserve its concurrency", fn)
 		}
+		// An account under 120 unreserved can still deploy: the stream
+		// function's reservation is the one thing ReserveStreamConcurrency
+		// turns off.
+		small := map[string]string{"ReserveConcurrency": "false", "ReserveStreamConcurrency": "false"}
+		if v, ok := evaluated(t, fn, "ReservedConcurrentExecutions", small); ok {
+			t.Errorf("%s: with ReserveStreamConcurrency=false it still reserves %s", fn, show(v))
+		}
+	}
+	if p, _ := tpl.Parameters["ReserveStreamConcurrency"].(map[string]any); p["Default"] != "true" || !slices.Equal(stringsOf(p["AllowedValues"]), []string{"true", "false"}) {
+		t.Errorf("Parameters.ReserveStreamConcurrency is %s, want AllowedValues [true, false] and Default true", show(p))
 	}
 	for _, fn := range apiFunctions() {
 		if _, ok := reserved[fn]; !ok {
