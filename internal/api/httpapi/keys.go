@@ -64,8 +64,8 @@ func KeysListRoute(l *accounts.KeyLister, gate *Gate) Handler {
 // pageQuery reads a list's limit and cursor from the query string, and
 // filters: the parameters a list takes beyond them, each by its name. Any
 // other parameter is refused, so a typo does not silently list all;
-// together, when set, checks the filters read as a whole. Every problem
-// is named in one 400.
+// together, when set, checks the filters read as a whole (a filter that
+// did not parse keeps its zero value). Every problem is named in one 400.
 func pageQuery(req Request, filters []queryFilter, together func() string) (limit int, cursor string, err error) {
 	limit = DefaultListLimit
 	allowed := []string{"limit", "cursor"}
@@ -94,7 +94,7 @@ func pageQuery(req Request, filters []queryFilter, together func() string) (limi
 			problems = append(problems, fmt.Sprintf("unknown query parameter %q (allowed: %s)", truncate(k, 32), strings.Join(allowed, ", ")))
 		}
 	}
-	if together != nil && len(problems) == 0 {
+	if together != nil {
 		if problem := together(); problem != "" {
 			problems = append(problems, problem)
 		}
