@@ -24,16 +24,16 @@ const (
 // ErrHelp is Parse's answer once it has printed a command's -h.
 var ErrHelp = errors.New("help shown")
 
-// HelpOut receives -h output; a command's run points it at its stdout.
-var HelpOut io.Writer = os.Stdout
+// helpOut receives -h output; a command's run points it at its stdout.
+var helpOut io.Writer = os.Stdout
 
 // Parse parses a command's flags, refuses positional arguments and names
 // the first required flag left unset.
 func Parse(program string, fs *flag.FlagSet, args []string, required ...string) error {
 	fs.SetOutput(io.Discard)
 	if err := fs.Parse(args); errors.Is(err, flag.ErrHelp) {
-		fs.SetOutput(HelpOut)
-		fmt.Fprintf(HelpOut, "usage: %s %s [flags]\n", program, fs.Name())
+		fs.SetOutput(helpOut)
+		fmt.Fprintf(helpOut, "usage: %s %s [flags]\n", program, fs.Name())
 		fs.PrintDefaults()
 		return ErrHelp
 	} else if err != nil {
@@ -62,7 +62,7 @@ func Fail(program string, stderr io.Writer, code int, err error) int {
 // line that names no command or asks for help gets the usage on stderr
 // (done, with ExitUsage for nothing named and ExitOK for help).
 func Start(args []string, usage string, stdout, stderr io.Writer) (code int, done bool) {
-	HelpOut = stdout
+	helpOut = stdout
 	if len(args) > 0 && args[0] != "-h" && args[0] != "--help" && args[0] != "help" {
 		return 0, false
 	}

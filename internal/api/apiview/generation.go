@@ -138,7 +138,7 @@ func GenerationStatusAt(g domain.Generation, now time.Time) GenerationStatus {
 		CreatedAt: g.CreatedAt.UTC().Truncate(time.Microsecond).Format(statusTimeLayout),
 		Model:     g.Model + "/" + g.ModelVersion, Upstream: g.Upstream, Progress: progressAt(g, now),
 		OutputFiles: outputFilesAt(g.Files, now),
-		Webhook:     WebhookOf(g.Webhook, g.WebhookAttempts, domain.GenerationEvents)}
+		Webhook:     webhookOf(g.Webhook, g.WebhookAttempts, domain.GenerationEvents)}
 	if g.Status == domain.StatusCompleted && g.Files.Served(now) && g.OutputURLs != nil {
 		v.Output = g.OutputURLs
 	}

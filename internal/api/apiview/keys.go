@@ -40,9 +40,9 @@ type ListedKey struct {
 	RevokedAt  *string `json:"revoked_at"`
 }
 
-// KeyList is the answer of GET /api/account/keys: a page of keys, newest
+// keyList is the answer of GET /api/account/keys: a page of keys, newest
 // first.
-type KeyList = ListPage[ListedKey]
+type keyList = ListPage[ListedKey]
 
 // RevokedKey is the answer of DELETE /api/account/keys/{prefix}: the key
 // and the keys below it (RevokedBelow, by prefix) are revoked.

@@ -71,10 +71,10 @@ type LongVideoStudio struct {
 	Language       string   `json:"language"`
 }
 
-// LongVideoStudioOf renders the studio applied (its defaults written out)
+// longVideoStudioOf renders the studio applied (its defaults written out)
 // to a video narrated in language. A data: URI of music is shown by its
 // media type and size, never its bytes: "data:audio/wav (48000 bytes)".
-func LongVideoStudioOf(applied domain.Studio, language string) LongVideoStudio {
+func longVideoStudioOf(applied domain.Studio, language string) LongVideoStudio {
 	out := LongVideoStudio{Captions: applied.Captions, AspectRatio: applied.AspectRatio, Transition: applied.Transition,
 		MusicVolume: applied.MusicVolume, NarrationSpeed: applied.NarrationSpeed, Language: language}
 	if applied.Voice != "" {
@@ -117,17 +117,17 @@ type SceneStatus struct {
 	Progress    int    `json:"progress"`
 }
 
-// ScenePending is the status of a scene not yet submitted.
-const ScenePending = "pending"
+// scenePending is the status of a scene not yet submitted.
+const scenePending = "pending"
 
 // LongVideoStatusAt renders a video as its status view at now: its final
 // video's URL only while its files are served; applied is the studio it
 // is made with, its defaults written out (longform.Applied).
 func LongVideoStatusAt(v domain.LongVideo, applied domain.Studio, now time.Time) LongVideoStatus {
 	view := LongVideoStatus{ID: v.ID, Status: string(v.Status), TotalDuration: v.TotalDuration,
-		Model: v.Model, Studio: LongVideoStudioOf(applied, v.LanguageCode), CreatedAt: v.CreatedAt.UTC().Format(time.RFC3339Nano), Scenes: make([]SceneStatus, 0, len(v.Scenes)),
+		Model: v.Model, Studio: longVideoStudioOf(applied, v.LanguageCode), CreatedAt: v.CreatedAt.UTC().Format(time.RFC3339Nano), Scenes: make([]SceneStatus, 0, len(v.Scenes)),
 		OutputFiles: outputFilesAt(v.Files, now),
-		Webhook:     WebhookOf(v.Webhook, v.WebhookAttempts, domain.LongVideoEvents), Revision: max(v.Revision, 1)}
+		Webhook:     webhookOf(v.Webhook, v.WebhookAttempts, domain.LongVideoEvents), Revision: max(v.Revision, 1)}
 	if r := v.Regenerating; r != nil {
 		view.Regenerating = &Regenerating{SceneNumber: r.SceneNumber, Revision: r.Revision, Status: string(domain.StatusProcessing)}
 	}
@@ -148,7 +148,7 @@ func LongVideoStatusAt(v domain.LongVideo, applied domain.Studio, now time.Time)
 	stopped := v.Status.Terminal() && v.Status != domain.StatusCompleted
 	done := 0 // the scenes' work done, in hundredths of a scene
 	for _, sc := range v.Scenes {
-		st, progress := ScenePending, 0
+		st, progress := scenePending, 0
 		state, ok := v.SceneStatus[sc.SceneNumber]
 		if ok {
 			st = string(state.Status)

@@ -11,8 +11,8 @@ type Webhook struct {
 	Attempts []domain.WebhookAttempt `json:"attempts"`
 }
 
-// WebhookOf renders a record's webhook; nil when none was asked for.
-func WebhookOf(w domain.Webhook, attempts []domain.WebhookAttempt, all []string) *Webhook {
+// webhookOf renders a record's webhook; nil when none was asked for.
+func webhookOf(w domain.Webhook, attempts []domain.WebhookAttempt, all []string) *Webhook {
 	if w.URL == "" {
 		return nil
 	}

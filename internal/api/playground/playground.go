@@ -36,9 +36,9 @@ func Files() fs.FS {
 // so its images and videos may come from anywhere; the dashboard shows
 // none.
 const (
-	PlaygroundCSP = "default-src 'self'; script-src 'self'; style-src 'self'; img-src * data: blob:; media-src * data: blob:; " +
+	playgroundCSP = "default-src 'self'; script-src 'self'; style-src 'self'; img-src * data: blob:; media-src * data: blob:; " +
 		"connect-src *; object-src 'none'; base-uri 'none'; form-action 'none'; frame-ancestors 'none'"
-	DashboardCSP = "default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' data:; " +
+	dashboardCSP = "default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' data:; " +
 		"connect-src *; object-src 'none'; base-uri 'none'; form-action 'none'; frame-ancestors 'none'"
 )
 
@@ -48,8 +48,8 @@ const (
 func Mount(mux *http.ServeMux) {
 	static := Files()
 	h := http.FileServerFS(static)
-	mux.Handle("GET /{$}", page(PlaygroundCSP, h))
-	mux.Handle("GET /dashboard", page(DashboardCSP, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	mux.Handle("GET /{$}", page(playgroundCSP, h))
+	mux.Handle("GET /dashboard", page(dashboardCSP, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		http.ServeFileFS(w, r, static, "dashboard.html")
 	})))
 	mux.Handle("GET /playground/", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {

@@ -90,7 +90,7 @@ func TestThePagesForbidFramingAndCarryTheirCSP(t *testing.T) {
 	srv := httptest.NewServer(mux)
 	defer srv.Close()
 	meta := regexp.MustCompile(`<meta http-equiv="Content-Security-Policy" content="([^"]*)">`)
-	for _, tt := range []struct{ path, csp string }{{"/", PlaygroundCSP}, {"/dashboard", DashboardCSP}} {
+	for _, tt := range []struct{ path, csp string }{{"/", playgroundCSP}, {"/dashboard", dashboardCSP}} {
 		resp, err := http.Get(srv.URL + tt.path)
 		if err != nil {
 			t.Fatal(err)

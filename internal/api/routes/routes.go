@@ -35,10 +35,10 @@ import (
 type Auth int
 
 const (
-	// Authorizer: the API's default Lambda authorizer (template.yaml's
+	// authorizer: the API's default Lambda authorizer (template.yaml's
 	// HttpApi DefaultAuthorizer) checks the credentials first.
-	Authorizer Auth = iota
-	// Public: no authorizer (the event's Auth: {Authorizer: NONE}). The
+	authorizer Auth = iota
+	// Public: no authorizer (the event's Auth: {authorizer: NONE}). The
 	// provider's callback proves itself with its signature instead.
 	Public
 )
@@ -134,8 +134,8 @@ type Ports struct {
 	SecretRotator *accounts.WebhookSecretRotator
 }
 
-// ErrMissingPort is a Ports without a port its route uses.
-var ErrMissingPort = errors.New("missing port")
+// errMissingPort is a Ports without a port its route uses.
+var errMissingPort = errors.New("missing port")
 
 // Build is the route's handler on p. It fails when p lacks a port the
 // route uses, so a function wired without one fails at its start, not at
@@ -147,14 +147,14 @@ func (r Route) Build(p Ports) (httpapi.Handler, error) {
 	return r.handler(p), nil
 }
 
-// need is ErrMissingPort naming the port when v, the port, is nil. (It
+// need is errMissingPort naming the port when v, the port, is nil. (It
 // compares, and does not reflect on Ports: reflection would make every
 // use case's methods reachable in every function, for deploy/internal/reach
 // and the linker alike.)
 func need[T comparable](name string, v T) error {
 	var none T
 	if v == none {
-		return fmt.Errorf("%w %s", ErrMissingPort, name)
+		return fmt.Errorf("%w %s", errMissingPort, name)
 	}
 	return nil
 }
@@ -198,7 +198,7 @@ func Table() []Route {
 
 // Generate is POST /api/generations/generate (functions/generate).
 func Generate() Route {
-	return Route{Method: http.MethodPost, Path: "/api/generations/generate", Function: "generate", Auth: Authorizer, Scope: domain.ScopeGenerate,
+	return Route{Method: http.MethodPost, Path: "/api/generations/generate", Function: "generate", Auth: authorizer, Scope: domain.ScopeGenerate,
 		handler: func(p Ports) httpapi.Handler { return httpapi.GenerateRoute(p.GenerationCreator, p.Gate) },
 		uses: func(p Ports) error {
 			return errors.Join(need("Gate", p.Gate), need("GenerationCreator", p.GenerationCreator))
@@ -207,7 +207,7 @@ func Generate() Route {
 
 // Status is GET /api/generations/status/{id} (functions/status).
 func Status() Route {
-	return Route{Method: http.MethodGet, Path: "/api/generations/status/{id}", Function: "status", Auth: Authorizer, Scope: domain.ScopeRead,
+	return Route{Method: http.MethodGet, Path: "/api/generations/status/{id}", Function: "status", Auth: authorizer, Scope: domain.ScopeRead,
 		handler: func(p Ports) httpapi.Handler { return httpapi.GenerationStatusRoute(p.GenerationReader, p.Gate) },
 		uses: func(p Ports) error {
 			return errors.Join(need("Gate", p.Gate), need("GenerationReader", p.GenerationReader))
@@ -216,7 +216,7 @@ func Status() Route {
 
 // GenerationsList is GET /api/generations (functions/generations-list).
 func GenerationsList() Route {
-	return Route{Method: http.MethodGet, Path: "/api/generations", Function: "generations-list", Auth: Authorizer, Scope: domain.ScopeRead,
+	return Route{Method: http.MethodGet, Path: "/api/generations", Function: "generations-list", Auth: authorizer, Scope: domain.ScopeRead,
 		handler: func(p Ports) httpapi.Handler { return httpapi.GenerationsListRoute(p.GenerationReader, p.Gate) },
 		uses: func(p Ports) error {
 			return errors.Join(need("Gate", p.Gate), need("GenerationReader", p.GenerationReader))
@@ -225,7 +225,7 @@ func GenerationsList() Route {
 
 // GenerationEstimate is POST /api/generations/estimate (functions/generation-estimate).
 func GenerationEstimate() Route {
-	return Route{Method: http.MethodPost, Path: "/api/generations/estimate", Function: "generation-estimate", Auth: Authorizer, Scope: domain.ScopeRead,
+	return Route{Method: http.MethodPost, Path: "/api/generations/estimate", Function: "generation-estimate", Auth: authorizer, Scope: domain.ScopeRead,
 		handler: func(p Ports) httpapi.Handler { return httpapi.GenerationEstimateRoute(p.GenerationEstimate, p.Gate) },
 		uses: func(p Ports) error {
 			return errors.Join(need("Gate", p.Gate), need("GenerationEstimate", p.GenerationEstimate))
@@ -234,7 +234,7 @@ func GenerationEstimate() Route {
 
 // GenerationCancel is POST /api/generations/{id}/cancel (functions/generation-cancel).
 func GenerationCancel() Route {
-	return Route{Method: http.MethodPost, Path: "/api/generations/{id}/cancel", Function: "generation-cancel", Auth: Authorizer, Scope: domain.ScopeGenerate,
+	return Route{Method: http.MethodPost, Path: "/api/generations/{id}/cancel", Function: "generation-cancel", Auth: authorizer, Scope: domain.ScopeGenerate,
 		handler: func(p Ports) httpapi.Handler { return httpapi.GenerationCancelRoute(p.GenerationCanceler, p.Gate) },
 		uses: func(p Ports) error {
 			return errors.Join(need("Gate", p.Gate), need("GenerationCanceler", p.GenerationCanceler))
@@ -243,7 +243,7 @@ func GenerationCancel() Route {
 
 // GenerationOutputDelete is DELETE /api/generations/{id}/output (functions/generation-output-delete).
 func GenerationOutputDelete() Route {
-	return Route{Method: http.MethodDelete, Path: "/api/generations/{id}/output", Function: "generation-output-delete", Auth: Authorizer, Scope: domain.ScopeGenerate,
+	return Route{Method: http.MethodDelete, Path: "/api/generations/{id}/output", Function: "generation-output-delete", Auth: authorizer, Scope: domain.ScopeGenerate,
 		handler: func(p Ports) httpapi.Handler { return httpapi.GenerationOutputDeleteRoute(p.GenerationRemover, p.Gate) },
 		uses: func(p Ports) error {
 			return errors.Join(need("Gate", p.Gate), need("GenerationRemover", p.GenerationRemover))
@@ -253,7 +253,7 @@ func GenerationOutputDelete() Route {
 // FileCreate is POST /api/files (functions/file-create): a file id and
 // a presigned PUT URL for the file's bytes.
 func FileCreate() Route {
-	return Route{Method: http.MethodPost, Path: "/api/files", Function: "file-create", Auth: Authorizer, Scope: domain.ScopeGenerate,
+	return Route{Method: http.MethodPost, Path: "/api/files", Function: "file-create", Auth: authorizer, Scope: domain.ScopeGenerate,
 		handler: func(p Ports) httpapi.Handler { return httpapi.FileCreateRoute(p.Uploads, p.Gate) },
 		uses: func(p Ports) error {
 			return errors.Join(need("Gate", p.Gate), need("Uploads", p.Uploads))
@@ -262,7 +262,7 @@ func FileCreate() Route {
 
 // LongStoryEstimate is POST /api/long-story/videos/estimate (functions/long-story-estimate).
 func LongStoryEstimate() Route {
-	return Route{Method: http.MethodPost, Path: "/api/long-story/videos/estimate", Function: "long-story-estimate", Auth: Authorizer, Scope: domain.ScopeRead,
+	return Route{Method: http.MethodPost, Path: "/api/long-story/videos/estimate", Function: "long-story-estimate", Auth: authorizer, Scope: domain.ScopeRead,
 		handler: func(p Ports) httpapi.Handler { return httpapi.LongVideoEstimateRoute(p.Prices, p.Gate) },
 		uses: func(p Ports) error {
 			return errors.Join(need("Gate", p.Gate), need("Prices", p.Prices))
@@ -271,7 +271,7 @@ func LongStoryEstimate() Route {
 
 // LongStoryCreate is POST /api/long-story/videos (functions/long-story-create).
 func LongStoryCreate() Route {
-	return Route{Method: http.MethodPost, Path: "/api/long-story/videos", Function: "long-story-create", Auth: Authorizer, Scope: domain.ScopeGenerate,
+	return Route{Method: http.MethodPost, Path: "/api/long-story/videos", Function: "long-story-create", Auth: authorizer, Scope: domain.ScopeGenerate,
 		handler: func(p Ports) httpapi.Handler { return httpapi.LongVideoCreateRoute(p.VideoCreator, p.Gate) },
 		uses: func(p Ports) error {
 			return errors.Join(need("Gate", p.Gate), need("VideoCreator", p.VideoCreator))
@@ -280,7 +280,7 @@ func LongStoryCreate() Route {
 
 // LongStoryStatus is GET /api/long-story/videos/{videoId} (functions/long-story-status).
 func LongStoryStatus() Route {
-	return Route{Method: http.MethodGet, Path: "/api/long-story/videos/{videoId}", Function: "long-story-status", Auth: Authorizer, Scope: domain.ScopeRead,
+	return Route{Method: http.MethodGet, Path: "/api/long-story/videos/{videoId}", Function: "long-story-status", Auth: authorizer, Scope: domain.ScopeRead,
 		handler: func(p Ports) httpapi.Handler { return httpapi.LongVideoStatusRoute(p.VideoReader, p.Gate) },
 		uses: func(p Ports) error {
 			return errors.Join(need("Gate", p.Gate), need("VideoReader", p.VideoReader))
@@ -289,7 +289,7 @@ func LongStoryStatus() Route {
 
 // LongStoryList is GET /api/long-story/videos (functions/long-story-list).
 func LongStoryList() Route {
-	return Route{Method: http.MethodGet, Path: "/api/long-story/videos", Function: "long-story-list", Auth: Authorizer, Scope: domain.ScopeRead,
+	return Route{Method: http.MethodGet, Path: "/api/long-story/videos", Function: "long-story-list", Auth: authorizer, Scope: domain.ScopeRead,
 		handler: func(p Ports) httpapi.Handler { return httpapi.LongVideosListRoute(p.VideoReader, p.Gate) },
 		uses: func(p Ports) error {
 			return errors.Join(need("Gate", p.Gate), need("VideoReader", p.VideoReader))
@@ -298,7 +298,7 @@ func LongStoryList() Route {
 
 // LongStoryCancel is POST /api/long-story/videos/{videoId}/cancel (functions/long-story-cancel).
 func LongStoryCancel() Route {
-	return Route{Method: http.MethodPost, Path: "/api/long-story/videos/{videoId}/cancel", Function: "long-story-cancel", Auth: Authorizer, Scope: domain.ScopeGenerate,
+	return Route{Method: http.MethodPost, Path: "/api/long-story/videos/{videoId}/cancel", Function: "long-story-cancel", Auth: authorizer, Scope: domain.ScopeGenerate,
 		handler: func(p Ports) httpapi.Handler { return httpapi.LongVideoCancelRoute(p.VideoCanceler, p.Gate) },
 		uses: func(p Ports) error {
 			return errors.Join(need("Gate", p.Gate), need("VideoCanceler", p.VideoCanceler))
@@ -309,7 +309,7 @@ func LongStoryCancel() Route {
 // /api/long-story/videos/{videoId}/scenes/{n}/regenerate
 // (functions/long-story-regenerate): one scene made again, charged alone.
 func LongStoryRegenerate() Route {
-	return Route{Method: http.MethodPost, Path: "/api/long-story/videos/{videoId}/scenes/{n}/regenerate", Function: "long-story-regenerate", Auth: Authorizer, Scope: domain.ScopeGenerate,
+	return Route{Method: http.MethodPost, Path: "/api/long-story/videos/{videoId}/scenes/{n}/regenerate", Function: "long-story-regenerate", Auth: authorizer, Scope: domain.ScopeGenerate,
 		handler: func(p Ports) httpapi.Handler { return httpapi.LongVideoRegenerateRoute(p.VideoRegenerator, p.Gate) },
 		uses: func(p Ports) error {
 			return errors.Join(need("Gate", p.Gate), need("VideoRegenerator", p.VideoRegenerator))
@@ -318,7 +318,7 @@ func LongStoryRegenerate() Route {
 
 // LongStoryOutputDelete is DELETE /api/long-story/videos/{videoId}/output (functions/long-story-output-delete).
 func LongStoryOutputDelete() Route {
-	return Route{Method: http.MethodDelete, Path: "/api/long-story/videos/{videoId}/output", Function: "long-story-output-delete", Auth: Authorizer, Scope: domain.ScopeGenerate,
+	return Route{Method: http.MethodDelete, Path: "/api/long-story/videos/{videoId}/output", Function: "long-story-output-delete", Auth: authorizer, Scope: domain.ScopeGenerate,
 		handler: func(p Ports) httpapi.Handler { return httpapi.LongVideoOutputDeleteRoute(p.VideoRemover, p.Gate) },
 		uses: func(p Ports) error {
 			return errors.Join(need("Gate", p.Gate), need("VideoRemover", p.VideoRemover))
@@ -327,7 +327,7 @@ func LongStoryOutputDelete() Route {
 
 // Account is GET /api/account (functions/account).
 func Account() Route {
-	return Route{Method: http.MethodGet, Path: "/api/account", Function: "account", Auth: Authorizer, Scope: domain.ScopeRead,
+	return Route{Method: http.MethodGet, Path: "/api/account", Function: "account", Auth: authorizer, Scope: domain.ScopeRead,
 		handler: func(p Ports) httpapi.Handler { return (&httpapi.Account{Secrets: p.Secrets, Gate: p.Gate}).Get() },
 		uses: func(p Ports) error {
 			return errors.Join(need("Gate", p.Gate), need("Secrets", p.Secrets))
@@ -336,7 +336,7 @@ func Account() Route {
 
 // AccountTransactions is GET /api/account/transactions (functions/account-transactions).
 func AccountTransactions() Route {
-	return Route{Method: http.MethodGet, Path: "/api/account/transactions", Function: "account-transactions", Auth: Authorizer, Scope: domain.ScopeRead,
+	return Route{Method: http.MethodGet, Path: "/api/account/transactions", Function: "account-transactions", Auth: authorizer, Scope: domain.ScopeRead,
 		handler: func(p Ports) httpapi.Handler { return httpapi.TransactionsRoute(p.Gate, p.Journal) },
 		uses: func(p Ports) error {
 			return errors.Join(need("Gate", p.Gate), need("Journal", p.Journal))
@@ -345,7 +345,7 @@ func AccountTransactions() Route {
 
 // AccountUsage is GET /api/account/usage (functions/account-usage).
 func AccountUsage() Route {
-	return Route{Method: http.MethodGet, Path: "/api/account/usage", Function: "account-usage", Auth: Authorizer, Scope: domain.ScopeRead,
+	return Route{Method: http.MethodGet, Path: "/api/account/usage", Function: "account-usage", Auth: authorizer, Scope: domain.ScopeRead,
 		handler: func(p Ports) httpapi.Handler { return httpapi.UsageRoute(p.Gate, p.Usage) },
 		uses: func(p Ports) error {
 			return errors.Join(need("Gate", p.Gate), need("Usage", p.Usage))
@@ -354,7 +354,7 @@ func AccountUsage() Route {
 
 // AccountKeyCreate is POST /api/account/keys (functions/account-key-create).
 func AccountKeyCreate() Route {
-	return Route{Method: http.MethodPost, Path: "/api/account/keys", Function: "account-key-create", Auth: Authorizer, Scope: domain.ScopeAdmin,
+	return Route{Method: http.MethodPost, Path: "/api/account/keys", Function: "account-key-create", Auth: authorizer, Scope: domain.ScopeAdmin,
 		handler: func(p Ports) httpapi.Handler { return httpapi.KeyCreateRoute(p.KeyCreator, p.Gate) },
 		uses: func(p Ports) error {
 			return errors.Join(need("Gate", p.Gate), need("KeyCreator", p.KeyCreator))
@@ -363,7 +363,7 @@ func AccountKeyCreate() Route {
 
 // AccountKeysList is GET /api/account/keys (functions/account-keys-list).
 func AccountKeysList() Route {
-	return Route{Method: http.MethodGet, Path: "/api/account/keys", Function: "account-keys-list", Auth: Authorizer, Scope: domain.ScopeAdmin,
+	return Route{Method: http.MethodGet, Path: "/api/account/keys", Function: "account-keys-list", Auth: authorizer, Scope: domain.ScopeAdmin,
 		handler: func(p Ports) httpapi.Handler { return httpapi.KeysListRoute(p.KeyLister, p.Gate) },
 		uses: func(p Ports) error {
 			return errors.Join(need("Gate", p.Gate), need("KeyLister", p.KeyLister))
@@ -372,7 +372,7 @@ func AccountKeysList() Route {
 
 // AccountKeyRevoke is DELETE /api/account/keys/{prefix} (functions/account-key-revoke).
 func AccountKeyRevoke() Route {
-	return Route{Method: http.MethodDelete, Path: "/api/account/keys/{prefix}", Function: "account-key-revoke", Auth: Authorizer, Scope: domain.ScopeAdmin,
+	return Route{Method: http.MethodDelete, Path: "/api/account/keys/{prefix}", Function: "account-key-revoke", Auth: authorizer, Scope: domain.ScopeAdmin,
 		handler: func(p Ports) httpapi.Handler { return httpapi.KeyRevokeRoute(p.KeyRevoker, p.Gate) },
 		uses: func(p Ports) error {
 			return errors.Join(need("Gate", p.Gate), need("KeyRevoker", p.KeyRevoker))
@@ -381,7 +381,7 @@ func AccountKeyRevoke() Route {
 
 // AccountWebhookSecretRotate is POST /api/account/webhook-secret/rotate (functions/account-webhook-secret-rotate).
 func AccountWebhookSecretRotate() Route {
-	return Route{Method: http.MethodPost, Path: "/api/account/webhook-secret/rotate", Function: "account-webhook-secret-rotate", Auth: Authorizer, Scope: domain.ScopeAdmin,
+	return Route{Method: http.MethodPost, Path: "/api/account/webhook-secret/rotate", Function: "account-webhook-secret-rotate", Auth: authorizer, Scope: domain.ScopeAdmin,
 		handler: func(p Ports) httpapi.Handler { return httpapi.WebhookSecretRotateRoute(p.SecretRotator, p.Gate) },
 		uses: func(p Ports) error {
 			return errors.Join(need("Gate", p.Gate), need("SecretRotator", p.SecretRotator))
@@ -391,7 +391,7 @@ func AccountWebhookSecretRotate() Route {
 // LongStoryVoices is GET /api/long-story/voices
 // (functions/long-story-voices).
 func LongStoryVoices() Route {
-	return Route{Method: http.MethodGet, Path: "/api/long-story/voices", Function: "long-story-voices", Auth: Authorizer, Scope: domain.ScopeRead,
+	return Route{Method: http.MethodGet, Path: "/api/long-story/voices", Function: "long-story-voices", Auth: authorizer, Scope: domain.ScopeRead,
 		handler: func(p Ports) httpapi.Handler { return httpapi.LongVideoVoicesRoute(p.VoiceLister, p.Gate) },
 		uses: func(p Ports) error {
 			return errors.Join(need("Gate", p.Gate), need("VoiceLister", p.VoiceLister))
@@ -458,12 +458,12 @@ func (r StreamRoute) Build(p Ports) (httpapi.StreamHandler, error) {
 
 // StreamTable lists the streaming routes (the function URL's).
 func StreamTable() []StreamRoute {
-	return []StreamRoute{GenerationEvents(), LongStoryEvents()}
+	return []StreamRoute{generationEvents(), longStoryEvents()}
 }
 
-// GenerationEvents is GET /api/generations/{id}/events: the generation's
+// generationEvents is GET /api/generations/{id}/events: the generation's
 // status view at each change, until it is final.
-func GenerationEvents() StreamRoute {
+func generationEvents() StreamRoute {
 	return StreamRoute{Method: http.MethodGet, Path: "/api/generations/{id}/events", Scope: domain.ScopeRead,
 		handler: func(p Ports) httpapi.StreamHandler {
 			return httpapi.GenerationEventsRoute(p.GenerationReader, p.Gate, p.Streams)
@@ -473,10 +473,10 @@ func GenerationEvents() StreamRoute {
 		}}
 }
 
-// LongStoryEvents is GET /api/long-story/videos/{videoId}/events: the
+// longStoryEvents is GET /api/long-story/videos/{videoId}/events: the
 // video's status view (each scene's state with it) at each change, until
 // it is final.
-func LongStoryEvents() StreamRoute {
+func longStoryEvents() StreamRoute {
 	return StreamRoute{Method: http.MethodGet, Path: "/api/long-story/videos/{videoId}/events", Scope: domain.ScopeRead,
 		handler: func(p Ports) httpapi.StreamHandler {
 			return httpapi.LongVideoEventsRoute(p.VideoReader, p.Gate, p.Streams)

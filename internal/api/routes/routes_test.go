@@ -50,7 +50,7 @@ func TestTableNamesEachRouteOnceWithItsFunctionAndScope(t *testing.T) {
 		switch {
 		case r.Auth == Public && r.Scope != "":
 			t.Errorf("public route %s names scope %q, which no one checks", r.Key(), r.Scope)
-		case r.Auth == Authorizer && !slices.Contains(domain.AllScopes, r.Scope):
+		case r.Auth == authorizer && !slices.Contains(domain.AllScopes, r.Scope):
 			t.Errorf("route %s behind the authorizer names scope %q, not one of %v", r.Key(), r.Scope, domain.AllScopes)
 		}
 	}
@@ -88,12 +88,12 @@ func TestBuildRefusesPortsWithoutTheRoutesOwn(t *testing.T) {
 				if err != nil {
 					t.Errorf("the document uses no port: %v", err)
 				}
-			case !errors.Is(err, ErrMissingPort):
+			case !errors.Is(err, errMissingPort):
 				t.Errorf("Build(Ports{}) = %v, want ErrMissingPort", err)
 			}
 			noGate := fullPorts(t, nil)
 			noGate.Gate = nil
-			if _, err := r.Build(noGate); (r.Auth == Authorizer) != (errors.Is(err, ErrMissingPort) && strings.Contains(err.Error(), "Gate")) {
+			if _, err := r.Build(noGate); (r.Auth == authorizer) != (errors.Is(err, errMissingPort) && strings.Contains(err.Error(), "Gate")) {
 				t.Errorf("Build without the Gate = %v; a route behind the authorizer (%s: %s) must refuse it, naming it", err, r.Key(), r.Auth)
 			}
 		})

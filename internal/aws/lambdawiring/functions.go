@@ -180,11 +180,11 @@ func LongStoryCancel(ctx context.Context, log *slog.Logger) (any, error) {
 	if err != nil {
 		return nil, err
 	}
-	ups, err := Upstreams(ctx, cfg)
+	ups, err := upstreams(ctx, cfg)
 	if err != nil {
 		return nil, err
 	}
-	notifier, err := Notifier(cfg)
+	notifier, err := notifier(cfg)
 	if err != nil {
 		return nil, err
 	}
@@ -226,7 +226,7 @@ func LongStoryOutputDelete(ctx context.Context, log *slog.Logger) (any, error) {
 // invalidate what they delete; nil without MEDIA_DISTRIBUTION_ID (sam local
 // invoke: nothing caches the files).
 func outputCDN(cfg aws.Config) media.Invalidator {
-	id := storewiring.Getenv(EnvMediaDistributionID)
+	id := storewiring.Getenv(envMediaDistributionID)
 	if id == "" {
 		return nil
 	}
@@ -240,7 +240,7 @@ func outputObjects(ctx context.Context) (aws.Config, *s3bucket.Bucket, error) {
 	if err != nil {
 		return aws.Config{}, nil, err
 	}
-	name, err := storewiring.Required(EnvOutputBucket)
+	name, err := storewiring.Required(envOutputBucket)
 	if err != nil {
 		return aws.Config{}, nil, err
 	}
@@ -297,7 +297,7 @@ func ReadsEnvironment(ctx context.Context, name string) ([]string, error) {
 	storewiring.Getenv = func(k string) string {
 		read[k] = true
 		switch k {
-		case EnvPriceFile:
+		case envPriceFile:
 			return "" // the embedded price file
 		case EnvRoutingFile:
 			return routingFile

@@ -22,17 +22,17 @@ import (
 	"github.com/mediagen-dev/mediagen/internal/core/media"
 )
 
-// EnvCaptionFontDir is the directory of the font files the Assemble
+// envCaptionFontDir is the directory of the font files the Assemble
 // function draws burned captions in (longform.CaptionFonts).
-const EnvCaptionFontDir = "CAPTION_FONT_DIR"
+const envCaptionFontDir = "CAPTION_FONT_DIR"
 
-// EnvStateMachineARN names the long-form state machine.
-const EnvStateMachineARN = "STATE_MACHINE_ARN"
+// envStateMachineARN names the long-form state machine.
+const envStateMachineARN = "STATE_MACHINE_ARN"
 
 // longStoryWorkflow is the long-form state machine, for the routes that
 // start and stop its executions.
 func longStoryWorkflow(cfg aws.Config) (*workflow.StepFunctions, error) {
-	arn, err := storewiring.Required(EnvStateMachineARN)
+	arn, err := storewiring.Required(envStateMachineARN)
 	if err != nil {
 		return nil, err
 	}
@@ -46,11 +46,11 @@ func stepSettings(log *slog.Logger) longform.StepSettings {
 }
 
 func stepBucket(cfg aws.Config) (*s3bucket.Bucket, error) {
-	name, err := storewiring.Required(EnvOutputBucket)
+	name, err := storewiring.Required(envOutputBucket)
 	if err != nil {
 		return nil, err
 	}
-	base, err := storewiring.Required(EnvMediaBaseURL)
+	base, err := storewiring.Required(envMediaBaseURL)
 	if err != nil {
 		return nil, err
 	}
@@ -63,7 +63,7 @@ func SubmitScene(ctx context.Context, log *slog.Logger) (any, error) {
 	if err != nil {
 		return nil, err
 	}
-	ups, err := Upstreams(ctx, cfg)
+	ups, err := upstreams(ctx, cfg)
 	if err != nil {
 		return nil, err
 	}
@@ -93,7 +93,7 @@ func Assemble(ctx context.Context, log *slog.Logger) (any, error) {
 	settings := stepSettings(log)
 	// The layer's fonts (template.yaml); unset is Debian's font
 	// directories.
-	if d := storewiring.Getenv(EnvCaptionFontDir); d != "" {
+	if d := storewiring.Getenv(envCaptionFontDir); d != "" {
 		settings.CaptionFontDirs = []string{d}
 	}
 	return longform.AssembleStep(files, storewiring.Store(cfg), files, ffmpeg.Runner{Timeout: 10 * time.Minute}, musicDownloader(5*time.Minute), settings), nil
@@ -106,7 +106,7 @@ func Finalize(ctx context.Context, log *slog.Logger) (any, error) {
 	if err != nil {
 		return nil, err
 	}
-	notifier, err := Notifier(cfg)
+	notifier, err := notifier(cfg)
 	if err != nil {
 		return nil, err
 	}
@@ -120,11 +120,11 @@ func MarkFailed(ctx context.Context, log *slog.Logger) (any, error) {
 	if err != nil {
 		return nil, err
 	}
-	notifier, err := Notifier(cfg)
+	notifier, err := notifier(cfg)
 	if err != nil {
 		return nil, err
 	}
-	ups, err := Upstreams(ctx, cfg)
+	ups, err := upstreams(ctx, cfg)
 	if err != nil {
 		return nil, err
 	}
@@ -167,7 +167,7 @@ func musicDownloader(timeout time.Duration) *media.Downloader {
 // inputs/, which Assemble reads, and read there) at create, within the
 // route's time.
 func musicCheck(cfg aws.Config) (*longform.MusicCheck, error) {
-	bucket, err := storewiring.Required(EnvOutputBucket)
+	bucket, err := storewiring.Required(envOutputBucket)
 	if err != nil {
 		return nil, err
 	}

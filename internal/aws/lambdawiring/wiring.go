@@ -41,13 +41,13 @@ import (
 
 // Environment variables read here (the table names are in dynamostore).
 const (
-	EnvPollQueueURL = "POLL_QUEUE_URL"
-	EnvOutputBucket = "OUTPUT_BUCKET"
-	EnvMediaBaseURL = "MEDIA_BASE_URL"
-	// EnvMediaDistributionID is the CloudFront distribution in front of the
+	envPollQueueURL = "POLL_QUEUE_URL"
+	envOutputBucket = "OUTPUT_BUCKET"
+	envMediaBaseURL = "MEDIA_BASE_URL"
+	// envMediaDistributionID is the CloudFront distribution in front of the
 	// output bucket (the delete-output functions invalidate there).
-	EnvMediaDistributionID = "MEDIA_DISTRIBUTION_ID"
-	// EnvRoutingFile, EnvPriceFile and the JWT variables are read in
+	envMediaDistributionID = "MEDIA_DISTRIBUTION_ID"
+	// EnvRoutingFile, envPriceFile and the JWT variables are read in
 	// storewiring.
 	EnvRoutingFile = storewiring.EnvRoutingFile
 	// EnvUpstreamTokensSecret names the Secrets Manager secret holding
@@ -55,15 +55,15 @@ const (
 	// directly (sam local invoke only).
 	EnvUpstreamTokensSecret = "UPSTREAM_TOKENS_SECRET_ARN"
 	EnvUpstreamTokens       = "UPSTREAM_TOKENS"
-	EnvPriceFile            = storewiring.EnvPriceFile
-	EnvJWTIssuer            = storewiring.EnvJWTIssuer
-	EnvJWTAudience          = storewiring.EnvJWTAudience
-	EnvJWKSURL              = storewiring.EnvJWKSURL
-	// EnvWebhookQueueURL is the queue of webhook deliveries.
-	EnvWebhookQueueURL = "WEBHOOK_QUEUE_URL"
-	// EnvPublicBaseURL is the API's own URL, where the provider calls back
+	envPriceFile            = storewiring.EnvPriceFile
+	envJWTIssuer            = storewiring.EnvJWTIssuer
+	envJWTAudience          = storewiring.EnvJWTAudience
+	envJWKSURL              = storewiring.EnvJWKSURL
+	// envWebhookQueueURL is the queue of webhook deliveries.
+	envWebhookQueueURL = "WEBHOOK_QUEUE_URL"
+	// envPublicBaseURL is the API's own URL, where the provider calls back
 	// (POST /api/upstream/webhook); unset, generations complete by polling.
-	EnvPublicBaseURL = "PUBLIC_BASE_URL"
+	envPublicBaseURL = "PUBLIC_BASE_URL"
 	// EnvWebhookLoopbackPorts lists ports of this machine ("8080,9090")
 	// that a webhook_url may name and a delivery may reach, as serve
 	// --webhook-allow opens them: for mediagen-dev lambdas, where the receiver
@@ -85,10 +85,10 @@ func webhookLoopbackPorts() ([]uint16, error) {
 	return ports, nil
 }
 
-// Upstreams builds each upstream's client of the routing file, with the
+// upstreams builds each upstream's client of the routing file, with the
 // tokens from the secret UPSTREAM_TOKENS_SECRET_ARN names ({"<upstream>":
 // "<token>"}) or, for local invokes, from each upstream's token_env.
-func Upstreams(ctx context.Context, cfg aws.Config) (*upstream.Router, error) {
+func upstreams(ctx context.Context, cfg aws.Config) (*upstream.Router, error) {
 	rc, err := storewiring.Routing()
 	if err != nil {
 		return nil, err
@@ -181,12 +181,12 @@ func generationWiring(ctx context.Context, log *slog.Logger, parts ...generation
 	if err != nil {
 		return generationParts{}, err
 	}
-	ups, err := Upstreams(ctx, cfg)
+	ups, err := upstreams(ctx, cfg)
 	if err != nil {
 		return generationParts{}, err
 	}
 	p := generationParts{cfg: cfg, store: storewiring.Store(cfg), ups: ups, settings: generation.Settings{Log: log}}
-	if base := storewiring.Getenv(EnvPublicBaseURL); base != "" {
+	if base := storewiring.Getenv(envPublicBaseURL); base != "" {
 		p.settings.UpstreamWebhook = strings.TrimSuffix(base, "/") + routes.UpstreamWebhookPath
 	}
 	for _, part := range parts {
@@ -210,18 +210,18 @@ func withPrices(p *generationParts) (err error) {
 }
 
 func withWebhooks(p *generationParts) (err error) {
-	p.notifier, err = Notifier(p.cfg)
+	p.notifier, err = notifier(p.cfg)
 	return err
 }
 
 // withOutputCopier keeps the upstreams' outputs in the output bucket: only
 // the poller stores outputs.
 func withOutputCopier(p *generationParts) error {
-	bucket, err := storewiring.Required(EnvOutputBucket)
+	bucket, err := storewiring.Required(envOutputBucket)
 	if err != nil {
 		return err
 	}
-	mediaBase, err := storewiring.Required(EnvMediaBaseURL)
+	mediaBase, err := storewiring.Required(envMediaBaseURL)
 	if err != nil {
 		return err
 	}
@@ -233,7 +233,7 @@ func withOutputCopier(p *generationParts) error {
 // withInputObjects keeps the inputs too large for their record in the
 // output bucket, under inputs/ (generation.InputObjects).
 func withInputObjects(p *generationParts) error {
-	bucket, err := storewiring.Required(EnvOutputBucket)
+	bucket, err := storewiring.Required(envOutputBucket)
 	if err != nil {
 		return err
 	}
@@ -243,7 +243,7 @@ func withInputObjects(p *generationParts) error {
 
 // pollQueue is the queue of the generations' polls (and the scenes').
 func pollQueue(cfg aws.Config) (*sqsqueue.SQSSender, error) {
-	queueURL, err := storewiring.Required(EnvPollQueueURL)
+	queueURL, err := storewiring.Required(envPollQueueURL)
 	if err != nil {
 		return nil, err
 	}
@@ -283,14 +283,14 @@ func splitList(s string) []string {
 	return out
 }
 
-// Notifier enqueues webhook events on the webhook queue.
-func Notifier(cfg aws.Config) (webhook.Notifier, error) {
+// notifier enqueues webhook events on the webhook queue.
+func notifier(cfg aws.Config) (webhook.Notifier, error) {
 	q, err := webhookQueue(cfg)
 	return webhook.Notifier{Queue: q}, err
 }
 
 func webhookQueue(cfg aws.Config) (*sqsqueue.SQSSender, error) {
-	url, err := storewiring.Required(EnvWebhookQueueURL)
+	url, err := storewiring.Required(envWebhookQueueURL)
 	if err != nil {
 		return nil, err
 	}

@@ -16,20 +16,20 @@ const (
 	PlanEnterprise Plan = "enterprise"
 )
 
-// Plans lists the valid plans in the order they are documented.
-var Plans = []Plan{PlanFree, PlanPro, PlanEnterprise}
+// plans lists the valid plans in the order they are documented.
+var plans = []Plan{PlanFree, PlanPro, PlanEnterprise}
 
 // Default per-minute request limits of the spec. Enterprise accounts carry
 // their own; this is the value used when none was set.
 const (
 	RateLimitFree              = 10
 	RateLimitPro               = 100
-	RateLimitEnterpriseDefault = 1000
+	rateLimitEnterpriseDefault = 1000
 )
 
 // ParsePlan accepts exactly the documented plan names.
 func ParsePlan(s string) (Plan, error) {
-	for _, p := range Plans {
+	for _, p := range plans {
 		if string(p) == s {
 			return p, nil
 		}
@@ -78,7 +78,7 @@ func (a Account) RateLimit() int {
 		if a.CustomRateLimit > 0 {
 			return a.CustomRateLimit
 		}
-		return RateLimitEnterpriseDefault
+		return rateLimitEnterpriseDefault
 	default:
 		return RateLimitFree
 	}

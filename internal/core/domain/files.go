@@ -11,11 +11,11 @@ import (
 // presigned URL of the output bucket, and names it in any image field of
 // a generate request by its file URL.
 const (
-	// FileURLPrefix begins a file URL, mediagen://files/<file_id>: what an
+	// fileURLPrefix begins a file URL, mediagen://files/<file_id>: what an
 	// image field takes to name an uploaded file. It is no address anyone
 	// can fetch, so it carries nothing to leak; the service hands the
 	// provider a short-lived presigned GET URL of the file in its place.
-	FileURLPrefix = "mediagen://files/"
+	fileURLPrefix = "mediagen://files/"
 	// MaxUploadBytes is the largest file: 100 MiB, as Replicate's files.
 	MaxUploadBytes = 100 << 20
 	// UploadRetention is how long a file may be used after it was made
@@ -35,7 +35,7 @@ var UploadTypes = []string{"image/png", "image/jpeg", "image/webp", "image/gif"}
 var AudioUploadTypes = []string{"audio/mpeg", "audio/wav", "audio/mp4"}
 
 // FileURL is the URL an image field takes for the file id.
-func FileURL(id string) string { return FileURLPrefix + id }
+func FileURL(id string) string { return fileURLPrefix + id }
 
 // NewFileID is a file's id: a version 7 UUID whose time is now, so that
 // the id alone says when the file was made and when it expires.
@@ -52,7 +52,7 @@ func NewFileID(now time.Time) string {
 // ParseFileURL is the file id a file URL names; ok is false for anything
 // that is not mediagen://files/ and a file id.
 func ParseFileURL(s string) (id string, ok bool) {
-	rest, found := strings.CutPrefix(s, FileURLPrefix)
+	rest, found := strings.CutPrefix(s, fileURLPrefix)
 	if !found {
 		return "", false
 	}

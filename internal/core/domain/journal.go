@@ -32,12 +32,12 @@ const (
 	EntryTransfer EntryType = "transfer"
 )
 
-// EntryTypes lists the types a caller may filter the journal by.
-var EntryTypes = []EntryType{EntryOpening, EntryGrant, EntryHold, EntryCapture, EntryRelease, EntryRefund, EntryTransfer}
+// entryTypes lists the types a caller may filter the journal by.
+var entryTypes = []EntryType{EntryOpening, EntryGrant, EntryHold, EntryCapture, EntryRelease, EntryRefund, EntryTransfer}
 
 // ParseEntryType accepts exactly the documented entry types.
 func ParseEntryType(s string) (EntryType, error) {
-	for _, t := range EntryTypes {
+	for _, t := range entryTypes {
 		if string(t) == s {
 			return t, nil
 		}

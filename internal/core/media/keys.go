@@ -40,7 +40,7 @@ func CaptionsKey(videoID string) string { return "long-videos/" + videoID + "/ca
 // FinalVideoKeyAt is the key of a long-form video's final file at
 // revision: the first render's is FinalVideoKey, a regenerate's is under
 // r<revision>/, so the file served stays until the record points at the
-// new one. Its captions are beside it (CaptionsKeyAt, CaptionsURL).
+// new one. Its captions are beside it (CaptionsKeyAt, captionsURL).
 func FinalVideoKeyAt(videoID string, revision int) string {
 	if revision <= 1 {
 		return FinalVideoKey(videoID)
@@ -56,9 +56,9 @@ func CaptionsKeyAt(videoID string, revision int) string {
 	return fmt.Sprintf("long-videos/%s/r%d/captions.vtt", videoID, revision)
 }
 
-// CaptionsURL is the URL of the captions beside the final video at
+// captionsURL is the URL of the captions beside the final video at
 // finalVideoURL (both are stored under the same base: Files.URL).
-func CaptionsURL(finalVideoURL string) string {
+func captionsURL(finalVideoURL string) string {
 	base, ok := strings.CutSuffix(finalVideoURL, "/final.mp4")
 	if !ok {
 		return ""

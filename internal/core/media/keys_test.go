@@ -13,7 +13,7 @@ func TestAFinalVideoOfEachRevisionIsPublishedBesideItsCaptions(t *testing.T) {
 			t.Errorf("revision %d: %s published %v, %s published %v; want both", rev, final, Published(final), captions, Published(captions))
 		}
 		base := "https://cdn.example/"
-		if got := CaptionsURL(base + final); got != base+captions {
+		if got := captionsURL(base + final); got != base+captions {
 			t.Errorf("revision %d: the captions beside %s are at %q, want %s", rev, final, got, base+captions)
 		}
 		if rev > 1 && final == FinalVideoKey(id) {

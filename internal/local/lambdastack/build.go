@@ -66,8 +66,8 @@ func sourceHash(root string) (string, error) {
 	return hex.EncodeToString(h.Sum(nil))[:16], nil
 }
 
-// DefaultCacheDir is where built bootstraps are kept between runs.
-func DefaultCacheDir() string {
+// defaultCacheDir is where built bootstraps are kept between runs.
+func defaultCacheDir() string {
 	if d, err := os.UserCacheDir(); err == nil {
 		return filepath.Join(d, "mediagen", "lambdas")
 	}

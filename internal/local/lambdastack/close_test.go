@@ -16,7 +16,7 @@ import (
 // only once no task's invocation still runs, and an execution asked for
 // while the stack closes is refused, not started.
 func TestCloseEndsTheRunnersAndRefusesNewExecutions(t *testing.T) {
-	const fn = "arn:aws:lambda:" + Region + ":" + AccountID + ":function:held"
+	const fn = "arn:aws:lambda:" + region + ":" + accountID + ":function:held"
 	running := make(chan struct{})
 	var returned atomic.Bool
 	held := func(ctx context.Context, _ json.RawMessage) (json.RawMessage, error) {
@@ -32,7 +32,7 @@ func TestCloseEndsTheRunnersAndRefusesNewExecutions(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	sm := &StateMachine{Logical: "Held", ARN: "arn:aws:states:" + Region + ":" + AccountID + ":stateMachine:held",
+	sm := &StateMachine{Logical: "Held", ARN: "arn:aws:states:" + region + ":" + accountID + ":stateMachine:held",
 		stack: s, machine: m, executions: map[string]*execution{}}
 	s.machines = map[string]*StateMachine{sm.Logical: sm}
 	if _, err := sm.start(context.Background(), "first", nil); err != nil {

@@ -96,8 +96,8 @@ func (s *Stack) schedule(ctx context.Context, rule string, every time.Duration, 
 // scheduledEvent is the event a schedule's tick sends its targets.
 func scheduledEvent(rule string, now time.Time) map[string]any {
 	return map[string]any{"version": "0", "id": newID(), "detail-type": "Scheduled Event", "source": "aws.events",
-		"account": AccountID, "time": now.UTC().Format(time.RFC3339), "region": Region,
-		"resources": []string{fmt.Sprintf("arn:aws:events:%s:%s:rule/%s", Region, AccountID, rule)}, "detail": map[string]any{}}
+		"account": accountID, "time": now.UTC().Format(time.RFC3339), "region": region,
+		"resources": []string{fmt.Sprintf("arn:aws:events:%s:%s:rule/%s", region, accountID, rule)}, "detail": map[string]any{}}
 }
 
 // RunSchedules ticks now every schedule that targets the function
@@ -234,7 +234,7 @@ func (m *sqsMapping) deliver(ctx context.Context, msgs []sqstypes.Message) {
 	for _, msg := range msgs {
 		rec := events.SQSMessage{MessageId: aws.ToString(msg.MessageId), ReceiptHandle: aws.ToString(msg.ReceiptHandle),
 			Body: aws.ToString(msg.Body), Md5OfBody: aws.ToString(msg.MD5OfBody), Attributes: msg.Attributes,
-			EventSource: "aws:sqs", EventSourceARN: m.queueARN, AWSRegion: Region, MessageAttributes: map[string]events.SQSMessageAttribute{}}
+			EventSource: "aws:sqs", EventSourceARN: m.queueARN, AWSRegion: region, MessageAttributes: map[string]events.SQSMessageAttribute{}}
 		for k, a := range msg.MessageAttributes {
 			rec.MessageAttributes[k] = events.SQSMessageAttribute{StringValue: a.StringValue, BinaryValue: a.BinaryValue,
 				DataType: aws.ToString(a.DataType), StringListValues: a.StringListValues, BinaryListValues: a.BinaryListValues}

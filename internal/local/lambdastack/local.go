@@ -94,7 +94,7 @@ func StartLocal(ctx context.Context, cfg LocalConfig) (_ *Local, err error) {
 	l.Media.StartTLS()
 	cfg.MediaHost = strings.TrimPrefix(l.Media.URL, "https://")
 
-	if l.Stack, err = Start(ctx, cfg.Config); err != nil {
+	if l.Stack, err = start(ctx, cfg.Config); err != nil {
 		return nil, err
 	}
 	stack.Store(l.Stack)

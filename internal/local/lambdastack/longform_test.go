@@ -358,7 +358,7 @@ func TestACanceledLongVideoStopsItsExecutionAndReleasesOnce(t *testing.T) {
 func TestAFinalizePastItsFunctionTimeoutIsRetriedAsOnAWS(t *testing.T) {
 	requireTools(t)
 	cfg := testConfig(t, "finalize")
-	otherExecutions := "arn:aws:states:" + Region + ":" + AccountID + ":execution:another-machine:*"
+	otherExecutions := "arn:aws:states:" + region + ":" + accountID + ":execution:another-machine:*"
 	rescoped := 0
 	cfg.Edit = func(doc map[string]any) {
 		fn, _ := doc["Resources"].(map[string]any)["FinalizeFunction"].(map[string]any)

@@ -145,15 +145,15 @@ func (m *Moto) Errors() []Call {
 func (m *Moto) Denials() []Call {
 	var out []Call
 	for _, c := range m.Errors() {
-		if IsDenial(c.Code) {
+		if isDenial(c.Code) {
 			out = append(out, c)
 		}
 	}
 	return out
 }
 
-// IsDenial reports whether an error code is IAM's refusal.
-func IsDenial(code string) bool { return strings.HasPrefix(code, "AccessDenied") }
+// isDenial reports whether an error code is IAM's refusal.
+func isDenial(code string) bool { return strings.HasPrefix(code, "AccessDenied") }
 
 // Stop closes the proxy and ends moto's server by its process id.
 func (m *Moto) Stop() {
@@ -205,7 +205,7 @@ func (m *Moto) startProxy() error {
 			// answers a JSON-protocol request (DynamoDB, SQS, Secrets
 			// Manager, Step Functions) in JSON, which is what the SDK
 			// reads the error's code from.
-			if IsDenial(code) {
+			if isDenial(code) {
 				code = "AccessDeniedException"
 			}
 			body, _ = json.Marshal(map[string]string{"__type": code, "message": msg})

@@ -66,7 +66,7 @@ func (s *Stack) s3Presigned(w http.ResponseWriter, r *http.Request) bool {
 	r.Header.Set("X-Amz-Content-Sha256", "UNSIGNED-PAYLOAD")
 	r.Header.Del("Authorization")
 	if err := v4.NewSigner(func(o *v4.SignerOptions) { o.DisableURIPathEscaping = true }).SignHTTP(context.Background(),
-		signer, r, "UNSIGNED-PAYLOAD", "s3", Region, time.Now()); err != nil {
+		signer, r, "UNSIGNED-PAYLOAD", "s3", region, time.Now()); err != nil {
 		objectstore.WritePresignError(w, err)
 		return true
 	}

@@ -29,10 +29,10 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/sts"
 )
 
-// Region and AccountID are the stack's: moto's default account.
+// region and accountID are the stack's: moto's default account.
 const (
-	Region    = "us-east-1"
-	AccountID = "123456789012"
+	region    = "us-east-1"
+	accountID = "123456789012"
 )
 
 // adminUser is the identity of the set-up and of the operator's own
@@ -50,7 +50,7 @@ func (c creds) provider() aws.CredentialsProvider {
 
 // awsConfig is an SDK configuration for moto with these credentials.
 func (s *Stack) awsConfig(c creds) aws.Config {
-	return aws.Config{Region: Region, Credentials: c.provider(), BaseEndpoint: aws.String(s.Moto.Endpoint),
+	return aws.Config{Region: region, Credentials: c.provider(), BaseEndpoint: aws.String(s.Moto.Endpoint),
 		RequestChecksumCalculation: aws.RequestChecksumCalculationWhenRequired,
 		ResponseChecksumValidation: aws.ResponseChecksumValidationWhenRequired}
 }
@@ -147,7 +147,7 @@ func (s *Stack) createTables(ctx context.Context, cfg aws.Config) error {
 		}
 		name := aws.ToString(in.TableName)
 		s.res.created[logical] = physical{ref: name, attrs: map[string]string{
-			"Arn": fmt.Sprintf("arn:aws:dynamodb:%s:%s:table/%s", Region, AccountID, name)}}
+			"Arn": fmt.Sprintf("arn:aws:dynamodb:%s:%s:table/%s", region, accountID, name)}}
 		s.made = append(s.made, "table "+name)
 	}
 	return nil
@@ -177,7 +177,7 @@ func (s *Stack) createQueues(ctx context.Context, cfg aws.Config) error {
 		}
 		u := aws.ToString(out.QueueUrl)
 		s.res.created[logical] = physical{ref: u, attrs: map[string]string{
-			"Arn": fmt.Sprintf("arn:aws:sqs:%s:%s:%s", Region, AccountID, name), "QueueName": name, "QueueUrl": u}}
+			"Arn": fmt.Sprintf("arn:aws:sqs:%s:%s:%s", region, accountID, name), "QueueName": name, "QueueUrl": u}}
 		s.made = append(s.made, "queue "+name)
 	}
 	for _, logical := range queues {
@@ -222,7 +222,7 @@ func (s *Stack) createBuckets(ctx context.Context, cfg aws.Config) error {
 		}
 		s.res.created[logical] = physical{ref: name, attrs: map[string]string{
 			"Arn": "arn:aws:s3:::" + name, "DomainName": name + ".s3.amazonaws.com",
-			"RegionalDomainName": name + ".s3." + Region + ".amazonaws.com"}}
+			"RegionalDomainName": name + ".s3." + region + ".amazonaws.com"}}
 		s.made = append(s.made, "bucket "+name)
 	}
 	return nil
@@ -310,16 +310,16 @@ func (s *Stack) nameOthers() {
 	for _, logical := range s.resourcesOfType("AWS::Lambda::Function") {
 		name := physicalName(s.cfg.StackName, logical, 64, false)
 		s.res.created[logical] = physical{ref: name, attrs: map[string]string{
-			"Arn": fmt.Sprintf("arn:aws:lambda:%s:%s:function:%s", Region, AccountID, name)}}
+			"Arn": fmt.Sprintf("arn:aws:lambda:%s:%s:function:%s", region, accountID, name)}}
 	}
 	for _, logical := range s.resourcesOfType("AWS::IAM::Role") {
 		name := physicalName(s.cfg.StackName, logical, 64, false)
 		s.res.created[logical] = physical{ref: name, attrs: map[string]string{
-			"Arn": fmt.Sprintf("arn:aws:iam::%s:role/%s", AccountID, name), "RoleId": "AROA" + logical}}
+			"Arn": fmt.Sprintf("arn:aws:iam::%s:role/%s", accountID, name), "RoleId": "AROA" + logical}}
 	}
 	for _, logical := range s.resourcesOfType("AWS::StepFunctions::StateMachine") {
 		name := physicalName(s.cfg.StackName, logical, 80, false)
-		arn := fmt.Sprintf("arn:aws:states:%s:%s:stateMachine:%s", Region, AccountID, name)
+		arn := fmt.Sprintf("arn:aws:states:%s:%s:stateMachine:%s", region, accountID, name)
 		s.res.created[logical] = physical{ref: arn, attrs: map[string]string{"Arn": arn, "Name": name}}
 	}
 	for _, logical := range s.resourcesOfType("AWS::ApiGatewayV2::Api") {
@@ -349,7 +349,7 @@ func (s *Stack) createRoles(ctx context.Context, cfg aws.Config) error {
 		}
 		trust, _ := json.Marshal(map[string]any{"Version": "2012-10-17", "Statement": []any{map[string]any{
 			"Effect": "Allow", "Action": "sts:AssumeRole",
-			"Principal": map[string]any{"AWS": fmt.Sprintf("arn:aws:iam::%s:user/%s", AccountID, adminUser)}}}})
+			"Principal": map[string]any{"AWS": fmt.Sprintf("arn:aws:iam::%s:user/%s", accountID, adminUser)}}}})
 		if _, err := s.iam(ctx, s.admin, "CreateRole", url.Values{"RoleName": {role.ref}, "AssumeRolePolicyDocument": {string(trust)}}); err != nil {
 			return fmt.Errorf("role of %s: %w", fn, err)
 		}
@@ -505,7 +505,7 @@ func (s *Stack) iam(ctx context.Context, c creds, action string, params url.Valu
 	req.Header.Set("Content-Type", "application/x-www-form-urlencoded; charset=utf-8")
 	sum := sha256.Sum256([]byte(body))
 	if err := v4.NewSigner().SignHTTP(ctx, aws.Credentials{AccessKeyID: c.AccessKeyID, SecretAccessKey: c.SecretAccessKey, SessionToken: c.SessionToken},
-		req, hex.EncodeToString(sum[:]), "iam", Region, time.Now()); err != nil {
+		req, hex.EncodeToString(sum[:]), "iam", region, time.Now()); err != nil {
 		return nil, err
 	}
 	resp, err := http.DefaultClient.Do(req)

@@ -334,7 +334,7 @@ func sfnAnswered(status int, code string) bool {
 // caller it lets through (the admin) asking for sentence marks gets its
 // InvalidParameterValue.
 func pollyAnswered(status int, code string) bool {
-	return status < 400 || IsDenial(code) ||
+	return status < 400 || isDenial(code) ||
 		status == http.StatusBadRequest && (code == "InvalidSampleRateException" || code == "ValidationException" || code == "InvalidParameterValue")
 }
 
@@ -383,7 +383,7 @@ func awsAuthError(status int, code, msg string) (int, string, string) {
 		return http.StatusBadRequest, "UnrecognizedClientException", "The security token included in the request is invalid."
 	case code == "SignatureDoesNotMatch":
 		return http.StatusBadRequest, "InvalidSignatureException", "The request signature we calculated does not match the signature you provided. Check your AWS Secret Access Key and signing method. Consult the service documentation for details."
-	case IsDenial(code), status == http.StatusUnauthorized, status == http.StatusForbidden:
+	case isDenial(code), status == http.StatusUnauthorized, status == http.StatusForbidden:
 		return http.StatusBadRequest, "AccessDeniedException", msg
 	case status >= 500, code == "":
 		return http.StatusInternalServerError, "InternalFailure", fmt.Sprintf("moto answered HTTP %d %s: %s", status, code, msg)
@@ -442,7 +442,7 @@ func (s *Stack) functionDenied(r *http.Request, caller, action, resource string,
 	if d == allowed {
 		return nil
 	}
-	msg := deniedMessage(fmt.Sprintf("arn:aws:sts::%s:assumed-role/%s/%s", AccountID, s.roles[caller].name, sessionName(s.Ref(caller))),
+	msg := deniedMessage(fmt.Sprintf("arn:aws:sts::%s:assumed-role/%s/%s", accountID, s.roles[caller].name, sessionName(s.Ref(caller))),
 		action, resource, d)
 	s.Moto.record(r, status, "AccessDeniedException", msg)
 	return &Call{Caller: caller, Action: action, Status: status, Code: "AccessDeniedException", Message: msg}

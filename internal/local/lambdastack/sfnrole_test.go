@@ -65,7 +65,7 @@ func TestATaskWhoseFunctionTheStateMachinesRoleMayNotInvokeFails(t *testing.T) {
 	}
 	for _, d := range denials {
 		if d.Caller != "LongStoryStateMachine" || d.Action != "lambda:InvokeFunction" || d.Code != "AccessDeniedException" ||
-			!strings.Contains(d.Message, "is not authorized to perform: lambda:InvokeFunction on resource: arn:aws:lambda:"+Region+":"+AccountID+":function:"+narrate) {
+			!strings.Contains(d.Message, "is not authorized to perform: lambda:InvokeFunction on resource: arn:aws:lambda:"+region+":"+accountID+":function:"+narrate) {
 			t.Errorf("denial %+v, want only the state machine's lambda:InvokeFunction of %s", d, narrate)
 		}
 	}

@@ -38,13 +38,13 @@ import (
 	"github.com/mediagen-dev/mediagen/internal/local/lambdaruntime"
 )
 
-// Config is what Start needs.
+// Config is what start needs.
 type Config struct {
 	// Root is the repository (template.yaml, the Makefile, functions/).
 	Root string
 	// Dir keeps the run: the functions' task roots and logs, moto's logs.
 	Dir string
-	// CacheDir keeps the built bootstraps between runs (DefaultCacheDir).
+	// CacheDir keeps the built bootstraps between runs (defaultCacheDir).
 	CacheDir string
 	// Addr is the HTTP API's listen address (default 127.0.0.1:0).
 	Addr string
@@ -189,8 +189,8 @@ func (f *Function) invokeTraced(ctx context.Context, payload []byte, trace strin
 	return inv.Response, nil
 }
 
-// Start makes the stack and serves its HTTP API; Close ends it all.
-func Start(ctx context.Context, cfg Config) (_ *Stack, err error) {
+// start makes the stack and serves its HTTP API; Close ends it all.
+func start(ctx context.Context, cfg Config) (_ *Stack, err error) {
 	if cfg.StackName == "" {
 		cfg.StackName = "mediagen-local"
 	}
@@ -198,7 +198,7 @@ func Start(ctx context.Context, cfg Config) (_ *Stack, err error) {
 		cfg.Addr = "127.0.0.1:0"
 	}
 	if cfg.CacheDir == "" {
-		cfg.CacheDir = DefaultCacheDir()
+		cfg.CacheDir = defaultCacheDir()
 	}
 	if cfg.Log == nil {
 		cfg.Log = slog.New(slog.DiscardHandler)
@@ -239,7 +239,7 @@ func Start(ctx context.Context, cfg Config) (_ *Stack, err error) {
 		// later, which another process can take in between.
 		s.cfg.Parameters["PublicBaseUrl"] = s.BaseURL
 	}
-	if s.res, err = newResolver(s.doc, cfg.StackName, Region, AccountID, s.cfg.Parameters); err != nil {
+	if s.res, err = newResolver(s.doc, cfg.StackName, region, accountID, s.cfg.Parameters); err != nil {
 		ln.Close()
 		return nil, err
 	}
@@ -407,7 +407,7 @@ func (s *Stack) addFunction(logical, bootstrap string) error {
 		Timeout: time.Duration(intOf(props["Timeout"], 3)) * time.Second, MemoryMB: intOf(props["MemorySize"], 128)}
 	fn.pool = &lambdaruntime.Pool{
 		Fn: lambdaruntime.Function{Name: name, Bootstrap: link, TaskRoot: root, MemoryMB: fn.MemoryMB, Timeout: fn.Timeout,
-			Region: Region, AccountID: AccountID, AccessKeyID: role.creds.AccessKeyID, SecretAccessKey: role.creds.SecretAccessKey,
+			Region: region, AccountID: accountID, AccessKeyID: role.creds.AccessKeyID, SecretAccessKey: role.creds.SecretAccessKey,
 			SessionToken: role.creds.SessionToken, Env: env, Logs: &syncWriter{w: logs}},
 		Reserved: intOf(props["ReservedConcurrentExecutions"], 0),
 		OnStart: func(e *lambdaruntime.Environment) {

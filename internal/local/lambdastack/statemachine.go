@@ -262,7 +262,7 @@ func (sm *StateMachine) invokeDenied(fn *Function) *stepfunctions.TaskError {
 	if d == allowed {
 		return nil
 	}
-	msg := deniedMessage(fmt.Sprintf("arn:aws:sts::%s:assumed-role/%s/%s", AccountID, s.res.created[sm.role].ref, sfnSessionName()), action, arn, d)
+	msg := deniedMessage(fmt.Sprintf("arn:aws:sts::%s:assumed-role/%s/%s", accountID, s.res.created[sm.role].ref, sfnSessionName()), action, arn, d)
 	s.Moto.recordCall(Call{Caller: sm.Logical, Action: action, Status: http.StatusForbidden, Code: "AccessDeniedException", Message: msg})
 	return &stepfunctions.TaskError{Name: "Lambda.AWSLambdaException",
 		Cause: fmt.Sprintf("%s (Service: AWSLambda; Status Code: 403; Error Code: AccessDeniedException; Request ID: %s; Proxy: null)", msg, lambdaruntime.NewRequestID())}

@@ -194,8 +194,8 @@ type DynamoDBConfig struct {
 // (deploy/ holds the template to these): the local queues apply Lambda's
 // recursive-loop guard with them.
 const (
-	PollerRecursiveLoop   = localsqs.RecursiveLoopAllow
-	WebhooksRecursiveLoop = localsqs.RecursiveLoopAllow
+	pollerRecursiveLoop   = localsqs.RecursiveLoopAllow
+	webhooksRecursiveLoop = localsqs.RecursiveLoopAllow
 )
 
 // Bucket is the local output bucket.
@@ -445,12 +445,12 @@ func (r *Runtime) wire(cfg Config, st store.Store, rc *routing.Config, prices *p
 	r.Queue = localsqs.New(r.Costs.SQSConsumer("poller", func(ctx context.Context, ev events.SQSEvent) (events.SQSEventResponse, error) {
 		return pollBatches(ctx, ev)
 	}), localsqs.Config{Visibility: cfg.QueueVisibility, Log: log.With("component", "queue"),
-		Function: "PollerFunction", RecursiveLoop: PollerRecursiveLoop})
+		Function: "PollerFunction", RecursiveLoop: pollerRecursiveLoop})
 	queue := r.Costs.SQSSender(r.Queue)
 	r.WebhookQueue = localsqs.New(r.Costs.SQSConsumer("webhooks", func(ctx context.Context, ev events.SQSEvent) (events.SQSEventResponse, error) {
 		return deliverBatches(ctx, ev)
 	}), localsqs.Config{Visibility: cfg.QueueVisibility, Log: log.With("component", "webhook-queue"),
-		Function: "WebhooksFunction", RecursiveLoop: WebhooksRecursiveLoop})
+		Function: "WebhooksFunction", RecursiveLoop: webhooksRecursiveLoop})
 	webhookQueue := r.Costs.SQSSender(r.WebhookQueue)
 	deliverer := &webhook.Deliverer{Records: httpapi.WebhookRecords{Store: st, Now: cfg.Clock}, Store: st, Queue: webhookQueue,
 		Client: webhook.SafeClient(hookPorts...), Backoff: cfg.WebhookBackoff, Log: log.With("component", "webhooks")}

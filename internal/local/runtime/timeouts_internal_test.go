@@ -52,7 +52,7 @@ func TestTheLocalQueuesApplyTheTemplatesRecursiveLoop(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	local := map[string]string{"PollerFunction": PollerRecursiveLoop, "WebhooksFunction": WebhooksRecursiveLoop}
+	local := map[string]string{"PollerFunction": pollerRecursiveLoop, "WebhooksFunction": webhooksRecursiveLoop}
 	for id, setting := range local {
 		if got, _ := tpl.Resources[id].Properties["RecursiveLoop"].(string); got != setting {
 			t.Errorf("the local runtime's queue runs %s with RecursiveLoop %q, template.yaml says %q", id, setting, got)

@@ -76,7 +76,7 @@ type DynamoDB struct {
 	proxy *http.Server
 }
 
-// StartDynamoDB starts moto's server (MotoLauncher) on a free loopback port, waits until it
+// StartDynamoDB starts moto's server (motoLauncher) on a free loopback port, waits until it
 // answers and puts the proxy in front of it; DYNAMODB_ENDPOINT, when set,
 // names a running server to proxy instead (then Stop leaves it running).
 func StartDynamoDB(ctx context.Context) (*DynamoDB, error) {

@@ -17,10 +17,10 @@ import (
 // MotoFix is the one line that says how to get moto's server.
 const MotoFix = "moto's server is missing: pip install 'moto[server]==5.2.1' (python3 -c 'import moto' must work)"
 
-// MotoLauncher is scripts/moto_server.py, which runs moto's server with a
+// motoLauncher is scripts/moto_server.py, which runs moto's server with a
 // cancelled transaction rolled back item by item (see the script), or an
 // error that names the fix.
-func MotoLauncher() (string, error) {
+func motoLauncher() (string, error) {
 	if err := exec.Command("python3", "-c", "import moto").Run(); err != nil {
 		return "", fmt.Errorf("%s (%w)", MotoFix, err)
 	}
@@ -38,12 +38,12 @@ type MotoServer struct {
 	cmd *exec.Cmd
 }
 
-// StartMoto starts moto's server (MotoLauncher) on a free loopback port,
+// StartMoto starts moto's server (motoLauncher) on a free loopback port,
 // with env added to this process's environment and its output to log
 // (nil: discarded), and waits until it answers, for up to limit. A port
 // taken meanwhile by another process is tried again on another, twice.
 func StartMoto(ctx context.Context, env []string, log io.Writer, limit time.Duration) (*MotoServer, error) {
-	launcher, err := MotoLauncher()
+	launcher, err := motoLauncher()
 	if err != nil {
 		return nil, err
 	}

@@ -48,7 +48,7 @@ func readRoute(ctx context.Context, log *slog.Logger, route routes.Route) (any, 
 	if err != nil {
 		return nil, err
 	}
-	ups, err := RoutesOnly()
+	ups, err := routesOnly()
 	if err != nil {
 		return nil, err
 	}
@@ -206,7 +206,7 @@ func EventStream(ctx context.Context, log *slog.Logger) (any, error) {
 	if err != nil {
 		return nil, err
 	}
-	ups, err := RoutesOnly()
+	ups, err := routesOnly()
 	if err != nil {
 		return nil, err
 	}

@@ -54,7 +54,7 @@ type Constructor func(ctx context.Context, log *slog.Logger) (any, error)
 // Build is a function's main: it builds the handler with the function's
 // logger, or ends the init with a logged error.
 func Build(name string, c Constructor) any {
-	return Must(c(context.Background(), Logger().With("function", name)))
+	return must(c(context.Background(), Logger().With("function", name)))
 }
 
 // Logger is the JSON logger every function uses, its values bounded
@@ -63,9 +63,9 @@ func Logger() *slog.Logger {
 	return domain.NewJSONLogger(os.Stdout, nil)
 }
 
-// Must ends a function's init with a logged error: Lambda reports the init
+// must ends a function's init with a logged error: Lambda reports the init
 // failure and retries on the next invoke.
-func Must[T any](v T, err error) T {
+func must[T any](v T, err error) T {
 	if err != nil {
 		Logger().Error("function init failed", "error", err)
 		os.Exit(1)
@@ -124,9 +124,9 @@ func Routing() (*routing.Config, error) {
 	return routing.Load(path)
 }
 
-// RoutesOnly is the routing file without tokens, for the functions that
+// routesOnly is the routing file without tokens, for the functions that
 // only read routes and caps (status, lists).
-func RoutesOnly() (*upstream.Router, error) {
+func routesOnly() (*upstream.Router, error) {
 	rc, err := Routing()
 	if err != nil {
 		return nil, err
