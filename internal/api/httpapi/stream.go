@@ -59,11 +59,15 @@ const (
 	// streamDeadlineMargin is kept before the invocation's own deadline.
 	streamDeadlineMargin = 5 * time.Second
 	// StreamKeyRecheck is how often an open stream checks its credential
-	// and its lease again (on the stream's clock): a key revoked or an
-	// account deleted meanwhile ends the stream with an error event; a
-	// lease taken over by a stream resumed on the same record ends it
-	// quietly.
+	// and its lease again (on the stream's clock): a key revoked, an
+	// account deleted or a token expired meanwhile ends the stream with an
+	// error event; a lease taken over by a stream resumed on the same
+	// record ends it quietly.
 	StreamKeyRecheck = 30 * time.Second
+	// StreamRecheckFailures is how many rechecks in a row may fail (the
+	// store not answering) before the stream ends: one failure is retried
+	// at the next recheck, the stream going on meanwhile.
+	StreamRecheckFailures = 3
 	// StreamMaxOpen is how many streams an account may have open at once
 	// (across every instance of the stream function): each holds an
 	// instance of the function for up to StreamMaxDuration, so a key
@@ -329,6 +333,7 @@ type eventStream struct {
 	log        interface {
 		InfoContext(ctx context.Context, msg string, args ...any)
 		WarnContext(ctx context.Context, msg string, args ...any)
+		ErrorContext(ctx context.Context, msg string, args ...any)
 	}
 
 	mu        sync.Mutex
@@ -337,6 +342,7 @@ type eventStream struct {
 	started   bool
 	lastWrite time.Time
 	checked   time.Time // when the credential was last checked
+	failures  int       // the rechecks failed in a row
 	done      bool
 }
 
@@ -378,11 +384,7 @@ func (s *eventStream) next() error {
 	}
 	if now := s.clock.Now(); now.Sub(s.checked) >= StreamKeyRecheck {
 		s.checked = now
-		ended, err := s.recheckEnds(now)
-		if err != nil {
-			return err
-		}
-		if ended {
+		if s.recheckEnds(now) {
 			s.done = true
 			return nil
 		}
@@ -433,27 +435,40 @@ func (s *eventStream) next() error {
 // credential (client.FollowGeneration returns it; the playground stops
 // following).
 //
-// A check that fails ends the stream with that error.
-func (s *eventStream) recheckEnds(now time.Time) (bool, error) {
+// A check that fails (the store not answering) is logged and retried at
+// the next recheck, the stream going on meanwhile; after
+// StreamRecheckFailures in a row the stream ends, again without a last
+// event: the client's resume opens it afresh, and a store still failing
+// answers that open with the API's own 5xx JSON, which clients retry as
+// any 5xx, rather than an event they would take for a refusal.
+func (s *eventStream) recheckEnds(now time.Time) bool {
 	err := s.recheck(s.ctx, now)
 	var refused *Error
 	if errors.As(err, &refused) {
 		s.buf = append(s.buf, fmt.Sprintf("event: error\ndata: %s\n\n", s.refusal(s.ctx, err))...)
-		return true, nil
+		return true
 	}
 	held := true
 	if err == nil {
 		held, err = s.holds(s.ctx)
 	}
 	if err != nil {
-		s.log.WarnContext(s.ctx, "event stream: rechecking its credential and lease failed; the stream ends", "error", err)
-		return false, fmt.Errorf("event stream: %w", err)
+		s.failures++
+		if s.failures >= StreamRecheckFailures {
+			s.log.ErrorContext(s.ctx, "event stream: rechecking its credential and lease failed too often in a row; the stream ends",
+				"error", err, "failures", s.failures)
+			return true
+		}
+		s.log.WarnContext(s.ctx, "event stream: rechecking its credential and lease failed; retried at the next recheck",
+			"error", err, "failures", s.failures)
+		return false
 	}
+	s.failures = 0
 	if !held {
 		s.log.InfoContext(s.ctx, "event stream: a stream resumed on its record took its lease over; the stream ends")
-		return true, nil
+		return true
 	}
-	return false, nil
+	return false
 }
 
 // Close ends the stream: a Read waiting for the next poll returns, and

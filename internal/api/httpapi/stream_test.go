@@ -213,3 +213,59 @@ func TestAStreamResumedOnItsRecordTakesTheDroppedOnesLease(t *testing.T) {
 		s.body.Close()
 	}
 }
+
+// A recheck that fails (the store not answering, on the key's read or
+// the lease's) is retried at the next one, the stream going on; three
+// failures in a row end it, quietly (the client's resume meets the
+// store's state in an ordinary answer), and its lease is given back.
+func TestAStreamOutlivesTransientRecheckFailures(t *testing.T) {
+	for _, op := range []string{"store.GetAPIKey", "store.HoldsStream"} {
+		for _, tt := range []struct {
+			name   string
+			failed []int // the rechecks that fail (1-based)
+			ends   int   // the recheck that ends the stream (0: none)
+		}{
+			{"two in a row, twice", []int{1, 2, 4, 5}, 0},
+			{"three in a row", []int{2, 3, 4}, 4},
+		} {
+			t.Run(op+" "+tt.name, func(t *testing.T) {
+				w := newStreamWorld(t, 1, nil)
+				s, status, body := w.open(t, "g1", w.key)
+				if status != http.StatusOK {
+					t.Fatalf("the stream: HTTP %d %s", status, body)
+				}
+				w.faults.Phase("streaming")
+				for _, n := range tt.failed {
+					w.faults.Arm(faults.Point{Phase: "streaming", Op: op, Nth: n}, faults.FailBefore)
+				}
+				for recheck := 1; recheck <= 5; recheck++ {
+					w.pump(t, recheckPolls, s)
+					if recheck == tt.ends {
+						waitEnded(t, s)
+						break
+					}
+					if s.done() {
+						text, err := s.read()
+						t.Fatalf("the stream ended at recheck %d (%v): %q", recheck, err, text)
+					}
+				}
+				if tt.ends == 0 {
+					if fired := len(w.faults.Fired()); fired != len(tt.failed) {
+						t.Fatalf("%d faults fired, want %d: the rechecks did not reach the store", fired, len(tt.failed))
+					}
+					s.body.Close()
+					return
+				}
+				text, err := s.read()
+				if !errors.Is(err, io.EOF) || strings.Contains(text, "event: error") {
+					t.Errorf("after three failed rechecks the stream ended with %v and %q; want its clean end, no error event", err, text)
+				}
+				if other, status, body := w.open(t, "g2", w.key); status != http.StatusOK {
+					t.Errorf("after the stream ended: HTTP %d %s; want its lease given back", status, body)
+				} else {
+					other.body.Close()
+				}
+			})
+		}
+	}
+}
