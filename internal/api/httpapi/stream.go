@@ -258,7 +258,15 @@ func (g *Gate) stream(access Access, s Streams, open func(ctx context.Context, r
 		}
 		authorization := header(req, "Authorization")
 		recheck := func(ctx context.Context, now time.Time) error {
-			_, _, err := g.authenticate(ctx, authorization, access.Tokens, false)
+			_, cred, err := g.authenticate(ctx, authorization, access.Tokens, false)
+			if err == nil && !cred.until.IsZero() && !cred.until.After(now) {
+				// Expired on the stream's clock, whatever the verifier's
+				// own clock says (the local runtime's has none of its own:
+				// the wall clock), as a cached gateway answer is refused
+				// once the token's time is up.
+				g.logRefused(ctx, "token expired while streaming", "token")
+				return unauthorized("invalid token")
+			}
 			return err
 		}
 		holds := func(ctx context.Context) (bool, error) {

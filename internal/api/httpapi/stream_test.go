@@ -3,6 +3,7 @@ package httpapi
 import (
 	"bufio"
 	"context"
+	"encoding/json"
 	"errors"
 	"io"
 	"net/http"
@@ -267,5 +268,34 @@ func TestAStreamOutlivesTransientRecheckFailures(t *testing.T) {
 				}
 			})
 		}
+	}
+}
+
+// A token's expiry is checked on the stream's clock: a token that expires
+// while it streams ends the stream at the next recheck with the 401
+// envelope of an expired token, whatever the verifier's own clock says.
+func TestAStreamEndsOnceItsTokenExpiresOnTheStreamsClock(t *testing.T) {
+	w := newStreamWorld(t, 1, fakeTokens{})
+	token := fakeToken(w.userID, w.clk.Now().Add(StreamKeyRecheck+StreamKeyRecheck/2))
+	s, status, body := w.open(t, "g1", token)
+	if status != http.StatusOK {
+		t.Fatalf("the stream: HTTP %d %s", status, body)
+	}
+	w.pump(t, recheckPolls, s)
+	if s.done() {
+		t.Fatal("the stream ended at a recheck before its token expired")
+	}
+	w.pump(t, recheckPolls, s)
+	waitEnded(t, s)
+	text, _ := s.read()
+	_, data, ok := strings.Cut(text, "event: error\ndata: ")
+	if !ok {
+		t.Fatalf("the stream whose token expired ended with %q; want an error event", text)
+	}
+	var env struct {
+		Error struct{ Code, Message string } `json:"error"`
+	}
+	if err := json.Unmarshal([]byte(strings.TrimSpace(data)), &env); err != nil || env.Error.Code != "unauthorized" || env.Error.Message != "invalid token" {
+		t.Errorf("the error event's data %q (%v); want the 401 envelope of an invalid token", data, err)
 	}
 }

@@ -12,10 +12,13 @@ import (
 	"testing"
 	"time"
 
+	"github.com/golang-jwt/jwt/v5"
+
 	"github.com/mediagen-dev/mediagen/internal/api/routes"
 	"github.com/mediagen-dev/mediagen/internal/core/domain"
 	"github.com/mediagen-dev/mediagen/internal/local/runtime"
 	"github.com/mediagen-dev/mediagen/internal/testkit/clocktest"
+	"github.com/mediagen-dev/mediagen/internal/testkit/jwttest"
 	"github.com/mediagen-dev/mediagen/internal/testkit/waitfor"
 )
 
@@ -559,4 +562,55 @@ func TestAnAccountsOpenStreamsAreCapped(t *testing.T) {
 	for _, p := range paths[1:] {
 		call(t, rt, http.MethodPost, strings.TrimSuffix(p, "/events")+"/cancel", owner.APIKey, nil)
 	}
+}
+
+// A token that expires while its stream is open ends the stream at the
+// next recheck after its expiry on the stream's clock (the service's
+// verifier reads its own wall clock, on which the token is still good):
+// a last event `error` with the 401 envelope, within 30 s of the expiry
+// and its leeway, not at the stream's 10-minute end.
+func TestAnOpenStreamEndsOnceItsTokenExpiresOnTheStreamsClock(t *testing.T) {
+	is, err := jwttest.New()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer is.Close()
+	clk := clocktest.New(time.Now().UTC().Truncate(time.Second))
+	rt := start(t, runtime.Config{StreamClock: clk, JWTIssuer: is.Issuer, JWTAudience: is.Audience, JWKSURL: is.JWKSURL()})
+	owner := newAccount(t, rt, domain.PlanEnterprise, 1000)
+	created := call(t, rt, http.MethodPost, "/api/generations/generate", owner.APIKey, imageBody("a slipway [simulate:hold]"))
+	if created.status != http.StatusOK {
+		t.Fatalf("generate: HTTP %d %s", created.status, created.body)
+	}
+	claims := is.Claims(owner.UserID)
+	expiry := clk.Now().Add(time.Minute)
+	claims.ExpiresAt = jwt.NewNumericDate(expiry)
+	_, blocks := eventStream(t, rt, "/api/generations/"+created.str("uuid")+"/events", is.SignRS256(claims, "rsa-1"), "")
+	if ev, ok := nextEvent(t, blocks); !ok || ev.event != "processing" {
+		t.Fatalf("the stream's first event %+v (open %v); want processing", ev, ok)
+	}
+	var ended sse
+	for ended.event != "error" {
+		b, ok := nextEventTicking(t, clk, blocks)
+		if !ok {
+			t.Fatal("the stream ended without an error event")
+		}
+		ended = b
+	}
+	// The verifier's leeway (30 s) holds the token past its expiry, and a
+	// recheck comes every 30 s.
+	if at := clk.Now(); at.Before(expiry) || at.Sub(expiry) > time.Minute+time.Second {
+		t.Errorf("the error event came at %v on the stream's clock, the token expiring at %v; want within a minute after", at, expiry)
+	}
+	var got map[string]any
+	if err := json.Unmarshal([]byte(ended.data), &got); err != nil {
+		t.Fatalf("the error event's data %q: %v", ended.data, err)
+	}
+	if e, _ := got["error"].(map[string]any); e["code"] != "unauthorized" {
+		t.Errorf("the stream's error event %s; want the 401 envelope", ended.data)
+	}
+	if b, ok := nextBlock(t, blocks); ok {
+		t.Errorf("after the error event the stream goes on: %+v", b)
+	}
+	call(t, rt, http.MethodPost, "/api/generations/"+created.str("uuid")+"/cancel", owner.APIKey, nil)
 }
