@@ -59,9 +59,15 @@ const (
 	// streamDeadlineMargin is kept before the invocation's own deadline.
 	streamDeadlineMargin = 5 * time.Second
 	// StreamKeyRecheck is how often an open stream checks its credential
-	// again (on the stream's clock): a key revoked or an account deleted
-	// meanwhile ends the stream with an error event.
+	// and its lease again (on the stream's clock): a key revoked, an
+	// account deleted or a token expired meanwhile ends the stream with an
+	// error event; a lease taken over by a stream resumed on the same
+	// record ends it quietly.
 	StreamKeyRecheck = 30 * time.Second
+	// StreamRecheckFailures is how many rechecks in a row may fail (the
+	// store not answering) before the stream ends: one failure is retried
+	// at the next recheck, the stream going on meanwhile.
+	StreamRecheckFailures = 3
 	// StreamMaxOpen is how many streams an account may have open at once
 	// (across every instance of the stream function): each holds an
 	// instance of the function for up to StreamMaxDuration, so a key
@@ -70,11 +76,13 @@ const (
 	StreamMaxOpen = 5
 	// StreamLeaseMargin is how long past its end a stream's lease lasts:
 	// a stream ends by then even when its process died without closing
-	// it, and its place comes back.
+	// it (or, in AWS, its client went away unnoticed and nobody resumed
+	// it), and its place comes back.
 	StreamLeaseMargin = time.Minute
 	// StreamRetryAfter is the Retry-After of a stream refused for the
 	// account's open streams: one of them may end at any moment (its
-	// record finished, its client went away).
+	// record finished, its client went away and it noticed, or a stream
+	// abandoned on a record was resumed and so taken over).
 	StreamRetryAfter = 10 * time.Second
 	// streamCloseTimeout bounds the giving back of a stream's lease, made
 	// after the stream's own context ended.
@@ -82,10 +90,12 @@ const (
 )
 
 // StreamLeases counts the streams an account has open, across instances
-// (store.Streams).
+// (store.Streams): a lease per record followed, which a stream resumed on
+// the same record takes over.
 type StreamLeases interface {
-	OpenStream(ctx context.Context, userID, stream string, limit int, at, expires time.Time) (bool, error)
-	CloseStream(ctx context.Context, userID, stream string) error
+	OpenStream(ctx context.Context, userID, stream, owner string, limit int, at, expires time.Time) (bool, error)
+	HoldsStream(ctx context.Context, userID, stream, owner string) (bool, error)
+	CloseStream(ctx context.Context, userID, stream, owner string) error
 }
 
 // Streams are the settings of the streaming routes: their clock (the
@@ -105,15 +115,24 @@ type Streams struct {
 func tooManyStreams(limit int) *Error {
 	retry := int(StreamRetryAfter / time.Second)
 	return &Error{Status: http.StatusTooManyRequests, Code: "too_many_streams",
-		Message: fmt.Sprintf("an account may have at most %d event streams open at once; close one, or retry after %d s", limit, retry),
+		Message: fmt.Sprintf("an account may follow at most %d records by event stream at once; close one, or retry after %d s", limit, retry),
 		Headers: map[string]string{"Retry-After": strconv.Itoa(retry)}}
 }
 
-// newStreamID names a stream's lease.
-func newStreamID() string {
+// newLeaseOwner names one stream, the owner of its lease.
+func newLeaseOwner() string {
 	var b [12]byte
 	rand.Read(b[:])
 	return hex.EncodeToString(b[:])
+}
+
+// followed is the record a stream follows: its lease (the record's kind
+// and id: one lease per record and account, so that a client resuming a
+// stream its Lambda instance never learned was dropped takes the dropped
+// one's place instead of a new one) and its reader.
+type followed struct {
+	lease string
+	read  func(context.Context) (snapshot, error)
 }
 
 // snapshot is one read of the record: its view, the view's event id, and
@@ -140,13 +159,13 @@ func EventID(updatedAt time.Time, progress, queuePosition int) int64 {
 
 // GenerationEventsRoute is GET /api/generations/{id}/events.
 func GenerationEventsRoute(r *generation.Reader, gate *Gate, s Streams) StreamHandler {
-	return gate.stream(readAccess, s, func(ctx context.Context, req Request, userID string) (func(context.Context) (snapshot, error), error) {
+	return gate.stream(readAccess, s, func(ctx context.Context, req Request, userID string) (followed, error) {
 		g, err := r.Lookup(ctx, userID, req.PathParameters["id"])
 		if err != nil {
-			return nil, err
+			return followed{}, err
 		}
 		uuid := g.UUID
-		return func(ctx context.Context) (snapshot, error) {
+		return followed{lease: "generation/" + uuid, read: func(ctx context.Context) (snapshot, error) {
 			g, err := r.Lookup(ctx, userID, uuid)
 			if err != nil {
 				return snapshot{}, err
@@ -157,19 +176,19 @@ func GenerationEventsRoute(r *generation.Reader, gate *Gate, s Streams) StreamHa
 			}
 			return snapshot{view: view, id: EventID(g.UpdatedAt, view.Progress, view.QueuePosition),
 				status: view.Status, terminal: g.Status.Terminal()}, nil
-		}, nil
+		}}, nil
 	})
 }
 
 // LongVideoEventsRoute is GET /api/long-story/videos/{videoId}/events.
 func LongVideoEventsRoute(r *longform.Reader, gate *Gate, s Streams) StreamHandler {
-	return gate.stream(readAccess, s, func(ctx context.Context, req Request, userID string) (func(context.Context) (snapshot, error), error) {
+	return gate.stream(readAccess, s, func(ctx context.Context, req Request, userID string) (followed, error) {
 		v, err := r.Lookup(ctx, userID, req.PathParameters["videoId"])
 		if err != nil {
-			return nil, err
+			return followed{}, err
 		}
 		id := v.ID
-		return func(ctx context.Context) (snapshot, error) {
+		return followed{lease: "long_video/" + id, read: func(ctx context.Context) (snapshot, error) {
 			v, err := r.Lookup(ctx, userID, id)
 			if err != nil {
 				return snapshot{}, err
@@ -179,16 +198,17 @@ func LongVideoEventsRoute(r *longform.Reader, gate *Gate, s Streams) StreamHandl
 			// to the regenerate's end, its new revision or the old one.
 			return snapshot{view: view, id: EventID(v.UpdatedAt, view.Progress, 0), status: view.Status,
 				terminal: v.Status.Terminal() && v.Regenerating == nil}, nil
-		}, nil
+		}}, nil
 	})
 }
 
 // stream wraps a streaming route with the gate (authentication, the rate
 // limit, the scope, the error envelope: a refusal is an ordinary JSON
-// answer) and answers the events of the snapshots open returns, while the
-// account has fewer than s.MaxOpen streams open (a lease of s.Leases
-// each, given back when the stream ends).
-func (g *Gate) stream(access Access, s Streams, open func(ctx context.Context, req Request, userID string) (func(context.Context) (snapshot, error), error)) StreamHandler {
+// answer) and answers the events of the snapshots of the record open
+// finds, while the account has fewer than s.MaxOpen records followed (a
+// lease of s.Leases each, taken over by a stream resumed on the record,
+// given back when the stream holding it ends).
+func (g *Gate) stream(access Access, s Streams, open func(ctx context.Context, req Request, userID string) (followed, error)) StreamHandler {
 	return func(ctx context.Context, req Request) (StreamResponse, error) {
 		ctx, a, cred, limits, err := g.admit(ctx, req, access, true)
 		caller := cred.caller
@@ -201,13 +221,13 @@ func (g *Gate) stream(access Access, s Streams, open func(ctx context.Context, r
 			// route functions' may update the keys table).
 			g.noteUse(ctx, cred.key)
 		}
-		var read func(context.Context) (snapshot, error)
+		var f followed
 		var last int64
 		if err == nil {
 			last, err = lastEventID(header(req, LastEventIDHeader))
 		}
 		if err == nil {
-			read, err = open(ctx, req, a.UserID)
+			f, err = open(ctx, req, a.UserID)
 		}
 		clk := clock.Or(s.Clock)
 		until := clk.Now().Add(orDefault(s.MaxDuration, StreamMaxDuration))
@@ -218,14 +238,14 @@ func (g *Gate) stream(access Access, s Streams, open func(ctx context.Context, r
 				until = clk.Now().Add(left)
 			}
 		}
-		streamID := newStreamID()
+		owner := newLeaseOwner()
 		if err == nil {
 			limit := s.MaxOpen
 			if limit <= 0 {
 				limit = StreamMaxOpen
 			}
 			var opened bool
-			if opened, err = s.Leases.OpenStream(ctx, a.UserID, streamID, limit, clk.Now(), until.Add(StreamLeaseMargin)); err == nil && !opened {
+			if opened, err = s.Leases.OpenStream(ctx, a.UserID, f.lease, owner, limit, clk.Now(), until.Add(StreamLeaseMargin)); err == nil && !opened {
 				err = tooManyStreams(limit)
 			}
 		}
@@ -237,9 +257,20 @@ func (g *Gate) stream(access Access, s Streams, open func(ctx context.Context, r
 			return StreamResponse{StatusCode: resp.StatusCode, Headers: resp.Headers, Body: io.NopCloser(strings.NewReader(resp.Body))}, nil
 		}
 		authorization := header(req, "Authorization")
-		recheck := func(ctx context.Context) error {
-			_, _, err := g.authenticate(ctx, authorization, access.Tokens, false)
+		recheck := func(ctx context.Context, now time.Time) error {
+			_, cred, err := g.authenticate(ctx, authorization, access.Tokens, false)
+			if err == nil && !cred.until.IsZero() && !cred.until.After(now) {
+				// Expired on the stream's clock, whatever the verifier's
+				// own clock says (the local runtime's has none of its own:
+				// the wall clock), as a cached gateway answer is refused
+				// once the token's time is up.
+				g.logRefused(ctx, "token expired while streaming", "token")
+				return unauthorized("invalid token")
+			}
 			return err
+		}
+		holds := func(ctx context.Context) (bool, error) {
+			return s.Leases.HoldsStream(ctx, a.UserID, f.lease, owner)
 		}
 		refusal := func(ctx context.Context, err error) string {
 			return errorResponse(ctx, g.requestLog(req, a.UserID, caller.KeyPrefix), req, err).Body
@@ -255,11 +286,11 @@ func (g *Gate) stream(access Access, s Streams, open func(ctx context.Context, r
 			// it): the lease is given back all the same, or lapses.
 			ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), streamCloseTimeout)
 			defer cancel()
-			if err := s.Leases.CloseStream(ctx, a.UserID, streamID); err != nil {
+			if err := s.Leases.CloseStream(ctx, a.UserID, f.lease, owner); err != nil {
 				log.WarnContext(ctx, "event stream: giving back its lease failed; it lapses at the stream's end", "error", err)
 			}
 		}
-		es := &eventStream{closeLease: closeLease, ctx: ctx, read: read, recheck: recheck, refusal: refusal, clock: clk, checked: clk.Now(),
+		es := &eventStream{closeLease: closeLease, ctx: ctx, read: f.read, recheck: recheck, holds: holds, refusal: refusal, clock: clk, checked: clk.Now(),
 			last: last, until: until, log: log}
 		es.ctx, es.cancel = context.WithCancel(ctx)
 		return StreamResponse{StatusCode: http.StatusOK, Headers: headers, Body: es}, nil
@@ -294,10 +325,13 @@ type eventStream struct {
 	ctx    context.Context
 	cancel context.CancelFunc
 	read   func(context.Context) (snapshot, error)
-	// recheck authenticates the stream's credential again; refusal is the
-	// error envelope of its refusal.
-	recheck func(context.Context) error
+	// recheck authenticates the stream's credential again at the
+	// stream's now; refusal is the error envelope of its refusal.
+	recheck func(context.Context, time.Time) error
 	refusal func(context.Context, error) string
+	// holds says whether the stream still holds its lease (no stream
+	// resumed on its record since).
+	holds func(context.Context) (bool, error)
 	// closeLease gives the stream's place among its account's back, once
 	// (ended).
 	closeLease func(context.Context)
@@ -305,7 +339,9 @@ type eventStream struct {
 	clock      clock.Clock
 	until      time.Time
 	log        interface {
+		InfoContext(ctx context.Context, msg string, args ...any)
 		WarnContext(ctx context.Context, msg string, args ...any)
+		ErrorContext(ctx context.Context, msg string, args ...any)
 	}
 
 	mu        sync.Mutex
@@ -314,6 +350,7 @@ type eventStream struct {
 	started   bool
 	lastWrite time.Time
 	checked   time.Time // when the credential was last checked
+	failures  int       // the rechecks failed in a row
 	done      bool
 }
 
@@ -355,15 +392,7 @@ func (s *eventStream) next() error {
 	}
 	if now := s.clock.Now(); now.Sub(s.checked) >= StreamKeyRecheck {
 		s.checked = now
-		if err := s.recheck(s.ctx); err != nil {
-			var refused *Error
-			if !errors.As(err, &refused) {
-				s.log.WarnContext(s.ctx, "event stream: checking the credential failed; the stream ends", "error", err)
-				return fmt.Errorf("event stream: %w", err)
-			}
-			// Revoked or gone since the stream opened: a last event says
-			// so, with the envelope the API answers such a credential.
-			s.buf = append(s.buf, fmt.Sprintf("event: error\ndata: %s\n\n", s.refusal(s.ctx, err))...)
+		if s.recheckEnds(now) {
 			s.done = true
 			return nil
 		}
@@ -395,6 +424,59 @@ func (s *eventStream) next() error {
 		s.done = true
 	}
 	return nil
+}
+
+// recheckEnds checks the stream's credential and its lease again, and
+// says whether the stream ends here (buf then holds its last event, if
+// any).
+//
+// A refused credential (revoked, its account gone, a token expired on the
+// stream's clock) ends it with an error event carrying the envelope the
+// API answers such a credential.
+//
+// A lease taken over (the client, or another, resumed a stream on this
+// record) ends it without a last event: the stream is most likely one its
+// client dropped and no one reads (in AWS the function is not told), and
+// if someone still reads it, an end without a final view is what a
+// client resumes with Last-Event-ID (as at the time limit), losing
+// nothing, where an error event would read as a refusal of its
+// credential (client.FollowGeneration returns it; the playground stops
+// following).
+//
+// A check that fails (the store not answering) is logged and retried at
+// the next recheck, the stream going on meanwhile; after
+// StreamRecheckFailures in a row the stream ends, again without a last
+// event: the client's resume opens it afresh, and a store still failing
+// answers that open with the API's own 5xx JSON, which clients retry as
+// any 5xx, rather than an event they would take for a refusal.
+func (s *eventStream) recheckEnds(now time.Time) bool {
+	err := s.recheck(s.ctx, now)
+	var refused *Error
+	if errors.As(err, &refused) {
+		s.buf = append(s.buf, fmt.Sprintf("event: error\ndata: %s\n\n", s.refusal(s.ctx, err))...)
+		return true
+	}
+	held := true
+	if err == nil {
+		held, err = s.holds(s.ctx)
+	}
+	if err != nil {
+		s.failures++
+		if s.failures >= StreamRecheckFailures {
+			s.log.ErrorContext(s.ctx, "event stream: rechecking its credential and lease failed too often in a row; the stream ends",
+				"error", err, "failures", s.failures)
+			return true
+		}
+		s.log.WarnContext(s.ctx, "event stream: rechecking its credential and lease failed; retried at the next recheck",
+			"error", err, "failures", s.failures)
+		return false
+	}
+	s.failures = 0
+	if !held {
+		s.log.InfoContext(s.ctx, "event stream: a stream resumed on its record took its lease over; the stream ends")
+		return true
+	}
+	return false
 }
 
 // Close ends the stream: a Read waiting for the next poll returns, and

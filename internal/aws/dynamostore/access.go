@@ -77,6 +77,7 @@ var Accesses = map[string][]Access{
 
 	"CountRequest": {update("RateLimits")},
 	"OpenStream":   {get("RateLimits"), update("RateLimits")},
+	"HoldsStream":  {get("RateLimits")},
 	"CloseStream":  {update("RateLimits")},
 
 	"EnsureWebhookSecret": {update("Accounts")},

@@ -12,10 +12,13 @@ import (
 	"testing"
 	"time"
 
+	"github.com/golang-jwt/jwt/v5"
+
 	"github.com/mediagen-dev/mediagen/internal/api/routes"
 	"github.com/mediagen-dev/mediagen/internal/core/domain"
 	"github.com/mediagen-dev/mediagen/internal/local/runtime"
 	"github.com/mediagen-dev/mediagen/internal/testkit/clocktest"
+	"github.com/mediagen-dev/mediagen/internal/testkit/jwttest"
 	"github.com/mediagen-dev/mediagen/internal/testkit/waitfor"
 )
 
@@ -428,10 +431,13 @@ func TestAnOpenStreamEndsOnceItsKeyIsRevoked(t *testing.T) {
 	call(t, rt, http.MethodPost, "/api/generations/"+created.str("uuid")+"/cancel", owner.APIKey, nil)
 }
 
-// An account may have 5 streams open at once, counted in the store: a
-// sixth is a 429 too_many_streams with Retry-After, naming the limit,
-// while another account streams freely; a stream whose client went away
-// and streams that ended give their place back.
+// An account may have 5 records' streams open at once, counted in the
+// store: a sixth record's is a 429 too_many_streams with Retry-After,
+// naming the limit, while another account streams freely. A stream
+// resumed on a record already streamed (Last-Event-ID, the client's
+// reconnection) takes that record's place rather than a new one, even at
+// the limit; a stream whose client went away and streams that ended give
+// their place back.
 func TestAnAccountsOpenStreamsAreCapped(t *testing.T) {
 	rt := start(t, runtime.Config{})
 	owner := newAccount(t, rt, domain.PlanEnterprise, 1000)
@@ -444,19 +450,26 @@ func TestAnAccountsOpenStreamsAreCapped(t *testing.T) {
 		}
 		return "/api/generations/" + g.str("uuid") + "/events"
 	}
-	first, second := generate(owner.APIKey, "a mole [simulate:hold]"), generate(owner.APIKey, "a weir [simulate:hold]")
+	var paths []string
+	for _, p := range []string{"a mole", "a weir", "a dyke", "a sluice", "a lock", "a slipway", "a breakwater"} {
+		paths = append(paths, generate(owner.APIKey, p+" [simulate:hold]"))
+	}
 	streams := map[*http.Response]<-chan sse{}
-	openOK := func(path, key string) *http.Response {
+	openOK := func(path, key, lastID string) (*http.Response, sse) {
 		t.Helper()
-		resp, blocks := eventStream(t, rt, path, key, "")
+		resp, blocks := eventStream(t, rt, path, key, lastID)
 		if resp.StatusCode != http.StatusOK {
 			t.Fatalf("GET %s: HTTP %d, want the stream", path, resp.StatusCode)
 		}
-		if ev, ok := nextEvent(t, blocks); !ok || ev.event != "processing" {
+		streams[resp] = blocks
+		if lastID != "" {
+			return resp, sse{} // resumed: its next event may be a while
+		}
+		ev, ok := nextEvent(t, blocks)
+		if !ok || ev.event != "processing" {
 			t.Fatalf("the stream's first event %+v (open %v)", ev, ok)
 		}
-		streams[resp] = blocks
-		return resp
+		return resp, ev
 	}
 	// refused asks for one more stream: its answer, the body read unless
 	// it is a stream (then left at once).
@@ -480,39 +493,52 @@ func TestAnAccountsOpenStreamsAreCapped(t *testing.T) {
 		return a
 	}
 	var gone *http.Response
+	var firstEvent sse
 	for i := 0; i < 5; i++ {
-		gone = openOK(first, owner.APIKey)
+		var ev sse
+		gone, ev = openOK(paths[i], owner.APIKey, "")
+		if i == 0 {
+			firstEvent = ev
+		}
 	}
-	sixth := refused(second)
+	sixth := refused(paths[5])
 	if code := checkEnvelope(t, sixth, http.StatusTooManyRequests); code != "too_many_streams" ||
 		sixth.header.Get("Retry-After") == "" || !strings.Contains(sixth.str("error", "message"), "5") {
 		t.Errorf("a sixth stream: HTTP %d %s (Retry-After %q); want 429 too_many_streams naming the limit of 5, with Retry-After",
 			sixth.status, sixth.body, sixth.header.Get("Retry-After"))
 	}
-	openOK(generate(other.APIKey, "a groyne [simulate:hold]"), other.APIKey)
+	openOK(generate(other.APIKey, "a groyne [simulate:hold]"), other.APIKey, "")
+
+	// The first record's stream resumed (as after a dropped connection
+	// the server was not told of): admitted at the limit, in its place.
+	openOK(paths[0], owner.APIKey, strconv.FormatInt(firstEvent.id, 10))
+	if r := refused(paths[5]); r.status != http.StatusTooManyRequests {
+		t.Errorf("with 5 records streamed, one of them twice: HTTP %d %s; want 429, the resume counted once", r.status, r.body)
+	}
 
 	// A client that goes away gives its place back.
 	gone.Body.Close()
 	delete(streams, gone)
 	waitfor.Condition(t, time.Minute, "a stream to open once one of the 5 closed", func() bool {
-		resp, blocks := eventStream(t, rt, second, owner.APIKey, "")
+		resp, blocks := eventStream(t, rt, paths[5], owner.APIKey, "")
 		if resp.StatusCode != http.StatusOK {
 			return false
 		}
 		streams[resp] = blocks
 		return true
 	})
-	if r := refused(second); r.status != http.StatusTooManyRequests {
-		t.Errorf("with 5 streams open again: HTTP %d %s; want 429", r.status, r.body)
+	if r := refused(paths[6]); r.status != http.StatusTooManyRequests {
+		t.Errorf("with 5 records streamed again: HTTP %d %s; want 429", r.status, r.body)
 	}
 
-	// Streams that end (their generation canceled) give theirs back.
-	if c := call(t, rt, http.MethodPost, strings.TrimSuffix(first, "/events")+"/cancel", owner.APIKey, nil); c.status != http.StatusOK {
+	// The streams of a record that ends (its generation canceled) end and
+	// give its place back.
+	if c := call(t, rt, http.MethodPost, strings.TrimSuffix(paths[0], "/events")+"/cancel", owner.APIKey, nil); c.status != http.StatusOK {
 		t.Fatalf("cancel: HTTP %d %s", c.status, c.body)
 	}
 	ended := 0
 	for resp, blocks := range streams {
-		if resp.Request.URL.Path != first {
+		if resp.Request.URL.Path != paths[0] {
 			continue
 		}
 		for {
@@ -522,18 +548,69 @@ func TestAnAccountsOpenStreamsAreCapped(t *testing.T) {
 		}
 		ended++
 	}
-	for i := 0; i < ended; i++ {
-		waitfor.Condition(t, time.Minute, "a stream to open in the place of one that ended", func() bool {
-			resp, blocks := eventStream(t, rt, second, owner.APIKey, "")
-			if resp.StatusCode != http.StatusOK {
-				return false
-			}
-			streams[resp] = blocks
-			return true
-		})
+	waitfor.Condition(t, time.Minute, "a stream to open in the place of the record that ended", func() bool {
+		resp, blocks := eventStream(t, rt, paths[6], owner.APIKey, "")
+		if resp.StatusCode != http.StatusOK {
+			return false
+		}
+		streams[resp] = blocks
+		return true
+	})
+	if r := refused(generate(owner.APIKey, "a pontoon [simulate:hold]")); ended != 2 || r.status != http.StatusTooManyRequests {
+		t.Errorf("after the canceled record's %d streams ended and another opened: HTTP %d %s; want 2 and then 429", ended, r.status, r.body)
 	}
-	if r := refused(second); ended != 4 || r.status != http.StatusTooManyRequests {
-		t.Errorf("after %d streams ended and as many opened: HTTP %d %s; want 4 and then 429", ended, r.status, r.body)
+	for _, p := range paths[1:] {
+		call(t, rt, http.MethodPost, strings.TrimSuffix(p, "/events")+"/cancel", owner.APIKey, nil)
 	}
-	call(t, rt, http.MethodPost, strings.TrimSuffix(second, "/events")+"/cancel", owner.APIKey, nil)
+}
+
+// A token that expires while its stream is open ends the stream at the
+// next recheck after its expiry on the stream's clock (the service's
+// verifier reads its own wall clock, on which the token is still good):
+// a last event `error` with the 401 envelope, within 30 s of the expiry
+// and its leeway, not at the stream's 10-minute end.
+func TestAnOpenStreamEndsOnceItsTokenExpiresOnTheStreamsClock(t *testing.T) {
+	is, err := jwttest.New()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer is.Close()
+	clk := clocktest.New(time.Now().UTC().Truncate(time.Second))
+	rt := start(t, runtime.Config{StreamClock: clk, JWTIssuer: is.Issuer, JWTAudience: is.Audience, JWKSURL: is.JWKSURL()})
+	owner := newAccount(t, rt, domain.PlanEnterprise, 1000)
+	created := call(t, rt, http.MethodPost, "/api/generations/generate", owner.APIKey, imageBody("a slipway [simulate:hold]"))
+	if created.status != http.StatusOK {
+		t.Fatalf("generate: HTTP %d %s", created.status, created.body)
+	}
+	claims := is.Claims(owner.UserID)
+	expiry := clk.Now().Add(time.Minute)
+	claims.ExpiresAt = jwt.NewNumericDate(expiry)
+	_, blocks := eventStream(t, rt, "/api/generations/"+created.str("uuid")+"/events", is.SignRS256(claims, "rsa-1"), "")
+	if ev, ok := nextEvent(t, blocks); !ok || ev.event != "processing" {
+		t.Fatalf("the stream's first event %+v (open %v); want processing", ev, ok)
+	}
+	var ended sse
+	for ended.event != "error" {
+		b, ok := nextEventTicking(t, clk, blocks)
+		if !ok {
+			t.Fatal("the stream ended without an error event")
+		}
+		ended = b
+	}
+	// The verifier's leeway (30 s) holds the token past its expiry, and a
+	// recheck comes every 30 s.
+	if at := clk.Now(); at.Before(expiry) || at.Sub(expiry) > time.Minute+time.Second {
+		t.Errorf("the error event came at %v on the stream's clock, the token expiring at %v; want within a minute after", at, expiry)
+	}
+	var got map[string]any
+	if err := json.Unmarshal([]byte(ended.data), &got); err != nil {
+		t.Fatalf("the error event's data %q: %v", ended.data, err)
+	}
+	if e, _ := got["error"].(map[string]any); e["code"] != "unauthorized" {
+		t.Errorf("the stream's error event %s; want the 401 envelope", ended.data)
+	}
+	if b, ok := nextBlock(t, blocks); ok {
+		t.Errorf("after the error event the stream goes on: %+v", b)
+	}
+	call(t, rt, http.MethodPost, "/api/generations/"+created.str("uuid")+"/cancel", owner.APIKey, nil)
 }

@@ -243,12 +243,16 @@ func (s *Store) SlotsInUse(ctx context.Context, provider string) (int, error) {
 	return call(s.In, "store.SlotsInUse", func() (int, error) { return s.Inner.SlotsInUse(ctx, provider) })
 }
 
-func (s *Store) OpenStream(ctx context.Context, userID, stream string, limit int, at, expires time.Time) (bool, error) {
-	return call(s.In, "store.OpenStream", func() (bool, error) { return s.Inner.OpenStream(ctx, userID, stream, limit, at, expires) })
+func (s *Store) OpenStream(ctx context.Context, userID, stream, owner string, limit int, at, expires time.Time) (bool, error) {
+	return call(s.In, "store.OpenStream", func() (bool, error) { return s.Inner.OpenStream(ctx, userID, stream, owner, limit, at, expires) })
 }
 
-func (s *Store) CloseStream(ctx context.Context, userID, stream string) error {
-	return call0(s.In, "store.CloseStream", func() error { return s.Inner.CloseStream(ctx, userID, stream) })
+func (s *Store) HoldsStream(ctx context.Context, userID, stream, owner string) (bool, error) {
+	return call(s.In, "store.HoldsStream", func() (bool, error) { return s.Inner.HoldsStream(ctx, userID, stream, owner) })
+}
+
+func (s *Store) CloseStream(ctx context.Context, userID, stream, owner string) error {
+	return call0(s.In, "store.CloseStream", func() error { return s.Inner.CloseStream(ctx, userID, stream, owner) })
 }
 
 func (s *Store) BeginRegenerate(ctx context.Context, id string, r domain.Regeneration, at time.Time) error {
