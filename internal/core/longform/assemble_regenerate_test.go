@@ -16,9 +16,7 @@ import (
 	"github.com/mediagen-dev/mediagen/internal/core/domain"
 	"github.com/mediagen-dev/mediagen/internal/core/longform"
 	"github.com/mediagen-dev/mediagen/internal/core/media"
-	"github.com/mediagen-dev/mediagen/internal/local/objectstore"
 	"github.com/mediagen-dev/mediagen/internal/local/sqlitestore"
-	"github.com/mediagen-dev/mediagen/internal/testkit/waitfor"
 )
 
 // TestARegeneratesAssemblyChangesOnlyItsScenesSpan: a regenerate's Assemble
@@ -27,12 +25,7 @@ import (
 // are the first render's but in the regenerated scene's span.
 func TestARegeneratesAssemblyChangesOnlyItsScenesSpan(t *testing.T) {
 	ctx := context.Background()
-	objects, err := objectstore.Start(ctx, "127.0.0.1:0", "", "outputs")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer waitfor.Close(t, objects.Close)
-	bucket := objects.MediaBucket()
+	bucket := outputsBucket(t)
 	ff := ffmpeg.Runner{}
 	st, err := sqlitestore.Open(ctx, t.TempDir())
 	if err != nil {

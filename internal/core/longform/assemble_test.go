@@ -15,8 +15,6 @@ import (
 	"github.com/mediagen-dev/mediagen/internal/aws/s3bucket"
 	"github.com/mediagen-dev/mediagen/internal/core/domain"
 	"github.com/mediagen-dev/mediagen/internal/core/longform"
-	"github.com/mediagen-dev/mediagen/internal/local/objectstore"
-	"github.com/mediagen-dev/mediagen/internal/testkit/waitfor"
 )
 
 // Narration longer than its scene is sped up to 1.5x at most; what still
@@ -24,12 +22,7 @@ import (
 // slower than its table rate) is cut: the scene never holds its last frame.
 func TestAssembleFitsNarrationToItsScene(t *testing.T) {
 	ctx := context.Background()
-	objects, err := objectstore.Start(ctx, "127.0.0.1:0", "", "outputs")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer waitfor.Close(t, objects.Close)
-	bucket := objects.MediaBucket()
+	bucket := outputsBucket(t)
 	ff := ffmpeg.Runner{}
 	dir := t.TempDir()
 	tests := []float64{ // seconds of speech
@@ -71,12 +64,7 @@ func TestAssembleFitsNarrationToItsScene(t *testing.T) {
 // AAC packet) must not add up over 20 scenes.
 func TestAssembleLastsFiveSecondsPerScene(t *testing.T) {
 	ctx := context.Background()
-	objects, err := objectstore.Start(ctx, "127.0.0.1:0", "", "outputs")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer waitfor.Close(t, objects.Close)
-	bucket := objects.MediaBucket()
+	bucket := outputsBucket(t)
 	ff := ffmpeg.Runner{}
 	speeches := []float64{7.5, 0, 3, 7.5, 6, 7.5, 0, 7.5, 2, 7.5} // 0: no narration
 	for _, encoded := range []bool{false, true} {
@@ -148,12 +136,7 @@ func wantLength(t *testing.T, ctx context.Context, ff ffmpeg.Runner, bucket *s3b
 // frames are new ones.
 func TestAssembleCopiesTheClipsWhenTheyMatchAndEncodesThemWhenNot(t *testing.T) {
 	ctx := context.Background()
-	objects, err := objectstore.Start(ctx, "127.0.0.1:0", "", "outputs")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer waitfor.Close(t, objects.Close)
-	bucket := objects.MediaBucket()
+	bucket := outputsBucket(t)
 	ff := ffmpeg.Runner{}
 	type clip struct {
 		size    string

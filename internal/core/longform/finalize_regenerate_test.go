@@ -14,9 +14,7 @@ import (
 	"github.com/mediagen-dev/mediagen/internal/core/domain"
 	"github.com/mediagen-dev/mediagen/internal/core/longform"
 	"github.com/mediagen-dev/mediagen/internal/core/media"
-	"github.com/mediagen-dev/mediagen/internal/local/objectstore"
 	"github.com/mediagen-dev/mediagen/internal/local/sqlitestore"
-	"github.com/mediagen-dev/mediagen/internal/testkit/waitfor"
 )
 
 // TestFinalizeOfARegenerateServesTheNewVideoAndChargesOnlyTheScene: the
@@ -27,12 +25,7 @@ import (
 // files, its hold goes back and the video stays as it was.
 func TestFinalizeOfARegenerateServesTheNewVideoAndChargesOnlyTheScene(t *testing.T) {
 	ctx := context.Background()
-	objects, err := objectstore.Start(ctx, "127.0.0.1:0", "", "outputs")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { waitfor.Close(t, objects.Close) })
-	bucket := objects.MediaBucket()
+	bucket := outputsBucket(t)
 	for _, ended := range []bool{false, true} {
 		st, err := sqlitestore.Open(ctx, t.TempDir())
 		if err != nil {

@@ -14,9 +14,7 @@ import (
 	"github.com/mediagen-dev/mediagen/internal/core/domain"
 	"github.com/mediagen-dev/mediagen/internal/core/longform"
 	"github.com/mediagen-dev/mediagen/internal/core/media"
-	"github.com/mediagen-dev/mediagen/internal/local/objectstore"
 	"github.com/mediagen-dev/mediagen/internal/local/sqlitestore"
-	"github.com/mediagen-dev/mediagen/internal/testkit/waitfor"
 )
 
 // TestAFailedRegenerateReleasesOnlyItsHold: MarkFailed of a regenerate,
@@ -26,12 +24,7 @@ import (
 // revision with its final video, and its own charge stays.
 func TestAFailedRegenerateReleasesOnlyItsHold(t *testing.T) {
 	ctx := context.Background()
-	objects, err := objectstore.Start(ctx, "127.0.0.1:0", "", "outputs")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer waitfor.Close(t, objects.Close)
-	bucket := objects.MediaBucket()
+	bucket := outputsBucket(t)
 	for _, tt := range []struct {
 		name string
 		task func(videoID string) longform.FailTask

@@ -21,10 +21,8 @@ import (
 	"github.com/mediagen-dev/mediagen/internal/core/longform"
 	"github.com/mediagen-dev/mediagen/internal/core/media"
 	"github.com/mediagen-dev/mediagen/internal/core/store"
-	"github.com/mediagen-dev/mediagen/internal/local/objectstore"
 	"github.com/mediagen-dev/mediagen/internal/local/sqlitestore"
 	"github.com/mediagen-dev/mediagen/internal/testkit/testsupport"
-	"github.com/mediagen-dev/mediagen/internal/testkit/waitfor"
 )
 
 // gate stops a step once, where it is placed, until the test lets it go.
@@ -82,12 +80,7 @@ func (noWorkflow) Stop(context.Context, string, string) error  { return nil }
 // completed means charged.
 func TestCancelDeleteAndCompletionRaceTheFinalVideo(t *testing.T) {
 	ctx := context.Background()
-	objects, err := objectstore.Start(ctx, "127.0.0.1:0", "", "outputs")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { waitfor.Close(t, objects.Close) })
-	bucket := objects.MediaBucket()
+	bucket := outputsBucket(t)
 	clip := filepath.Join(t.TempDir(), "clip.mp4")
 	if err := (ffmpeg.Runner{}).Run(ctx, "-f", "lavfi", "-i", "testsrc2=s=160x90:r=24:d=5", "-c:v", "libx264", "-preset", "ultrafast",
 		"-pix_fmt", "yuv420p", clip); err != nil {
