@@ -22,11 +22,14 @@ var (
 )
 
 // PresignPut is a URL that takes a PUT of key with Content-Type
-// contentType and Content-Length size, both signed (S3 refuses any other
-// with 403 SignatureDoesNotMatch), until lifetime has passed.
+// contentType and, when size > 0, Content-Length size, both signed (S3
+// refuses any other with 403 SignatureDoesNotMatch), until lifetime has
+// passed. With size 0 no length is signed.
 func (b *Bucket) PresignPut(ctx context.Context, key, contentType string, size int64, lifetime time.Duration) (string, error) {
-	in := &s3.PutObjectInput{Bucket: aws.String(b.Name), Key: aws.String(key), ContentType: aws.String(contentType),
-		ContentLength: aws.Int64(size)}
+	in := &s3.PutObjectInput{Bucket: aws.String(b.Name), Key: aws.String(key), ContentType: aws.String(contentType)}
+	if size > 0 {
+		in.ContentLength = aws.Int64(size)
+	}
 	req, err := s3.NewPresignClient(b.Client).PresignPutObject(ctx, in, s3.WithPresignExpires(lifetime))
 	if err != nil {
 		return "", fmt.Errorf("presign PUT s3://%s/%s: %w", b.Name, key, err)

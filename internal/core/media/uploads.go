@@ -63,8 +63,10 @@ func UploadKey(userID, fileID string) string { return UploadsPrefix + userID + "
 func SnapshotKey(workID, fileID string) string { return InputsPrefix + workID + "/files/" + fileID }
 
 // UploadSigner presigns a file's PUT: the URL takes only a request with
-// the content type and the size (its Content-Length, signed) given,
-// before lifetime ends.
+// the content type given and, when size > 0, that exact Content-Length
+// (signed), before lifetime ends. With size 0 the length is not signed:
+// S3 cannot bound a presigned PUT otherwise, so such a file is measured
+// when it is used (FileInputs).
 type UploadSigner interface {
 	PresignPut(ctx context.Context, key, contentType string, size int64, lifetime time.Duration) (string, error)
 }
@@ -73,10 +75,11 @@ type UploadSigner interface {
 type Upload struct {
 	FileID      string
 	ContentType string
-	// Size is the size declared, which the upload's PUT is held to.
+	// Size is the size declared, which the upload's PUT is held to (0:
+	// none declared).
 	Size int64
-	// UploadURL takes a PUT of the file, with Content-Type ContentType and
-	// Content-Length Size, until UploadExpiresAt.
+	// UploadURL takes a PUT of the file, with Content-Type ContentType (and
+	// Content-Length Size when declared), until UploadExpiresAt.
 	UploadURL       string
 	UploadExpiresAt time.Time
 	// URL is what an image field takes: domain.FileURL(FileID).
@@ -92,14 +95,17 @@ type Uploads struct {
 	Now    func() time.Time
 }
 
-// Create reads {"content_type": "image/png", "size": 12345} and makes the
-// caller's file. The size is required: a presigned PUT signs one exact
-// Content-Length or none (S3 has no length range for a PUT), so a file
-// whose size is not declared could be of any size up to S3's 5 GB. A
-// content type other than the images' (domain.UploadTypes) and audio's
-// (domain.AudioUploadTypes), a size missing or over
-// domain.MaxUploadBytes, or an unknown field is a
-// *catalog.ValidationError naming every bad field.
+// Create reads {"content_type": "image/png", "size": 12345} (size
+// optional, as issue #27 specifies the body) and makes the caller's file.
+// A presigned PUT signs one exact Content-Length or none (S3 has no
+// length range for a PUT): a declared size is signed, so the bucket
+// refuses any other length; without one the upload can be of any length,
+// and the file is measured at its use (FileInputs: over
+// domain.MaxUploadBytes it is refused there, before any credit moves),
+// and deleted by the uploads' lifecycle rule either way. A content type
+// other than the images' (domain.UploadTypes) and audio's
+// (domain.AudioUploadTypes), a size out of 1..domain.MaxUploadBytes, or
+// an unknown field is a *catalog.ValidationError naming every bad field.
 func (u *Uploads) Create(ctx context.Context, userID string, body []byte) (Upload, error) {
 	ctype, size, err := parseUpload(body)
 	if err != nil {
@@ -134,9 +140,7 @@ func parseUpload(body []byte) (ctype string, size int64, err error) {
 		}
 		ctype = s
 	}
-	if v, ok := obj["size"]; !ok {
-		p.Add("size", fmt.Sprintf("is required: the file's length in bytes, 1 to %d (100 MiB), which its upload_url is signed for", domain.MaxUploadBytes))
-	} else {
+	if v, ok := obj["size"]; ok {
 		n, isNum := v.(json.Number)
 		i, convErr := n.Int64()
 		switch {
