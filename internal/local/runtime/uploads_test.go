@@ -482,3 +482,40 @@ func TestAFileOfAGenerationThatWaitedForASlotReachesTheProvider(t *testing.T) {
 	id, _ := domain.ParseFileURL(fileURL)
 	checkInputURL(t, presignedIn(t, string(p.Input), media.SnapshotKey(a.str("uuid"), id)), img)
 }
+
+// TestAShortAccountsCreateCopiesNoFile: a create naming an uploaded file
+// by an account whose balance does not cover its quote is a 402
+// (insufficient_credits) before the file is copied for the work: nothing
+// appears under inputs/, so a refused create never has the service copy
+// a file of up to 100 MiB for nothing. Both kinds of work: an image
+// field of a generation and a long video's music_url.
+func TestAShortAccountsCreateCopiesNoFile(t *testing.T) {
+	rt := start(t, storyConfig())
+	poor := newAccount(t, rt, domain.PlanEnterprise, 1)
+	image := uploaded(t, rt, poor.APIKey, "image/png", noisePNG(t, 16))
+	song := uploaded(t, rt, poor.APIKey, "audio/mpeg", bytes.Repeat([]byte{0xff, 0xfb, 0x90, 0x00}, 256))
+	for _, tt := range []struct {
+		name, path string
+		body       map[string]any
+	}{
+		{"a generation naming an image file", "/api/generations/generate",
+			gen("zeta", map[string]any{"prompt": "a lighthouse", "image_input": []any{image}})},
+		{"a long video naming a music file", "/api/long-story/videos",
+			map[string]any{"prompt": "A day at the seaside", "language_code": "en", "model": "beta-2",
+				"scenes":    []any{map[string]any{"scene_number": 1, "prompt": "waves", "narration": "The sea comes in."}},
+				"music_url": song}},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			a := call(t, rt, http.MethodPost, tt.path, poor.APIKey, tt.body)
+			if code := checkEnvelope(t, a, http.StatusPaymentRequired); code != "insufficient_credits" {
+				t.Errorf("error code %q, want insufficient_credits", code)
+			}
+			if keys := keysUnder(t, rt, media.InputsPrefix); len(keys) != 0 {
+				t.Errorf("the bucket holds %v under inputs/: the file was copied for a create the balance does not cover", keys)
+			}
+		})
+	}
+	if after := account(t, rt, poor.UserID); !after.Held.IsZero() || after.Balance.IntPart() != 1 {
+		t.Errorf("balance %s held %s, want 1 and nothing held", after.Balance, after.Held)
+	}
+}
