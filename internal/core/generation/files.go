@@ -24,8 +24,10 @@ type Files interface {
 	Resolve(ctx context.Context, userID, workID, fileURL string) (string, error)
 	// SnapshotURL presigns again the GET of the copy Resolve made for
 	// workID: a generation that waited for a slot hands it to the
-	// provider when it is submitted.
-	SnapshotURL(ctx context.Context, workID, fileURL string) (string, error)
+	// provider when it is submitted. A generation recorded before the
+	// copies were made (none there) is handed the caller's upload,
+	// checked as at create.
+	SnapshotURL(ctx context.Context, userID, workID, fileURL string) (string, error)
 }
 
 // WithFiles lets the creator take file URLs in image fields; without it a

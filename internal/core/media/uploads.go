@@ -214,11 +214,8 @@ func (f *FileInputs) Resolve(ctx context.Context, userID, workID, fileURL string
 	if err != nil {
 		return "", err
 	}
-	if slices.Contains(domain.AudioUploadTypes, declared) {
-		return "", unusable(fmt.Sprintf("file %s is audio (%s): this field takes an image (%s)", id, declared, strings.Join(domain.UploadTypes, ", ")))
-	}
-	if got := http.DetectContentType(head); got != declared || !slices.Contains(domain.UploadTypes, got) {
-		return "", unusable(fmt.Sprintf("file %s was uploaded as %s but its bytes are %s", id, declared, describeType(got)))
+	if err := imageProblem(id, head, declared); err != nil {
+		return "", err
 	}
 	u, err := f.Objects.PresignGet(ctx, key, inputURLLifetime)
 	if err != nil {
@@ -230,17 +227,99 @@ func (f *FileInputs) Resolve(ctx context.Context, userID, workID, fileURL string
 // SnapshotURL is a presigned GET URL, valid inputURLLifetime, of the
 // snapshot Resolve took of fileURL's file for workID: what a generation
 // that waited for a slot hands its provider when it is submitted, the
-// very bytes checked at its create (the upload is not read again).
-func (f *FileInputs) SnapshotURL(ctx context.Context, workID, fileURL string) (string, error) {
-	id, ok := domain.ParseFileURL(fileURL)
-	if !ok {
-		return "", unusable("must be mediagen://files/<file_id>, a file_id that POST /api/files made")
+// very bytes checked at its create (the upload is not read again). A
+// generation recorded before the snapshots were taken (no snapshot there)
+// is handed its upload instead, checked as Resolve checks a snapshot
+// (workKey).
+func (f *FileInputs) SnapshotURL(ctx context.Context, userID, workID, fileURL string) (string, error) {
+	id, key, err := f.workKey(ctx, userID, workID, fileURL, false)
+	if err != nil {
+		return "", err
 	}
-	u, err := f.Objects.PresignGet(ctx, SnapshotKey(workID, id), inputURLLifetime)
+	u, err := f.Objects.PresignGet(ctx, key, inputURLLifetime)
 	if err != nil {
 		return "", fmt.Errorf("presign the read of file %s: %w", id, err)
 	}
 	return u, nil
+}
+
+// AudioKey is the key the assembly reads the audio file fileURL names
+// from: the snapshot FetchAudio took for the video workID at its create,
+// or, for a video recorded before the snapshots were taken (no snapshot
+// there), the upload itself, checked as FetchAudio checks a snapshot
+// (workKey).
+func (f *FileInputs) AudioKey(ctx context.Context, userID, workID, fileURL string) (string, error) {
+	_, key, err := f.workKey(ctx, userID, workID, fileURL, true)
+	return key, err
+}
+
+// workKey is the object a piece of work reads for fileURL: its snapshot
+// (SnapshotKey), checked at its create, when it is there; otherwise the
+// caller's upload (UploadKey), for work recorded by the release before
+// the snapshots, whose create checked the upload and left no copy. The
+// snapshot is found by listing its key (Size: a HeadObject of a missing
+// key is 403, not 404, to a role that may not list the bucket); the
+// upload is then checked by its bytes as at create: there, not empty,
+// within the limit, and an image whose first bytes are the type it was
+// uploaded as (audio false) or a file uploaded as audio (audio true).
+// Anything else is an *UnusableFileError.
+func (f *FileInputs) workKey(ctx context.Context, userID, workID, fileURL string, audio bool) (id, key string, err error) {
+	id, ok := domain.ParseFileURL(fileURL)
+	if !ok {
+		return "", "", unusable("must be mediagen://files/<file_id>, a file_id that POST /api/files made")
+	}
+	key = SnapshotKey(workID, id)
+	_, err = f.Objects.Size(ctx, key)
+	switch {
+	case err == nil:
+		return id, key, nil
+	case !errors.Is(err, domain.ErrNotFound):
+		return "", "", fmt.Errorf("file %s: %w", id, err)
+	}
+	key = UploadKey(userID, id)
+	size, _, err := f.Objects.Head(ctx, key)
+	switch {
+	case errors.Is(err, domain.ErrNotFound):
+		return "", "", unusable(fmt.Sprintf("file %s is no longer there", id))
+	case err != nil:
+		return "", "", fmt.Errorf("file %s: %w", id, err)
+	}
+	if err := sizeProblem(id, size); err != nil {
+		return "", "", err
+	}
+	head, declared, err := f.Objects.ReadStart(ctx, key, sniffBytes)
+	if err != nil {
+		return "", "", fmt.Errorf("file %s: %w", id, err)
+	}
+	if audio {
+		err = audioProblem(id, declared)
+	} else {
+		err = imageProblem(id, head, declared)
+	}
+	if err != nil {
+		return "", "", err
+	}
+	return id, key, nil
+}
+
+// imageProblem is a file that is audio, or whose first bytes head are not
+// the image type declared it was uploaded as.
+func imageProblem(id string, head []byte, declared string) error {
+	if slices.Contains(domain.AudioUploadTypes, declared) {
+		return unusable(fmt.Sprintf("file %s is audio (%s): this field takes an image (%s)", id, declared, strings.Join(domain.UploadTypes, ", ")))
+	}
+	if got := http.DetectContentType(head); got != declared || !slices.Contains(domain.UploadTypes, got) {
+		return unusable(fmt.Sprintf("file %s was uploaded as %s but its bytes are %s", id, declared, describeType(got)))
+	}
+	return nil
+}
+
+// audioProblem is a file not uploaded as audio.
+func audioProblem(id, declared string) error {
+	if !slices.Contains(domain.AudioUploadTypes, declared) {
+		return unusable(fmt.Sprintf("file %s is %s, not audio: music is a file uploaded as %s", id, declared, strings.Join(domain.AudioUploadTypes, ", ")))
+	}
+	return nil
 }
 
 // FetchAudio snapshots the caller's audio file that fileURL names for the
@@ -256,8 +335,8 @@ func (f *FileInputs) FetchAudio(ctx context.Context, userID, workID, fileURL, pa
 	if err != nil {
 		return err
 	}
-	if !slices.Contains(domain.AudioUploadTypes, declared) {
-		return unusable(fmt.Sprintf("file %s is %s, not audio: music is a file uploaded as %s", id, declared, strings.Join(domain.AudioUploadTypes, ", ")))
+	if err := audioProblem(id, declared); err != nil {
+		return err
 	}
 	if err := f.Objects.GetFile(ctx, key, path); err != nil {
 		return fmt.Errorf("file %s: %w", id, err)

@@ -165,7 +165,7 @@ func TestTheCheckedSnapshotIsWhatTheWorkReads(t *testing.T) {
 		if got := files[SnapshotKey(work, id)].data; !bytes.Equal(got, png) {
 			t.Errorf("the copy holds %q, want the PNG checked", got)
 		}
-		again, err := r.SnapshotURL(context.Background(), work, domain.FileURL(id))
+		again, err := r.SnapshotURL(context.Background(), "usr_a", work, domain.FileURL(id))
 		if err != nil || !strings.Contains(again, SnapshotKey(work, id)) {
 			t.Errorf("SnapshotURL = %q, %v; want the same copy's URL", again, err)
 		}
@@ -191,6 +191,59 @@ func TestTheCheckedSnapshotIsWhatTheWorkReads(t *testing.T) {
 			t.Errorf("the copy the assembly reads holds %q, want the song checked", got)
 		}
 	})
+}
+
+// Work recorded before the snapshots were taken (its create checked the
+// upload and copied nothing) still reads its file: where the work's copy
+// is not there, the upload is read instead, checked by its bytes as at
+// create (an image of the type declared, audio uploaded as audio, within
+// the limit); an upload that fails the check, or is gone, is unusable.
+func TestWorkWithoutASnapshotReadsItsUploadChecked(t *testing.T) {
+	made := time.Date(2026, 11, 21, 18, 0, 0, 0, time.UTC)
+	png := []byte("\x89PNG\r\n\x1a\n\x00\x00\x00\rIHDR the picture")
+	mp3 := []byte("ID3\x04\x00\x00\x00\x00\x00\x00 the song")
+	html := []byte("<html><script>not the picture</script></html>")
+	id := domain.NewFileID(made)
+	const work = "3348f3aa-5fd0-4758-860a-3ebaf4cfbcc7"
+	upload, snapshot := UploadKey("usr_a", id), SnapshotKey(work, id)
+	type object = struct {
+		data  []byte
+		ctype string
+		size  int64
+	}
+	for _, tt := range []struct {
+		name    string
+		files   fakeFiles
+		audio   bool
+		wantKey string // "" for unusable
+		reason  string
+	}{
+		{"an image whose copy is there", fakeFiles{upload: {html, "image/png", 0}, snapshot: {png, "image/png", 0}}, false, snapshot, ""},
+		{"an image with no copy", fakeFiles{upload: {png, "image/png", 0}}, false, upload, ""},
+		{"audio with no copy", fakeFiles{upload: {mp3, "audio/mpeg", 0}}, true, upload, ""},
+		{"an image with no copy whose bytes are not the type declared", fakeFiles{upload: {html, "image/png", 0}}, false, "", "its bytes are not a PNG"},
+		{"an image with no copy over the limit", fakeFiles{upload: object{png, "image/png", domain.MaxUploadBytes + 1}}, false, "", "over the 104857600-byte (100 MiB) limit"},
+		{"an image file in music with no copy", fakeFiles{upload: {png, "image/png", 0}}, true, "", "not audio"},
+		{"no copy and no upload", fakeFiles{}, false, "", "no longer there"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			r := &FileInputs{Objects: tt.files, Now: func() time.Time { return made.Add(time.Minute) }}
+			var key string
+			var err error
+			if tt.audio {
+				key, err = r.AudioKey(context.Background(), "usr_a", work, domain.FileURL(id))
+			} else {
+				key, err = r.SnapshotURL(context.Background(), "usr_a", work, domain.FileURL(id))
+			}
+			var unusable *UnusableFileError
+			switch {
+			case tt.wantKey != "" && (err != nil || !strings.Contains(key, tt.wantKey)):
+				t.Errorf("= %q, %v; want %s read", key, err, tt.wantKey)
+			case tt.wantKey == "" && (!errors.As(err, &unusable) || !strings.Contains(unusable.Reason, tt.reason)):
+				t.Errorf("= %q, %v; want unusable: %s", key, err, tt.reason)
+			}
+		})
+	}
 }
 
 // A file id tells when it was made, to the millisecond, and so when it

@@ -519,3 +519,88 @@ func TestAShortAccountsCreateCopiesNoFile(t *testing.T) {
 		t.Errorf("balance %s held %s, want 1 and nothing held", after.Balance, after.Held)
 	}
 }
+
+// TestWorkWithNoCopyOfItsFileReadsTheUpload: work recorded before the
+// release that copies files for it (simulated: its copy under inputs/
+// deleted) still completes. With the provider at its cap, a generation
+// naming an uploaded image waits for the slot, and a long video naming
+// uploaded music waits with its scene; their copies are deleted; when the
+// slot frees, the generation's provider is handed a presigned GET of the
+// upload itself, the very PNG, and the long video is assembled with its
+// music read from the upload, the song heard in the result.
+func TestWorkWithNoCopyOfItsFileReadsTheUpload(t *testing.T) {
+	ctx := context.Background()
+	rc := routing.Default()
+	rc.Upstreams["simulator"].MaxConcurrent = 1
+	cfg := storyConfig()
+	cfg.Routing = rc
+	rt := start(t, cfg)
+	owner := newAccount(t, rt, domain.PlanEnterprise, 10000)
+	img := noisePNG(t, 24)
+	imageURL := uploaded(t, rt, owner.APIKey, "image/png", img)
+	songURL := uploaded(t, rt, owner.APIKey, "audio/mpeg", sineMP3(t, 60))
+
+	holder := call(t, rt, http.MethodPost, "/api/generations/generate", owner.APIKey, imageBody("the slot's holder [simulate:hold]"))
+	if holder.status != http.StatusOK {
+		t.Fatalf("generate: HTTP %d %s", holder.status, holder.body)
+	}
+	g := call(t, rt, http.MethodPost, "/api/generations/generate", owner.APIKey,
+		gen("zeta", map[string]any{"prompt": "the harbour, later", "image_input": []any{imageURL}}))
+	if g.status != http.StatusOK {
+		t.Fatalf("generate: HTTP %d %s", g.status, g.body)
+	}
+	v := call(t, rt, http.MethodPost, "/api/long-story/videos", owner.APIKey, map[string]any{
+		"prompt": "A day at the seaside", "language_code": "en", "model": "beta-2",
+		"scenes":    []any{map[string]any{"scene_number": 1, "prompt": "waves", "narration": "The sea comes in."}},
+		"music_url": songURL, "music_volume": 0.5})
+	if v.status != http.StatusOK {
+		t.Fatalf("create: HTTP %d %s", v.status, v.body)
+	}
+	if s := call(t, rt, http.MethodGet, "/api/generations/status/"+g.str("uuid"), owner.APIKey, nil); s.decoded["queue_position"] == nil {
+		t.Fatalf("the generation does not wait for the slot: %s", s.body)
+	}
+	copies := keysUnder(t, rt, media.InputsPrefix)
+	var deleted []string
+	for _, k := range copies {
+		if strings.Contains(k, "/files/") {
+			deleted = append(deleted, k)
+		}
+	}
+	if len(deleted) != 2 {
+		t.Fatalf("the copies under inputs/ are %v, want the generation's and the video's", copies)
+	}
+	if err := rt.Objects.MediaBucket().Delete(ctx, deleted); err != nil {
+		t.Fatal(err)
+	}
+	if c := call(t, rt, http.MethodPost, "/api/generations/"+holder.str("uuid")+"/cancel", owner.APIKey, nil); c.status != http.StatusOK {
+		t.Fatalf("cancel: HTTP %d %s", c.status, c.body)
+	}
+
+	final, ok := waitFinal(t, rt, owner.APIKey, g.str("uuid"), 2*time.Minute)
+	if !ok || final.str("status") != "completed" {
+		t.Fatalf("the generation whose copy is gone ended %s", final.body)
+	}
+	rec, err := rt.Store.GetGeneration(ctx, g.str("uuid"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, found := rt.Simulator.Lookup(rec.UpstreamID)
+	if !found {
+		t.Fatalf("the simulator has no job %s", rec.UpstreamID)
+	}
+	id, _ := domain.ParseFileURL(imageURL)
+	checkInputURL(t, presignedIn(t, string(p.Input), media.UploadKey(owner.UserID, id)), img)
+
+	story := waitStory(t, rt, owner.APIKey, v.str("video_id"))
+	if story.str("status") != "completed" {
+		t.Fatalf("the video whose music copy is gone ended %s", story.body)
+	}
+	path, ok := download(t, story.str("final_video_url"), t.TempDir(), "studio.mp4")
+	if !ok {
+		t.FailNow()
+	}
+	music := filteredLevels(t, path, "bandpass=f=60:width_type=q:w=8,bandpass=f=60:width_type=q:w=8")
+	if level := meanLevel(music, 3.5, 4.0); level < -40 {
+		t.Errorf("music %.1f dB after the narration, want the uploaded song heard", level)
+	}
+}
