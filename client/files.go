@@ -16,15 +16,19 @@ type File struct {
 	UploadExpiresAt time.Time         `json:"upload_expires_at"`
 	URL             string            `json:"url"`
 	ContentType     string            `json:"content_type"`
-	Size            int64             `json:"size"`
+	Size            int64             `json:"size,omitempty"`
 	ExpiresAt       time.Time         `json:"expires_at"`
 }
 
 // CreateFile makes a file of contentType (an image or audio type) and
-// size, in bytes, which the upload is signed for, and answers where to
-// PUT its bytes; Upload does both steps.
+// size, in bytes, which the upload is signed for (0: not declared, the
+// file is measured when it is used), and answers where to PUT its bytes;
+// Upload does both steps.
 func (c *Client) CreateFile(ctx context.Context, contentType string, size int64) (File, error) {
-	body := map[string]any{"content_type": contentType, "size": size}
+	body := map[string]any{"content_type": contentType}
+	if size > 0 {
+		body["size"] = size
+	}
 	var f File
 	err := c.Do(ctx, http.MethodPost, "/api/files", body, &f)
 	return f, err

@@ -19,7 +19,7 @@ type fileView struct {
 	// URL is what an image field takes.
 	URL         string `json:"url"`
 	ContentType string `json:"content_type"`
-	Size        int64  `json:"size"`
+	Size        int64  `json:"size,omitempty"`
 	ExpiresAt   string `json:"expires_at"`
 }
 
@@ -41,7 +41,10 @@ func FileCreateRoute(u *media.Uploads, gate *Gate) Handler {
 }
 
 func fileOf(up media.Upload) fileView {
-	headers := map[string]string{"Content-Type": up.ContentType, "Content-Length": strconv.FormatInt(up.Size, 10)}
+	headers := map[string]string{"Content-Type": up.ContentType}
+	if up.Size > 0 {
+		headers["Content-Length"] = strconv.FormatInt(up.Size, 10)
+	}
 	return fileView{FileID: up.FileID, UploadURL: up.UploadURL, UploadHeaders: headers,
 		UploadExpiresAt: up.UploadExpiresAt.UTC().Format(time.RFC3339), URL: up.URL, ContentType: up.ContentType, Size: up.Size,
 		ExpiresAt: up.ExpiresAt.UTC().Format(time.RFC3339)}

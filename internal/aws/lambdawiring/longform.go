@@ -96,7 +96,8 @@ func Assemble(ctx context.Context, log *slog.Logger) (any, error) {
 	if d := storewiring.Getenv(envCaptionFontDir); d != "" {
 		settings.CaptionFontDirs = []string{d}
 	}
-	return longform.AssembleStep(files, storewiring.Store(cfg), files, ffmpeg.Runner{Timeout: 10 * time.Minute}, musicDownloader(5*time.Minute), settings), nil
+	return longform.AssembleStep(files, storewiring.Store(cfg), files, ffmpeg.Runner{Timeout: 10 * time.Minute}, musicDownloader(5*time.Minute),
+		&media.FileInputs{Objects: files}, settings), nil
 }
 
 // Finalize completes the video, tags its files with a retention other than

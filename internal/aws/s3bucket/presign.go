@@ -2,12 +2,14 @@ package s3bucket
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
+	"github.com/aws/aws-sdk-go-v2/service/s3/types"
 
 	"github.com/mediagen-dev/mediagen/internal/core/domain"
 	"github.com/mediagen-dev/mediagen/internal/core/media"
@@ -22,11 +24,14 @@ var (
 )
 
 // PresignPut is a URL that takes a PUT of key with Content-Type
-// contentType and Content-Length size, both signed (S3 refuses any other
-// with 403 SignatureDoesNotMatch), until lifetime has passed.
+// contentType and, when size > 0, Content-Length size, both signed (S3
+// refuses any other with 403 SignatureDoesNotMatch), until lifetime has
+// passed. With size 0 no length is signed.
 func (b *Bucket) PresignPut(ctx context.Context, key, contentType string, size int64, lifetime time.Duration) (string, error) {
-	in := &s3.PutObjectInput{Bucket: aws.String(b.Name), Key: aws.String(key), ContentType: aws.String(contentType),
-		ContentLength: aws.Int64(size)}
+	in := &s3.PutObjectInput{Bucket: aws.String(b.Name), Key: aws.String(key), ContentType: aws.String(contentType)}
+	if size > 0 {
+		in.ContentLength = aws.Int64(size)
+	}
 	req, err := s3.NewPresignClient(b.Client).PresignPutObject(ctx, in, s3.WithPresignExpires(lifetime))
 	if err != nil {
 		return "", fmt.Errorf("presign PUT s3://%s/%s: %w", b.Name, key, err)
@@ -71,10 +76,15 @@ func (b *Bucket) Copy(ctx context.Context, src, dst string) error {
 }
 
 // Head is the size and stored content type of key (HeadObject, which
-// s3:GetObject allows).
+// s3:GetObject allows); a 404 is domain.ErrNotFound.
 func (b *Bucket) Head(ctx context.Context, key string) (int64, string, error) {
 	out, err := b.Client.HeadObject(ctx, &s3.HeadObjectInput{Bucket: aws.String(b.Name), Key: aws.String(key)})
-	if err != nil {
+	var nf *types.NotFound
+	switch {
+	case errors.As(err, &nf):
+		// 404 only to a role that may list the key; 403 otherwise.
+		return 0, "", fmt.Errorf("head s3://%s/%s: %w", b.Name, key, domain.ErrNotFound)
+	case err != nil:
 		return 0, "", fmt.Errorf("head s3://%s/%s: %w", b.Name, key, err)
 	}
 	return aws.ToInt64(out.ContentLength), aws.ToString(out.ContentType), nil

@@ -61,6 +61,17 @@ type Account struct {
 	OutputRetentionDays int
 }
 
+// Covers is nil when the account's balance covers amount, else the
+// *InsufficientCreditsError a hold of it would answer: a check that moves
+// nothing, for work that must not cost the service anything (a copy of an
+// uploaded file) before its hold is sure to be taken.
+func (a Account) Covers(amount decimal.Decimal) error {
+	if a.Balance.LessThan(amount) {
+		return &InsufficientCreditsError{Required: amount, Available: a.Balance}
+	}
+	return nil
+}
+
 // RetentionDays is how long the account's outputs are kept, in days.
 func (a Account) RetentionDays() int {
 	if a.OutputRetentionDays == 0 {

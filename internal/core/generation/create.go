@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/google/uuid"
+	"github.com/shopspring/decimal"
 
 	"github.com/mediagen-dev/mediagen/internal/adapters/upstream"
 	"github.com/mediagen-dev/mediagen/internal/core/catalog"
@@ -47,16 +48,29 @@ func (s *Service) create(ctx context.Context, userID string, body []byte) (domai
 	if err != nil {
 		return domain.Generation{}, err
 	}
-	// Files are copied for the generation and checked (and their copies'
-	// GET URLs made) before any credit moves.
-	id := uuid.NewString()
-	snapshot := func(ref string) (string, error) { return s.Files.Resolve(ctx, userID, id, ref) }
-	if req, err = s.resolveFiles(req, snapshot); err != nil {
-		return domain.Generation{}, err
-	}
+	// Everything that does not need a file's bytes is checked before any
+	// file is copied: a route takes the request, and the balance covers
+	// its quote (one read; nothing moves), so a refused create never has
+	// the service copy a file (up to 100 MiB) for nothing.
 	plans, err := s.plans(ctx, req)
 	if err != nil {
 		return domain.Generation{}, err
+	}
+	id := uuid.NewString()
+	if hasFiles(req) {
+		if err := s.covers(ctx, userID, quote.Credits); err != nil {
+			return domain.Generation{}, err
+		}
+		// Files are copied for the generation and checked (and their
+		// copies' GET URLs made) before any credit moves; the plans are
+		// made again from the copies' URLs.
+		snapshot := func(ref string) (string, error) { return s.Files.Resolve(ctx, userID, id, ref) }
+		if req, err = s.resolveFiles(req, snapshot); err != nil {
+			return domain.Generation{}, err
+		}
+		if plans, err = s.plans(ctx, req); err != nil {
+			return domain.Generation{}, err
+		}
 	}
 	input, err := json.Marshal(req.Input)
 	if err != nil {
@@ -102,6 +116,19 @@ func (s *Service) create(ctx context.Context, userID string, body []byte) (domai
 	}
 	log.InfoContext(ctx, "generation created", "upstream", g.Upstream, "upstream_id", g.UpstreamID, "credits", domain.FormatCredits(quote.Credits))
 	return g, nil
+}
+
+// covers refuses, before a file is copied, a create whose quote the
+// account's balance does not cover: the 402 its hold would answer.
+func (s *Service) covers(ctx context.Context, userID string, credits decimal.Decimal) error {
+	a, err := s.Store.GetAccount(ctx, userID)
+	if err != nil {
+		return fmt.Errorf("read account %s: %w", userID, err)
+	}
+	if err := a.Covers(credits); err != nil {
+		return fmt.Errorf("hold credits: %w", err)
+	}
+	return nil
 }
 
 // plans maps a request onto its routes. A value a route cannot type is

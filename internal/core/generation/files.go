@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"slices"
 
 	"github.com/mediagen-dev/mediagen/internal/core/catalog"
 	"github.com/mediagen-dev/mediagen/internal/core/domain"
@@ -23,8 +24,10 @@ type Files interface {
 	Resolve(ctx context.Context, userID, workID, fileURL string) (string, error)
 	// SnapshotURL presigns again the GET of the copy Resolve made for
 	// workID: a generation that waited for a slot hands it to the
-	// provider when it is submitted.
-	SnapshotURL(ctx context.Context, workID, fileURL string) (string, error)
+	// provider when it is submitted. A generation recorded before the
+	// copies were made (none there) is handed the caller's upload,
+	// checked as at create.
+	SnapshotURL(ctx context.Context, userID, workID, fileURL string) (string, error)
 }
 
 // WithFiles lets the creator take file URLs in image fields; without it a
@@ -36,6 +39,27 @@ func (c *Creator) WithFiles(f Files) *Creator {
 
 // errNoFiles is a file URL where no bucket of uploads is wired.
 var errNoFiles = errors.New("files are not available here: send an https URL or a data URI")
+
+// hasFiles is whether an image field of req names a file
+// (mediagen://files/<id>).
+func hasFiles(req catalog.Request) bool {
+	for _, f := range req.Variant.Fields {
+		switch v := req.Resolved[f.Name].(type) {
+		case string:
+			if f.Type == catalog.TypeImage && domain.IsFileURL(v) {
+				return true
+			}
+		case []any:
+			if f.Type == catalog.TypeImageList && slices.ContainsFunc(v, func(item any) bool {
+				ref, ok := item.(string)
+				return ok && domain.IsFileURL(ref)
+			}) {
+				return true
+			}
+		}
+	}
+	return false
+}
 
 // resolveFiles is req with the file URLs of its image fields replaced by
 // what url answers for each (Files.Resolve at create: the file copied for

@@ -342,7 +342,7 @@ func (s *Service) submitWaiting(ctx context.Context, log *slog.Logger, g domain.
 	if err != nil {
 		return s.finish(ctx, log, g, domain.Outcome{Status: domain.StatusFailed, Error: "the recorded request no longer validates: " + err.Error()})
 	}
-	checked := func(ref string) (string, error) { return s.Files.SnapshotURL(ctx, g.UUID, ref) }
+	checked := func(ref string) (string, error) { return s.Files.SnapshotURL(ctx, g.UserID, g.UUID, ref) }
 	if req, err = s.resolveFiles(req, checked); err != nil {
 		if errors.Is(err, domain.ErrInvalid) {
 			return s.finish(ctx, log, g, domain.Outcome{Status: domain.StatusFailed, Error: "an input file is no longer usable: " + err.Error()})

@@ -22,9 +22,9 @@ import (
 // It claims the video as finishing in store before it stores the final
 // video, and deletes that upload (with deleter) when the video ended
 // otherwise meanwhile.
-func AssembleStep(files Files, store Store, deleter Deleter, ff ffmpeg.Runner, music Downloader, settings StepSettings) func(context.Context, AssembleTask) (FinalizeTask, error) {
+func AssembleStep(files Files, store Store, deleter Deleter, ff ffmpeg.Runner, music Downloader, uploads MusicFiles, settings StepSettings) func(context.Context, AssembleTask) (FinalizeTask, error) {
 	s := settings.steps()
-	s.Files, s.Store, s.Deleter, s.FFmpeg, s.Downloader = files, store, deleter, ff, music
+	s.Files, s.Store, s.Deleter, s.FFmpeg, s.Downloader, s.Music = files, store, deleter, ff, music, uploads
 	return s.Assemble
 }
 
@@ -122,7 +122,7 @@ func (s *Steps) Assemble(ctx context.Context, in AssembleTask) (FinalizeTask, er
 		return FinalizeTask{}, err
 	}
 	if v.Studio.MusicURL != "" {
-		err := s.addMusic(ctx, dir, v.ID, v.Studio, final, float64(len(sources)*SceneSeconds), withAudio)
+		err := s.addMusic(ctx, dir, v.UserID, v.ID, v.Studio, final, float64(len(sources)*SceneSeconds), withAudio)
 		var bad *SceneFailedError
 		switch {
 		case errors.As(err, &bad):

@@ -88,7 +88,21 @@ func (s *Service) create(ctx context.Context, userID string, body []byte) (domai
 		return domain.LongVideo{}, err
 	}
 	id := uuid.NewString()
+	q, err := PriceScenes(s.Prices, req.Model, req.Scenes)
+	if err != nil {
+		return domain.LongVideo{}, fmt.Errorf("price long video: %w", err)
+	}
 	if u := req.Studio.MusicURL; u != "" {
+		// The balance covers the quote (one read; nothing moves) before
+		// the music is fetched or copied: a refused create never has the
+		// service fetch or copy a file (up to 100 MiB) for nothing.
+		a, err := s.Store.GetAccount(ctx, userID)
+		if err != nil {
+			return domain.LongVideo{}, fmt.Errorf("read account %s: %w", userID, err)
+		}
+		if err := a.Covers(q.Credits); err != nil {
+			return domain.LongVideo{}, fmt.Errorf("hold credits for %s: %w", id, err)
+		}
 		// Read as audio now, inline, fetched or copied for the video,
 		// before any credit moves: music that fails only at assembly
 		// would fail a video whose scenes the providers have already
@@ -96,10 +110,6 @@ func (s *Service) create(ctx context.Context, userID string, body []byte) (domai
 		if err := s.Music.check(ctx, userID, id, u); err != nil {
 			return domain.LongVideo{}, err
 		}
-	}
-	q, err := PriceScenes(s.Prices, req.Model, req.Scenes)
-	if err != nil {
-		return domain.LongVideo{}, fmt.Errorf("price long video: %w", err)
 	}
 	now := s.now()
 	v := domain.LongVideo{

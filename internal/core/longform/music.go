@@ -226,12 +226,25 @@ func musicVolume(st domain.Studio) float64 {
 // narration gets the music alone). The picture is copied.
 //
 // An uploaded file is read from the bucket as the copy its create made
-// and checked (media.SnapshotKey), never the upload itself: no egress
-// fetch.
-func (s *Steps) addMusic(ctx context.Context, dir, videoID string, st domain.Studio, final string, seconds float64, narrated bool) error {
+// and checked (media.SnapshotKey), never the upload itself, but for a
+// video recorded before the copies were made (Music finds none there),
+// whose upload is read checked as at create: no egress fetch.
+func (s *Steps) addMusic(ctx context.Context, dir, userID, videoID string, st domain.Studio, final string, seconds float64, narrated bool) error {
 	path := filepath.Join(dir, "music.audio")
 	if id, ok := domain.ParseFileURL(st.MusicURL); ok {
-		if err := s.Files.GetFile(ctx, media.SnapshotKey(videoID, id), path); err != nil {
+		key := media.SnapshotKey(videoID, id)
+		if s.Music != nil {
+			var err error
+			key, err = s.Music.AudioKey(ctx, userID, videoID, st.MusicURL)
+			var unusable *media.UnusableFileError
+			switch {
+			case errors.As(err, &unusable):
+				return &SceneFailedError{Msg: "music_url " + unusable.Reason}
+			case err != nil:
+				return &TransientError{Msg: fmt.Sprintf("assemble: music: file %s: %v", id, err)}
+			}
+		}
+		if err := s.Files.GetFile(ctx, key, path); err != nil {
 			return &TransientError{Msg: fmt.Sprintf("assemble: music: file %s: %v", id, err)}
 		}
 	} else if isDataURI(st.MusicURL) {

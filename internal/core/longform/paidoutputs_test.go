@@ -141,7 +141,7 @@ func raceFinalVideo(t *testing.T, st store.Store, bucket *s3bucket.Bucket, clip,
 		files.after = g
 	}
 	settings := longform.StepSettings{WorkDir: t.TempDir(), Log: quietLog()}
-	assemble := longform.AssembleStep(files, claimer, bucket, ffmpeg.Runner{}, nil, settings)
+	assemble := longform.AssembleStep(files, claimer, bucket, ffmpeg.Runner{}, nil, nil, settings)
 	finalize := longform.FinalizeStep(bucket, bucket, st, nil, bucket, settings)
 	markFailed := longform.MarkFailedStep(st, nil, nil, nil, bucket, settings)
 
@@ -284,7 +284,7 @@ func failAfterUpload(t *testing.T, st store.Store, bucket *s3bucket.Bucket, clip
 	ctx := context.Background()
 	v, sceneKey := newVideo(t, st, bucket, clip)
 	settings := longform.StepSettings{WorkDir: t.TempDir(), Log: quietLog()}
-	if _, err := longform.AssembleStep(bucket, st, bucket, ffmpeg.Runner{}, nil, settings)(ctx,
+	if _, err := longform.AssembleStep(bucket, st, bucket, ffmpeg.Runner{}, nil, nil, settings)(ctx,
 		longform.AssembleTask{VideoID: v.ID, Scenes: []longform.SceneClip{{SceneNumber: 1, Key: sceneKey}}}); err != nil {
 		t.Fatal(err)
 	}

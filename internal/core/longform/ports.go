@@ -100,6 +100,15 @@ type Files interface {
 	URL(key string) string
 }
 
+// MusicFiles finds the object the assembly reads a video's uploaded
+// music from: the copy its create made and checked (media.SnapshotKey),
+// or, for a video recorded before the copies were made (none there), the
+// caller's upload, checked as at create. An unusable file is a
+// *media.UnusableFileError. media.FileInputs is the implementation.
+type MusicFiles interface {
+	AudioKey(ctx context.Context, userID, workID, fileURL string) (string, error)
+}
+
 // Deleter deletes the bucket's objects; a key already gone is not an
 // error.
 type Deleter interface {

@@ -71,6 +71,9 @@ type Steps struct {
 	FFmpeg   ffmpeg.Runner
 	// Downloader fetches a music_url given as a URL (Assemble).
 	Downloader Downloader
+	// Music finds the object of a music_url naming an uploaded file
+	// (Assemble).
+	Music MusicFiles
 	// Queue carries the scenes' polls (the poller's queue), Tokens resumes
 	// the workflow when a scene ends, and Slots caps the jobs at once per
 	// upstream as for single generations (nil: no caps).

@@ -63,8 +63,10 @@ func UploadKey(userID, fileID string) string { return UploadsPrefix + userID + "
 func SnapshotKey(workID, fileID string) string { return InputsPrefix + workID + "/files/" + fileID }
 
 // UploadSigner presigns a file's PUT: the URL takes only a request with
-// the content type and the size (its Content-Length, signed) given,
-// before lifetime ends.
+// the content type given and, when size > 0, that exact Content-Length
+// (signed), before lifetime ends. With size 0 the length is not signed:
+// S3 cannot bound a presigned PUT otherwise, so such a file is measured
+// when it is used (FileInputs).
 type UploadSigner interface {
 	PresignPut(ctx context.Context, key, contentType string, size int64, lifetime time.Duration) (string, error)
 }
@@ -73,10 +75,11 @@ type UploadSigner interface {
 type Upload struct {
 	FileID      string
 	ContentType string
-	// Size is the size declared, which the upload's PUT is held to.
+	// Size is the size declared, which the upload's PUT is held to (0:
+	// none declared).
 	Size int64
-	// UploadURL takes a PUT of the file, with Content-Type ContentType and
-	// Content-Length Size, until UploadExpiresAt.
+	// UploadURL takes a PUT of the file, with Content-Type ContentType (and
+	// Content-Length Size when declared), until UploadExpiresAt.
 	UploadURL       string
 	UploadExpiresAt time.Time
 	// URL is what an image field takes: domain.FileURL(FileID).
@@ -92,14 +95,17 @@ type Uploads struct {
 	Now    func() time.Time
 }
 
-// Create reads {"content_type": "image/png", "size": 12345} and makes the
-// caller's file. The size is required: a presigned PUT signs one exact
-// Content-Length or none (S3 has no length range for a PUT), so a file
-// whose size is not declared could be of any size up to S3's 5 GB. A
-// content type other than the images' (domain.UploadTypes) and audio's
-// (domain.AudioUploadTypes), a size missing or over
-// domain.MaxUploadBytes, or an unknown field is a
-// *catalog.ValidationError naming every bad field.
+// Create reads {"content_type": "image/png", "size": 12345} (size
+// optional, as issue #27 specifies the body) and makes the caller's file.
+// A presigned PUT signs one exact Content-Length or none (S3 has no
+// length range for a PUT): a declared size is signed, so the bucket
+// refuses any other length; without one the upload can be of any length,
+// and the file is measured at its use (FileInputs: over
+// domain.MaxUploadBytes it is refused there, before any credit moves),
+// and deleted by the uploads' lifecycle rule either way. A content type
+// other than the images' (domain.UploadTypes) and audio's
+// (domain.AudioUploadTypes), a size out of 1..domain.MaxUploadBytes, or
+// an unknown field is a *catalog.ValidationError naming every bad field.
 func (u *Uploads) Create(ctx context.Context, userID string, body []byte) (Upload, error) {
 	ctype, size, err := parseUpload(body)
 	if err != nil {
@@ -134,9 +140,7 @@ func parseUpload(body []byte) (ctype string, size int64, err error) {
 		}
 		ctype = s
 	}
-	if v, ok := obj["size"]; !ok {
-		p.Add("size", fmt.Sprintf("is required: the file's length in bytes, 1 to %d (100 MiB), which its upload_url is signed for", domain.MaxUploadBytes))
-	} else {
+	if v, ok := obj["size"]; ok {
 		n, isNum := v.(json.Number)
 		i, convErr := n.Int64()
 		switch {
@@ -210,11 +214,8 @@ func (f *FileInputs) Resolve(ctx context.Context, userID, workID, fileURL string
 	if err != nil {
 		return "", err
 	}
-	if slices.Contains(domain.AudioUploadTypes, declared) {
-		return "", unusable(fmt.Sprintf("file %s is audio (%s): this field takes an image (%s)", id, declared, strings.Join(domain.UploadTypes, ", ")))
-	}
-	if got := http.DetectContentType(head); got != declared || !slices.Contains(domain.UploadTypes, got) {
-		return "", unusable(fmt.Sprintf("file %s was uploaded as %s but its bytes are %s", id, declared, describeType(got)))
+	if err := imageProblem(id, head, declared); err != nil {
+		return "", err
 	}
 	u, err := f.Objects.PresignGet(ctx, key, inputURLLifetime)
 	if err != nil {
@@ -226,17 +227,99 @@ func (f *FileInputs) Resolve(ctx context.Context, userID, workID, fileURL string
 // SnapshotURL is a presigned GET URL, valid inputURLLifetime, of the
 // snapshot Resolve took of fileURL's file for workID: what a generation
 // that waited for a slot hands its provider when it is submitted, the
-// very bytes checked at its create (the upload is not read again).
-func (f *FileInputs) SnapshotURL(ctx context.Context, workID, fileURL string) (string, error) {
-	id, ok := domain.ParseFileURL(fileURL)
-	if !ok {
-		return "", unusable("must be mediagen://files/<file_id>, a file_id that POST /api/files made")
+// very bytes checked at its create (the upload is not read again). A
+// generation recorded before the snapshots were taken (no snapshot there)
+// is handed its upload instead, checked as Resolve checks a snapshot
+// (workKey).
+func (f *FileInputs) SnapshotURL(ctx context.Context, userID, workID, fileURL string) (string, error) {
+	id, key, err := f.workKey(ctx, userID, workID, fileURL, false)
+	if err != nil {
+		return "", err
 	}
-	u, err := f.Objects.PresignGet(ctx, SnapshotKey(workID, id), inputURLLifetime)
+	u, err := f.Objects.PresignGet(ctx, key, inputURLLifetime)
 	if err != nil {
 		return "", fmt.Errorf("presign the read of file %s: %w", id, err)
 	}
 	return u, nil
+}
+
+// AudioKey is the key the assembly reads the audio file fileURL names
+// from: the snapshot FetchAudio took for the video workID at its create,
+// or, for a video recorded before the snapshots were taken (no snapshot
+// there), the upload itself, checked as FetchAudio checks a snapshot
+// (workKey).
+func (f *FileInputs) AudioKey(ctx context.Context, userID, workID, fileURL string) (string, error) {
+	_, key, err := f.workKey(ctx, userID, workID, fileURL, true)
+	return key, err
+}
+
+// workKey is the object a piece of work reads for fileURL: its snapshot
+// (SnapshotKey), checked at its create, when it is there; otherwise the
+// caller's upload (UploadKey), for work recorded by the release before
+// the snapshots, whose create checked the upload and left no copy. The
+// snapshot is found by listing its key (Size: a HeadObject of a missing
+// key is 403, not 404, to a role that may not list the bucket); the
+// upload is then checked by its bytes as at create: there, not empty,
+// within the limit, and an image whose first bytes are the type it was
+// uploaded as (audio false) or a file uploaded as audio (audio true).
+// Anything else is an *UnusableFileError.
+func (f *FileInputs) workKey(ctx context.Context, userID, workID, fileURL string, audio bool) (id, key string, err error) {
+	id, ok := domain.ParseFileURL(fileURL)
+	if !ok {
+		return "", "", unusable("must be mediagen://files/<file_id>, a file_id that POST /api/files made")
+	}
+	key = SnapshotKey(workID, id)
+	_, err = f.Objects.Size(ctx, key)
+	switch {
+	case err == nil:
+		return id, key, nil
+	case !errors.Is(err, domain.ErrNotFound):
+		return "", "", fmt.Errorf("file %s: %w", id, err)
+	}
+	key = UploadKey(userID, id)
+	size, _, err := f.Objects.Head(ctx, key)
+	switch {
+	case errors.Is(err, domain.ErrNotFound):
+		return "", "", unusable(fmt.Sprintf("file %s is no longer there", id))
+	case err != nil:
+		return "", "", fmt.Errorf("file %s: %w", id, err)
+	}
+	if err := sizeProblem(id, size); err != nil {
+		return "", "", err
+	}
+	head, declared, err := f.Objects.ReadStart(ctx, key, sniffBytes)
+	if err != nil {
+		return "", "", fmt.Errorf("file %s: %w", id, err)
+	}
+	if audio {
+		err = audioProblem(id, declared)
+	} else {
+		err = imageProblem(id, head, declared)
+	}
+	if err != nil {
+		return "", "", err
+	}
+	return id, key, nil
+}
+
+// imageProblem is a file that is audio, or whose first bytes head are not
+// the image type declared it was uploaded as.
+func imageProblem(id string, head []byte, declared string) error {
+	if slices.Contains(domain.AudioUploadTypes, declared) {
+		return unusable(fmt.Sprintf("file %s is audio (%s): this field takes an image (%s)", id, declared, strings.Join(domain.UploadTypes, ", ")))
+	}
+	if got := http.DetectContentType(head); got != declared || !slices.Contains(domain.UploadTypes, got) {
+		return unusable(fmt.Sprintf("file %s was uploaded as %s but its bytes are %s", id, declared, describeType(got)))
+	}
+	return nil
+}
+
+// audioProblem is a file not uploaded as audio.
+func audioProblem(id, declared string) error {
+	if !slices.Contains(domain.AudioUploadTypes, declared) {
+		return unusable(fmt.Sprintf("file %s is %s, not audio: music is a file uploaded as %s", id, declared, strings.Join(domain.AudioUploadTypes, ", ")))
+	}
+	return nil
 }
 
 // FetchAudio snapshots the caller's audio file that fileURL names for the
@@ -252,8 +335,8 @@ func (f *FileInputs) FetchAudio(ctx context.Context, userID, workID, fileURL, pa
 	if err != nil {
 		return err
 	}
-	if !slices.Contains(domain.AudioUploadTypes, declared) {
-		return unusable(fmt.Sprintf("file %s is %s, not audio: music is a file uploaded as %s", id, declared, strings.Join(domain.AudioUploadTypes, ", ")))
+	if err := audioProblem(id, declared); err != nil {
+		return err
 	}
 	if err := f.Objects.GetFile(ctx, key, path); err != nil {
 		return fmt.Errorf("file %s: %w", id, err)

@@ -165,7 +165,7 @@ func TestTheCheckedSnapshotIsWhatTheWorkReads(t *testing.T) {
 		if got := files[SnapshotKey(work, id)].data; !bytes.Equal(got, png) {
 			t.Errorf("the copy holds %q, want the PNG checked", got)
 		}
-		again, err := r.SnapshotURL(context.Background(), work, domain.FileURL(id))
+		again, err := r.SnapshotURL(context.Background(), "usr_a", work, domain.FileURL(id))
 		if err != nil || !strings.Contains(again, SnapshotKey(work, id)) {
 			t.Errorf("SnapshotURL = %q, %v; want the same copy's URL", again, err)
 		}
@@ -191,6 +191,59 @@ func TestTheCheckedSnapshotIsWhatTheWorkReads(t *testing.T) {
 			t.Errorf("the copy the assembly reads holds %q, want the song checked", got)
 		}
 	})
+}
+
+// Work recorded before the snapshots were taken (its create checked the
+// upload and copied nothing) still reads its file: where the work's copy
+// is not there, the upload is read instead, checked by its bytes as at
+// create (an image of the type declared, audio uploaded as audio, within
+// the limit); an upload that fails the check, or is gone, is unusable.
+func TestWorkWithoutASnapshotReadsItsUploadChecked(t *testing.T) {
+	made := time.Date(2026, 11, 21, 18, 0, 0, 0, time.UTC)
+	png := []byte("\x89PNG\r\n\x1a\n\x00\x00\x00\rIHDR the picture")
+	mp3 := []byte("ID3\x04\x00\x00\x00\x00\x00\x00 the song")
+	html := []byte("<html><script>not the picture</script></html>")
+	id := domain.NewFileID(made)
+	const work = "3348f3aa-5fd0-4758-860a-3ebaf4cfbcc7"
+	upload, snapshot := UploadKey("usr_a", id), SnapshotKey(work, id)
+	type object = struct {
+		data  []byte
+		ctype string
+		size  int64
+	}
+	for _, tt := range []struct {
+		name    string
+		files   fakeFiles
+		audio   bool
+		wantKey string // "" for unusable
+		reason  string
+	}{
+		{"an image whose copy is there", fakeFiles{upload: {html, "image/png", 0}, snapshot: {png, "image/png", 0}}, false, snapshot, ""},
+		{"an image with no copy", fakeFiles{upload: {png, "image/png", 0}}, false, upload, ""},
+		{"audio with no copy", fakeFiles{upload: {mp3, "audio/mpeg", 0}}, true, upload, ""},
+		{"an image with no copy whose bytes are not the type declared", fakeFiles{upload: {html, "image/png", 0}}, false, "", "its bytes are not a PNG"},
+		{"an image with no copy over the limit", fakeFiles{upload: object{png, "image/png", domain.MaxUploadBytes + 1}}, false, "", "over the 104857600-byte (100 MiB) limit"},
+		{"an image file in music with no copy", fakeFiles{upload: {png, "image/png", 0}}, true, "", "not audio"},
+		{"no copy and no upload", fakeFiles{}, false, "", "no longer there"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			r := &FileInputs{Objects: tt.files, Now: func() time.Time { return made.Add(time.Minute) }}
+			var key string
+			var err error
+			if tt.audio {
+				key, err = r.AudioKey(context.Background(), "usr_a", work, domain.FileURL(id))
+			} else {
+				key, err = r.SnapshotURL(context.Background(), "usr_a", work, domain.FileURL(id))
+			}
+			var unusable *UnusableFileError
+			switch {
+			case tt.wantKey != "" && (err != nil || !strings.Contains(key, tt.wantKey)):
+				t.Errorf("= %q, %v; want %s read", key, err, tt.wantKey)
+			case tt.wantKey == "" && (!errors.As(err, &unusable) || !strings.Contains(unusable.Reason, tt.reason)):
+				t.Errorf("= %q, %v; want unusable: %s", key, err, tt.reason)
+			}
+		})
+	}
 }
 
 // A file id tells when it was made, to the millisecond, and so when it
@@ -276,11 +329,11 @@ func TestUploadsTakeImageAndAudioTypes(t *testing.T) {
 	}
 }
 
-// Every upload's size is bounded: the size is required and signed into
-// the PUT (S3 signs one exact Content-Length, no range), so a file is
-// never larger than the 100 MiB declared at most; a body without it, or
-// with one out of range, is a 400 naming size, and nothing is presigned.
-func TestUploadsRequireTheSizeTheyAreSignedFor(t *testing.T) {
+// A declared size is signed into the PUT (S3 signs one exact
+// Content-Length, no range); the size is optional (issue #27), and a file
+// made without one is presigned with no length (its size is measured at
+// use); one out of range is a 400 naming size, and nothing is presigned.
+func TestUploadsSignTheSizeDeclared(t *testing.T) {
 	var signed []int64
 	u := &Uploads{Signer: signerFunc(func(_ context.Context, key, _ string, size int64, _ time.Duration) (string, error) {
 		signed = append(signed, size)
@@ -292,7 +345,7 @@ func TestUploadsRequireTheSizeTheyAreSignedFor(t *testing.T) {
 	}{
 		{`{"content_type": "image/png", "size": 48213}`, ""},
 		{`{"content_type": "image/png", "size": 104857600}`, ""},
-		{`{"content_type": "image/png"}`, "size: is required"},
+		{`{"content_type": "image/png"}`, ""},
 		{`{"content_type": "image/png", "size": 104857601}`, "size: must be 1 to 104857600 bytes"},
 		{`{"content_type": "image/png", "size": 0}`, "size: must be 1 to 104857600 bytes"},
 		{`{"content_type": "image/png", "size": "48213"}`, "size: must be an integer"},
@@ -300,7 +353,7 @@ func TestUploadsRequireTheSizeTheyAreSignedFor(t *testing.T) {
 		signed = nil
 		up, err := u.Create(context.Background(), "usr_a", []byte(tt.body))
 		switch {
-		case tt.want == "" && (err != nil || len(signed) != 1 || signed[0] != up.Size || up.Size == 0):
+		case tt.want == "" && (err != nil || len(signed) != 1 || signed[0] != up.Size || (up.Size == 0) == strings.Contains(tt.body, "size")):
 			t.Errorf("Create(%s) = %+v, %v, signed sizes %v; want a file whose PUT is signed for its size", tt.body, up, err, signed)
 		case tt.want != "" && (!errors.Is(err, domain.ErrInvalid) || !strings.Contains(err.Error(), tt.want) || len(signed) != 0):
 			t.Errorf("Create(%s) = %v, signed sizes %v; want a 400 saying %q and nothing presigned", tt.body, err, signed, tt.want)

@@ -14,6 +14,21 @@ import (
 	"github.com/mediagen-dev/mediagen/internal/core/domain"
 )
 
+// sineMP3 is an MP3 of 3 s of a sine tone of hz, made by ffmpeg.
+func sineMP3(t *testing.T, hz int) []byte {
+	t.Helper()
+	song := filepath.Join(t.TempDir(), "song.mp3")
+	if out, err := exec.Command("ffmpeg", "-hide_banner", "-loglevel", "error", "-nostdin", "-f", "lavfi",
+		"-i", fmt.Sprintf("sine=frequency=%d:sample_rate=22050:duration=3", hz), "-ac", "1", "-codec:a", "libmp3lame", song).CombinedOutput(); err != nil {
+		t.Fatalf("make the song: %v %s", err, out)
+	}
+	raw, err := os.ReadFile(song)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return raw
+}
+
 // music_url may name an uploaded audio file (mediagen://files/<id>): the
 // create copies it for the video and checks the copy before any credit
 // moves (the caller's, uploaded as audio, its bytes audio by ffprobe), and
@@ -25,15 +40,7 @@ import (
 // audio file in an image field is a 400 naming that field.
 func TestMusicFromAnUploadedFile(t *testing.T) {
 	const tone = 60
-	song := filepath.Join(t.TempDir(), "song.mp3")
-	if out, err := exec.Command("ffmpeg", "-hide_banner", "-loglevel", "error", "-nostdin", "-f", "lavfi",
-		"-i", fmt.Sprintf("sine=frequency=%d:sample_rate=22050:duration=3", tone), "-ac", "1", "-codec:a", "libmp3lame", song).CombinedOutput(); err != nil {
-		t.Fatalf("make the song: %v %s", err, out)
-	}
-	raw, err := os.ReadFile(song)
-	if err != nil {
-		t.Fatal(err)
-	}
+	raw := sineMP3(t, tone)
 	rt := start(t, storyConfig())
 	owner := newAccount(t, rt, domain.PlanEnterprise, 10000)
 	other := newAccount(t, rt, domain.PlanEnterprise, 10000)

@@ -468,10 +468,12 @@ func (r *Runtime) wire(cfg Config, st store.Store, rc *routing.Config, prices *p
 	// UpstreamCAs.
 	music := &media.Downloader{HTTP: &http.Client{Timeout: time.Minute}, MaxBytes: longform.MaxMusicURLBytes,
 		AllowLoopback: true, RootCAs: r.Simulator.trust(cfg.UpstreamCAs)}
+	// The uploads: presigned by the bucket's S3 API, as S3 presigns them.
+	files := &media.FileInputs{Objects: outputs, Now: cfg.Clock}
 	tasks := map[string]any{
 		"SubmitSceneFunctionArn": longform.SubmitSceneStep(st, r.Upstreams, st, queue, stepSettings),
 		"NarrateFunctionArn":     longform.NarrateStep(outputs, espeak.Narrator{}, st, stepSettings),
-		"AssembleFunctionArn":    longform.AssembleStep(outputs, st, outputs, ffmpeg.Runner{}, music, stepSettings),
+		"AssembleFunctionArn":    longform.AssembleStep(outputs, st, outputs, ffmpeg.Runner{}, music, files, stepSettings),
 		"FinalizeFunctionArn":    longform.FinalizeStep(outputs, outputs, st, notifier, outputs, stepSettings),
 		"MarkFailedFunctionArn":  longform.MarkFailedStep(st, notifier, r.Upstreams, st, outputs, stepSettings),
 	}
@@ -479,8 +481,6 @@ func (r *Runtime) wire(cfg Config, st store.Store, rc *routing.Config, prices *p
 	if r.Workflow, err = longStoryWorkflow(tasks, cfg.WorkflowWaitScale, log, r.Costs, r.closing.Load); err != nil {
 		return routes.Ports{}, err
 	}
-	// The uploads: presigned by the bucket's S3 API, as S3 presigns them.
-	files := &media.FileInputs{Objects: outputs, Now: cfg.Clock}
 	scenes := longform.ScenePoller(st, r.Upstreams, st, queue, workflowtokens.TaskTokens{Workflow: r.Workflow}, copier, outputs, stepSettings)
 	r.Generations = generation.NewPoller(generation.PollerPorts{Store: st, Upstreams: r.Upstreams, Queue: queue, Slots: st,
 		Copier: copier, Outputs: outputs, Notifier: notifier, Prices: prices, Scenes: scenes, Inputs: outputs, Files: files}, settings)
