@@ -21,7 +21,7 @@ func GenerateRoute(c *generation.Creator, gate *Gate) Handler {
 		if err != nil {
 			return Response{}, err
 		}
-		wait, err := preferWait(header(req, PreferHeader))
+		wait, err := preferWait(header(req, preferHeader))
 		if err != nil {
 			return Response{}, err
 		}

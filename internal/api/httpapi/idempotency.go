@@ -24,13 +24,13 @@ type IdempotencyStore interface {
 
 // Idempotency keys.
 const (
-	IdempotencyHeader   = "Idempotency-Key"
-	ReplayedHeader      = "Idempotent-Replayed"
-	MaxIdempotencyKey   = 255
-	IdempotencyLifetime = 24 * time.Hour
-	// DefaultIdempotencyWait is how long a request waits for the first one
+	idempotencyHeader   = "Idempotency-Key"
+	replayedHeader      = "Idempotent-Replayed"
+	maxIdempotencyKey   = 255
+	idempotencyLifetime = 24 * time.Hour
+	// defaultIdempotencyWait is how long a request waits for the first one
 	// with its key to finish before answering 409.
-	DefaultIdempotencyWait = 10 * time.Second
+	defaultIdempotencyWait = 10 * time.Second
 )
 
 // IdempotencyGuard runs a route under its Idempotency-Key: *Idempotency.
@@ -47,7 +47,7 @@ var _ IdempotencyGuard = (*Idempotency)(nil)
 type Idempotency struct {
 	Store IdempotencyStore
 	// Wait bounds the wait for a request still running; default
-	// DefaultIdempotencyWait.
+	// defaultIdempotencyWait.
 	Wait time.Duration
 	Now  func() time.Time
 	Log  *slog.Logger
@@ -58,20 +58,20 @@ func (i *Idempotency) wrap(ctx context.Context, req Request, a domain.Account, h
 	if i == nil || req.Method != http.MethodPost {
 		return h(ctx, req, a)
 	}
-	key := header(req, IdempotencyHeader)
+	key := header(req, idempotencyHeader)
 	if key == "" {
 		return h(ctx, req, a)
 	}
-	if len(key) > MaxIdempotencyKey || !printableASCII(key) {
+	if len(key) > maxIdempotencyKey || !printableASCII(key) {
 		return Response{}, &Error{Status: http.StatusBadRequest, Code: "invalid_request",
-			Message: fmt.Sprintf("Idempotency-Key must be 1 to %d printable ASCII characters", MaxIdempotencyKey)}
+			Message: fmt.Sprintf("Idempotency-Key must be 1 to %d printable ASCII characters", maxIdempotencyKey)}
 	}
 	now := domain.Now(i.Now)
 	rec := domain.IdempotencyRecord{UserID: a.UserID, Key: key, Fingerprint: fingerprint(req),
-		CreatedAt: now, ExpiresAt: now.Add(IdempotencyLifetime)}
+		CreatedAt: now, ExpiresAt: now.Add(idempotencyLifetime)}
 	wait := i.Wait
 	if wait <= 0 {
-		wait = DefaultIdempotencyWait
+		wait = defaultIdempotencyWait
 	}
 	deadline := time.Now().Add(wait)
 	for delay := 10 * time.Millisecond; ; delay = min(delay*2, 250*time.Millisecond) {
@@ -92,7 +92,7 @@ func (i *Idempotency) wrap(ctx context.Context, req Request, a domain.Account, h
 		if existing.StatusCode != 0 {
 			resp := jsonResponse(existing.StatusCode, nil)
 			resp.Body = string(existing.Body)
-			resp.Headers[ReplayedHeader] = "true"
+			resp.Headers[replayedHeader] = "true"
 			return resp, nil
 		}
 		if time.Now().Add(delay).After(deadline) {

@@ -67,7 +67,7 @@ func KeysListRoute(l *accounts.KeyLister, gate *Gate) Handler {
 // together, when set, checks the filters read as a whole (a filter that
 // did not parse keeps its zero value). Every problem is named in one 400.
 func pageQuery(req Request, filters []queryFilter, together func() string) (limit int, cursor string, err error) {
-	limit = DefaultListLimit
+	limit = defaultListLimit
 	allowed := []string{"limit", "cursor"}
 	for _, f := range filters {
 		allowed = append(allowed, f.name)

@@ -16,8 +16,8 @@ import (
 
 // List limits.
 const (
-	DefaultListLimit = 20
-	MaxListLimit     = 100
+	defaultListLimit = 20
+	maxListLimit     = 100
 	maxFilterLength  = 64
 )
 
@@ -69,8 +69,8 @@ func listQuery(req Request, userID string) (store.ListQuery, error) {
 // with it.
 func pageLimit(v string) (int, string) {
 	n, err := strconv.Atoi(v)
-	if err != nil || n < 1 || n > MaxListLimit {
-		return 0, fmt.Sprintf("limit must be a whole number from 1 to %d", MaxListLimit)
+	if err != nil || n < 1 || n > maxListLimit {
+		return 0, fmt.Sprintf("limit must be a whole number from 1 to %d", maxListLimit)
 	}
 	return n, ""
 }

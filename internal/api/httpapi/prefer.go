@@ -9,8 +9,8 @@ import (
 	"github.com/mediagen-dev/mediagen/internal/core/generation"
 )
 
-// PreferHeader asks the generate route to wait for the job (RFC 7240).
-const PreferHeader = "Prefer"
+// preferHeader asks the generate route to wait for the job (RFC 7240).
+const preferHeader = "Prefer"
 
 // preferWait reads the wait preference of a Prefer header as Replicate
 // does: "wait" is its longest wait (60 s) and "wait=N" is N seconds, N a

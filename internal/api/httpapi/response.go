@@ -77,18 +77,18 @@ type AuthorizerResult struct {
 // application/json) as text, with a backslash more before each quote or
 // backslash, a body without a JSON type base64-encoded, a third larger.
 // The rest of the event (headers, the request line twice, the request
-// context, the authorizer's context) is kept under EventEnvelopeBytes, so
+// context, the authorizer's context) is kept under eventEnvelopeBytes, so
 // a body the service takes always reaches it, and one just over
 // MaxBodyBytes gets the service's own 413 body_too_large.
 const (
 	// LambdaPayloadLimit: an invocation's event must be smaller.
 	LambdaPayloadLimit = 6 << 20
-	// EventEnvelopeBytes is the room kept for the event around the body:
+	// eventEnvelopeBytes is the room kept for the event around the body:
 	// an HTTP API takes at most 10,240 bytes of request line and headers,
 	// and the event carries the path and query twice.
-	EventEnvelopeBytes = 32 << 10
+	eventEnvelopeBytes = 32 << 10
 	// MaxBodyBytes is the most a body may take in the event (BodyEventSize).
-	MaxBodyBytes = LambdaPayloadLimit - EventEnvelopeBytes
+	MaxBodyBytes = LambdaPayloadLimit - eventEnvelopeBytes
 )
 
 // BodyEventSize is how many bytes a body takes in the event: a base64

@@ -40,50 +40,50 @@ type StreamResponse struct {
 // StreamHandler is a streaming route.
 type StreamHandler = func(ctx context.Context, req Request) (StreamResponse, error)
 
-// EventStreamContentType is the streams' media type.
-const EventStreamContentType = "text/event-stream"
+// eventStreamContentType is the streams' media type.
+const eventStreamContentType = "text/event-stream"
 
-// LastEventIDHeader resumes a stream: the events up to that id are not
+// lastEventIDHeader resumes a stream: the events up to that id are not
 // sent again.
-const LastEventIDHeader = "Last-Event-ID"
+const lastEventIDHeader = "Last-Event-ID"
 
-// Stream timing. The stream reads the record every StreamPoll, and
-// writes a comment line after StreamHeartbeat without an event, so that
+// Stream timing. The stream reads the record every streamPoll, and
+// writes a comment line after streamHeartbeat without an event, so that
 // proxies and clients see the connection alive.
 const (
-	StreamPoll      = time.Second
-	StreamHeartbeat = 15 * time.Second
-	// StreamMaxDuration ends a stream still open (the client resumes with
+	streamPoll      = time.Second
+	streamHeartbeat = 15 * time.Second
+	// streamMaxDuration ends a stream still open (the client resumes with
 	// Last-Event-ID): under the stream function's timeout in AWS.
-	StreamMaxDuration = 10 * time.Minute
+	streamMaxDuration = 10 * time.Minute
 	// streamDeadlineMargin is kept before the invocation's own deadline.
 	streamDeadlineMargin = 5 * time.Second
-	// StreamKeyRecheck is how often an open stream checks its credential
+	// streamKeyRecheck is how often an open stream checks its credential
 	// and its lease again (on the stream's clock): a key revoked, an
 	// account deleted or a token expired meanwhile ends the stream with an
 	// error event; a lease taken over by a stream resumed on the same
 	// record ends it quietly.
-	StreamKeyRecheck = 30 * time.Second
-	// StreamRecheckFailures is how many rechecks in a row may fail (the
+	streamKeyRecheck = 30 * time.Second
+	// streamRecheckFailures is how many rechecks in a row may fail (the
 	// store not answering) before the stream ends: one failure is retried
 	// at the next recheck, the stream going on meanwhile.
-	StreamRecheckFailures = 3
-	// StreamMaxOpen is how many streams an account may have open at once
+	streamRecheckFailures = 3
+	// streamMaxOpen is how many streams an account may have open at once
 	// (across every instance of the stream function): each holds an
-	// instance of the function for up to StreamMaxDuration, so a key
+	// instance of the function for up to streamMaxDuration, so a key
 	// opening streams without bound would take the function's reserved
 	// concurrency from every other account.
-	StreamMaxOpen = 5
-	// StreamLeaseMargin is how long past its end a stream's lease lasts:
+	streamMaxOpen = 5
+	// streamLeaseMargin is how long past its end a stream's lease lasts:
 	// a stream ends by then even when its process died without closing
 	// it (or, in AWS, its client went away unnoticed and nobody resumed
 	// it), and its place comes back.
-	StreamLeaseMargin = time.Minute
-	// StreamRetryAfter is the Retry-After of a stream refused for the
+	streamLeaseMargin = time.Minute
+	// streamRetryAfter is the Retry-After of a stream refused for the
 	// account's open streams: one of them may end at any moment (its
 	// record finished, its client went away and it noticed, or a stream
 	// abandoned on a record was resumed and so taken over).
-	StreamRetryAfter = 10 * time.Second
+	streamRetryAfter = 10 * time.Second
 	// streamCloseTimeout bounds the giving back of a stream's lease, made
 	// after the stream's own context ended.
 	streamCloseTimeout = 5 * time.Second
@@ -103,17 +103,17 @@ type StreamLeases interface {
 // may stay open.
 type Streams struct {
 	Clock clock.Clock
-	// MaxDuration bounds a stream (default StreamMaxDuration).
+	// MaxDuration bounds a stream (default streamMaxDuration).
 	MaxDuration time.Duration
 	// Leases counts each account's open streams, which MaxOpen caps
-	// (default StreamMaxOpen).
+	// (default streamMaxOpen).
 	Leases  StreamLeases
 	MaxOpen int
 }
 
 // tooManyStreams is the refusal of a stream past the account's open ones.
 func tooManyStreams(limit int) *Error {
-	retry := int(StreamRetryAfter / time.Second)
+	retry := int(streamRetryAfter / time.Second)
 	return &Error{Status: http.StatusTooManyRequests, Code: "too_many_streams",
 		Message: fmt.Sprintf("an account may follow at most %d records by event stream at once; close one, or retry after %d s", limit, retry),
 		Headers: map[string]string{"Retry-After": strconv.Itoa(retry)}}
@@ -144,12 +144,12 @@ type snapshot struct {
 	terminal bool
 }
 
-// EventID is a status view's event id: increasing with each change of
+// eventID is a status view's event id: increasing with each change of
 // the view, so Last-Event-ID says how far a client got. It is the
 // record's last write (milliseconds) and then the view's own changes
 // between writes: progress (an estimate that grows with time) and the
 // place in line (which only falls), as one integer.
-func EventID(updatedAt time.Time, progress, queuePosition int) int64 {
+func eventID(updatedAt time.Time, progress, queuePosition int) int64 {
 	line := 999
 	if queuePosition > 0 {
 		line = 999 - min(queuePosition, 999)
@@ -174,7 +174,7 @@ func GenerationEventsRoute(r *generation.Reader, gate *Gate, s Streams) StreamHa
 			if view.QueuePosition, err = r.QueuePosition(ctx, g); err != nil {
 				return snapshot{}, err
 			}
-			return snapshot{view: view, id: EventID(g.UpdatedAt, view.Progress, view.QueuePosition),
+			return snapshot{view: view, id: eventID(g.UpdatedAt, view.Progress, view.QueuePosition),
 				status: view.Status, terminal: g.Status.Terminal()}, nil
 		}}, nil
 	})
@@ -196,7 +196,7 @@ func LongVideoEventsRoute(r *longform.Reader, gate *Gate, s Streams) StreamHandl
 			view := longVideoStatusAt(v, gate.now())
 			// A completed video with a scene regenerate running is followed
 			// to the regenerate's end, its new revision or the old one.
-			return snapshot{view: view, id: EventID(v.UpdatedAt, view.Progress, 0), status: view.Status,
+			return snapshot{view: view, id: eventID(v.UpdatedAt, view.Progress, 0), status: view.Status,
 				terminal: v.Status.Terminal() && v.Regenerating == nil}, nil
 		}}, nil
 	})
@@ -224,13 +224,13 @@ func (g *Gate) stream(access Access, s Streams, open func(ctx context.Context, r
 		var f followed
 		var last int64
 		if err == nil {
-			last, err = lastEventID(header(req, LastEventIDHeader))
+			last, err = lastEventID(header(req, lastEventIDHeader))
 		}
 		if err == nil {
 			f, err = open(ctx, req, a.UserID)
 		}
 		clk := clock.Or(s.Clock)
-		until := clk.Now().Add(orDefault(s.MaxDuration, StreamMaxDuration))
+		until := clk.Now().Add(orDefault(s.MaxDuration, streamMaxDuration))
 		if d, ok := ctx.Deadline(); ok {
 			// The invocation's own deadline, on the wall clock: the stream
 			// ends in time to end its answer.
@@ -242,10 +242,10 @@ func (g *Gate) stream(access Access, s Streams, open func(ctx context.Context, r
 		if err == nil {
 			limit := s.MaxOpen
 			if limit <= 0 {
-				limit = StreamMaxOpen
+				limit = streamMaxOpen
 			}
 			var opened bool
-			if opened, err = s.Leases.OpenStream(ctx, a.UserID, f.lease, owner, limit, clk.Now(), until.Add(StreamLeaseMargin)); err == nil && !opened {
+			if opened, err = s.Leases.OpenStream(ctx, a.UserID, f.lease, owner, limit, clk.Now(), until.Add(streamLeaseMargin)); err == nil && !opened {
 				err = tooManyStreams(limit)
 			}
 		}
@@ -275,7 +275,7 @@ func (g *Gate) stream(access Access, s Streams, open func(ctx context.Context, r
 		refusal := func(ctx context.Context, err error) string {
 			return errorResponse(ctx, g.requestLog(req, a.UserID, caller.KeyPrefix), req, err).Body
 		}
-		headers := map[string]string{"Content-Type": EventStreamContentType, "Cache-Control": "no-store",
+		headers := map[string]string{"Content-Type": eventStreamContentType, "Cache-Control": "no-store",
 			"X-Content-Type-Options": "nosniff", "X-Accel-Buffering": "no"}
 		for k, v := range limits {
 			headers[k] = v
@@ -355,8 +355,8 @@ type eventStream struct {
 }
 
 // Read hands out the stream: the current view first (when newer than
-// Last-Event-ID), then an event per change, every StreamPoll; a comment
-// when StreamHeartbeat passed without one; the end after a terminal
+// Last-Event-ID), then an event per change, every streamPoll; a comment
+// when streamHeartbeat passed without one; the end after a terminal
 // view, or at the stream's time limit.
 func (s *eventStream) Read(p []byte) (int, error) {
 	s.mu.Lock()
@@ -381,16 +381,16 @@ func (s *eventStream) Read(p []byte) (int, error) {
 // except for the stream's first read.
 func (s *eventStream) next() error {
 	if s.started {
-		if !clock.Sleep(s.ctx, s.clock, StreamPoll) {
+		if !clock.Sleep(s.ctx, s.clock, streamPoll) {
 			return s.ctx.Err()
 		}
 	} else {
 		s.started = true
 		s.lastWrite = s.clock.Now()
 		// The reconnection delay a client should wait before resuming.
-		s.buf = append(s.buf, fmt.Sprintf("retry: %d\n\n", StreamPoll.Milliseconds())...)
+		s.buf = append(s.buf, fmt.Sprintf("retry: %d\n\n", streamPoll.Milliseconds())...)
 	}
-	if now := s.clock.Now(); now.Sub(s.checked) >= StreamKeyRecheck {
+	if now := s.clock.Now(); now.Sub(s.checked) >= streamKeyRecheck {
 		s.checked = now
 		if s.recheckEnds(now) {
 			s.done = true
@@ -416,7 +416,7 @@ func (s *eventStream) next() error {
 		}
 		s.buf = append(s.buf, fmt.Sprintf("id: %d\nevent: %s\ndata: %s\n\n", snap.id, snap.status, data)...)
 		s.last, s.lastWrite = snap.id, now
-	case now.Sub(s.lastWrite) >= StreamHeartbeat:
+	case now.Sub(s.lastWrite) >= streamHeartbeat:
 		s.buf = append(s.buf, ": keep-alive\n\n"...)
 		s.lastWrite = now
 	}
@@ -445,7 +445,7 @@ func (s *eventStream) next() error {
 //
 // A check that fails (the store not answering) is logged and retried at
 // the next recheck, the stream going on meanwhile; after
-// StreamRecheckFailures in a row the stream ends, again without a last
+// streamRecheckFailures in a row the stream ends, again without a last
 // event: the client's resume opens it afresh, and a store still failing
 // answers that open with the API's own 5xx JSON, which clients retry as
 // any 5xx, rather than an event they would take for a refusal.
@@ -462,7 +462,7 @@ func (s *eventStream) recheckEnds(now time.Time) bool {
 	}
 	if err != nil {
 		s.failures++
-		if s.failures >= StreamRecheckFailures {
+		if s.failures >= streamRecheckFailures {
 			s.log.ErrorContext(s.ctx, "event stream: rechecking its credential and lease failed too often in a row; the stream ends",
 				"error", err, "failures", s.failures)
 			return true

@@ -126,7 +126,7 @@ func (w *streamWorld) pump(t *testing.T, polls int, streams ...*openedStream) {
 		if !w.settle(t, streams) {
 			return
 		}
-		w.clk.Advance(StreamPoll)
+		w.clk.Advance(streamPoll)
 	}
 	w.settle(t, streams)
 }
@@ -166,7 +166,7 @@ func waitEnded(t *testing.T, s *openedStream) {
 }
 
 // recheckPolls is the polls from a stream's open to its first recheck.
-var recheckPolls = int(StreamKeyRecheck / StreamPoll)
+var recheckPolls = int(streamKeyRecheck / streamPoll)
 
 // In AWS a stream's function is not told its client went away: the
 // client that resumes (the same record, with Last-Event-ID) takes the
@@ -276,7 +276,7 @@ func TestAStreamOutlivesTransientRecheckFailures(t *testing.T) {
 // envelope of an expired token, whatever the verifier's own clock says.
 func TestAStreamEndsOnceItsTokenExpiresOnTheStreamsClock(t *testing.T) {
 	w := newStreamWorld(t, 1, fakeTokens{})
-	token := fakeToken(w.userID, w.clk.Now().Add(StreamKeyRecheck+StreamKeyRecheck/2))
+	token := fakeToken(w.userID, w.clk.Now().Add(streamKeyRecheck+streamKeyRecheck/2))
 	s, status, body := w.open(t, "g1", token)
 	if status != http.StatusOK {
 		t.Fatalf("the stream: HTTP %d %s", status, body)

@@ -47,19 +47,19 @@ var Accesses = map[string][]Access{
 
 	"PutAPIKey":    {put("APIKeys")},
 	"GetAPIKey":    {get("APIKeys")},
-	"RevokeAPIKey": {query("APIKeys", IndexKeyPrefix), update("APIKeys")},
-	"ListAPIKeys":  {query("APIKeys", IndexKeyUser)},
+	"RevokeAPIKey": {query("APIKeys", indexKeyPrefix), update("APIKeys")},
+	"ListAPIKeys":  {query("APIKeys", indexKeyUser)},
 	"TouchAPIKey":  {update("APIKeys")},
 
 	"CreateGeneration":      {update("Counters"), put("Generations")},
 	"GetGeneration":         {get("Generations")},
-	"GetGenerationByID":     {query("Generations", IndexUserGenerationID), get("Generations")},
+	"GetGenerationByID":     {query("Generations", indexUserGenerationID), get("Generations")},
 	"SetUpstreamJobs":       {update("Generations"), get("Generations")},
 	"FinishGeneration":      {update("Generations"), get("Generations")},
 	"ClaimGenerationFinish": {update("Generations"), get("Generations")},
 	"SetGenerationProgress": {update("Generations"), get("Generations")},
 	"ProcessingGenerations": {{"Scan", "Generations", ""}, batchGet("Generations")}, // local runtime only (restart.go)
-	"ListGenerations":       {query("Generations", IndexUserCreatedAt), batchGet("Generations")},
+	"ListGenerations":       {query("Generations", indexUserCreatedAt), batchGet("Generations")},
 	"ClaimPoll":             {update("Generations"), get("Generations")},
 	"SetGenerationRemoval":  {update("Generations"), get("Generations")},
 
@@ -68,7 +68,7 @@ var Accesses = map[string][]Access{
 	"FinishLongVideo":      {update("LongVideos"), get("LongVideos")},
 	"ClaimLongVideoFinish": {update("LongVideos"), get("LongVideos")},
 	"ProcessingLongVideos": {{"Scan", "LongVideos", ""}, batchGet("LongVideos")}, // local runtime only (restart.go)
-	"ListLongVideos":       {query("LongVideos", IndexUserCreatedAt), batchGet("LongVideos")},
+	"ListLongVideos":       {query("LongVideos", indexUserCreatedAt), batchGet("LongVideos")},
 	"SetSceneStatus":       {update("LongVideos"), get("LongVideos")},
 	"SetLongVideoRemoval":  {update("LongVideos"), get("LongVideos")},
 	"BeginRegenerate":      {update("LongVideos"), get("LongVideos")},
@@ -88,8 +88,8 @@ var Accesses = map[string][]Access{
 	"FinishIdempotencyKey":  {update("Idempotency")},
 	"ReleaseIdempotencyKey": {del("Idempotency")},
 
-	"AcquireSlot":       {get("Slots"), query("Slots", IndexSlotWait), update("Slots"), put("Slots"), query("Slots", ""), del("Slots")},
+	"AcquireSlot":       {get("Slots"), query("Slots", indexSlotWait), update("Slots"), put("Slots"), query("Slots", ""), del("Slots")},
 	"ReleaseSlot":       {get("Slots"), del("Slots"), update("Slots")},
-	"SlotQueuePosition": {get("Slots"), query("Slots", IndexSlotWait)},
+	"SlotQueuePosition": {get("Slots"), query("Slots", indexSlotWait)},
 	"SlotsInUse":        {get("Slots")},
 }

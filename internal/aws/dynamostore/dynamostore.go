@@ -48,7 +48,7 @@ type Store struct {
 
 // New wires the adapter to a client and a set of tables.
 func New(db API, tables Tables, opts ...Option) *Store {
-	s := &Store{db: db, tables: tables, budget: LedgerBudget}
+	s := &Store{db: db, tables: tables, budget: ledgerBudget}
 	for _, o := range opts {
 		o(s)
 	}
@@ -60,7 +60,7 @@ func New(db API, tables Tables, opts ...Option) *Store {
 type Option func(*Store)
 
 // WithLedgerBudget sets how long one ledger write may retry conflicts
-// before it fails with domain.ErrBusy (LedgerBudget by default; zero keeps
+// before it fails with domain.ErrBusy (ledgerBudget by default; zero keeps
 // it). Only a stand-in much slower than DynamoDB needs another: one that
 // answers a request at a time makes each of N clients wait N requests.
 func WithLedgerBudget(d time.Duration) Option {

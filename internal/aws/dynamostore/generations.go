@@ -207,7 +207,7 @@ func (s *Store) GetGeneration(ctx context.Context, uuid string) (domain.Generati
 
 func (s *Store) GetGenerationByID(ctx context.Context, userID string, id int64) (domain.Generation, error) {
 	out, err := s.db.Query(ctx, &dynamodb.QueryInput{
-		TableName: aws.String(s.tables.Generations), IndexName: aws.String(IndexUserGenerationID),
+		TableName: aws.String(s.tables.Generations), IndexName: aws.String(indexUserGenerationID),
 		KeyConditionExpression: aws.String("user_id = :u AND id = :id"),
 		ExpressionAttributeValues: map[string]types.AttributeValue{
 			":u": strAV(userID), ":id": &types.AttributeValueMemberN{Value: strconv.FormatInt(id, 10)}},

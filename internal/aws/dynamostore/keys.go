@@ -91,7 +91,7 @@ func (s *Store) GetAPIKey(ctx context.Context, hash string) (domain.APIKey, erro
 
 func (s *Store) RevokeAPIKey(ctx context.Context, prefix string, at time.Time) (time.Time, error) {
 	out, err := s.db.Query(ctx, &dynamodb.QueryInput{
-		TableName: aws.String(s.tables.APIKeys), IndexName: aws.String(IndexKeyPrefix),
+		TableName: aws.String(s.tables.APIKeys), IndexName: aws.String(indexKeyPrefix),
 		KeyConditionExpression:    aws.String("prefix = :p"),
 		ExpressionAttributeValues: map[string]types.AttributeValue{":p": strAV(prefix)},
 	})
@@ -150,7 +150,7 @@ func (s *Store) TouchAPIKey(ctx context.Context, hash string, at, staleBefore ti
 
 func (s *Store) ListAPIKeys(ctx context.Context, userID string) ([]domain.APIKey, error) {
 	p := dynamodb.NewQueryPaginator(s.db, &dynamodb.QueryInput{
-		TableName: aws.String(s.tables.APIKeys), IndexName: aws.String(IndexKeyUser),
+		TableName: aws.String(s.tables.APIKeys), IndexName: aws.String(indexKeyUser),
 		KeyConditionExpression:    aws.String("user_id = :u"),
 		ExpressionAttributeValues: map[string]types.AttributeValue{":u": strAV(userID)},
 	})

@@ -47,10 +47,10 @@ const (
 	holdCaptured = "captured"
 	holdReleased = "released"
 
-	// OpenHoldShards spreads the open holds over this many partitions of
+	// openHoldShards spreads the open holds over this many partitions of
 	// the open-holds index (open_shard "0" … "15"), so that no index
 	// partition takes every hold's write; the sweeper queries each.
-	OpenHoldShards = 16
+	openHoldShards = 16
 	// settledHoldTTL keeps a settled hold (the proof that its work was
 	// settled once) this long before the table's TTL deletes it.
 	settledHoldTTL = 90 * 24 * time.Hour
@@ -58,10 +58,10 @@ const (
 
 // Reasons a ledger transaction was cancelled, decoded from the
 // TransactionCanceledException's cancellation reasons. Hold answers
-// ErrAlreadyHeld as success (idempotent), Capture and Release answer
+// errAlreadyHeld as success (idempotent), Capture and Release answer
 // ErrAlreadySettled as "not settled now".
 var (
-	ErrAlreadyHeld    = errors.New("the work is already held")
+	errAlreadyHeld    = errors.New("the work is already held")
 	ErrAlreadySettled = fmt.Errorf("the hold is already settled: %w", domain.ErrConflict)
 )
 
@@ -76,7 +76,7 @@ func ledgerKey(userID, entry string) map[string]types.AttributeValue {
 func openShard(workID string) string {
 	h := fnv.New32a()
 	h.Write([]byte(workID))
-	return strconv.Itoa(int(h.Sum32() % OpenHoldShards))
+	return strconv.Itoa(int(h.Sum32() % openHoldShards))
 }
 
 type holdItem struct {
@@ -240,13 +240,13 @@ func (s *Store) Hold(ctx context.Context, userID string, h domain.Hold) error {
 					return fmt.Errorf("decode hold: %w", err)
 				}
 				if prior.State == holdOpen {
-					return ErrAlreadyHeld
+					return errAlreadyHeld
 				}
 				return ErrAlreadySettled
 			},
 		}, nil
 	})
-	if err == nil || errors.Is(err, ErrAlreadyHeld) {
+	if err == nil || errors.Is(err, errAlreadyHeld) {
 		return nil // holding the same open work again changes nothing
 	}
 	return fmt.Errorf("hold %s: %w", h.WorkID, err)
@@ -269,7 +269,7 @@ func (s *Store) refusedUnlessHeld(ctx context.Context, userID, workID string, re
 		return fmt.Errorf("decode hold: %w", err)
 	}
 	if h.State == holdOpen {
-		return ErrAlreadyHeld
+		return errAlreadyHeld
 	}
 	return ErrAlreadySettled
 }
@@ -392,7 +392,7 @@ func (s *Store) mustExist(ctx context.Context, userID string) error {
 // what is open and nothing else.
 func (s *Store) OpenHolds(ctx context.Context, createdBefore time.Time) ([]domain.OpenHold, error) {
 	var out []domain.OpenHold
-	for shard := 0; shard < OpenHoldShards; shard++ {
+	for shard := 0; shard < openHoldShards; shard++ {
 		p := dynamodb.NewQueryPaginator(s.db, &dynamodb.QueryInput{
 			TableName: aws.String(s.tables.Ledger), IndexName: aws.String(IndexOpenHolds),
 			KeyConditionExpression: aws.String("open_shard = :shard AND created_at < :before"),

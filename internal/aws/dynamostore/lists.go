@@ -31,7 +31,7 @@ func queryPage[T any](ctx context.Context, s *Store, table, idName string, q sto
 	}
 	window := q.Window()
 	in := &dynamodb.QueryInput{
-		TableName: aws.String(table), IndexName: aws.String(IndexUserCreatedAt),
+		TableName: aws.String(table), IndexName: aws.String(indexUserCreatedAt),
 		KeyConditionExpression:    aws.String("user_id = :u"),
 		ExpressionAttributeValues: map[string]types.AttributeValue{":u": strAV(q.UserID)},
 		ScanIndexForward:          aws.Bool(false),

@@ -46,10 +46,10 @@ const pursePrefix = "purse#"
 // burst spreads out; past the budget the write fails with domain.ErrBusy
 // (503 with Retry-After), never an internal error.
 const (
-	// LedgerBudget is the default (WithLedgerBudget): far above
+	// ledgerBudget is the default (WithLedgerBudget): far above
 	// what a burst on DynamoDB takes (purses spread it over their items),
 	// and within API Gateway's 30 s integration timeout.
-	LedgerBudget      = 20 * time.Second
+	ledgerBudget      = 20 * time.Second
 	ledgerBackoffBase = 2 * time.Millisecond
 	ledgerBackoffCap  = 5 * time.Second
 )

@@ -127,7 +127,7 @@ func (s *Store) SlotsInUse(ctx context.Context, upstream string) (int, error) {
 // limit (0: all of them), from the wait-index.
 func (s *Store) waitersAhead(ctx context.Context, upstream, key string, limit int) (int, error) {
 	in := &dynamodb.QueryInput{
-		TableName: aws.String(s.tables.Slots), IndexName: aws.String(IndexSlotWait),
+		TableName: aws.String(s.tables.Slots), IndexName: aws.String(indexSlotWait),
 		KeyConditionExpression:    aws.String("upstream = :u AND wait_key < :k"),
 		ExpressionAttributeValues: map[string]types.AttributeValue{":u": strAV(upstream), ":k": strAV(key)},
 		Select:                    types.SelectCount, ConsistentRead: aws.Bool(true),

@@ -29,31 +29,31 @@ type Tables struct {
 
 // Environment variables read by TablesFromEnv.
 const (
-	EnvAccountsTable    = "ACCOUNTS_TABLE"
-	EnvAPIKeysTable     = "API_KEYS_TABLE"
-	EnvGenerationsTable = "GENERATIONS_TABLE"
-	EnvLongVideosTable  = "LONG_VIDEOS_TABLE"
-	EnvRateLimitsTable  = "RATE_LIMITS_TABLE"
-	EnvCountersTable    = "COUNTERS_TABLE"
-	EnvIdempotencyTable = "IDEMPOTENCY_TABLE"
-	EnvLedgerTable      = "LEDGER_TABLE"
-	EnvSlotsTable       = "SLOTS_TABLE"
+	envAccountsTable    = "ACCOUNTS_TABLE"
+	envAPIKeysTable     = "API_KEYS_TABLE"
+	envGenerationsTable = "GENERATIONS_TABLE"
+	envLongVideosTable  = "LONG_VIDEOS_TABLE"
+	envRateLimitsTable  = "RATE_LIMITS_TABLE"
+	envCountersTable    = "COUNTERS_TABLE"
+	envIdempotencyTable = "IDEMPOTENCY_TABLE"
+	envLedgerTable      = "LEDGER_TABLE"
+	envSlotsTable       = "SLOTS_TABLE"
 )
 
 // Index names the code queries; the template declares the same.
 const (
-	IndexKeyPrefix = "prefix-index"
-	IndexKeyUser   = "user-index"
-	// IndexUserGenerationID finds an account's generation by its integer
+	indexKeyPrefix = "prefix-index"
+	indexKeyUser   = "user-index"
+	// indexUserGenerationID finds an account's generation by its integer
 	// id, which counts per account.
-	IndexUserGenerationID = "user-id-index"
-	IndexUserCreatedAt    = "user-created-index"
+	indexUserGenerationID = "user-id-index"
+	indexUserCreatedAt    = "user-created-index"
 	// IndexOpenHolds is the ledger's sparse index of open holds: only a
 	// hold's item carries open_shard, and only while it is open.
 	IndexOpenHolds = "open-holds-index"
-	// IndexSlotWait is the slots table's sparse local index of waiters, in
+	// indexSlotWait is the slots table's sparse local index of waiters, in
 	// the order they are served.
-	IndexSlotWait = "wait-index"
+	indexSlotWait = "wait-index"
 )
 
 // TTLAttribute names each table's time-to-live attribute (Unix seconds),
@@ -86,9 +86,9 @@ func TablesFromEnv(getenv func(string) string) Tables {
 		dst *string
 		env string
 	}{
-		{&t.Accounts, EnvAccountsTable}, {&t.APIKeys, EnvAPIKeysTable}, {&t.Generations, EnvGenerationsTable},
-		{&t.LongVideos, EnvLongVideosTable}, {&t.RateLimits, EnvRateLimitsTable}, {&t.Counters, EnvCountersTable},
-		{&t.Idempotency, EnvIdempotencyTable}, {&t.Ledger, EnvLedgerTable}, {&t.Slots, EnvSlotsTable},
+		{&t.Accounts, envAccountsTable}, {&t.APIKeys, envAPIKeysTable}, {&t.Generations, envGenerationsTable},
+		{&t.LongVideos, envLongVideosTable}, {&t.RateLimits, envRateLimitsTable}, {&t.Counters, envCountersTable},
+		{&t.Idempotency, envIdempotencyTable}, {&t.Ledger, envLedgerTable}, {&t.Slots, envSlotsTable},
 	} {
 		if s := getenv(v.env); s != "" {
 			*v.dst = s
@@ -180,22 +180,22 @@ func Schema(t Tables) []*dynamodb.CreateTableInput {
 	return []*dynamodb.CreateTableInput{
 		table(t.Accounts, []types.AttributeDefinition{s("user_id")}, hash("user_id")),
 		table(t.APIKeys, []types.AttributeDefinition{s("key_hash"), s("prefix"), s("user_id")}, hash("key_hash"),
-			gsi(IndexKeyPrefix, hash("prefix"), types.ProjectionTypeKeysOnly),
-			gsi(IndexKeyUser, hash("user_id"), types.ProjectionTypeAll)),
+			gsi(indexKeyPrefix, hash("prefix"), types.ProjectionTypeKeysOnly),
+			gsi(indexKeyUser, hash("user_id"), types.ProjectionTypeAll)),
 		// The lists' indexes hold keys only, which never change: an index
 		// projecting a record is written again each time the record changes.
 		table(t.Generations, []types.AttributeDefinition{s("uuid"), n("id"), s("user_id"), s("created_at")}, hash("uuid"),
-			gsi(IndexUserGenerationID, hashRange("user_id", "id"), types.ProjectionTypeKeysOnly),
-			gsi(IndexUserCreatedAt, hashRange("user_id", "created_at"), types.ProjectionTypeKeysOnly)),
+			gsi(indexUserGenerationID, hashRange("user_id", "id"), types.ProjectionTypeKeysOnly),
+			gsi(indexUserCreatedAt, hashRange("user_id", "created_at"), types.ProjectionTypeKeysOnly)),
 		table(t.LongVideos, []types.AttributeDefinition{s("id"), s("user_id"), s("created_at")}, hash("id"),
-			gsi(IndexUserCreatedAt, hashRange("user_id", "created_at"), types.ProjectionTypeKeysOnly)),
+			gsi(indexUserCreatedAt, hashRange("user_id", "created_at"), types.ProjectionTypeKeysOnly)),
 		table(t.RateLimits, []types.AttributeDefinition{s("key")}, hash("key")),
 		table(t.Counters, []types.AttributeDefinition{s("name")}, hash("name")),
 		table(t.Idempotency, []types.AttributeDefinition{s("pk")}, hash("pk")),
 		table(t.Ledger, []types.AttributeDefinition{s("user_id"), s("entry"), s("open_shard"), s("created_at")}, hashRange("user_id", "entry"),
 			gsi(IndexOpenHolds, hashRange("open_shard", "created_at"), types.ProjectionTypeAll)),
 		withLSI(table(t.Slots, []types.AttributeDefinition{s("upstream"), s("entry"), s("wait_key")}, hashRange("upstream", "entry")),
-			lsi(IndexSlotWait, hashRange("upstream", "wait_key"), types.ProjectionTypeKeysOnly)),
+			lsi(indexSlotWait, hashRange("upstream", "wait_key"), types.ProjectionTypeKeysOnly)),
 	}
 }
 

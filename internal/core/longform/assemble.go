@@ -137,7 +137,7 @@ func (s *Steps) Assemble(ctx context.Context, in AssembleTask) (FinalizeTask, er
 	}
 	var captions string
 	if v.Studio.CaptionsFile() && withAudio {
-		var cues []Cue
+		var cues []cue
 		if captions, cues, err = s.writeCaptions(ctx, dir, v, sources); err != nil {
 			return FinalizeTask{}, err
 		}
@@ -218,10 +218,10 @@ func (s *Steps) dropLateUpload(ctx context.Context, videoID string, keys []strin
 	return &SceneFailedError{Msg: fmt.Sprintf("assemble stopped: the video is %s; its final video is not kept", v.Status)}
 }
 
-// writeCaptions writes the video's WebVTT captions into dir, each scene's
+// writeCaptions writes the video's webVTT captions into dir, each scene's
 // cue timed from its own narration track, and answers the file's path and
 // the cues.
-func (s *Steps) writeCaptions(ctx context.Context, dir string, v domain.LongVideo, sources []sceneSource) (string, []Cue, error) {
+func (s *Steps) writeCaptions(ctx context.Context, dir string, v domain.LongVideo, sources []sceneSource) (string, []cue, error) {
 	spans, err := s.speechSpans(ctx, sources)
 	if err != nil {
 		return "", nil, err
@@ -232,7 +232,7 @@ func (s *Steps) writeCaptions(ctx context.Context, dir string, v domain.LongVide
 	}
 	path := filepath.Join(dir, "captions.vtt")
 	list := cues(v, sources, starts, spans)
-	if err := os.WriteFile(path, WebVTT(list), 0o600); err != nil {
+	if err := os.WriteFile(path, webVTT(list), 0o600); err != nil {
 		return "", nil, &TransientError{Msg: fmt.Sprintf("assemble: captions: %v", err)}
 	}
 	return path, list, nil

@@ -69,7 +69,7 @@ func TestEachLanguagesCaptionFontHasItsGlyphs(t *testing.T) {
 	}
 	for code, text := range captionSamples {
 		t.Run(code, func(t *testing.T) {
-			cues := []Cue{{Lines: captionLines(text)}}
+			cues := []cue{{Lines: captionLines(text)}}
 			font := captionFontFor(code, cues)
 			file, err := findCaptionFont(font, DefaultCaptionFontDirs)
 			if err != nil {
@@ -128,8 +128,8 @@ func differing(a, b []byte) int {
 // joined: the line differs from the same letters kept apart by zero-width
 // non-joiners.
 func TestBurnedCaptionsUseTheScriptsFontAndShapeIt(t *testing.T) {
-	filter := func(lang, text string, font *CaptionFont, shaping string) string {
-		cues := []Cue{{Start: 0, End: 1, Lines: captionLines(text)}}
+	filter := func(lang, text string, font *captionFont, shaping string) string {
+		cues := []cue{{Start: 0, End: 1, Lines: captionLines(text)}}
 		f := captionFontFor(lang, cues)
 		if font != nil {
 			f = *font
@@ -156,10 +156,10 @@ func TestBurnedCaptionsUseTheScriptsFontAndShapeIt(t *testing.T) {
 	blank := frameOf(t, "null")
 	for _, tc := range []struct {
 		lang, against, otherText string
-		other                    *CaptionFont
+		other                    *captionFont
 		otherShaping             string
 	}{
-		{"ja", "the font without its glyphs", captionSamples["ja"], &FontLatin, "complex"},
+		{"ja", "the font without its glyphs", captionSamples["ja"], &fontLatin, "complex"},
 		{"hi", "the unshaped text", captionSamples["hi"], nil, "simple"},
 		{"ar", "the letters unjoined", apart(captionSamples["ar"]), nil, "complex"},
 	} {

@@ -9,16 +9,16 @@ import (
 )
 
 // Canceler stops videos: the cancel route's use case.
-type Canceler struct{ s *Service }
+type Canceler struct{ s *service }
 
 // NewCanceler stops the execution and the scenes' jobs, frees their slots,
 // ends the record, releases the hold and sends the webhook; slots and
 // notifier may be nil.
 func NewCanceler(store Store, workflow Workflow, upstream Providers, slots Slots, notifier Notifier, settings Settings) *Canceler {
-	return &Canceler{s: &Service{Store: store, Workflow: workflow, Upstream: upstream, Slots: slots, Notifier: notifier, Settings: settings}}
+	return &Canceler{s: &service{Store: store, Workflow: workflow, Upstream: upstream, Slots: slots, Notifier: notifier, Settings: settings}}
 }
 
-// Cancel stops a caller's video (see Service.cancel).
+// Cancel stops a caller's video (see service.cancel).
 func (c *Canceler) Cancel(ctx context.Context, userID, id string) (domain.LongVideo, error) {
 	return c.s.cancel(ctx, userID, id)
 }
@@ -27,7 +27,7 @@ func (c *Canceler) Cancel(ctx context.Context, userID, id string) (domain.LongVi
 // jobs upstream are canceled, the record ends canceled and the hold is
 // released. A video already final is a conflict, and so is one whose
 // final video is being stored (domain.ErrFinishing).
-func (s *Service) cancel(ctx context.Context, userID, id string) (domain.LongVideo, error) {
+func (s *service) cancel(ctx context.Context, userID, id string) (domain.LongVideo, error) {
 	v, err := NewReader(s.Store).find(ctx, userID, id)
 	if err != nil {
 		return domain.LongVideo{}, err
@@ -73,7 +73,7 @@ func (s *Service) cancel(ctx context.Context, userID, id string) (domain.LongVid
 // released. A regenerate that ended meanwhile is a conflict; one whose new
 // final video was being stored loses it (its Finalize finds the regenerate
 // gone and deletes what it stored), so nothing is served uncharged.
-func (s *Service) cancelRegenerate(ctx context.Context, v domain.LongVideo) (domain.LongVideo, error) {
+func (s *service) cancelRegenerate(ctx context.Context, v domain.LongVideo) (domain.LongVideo, error) {
 	r := *v.Regenerating
 	log := s.log().With("user_id", v.UserID, "video_id", v.ID, "scene", r.SceneNumber, "revision", r.Revision)
 	err := s.Store.EndRegenerate(ctx, v.ID, r.Revision, domain.Outcome{Status: domain.StatusCanceled, Error: "canceled by the caller"}, s.now())

@@ -20,9 +20,9 @@ import (
 // once, and a scene's narration is at most 90 characters.
 const captionLineRunes = 46
 
-// Cue is one caption: a scene's spoken text, shown while it is heard, in
+// cue is one caption: a scene's spoken text, shown while it is heard, in
 // seconds of the final video.
-type Cue struct {
+type cue struct {
 	Start, End float64
 	Lines      []string
 }
@@ -60,12 +60,12 @@ func (s *Steps) speechSpans(ctx context.Context, sources []sceneSource) (map[int
 // sound ends; without, the scene's script is one cue from where its speech
 // starts to where it ends (spans). starts are the scenes' start times in
 // the final video.
-func cues(v domain.LongVideo, sources []sceneSource, starts []float64, spans map[int][]ffmpeg.Span) []Cue {
+func cues(v domain.LongVideo, sources []sceneSource, starts []float64, spans map[int][]ffmpeg.Span) []cue {
 	texts := map[int]string{}
 	for _, sc := range v.Scenes {
 		texts[sc.SceneNumber] = script(sc)
 	}
-	var out []Cue
+	var out []cue
 	for i, src := range sources {
 		sp := spans[src.n]
 		if src.speech == "" {
@@ -84,7 +84,7 @@ func cues(v domain.LongVideo, sources []sceneSource, starts []float64, spans map
 					to = float64(sentences[k+1].Time) / 1000
 				}
 				if start, end := at(float64(m.Time)/1000), at(to); end > start {
-					out = append(out, Cue{Start: start, End: end, Lines: captionLines(m.Value)})
+					out = append(out, cue{Start: start, End: end, Lines: captionLines(m.Value)})
 				}
 			}
 			continue
@@ -93,7 +93,7 @@ func cues(v domain.LongVideo, sources []sceneSource, starts []float64, spans map
 			continue
 		}
 		if start, end := at(sp[0].Start), at(sp[len(sp)-1].End); end > start {
-			out = append(out, Cue{Start: start, End: end, Lines: captionLines(texts[src.n])})
+			out = append(out, cue{Start: start, End: end, Lines: captionLines(texts[src.n])})
 		}
 	}
 	return out
@@ -127,9 +127,9 @@ func captionLines(text string) []string {
 	return []string{string(runes[:cut]), string(runes[cut+1:])}
 }
 
-// WebVTT writes cues as a WebVTT file (W3C WebVTT: a cue's text escapes &,
+// webVTT writes cues as a webVTT file (W3C webVTT: a cue's text escapes &,
 // < and >, and holds no blank line).
-func WebVTT(cues []Cue) []byte {
+func webVTT(cues []cue) []byte {
 	var b strings.Builder
 	b.WriteString("WEBVTT\n")
 	esc := strings.NewReplacer("&", "&amp;", "<", "&lt;", ">", "&gt;")
@@ -144,7 +144,7 @@ func WebVTT(cues []Cue) []byte {
 	return []byte(b.String())
 }
 
-// vttTime is a WebVTT timestamp, hh:mm:ss.ttt.
+// vttTime is a webVTT timestamp, hh:mm:ss.ttt.
 func vttTime(sec float64) string {
 	ms := int64(math.Round(sec * 1000))
 	return fmt.Sprintf("%02d:%02d:%02d.%03d", ms/3600000, ms/60000%60, ms/1000%60, ms%1000)
@@ -165,9 +165,9 @@ const (
 	captionBottomShare = 0.08
 )
 
-// CaptionFont is a font burned captions are drawn in: its family name, by
+// captionFont is a font burned captions are drawn in: its family name, by
 // which libass finds it, and its file.
-type CaptionFont struct {
+type captionFont struct {
 	Family, File string
 }
 
@@ -177,14 +177,14 @@ type CaptionFont struct {
 // AWS from the same packages in the ffmpeg layer's fonts/ (Makefile,
 // build-FfmpegLayer).
 var (
-	FontLatin      = CaptionFont{"DejaVu Sans", "DejaVuSans.ttf"}
-	FontDevanagari = CaptionFont{"Noto Sans Devanagari", "NotoSansDevanagari-Regular.ttf"}
-	FontCJK        = CaptionFont{"WenQuanYi Micro Hei", "wqy-microhei.ttc"}
-	FontArabic     = CaptionFont{"Noto Sans Arabic", "NotoSansArabic-Regular.ttf"}
+	fontLatin      = captionFont{"DejaVu Sans", "DejaVuSans.ttf"}
+	fontDevanagari = captionFont{"Noto Sans Devanagari", "NotoSansDevanagari-Regular.ttf"}
+	fontCJK        = captionFont{"WenQuanYi Micro Hei", "wqy-microhei.ttc"}
+	fontArabic     = captionFont{"Noto Sans Arabic", "NotoSansArabic-Regular.ttf"}
 	// CaptionFonts are all of them. Hebrew is DejaVu Sans's: Noto Sans
 	// Hebrew has no Latin punctuation, and the Lambda function's libass
 	// has no system font to take a missing glyph from.
-	CaptionFonts = []CaptionFont{FontLatin, FontDevanagari, FontCJK, FontArabic}
+	CaptionFonts = []captionFont{fontLatin, fontDevanagari, fontCJK, fontArabic}
 )
 
 // DefaultCaptionFontDirs are where Debian installs the caption fonts.
@@ -196,23 +196,23 @@ var DefaultCaptionFontDirs = []string{
 // showing cues: by the language's script (hi Devanagari, ja CJK), else by
 // the first Arabic letter of the cues (a right-to-left narration), else
 // DejaVu Sans (Latin, Greek, Cyrillic and Hebrew).
-func captionFontFor(lang string, cues []Cue) CaptionFont {
+func captionFontFor(lang string, cues []cue) captionFont {
 	switch lang {
 	case "hi":
-		return FontDevanagari
+		return fontDevanagari
 	case "ja":
-		return FontCJK
+		return fontCJK
 	}
 	for _, c := range cues {
 		for _, l := range c.Lines {
 			for _, r := range l {
 				if unicode.Is(unicode.Arabic, r) {
-					return FontArabic
+					return fontArabic
 				}
 			}
 		}
 	}
-	return FontLatin
+	return fontLatin
 }
 
 // wide reports an East Asian wide character (Han, kana, Hangul, full-width
@@ -242,7 +242,7 @@ func captionFontSize(lines []string, width, height int) int {
 
 // findCaptionFont is the path of font's file in the first of dirs that
 // holds it.
-func findCaptionFont(font CaptionFont, dirs []string) (string, error) {
+func findCaptionFont(font captionFont, dirs []string) (string, error) {
 	for _, d := range dirs {
 		p := filepath.Join(d, font.File)
 		if _, err := os.Stat(p); err == nil {
@@ -257,7 +257,7 @@ func findCaptionFont(font CaptionFont, dirs []string) (string, error) {
 // HarfBuzz orders and joins Devanagari and Arabic, FriBidi lays
 // right-to-left text), in the language's font (captionFontFor) given to
 // libass as the only file of its fontsdir. The sound is copied.
-func (s *Steps) burnCaptions(ctx context.Context, dir, final, lang string, cues []Cue, width, height int) error {
+func (s *Steps) burnCaptions(ctx context.Context, dir, final, lang string, cues []cue, width, height int) error {
 	if len(cues) == 0 {
 		return nil
 	}
@@ -308,7 +308,7 @@ func assFilter(script, fonts string) string {
 // its lines joined by \N. Braces, which open override blocks, become
 // parentheses, and a backslash is kept from starting an override (a word
 // joiner after it).
-func assScript(cues []Cue, font CaptionFont, width, height int) []byte {
+func assScript(cues []cue, font captionFont, width, height int) []byte {
 	var b strings.Builder
 	base := captionFontSize([]string{""}, width, height)
 	fmt.Fprintf(&b, "[Script Info]\nScriptType: v4.00+\nPlayResX: %d\nPlayResY: %d\nWrapStyle: 2\nScaledBorderAndShadow: yes\n\n", width, height)

@@ -38,7 +38,7 @@ func TestCaptionLinesAreAtMostTwoShortLines(t *testing.T) {
 }
 
 func TestWebVTTEscapesAndTimesItsCues(t *testing.T) {
-	got := string(WebVTT([]Cue{{Start: 0.0404, End: 3.25, Lines: []string{"Fish & chips"}}, {Start: 3725.5, End: 3726, Lines: []string{"a --> b", "<i>"}}}))
+	got := string(webVTT([]cue{{Start: 0.0404, End: 3.25, Lines: []string{"Fish & chips"}}, {Start: 3725.5, End: 3726, Lines: []string{"a --> b", "<i>"}}}))
 	want := "WEBVTT\n\n1\n00:00:00.040 --> 00:00:03.250\nFish &amp; chips\n\n2\n01:02:05.500 --> 01:02:06.000\na --&gt; b\n&lt;i&gt;\n"
 	if got != want {
 		t.Errorf("WebVTT:\n%s\nwant:\n%s", got, want)
@@ -59,7 +59,7 @@ func TestDecodeMusicAcceptsOnlyAudioItCanRead(t *testing.T) {
 		{"ogg", "data:audio/ogg;base64," + b64("OggS\x00\x02"), false},
 		{"not base64", "data:audio/wav," + wav, false},
 		{"https", "https://example.com/song.mp3", false},
-		{"too big", "data:audio/wav;base64," + b64(wav+strings.Repeat("\x00", MaxMusicBytes)), false},
+		{"too big", "data:audio/wav;base64," + b64(wav+strings.Repeat("\x00", maxMusicBytes)), false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			if _, err := decodeMusic(tc.uri); (err == nil) != tc.ok {
@@ -124,7 +124,7 @@ func TestCuesFollowTheSpeechMarksOfEachSentence(t *testing.T) {
 	}
 	spans := map[int][]ffmpeg.Span{1: {{Start: 0.1, End: 1.2}, {Start: 1.6, End: 2.8}}, 2: {{Start: 0.25, End: 7.4}}}
 	got := cues(v, sources, []float64{0, 5}, spans)
-	want := []Cue{
+	want := []cue{
 		{Start: 0.12, End: 1.65, Lines: []string{"The sea comes in."}},
 		{Start: 1.65, End: 2.8, Lines: []string{"Gulls call."}},
 		{Start: 5.2, End: 5 + 7.4/1.5, Lines: []string{"A long line of words that runs on."}},

@@ -35,10 +35,10 @@ type Request struct {
 	Webhook         domain.Webhook
 }
 
-// WorkflowInput is what an execution starts with: ids only. Each task reads
+// workflowInput is what an execution starts with: ids only. Each task reads
 // the rest from the store, so no state carries a prompt and the payloads
 // stay far below Step Functions' 256 KiB whatever the request holds.
-type WorkflowInput struct {
+type workflowInput struct {
 	VideoID      string `json:"video_id"`
 	SceneNumbers []int  `json:"scene_numbers"`
 	// Revision is 0: a first render (RegenerateInput is a regenerate's).
@@ -47,7 +47,7 @@ type WorkflowInput struct {
 
 // InputOf is the execution input of a video's workflow.
 func InputOf(v domain.LongVideo) ([]byte, error) {
-	in := WorkflowInput{VideoID: v.ID, SceneNumbers: make([]int, 0, len(v.Scenes))}
+	in := workflowInput{VideoID: v.ID, SceneNumbers: make([]int, 0, len(v.Scenes))}
 	for _, sc := range v.Scenes {
 		in.SceneNumbers = append(in.SceneNumbers, sc.SceneNumber)
 	}
@@ -59,11 +59,11 @@ func InputOf(v domain.LongVideo) ([]byte, error) {
 }
 
 // Creator starts long-form videos: the create route's use case.
-type Creator struct{ s *Service }
+type Creator struct{ s *service }
 
 // NewCreator validates, prices, holds, records and starts the workflow.
 func NewCreator(store Store, workflow Workflow, prices *pricing.Table, settings Settings) *Creator {
-	return &Creator{s: &Service{Store: store, Workflow: workflow, Prices: prices, Settings: settings}}
+	return &Creator{s: &service{Store: store, Workflow: workflow, Prices: prices, Settings: settings}}
 }
 
 // CheckingMusic has the creator fetch and check a music_url given as a
@@ -74,7 +74,7 @@ func (c *Creator) CheckingMusic(m *MusicCheck) *Creator {
 	return c
 }
 
-// Create starts a video (see Service.create).
+// Create starts a video (see service.create).
 func (c *Creator) Create(ctx context.Context, userID string, body []byte) (domain.LongVideo, error) {
 	return c.s.create(ctx, userID, body)
 }
@@ -82,13 +82,13 @@ func (c *Creator) Create(ctx context.Context, userID string, body []byte) (domai
 // create validates a request, holds its estimated credits, records the video
 // and starts its workflow. A workflow that does not start fails the record
 // and releases the hold.
-func (s *Service) create(ctx context.Context, userID string, body []byte) (domain.LongVideo, error) {
+func (s *service) create(ctx context.Context, userID string, body []byte) (domain.LongVideo, error) {
 	req, err := ParseCreate(body, s.Validation)
 	if err != nil {
 		return domain.LongVideo{}, err
 	}
 	id := uuid.NewString()
-	q, err := PriceScenes(s.Prices, req.Model, req.Scenes)
+	q, err := priceScenes(s.Prices, req.Model, req.Scenes)
 	if err != nil {
 		return domain.LongVideo{}, fmt.Errorf("price long video: %w", err)
 	}
@@ -145,7 +145,7 @@ func (s *Service) create(ctx context.Context, userID string, body []byte) (domai
 // abandon fails a video that never got going and releases its hold. When
 // the record cannot be failed, the hold stays open for the sweeper, which
 // fails the record at its deadline and releases the hold then.
-func (s *Service) abandon(ctx context.Context, log *slog.Logger, v domain.LongVideo, reason string) {
+func (s *service) abandon(ctx context.Context, log *slog.Logger, v domain.LongVideo, reason string) {
 	err := s.Store.FinishLongVideo(ctx, v.ID, domain.Outcome{Status: domain.StatusFailed, Error: reason}, s.now())
 	if err != nil && !errors.Is(err, domain.ErrConflict) && !errors.Is(err, domain.ErrNotFound) {
 		log.WarnContext(ctx, "could not fail the video; the sweeper will", "error", err)
@@ -154,7 +154,7 @@ func (s *Service) abandon(ctx context.Context, log *slog.Logger, v domain.LongVi
 	s.release(ctx, log, v.UserID, v.ID)
 }
 
-func (s *Service) release(ctx context.Context, log *slog.Logger, userID, workID string) {
+func (s *service) release(ctx context.Context, log *slog.Logger, userID, workID string) {
 	if _, err := s.Store.Release(ctx, userID, workID); err != nil {
 		log.WarnContext(ctx, "could not release hold; the sweeper will", "error", err)
 	}

@@ -14,10 +14,10 @@ import (
 
 // Scene limits and length.
 const (
-	MinScenes    = 1
+	minScenes    = 1
 	MaxScenes    = 20
 	SceneSeconds = 5
-	DefaultModel = "beta-2"
+	defaultModel = "beta-2"
 )
 
 // Quote is what a long-form video costs, and how the price is made.
@@ -70,26 +70,26 @@ func videoVariant(model string) (catalog.Variant, error) {
 // counts SceneSeconds, per_second comes from the price file and
 // total = per_second × duration, as the spec's sample shows.
 func Price(prices *pricing.Table, model string, sceneCount int) (Quote, error) {
-	if sceneCount < MinScenes || sceneCount > MaxScenes {
-		return Quote{}, fmt.Errorf("must be from %d to %d", MinScenes, MaxScenes)
+	if sceneCount < minScenes || sceneCount > MaxScenes {
+		return Quote{}, fmt.Errorf("must be from %d to %d", minScenes, MaxScenes)
 	}
-	return PriceScenes(prices, model, make([]domain.Scene, sceneCount))
+	return priceScenes(prices, model, make([]domain.Scene, sceneCount))
 }
 
-// PriceScenes computes the estimate of scenes made by model, each scene
+// priceScenes computes the estimate of scenes made by model, each scene
 // by its own model when it names one (domain.Scene.Model): each scene
 // costs its model's per-second price for SceneSeconds, and the total is
 // their sum. When every scene is made by one model, per_second is its
 // price and total = per_second × duration, as the spec's sample shows;
 // when they differ, per_second and the base USD per second are the
 // scenes' mean.
-func PriceScenes(prices *pricing.Table, model string, scenes []domain.Scene) (Quote, error) {
+func priceScenes(prices *pricing.Table, model string, scenes []domain.Scene) (Quote, error) {
 	v, err := videoVariant(model)
 	if err != nil {
 		return Quote{}, err
 	}
-	if len(scenes) < MinScenes || len(scenes) > MaxScenes {
-		return Quote{}, fmt.Errorf("must be from %d to %d", MinScenes, MaxScenes)
+	if len(scenes) < minScenes || len(scenes) > MaxScenes {
+		return Quote{}, fmt.Errorf("must be from %d to %d", minScenes, MaxScenes)
 	}
 	seconds := decimal.NewFromInt(SceneSeconds)
 	var usd, total decimal.Decimal
@@ -132,7 +132,7 @@ func ParseEstimate(prices *pricing.Table, body []byte) (Quote, error) {
 	p.Unknown("", obj, estimateFields)
 	model, ok := obj["model"].(string)
 	if !ok {
-		p.Add("model", "is required: a video model_version such as "+DefaultModel)
+		p.Add("model", "is required: a video model_version such as "+defaultModel)
 	} else if _, err := videoVariant(model); err != nil {
 		p.Add("model", err.Error())
 		ok = false
@@ -171,7 +171,7 @@ func ParseEstimate(prices *pricing.Table, body []byte) (Quote, error) {
 		return Quote{}, err
 	}
 	if list != nil {
-		return PriceScenes(prices, model, list)
+		return priceScenes(prices, model, list)
 	}
 	return Price(prices, model, count)
 }
@@ -180,13 +180,13 @@ func sceneCount(v any) (int, string) {
 	n, ok := v.(json.Number)
 	if !ok {
 		if v == nil {
-			return 0, fmt.Sprintf("is required: the number of scenes, %d to %d", MinScenes, MaxScenes)
+			return 0, fmt.Sprintf("is required: the number of scenes, %d to %d", minScenes, MaxScenes)
 		}
 		return 0, "must be a number"
 	}
 	i, err := n.Int64()
-	if err != nil || i < MinScenes || i > MaxScenes {
-		return 0, fmt.Sprintf("must be a whole number from %d to %d, got %s", MinScenes, MaxScenes, catalog.Clip(n.String()))
+	if err != nil || i < minScenes || i > MaxScenes {
+		return 0, fmt.Sprintf("must be a whole number from %d to %d, got %s", minScenes, MaxScenes, catalog.Clip(n.String()))
 	}
 	return int(i), ""
 }

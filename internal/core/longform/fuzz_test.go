@@ -33,7 +33,7 @@ func FuzzParseCreate(f *testing.F) {
 			}
 			return
 		}
-		if len(req.Scenes) < MinScenes || len(req.Scenes) > MaxScenes {
+		if len(req.Scenes) < minScenes || len(req.Scenes) > MaxScenes {
 			t.Fatalf("accepted %d scenes", len(req.Scenes))
 		}
 		for i, s := range req.Scenes {
@@ -79,7 +79,7 @@ func FuzzParseEstimate(f *testing.F) {
 			}
 			return
 		}
-		if e.Duration != e.SceneCount*SceneSeconds || e.SceneCount < MinScenes || e.SceneCount > MaxScenes {
+		if e.Duration != e.SceneCount*SceneSeconds || e.SceneCount < minScenes || e.SceneCount > MaxScenes {
 			t.Fatalf("estimate %+v", e)
 		}
 	})

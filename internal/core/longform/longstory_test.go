@@ -304,7 +304,7 @@ func TestAScenesOwnModelPricesIt(t *testing.T) {
 	if !est.Credits.Equal(want) || est.Duration != 15 || est.Model != "beta-2" {
 		t.Errorf("estimate %s credits for %d s of %s, want %s (each scene by its model)", est.Credits, est.Duration, est.Model, want)
 	}
-	if q, err := PriceScenes(pricing.Default(), req.Model, req.Scenes); err != nil || !q.Credits.Equal(want) {
+	if q, err := priceScenes(pricing.Default(), req.Model, req.Scenes); err != nil || !q.Credits.Equal(want) {
 		t.Errorf("the create's price = %v (%v), want %s as estimated", q.Credits, err, want)
 	}
 	if _, err := ParseEstimate(pricing.Default(), []byte(`{"model":"beta-2","language_code":"en","scenes":[{"scene_number":1,"prompt":"a","model":"zeta"}]}`)); err == nil {

@@ -19,17 +19,17 @@ import (
 
 // Music limits and shape.
 const (
-	// MaxMusicBytes bounds a decoded music_url data: URI. The URI is kept
+	// maxMusicBytes bounds a decoded music_url data: URI. The URI is kept
 	// in the video's record, so it is a short loop, not a song: a song is
 	// an uploaded file (mediagen://files/<id>, up to 100 MiB).
-	MaxMusicBytes = 96 << 10
+	maxMusicBytes = 96 << 10
 	// MaxMusicURLBytes bounds the file a music_url https URL answers:
 	// about 20 minutes of 128 kbit/s mp3, far more than the longest video
 	// (20 scenes × 5 s) needs; it is fetched at create (to check it) and
 	// again at assembly.
 	MaxMusicURLBytes = 20 << 20
-	// DefaultMusicVolume is the music's gain (0–1) under the narration.
-	DefaultMusicVolume = 0.3
+	// defaultMusicVolume is the music's gain (0–1) under the narration.
+	defaultMusicVolume = 0.3
 	// musicFadeSeconds is the music's fade in at the start and out at the
 	// end.
 	musicFadeSeconds = 1.0
@@ -60,15 +60,15 @@ func decodeMusic(uri string) ([]byte, error) {
 	if !known {
 		return nil, fmt.Errorf("holds %q; music is audio/wav, audio/mpeg or audio/mp4", truncate(mediaType, 32))
 	}
-	if base64.StdEncoding.DecodedLen(len(payload)) > MaxMusicBytes+2 {
-		return nil, fmt.Errorf("must hold at most %d KiB of audio", MaxMusicBytes>>10)
+	if base64.StdEncoding.DecodedLen(len(payload)) > maxMusicBytes+2 {
+		return nil, fmt.Errorf("must hold at most %d KiB of audio", maxMusicBytes>>10)
 	}
 	raw, err := base64.StdEncoding.DecodeString(payload)
 	if err != nil {
 		return nil, fmt.Errorf("is not valid base64")
 	}
-	if len(raw) > MaxMusicBytes {
-		return nil, fmt.Errorf("must hold at most %d KiB of audio", MaxMusicBytes>>10)
+	if len(raw) > maxMusicBytes {
+		return nil, fmt.Errorf("must hold at most %d KiB of audio", maxMusicBytes>>10)
 	}
 	if !looksLike(raw) {
 		return nil, fmt.Errorf("does not hold %s audio", mediaType)
@@ -87,7 +87,7 @@ func music(obj map[string]any, opts catalog.Options, out *domain.Studio, p *cata
 		}
 		switch {
 		case !ok || err != nil || f < 0 || f > 1:
-			p.Add("music_volume", "must be a number from 0 to 1 (the music's gain under the narration; default "+strconv.FormatFloat(DefaultMusicVolume, 'f', -1, 64)+")")
+			p.Add("music_volume", "must be a number from 0 to 1 (the music's gain under the narration; default "+strconv.FormatFloat(defaultMusicVolume, 'f', -1, 64)+")")
 		case !present:
 			p.Add("music_volume", "needs music_url")
 		default:
@@ -216,7 +216,7 @@ func musicVolume(st domain.Studio) float64 {
 	if st.MusicVolume != nil {
 		return *st.MusicVolume
 	}
-	return DefaultMusicVolume
+	return defaultMusicVolume
 }
 
 // addMusic lays the video's music under the assembled video at final,

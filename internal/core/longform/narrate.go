@@ -67,7 +67,7 @@ func (s *Steps) Narrate(ctx context.Context, in NarrateTask) (Narration, error) 
 		return out, &SceneFailedError{Msg: fmt.Sprintf("narration: unsupported language %q", v.LanguageCode)}
 	}
 	if v.Studio.Voice != "" {
-		voice, ok := LookupVoice(lang.Code, v.Studio.Voice)
+		voice, ok := lookupVoice(lang.Code, v.Studio.Voice)
 		if !ok {
 			return out, &SceneFailedError{Msg: fmt.Sprintf("narration: no voice %q in %s", v.Studio.Voice, lang.Code)}
 		}

@@ -14,8 +14,8 @@ import (
 	"github.com/mediagen-dev/mediagen/internal/core/domain"
 )
 
-// Styles maps each video_style to the words it puts before a scene prompt.
-var Styles = map[string]string{
+// styles maps each video_style to the words it puts before a scene prompt.
+var styles = map[string]string{
 	"auto":        "",
 	"cinematic":   "Cinematic, dramatic lighting",
 	"documentary": "Documentary footage, natural light",
@@ -26,8 +26,8 @@ var Styles = map[string]string{
 
 // StyleNames lists the styles in a stable order.
 func StyleNames() []string {
-	names := make([]string, 0, len(Styles))
-	for k := range Styles {
+	names := make([]string, 0, len(styles))
+	for k := range styles {
 		names = append(names, k)
 	}
 	sort.Strings(names)
@@ -38,7 +38,7 @@ func StyleNames() []string {
 // words, the scene number, the scene's prompt and the video's theme.
 func ScenePrompt(style, theme string, sc domain.Scene) string {
 	parts := []string{fmt.Sprintf("Scene %d: %s", sc.SceneNumber, sc.Prompt)}
-	if prefix := Styles[style]; prefix != "" {
+	if prefix := styles[style]; prefix != "" {
 		parts = append([]string{prefix}, parts...)
 	}
 	return strings.Join(parts, ". ") + ". Part of: " + theme
@@ -53,7 +53,7 @@ func ParseCreate(body []byte, opts catalog.Options) (Request, error) {
 	allowed := append(append([]string{"prompt", "scenes", "language_code", "model", "enable_narration", "video_style"}, studioFields...), catalog.WebhookFields...)
 	var p catalog.Problems
 	p.Unknown("", obj, allowed)
-	req := Request{Model: DefaultModel, EnableNarration: true, VideoStyle: "auto"}
+	req := Request{Model: defaultModel, EnableNarration: true, VideoStyle: "auto"}
 	req.Prompt = text(obj, "prompt", MaxPromptRunes, true, &p)
 	lang, langOK := language(obj, &p)
 	req.LanguageCode = lang.Code
@@ -73,7 +73,7 @@ func ParseCreate(body []byte, opts catalog.Options) (Request, error) {
 	req.Studio = studio(obj, opts, req.Model, modelOK, req.EnableNarration, &p)
 	if raw, present := obj["video_style"]; present {
 		st, ok := raw.(string)
-		if _, known := Styles[st]; !ok || !known {
+		if _, known := styles[st]; !ok || !known {
 			p.Add("video_style", "must be one of "+strings.Join(StyleNames(), ", "))
 		} else {
 			req.VideoStyle = st
@@ -213,13 +213,13 @@ func scenes(raw any, p *catalog.Problems, fits func(domain.Scene) string, speech
 	list, ok := raw.([]any)
 	switch {
 	case raw == nil:
-		p.Add("scenes", fmt.Sprintf("is required: %d to %d scenes, each {scene_number, prompt}", MinScenes, MaxScenes))
+		p.Add("scenes", fmt.Sprintf("is required: %d to %d scenes, each {scene_number, prompt}", minScenes, MaxScenes))
 		return nil
 	case !ok:
 		p.Add("scenes", "must be an array of scene objects")
 		return nil
-	case len(list) < MinScenes || len(list) > MaxScenes:
-		p.Add("scenes", fmt.Sprintf("must hold %d to %d scenes, got %d", MinScenes, MaxScenes, len(list)))
+	case len(list) < minScenes || len(list) > MaxScenes:
+		p.Add("scenes", fmt.Sprintf("must hold %d to %d scenes, got %d", minScenes, MaxScenes, len(list)))
 		return nil
 	}
 	seen := map[int64]bool{}
@@ -254,7 +254,7 @@ func scenes(raw any, p *catalog.Problems, fits func(domain.Scene) string, speech
 			m, ok := raw.(string)
 			switch {
 			case !ok:
-				sp.Add("model", "must be a string: a video model_version, such as "+DefaultModel)
+				sp.Add("model", "must be a string: a video model_version, such as "+defaultModel)
 			case model(m) != "":
 				sp.Add("model", model(m))
 			default:

@@ -74,7 +74,7 @@ func (l *VoiceLister) List(ctx context.Context, code string) ([]VoiceView, error
 		p.Add("language_code", fmt.Sprintf("%q is not a supported narration language (supported: %s)", truncate(code, 16), strings.Join(LanguageCodes(), ", ")))
 		return nil, p.Err()
 	}
-	voices := LanguageVoices(code)
+	voices := languageVoices(code)
 	keys, err := l.Files.Keys(ctx, previewPrefix(code))
 	if err != nil {
 		return nil, fmt.Errorf("voices of %s: previews: %w", code, err)

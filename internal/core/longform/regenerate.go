@@ -16,9 +16,9 @@ import (
 	"github.com/mediagen-dev/mediagen/internal/core/pricing"
 )
 
-// RegenerateRequest is a validated request to make one scene of a video
+// regenerateRequest is a validated request to make one scene of a video
 // again.
-type RegenerateRequest struct {
+type regenerateRequest struct {
 	// Scene is the scene as this render makes it: its stored texts with
 	// the request's in their place.
 	Scene domain.Scene
@@ -30,13 +30,13 @@ type RegenerateRequest struct {
 // regenerateFields are the fields of a regenerate body, all optional.
 var regenerateFields = []string{"prompt", "narration"}
 
-// ParseRegenerate validates a regenerate of scene (the path's number) of
+// parseRegenerate validates a regenerate of scene (the path's number) of
 // v with body, optional {"prompt", "narration"}: a new prompt or narration
 // is held to the limits a create holds the scene to (its length, the
 // prompt its model takes with the theme and style, the narration that
 // fits the scene in the video's language). Every bad field is reported at
 // once.
-func ParseRegenerate(v domain.LongVideo, scene string, body []byte) (RegenerateRequest, error) {
+func parseRegenerate(v domain.LongVideo, scene string, body []byte) (regenerateRequest, error) {
 	var p catalog.Problems
 	n, err := strconv.Atoi(scene)
 	i := slices.IndexFunc(v.Scenes, func(sc domain.Scene) bool { return sc.SceneNumber == n })
@@ -50,12 +50,12 @@ func ParseRegenerate(v domain.LongVideo, scene string, body []byte) (RegenerateR
 	obj := map[string]any{}
 	if len(bytes.TrimSpace(body)) > 0 {
 		if obj, err = catalog.DecodeObject(body); err != nil {
-			return RegenerateRequest{}, err
+			return regenerateRequest{}, err
 		}
 	}
 	p.Unknown("", obj, regenerateFields)
 	if i < 0 {
-		return RegenerateRequest{}, p.Err()
+		return regenerateRequest{}, p.Err()
 	}
 	old := v.Scenes[i]
 	sc := old
@@ -78,13 +78,13 @@ func ParseRegenerate(v domain.LongVideo, scene string, body []byte) (RegenerateR
 		spoken{lang: lang, known: known, narrate: v.EnableNarration}.check("", sc, msg == "", &p)
 	}
 	if err := p.Err(); err != nil {
-		return RegenerateRequest{}, err
+		return regenerateRequest{}, err
 	}
-	return RegenerateRequest{Scene: sc, Renarrate: v.EnableNarration && script(sc) != script(old)}, nil
+	return regenerateRequest{Scene: sc, Renarrate: v.EnableNarration && script(sc) != script(old)}, nil
 }
 
 // RegenerateInput is a regenerate's execution input: ids only, as
-// WorkflowInput. Revision says the execution re-makes SceneNumbers (one
+// workflowInput. Revision says the execution re-makes SceneNumbers (one
 // scene) of a completed video at that revision, reusing the other clips.
 type RegenerateInput struct {
 	VideoID      string `json:"video_id"`
@@ -100,16 +100,16 @@ func RegenerateExecution(videoID string, revision int) string {
 
 // Regenerator makes one scene of a completed video again: the regenerate
 // route's use case.
-type Regenerator struct{ s *Service }
+type Regenerator struct{ s *service }
 
 // NewRegenerator validates, prices and holds the scene, records the
 // regenerate on the video and starts its execution.
 func NewRegenerator(store Store, workflow Workflow, prices *pricing.Table, settings Settings) *Regenerator {
-	return &Regenerator{s: &Service{Store: store, Workflow: workflow, Prices: prices, Settings: settings}}
+	return &Regenerator{s: &service{Store: store, Workflow: workflow, Prices: prices, Settings: settings}}
 }
 
 // Regenerate starts the regenerate of a caller's scene (the path's
-// number) with body (see Service.regenerate).
+// number) with body (see service.regenerate).
 func (r *Regenerator) Regenerate(ctx context.Context, userID, id, scene string, body []byte) (domain.LongVideo, error) {
 	return r.s.regenerate(ctx, userID, id, scene, body)
 }
@@ -121,12 +121,12 @@ func (r *Regenerator) Regenerate(ctx context.Context, userID, id, scene string, 
 // before any credit moves: another owner's or a missing video
 // (ErrNotFound), a bad scene or body (ErrInvalid), a video that is not
 // completed, has its files removed or a regenerate running (ErrConflict).
-func (s *Service) regenerate(ctx context.Context, userID, id, scene string, body []byte) (domain.LongVideo, error) {
+func (s *service) regenerate(ctx context.Context, userID, id, scene string, body []byte) (domain.LongVideo, error) {
 	v, err := NewReader(s.Store).find(ctx, userID, id)
 	if err != nil {
 		return domain.LongVideo{}, err
 	}
-	req, err := ParseRegenerate(v, scene, body)
+	req, err := parseRegenerate(v, scene, body)
 	if err != nil {
 		return domain.LongVideo{}, err
 	}
@@ -140,7 +140,7 @@ func (s *Service) regenerate(ctx context.Context, userID, id, scene string, body
 	case v.Files.Removed(now):
 		return domain.LongVideo{}, fmt.Errorf("%w: video %s has its files removed; its other scenes cannot be reused", domain.ErrConflict, v.ID)
 	}
-	q, err := PriceScenes(s.Prices, v.Model, []domain.Scene{req.Scene})
+	q, err := priceScenes(s.Prices, v.Model, []domain.Scene{req.Scene})
 	if err != nil {
 		return domain.LongVideo{}, fmt.Errorf("price scene %d of %s: %w", req.Scene.SceneNumber, v.ID, err)
 	}
@@ -181,7 +181,7 @@ func (s *Service) regenerate(ctx context.Context, userID, id, scene string, body
 // video as it was, and releases its hold. When the regenerate cannot be
 // ended, the hold stays open for the sweeper, which ends it at its
 // deadline and releases the hold then.
-func (s *Service) abandonRegenerate(ctx context.Context, log *slog.Logger, videoID, userID string, revision int, workID, reason string) {
+func (s *service) abandonRegenerate(ctx context.Context, log *slog.Logger, videoID, userID string, revision int, workID, reason string) {
 	err := s.Store.EndRegenerate(ctx, videoID, revision, domain.Outcome{Status: domain.StatusFailed, Error: reason}, s.now())
 	if err != nil && !errors.Is(err, domain.ErrConflict) && !errors.Is(err, domain.ErrNotFound) {
 		log.WarnContext(ctx, "could not end the regenerate; the sweeper will", "error", err)

@@ -10,7 +10,7 @@ import (
 )
 
 func regenerateVideo(narrated bool) domain.LongVideo {
-	return domain.LongVideo{ID: "v1", Prompt: "the sea", Model: DefaultModel, LanguageCode: "en", EnableNarration: narrated,
+	return domain.LongVideo{ID: "v1", Prompt: "the sea", Model: defaultModel, LanguageCode: "en", EnableNarration: narrated,
 		VideoStyle: "auto", Status: domain.StatusCompleted, Scenes: []domain.Scene{
 			{SceneNumber: 1, Prompt: "waves", Narration: "The waves."},
 			{SceneNumber: 2, Prompt: "gulls"},
@@ -42,7 +42,7 @@ func TestParseRegenerateTakesTheScenesNewTexts(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			got, err := ParseRegenerate(regenerateVideo(tt.narrated), tt.scene, []byte(tt.body))
+			got, err := parseRegenerate(regenerateVideo(tt.narrated), tt.scene, []byte(tt.body))
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -70,7 +70,7 @@ func TestParseRegenerateRefusesBadRequests(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			_, err := ParseRegenerate(regenerateVideo(true), tt.scene, []byte(tt.body))
+			_, err := parseRegenerate(regenerateVideo(true), tt.scene, []byte(tt.body))
 			var ve *catalog.ValidationError
 			if !errors.As(err, &ve) {
 				t.Fatalf("err = %v, want a validation error", err)
@@ -84,7 +84,7 @@ func TestParseRegenerateRefusesBadRequests(t *testing.T) {
 			}
 		})
 	}
-	if _, err := ParseRegenerate(regenerateVideo(true), "2", []byte(`["prompt"]`)); !errors.As(err, new(*catalog.ValidationError)) {
+	if _, err := parseRegenerate(regenerateVideo(true), "2", []byte(`["prompt"]`)); !errors.As(err, new(*catalog.ValidationError)) {
 		t.Errorf("a body that is no object = %v, want a validation error", err)
 	}
 }

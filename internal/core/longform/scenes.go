@@ -70,8 +70,8 @@ type ScenePoll struct {
 	Errors int `json:"errors,omitempty"`
 }
 
-// ParseScenePoll decodes the body of a scene's poll message.
-func ParseScenePoll(body []byte) (ScenePoll, error) {
+// parseScenePoll decodes the body of a scene's poll message.
+func parseScenePoll(body []byte) (ScenePoll, error) {
 	var m ScenePoll
 	if err := json.Unmarshal(body, &m); err != nil {
 		return ScenePoll{}, fmt.Errorf("scene poll: %w", err)
@@ -478,7 +478,7 @@ func stopScenes(ctx context.Context, log *slog.Logger, ups Providers, slots Slot
 // HandleScenePoll polls a scene for a poll message of kind job.KindScene:
 // the poller's port for the scenes (generation.ScenePolls).
 func (s *Steps) HandleScenePoll(ctx context.Context, body []byte) error {
-	m, err := ParseScenePoll(body)
+	m, err := parseScenePoll(body)
 	if err != nil {
 		// Never valid: delivering it again would not help.
 		s.log().WarnContext(ctx, "scene poll dropped", "error", err)

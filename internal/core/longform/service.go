@@ -16,10 +16,10 @@ type Settings struct {
 	Log        *slog.Logger
 }
 
-// Service is the core the long-form routes' use cases share. Each route
+// service is the core the long-form routes' use cases share. Each route
 // has a use case of its own that takes only what it uses: NewCreator,
 // NewReader and NewCanceler (and the estimate needs only the prices).
-type Service struct {
+type service struct {
 	Store    Store
 	Workflow Workflow
 	Prices   *pricing.Table
@@ -33,6 +33,6 @@ type Service struct {
 	Settings
 }
 
-func (s *Service) now() time.Time { return domain.Now(s.Now) }
+func (s *service) now() time.Time { return domain.Now(s.Now) }
 
-func (s *Service) log() *slog.Logger { return domain.Logger(s.Log) }
+func (s *service) log() *slog.Logger { return domain.Logger(s.Log) }

@@ -63,7 +63,7 @@ func studio(obj map[string]any, opts catalog.Options, model string, modelOK, nar
 }
 
 // captions reads the caption mode: by default a narrated video has a
-// WebVTT file (sidecar) and an unnarrated one none. Captions are the
+// webVTT file (sidecar) and an unnarrated one none. Captions are the
 // narration's, so asking for them without narration is refused. The
 // record keeps "" for none.
 func captions(obj map[string]any, narrate bool, p *catalog.Problems) string {
@@ -179,7 +179,7 @@ func Applied(v domain.LongVideo) domain.Studio {
 	}
 	if v.EnableNarration {
 		if out.Voice == "" {
-			if def, ok := DefaultVoice(v.LanguageCode); ok {
+			if def, ok := defaultVoice(v.LanguageCode); ok {
 				out.Voice = def.ID
 			}
 		}

@@ -31,8 +31,8 @@ type Voice struct {
 
 // Gender of a voice.
 const (
-	Female = "female"
-	Male   = "male"
+	female = "female"
+	male   = "male"
 )
 
 // Voices is the catalog. Each language's first voice is its default, the
@@ -42,30 +42,30 @@ const (
 // neural voices of the same language code; a language whose Polly has a
 // single neural voice (nl, pl, hi) has a single voice here.
 var Voices = []Voice{
-	{"joanna", "en", "Joanna", Female, "en-us", "Joanna"},
-	{"matthew", "en", "Matthew", Male, "en-us+m3", "Matthew"},
-	{"ruth", "en", "Ruth", Female, "en-us+f3", "Ruth"},
-	{"lucia", "es", "Lucia", Female, "es", "Lucia"},
-	{"sergio", "es", "Sergio", Male, "es+m3", "Sergio"},
-	{"lea", "fr", "Léa", Female, "fr-fr", "Lea"},
-	{"remi", "fr", "Rémi", Male, "fr-fr+m3", "Remi"},
-	{"vicki", "de", "Vicki", Female, "de", "Vicki"},
-	{"daniel", "de", "Daniel", Male, "de+m3", "Daniel"},
-	{"bianca", "it", "Bianca", Female, "it", "Bianca"},
-	{"adriano", "it", "Adriano", Male, "it+m3", "Adriano"},
-	{"camila", "pt", "Camila", Female, "pt-br", "Camila"},
-	{"thiago", "pt", "Thiago", Male, "pt-br+m3", "Thiago"},
-	{"laura", "nl", "Laura", Female, "nl", "Laura"},
-	{"ola", "pl", "Ola", Female, "pl", "Ola"},
-	{"kajal", "hi", "Kajal", Female, "hi", "Kajal"},
-	{"kazuha", "ja", "Kazuha", Female, "ja", "Kazuha"},
-	{"takumi", "ja", "Takumi", Male, "ja+m3", "Takumi"},
-	{"tomoko", "ja", "Tomoko", Female, "ja+f3", "Tomoko"},
+	{"joanna", "en", "Joanna", female, "en-us", "Joanna"},
+	{"matthew", "en", "Matthew", male, "en-us+m3", "Matthew"},
+	{"ruth", "en", "Ruth", female, "en-us+f3", "Ruth"},
+	{"lucia", "es", "Lucia", female, "es", "Lucia"},
+	{"sergio", "es", "Sergio", male, "es+m3", "Sergio"},
+	{"lea", "fr", "Léa", female, "fr-fr", "Lea"},
+	{"remi", "fr", "Rémi", male, "fr-fr+m3", "Remi"},
+	{"vicki", "de", "Vicki", female, "de", "Vicki"},
+	{"daniel", "de", "Daniel", male, "de+m3", "Daniel"},
+	{"bianca", "it", "Bianca", female, "it", "Bianca"},
+	{"adriano", "it", "Adriano", male, "it+m3", "Adriano"},
+	{"camila", "pt", "Camila", female, "pt-br", "Camila"},
+	{"thiago", "pt", "Thiago", male, "pt-br+m3", "Thiago"},
+	{"laura", "nl", "Laura", female, "nl", "Laura"},
+	{"ola", "pl", "Ola", female, "pl", "Ola"},
+	{"kajal", "hi", "Kajal", female, "hi", "Kajal"},
+	{"kazuha", "ja", "Kazuha", female, "ja", "Kazuha"},
+	{"takumi", "ja", "Takumi", male, "ja+m3", "Takumi"},
+	{"tomoko", "ja", "Tomoko", female, "ja+f3", "Tomoko"},
 }
 
-// LanguageVoices lists a language's voices, its default first; none for
+// languageVoices lists a language's voices, its default first; none for
 // an unsupported code.
-func LanguageVoices(code string) []Voice {
+func languageVoices(code string) []Voice {
 	var out []Voice
 	for _, v := range Voices {
 		if v.Language == code {
@@ -75,9 +75,9 @@ func LanguageVoices(code string) []Voice {
 	return out
 }
 
-// LookupVoice finds a voice of a language by its id.
-func LookupVoice(code, id string) (Voice, bool) {
-	vs := LanguageVoices(code)
+// lookupVoice finds a voice of a language by its id.
+func lookupVoice(code, id string) (Voice, bool) {
+	vs := languageVoices(code)
 	i := slices.IndexFunc(vs, func(v Voice) bool { return v.ID == id })
 	if i < 0 {
 		return Voice{}, false
@@ -85,9 +85,9 @@ func LookupVoice(code, id string) (Voice, bool) {
 	return vs[i], true
 }
 
-// DefaultVoice is the voice of a request that names none.
-func DefaultVoice(code string) (Voice, bool) {
-	vs := LanguageVoices(code)
+// defaultVoice is the voice of a request that names none.
+func defaultVoice(code string) (Voice, bool) {
+	vs := languageVoices(code)
 	if len(vs) == 0 {
 		return Voice{}, false
 	}
@@ -105,10 +105,10 @@ func (l Language) Speaker(v Voice) Language {
 	return l
 }
 
-// VoiceIDs are a language's voice ids, its default first.
-func VoiceIDs(code string) []string {
+// voiceIDs are a language's voice ids, its default first.
+func voiceIDs(code string) []string {
 	var ids []string
-	for _, v := range LanguageVoices(code) {
+	for _, v := range languageVoices(code) {
 		ids = append(ids, v.ID)
 	}
 	return ids
@@ -136,11 +136,11 @@ func voice(obj map[string]any, narrate bool, p *catalog.Problems) string {
 		// The language is reported on its own.
 		return ""
 	}
-	if _, ok := LookupVoice(code, id); !ok {
-		p.Add("voice", fmt.Sprintf("%q is not a voice of language_code %q; its voices are %s", catalog.Clip(id), code, strings.Join(VoiceIDs(code), ", ")))
+	if _, ok := lookupVoice(code, id); !ok {
+		p.Add("voice", fmt.Sprintf("%q is not a voice of language_code %q; its voices are %s", catalog.Clip(id), code, strings.Join(voiceIDs(code), ", ")))
 		return ""
 	}
-	if def, _ := DefaultVoice(code); def.ID == id {
+	if def, _ := defaultVoice(code); def.ID == id {
 		return ""
 	}
 	return id

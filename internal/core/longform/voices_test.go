@@ -16,7 +16,7 @@ import (
 // within its language.
 func TestEveryLanguageHasItsVoicesDefaultFirst(t *testing.T) {
 	for _, lang := range Languages {
-		def, ok := DefaultVoice(lang.Code)
+		def, ok := defaultVoice(lang.Code)
 		if !ok {
 			t.Errorf("%s has no voice", lang.Code)
 			continue
@@ -25,12 +25,12 @@ func TestEveryLanguageHasItsVoicesDefaultFirst(t *testing.T) {
 			t.Errorf("%s: default voice %s is espeak %q / Polly %q, want the language's %q / %q", lang.Code, def.ID, def.Espeak, def.Polly, lang.EspeakVoice, lang.PollyVoice)
 		}
 		seen := map[string]bool{}
-		for _, v := range LanguageVoices(lang.Code) {
+		for _, v := range languageVoices(lang.Code) {
 			if seen[v.ID] {
 				t.Errorf("%s: voice %s twice", lang.Code, v.ID)
 			}
 			seen[v.ID] = true
-			if v.Gender != Female && v.Gender != Male || v.Name == "" {
+			if v.Gender != female && v.Gender != male || v.Name == "" {
 				t.Errorf("%s: voice %s has gender %q, name %q", lang.Code, v.ID, v.Gender, v.Name)
 			}
 		}
