@@ -21,6 +21,12 @@
 # music as audio before any credit moves, fetched through the egress guard
 # or, uploaded, from the bucket (S3), besides DynamoDB and Step Functions:
 # 10.1 MiB.
+#
+# assemble may be 11 MiB (ASSEMBLE_MAX_MB): besides S3, DynamoDB and the
+# ffmpeg runner it reads a video's music from its snapshot or, for work
+# created before the snapshots, from its upload checked as audio (the
+# uploads' checker, media.FileInputs): 10.0 MiB. It runs in the workflow,
+# never in a client's request.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 out=bin/lambda
@@ -52,6 +58,7 @@ for dir in functions/*/; do
   if [ "$name" = poller ]; then max_mb=${POLLER_MAX_MB:-12}; fi
   if [ "$name" = generate ]; then max_mb=${GENERATE_MAX_MB:-11}; fi
   if [ "$name" = long-story-create ]; then max_mb=${LONG_STORY_CREATE_MAX_MB:-11}; fi
+  if [ "$name" = assemble ]; then max_mb=${ASSEMBLE_MAX_MB:-11}; fi
   size=$(stat -c %s "$out/$name/bootstrap")
   awk -v n="$name" -v s="$size" 'BEGIN { printf "%-26s %7.1f MB\n", n, s / 1048576 }'
   if [ "$size" -gt $(( max_mb * 1048576 )) ]; then
