@@ -64,10 +64,11 @@ const (
 	// error event; a lease taken over by a stream resumed on the same
 	// record ends it quietly.
 	streamKeyRecheck = 30 * time.Second
-	// streamRecheckFailures is how many rechecks in a row may fail (the
-	// store not answering) before the stream ends: one failure is retried
-	// at the next recheck, the stream going on meanwhile.
-	streamRecheckFailures = 3
+	// streamStoreFailures is how many store calls in a row a stream's
+	// rechecks, or its record's reads, may fail (the store not answering)
+	// before the stream ends: one failure is retried at the next recheck
+	// or poll, the stream going on meanwhile.
+	streamStoreFailures = 3
 	// streamMaxOpen is how many streams an account may have open at once
 	// (across every instance of the stream function): each holds an
 	// instance of the function for up to streamMaxDuration, so a key
@@ -351,6 +352,7 @@ type eventStream struct {
 	lastWrite time.Time
 	checked   time.Time // when the credential was last checked
 	failures  int       // the rechecks failed in a row
+	misreads  int       // the record's reads failed in a row
 	done      bool
 }
 
@@ -404,9 +406,28 @@ func (s *eventStream) next() error {
 			s.done = true
 			return nil
 		}
-		s.log.WarnContext(s.ctx, "event stream: reading the record failed; the stream ends", "error", err)
-		return fmt.Errorf("event stream: %w", err)
+		if s.ctx.Err() != nil {
+			return fmt.Errorf("event stream: %w", err) // closed meanwhile
+		}
+		// As a failed recheck: retried at the next poll, and after
+		// streamStoreFailures in a row the stream ends without a last
+		// event (the client's resume meets the store in an ordinary
+		// answer). A heartbeat due meanwhile is still sent.
+		s.misreads++
+		if s.misreads >= streamStoreFailures {
+			s.log.ErrorContext(s.ctx, "event stream: reading the record failed too often in a row; the stream ends",
+				"error", err, "failures", s.misreads)
+			s.done = true
+			return nil
+		}
+		s.log.WarnContext(s.ctx, "event stream: reading the record failed; retried at the next poll",
+			"error", err, "failures", s.misreads)
+		now := s.clock.Now()
+		s.heartbeat(now)
+		s.done = !now.Before(s.until)
+		return nil
 	}
+	s.misreads = 0
 	now := s.clock.Now()
 	switch {
 	case snap.id > s.last:
@@ -416,14 +437,22 @@ func (s *eventStream) next() error {
 		}
 		s.buf = append(s.buf, fmt.Sprintf("id: %d\nevent: %s\ndata: %s\n\n", snap.id, snap.status, data)...)
 		s.last, s.lastWrite = snap.id, now
-	case now.Sub(s.lastWrite) >= streamHeartbeat:
-		s.buf = append(s.buf, ": keep-alive\n\n"...)
-		s.lastWrite = now
+	default:
+		s.heartbeat(now)
 	}
 	if snap.terminal || !now.Before(s.until) {
 		s.done = true
 	}
 	return nil
+}
+
+// heartbeat adds a comment to buf when streamHeartbeat passed without a
+// write, so that proxies and clients keep an idle stream open.
+func (s *eventStream) heartbeat(now time.Time) {
+	if now.Sub(s.lastWrite) >= streamHeartbeat {
+		s.buf = append(s.buf, ": keep-alive\n\n"...)
+		s.lastWrite = now
+	}
 }
 
 // recheckEnds checks the stream's credential and its lease again, and
@@ -445,7 +474,7 @@ func (s *eventStream) next() error {
 //
 // A check that fails (the store not answering) is logged and retried at
 // the next recheck, the stream going on meanwhile; after
-// streamRecheckFailures in a row the stream ends, again without a last
+// streamStoreFailures in a row the stream ends, again without a last
 // event: the client's resume opens it afresh, and a store still failing
 // answers that open with the API's own 5xx JSON, which clients retry as
 // any 5xx, rather than an event they would take for a refusal.
@@ -462,7 +491,7 @@ func (s *eventStream) recheckEnds(now time.Time) bool {
 	}
 	if err != nil {
 		s.failures++
-		if s.failures >= streamRecheckFailures {
+		if s.failures >= streamStoreFailures {
 			s.log.ErrorContext(s.ctx, "event stream: rechecking its credential and lease failed too often in a row; the stream ends",
 				"error", err, "failures", s.failures)
 			return true

@@ -51,7 +51,12 @@ func newStreamWorld(t *testing.T, maxOpen int, tokens TokenVerifier) *streamWorl
 	w.route = g.stream(readAccess, Streams{Clock: w.clk, Leases: fs, MaxOpen: maxOpen},
 		func(_ context.Context, req Request, _ string) (followed, error) {
 			id := req.PathParameters["id"]
-			return followed{lease: "generation/" + id, read: func(context.Context) (snapshot, error) {
+			return followed{lease: "generation/" + id, read: func(ctx context.Context) (snapshot, error) {
+				// A read through the faults store, so that a test can
+				// fail it: the record read is absent, the view fixed.
+				if _, err := fs.GetLongVideo(ctx, "stream-world-record"); !errors.Is(err, domain.ErrNotFound) {
+					return snapshot{}, err
+				}
 				return snapshot{view: map[string]string{"id": id, "status": "processing"}, id: 1, status: "processing"}, nil
 			}}, nil
 		})
@@ -268,6 +273,61 @@ func TestAStreamOutlivesTransientRecheckFailures(t *testing.T) {
 				}
 			})
 		}
+	}
+}
+
+// A read of the record that fails (the store not answering) is retried
+// at the next poll, the stream going on; three in a row end it, quietly,
+// as failed rechecks do, and its lease is given back.
+func TestAStreamOutlivesTransientReadFailures(t *testing.T) {
+	const polls = 6
+	for _, tt := range []struct {
+		name   string
+		failed []int // the polls whose read fails (1-based)
+		ends   int   // the poll that ends the stream (0: none)
+	}{
+		{"two in a row, twice", []int{1, 2, 4, 5}, 0},
+		{"three in a row", []int{2, 3, 4}, 4},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			w := newStreamWorld(t, 1, nil)
+			s, status, body := w.open(t, "g1", w.key)
+			if status != http.StatusOK {
+				t.Fatalf("the stream: HTTP %d %s", status, body)
+			}
+			w.pump(t, 0, s) // its first read done: it waits for the clock
+			w.faults.Phase("streaming")
+			for _, n := range tt.failed {
+				w.faults.Arm(faults.Point{Phase: "streaming", Op: "store.GetLongVideo", Nth: n}, faults.FailBefore)
+			}
+			for poll := 1; poll <= polls; poll++ {
+				w.pump(t, 1, s)
+				if poll == tt.ends {
+					waitEnded(t, s)
+					break
+				}
+				if s.done() {
+					text, err := s.read()
+					t.Fatalf("the stream ended at poll %d (%v): %q", poll, err, text)
+				}
+			}
+			if fired := len(w.faults.Fired()); fired != len(tt.failed) {
+				t.Fatalf("%d faults fired, want %d: the polls did not read the record", fired, len(tt.failed))
+			}
+			if tt.ends == 0 {
+				s.body.Close()
+				return
+			}
+			text, err := s.read()
+			if !errors.Is(err, io.EOF) || strings.Contains(text, "event: error") {
+				t.Errorf("after three failed reads the stream ended with %v and %q; want its clean end, no error event", err, text)
+			}
+			if other, status, body := w.open(t, "g2", w.key); status != http.StatusOK {
+				t.Errorf("after the stream ended: HTTP %d %s; want its lease given back", status, body)
+			} else {
+				other.body.Close()
+			}
+		})
 	}
 }
 
