@@ -88,16 +88,17 @@ func TestOutputsExpireAfterTheRetention(t *testing.T) {
 // of work that did not end paid for (the poller, Assemble, MarkFailed)
 // and to Finalize, which also deletes the files a regenerate replaced;
 // and every listing (the delete routes', and the poller's and finalize's,
-// which tag a shorter retention; generate's and long-form create's, which find
-// uploaded files; the poller's and Assemble's, which find a work's copy of
-// a file) is confined by a condition to its record kind's prefix.
+// which tag a shorter retention; generate's and long-form create's, which
+// find uploaded files; Narrate's, which finds the tracks already spoken;
+// the poller's and Assemble's, which find a work's copy of a file) is
+// confined by a condition to its record kind's prefix.
 func TestOnlyTheDeleteRoutesDeleteObjects(t *testing.T) {
 	deleters := map[string]string{"GenerationOutputDeleteFunction": "generations/*", "LongStoryOutputDeleteFunction": "long-videos/*"}
 	// Finalize too: a regenerate's replaces the previous revision's files.
 	unpaid := map[string]bool{"PollerFunction": true, "AssembleFunction": true, "MarkFailedFunction": true, "FinalizeFunction": true}
 	// Who lists the bucket, and the one prefix each may list.
 	listers := map[string][]string{"PollerFunction": {"generations/*", "inputs/*"}, "AssembleFunction": {"inputs/*"}, "FinalizeFunction": {"long-videos/*"},
-		"LongStoryVoicesFunction": {"voices/*"}, "GenerateFunction": {"uploads/*"},
+		"LongStoryVoicesFunction": {"voices/*"}, "NarrateFunction": {"long-videos/*/narration/*"}, "GenerateFunction": {"uploads/*"},
 		"LongStoryCreateFunction": {"uploads/*"}}
 	for fn, prefix := range deleters {
 		listers[fn] = []string{prefix}

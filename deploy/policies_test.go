@@ -27,7 +27,7 @@ import (
 const (
 	generationKey = "generations/3348f3aa-5fd0-4758-860a-3ebaf4cfbcc7/0.png"
 	sceneKey      = "long-videos/6f1c2a8e-3b7d-4e2f-9a51-0c8d7e6b5a43/scenes/001.mp4"
-	narrationKey  = "long-videos/6f1c2a8e-3b7d-4e2f-9a51-0c8d7e6b5a43/narration/001.mp3"
+	narrationKey  = "long-videos/6f1c2a8e-3b7d-4e2f-9a51-0c8d7e6b5a43/narration/001-3b9e0f4c72a1d586.mp3"
 	finalKey      = "long-videos/6f1c2a8e-3b7d-4e2f-9a51-0c8d7e6b5a43/final.mp4"
 	captionsKey   = "long-videos/6f1c2a8e-3b7d-4e2f-9a51-0c8d7e6b5a43/captions.vtt"
 	inputKey      = "inputs/3348f3aa-5fd0-4758-860a-3ebaf4cfbcc7/input.json"
@@ -50,7 +50,8 @@ const execution = "execution:LongStoryStateMachine/6f1c2a8e-3b7d-4e2f-9a51-0c8d7
 var keyLayouts = []struct{ file, layout string }{
 	{"../internal/core/media/keys.go", `"generations/%s/%d"`},
 	{"../internal/core/longform/scenes.go", `"long-videos/%s/scenes/%03d"`},
-	{"../internal/core/longform/narrate.go", `"long-videos/%s/narration/%03d%s"`},
+	{"../internal/core/longform/narrate.go", `"long-videos/" + videoID + "/narration/"`},
+	{"../internal/core/longform/narrate.go", `"%s%03d-%x", narrationPrefix(videoID)`},
 	{"../internal/core/media/keys.go", `"long-videos/" + videoID + "/final.mp4"`},
 	{"../internal/core/media/keys.go", `"long-videos/" + videoID + "/captions.vtt"`},
 	{"../internal/core/media/outputs.go", `"generations/" + generationUUID + "/"`},
@@ -200,6 +201,7 @@ var usesOf = map[string][]use{
 		uses("queue:PollQueue", "the scene job's first poll", "sqs:SendMessage"),
 	},
 	"NarrateFunction": {
+		uses("bucket:OutputBucket", "lists the tracks already spoken (under long-videos/*/narration/)", "s3:ListBucket"),
 		uses("object:OutputBucket/"+narrationKey, "the narration tracks", putObject...),
 		uses("*", "Amazon Polly", "polly:SynthesizeSpeech"),
 	},

@@ -15,6 +15,7 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"reflect"
 	"slices"
 	"strings"
 	"sync"
@@ -32,6 +33,7 @@ import (
 	"github.com/mediagen-dev/mediagen/internal/core/apikey"
 	"github.com/mediagen-dev/mediagen/internal/core/catalog"
 	"github.com/mediagen-dev/mediagen/internal/core/domain"
+	"github.com/mediagen-dev/mediagen/internal/core/longform"
 	"github.com/mediagen-dev/mediagen/internal/core/media"
 	"github.com/mediagen-dev/mediagen/internal/core/routing"
 	"github.com/mediagen-dev/mediagen/internal/core/webhook"
@@ -481,12 +483,24 @@ func TestEveryFunctionAnswersItsSampleEvent(t *testing.T) {
 		if tracks, _ := got["tracks"].([]any); len(tracks) != 2 || e.aws.count("Polly.SynthesizeSpeech") != 4 {
 			t.Errorf("answered %v after %d Polly calls, want 2 tracks from 4 calls", got, e.aws.count("Polly.SynthesizeSpeech"))
 		}
+		// Retried (Step Functions' Retry, a regenerate's other scenes):
+		// the tracks are listed and handed on, not spoken again.
+		again := invoke(t, "narrate", e.event(t, "narrate"))
+		if !reflect.DeepEqual(again, got) || e.aws.count("Polly.SynthesizeSpeech") != 4 {
+			t.Errorf("narrated again: answered %v after %d Polly calls; want %v, no more calls", again, e.aws.count("Polly.SynthesizeSpeech"), got)
+		}
 	})
 	t.Run("assemble", func(t *testing.T) {
 		// The event's scene clips and narration, made here.
 		dir := t.TempDir()
 		ff := ffmpeg.Runner{}
 		bucket := e.objects.MediaBucket()
+		var event struct {
+			Narration longform.Narration `json:"narration"`
+		}
+		if err := json.Unmarshal(e.event(t, "assemble"), &event); err != nil || len(event.Narration.Tracks) != 2 {
+			t.Fatalf("the assemble event's narration: %+v, %v", event.Narration, err)
+		}
 		for n := 1; n <= 2; n++ {
 			clip := filepath.Join(dir, fmt.Sprintf("%d.mp4", n))
 			if err := ff.Run(ctx, "-f", "lavfi", "-i", "testsrc2=s=320x180:r=24:d=4", "-c:v", "libx264", "-preset", "ultrafast", "-pix_fmt", "yuv420p", clip); err != nil {
@@ -497,7 +511,7 @@ func TestEveryFunctionAnswersItsSampleEvent(t *testing.T) {
 				t.Fatal(err)
 			}
 			bucket.PutFile(ctx, fmt.Sprintf("long-videos/%s/scenes/%03d.mp4", sampleVideo, n), clip, "video/mp4")
-			bucket.PutFile(ctx, fmt.Sprintf("long-videos/%s/narration/%03d.wav", sampleVideo, n), wav, "audio/wav")
+			bucket.PutFile(ctx, event.Narration.Tracks[n-1].Key, wav, "audio/wav")
 		}
 		got := invoke(t, "assemble", e.event(t, "assemble"))
 		if d, _ := got["duration"].(float64); got["key"] != "long-videos/"+sampleVideo+"/final.mp4" || d < 9.5 || d > 10.5 {

@@ -166,7 +166,7 @@ func TestTheLongestVideoFitsStepFunctionsLimits(t *testing.T) {
 	quiet := slog.New(slog.DiscardHandler)
 	steps := &longform.Steps{Store: st, Upstream: router, Slots: st, Queue: queue, PollInterval: 4 * time.Second,
 		Copier: &media.Copier{Bucket: objects.MediaBucket(), HTTP: p.srv.Client(), AllowedHosts: rc.OutputHosts(), MaxBytes: 1 << 20, AllowLoopback: true},
-		Files:  objects.MediaBucket(), Narrator: toneNarrator{wav: wav}, FFmpeg: ff, WorkDir: dir, Log: quiet}
+		Files:  objects.MediaBucket(), Narrations: objects.MediaBucket(), Narrator: toneNarrator{wav: wav}, FFmpeg: ff, WorkDir: dir, Log: quiet}
 	handlers := map[string]any{"SubmitSceneFunctionArn": steps.SubmitScene, "NarrateFunctionArn": steps.Narrate,
 		"AssembleFunctionArn": steps.Assemble, "FinalizeFunctionArn": steps.Finalize, "MarkFailedFunctionArn": steps.MarkFailed}
 	// Time passes only while no step runs: the provider's 40 minutes are

@@ -68,7 +68,9 @@ type Steps struct {
 	// completed (Assemble's late upload, MarkFailed's cleanup).
 	Deleter  Deleter
 	Narrator Narrator
-	FFmpeg   ffmpeg.Runner
+	// Narrations keeps the narration tracks (Narrate).
+	Narrations NarrationFiles
+	FFmpeg     ffmpeg.Runner
 	// Downloader fetches a music_url given as a URL (Assemble).
 	Downloader Downloader
 	// Music finds the object of a music_url naming an uploaded file

@@ -182,10 +182,11 @@ func TestALongNarratedVideoCompletesThroughTheStateMachine(t *testing.T) {
 // video oldURL) on the deployed shape: the regenerate function holds one
 // scene's price and starts the execution <id>-r2 through the Step
 // Functions API; the state machine's revision path runs the scene,
-// narration, assembly and Finalize, which moves the video to revision 2
-// under its own key, captures only that hold (the journal's own work) and
-// deletes the previous final video with its role's grant; a second
-// regenerate, canceled, releases only its own hold.
+// narration (Polly speaking the scene's new text alone), assembly and
+// Finalize, which moves the video to revision 2 under its own key,
+// captures only that hold (the journal's own work) and deletes the
+// previous final video with its role's grant; a second regenerate,
+// canceled, releases only its own hold.
 func regenerateScene(t *testing.T, l *Local, id, oldURL string) {
 	t.Helper()
 	status, est := call(t, l, http.MethodPost, "/api/long-story/videos/estimate", `{"model":"beta-2","scene_count":1}`)
@@ -194,8 +195,10 @@ func regenerateScene(t *testing.T, l *Local, id, oldURL string) {
 	if status != http.StatusOK || !ok {
 		t.Fatalf("estimate: %d %v", status, est)
 	}
+	const narration = "A kite climbs into the wind."
+	spokenBefore := l.PollyCharacters()
 	status, started := call(t, l, http.MethodPost, "/api/long-story/videos/"+id+"/scenes/2/regenerate",
-		`{"prompt":"scene 2: a red kite over the dunes","narration":"A kite climbs into the wind."}`)
+		`{"prompt":"scene 2: a red kite over the dunes","narration":"`+narration+`"}`)
 	if status != http.StatusAccepted || started["status"] != "completed" || started["regenerating"] == nil || started["final_video_url"] != oldURL {
 		t.Fatalf("regenerate: %d %v\n%s", status, started, l.logsOf("LongStoryRegenerateFunction"))
 	}
@@ -210,6 +213,11 @@ func regenerateScene(t *testing.T, l *Local, id, oldURL string) {
 	newURL, _ := view["final_video_url"].(string)
 	if view["status"] != "completed" || view["revision"] != 2.0 || !strings.HasSuffix(newURL, "/r2/final.mp4") {
 		t.Fatalf("after the regenerate: %v; want completed at revision 2 with its r2 final video\n%s", view, l.workflowLogs())
+	}
+	// Polly billed the scene's new narration alone, spoken and marked:
+	// the other scenes' tracks were reused.
+	if billed := l.PollyCharacters() - spokenBefore; billed != 2*int64(len(narration)) {
+		t.Errorf("the regenerate had Polly speak and mark %d characters; want %d, its scene's new narration twice", billed, 2*len(narration))
 	}
 	if resp, err := l.Media.Client().Get(newURL); err != nil {
 		t.Errorf("the new final_video_url %s: %v", newURL, err)

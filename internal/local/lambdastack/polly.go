@@ -91,7 +91,9 @@ func (s *Stack) servePolly(w http.ResponseWriter, r *http.Request, body []byte) 
 		writeJSONError(w, http.StatusInternalServerError, "ServiceFailureException", err.Error())
 		return
 	}
-	w.Header().Set("x-amzn-RequestCharacters", strconv.Itoa(len([]rune(in.Text))))
+	chars := len([]rune(in.Text))
+	s.pollyCharacters.Add(int64(chars))
+	w.Header().Set("x-amzn-RequestCharacters", strconv.Itoa(chars))
 	if marks {
 		var out bytes.Buffer
 		if err := longform.WriteSpeechMarks(&out, list); err != nil {
@@ -113,6 +115,11 @@ func (s *Stack) servePolly(w http.ResponseWriter, r *http.Request, body []byte) 
 	w.Header().Set("Content-Type", "audio/mpeg")
 	w.Write(mp3.Bytes())
 }
+
+// PollyCharacters is the characters the stack's Polly has spoken or
+// marked since it started: what Amazon Polly bills
+// (x-amzn-RequestCharacters).
+func (s *Stack) PollyCharacters() int64 { return s.pollyCharacters.Load() }
 
 // pollyAction is the action AWS authorizes SynthesizeSpeech as.
 const pollyAction = "polly:SynthesizeSpeech"

@@ -110,6 +110,8 @@ type Stack struct {
 	// cors is each bucket's CORS rule, from the template, which the
 	// stack answers preflights with (presigned.go).
 	cors map[string]*objectstore.CORSRule
+	// pollyCharacters counts what Polly bills (polly.go).
+	pollyCharacters atomic.Int64
 
 	machines map[string]*StateMachine
 	rules    []patternRule

@@ -475,8 +475,12 @@ func TestOutputsAreServedReadOnlyFromTheirOwnOrigin(t *testing.T) {
 	if resp, again := rawRequest(t, http.MethodGet, out, "", nil); resp.StatusCode != http.StatusOK || !bytes.Equal(again, png) {
 		t.Errorf("after the writes: HTTP %d, %d bytes; want the output unchanged", resp.StatusCode, len(again))
 	}
-	// Scratch files and other keys of the bucket are not served.
-	for _, key := range []string{"long-videos/" + created.str("uuid") + "/narration/001.wav", "generations/" + created.str("uuid") + "/0.html"} {
+	// Scratch files and other keys of the bucket are not served, though
+	// they are there.
+	for _, key := range []string{"long-videos/" + created.str("uuid") + "/narration/001-0123456789abcdef.wav", "generations/" + created.str("uuid") + "/0.html"} {
+		if err := rt.Objects.MediaBucket().Put(context.Background(), key, strings.NewReader("RIFF"), "audio/wav"); err != nil {
+			t.Fatal(err)
+		}
 		resp, _ := rawRequest(t, http.MethodGet, rt.FilesURL+"/"+key, "", nil)
 		checkFile(key, resp, http.StatusNotFound)
 	}

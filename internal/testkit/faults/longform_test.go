@@ -93,17 +93,18 @@ func newStoryWorld(t *testing.T, sh *shared, wav string) (*world, *longform.Crea
 	w := newWorld(t, sh, openSQLite(t))
 	bucket := &faults.Bucket{Inner: sh.bucket, In: w.in}
 	steps := &longform.Steps{
-		Store:    w.st,
-		Upstream: sh.router(t, w.in),
-		Copier:   &media.Copier{Bucket: bucket, HTTP: sh.provider.srv.Client(), AllowedHosts: []string{sh.host}, MaxBytes: 1 << 20, AllowLoopback: true},
-		Files:    bucket,
-		Deleter:  bucket,
-		Narrator: wavNarrator{wav: wav},
-		FFmpeg:   ffmpeg.Runner{},
-		Queue:    &faults.Queue{Inner: w.q, In: w.in},
-		WorkDir:  scratch(t),
-		Now:      w.now,
-		Log:      quiet(),
+		Store:      w.st,
+		Upstream:   sh.router(t, w.in),
+		Copier:     &media.Copier{Bucket: bucket, HTTP: sh.provider.srv.Client(), AllowedHosts: []string{sh.host}, MaxBytes: 1 << 20, AllowLoopback: true},
+		Files:      bucket,
+		Narrations: bucket,
+		Deleter:    bucket,
+		Narrator:   wavNarrator{wav: wav},
+		FFmpeg:     ffmpeg.Runner{},
+		Queue:      &faults.Queue{Inner: w.q, In: w.in},
+		WorkDir:    scratch(t),
+		Now:        w.now,
+		Log:        quiet(),
 	}
 	// The poller takes the scenes' polls from the same queue, as in AWS.
 	w.svc.Scenes = steps
