@@ -34,6 +34,20 @@ func notify(ctx context.Context, n Notifier, v domain.LongVideo) error {
 	return nil
 }
 
+// notifyRevision enqueues long_video.completed for the revision a scene
+// regenerate made, if asked for: a receiver that keeps final_video_url
+// gets the new one.
+func notifyRevision(ctx context.Context, n Notifier, v domain.LongVideo, revision int) error {
+	const event = "long_video.completed"
+	if n == nil || !v.Webhook.Wants(event) {
+		return nil
+	}
+	if err := n.NotifyRevision(ctx, v.ID, revision, event); err != nil {
+		return fmt.Errorf("webhook of %s revision %d: %w", v.ID, revision, err)
+	}
+	return nil
+}
+
 // FinalizeTask names the assembled video.
 type FinalizeTask struct {
 	VideoID  string  `json:"video_id"`
@@ -181,6 +195,11 @@ func (s *Steps) finalizeRegenerate(ctx context.Context, in FinalizeTask) (Ended,
 		}
 		if captured {
 			log.InfoContext(ctx, "scene regenerate completed; its hold captured")
+			// Once, with the capture, as a first render's: the video's
+			// final_video_url changed and the one sent before is deleted.
+			if err := notifyRevision(ctx, s.Notifier, v, in.Revision); err != nil {
+				log.WarnContext(ctx, "could not enqueue the webhook", "error", err)
+			}
 		}
 		return endedOf(v), nil
 	}

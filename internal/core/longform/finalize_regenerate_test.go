@@ -2,8 +2,11 @@ package longform_test
 
 import (
 	"context"
+	"encoding/json"
 	"log/slog"
+	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -14,15 +17,17 @@ import (
 	"github.com/mediagen-dev/mediagen/internal/core/domain"
 	"github.com/mediagen-dev/mediagen/internal/core/longform"
 	"github.com/mediagen-dev/mediagen/internal/core/media"
+	"github.com/mediagen-dev/mediagen/internal/core/webhook"
 	"github.com/mediagen-dev/mediagen/internal/local/sqlitestore"
 )
 
 // TestFinalizeOfARegenerateServesTheNewVideoAndChargesOnlyTheScene: the
 // video moves to the regenerate's revision and final video, only the
-// regenerate's hold is captured, and the previous revision's files go
-// (the other scenes' clips stay); a repeat changes nothing. A regenerate
-// that ended first (canceled, or past its deadline) keeps none of its
-// files, its hold goes back and the video stays as it was.
+// regenerate's hold is captured, the previous revision's files go (the
+// other scenes' clips stay), and its webhook is told of the new revision
+// once; a repeat changes nothing. A regenerate that ended first
+// (canceled, or past its deadline) keeps none of its files, its hold
+// goes back, the video stays as it was and no webhook is sent.
 func TestFinalizeOfARegenerateServesTheNewVideoAndChargesOnlyTheScene(t *testing.T) {
 	ctx := context.Background()
 	bucket := outputsBucket(t)
@@ -39,7 +44,8 @@ func TestFinalizeOfARegenerateServesTheNewVideoAndChargesOnlyTheScene(t *testing
 		now := time.Now().UTC()
 		v := domain.LongVideo{ID: uuid.NewString(), UserID: acct.UserID, Prompt: "the sea", Model: "beta-2", LanguageCode: "en",
 			Scenes: []domain.Scene{{SceneNumber: 1, Prompt: "waves"}, {SceneNumber: 2, Prompt: "gulls"}}, Status: domain.StatusProcessing,
-			CreditsHeld: decimal.NewFromInt(130), CreatedAt: now, UpdatedAt: now, Deadline: now.Add(time.Hour)}
+			CreditsHeld: decimal.NewFromInt(130), CreatedAt: now, UpdatedAt: now, Deadline: now.Add(time.Hour),
+			Webhook: domain.Webhook{URL: "https://hooks.example/videos"}}
 		if err := st.CreateLongVideo(ctx, v); err != nil {
 			t.Fatal(err)
 		}
@@ -68,7 +74,8 @@ func TestFinalizeOfARegenerateServesTheNewVideoAndChargesOnlyTheScene(t *testing
 		}
 		before, _ := st.GetAccount(ctx, v.UserID)
 		// The step as both runtimes build it, so its bucket deletes too.
-		finalize := longform.FinalizeStep(bucket, bucket, st, nil, bucket, longform.StepSettings{Log: slog.New(slog.DiscardHandler)})
+		hooks := &webhookQueue{}
+		finalize := longform.FinalizeStep(bucket, bucket, st, webhook.Notifier{Queue: hooks}, bucket, longform.StepSettings{Log: slog.New(slog.DiscardHandler)})
 		task := longform.FinalizeTask{VideoID: v.ID, Key: second[0], Duration: 10.02, Revision: 2, SceneNumber: 2}
 		for attempt := 1; attempt <= 2; attempt++ {
 			e, err := finalize(ctx, task)
@@ -107,6 +114,38 @@ func TestFinalizeOfARegenerateServesTheNewVideoAndChargesOnlyTheScene(t *testing
 					t.Errorf("ended %v, attempt %d: %s is still stored (%v); want it deleted", ended, attempt, key, err)
 				}
 			}
+			// The new revision is told once, as its own event; a
+			// regenerate that ended otherwise changed nothing to tell.
+			want := []webhook.Message{{Kind: domain.WorkLongVideo, ID: v.ID, Event: "long_video.completed", Revision: 2, Attempt: 1}}
+			if ended {
+				want = nil
+			}
+			if got := hooks.messages(); !slices.Equal(got, want) {
+				t.Errorf("ended %v, attempt %d: webhooks enqueued %+v; want %+v", ended, attempt, got, want)
+			}
 		}
 	}
+}
+
+// webhookQueue keeps the webhook messages enqueued.
+type webhookQueue struct {
+	mu   sync.Mutex
+	sent []webhook.Message
+}
+
+func (q *webhookQueue) Send(_ context.Context, body []byte, _ time.Duration) error {
+	var m webhook.Message
+	if err := json.Unmarshal(body, &m); err != nil {
+		return err
+	}
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	q.sent = append(q.sent, m)
+	return nil
+}
+
+func (q *webhookQueue) messages() []webhook.Message {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	return slices.Clone(q.sent)
 }

@@ -39,6 +39,9 @@ type Store interface {
 // Notifier enqueues a webhook event; nil means no webhooks.
 type Notifier interface {
 	Notify(ctx context.Context, kind domain.WorkKind, id, event string) error
+	// NotifyRevision enqueues event for the revision of video id a scene
+	// regenerate made: its own event (its own webhook-id).
+	NotifyRevision(ctx context.Context, id string, revision int, event string) error
 }
 
 // Providers are the upstreams' clients by routing name, and the routes of

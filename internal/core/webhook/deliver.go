@@ -11,6 +11,7 @@ import (
 	"io"
 	"log/slog"
 	"net/http"
+	"strconv"
 	"time"
 
 	"github.com/mediagen-dev/mediagen/internal/core/domain"
@@ -21,14 +22,22 @@ type Message struct {
 	Kind  domain.WorkKind `json:"kind"`
 	ID    string          `json:"id"`
 	Event string          `json:"event"`
+	// Revision, when set, is the long video's revision a scene regenerate
+	// made: that revision's completion is an event of its own.
+	Revision int `json:"revision,omitempty"`
 	// Attempt counts from 1.
 	Attempt int `json:"attempt"`
 }
 
 // ID is the webhook-id of an event: the same on every attempt, so that a
-// receiver can drop repeats.
+// receiver can drop repeats, and another for each revision of a long
+// video (a first render's id is as it was before revisions).
 func (m Message) WebhookID() string {
-	sum := sha256.Sum256([]byte(string(m.Kind) + "\x00" + m.ID + "\x00" + m.Event))
+	key := string(m.Kind) + "\x00" + m.ID + "\x00" + m.Event
+	if m.Revision > 0 {
+		key += "\x00" + strconv.Itoa(m.Revision)
+	}
+	sum := sha256.Sum256([]byte(key))
 	return "msg_" + hex.EncodeToString(sum[:12])
 }
 
@@ -49,6 +58,12 @@ const sendAttempts = 3
 // Notify enqueues event for the record.
 func (n Notifier) Notify(ctx context.Context, kind domain.WorkKind, id, event string) error {
 	return send(ctx, n.Queue, Message{Kind: kind, ID: id, Event: event, Attempt: 1}, 0)
+}
+
+// NotifyRevision enqueues event for the revision of long video id that a
+// scene regenerate made.
+func (n Notifier) NotifyRevision(ctx context.Context, id string, revision int, event string) error {
+	return send(ctx, n.Queue, Message{Kind: domain.WorkLongVideo, ID: id, Event: event, Revision: revision, Attempt: 1}, 0)
 }
 
 func send(ctx context.Context, q Queue, m Message, delay time.Duration) error {

@@ -192,6 +192,43 @@ func TestWebhookEventsFilterAndLongForm(t *testing.T) {
 			t.Errorf("scene %v, want completed", m)
 		}
 	}
+
+	// A scene regenerate that completes is told as long_video.completed
+	// again, under a webhook-id of its own, with the new revision's view:
+	// the final_video_url sent before is deleted.
+	id := created.str("id")
+	if a := call(t, rt, http.MethodPost, regeneratePath(id, "2"), owner.APIKey, map[string]any{"prompt": "gulls at dusk"}); a.status != http.StatusAccepted {
+		t.Fatalf("regenerate: HTTP %d %s", a.status, a.body)
+	}
+	regenerated := waitRegenerated(t, rt, owner.APIKey, id)
+	hooks = recv.wait(t, 3)
+	waitQueueEmpty(t, rt)
+	if hooks = recv.wait(t, 3); len(hooks) != 3 {
+		t.Fatalf("%d webhooks; want one more, for the new revision", len(hooks))
+	}
+	var first, last receivedHook
+	for _, h := range hooks[:2] {
+		if strings.Contains(string(h.body), id) {
+			first = h
+		}
+	}
+	last = hooks[2]
+	var p struct {
+		Type string `json:"type"`
+		Data struct {
+			ID            string  `json:"id"`
+			Revision      float64 `json:"revision"`
+			FinalVideoURL string  `json:"final_video_url"`
+		} `json:"data"`
+	}
+	if err := json.Unmarshal(last.body, &p); err != nil || p.Type != "long_video.completed" || p.Data.ID != id || p.Data.Revision != 2 ||
+		p.Data.FinalVideoURL == "" || p.Data.FinalVideoURL != regenerated.str("final_video_url") || p.Data.FinalVideoURL == final.str("final_video_url") {
+		t.Errorf("the regenerate's webhook %s (%v); want long_video.completed of %s at revision 2 with its new final_video_url %s",
+			last.body, err, id, regenerated.str("final_video_url"))
+	}
+	if a, b := first.header.Get(webhook.HeaderID), last.header.Get(webhook.HeaderID); a == "" || a == b {
+		t.Errorf("webhook-id %q for the first render and %q for revision 2; want two ids, a receiver dropping repeats keeps both", a, b)
+	}
 }
 
 func TestUpstreamCallbackCompletesBeforeTheNextPoll(t *testing.T) {
