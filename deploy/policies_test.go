@@ -226,6 +226,7 @@ var usesOf = map[string][]use{
 		uses("object:OutputBucket/"+finalKey, "deletes the final video a regenerate replaced, or stored after it ended", "s3:DeleteObject"),
 		uses("object:OutputBucket/"+captionsKey, "deletes the captions a regenerate replaced, or stored after it ended", "s3:DeleteObject"),
 		uses("object:OutputBucket/"+sceneKey, "deletes the scene's clip a regenerate replaced, or made after it ended", "s3:DeleteObject"),
+		uses("distribution:MediaDistribution", "media.UncachingDeleter: the final video and captions a regenerate replaced leave the CDN's caches", "cloudfront:CreateInvalidation"),
 	},
 	"MarkFailedFunction": {
 		notify,

@@ -1,9 +1,9 @@
 #!/usr/bin/env python3
-"""moto's server (moto_server) for the tests, with three changes: a DynamoDB
+"""moto's server (moto_server) for the tests, with four changes: a DynamoDB
 transaction that is cancelled puts back the items it named, not copies of
 its whole tables; and, with IAM enforced, a request's signature is checked
-against its query string as it was sent, and S3's DeleteObjects is
-authorized key by key.
+against its query string as it was sent and against the body it was sent
+with (none for a GET), and S3's DeleteObjects is authorized key by key.
 
 moto 5.2.1's transact_write_items deep-copies every table a transaction
 names, once per item, before it writes anything, and a cancelled transaction
@@ -29,6 +29,15 @@ as SigV4 requires, so S3's ListObjectsV2 with a prefix such as
 Here the URL moto checks the signature against keeps the query string as it
 came (QUERY_STRING); the parameters moto reads from it are the same.
 
+With IAM enforced, moto 5.2.1 recomputes the signature of a request of a
+REST service other than S3 (IAMRequest) over its body or, when it has none,
+over the parameters moto parsed from it: a GET's query, or, for a GET with
+no query, its headers, form-encoded as if they were a body. The signer
+signed the empty body the request has, so every such GET (CloudFront's
+ListInvalidations, GetInvalidation) is refused SignatureDoesNotMatch where
+AWS answers it. Here the signature is checked over the body as it came,
+empty or not.
+
 With IAM enforced, moto 5.2.1 authorizes S3's DeleteObjects (POST ?delete)
 as s3:DeleteObject on the bucket's ARN, which a policy granting it on
 "<bucket>/generations/*" does not match, and then refuses every key. S3
@@ -50,6 +59,8 @@ import xmltodict
 
 import moto
 import moto.server
+from botocore.awsrequest import AWSRequest
+from moto.iam.access_control import IAMRequest
 from moto.core.responses import BaseResponse
 from moto.s3.exceptions import BucketAccessDeniedError, S3AccessDeniedError
 from moto.s3.responses import S3Response
@@ -214,6 +225,15 @@ def setup_class(self: BaseResponse, request: Any, full_url: str, headers: Any, u
         self.uri = urlunparse(urlparse(self.uri)._replace(query=raw))
 
 
+def create_aws_request(self: IAMRequest) -> AWSRequest:
+    # moto 5.2.1's IAMRequest._create_aws_request, over the body as sent.
+    signed_headers = self._get_string_between("SignedHeaders=", ",", self._headers["Authorization"]).split(";")
+    headers = self._create_headers_for_aws_request(signed_headers, self._headers)
+    request = AWSRequest(method=self._method, url=self._path, data=self._body or b"", headers=headers)
+    request.context["timestamp"] = headers["X-Amz-Date"]
+    return request
+
+
 _delete_keys = S3Response._bucket_response_delete_keys
 
 
@@ -240,6 +260,7 @@ def main() -> None:
     DynamoDBBackend.transact_write_items = transact_write_items  # type: ignore[method-assign]
     BaseResponse.setup_class = setup_class  # type: ignore[method-assign]
     S3Response._bucket_response_delete_keys = delete_keys  # type: ignore[method-assign]
+    IAMRequest._create_aws_request = create_aws_request  # type: ignore[method-assign]
     moto.server.main(sys.argv[1:])
 
 

@@ -111,7 +111,9 @@ func Finalize(ctx context.Context, log *slog.Logger) (any, error) {
 	if err != nil {
 		return nil, err
 	}
-	return longform.FinalizeStep(files, files, storewiring.Store(cfg), notifier, files, stepSettings(log)), nil
+	// What a regenerate replaced leaves the CDN's caches as it is deleted.
+	deleter := media.UncachingDeleter{Objects: files, CDN: outputCDN(cfg), Log: log}
+	return longform.FinalizeStep(files, files, storewiring.Store(cfg), notifier, deleter, stepSettings(log)), nil
 }
 
 // MarkFailed is the workflow's Catch and the safety-net rule's target: it

@@ -203,3 +203,39 @@ func (o Outputs[W]) Remove(ctx context.Context, userID, id string) (W, error) {
 	}
 	return read, nil
 }
+
+// UncachingDeleter deletes objects and then drops those the API handed
+// out (Published) from the CDN's caches, so that a file deleted while
+// its URL is still cached (a long video's revision that a scene
+// regenerate replaced) stops being served at once rather than within
+// CacheControl's max-age. An invalidation that fails is logged, not
+// returned: the files are gone and their cached copies expire.
+type UncachingDeleter struct {
+	Objects interface {
+		Delete(ctx context.Context, keys []string) error
+	}
+	// CDN caches the published files; nil: nothing does (the local file
+	// origin, sam local invoke).
+	CDN Invalidator
+	Log *slog.Logger
+}
+
+// Delete deletes keys; a key already gone is not an error.
+func (d UncachingDeleter) Delete(ctx context.Context, keys []string) error {
+	if err := d.Objects.Delete(ctx, keys); err != nil {
+		return err
+	}
+	var paths []string
+	for _, key := range keys {
+		if Published(key) {
+			paths = append(paths, "/"+key)
+		}
+	}
+	if d.CDN == nil || len(paths) == 0 {
+		return nil
+	}
+	if err := d.CDN.Invalidate(ctx, paths); err != nil {
+		domain.Logger(d.Log).ErrorContext(ctx, "CDN invalidation failed: the deleted files stay cached until they expire", "paths", paths, "error", err)
+	}
+	return nil
+}

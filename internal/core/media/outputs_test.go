@@ -244,3 +244,47 @@ func TestRemoveFilesInvalidatesTheRecordsPathsAtTheCDN(t *testing.T) {
 		})
 	}
 }
+
+// TestUncachingDeleterDropsThePublishedFilesItDeletedFromTheCDN: the files
+// a regenerate replaced are deleted and then, of them, those the API
+// handed out (a revision's final video and captions, not a scene's clip)
+// leave the CDN's caches; a CDN that fails does not fail the delete, and
+// a delete that fails asks the CDN nothing.
+func TestUncachingDeleterDropsThePublishedFilesItDeletedFromTheCDN(t *testing.T) {
+	const video = "6f1c2a8e-3b7d-4e2f-9a51-0c8d7e6b5a43"
+	replaced := []string{FinalVideoKeyAt(video, 2), CaptionsKeyAt(video, 2), "long-videos/" + video + "/scenes/002-r2.mp4"}
+	kept := FinalVideoKeyAt(video, 3)
+	for _, tt := range []struct {
+		name               string
+		failDelete, failCD error
+		wantErr            bool
+		wantLeft           []string
+		wantPaths          [][]string
+	}{
+		{name: "deleted, then uncached", wantLeft: []string{kept},
+			wantPaths: [][]string{{"/" + replaced[0], "/" + replaced[1]}}},
+		{name: "the CDN fails", failCD: errors.New("throttled"), wantLeft: []string{kept},
+			wantPaths: [][]string{{"/" + replaced[0], "/" + replaced[1]}}},
+		{name: "the delete fails", failDelete: errors.New("timeout"), wantErr: true, wantLeft: append(slices.Clone(replaced), kept)},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			objects := &fakeObjects{keys: append(slices.Clone(replaced), kept), failDelete: tt.failDelete}
+			cdn := &fakeCDN{objects: objects, fail: tt.failCD}
+			err := UncachingDeleter{Objects: objects, CDN: cdn}.Delete(context.Background(), replaced)
+			if (err != nil) != tt.wantErr {
+				t.Fatalf("Delete = %v; want an error: %v", err, tt.wantErr)
+			}
+			if !slices.Equal(objects.keys, tt.wantLeft) {
+				t.Errorf("left %v; want %v", objects.keys, tt.wantLeft)
+			}
+			if !slices.EqualFunc(cdn.calls, tt.wantPaths, slices.Equal) {
+				t.Errorf("invalidated %v; want %v", cdn.calls, tt.wantPaths)
+			}
+			for i, left := range cdn.leftAt {
+				if slices.ContainsFunc(replaced, func(k string) bool { return slices.Contains(left, k) }) {
+					t.Errorf("invalidation %d came while %v was still stored: the CDN could fetch it again", i, left)
+				}
+			}
+		})
+	}
+}

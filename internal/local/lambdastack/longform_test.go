@@ -11,6 +11,7 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -21,6 +22,7 @@ import (
 	sfntypes "github.com/aws/aws-sdk-go-v2/service/sfn/types"
 
 	"github.com/mediagen-dev/mediagen/internal/adapters/ffmpeg"
+	"github.com/mediagen-dev/mediagen/internal/core/media"
 	"github.com/mediagen-dev/mediagen/internal/local/lambdaruntime"
 	"github.com/mediagen-dev/mediagen/internal/local/stepfunctions"
 	"github.com/mediagen-dev/mediagen/internal/testkit/testsupport"
@@ -218,6 +220,13 @@ func regenerateScene(t *testing.T, l *Local, id, oldURL string) {
 	// the other scenes' tracks were reused.
 	if billed := l.PollyCharacters() - spokenBefore; billed != 2*int64(len(narration)) {
 		t.Errorf("the regenerate had Polly speak and mark %d characters; want %d, its scene's new narration twice", billed, 2*len(narration))
+	}
+	// The previous revision's published files left the CDN's caches as
+	// Finalize deleted them, under its role.
+	for _, old := range []string{"/" + media.FinalVideoKey(id), "/" + media.CaptionsKey(id)} {
+		if paths := invalidatedPaths(t, l); !slices.Contains(paths, old) {
+			t.Errorf("the distribution invalidated %v; want %s, replaced by revision 2", paths, old)
+		}
 	}
 	if resp, err := l.Media.Client().Get(newURL); err != nil {
 		t.Errorf("the new final_video_url %s: %v", newURL, err)

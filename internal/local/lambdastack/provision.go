@@ -19,6 +19,8 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	v4 "github.com/aws/aws-sdk-go-v2/aws/signer/v4"
 	"github.com/aws/aws-sdk-go-v2/credentials"
+	"github.com/aws/aws-sdk-go-v2/service/cloudfront"
+	cftypes "github.com/aws/aws-sdk-go-v2/service/cloudfront/types"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	ddbtypes "github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
@@ -94,8 +96,9 @@ func (s *Stack) rawProperties(logical string) map[string]any {
 	return props
 }
 
-// provision makes in moto every table, queue, bucket and secret of the
-// template, and each function's role with the template's policies.
+// provision makes in moto every table, queue, bucket, secret and
+// distribution of the template, and each function's role with the
+// template's policies.
 func (s *Stack) provision(ctx context.Context) error {
 	// The admin first, so that the rest is signed as a deployer's calls are.
 	admin, err := s.createAdmin(ctx)
@@ -104,7 +107,7 @@ func (s *Stack) provision(ctx context.Context) error {
 	}
 	s.admin = admin
 	cfg := s.awsConfig(admin)
-	for _, step := range []func(context.Context, aws.Config) error{s.createTables, s.createQueues, s.createBuckets, s.createSecrets} {
+	for _, step := range []func(context.Context, aws.Config) error{s.createTables, s.createQueues, s.createBuckets, s.createSecrets, s.createDistributions} {
 		if err := step(ctx, cfg); err != nil {
 			return err
 		}
@@ -304,8 +307,8 @@ func (s *Stack) createSecrets(ctx context.Context, cfg aws.Config) error {
 
 // nameOthers gives the resources that are not made in moto their names
 // and ARNs, so that the functions' environment and policies resolve: the
-// functions (run here), the roles (made next), the state machine, the
-// HTTP API and the CDN (the local origin of the outputs).
+// functions (run here), the roles (made next), the state machine and the
+// HTTP API.
 func (s *Stack) nameOthers() {
 	for _, logical := range s.resourcesOfType("AWS::Lambda::Function") {
 		name := physicalName(s.cfg.StackName, logical, 64, false)
@@ -325,9 +328,46 @@ func (s *Stack) nameOthers() {
 	for _, logical := range s.resourcesOfType("AWS::ApiGatewayV2::Api") {
 		s.res.created[logical] = physical{ref: "local", attrs: map[string]string{"ApiEndpoint": s.BaseURL}}
 	}
+}
+
+// createDistributions makes each CloudFront distribution of the template in
+// moto, so that the functions' invalidations (cloudfront:CreateInvalidation,
+// under their roles) reach a distribution that exists and are kept there
+// for the tests to read (ListInvalidations as the admin). Its DomainName
+// attribute is the media stand-in's (Config.MediaHost), which serves the
+// files. Only the template's origin and what moto requires are sent: the
+// invalidations depend on nothing else.
+func (s *Stack) createDistributions(ctx context.Context, cfg aws.Config) error {
+	client := cloudfront.NewFromConfig(cfg)
 	for _, logical := range s.resourcesOfType("AWS::CloudFront::Distribution") {
-		s.res.created[logical] = physical{ref: "local", attrs: map[string]string{"DomainName": s.cfg.MediaHost}}
+		// The template's first origin (the output bucket, made before).
+		config, _ := s.rawProperties(logical)["DistributionConfig"].(map[string]any)
+		origins, _ := config["Origins"].([]any)
+		if len(origins) == 0 {
+			return fmt.Errorf("distribution %s: no origin", logical)
+		}
+		first, _ := origins[0].(map[string]any)
+		originID, _ := first["Id"].(string)
+		domain, err := s.res.resolveString(first["DomainName"])
+		if err != nil {
+			return fmt.Errorf("distribution %s: origin %s: %w", logical, originID, err)
+		}
+		out, err := client.CreateDistribution(ctx, &cloudfront.CreateDistributionInput{DistributionConfig: &cftypes.DistributionConfig{
+			CallerReference: aws.String(s.cfg.StackName + "-" + logical),
+			Comment:         aws.String(s.cfg.StackName + " " + logical),
+			Enabled:         aws.Bool(true),
+			Origins: &cftypes.Origins{Quantity: aws.Int32(1), Items: []cftypes.Origin{{Id: aws.String(originID),
+				DomainName: aws.String(domain), S3OriginConfig: &cftypes.S3OriginConfig{OriginAccessIdentity: aws.String("")}}}},
+			DefaultCacheBehavior: &cftypes.DefaultCacheBehavior{TargetOriginId: aws.String(originID), ViewerProtocolPolicy: cftypes.ViewerProtocolPolicyRedirectToHttps,
+				CachePolicyId: aws.String("658327ea-f89d-4fab-a63d-7e88639e58f6")},
+		}})
+		if err != nil {
+			return fmt.Errorf("create distribution %s: %w", logical, err)
+		}
+		s.res.created[logical] = physical{ref: aws.ToString(out.Distribution.Id), attrs: map[string]string{"DomainName": s.cfg.MediaHost}}
+		s.made = append(s.made, "distribution "+aws.ToString(out.Distribution.Id))
 	}
+	return nil
 }
 
 // createRoles makes each function's role with the policies SAM attached

@@ -23,6 +23,7 @@ import (
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/cloudfront"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	sqstypes "github.com/aws/aws-sdk-go-v2/service/sqs/types"
@@ -382,10 +383,37 @@ func TestDeletingAnOutputRemovesTheFile(t *testing.T) {
 	if len(list.Contents) != 0 {
 		t.Errorf("the bucket still holds %d objects under generations/%s/", len(list.Contents), id)
 	}
+	// The deleted files left the distribution's caches: the function's
+	// invalidation, under its role, reached the template's distribution.
+	if paths := invalidatedPaths(t, l); !slices.Contains(paths, "/generations/"+id+"/*") {
+		t.Errorf("the distribution invalidated %v; want the generation's prefix /generations/%s/*", paths, id)
+	}
 	// The delete is idempotent.
 	if again := mustCall(t, l, acct.APIKey, http.MethodDelete, "/api/generations/"+id+"/output", "", http.StatusOK); again["data_removed"] != true {
 		t.Errorf("a repeated delete answered %v", again)
 	}
+}
+
+// invalidatedPaths are the paths of every invalidation the template's
+// media distribution holds in moto, read as the operator.
+func invalidatedPaths(t *testing.T, l *Local) []string {
+	t.Helper()
+	ctx := context.Background()
+	cf := cloudfront.NewFromConfig(l.AdminConfig())
+	dist := aws.String(l.Ref("MediaDistribution"))
+	list, err := cf.ListInvalidations(ctx, &cloudfront.ListInvalidationsInput{DistributionId: dist})
+	if err != nil {
+		t.Fatalf("list the invalidations: %v", err)
+	}
+	var paths []string
+	for _, inv := range list.InvalidationList.Items {
+		got, err := cf.GetInvalidation(ctx, &cloudfront.GetInvalidationInput{DistributionId: dist, Id: inv.Id})
+		if err != nil {
+			t.Fatalf("get invalidation %s: %v", aws.ToString(inv.Id), err)
+		}
+		paths = append(paths, got.Invalidation.InvalidationBatch.Paths.Items...)
+	}
+	return paths
 }
 
 func mediaStatus(t *testing.T, l *Local, u string) int {
