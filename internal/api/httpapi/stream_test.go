@@ -220,51 +220,60 @@ func TestAStreamResumedOnItsRecordTakesTheDroppedOnesLease(t *testing.T) {
 	}
 }
 
-// A recheck that fails (the store not answering, on the key's read or
-// the lease's) is retried at the next one, the stream going on; three
-// failures in a row end it, quietly (the client's resume meets the
-// store's state in an ordinary answer), and its lease is given back.
-func TestAStreamOutlivesTransientRecheckFailures(t *testing.T) {
-	for _, op := range []string{"store.GetAPIKey", "store.HoldsStream"} {
+// A store call that fails (the store not answering), on a recheck (the
+// key's read or the lease's) or on a poll's read of the record, is retried
+// at the next recheck or poll, the stream going on; three failures in a
+// row end it, quietly (the client's resume meets the store's state in an
+// ordinary answer), and its lease is given back.
+func TestAStreamOutlivesTransientStoreFailures(t *testing.T) {
+	for _, op := range []struct {
+		name  string
+		every int // the polls between two calls of it
+	}{
+		{"store.GetAPIKey", recheckPolls},
+		{"store.HoldsStream", recheckPolls},
+		{"store.GetLongVideo", 1}, // the world's record read
+	} {
 		for _, tt := range []struct {
 			name   string
-			failed []int // the rechecks that fail (1-based)
-			ends   int   // the recheck that ends the stream (0: none)
+			failed []int // the calls that fail (1-based)
+			ends   int   // the call that ends the stream (0: none)
 		}{
 			{"two in a row, twice", []int{1, 2, 4, 5}, 0},
 			{"three in a row", []int{2, 3, 4}, 4},
 		} {
-			t.Run(op+" "+tt.name, func(t *testing.T) {
+			t.Run(op.name+" "+tt.name, func(t *testing.T) {
 				w := newStreamWorld(t, 1, nil)
 				s, status, body := w.open(t, "g1", w.key)
 				if status != http.StatusOK {
 					t.Fatalf("the stream: HTTP %d %s", status, body)
 				}
+				w.pump(t, 0, s) // its first read done: it waits for the clock
 				w.faults.Phase("streaming")
 				for _, n := range tt.failed {
-					w.faults.Arm(faults.Point{Phase: "streaming", Op: op, Nth: n}, faults.FailBefore)
+					w.faults.Arm(faults.Point{Phase: "streaming", Op: op.name, Nth: n}, faults.FailBefore)
 				}
-				for recheck := 1; recheck <= 5; recheck++ {
-					w.pump(t, recheckPolls, s)
-					if recheck == tt.ends {
+				for call := 1; call <= 5; call++ {
+					w.pump(t, op.every, s)
+					if call == tt.ends {
 						waitEnded(t, s)
 						break
 					}
 					if s.done() {
 						text, err := s.read()
-						t.Fatalf("the stream ended at recheck %d (%v): %q", recheck, err, text)
+						t.Fatalf("the stream ended at call %d (%v): %q", call, err, text)
 					}
 				}
+				if fired := len(w.faults.Fired()); fired != len(tt.failed) {
+					t.Fatalf("%d faults fired, want %d: the stream did not reach the store", fired, len(tt.failed))
+				}
 				if tt.ends == 0 {
-					if fired := len(w.faults.Fired()); fired != len(tt.failed) {
-						t.Fatalf("%d faults fired, want %d: the rechecks did not reach the store", fired, len(tt.failed))
-					}
 					s.body.Close()
 					return
 				}
 				text, err := s.read()
 				if !errors.Is(err, io.EOF) || strings.Contains(text, "event: error") {
-					t.Errorf("after three failed rechecks the stream ended with %v and %q; want its clean end, no error event", err, text)
+					t.Errorf("after three failed calls the stream ended with %v and %q; want its clean end, no error event", err, text)
 				}
 				if other, status, body := w.open(t, "g2", w.key); status != http.StatusOK {
 					t.Errorf("after the stream ended: HTTP %d %s; want its lease given back", status, body)
@@ -273,61 +282,6 @@ func TestAStreamOutlivesTransientRecheckFailures(t *testing.T) {
 				}
 			})
 		}
-	}
-}
-
-// A read of the record that fails (the store not answering) is retried
-// at the next poll, the stream going on; three in a row end it, quietly,
-// as failed rechecks do, and its lease is given back.
-func TestAStreamOutlivesTransientReadFailures(t *testing.T) {
-	const polls = 6
-	for _, tt := range []struct {
-		name   string
-		failed []int // the polls whose read fails (1-based)
-		ends   int   // the poll that ends the stream (0: none)
-	}{
-		{"two in a row, twice", []int{1, 2, 4, 5}, 0},
-		{"three in a row", []int{2, 3, 4}, 4},
-	} {
-		t.Run(tt.name, func(t *testing.T) {
-			w := newStreamWorld(t, 1, nil)
-			s, status, body := w.open(t, "g1", w.key)
-			if status != http.StatusOK {
-				t.Fatalf("the stream: HTTP %d %s", status, body)
-			}
-			w.pump(t, 0, s) // its first read done: it waits for the clock
-			w.faults.Phase("streaming")
-			for _, n := range tt.failed {
-				w.faults.Arm(faults.Point{Phase: "streaming", Op: "store.GetLongVideo", Nth: n}, faults.FailBefore)
-			}
-			for poll := 1; poll <= polls; poll++ {
-				w.pump(t, 1, s)
-				if poll == tt.ends {
-					waitEnded(t, s)
-					break
-				}
-				if s.done() {
-					text, err := s.read()
-					t.Fatalf("the stream ended at poll %d (%v): %q", poll, err, text)
-				}
-			}
-			if fired := len(w.faults.Fired()); fired != len(tt.failed) {
-				t.Fatalf("%d faults fired, want %d: the polls did not read the record", fired, len(tt.failed))
-			}
-			if tt.ends == 0 {
-				s.body.Close()
-				return
-			}
-			text, err := s.read()
-			if !errors.Is(err, io.EOF) || strings.Contains(text, "event: error") {
-				t.Errorf("after three failed reads the stream ended with %v and %q; want its clean end, no error event", err, text)
-			}
-			if other, status, body := w.open(t, "g2", w.key); status != http.StatusOK {
-				t.Errorf("after the stream ended: HTTP %d %s; want its lease given back", status, body)
-			} else {
-				other.body.Close()
-			}
-		})
 	}
 }
 

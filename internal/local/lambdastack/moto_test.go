@@ -18,22 +18,9 @@ import (
 // encoded as %2F, as SigV4 requires, and moto's server checks the
 // signature against that query (scripts/moto_server.py).
 func TestASignedQueryWithASlashIsAccepted(t *testing.T) {
-	requireTools(t)
 	ctx := context.Background()
-	m, err := startMoto(ctx, io.Discard, io.Discard)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer m.Stop()
-	s := &Stack{Moto: m}
-	admin, err := s.createAdmin(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := m.Enforce(ctx); err != nil {
-		t.Fatal(err)
-	}
-	client := s3.NewFromConfig(s.awsConfig(admin), func(o *s3.Options) { o.UsePathStyle = true })
+	cfg := enforcedMoto(t)
+	client := s3.NewFromConfig(cfg, func(o *s3.Options) { o.UsePathStyle = true })
 	if _, err := client.CreateBucket(ctx, &s3.CreateBucketInput{Bucket: aws.String("outputs")}); err != nil {
 		t.Fatal(err)
 	}
@@ -58,22 +45,9 @@ func TestASignedQueryWithASlashIsAccepted(t *testing.T) {
 // moto's server checks the signature over the empty body the SDK signed
 // (scripts/moto_server.py).
 func TestASignedGETWithoutABodyIsAccepted(t *testing.T) {
-	requireTools(t)
 	ctx := context.Background()
-	m, err := startMoto(ctx, io.Discard, io.Discard)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer m.Stop()
-	s := &Stack{Moto: m}
-	admin, err := s.createAdmin(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := m.Enforce(ctx); err != nil {
-		t.Fatal(err)
-	}
-	cf := cloudfront.NewFromConfig(s.awsConfig(admin))
+	cfg := enforcedMoto(t)
+	cf := cloudfront.NewFromConfig(cfg)
 	made, err := cf.CreateDistribution(ctx, &cloudfront.CreateDistributionInput{DistributionConfig: &cftypes.DistributionConfig{
 		CallerReference: aws.String("moto-test"), Comment: aws.String("media"), Enabled: aws.Bool(true),
 		Origins: &cftypes.Origins{Quantity: aws.Int32(1), Items: []cftypes.Origin{{Id: aws.String("outputs"),
@@ -103,4 +77,26 @@ func TestASignedGETWithoutABodyIsAccepted(t *testing.T) {
 	if err != nil || !slices.Equal(got.Invalidation.InvalidationBatch.Paths.Items, []string{"/generations/g1/*"}) {
 		t.Errorf("GetInvalidation: %v, %v; want its path", got, err)
 	}
+}
+
+// enforcedMoto starts moto's server with IAM enforced, stopped when the
+// test ends, and answers the SDK configuration of its admin.
+func enforcedMoto(t *testing.T) aws.Config {
+	t.Helper()
+	requireTools(t)
+	ctx := context.Background()
+	m, err := startMoto(ctx, io.Discard, io.Discard)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(m.Stop)
+	s := &Stack{Moto: m}
+	admin, err := s.createAdmin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := m.Enforce(ctx); err != nil {
+		t.Fatal(err)
+	}
+	return s.awsConfig(admin)
 }
