@@ -12,6 +12,7 @@ import (
 	"github.com/mediagen-dev/mediagen/internal/core/accounts"
 	"github.com/mediagen-dev/mediagen/internal/core/domain"
 	"github.com/mediagen-dev/mediagen/internal/core/ledger"
+	"github.com/mediagen-dev/mediagen/internal/local/apigw"
 	"github.com/mediagen-dev/mediagen/internal/local/runtime"
 	"github.com/mediagen-dev/mediagen/internal/testkit/runtimetest"
 	"github.com/mediagen-dev/mediagen/internal/testkit/testsupport"
@@ -109,6 +110,13 @@ func TestABurstOfOneAccountAnswers200UpToItsBalanceAnd402AfterNever500(t *testin
 			// The generations stay in flight through the bursts, so that the
 			// requests that race are the creates (and then the cancels).
 			cfg.SimulatorLatency, cfg.PollInterval = 10*time.Minute, 10*time.Minute
+			// A burst's requests take turns at the stand-in's DynamoDB (one
+			// request at a time): on a loaded machine one waits longer than
+			// the gateway's limits, its integration timeout and the server's
+			// write timeout (a connection closed without an answer), which
+			// bound the machine's speed here, not the code's. Those limits
+			// have their own tests (TestARoutePastTheIntegrationTimeoutGets503AndItsWorkIsSettled).
+			cfg.Timeouts = apigw.Timeouts{Write: time.Hour, Integration: time.Hour}
 			var proxy *testsupport.ConflictProxy
 			if store == "dynamodb" {
 				cfg.DynamoDB, proxy = runtimetest.DynamoDBStandIn(t)
