@@ -180,7 +180,11 @@ func (s *Steps) finalizeRegenerate(ctx context.Context, in FinalizeTask) (Ended,
 		}
 		if err == nil && s.Deleter != nil {
 			// The record points at the new files: the old ones serve nothing.
-			if err := s.Deleter.Delete(ctx, old); err != nil {
+			del := s.Deleter.Delete
+			if d, ok := s.Deleter.(servedDeleter); ok {
+				del = d.DeleteServed
+			}
+			if err := del(ctx, old); err != nil {
 				log.WarnContext(ctx, "could not delete the files of the previous revision; the bucket's expiry will", "error", err)
 			}
 		}

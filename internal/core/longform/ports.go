@@ -118,6 +118,13 @@ type Deleter interface {
 	Delete(ctx context.Context, keys []string) error
 }
 
+// servedDeleter is a Deleter that, for files whose URLs were handed out,
+// also drops them from the CDN's caches (media.UncachingDeleter): a
+// regenerate's Finalize deletes the revision it replaced so.
+type servedDeleter interface {
+	DeleteServed(ctx context.Context, keys []string) error
+}
+
 // Narrator speaks text in a language into an audio file under dir and
 // returns its path and content type.
 type Narrator interface {

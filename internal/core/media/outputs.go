@@ -204,12 +204,11 @@ func (o Outputs[W]) Remove(ctx context.Context, userID, id string) (W, error) {
 	return read, nil
 }
 
-// UncachingDeleter deletes objects and then drops those the API handed
-// out (Published) from the CDN's caches, so that a file deleted while
-// its URL is still cached (a long video's revision that a scene
-// regenerate replaced) stops being served at once rather than within
-// CacheControl's max-age. An invalidation that fails is logged, not
-// returned: the files are gone and their cached copies expire.
+// UncachingDeleter deletes objects, and can drop those the API handed out
+// (Published) from the CDN's caches as it deletes them: a file deleted
+// while its URL is still cached (a long video's revision that a scene
+// regenerate replaced) then stops being served at once rather than within
+// CacheControl's max-age.
 type UncachingDeleter struct {
 	Objects interface {
 		Delete(ctx context.Context, keys []string) error
@@ -220,8 +219,16 @@ type UncachingDeleter struct {
 	Log *slog.Logger
 }
 
-// Delete deletes keys; a key already gone is not an error.
+// Delete deletes keys that were never served (a key already gone is not
+// an error): no invalidation, which CloudFront bills by the path.
 func (d UncachingDeleter) Delete(ctx context.Context, keys []string) error {
+	return d.Objects.Delete(ctx, keys)
+}
+
+// DeleteServed deletes keys whose URLs were handed out, then invalidates
+// the published ones. An invalidation that fails is logged, not
+// returned: the files are gone and their cached copies expire.
+func (d UncachingDeleter) DeleteServed(ctx context.Context, keys []string) error {
 	if err := d.Objects.Delete(ctx, keys); err != nil {
 		return err
 	}

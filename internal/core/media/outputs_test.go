@@ -246,10 +246,11 @@ func TestRemoveFilesInvalidatesTheRecordsPathsAtTheCDN(t *testing.T) {
 }
 
 // TestUncachingDeleterDropsThePublishedFilesItDeletedFromTheCDN: the files
-// a regenerate replaced are deleted and then, of them, those the API
-// handed out (a revision's final video and captions, not a scene's clip)
-// leave the CDN's caches; a CDN that fails does not fail the delete, and
-// a delete that fails asks the CDN nothing.
+// a regenerate replaced are deleted (DeleteServed) and then, of them,
+// those the API handed out (a revision's final video and captions, not a
+// scene's clip) leave the CDN's caches; a CDN that fails does not fail
+// the delete, a delete that fails asks the CDN nothing, and files never
+// served (Delete) are deleted without an invalidation.
 func TestUncachingDeleterDropsThePublishedFilesItDeletedFromTheCDN(t *testing.T) {
 	const video = "6f1c2a8e-3b7d-4e2f-9a51-0c8d7e6b5a43"
 	replaced := []string{FinalVideoKeyAt(video, 2), CaptionsKeyAt(video, 2), "long-videos/" + video + "/scenes/002-r2.mp4"}
@@ -260,17 +261,24 @@ func TestUncachingDeleterDropsThePublishedFilesItDeletedFromTheCDN(t *testing.T)
 		wantErr            bool
 		wantLeft           []string
 		wantPaths          [][]string
+		neverServed        bool
 	}{
 		{name: "deleted, then uncached", wantLeft: []string{kept},
 			wantPaths: [][]string{{"/" + replaced[0], "/" + replaced[1]}}},
 		{name: "the CDN fails", failCD: errors.New("throttled"), wantLeft: []string{kept},
 			wantPaths: [][]string{{"/" + replaced[0], "/" + replaced[1]}}},
 		{name: "the delete fails", failDelete: errors.New("timeout"), wantErr: true, wantLeft: append(slices.Clone(replaced), kept)},
+		{name: "never served", neverServed: true, wantLeft: []string{kept}},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			objects := &fakeObjects{keys: append(slices.Clone(replaced), kept), failDelete: tt.failDelete}
 			cdn := &fakeCDN{objects: objects, fail: tt.failCD}
-			err := UncachingDeleter{Objects: objects, CDN: cdn}.Delete(context.Background(), replaced)
+			d := UncachingDeleter{Objects: objects, CDN: cdn}
+			del := d.DeleteServed
+			if tt.neverServed {
+				del = d.Delete
+			}
+			err := del(context.Background(), replaced)
 			if (err != nil) != tt.wantErr {
 				t.Fatalf("Delete = %v; want an error: %v", err, tt.wantErr)
 			}
