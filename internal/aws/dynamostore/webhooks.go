@@ -2,7 +2,9 @@ package dynamostore
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"strconv"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/feature/dynamodb/attributevalue"
@@ -104,14 +106,22 @@ func (s *Store) AddWebhookAttempt(ctx context.Context, kind domain.WorkKind, id 
 		TableName:                aws.String(table),
 		Key:                      key(keyName, id),
 		UpdateExpression:         aws.String("SET webhook_attempts = list_append(if_not_exists(webhook_attempts, :empty), :a)"),
-		ConditionExpression:      aws.String("attribute_exists(#k)"),
+		ConditionExpression:      aws.String("attribute_exists(#k) AND (attribute_not_exists(webhook_attempts) OR size(webhook_attempts) < :max)"),
 		ExpressionAttributeNames: map[string]string{"#k": keyName},
 		ExpressionAttributeValues: map[string]types.AttributeValue{
 			":empty": &types.AttributeValueMemberL{Value: []types.AttributeValue{}},
 			":a":     &types.AttributeValueMemberL{Value: []types.AttributeValue{av}},
+			":max":   &types.AttributeValueMemberN{Value: strconv.Itoa(domain.MaxWebhookAttempts)},
 		},
+		// The record as it was when the condition failed: none when it is
+		// missing, else its list is full.
+		ReturnValuesOnConditionCheckFailure: types.ReturnValuesOnConditionCheckFailureAllOld,
 	})
-	if isConditionFailed(err) {
+	var failed *types.ConditionalCheckFailedException
+	if errors.As(err, &failed) {
+		if len(failed.Item) > 0 {
+			return fmt.Errorf("record webhook attempt on %s: %w", id, domain.ErrWebhookAttemptsFull)
+		}
 		return fmt.Errorf("record webhook attempt on %s: %w", id, domain.ErrNotFound)
 	}
 	if err != nil {

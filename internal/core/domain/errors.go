@@ -28,6 +28,9 @@ var (
 	// ErrAnswerTooLarge is an answer over MaxIdempotentAnswer given to a
 	// store to keep.
 	ErrAnswerTooLarge = errors.New("answer too large to keep")
+	// ErrWebhookAttemptsFull is an attempt given to a record that lists
+	// MaxWebhookAttempts already.
+	ErrWebhookAttemptsFull = errors.New("the record lists as many webhook attempts as it keeps")
 	// ErrFinishing is a cancel that came too late: the work's outputs are
 	// being written (StoredFiles.Finishing), so it ends completed and is
 	// charged, or fails. It is an ErrConflict too.

@@ -444,6 +444,15 @@ func (w Webhook) Wants(event string) bool {
 	return false
 }
 
+// MaxWebhookAttempts bounds the attempts a record keeps (a store refuses
+// more with ErrWebhookAttemptsFull): a long video's every regenerate adds
+// an event of its own, so without a bound a receiver that always fails
+// would grow the record, and its status view, toward DynamoDB's 400 KB
+// item limit, past which no write of the video succeeds. Further attempts
+// are still made, only not listed (so a message the queue delivers twice
+// may then be posted twice: receivers drop repeats by webhook-id).
+const MaxWebhookAttempts = 100
+
 // WebhookAttempt is one delivery attempt of a webhook event, kept on the
 // record so that a caller can see what was sent and how it went.
 type WebhookAttempt struct {

@@ -44,12 +44,19 @@ func (s *Store) AddWebhookAttempt(ctx context.Context, kind domain.WorkKind, id 
 		return fmt.Errorf("record webhook attempt on %s: %w", id, err)
 	}
 	res, err := s.w.ExecContext(ctx, `UPDATE `+table+` SET webhook_attempts = json_insert(webhook_attempts, '$[#]', json(?))
-		WHERE `+keyCol+` = ?`, string(b), id)
+		WHERE `+keyCol+` = ? AND json_array_length(webhook_attempts) < ?`, string(b), id, domain.MaxWebhookAttempts)
 	if err != nil {
 		return fmt.Errorf("record webhook attempt on %s: %w", id, err)
 	}
-	if n, _ := res.RowsAffected(); n == 0 {
-		return fmt.Errorf("record webhook attempt on %s: %w", id, domain.ErrNotFound)
+	if n, _ := res.RowsAffected(); n > 0 {
+		return nil
 	}
-	return nil
+	var exists bool
+	if err := s.r.QueryRowContext(ctx, `SELECT EXISTS (SELECT 1 FROM `+table+` WHERE `+keyCol+` = ?)`, id).Scan(&exists); err != nil {
+		return fmt.Errorf("record webhook attempt on %s: %w", id, err)
+	}
+	if exists {
+		return fmt.Errorf("record webhook attempt on %s: %w", id, domain.ErrWebhookAttemptsFull)
+	}
+	return fmt.Errorf("record webhook attempt on %s: %w", id, domain.ErrNotFound)
 }

@@ -85,4 +85,21 @@ func testWebhooks(t *testing.T, s store.Store) {
 	if err := s.AddWebhookAttempt(ctx, domain.WorkGeneration, uuid.NewString(), attempts[0]); !errors.Is(err, domain.ErrNotFound) {
 		t.Errorf("attempt on a missing generation = %v, want ErrNotFound", err)
 	}
+
+	// A record lists at most MaxWebhookAttempts: the one more is refused
+	// and the list stays as it was.
+	for n := len(attempts); n < domain.MaxWebhookAttempts; n++ {
+		a := domain.WebhookAttempt{WebhookID: "msg_2", Event: "long_video.completed", Attempt: n, At: now, StatusCode: 500}
+		if err := s.AddWebhookAttempt(ctx, domain.WorkLongVideo, v.ID, a); err != nil {
+			t.Fatalf("attempt %d of %d: %v", n+1, domain.MaxWebhookAttempts, err)
+		}
+	}
+	over := domain.WebhookAttempt{WebhookID: "msg_3", Event: "long_video.completed", Attempt: 1, At: now}
+	if err := s.AddWebhookAttempt(ctx, domain.WorkLongVideo, v.ID, over); !errors.Is(err, domain.ErrWebhookAttemptsFull) {
+		t.Errorf("attempt %d on a video = %v, want ErrWebhookAttemptsFull", domain.MaxWebhookAttempts+1, err)
+	}
+	if full, err := s.GetLongVideo(ctx, v.ID); err != nil || len(full.WebhookAttempts) != domain.MaxWebhookAttempts ||
+		full.WebhookAttempts[len(full.WebhookAttempts)-1].WebhookID != "msg_2" {
+		t.Errorf("after one attempt over the bound: %d attempts (%v); want %d, the last one kept", len(full.WebhookAttempts), err, domain.MaxWebhookAttempts)
+	}
 }
