@@ -140,6 +140,11 @@ func (s *Steps) narrate(ctx context.Context, lang Language, videoID string, sc d
 	return track, err
 }
 
+// narrationScheme is in every track's digest. The narrators' own settings
+// (Polly's engine and sample rate, espeak-ng's speed) are not: a change to
+// them changes it, so that a regenerate does not join old tracks to new.
+const narrationScheme = "1"
+
 // narrationPrefix holds a video's narration tracks.
 func narrationPrefix(videoID string) string {
 	return "long-videos/" + videoID + "/narration/"
@@ -151,7 +156,7 @@ func narrationPrefix(videoID string) string {
 // taken for another text's (a regenerate that changed the scene's text,
 // even one canceled, stores its track beside the one it replaces).
 func narrationBase(videoID string, n int, lang Language, text string) string {
-	sum := sha256.Sum256([]byte(strings.Join([]string{lang.Code, lang.PollyVoice, lang.PollyLanguage, lang.EspeakVoice, text}, "\x00")))
+	sum := sha256.Sum256([]byte(strings.Join([]string{narrationScheme, lang.Code, lang.PollyVoice, lang.PollyLanguage, lang.EspeakVoice, text}, "\x00")))
 	return fmt.Sprintf("%s%03d-%x", narrationPrefix(videoID), n, sum[:8])
 }
 
