@@ -70,6 +70,34 @@ func Value[T any](t testing.TB, within time.Duration, what string, get func() (T
 	return last, ok
 }
 
+// Drained asks remaining until it reports 0 (the work left: messages in a
+// queue, records not final), and reports whether it did. It gives up, as
+// Condition does, only when remaining has not gone below its lowest value
+// for stall: work that goes on, however slowly a loaded machine makes it,
+// is waited for (the test binary's -timeout bounds the whole), and work
+// that stopped is reported.
+func Drained(t testing.TB, stall time.Duration, what string, remaining func() int) bool {
+	t.Helper()
+	lowest, progressed := remaining(), time.Now()
+	pause := firstPause
+	for {
+		n := remaining()
+		if n == 0 {
+			return true
+		}
+		if n < lowest {
+			lowest, progressed = n, time.Now()
+		}
+		if time.Since(progressed) >= stall {
+			t.Errorf("still waiting for %s: %d left, none done in %v", what, n, stall)
+			return false
+		}
+		look := time.NewTimer(pause)
+		<-look.C
+		pause = min(2*pause, lastPause)
+	}
+}
+
 // CloseWithin is how long Close lets a server finish what it serves.
 const closeWithin = 2 * time.Second
 

@@ -48,3 +48,30 @@ func TestValueReturnsTheValueThatMetTheCondition(t *testing.T) {
 		t.Errorf("got %d, %v; want 5, true", got, ok)
 	}
 }
+
+func TestDrainedWaitsForWorkThatGoesOnAndReportsWorkThatStopped(t *testing.T) {
+	for _, tt := range []struct {
+		name      string
+		remaining func(look int) int
+		drained   bool
+	}{
+		// One done a look: each step slower than the stall allows between
+		// two looks, which is progress all the same.
+		{"slow but going on", func(look int) int { return max(0, 12-look) }, true},
+		// Up and down (a duplicate delivered), then done.
+		{"not monotonic", func(look int) int { return []int{5, 6, 4, 5, 3, 2, 0}[min(look, 6)] }, true},
+		{"stopped", func(int) int { return 7 }, false},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			r := &recorder{TB: t}
+			look := 0
+			ok := Drained(r, 20*time.Millisecond, "the queue", func() int { n := tt.remaining(look); look++; return n })
+			if ok != tt.drained {
+				t.Fatalf("Drained = %v, want %v (reported %v)", ok, tt.drained, r.errors)
+			}
+			if !ok && (len(r.errors) != 1 || !strings.Contains(r.errors[0], "the queue") || !strings.Contains(r.errors[0], "7 left")) {
+				t.Errorf("reported %q, want one failure naming the queue and what was left", r.errors)
+			}
+		})
+	}
+}
