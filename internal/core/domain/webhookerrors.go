@@ -34,3 +34,7 @@ var (
 	GenerationEvents = []string{"generation.completed", "generation.failed", "generation.canceled"}
 	LongVideoEvents  = []string{"long_video.completed", "long_video.failed", "long_video.canceled"}
 )
+
+// FinalEvent is the webhook event of a record of kind that ended with
+// status: "generation.completed", "long_video.failed", ...
+func FinalEvent(kind WorkKind, status Status) string { return string(kind) + "." + string(status) }
