@@ -1,9 +1,9 @@
 package domain_test
 
 import (
-	"slices"
 	"encoding/json"
 	"reflect"
+	"slices"
 	"testing"
 
 	"github.com/mediagen-dev/mediagen/internal/core/domain"
