@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"slices"
 	"time"
 
 	"github.com/mediagen-dev/mediagen/internal/core/domain"
@@ -131,7 +130,7 @@ func (s *Steps) finish(ctx context.Context, videoID string, o domain.Outcome) (E
 	// sweeper find it settled). A repeat enqueues it again unless the
 	// video lists an attempt at it already (the deliverer has it);
 	// receivers drop repeats by webhook-id.
-	if !attempted(v, domain.FinalEvent(domain.WorkLongVideo, v.Status)) {
+	if !domain.Attempted(v.WebhookAttempts, domain.FinalEvent(domain.WorkLongVideo, v.Status)) {
 		if err := notify(ctx, s.Notifier, v); err != nil {
 			s.log().WarnContext(ctx, "could not enqueue the webhook", "video_id", v.ID, "error", err)
 		}
@@ -156,12 +155,6 @@ func (s *Steps) finish(ctx context.Context, videoID string, o domain.Outcome) (E
 			"status", v.Status, "credits", domain.FormatCredits(v.CreditsHeld))
 	}
 	return endedOf(v), nil
-}
-
-// attempted says whether the video lists an attempt at event: the
-// deliverer has the event, and enqueueing it again would only be dropped.
-func attempted(v domain.LongVideo, event string) bool {
-	return slices.ContainsFunc(v.WebhookAttempts, func(a domain.WebhookAttempt) bool { return a.Event == event })
 }
 
 // finalizeRegenerate points the video at its regenerate's final video and

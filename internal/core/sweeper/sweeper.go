@@ -55,11 +55,11 @@ type Sweeper struct {
 	// taken from the upstream's max_concurrent until it expires.
 	Slots slotReleaser
 	// Notifier, when set, enqueues the final webhook event of the work
-	// whose hold it settles, if the record asks for it: the crash that left
-	// the hold open may have come before the event was enqueued, or the
-	// work never ended but here. An event enqueued twice is sent once (the
-	// deliverer drops an attempt already made; receivers see one
-	// webhook-id).
+	// whose hold it settles, if the record asks for it and lists no
+	// attempt at it: the crash that left the hold open may have come
+	// before the event was enqueued, or the work never ended but here. An
+	// event enqueued twice is sent once (the deliverer drops an attempt
+	// already made; receivers see one webhook-id).
 	Notifier Notifier
 	Grace    time.Duration
 	Now      func() time.Time
@@ -83,8 +83,10 @@ type work struct {
 	slots []slot
 	// finishing: its outputs were being stored (StoredFiles.Finishing).
 	finishing bool
-	// webhook is the record's: which final events it asks for.
-	webhook domain.Webhook
+	// webhook is the record's: which final events it asks for; attempts
+	// are the deliveries it lists.
+	webhook  domain.Webhook
+	attempts []domain.WebhookAttempt
 }
 
 // slot is a holder at an upstream.
@@ -210,10 +212,11 @@ func (s *Sweeper) settleWork(ctx context.Context, h domain.OpenHold, w work, rep
 }
 
 // notify enqueues the final event of the work whose hold was just
-// settled, if its record asks for it: generation.<status> or
-// long_video.<status>; for a scene regenerate, long_video.completed of its
-// revision when it completed, and nothing when it ended otherwise (the
-// video is as it was). A missing work sends nothing.
+// settled, if its record asks for it and lists no attempt at it yet:
+// generation.<status> or long_video.<status>; for a scene regenerate,
+// long_video.completed of its revision when it completed, and nothing when
+// it ended otherwise (the video is as it was). A missing work sends
+// nothing.
 func (s *Sweeper) notify(ctx context.Context, h domain.OpenHold, w work) error {
 	if s.Notifier == nil || !w.exists {
 		return nil
@@ -229,7 +232,8 @@ func (s *Sweeper) notify(ctx context.Context, h domain.OpenHold, w work) error {
 		return nil
 	}
 	event := domain.FinalEvent(h.Kind, w.status)
-	if !w.status.Terminal() || !w.webhook.Wants(event) {
+	// One the record lists an attempt at was enqueued: the deliverer has it.
+	if !w.status.Terminal() || !w.webhook.Wants(event) || domain.Attempted(w.attempts, event) {
 		return nil
 	}
 	if err := s.Notifier.Notify(ctx, h.Kind, h.WorkID, event); err != nil {
@@ -253,7 +257,8 @@ func (s *Sweeper) lookup(ctx context.Context, h domain.OpenHold) (work, error) {
 	case h.Kind == domain.WorkLongVideo:
 		var v domain.LongVideo
 		v, err = s.Store.GetLongVideo(ctx, h.WorkID)
-		w = work{exists: err == nil, status: v.Status, deadline: v.Deadline, finishing: v.Files.Finishing, webhook: v.Webhook}
+		w = work{exists: err == nil, status: v.Status, deadline: v.Deadline, finishing: v.Files.Finishing,
+			webhook: v.Webhook, attempts: v.WebhookAttempts}
 		for n, sc := range v.SceneStatus {
 			// A finished scene freed its slot; the others may hold one.
 			if sc.Upstream != "" && sc.Status != domain.StatusCompleted && sc.Status != domain.StatusFailed {
@@ -263,7 +268,8 @@ func (s *Sweeper) lookup(ctx context.Context, h domain.OpenHold) (work, error) {
 	default:
 		var g domain.Generation
 		g, err = s.Store.GetGeneration(ctx, h.WorkID)
-		w = work{exists: err == nil, status: g.Status, deadline: g.Deadline, finishing: g.Files.Finishing, webhook: g.Webhook}
+		w = work{exists: err == nil, status: g.Status, deadline: g.Deadline, finishing: g.Files.Finishing,
+			webhook: g.Webhook, attempts: g.WebhookAttempts}
 		if g.Upstream != "" {
 			w.slots = []slot{{g.Upstream, g.UUID}}
 		}

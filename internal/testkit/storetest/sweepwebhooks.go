@@ -98,8 +98,9 @@ func (s settledMeanwhile) Refund(ctx context.Context, userID, workID string) (bo
 // the hold open, maybe before the event was enqueued, or the sweep ended
 // the work itself): the event of the status it ended with, a completed
 // regenerate's under its revision. Nothing is sent for a regenerate that
-// ended otherwise, a record that asked for no such event, work never
-// recorded, or a hold another settled meanwhile. SettleEnded, the local
+// ended otherwise, a record that asked for no such event or lists an
+// attempt at it (the deliverer has it), work never recorded, or a hold
+// another settled meanwhile. SettleEnded, the local
 // runtime's settlement at a restart, sends the same, at once.
 func testSweeperSendsTheFinalWebhook(t *testing.T, s store.Store) {
 	ctx := context.Background()
@@ -163,6 +164,14 @@ func testSweeperSendsTheFinalWebhook(t *testing.T, s store.Store) {
 		}
 		return id
 	}
+	// attempt lists a failed first attempt at event on the record.
+	attempt := func(kind domain.WorkKind, id, event string) {
+		t.Helper()
+		a := domain.WebhookAttempt{WebhookID: "msg_" + id[:8], Event: event, Attempt: 1, At: old, StatusCode: 503, Error: domain.WebhookErrorHTTPStatus}
+		if err := s.AddWebhookAttempt(ctx, kind, id, a); err != nil {
+			t.Fatal(err)
+		}
+	}
 	gen, lv := domain.WorkGeneration, domain.WorkLongVideo
 
 	// One sweep settles every case's hold; each case names the record the
@@ -219,6 +228,20 @@ func testSweeperSendsTheFinalWebhook(t *testing.T, s store.Store) {
 		{name: "a generation it times out whose event cannot be enqueued is still released", notifyFails: true,
 			make: func() (string, string) { id := generation(hook, old, true, ""); return id, id },
 			want: func(id string) []sentEvent { return []sentEvent{{Kind: gen, ID: id, Event: "generation.failed"}} }},
+		{name: "a completed generation that lists an attempt at its event sends nothing again",
+			make: func() (string, string) {
+				id := generation(hook, old, false, domain.StatusCompleted)
+				attempt(gen, id, "generation.completed")
+				return id, id
+			},
+			want: none},
+		{name: "a failed long video that lists an attempt at its event sends nothing again",
+			make: func() (string, string) {
+				id := video(hook, old, domain.StatusFailed)
+				attempt(lv, id, "long_video.failed")
+				return id, id
+			},
+			want: none},
 		{name: "a hold without work sends nothing",
 			make: func() (string, string) { id := orphan(gen, old); return id, id },
 			want: none},
