@@ -148,7 +148,7 @@ var usesOf = map[string][]use{
 		uses("queue:WebhookQueue", "the next attempt, delayed by the backoff", "sqs:SendMessage"),
 		uses("queue:WebhookQueue", "WebhooksFunctionDeliveries polls the queue with the execution role", sqsPolling...),
 	},
-	"SweeperFunction":                    nil,
+	"SweeperFunction":                    {notify}, // the final event of the work whose hold it settles
 	"AccountFunction":                    nil,
 	"AccountTransactionsFunction":        nil,
 	"AccountUsageFunction":               nil,

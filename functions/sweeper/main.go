@@ -1,13 +1,13 @@
 // Command sweeper is the Lambda function of on a schedule: settles holds left open by crashes.
-// storewiring.Sweeper says what it wires.
+// lambdawiring.Sweeper says what it wires.
 package main
 
 import (
 	"github.com/aws/aws-lambda-go/lambda"
 
-	"github.com/mediagen-dev/mediagen/internal/aws/lambdawiring/storewiring"
+	"github.com/mediagen-dev/mediagen/internal/aws/lambdawiring"
 )
 
 func main() {
-	lambda.Start(storewiring.Build("sweeper", storewiring.Sweeper))
+	lambda.Start(lambdawiring.Build("sweeper", lambdawiring.Sweeper))
 }

@@ -8,6 +8,7 @@ import (
 	"os"
 	"sort"
 
+	"github.com/aws/aws-lambda-go/events"
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/cloudfront"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
@@ -25,6 +26,7 @@ import (
 	"github.com/mediagen-dev/mediagen/internal/core/longform"
 	"github.com/mediagen-dev/mediagen/internal/core/media"
 	"github.com/mediagen-dev/mediagen/internal/core/routing"
+	"github.com/mediagen-dev/mediagen/internal/core/sweeper"
 	"github.com/mediagen-dev/mediagen/internal/core/webhook"
 )
 
@@ -130,6 +132,25 @@ func UpstreamWebhook(ctx context.Context, log *slog.Logger) (any, error) {
 		return nil, err
 	}
 	return storewiring.Route(routes.UpstreamWebhook(), routes.Ports{UpstreamCallbacks: generation.NewCallbacks(p.store, p.ups, p.queue, p.settings), Log: log})
+}
+
+// Sweeper settles holds left open, on a schedule, and enqueues the final
+// webhook event of the work whose hold it settles (so it sends to the
+// webhook queue, and is wired here, not in storewiring).
+func Sweeper(ctx context.Context, log *slog.Logger) (any, error) {
+	cfg, err := storewiring.AWSConfig(ctx)
+	if err != nil {
+		return nil, err
+	}
+	n, err := notifier(cfg)
+	if err != nil {
+		return nil, err
+	}
+	st := storewiring.Store(cfg)
+	sw := &sweeper.Sweeper{Store: st, Slots: st, Notifier: n, Log: log}
+	return func(ctx context.Context, _ events.EventBridgeEvent) (sweeper.SweepReport, error) {
+		return sw.Sweep(ctx)
+	}, nil
 }
 
 // Webhooks consumes the webhook queue: one delivery attempt per message.

@@ -33,4 +33,5 @@ var (
 	_ longform.PreviewFiles = (*s3bucket.Bucket)(nil)
 	_ generation.Notifier   = webhook.Notifier{}
 	_ longform.Notifier     = webhook.Notifier{}
+	_ sweeper.Notifier      = webhook.Notifier{}
 )

@@ -43,7 +43,7 @@ func Functions() map[string]Constructor {
 		"poller":                        Poller,
 		"status":                        storewiring.Status,
 		"submit-scene":                  SubmitScene,
-		"sweeper":                       storewiring.Sweeper,
+		"sweeper":                       Sweeper,
 		"upstream-webhook":              UpstreamWebhook,
 		"webhooks":                      Webhooks,
 	}

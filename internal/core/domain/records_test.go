@@ -3,6 +3,7 @@ package domain_test
 import (
 	"encoding/json"
 	"reflect"
+	"slices"
 	"testing"
 
 	"github.com/mediagen-dev/mediagen/internal/core/domain"
@@ -58,6 +59,26 @@ func TestRegenerateWorkIDsReadBack(t *testing.T) {
 		"4f1c2a#scene-2-r3x", "4f1c2a#scene-02-r3", "4f1c2a#scene-2-r+3", "4f1c2a#texts"} {
 		if _, _, _, ok := domain.RegenerateOf(other); ok {
 			t.Errorf("RegenerateOf(%q) reads as a regenerate's work id; want not", other)
+		}
+	}
+}
+
+// TestFinalEventIsOneOfTheKindsEvents: the event a final record sends is
+// one the API documents for its kind, one for each final status.
+func TestFinalEventIsOneOfTheKindsEvents(t *testing.T) {
+	for _, c := range []struct {
+		kind   domain.WorkKind
+		events []string
+	}{
+		{domain.WorkGeneration, domain.GenerationEvents},
+		{domain.WorkLongVideo, domain.LongVideoEvents},
+	} {
+		var got []string
+		for _, s := range []domain.Status{domain.StatusCompleted, domain.StatusFailed, domain.StatusCanceled} {
+			got = append(got, domain.FinalEvent(c.kind, s))
+		}
+		if !slices.Equal(got, c.events) {
+			t.Errorf("%s: the final events are %v; the documented ones %v", c.kind, got, c.events)
 		}
 	}
 }

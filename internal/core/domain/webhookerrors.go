@@ -34,3 +34,19 @@ var (
 	GenerationEvents = []string{"generation.completed", "generation.failed", "generation.canceled"}
 	LongVideoEvents  = []string{"long_video.completed", "long_video.failed", "long_video.canceled"}
 )
+
+// Attempted says whether attempts list one at event: the deliverer has the
+// event, so enqueueing it again would only be dropped (a regenerate's
+// revision is an event of its own that this does not tell apart).
+func Attempted(attempts []WebhookAttempt, event string) bool {
+	for _, a := range attempts {
+		if a.Event == event {
+			return true
+		}
+	}
+	return false
+}
+
+// FinalEvent is the webhook event of a record of kind that ended with
+// status: "generation.completed", "long_video.failed", ...
+func FinalEvent(kind WorkKind, status Status) string { return string(kind) + "." + string(status) }

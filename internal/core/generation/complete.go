@@ -86,7 +86,7 @@ func (s *Service) settleAndNotify(ctx context.Context, log *slog.Logger, g domai
 
 // notify enqueues the webhook event of a final generation, if asked for.
 func (s *Service) notify(ctx context.Context, g domain.Generation) error {
-	event := "generation." + string(g.Status)
+	event := domain.FinalEvent(domain.WorkGeneration, g.Status)
 	if s.Notifier == nil || !g.Webhook.Wants(event) {
 		return nil
 	}

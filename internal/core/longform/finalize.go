@@ -24,7 +24,7 @@ func FinalizeStep(files Files, retainer media.Retainer, store Store, notifier No
 
 // notify enqueues the webhook event of a final video, if asked for.
 func notify(ctx context.Context, n Notifier, v domain.LongVideo) error {
-	event := "long_video." + string(v.Status)
+	event := domain.FinalEvent(domain.WorkLongVideo, v.Status)
 	if n == nil || !v.Webhook.Wants(event) {
 		return nil
 	}
@@ -38,7 +38,7 @@ func notify(ctx context.Context, n Notifier, v domain.LongVideo) error {
 // regenerate made, if asked for: a receiver that keeps final_video_url
 // gets the new one.
 func notifyRevision(ctx context.Context, n Notifier, v domain.LongVideo, revision int) error {
-	const event = "long_video.completed"
+	event := domain.FinalEvent(domain.WorkLongVideo, domain.StatusCompleted)
 	if n == nil || !v.Webhook.Wants(event) {
 		return nil
 	}
@@ -77,8 +77,9 @@ func endedOf(v domain.LongVideo) Ended {
 	return e
 }
 
-// Finalize marks the video completed with its URL and measured length and
-// captures its hold. A repeat changes nothing.
+// Finalize marks the video completed with its URL and measured length,
+// enqueues its webhook event and captures its hold. A repeat changes
+// nothing but may enqueue the event again, under the same webhook-id.
 func (s *Steps) Finalize(ctx context.Context, in FinalizeTask) (Ended, error) {
 	if in.Revision > 0 {
 		return s.finalizeRegenerate(ctx, in)
@@ -124,6 +125,16 @@ func (s *Steps) finish(ctx context.Context, videoID string, o domain.Outcome) (E
 		// leaves the video processing.
 		return Ended{}, &TransientError{Msg: fmt.Sprintf("finish %s: still processing", videoID)}
 	}
+	// Final: its event is enqueued before the hold is settled, since
+	// nothing enqueues it once the hold is (a retry, MarkFailed and the
+	// sweeper find it settled). A repeat enqueues it again unless the
+	// video lists an attempt at it already (the deliverer has it);
+	// receivers drop repeats by webhook-id.
+	if !domain.Attempted(v.WebhookAttempts, domain.FinalEvent(domain.WorkLongVideo, v.Status)) {
+		if err := notify(ctx, s.Notifier, v); err != nil {
+			s.log().WarnContext(ctx, "could not enqueue the webhook", "video_id", v.ID, "error", err)
+		}
+	}
 	if v.Status != domain.StatusCompleted && v.Files.Finishing {
 		// Its final video may be stored: deleted before the credits go
 		// back, so no output outlives them. A step without the bucket
@@ -142,10 +153,6 @@ func (s *Steps) finish(ctx context.Context, videoID string, o domain.Outcome) (E
 	if settled {
 		s.log().InfoContext(ctx, "long video finished; hold settled", "settlement", how, "video_id", v.ID, "user_id", v.UserID,
 			"status", v.Status, "credits", domain.FormatCredits(v.CreditsHeld))
-		// Once, with the settlement: a retried step finds the hold settled.
-		if err := notify(ctx, s.Notifier, v); err != nil {
-			s.log().WarnContext(ctx, "could not enqueue the webhook", "video_id", v.ID, "error", err)
-		}
 	}
 	return endedOf(v), nil
 }
@@ -156,8 +163,9 @@ func (s *Steps) finish(ctx context.Context, videoID string, o domain.Outcome) (E
 // the scene's old clip) are deleted after, when the step has the bucket
 // (else the bucket's expiry takes them). A regenerate that ended otherwise
 // meanwhile (canceled, or past its deadline) keeps nothing: its files are
-// deleted and its hold released, the video left as it was. A repeat
-// changes nothing.
+// deleted and its hold released, the video left as it was, and no webhook
+// is sent. A repeat changes nothing but may enqueue the revision's event
+// again, under the same webhook-id.
 func (s *Steps) finalizeRegenerate(ctx context.Context, in FinalizeTask) (Ended, error) {
 	v, err := s.Store.GetLongVideo(ctx, in.VideoID)
 	if err != nil {
@@ -193,17 +201,20 @@ func (s *Steps) finalizeRegenerate(ctx context.Context, in FinalizeTask) (Ended,
 		}
 	}
 	if v.Revision >= in.Revision {
+		// The video is at the new revision: its event (the video's
+		// final_video_url changed and the one sent before is deleted) is
+		// enqueued before the capture, since nothing enqueues it once the
+		// hold is captured. A repeat enqueues it again, under the same
+		// webhook-id: the deliverer and receivers drop repeats.
+		if err := notifyRevision(ctx, s.Notifier, v, in.Revision); err != nil {
+			log.WarnContext(ctx, "could not enqueue the webhook", "error", err)
+		}
 		captured, err := s.Store.Capture(ctx, v.UserID, workID)
 		if err != nil {
 			return Ended{}, &TransientError{Msg: fmt.Sprintf("capture %s: %v", workID, err)}
 		}
 		if captured {
 			log.InfoContext(ctx, "scene regenerate completed; its hold captured")
-			// Once, with the capture, as a first render's: the video's
-			// final_video_url changed and the one sent before is deleted.
-			if err := notifyRevision(ctx, s.Notifier, v, in.Revision); err != nil {
-				log.WarnContext(ctx, "could not enqueue the webhook", "error", err)
-			}
 		}
 		return endedOf(v), nil
 	}

@@ -24,10 +24,11 @@ import (
 // TestFinalizeOfARegenerateServesTheNewVideoAndChargesOnlyTheScene: the
 // video moves to the regenerate's revision and final video, only the
 // regenerate's hold is captured, the previous revision's files go (the
-// other scenes' clips stay), and its webhook is told of the new revision
-// once; a repeat changes nothing. A regenerate that ended first
-// (canceled, or past its deadline) keeps none of its files, its hold
-// goes back, the video stays as it was and no webhook is sent.
+// other scenes' clips stay), and its webhook is told of the new revision;
+// a repeat changes nothing but may tell it again, under the same
+// webhook-id. A regenerate that ended first (canceled, or past its
+// deadline) keeps none of its files, its hold goes back, the video stays
+// as it was and no webhook is sent.
 func TestFinalizeOfARegenerateServesTheNewVideoAndChargesOnlyTheScene(t *testing.T) {
 	ctx := context.Background()
 	bucket := outputsBucket(t)
@@ -114,14 +115,14 @@ func TestFinalizeOfARegenerateServesTheNewVideoAndChargesOnlyTheScene(t *testing
 					t.Errorf("ended %v, attempt %d: %s is still stored (%v); want it deleted", ended, attempt, key, err)
 				}
 			}
-			// The new revision is told once, as its own event; a
-			// regenerate that ended otherwise changed nothing to tell.
-			want := []webhook.Message{{Kind: domain.WorkLongVideo, ID: v.ID, Event: "long_video.completed", Revision: 2, Attempt: 1}}
-			if ended {
-				want = nil
-			}
-			if got := hooks.messages(); !slices.Equal(got, want) {
-				t.Errorf("ended %v, attempt %d: webhooks enqueued %+v; want %+v", ended, attempt, got, want)
+			// The new revision is told, as its own event (a repeat may
+			// enqueue it again: the same message, under the same
+			// webhook-id); a regenerate that ended otherwise changed
+			// nothing to tell.
+			want := webhook.Message{Kind: domain.WorkLongVideo, ID: v.ID, Event: "long_video.completed", Revision: 2, Attempt: 1}
+			sent := hooks.messages()
+			if ended && len(sent) > 0 || !ended && (len(sent) == 0 || slices.ContainsFunc(sent, func(m webhook.Message) bool { return m != want })) {
+				t.Errorf("ended %v, attempt %d: webhooks enqueued %+v; want none if ended, else only %+v", ended, attempt, sent, want)
 			}
 		}
 	}

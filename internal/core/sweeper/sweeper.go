@@ -1,5 +1,7 @@
 // Package sweeper settles, on a schedule, the credit holds that a crash left
-// open: work past its deadline is failed and its hold released.
+// open: work past its deadline is failed and its hold released. The work it
+// ends or settles sends its final webhook event, which the crash may have
+// kept from being enqueued.
 package sweeper
 
 import (
@@ -36,6 +38,14 @@ type slotReleaser interface {
 	ReleaseSlot(ctx context.Context, provider, holder string) error
 }
 
+// Notifier enqueues a webhook event (webhook.Notifier).
+type Notifier interface {
+	Notify(ctx context.Context, kind domain.WorkKind, id, event string) error
+	// NotifyRevision enqueues event for the revision of long video id
+	// that a scene regenerate made.
+	NotifyRevision(ctx context.Context, id string, revision int, event string) error
+}
+
 // Sweeper settles holds whose work is finished, failed, past its deadline,
 // or never appeared, and frees the upstream slots that work held.
 type Sweeper struct {
@@ -44,9 +54,16 @@ type Sweeper struct {
 	// poll chain was lost still holds its slot, which would otherwise be
 	// taken from the upstream's max_concurrent until it expires.
 	Slots slotReleaser
-	Grace time.Duration
-	Now   func() time.Time
-	Log   *slog.Logger
+	// Notifier, when set, enqueues the final webhook event of the work
+	// whose hold it settles, if the record asks for it and lists no
+	// attempt at it: the crash that left the hold open may have come
+	// before the event was enqueued, or the work never ended but here. An
+	// event enqueued twice is sent once (the deliverer drops an attempt
+	// already made; receivers see one webhook-id).
+	Notifier Notifier
+	Grace    time.Duration
+	Now      func() time.Time
+	Log      *slog.Logger
 }
 
 // SweepReport counts what one sweep did.
@@ -66,6 +83,10 @@ type work struct {
 	slots []slot
 	// finishing: its outputs were being stored (StoredFiles.Finishing).
 	finishing bool
+	// webhook is the record's: which final events it asks for; attempts
+	// are the deliveries it lists.
+	webhook  domain.Webhook
+	attempts []domain.WebhookAttempt
 }
 
 // slot is a holder at an upstream.
@@ -131,6 +152,35 @@ func (s *Sweeper) settle(ctx context.Context, h domain.OpenHold, now time.Time, 
 			report.TimedOut++
 		}
 	}
+	return s.settleWork(ctx, h, w, report)
+}
+
+// SettleEnded settles at once, whatever its age, the hold h of a
+// generation or long video whose record is final, as a sweep does, its
+// final webhook event included (true when this call settled it). Work not
+// final or not recorded is left to the sweeps (false), and so is a scene
+// regenerate's hold: its video does not tell one that ended from one not
+// begun yet. The local runtime calls it when it starts again after a stop
+// that came between a record's final write and its hold's settlement.
+func (s *Sweeper) SettleEnded(ctx context.Context, h domain.OpenHold) (bool, error) {
+	if _, _, _, regen := domain.RegenerateOf(h.WorkID); regen {
+		return false, nil
+	}
+	w, err := s.lookup(ctx, h)
+	if err != nil || !w.exists || !w.status.Terminal() {
+		return false, err
+	}
+	var report SweepReport
+	if err := s.settleWork(ctx, h, w, &report); err != nil {
+		return false, err
+	}
+	return report.Captured+report.Released > 0, nil
+}
+
+// settleWork frees the slots of work w no longer processing, settles its
+// hold by its status (a missing work's is released) and, when this call
+// settled it, enqueues its final webhook event.
+func (s *Sweeper) settleWork(ctx context.Context, h domain.OpenHold, w work, report *SweepReport) error {
 	status := domain.StatusFailed // a missing work is released
 	if w.exists {
 		status = w.status
@@ -153,6 +203,42 @@ func (s *Sweeper) settle(ctx context.Context, h domain.OpenHold, now time.Time, 
 	}
 	s.log().InfoContext(ctx, "sweeper settled hold", "user_id", h.UserID, "work_id", h.WorkID,
 		"kind", h.Kind, "outcome", how, "work_found", w.exists, "amount", domain.FormatCredits(h.Amount))
+	if err := s.notify(ctx, h, w); err != nil {
+		// The hold stays settled: as the poller and the workflow do, a
+		// failed enqueue is logged, never undone by a refund.
+		s.log().WarnContext(ctx, "could not enqueue the webhook", "user_id", h.UserID, "work_id", h.WorkID, "error", err)
+	}
+	return nil
+}
+
+// notify enqueues the final event of the work whose hold was just
+// settled, if its record asks for it and lists no attempt at it yet:
+// generation.<status> or long_video.<status>; for a scene regenerate,
+// long_video.completed of its revision when it completed, and nothing when
+// it ended otherwise (the video is as it was). A missing work sends
+// nothing.
+func (s *Sweeper) notify(ctx context.Context, h domain.OpenHold, w work) error {
+	if s.Notifier == nil || !w.exists {
+		return nil
+	}
+	if videoID, _, revision, regen := domain.RegenerateOf(h.WorkID); regen && h.Kind == domain.WorkLongVideo {
+		event := domain.FinalEvent(domain.WorkLongVideo, domain.StatusCompleted)
+		if w.status != domain.StatusCompleted || !w.webhook.Wants(event) {
+			return nil
+		}
+		if err := s.Notifier.NotifyRevision(ctx, videoID, revision, event); err != nil {
+			return fmt.Errorf("webhook of %s revision %d: %w", videoID, revision, err)
+		}
+		return nil
+	}
+	event := domain.FinalEvent(h.Kind, w.status)
+	// One the record lists an attempt at was enqueued: the deliverer has it.
+	if !w.status.Terminal() || !w.webhook.Wants(event) || domain.Attempted(w.attempts, event) {
+		return nil
+	}
+	if err := s.Notifier.Notify(ctx, h.Kind, h.WorkID, event); err != nil {
+		return fmt.Errorf("webhook of %s: %w", h.WorkID, err)
+	}
 	return nil
 }
 
@@ -167,11 +253,12 @@ func (s *Sweeper) lookup(ctx context.Context, h domain.OpenHold) (work, error) {
 		var v domain.LongVideo
 		v, err = s.Store.GetLongVideo(ctx, videoID)
 		w = regenerateWork(v, scene, revision)
-		w.exists = err == nil
+		w.exists, w.webhook = err == nil, v.Webhook
 	case h.Kind == domain.WorkLongVideo:
 		var v domain.LongVideo
 		v, err = s.Store.GetLongVideo(ctx, h.WorkID)
-		w = work{exists: err == nil, status: v.Status, deadline: v.Deadline, finishing: v.Files.Finishing}
+		w = work{exists: err == nil, status: v.Status, deadline: v.Deadline, finishing: v.Files.Finishing,
+			webhook: v.Webhook, attempts: v.WebhookAttempts}
 		for n, sc := range v.SceneStatus {
 			// A finished scene freed its slot; the others may hold one.
 			if sc.Upstream != "" && sc.Status != domain.StatusCompleted && sc.Status != domain.StatusFailed {
@@ -181,7 +268,8 @@ func (s *Sweeper) lookup(ctx context.Context, h domain.OpenHold) (work, error) {
 	default:
 		var g domain.Generation
 		g, err = s.Store.GetGeneration(ctx, h.WorkID)
-		w = work{exists: err == nil, status: g.Status, deadline: g.Deadline, finishing: g.Files.Finishing}
+		w = work{exists: err == nil, status: g.Status, deadline: g.Deadline, finishing: g.Files.Finishing,
+			webhook: g.Webhook, attempts: g.WebhookAttempts}
 		if g.Upstream != "" {
 			w.slots = []slot{{g.Upstream, g.UUID}}
 		}

@@ -240,6 +240,10 @@ type Runtime struct {
 	// work done here (see internal/local/costs).
 	Costs *costs.Meter
 
+	// sweeper settles the holds a crash left open: every SweepEvery, and
+	// at once at a restart for the long videos that ended before the stop.
+	sweeper *sweeper.Sweeper
+
 	srv    *http.Server
 	cancel context.CancelFunc
 	wg     sync.WaitGroup
@@ -456,6 +460,7 @@ func (r *Runtime) wire(cfg Config, st store.Store, rc *routing.Config, prices *p
 		Client: webhook.SafeClient(hookPorts...), Backoff: cfg.WebhookBackoff, Log: log.With("component", "webhooks")}
 	deliverBatches = sqsbatch.Handler(deliverer.HandleBatch)
 	notifier := webhook.Notifier{Queue: webhookQueue}
+	r.sweeper = &sweeper.Sweeper{Store: r.Store, Slots: r.Store, Notifier: notifier, Log: log.With("component", "sweeper")}
 
 	// The workflow's tasks, each built by the constructor its Lambda
 	// function uses; the scenes' polls share the poller's queue, as in AWS.
@@ -704,33 +709,22 @@ func (r *Runtime) resume(ctx context.Context) error {
 var everHeld = time.Date(9999, 12, 31, 0, 0, 0, 0, time.UTC)
 
 // settleEndedVideo settles the hold of a long video that ended before the
-// stop let its workflow settle it (1), and leaves one still processing to
-// its restarted workflow, or one not recorded to the sweeper (0).
+// stop let its workflow settle it, and enqueues its webhook event, as the
+// sweeper does (1); it leaves one still processing to its restarted
+// workflow, and one not recorded or a regenerate's to the sweeper (0).
 func (r *Runtime) settleEndedVideo(ctx context.Context, h domain.OpenHold) (int, error) {
-	v, err := r.Store.GetLongVideo(ctx, h.WorkID)
-	if errors.Is(err, domain.ErrNotFound) {
-		return 0, nil
-	}
-	if err != nil {
-		return 0, fmt.Errorf("resume long video %s: %w", h.WorkID, err)
-	}
-	if !v.Status.Terminal() {
-		return 0, nil
-	}
-	how, ok, err := domain.Settle(ctx, r.Store, h.UserID, h.WorkID, v.Status)
+	settled, err := r.sweeper.SettleEnded(ctx, h)
 	if err != nil {
 		return 0, fmt.Errorf("resume: settle long video %s: %w", h.WorkID, err)
 	}
-	if !ok {
+	if !settled {
 		return 0, nil
 	}
-	r.log.Info("long video ended before the stop; hold settled", "video_id", v.ID, "user_id", v.UserID,
-		"status", v.Status, "settlement", how)
 	return 1, nil
 }
 
 func (r *Runtime) sweepLoop(ctx context.Context, every time.Duration) {
-	sw := &sweeper.Sweeper{Store: r.Store, Slots: r.Store, Log: r.log.With("component", "sweeper")}
+	sw := r.sweeper
 	t := time.NewTicker(every)
 	defer t.Stop()
 	for {

@@ -182,31 +182,9 @@ func testSweeperRegenerates(t *testing.T, s store.Store) {
 	user := newAccount(t, s, domain.PlanPro, "100")
 	old := now.Add(-time.Hour)
 	upstream := "sweep-regen-" + uuid.NewString()[:8]
-	// regenerating makes a completed video with a regenerate of scene 2
-	// started at started, ended as end says ("" runs), and its open hold.
 	regenerating := func(started time.Time, end domain.Status) (videoID, workID string) {
 		t.Helper()
-		v := newLongVideo(t, s, user, "beta-2", old, domain.Webhook{})
-		done := domain.Outcome{Status: domain.StatusCompleted, OutputURLs: []string{"https://cdn.example/r1.mp4"}, TotalDuration: 10}
-		if err := s.FinishLongVideo(ctx, v.ID, done, old); err != nil {
-			t.Fatal(err)
-		}
-		workID = domain.RegenerateWorkID(v.ID, 2, 2)
-		if err := s.Hold(ctx, user, domain.Hold{WorkID: workID, Kind: domain.WorkLongVideo, Amount: credits("1"), CreatedAt: old}); err != nil {
-			t.Fatal(err)
-		}
-		r := domain.Regeneration{SceneNumber: 2, Revision: 2, Prompt: "b2", Model: "beta-2", CreditsHeld: credits("1"), StartedAt: started,
-			State: domain.SceneState{Status: domain.StatusProcessing, Upstream: upstream, UpstreamJob: domain.UpstreamJob{ID: "up-" + v.ID}}}
-		if err := s.BeginRegenerate(ctx, v.ID, r, started); err != nil {
-			t.Fatal(err)
-		}
-		if end != "" {
-			o := domain.Outcome{Status: end, OutputURLs: []string{"https://cdn.example/r2.mp4"}, TotalDuration: 10}
-			if err := s.EndRegenerate(ctx, v.ID, 2, o, old); err != nil {
-				t.Fatal(err)
-			}
-		}
-		return v.ID, workID
+		return newRegenerate(t, s, user, domain.Webhook{}, upstream, old, started, end)
 	}
 	_, running := regenerating(now.Add(-domain.RegenerateTimeout/2), "")
 	overdueVideo, _ := regenerating(now.Add(-domain.RegenerateTimeout-time.Minute), "")
@@ -238,4 +216,34 @@ func testSweeperRegenerates(t *testing.T, s store.Store) {
 	if ok, err := s.AcquireSlot(ctx, upstream, "another", 1, now); err != nil || !ok {
 		t.Errorf("the overdue regenerate's slot is still held after the sweep (AcquireSlot = %v, %v)", ok, err)
 	}
+}
+
+// newRegenerate makes a completed video of user's, created at created
+// with webhook w, and a regenerate of its scene 2 (revision 2, its job at
+// upstream) started at started, with the regenerate's open hold (1 credit,
+// created at created); end ends it ("" leaves it running).
+func newRegenerate(t *testing.T, s store.Store, user string, w domain.Webhook, upstream string, created, started time.Time, end domain.Status) (videoID, workID string) {
+	t.Helper()
+	ctx := context.Background()
+	v := newLongVideo(t, s, user, "beta-2", created, w)
+	done := domain.Outcome{Status: domain.StatusCompleted, OutputURLs: []string{"https://cdn.example/r1.mp4"}, TotalDuration: 10}
+	if err := s.FinishLongVideo(ctx, v.ID, done, created); err != nil {
+		t.Fatal(err)
+	}
+	workID = domain.RegenerateWorkID(v.ID, 2, 2)
+	if err := s.Hold(ctx, user, domain.Hold{WorkID: workID, Kind: domain.WorkLongVideo, Amount: credits("1"), CreatedAt: created}); err != nil {
+		t.Fatal(err)
+	}
+	r := domain.Regeneration{SceneNumber: 2, Revision: 2, Prompt: "b2", Model: "beta-2", CreditsHeld: credits("1"), StartedAt: started,
+		State: domain.SceneState{Status: domain.StatusProcessing, Upstream: upstream, UpstreamJob: domain.UpstreamJob{ID: "up-" + v.ID}}}
+	if err := s.BeginRegenerate(ctx, v.ID, r, started); err != nil {
+		t.Fatal(err)
+	}
+	if end != "" {
+		o := domain.Outcome{Status: end, OutputURLs: []string{"https://cdn.example/r2.mp4"}, TotalDuration: 10}
+		if err := s.EndRegenerate(ctx, v.ID, 2, o, created); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return v.ID, workID
 }

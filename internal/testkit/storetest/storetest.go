@@ -60,6 +60,7 @@ func Run(t *testing.T, s store.Store) {
 		{"SweeperFreesTheSlotsOfWorkItEnds", testSweeperFreesSlots},
 		{"OpenStreamsNeverPassTheLimitAndLapse", testStreams},
 		{"SweeperSettlesRegenerateHoldsByTheirVideo", testSweeperRegenerates},
+		{"SweeperSendsTheFinalWebhook", testSweeperSendsTheFinalWebhook},
 		{"UpstreamJobIsRecordedOnce", testUpstreamIDOnce},
 		{"GenerationProgressOnlyGrows", testGenerationProgressOnlyGrows},
 		{"GenerationCancelAtIsKept", testGenerationCancelAtIsKept},

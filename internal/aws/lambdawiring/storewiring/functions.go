@@ -4,8 +4,6 @@ import (
 	"context"
 	"log/slog"
 
-	"github.com/aws/aws-lambda-go/events"
-
 	"github.com/mediagen-dev/mediagen/internal/api/httpapi"
 	"github.com/mediagen-dev/mediagen/internal/api/lambdahttp"
 	"github.com/mediagen-dev/mediagen/internal/api/routes"
@@ -13,7 +11,6 @@ import (
 	"github.com/mediagen-dev/mediagen/internal/core/catalog"
 	"github.com/mediagen-dev/mediagen/internal/core/generation"
 	"github.com/mediagen-dev/mediagen/internal/core/longform"
-	"github.com/mediagen-dev/mediagen/internal/core/sweeper"
 )
 
 // The constructors of the functions that use no AWS service but DynamoDB.
@@ -153,19 +150,6 @@ func Authorizer(ctx context.Context, log *slog.Logger) (any, error) {
 		return nil, err
 	}
 	return lambdahttp.Authorizer(Gate(cfg, log).Authorize), nil
-}
-
-// Sweeper settles holds left open, on a schedule.
-func Sweeper(ctx context.Context, log *slog.Logger) (any, error) {
-	cfg, err := AWSConfig(ctx)
-	if err != nil {
-		return nil, err
-	}
-	st := Store(cfg)
-	sw := &sweeper.Sweeper{Store: st, Slots: st, Log: log}
-	return func(ctx context.Context, _ events.EventBridgeEvent) (sweeper.SweepReport, error) {
-		return sw.Sweep(ctx)
-	}, nil
 }
 
 // LongStoryEstimate is POST /api/long-story/videos/estimate.

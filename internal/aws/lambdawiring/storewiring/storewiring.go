@@ -2,7 +2,7 @@
 // service but DynamoDB: the AWS configuration, the store and the gate, the
 // routing and price files, Build, and the constructors of the functions
 // that use nothing else (the status and list routes, the estimates, the
-// account, the models, the OpenAPI document, the authorizer, the sweeper).
+// account, the models, the OpenAPI document, the authorizer).
 //
 // Those functions' main.go import this package, not lambdawiring, so that
 // their binaries do not link the SQS, S3, Step Functions, Secrets Manager
