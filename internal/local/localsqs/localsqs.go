@@ -123,6 +123,9 @@ type Queue struct {
 	seq     int
 	wake    chan struct{}
 	running int
+	// deleted counts the messages handled and so deleted (SQS's
+	// NumberOfMessagesDeleted).
+	deleted int
 }
 
 // New makes a queue delivering to handler.
@@ -182,6 +185,15 @@ func (q *Queue) Len() int {
 	q.mu.Lock()
 	defer q.mu.Unlock()
 	return len(q.pending) + q.running
+}
+
+// Deleted is how many messages were handled and so deleted from the
+// queue (SQS's NumberOfMessagesDeleted): the work done, where Len is the
+// work left, which a handler that sends the next message keeps level.
+func (q *Queue) Deleted() int {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	return q.deleted
 }
 
 // DeliverDue delivers the messages visible now, one batch after another in
@@ -336,6 +348,7 @@ func (q *Queue) deliver(ctx context.Context, batch []*message) {
 	now := q.cfg.Now()
 	for _, m := range batch {
 		if !failed[m.id] {
+			q.deleted++
 			continue
 		}
 		if m.receives >= q.cfg.MaxReceives {

@@ -72,21 +72,23 @@ func Value[T any](t testing.TB, within time.Duration, what string, get func() (T
 
 // Drained asks remaining until it reports 0 (the work left: messages in a
 // queue, records not final), and reports whether it did. It gives up, as
-// Condition does, only when remaining has not gone below its lowest value
-// for stall: work that goes on, however slowly a loaded machine makes it,
-// is waited for (the test binary's -timeout bounds the whole), and work
-// that stopped is reported.
-func Drained(t testing.TB, stall time.Duration, what string, remaining func() int) bool {
+// Condition does, only when done (a count of the work finished, such as
+// the messages a queue deleted) has not grown for stall: work that goes on,
+// however slowly a loaded machine makes it, is waited for (the test
+// binary's -timeout bounds the whole), and work that stopped is reported.
+// (What is left is no measure of progress: a handler that sends the next
+// message of a chain keeps it level, and redeliveries raise it.)
+func Drained(t testing.TB, stall time.Duration, what string, remaining, done func() int) bool {
 	t.Helper()
-	lowest, progressed := remaining(), time.Now()
+	most, progressed := done(), time.Now()
 	pause := firstPause
 	for {
 		n := remaining()
 		if n == 0 {
 			return true
 		}
-		if n < lowest {
-			lowest, progressed = n, time.Now()
+		if d := done(); d > most {
+			most, progressed = d, time.Now()
 		}
 		if time.Since(progressed) >= stall {
 			t.Errorf("still waiting for %s: %d left, none done in %v", what, n, stall)
