@@ -151,9 +151,9 @@ type Config struct {
 	// tests move it past AuthCacheTTL instead of sleeping.
 	AuthCacheClock func() time.Time
 	// Clock is the service's clock (default time.Now): the status views,
-	// the records' times and output expiry, and the outputs' lifecycle
-	// (ExpireOutputs). Tests move it past the retention instead of
-	// waiting 30 days.
+	// the records' times, deadlines and output expiry, the sweeper, and
+	// the outputs' lifecycle (ExpireOutputs). Tests move it past the
+	// retention instead of waiting 30 days.
 	Clock func() time.Time
 	// WaitClock is the clock a Prefer: wait on generate waits on (default
 	// the wall clock): tests move it past the 25 s cap instead of waiting.
@@ -460,7 +460,7 @@ func (r *Runtime) wire(cfg Config, st store.Store, rc *routing.Config, prices *p
 		Client: webhook.SafeClient(hookPorts...), Backoff: cfg.WebhookBackoff, Log: log.With("component", "webhooks")}
 	deliverBatches = sqsbatch.Handler(deliverer.HandleBatch)
 	notifier := webhook.Notifier{Queue: webhookQueue}
-	r.sweeper = &sweeper.Sweeper{Store: r.Store, Slots: r.Store, Notifier: notifier, Log: log.With("component", "sweeper")}
+	r.sweeper = &sweeper.Sweeper{Store: r.Store, Slots: r.Store, Notifier: notifier, Now: cfg.Clock, Log: log.With("component", "sweeper")}
 
 	// The workflow's tasks, each built by the constructor its Lambda
 	// function uses; the scenes' polls share the poller's queue, as in AWS.
